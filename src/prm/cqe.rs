@@ -6,6 +6,7 @@
 
 use bitfield_struct::bitfield;
 
+use super::wire::wire_bytes;
 use super::{Be16, Be32, Be64, CQE_SIZE};
 
 /// CQE opcodes: bits 7..4 of `op_own` (`MLX5_CQE_*`).
@@ -191,6 +192,55 @@ pub struct ErrCqe {
     pub op_own: u8,
 }
 
+wire_bytes!(
+    Cqe64,
+    CQE_SIZE,
+    [
+        tls_outer_l3_tunneled,
+        reserved0,
+        wqe_id,
+        lro,
+        rss_hash_result,
+        rss_hash_type,
+        ml_path,
+        reserved1,
+        checksum,
+        slid,
+        flags_rqpn,
+        hds_ip_ext,
+        l4_l3_hdr_type,
+        vlan_info,
+        srqn_uidx,
+        imm_inval_pkey,
+        app,
+        app_op,
+        app_info,
+        byte_cnt,
+        timestamp,
+        sop_drop_qpn,
+        wqe_counter,
+        signature,
+        op_own,
+    ]
+);
+wire_bytes!(
+    ErrCqe,
+    CQE_SIZE,
+    [
+        reserved0,
+        srqn,
+        reserved1,
+        hw_err_synd,
+        hw_synd_type,
+        vendor_err_synd,
+        syndrome,
+        s_wqe_opcode_qpn,
+        wqe_counter,
+        signature,
+        op_own,
+    ]
+);
+
 const _: () = {
     assert!(core::mem::size_of::<Cqe64>() == CQE_SIZE);
     assert!(core::mem::size_of::<ErrCqe>() == CQE_SIZE);
@@ -368,6 +418,8 @@ impl MiniCqe {
         self.info[2]
     }
 }
+
+wire_bytes!(MiniCqe, 8, [info, byte_cnt]);
 
 /// Mini-CQEs per 64-byte array.
 pub const MINI_CQES_PER_ARRAY: usize = 8;

@@ -10,6 +10,7 @@ mod ctrl;
 mod dbrec;
 mod endian;
 mod seg;
+mod wire;
 
 pub use cqe::*;
 pub use ctrl::*;

@@ -3,6 +3,7 @@
 //! PRM "Send WQE" segments; `mlx5dv.h` / rdma-core `wqe.h` structs named on each type.
 //! Facts: `shared/docs/prm-facts.md` §4–§5. All 16 bytes unless noted.
 
+use super::wire::wire_bytes;
 use super::{Be16, Be32, Be64, DS};
 
 /// `struct mlx5_wqe_raddr_seg`: remote address and key of an RDMA or atomic operation.
@@ -168,6 +169,42 @@ pub struct Av {
 }
 
 impl Av {
+    /// The address vector `mlx5dv_set_dgram_seg` writes, from the same arguments: `key` as a
+    /// BE64 (a UD qkey goes in its upper half), `dqp_dct | ext << 31`, then each field as
+    /// given, multi-byte ones big-endian.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the arguments of mlx5dv_set_dgram_seg, in its order"
+    )]
+    pub const fn new(
+        key: u64,
+        dqp_dct: u32,
+        ext: bool,
+        stat_rate_sl: u8,
+        fl_mlid: u8,
+        rlid: u16,
+        rmac: [u8; 6],
+        tclass: u8,
+        hop_limit: u8,
+        grh_gid_fl: u32,
+        rgid: [u8; 16],
+    ) -> Av {
+        let ext = if ext { EXTENDED_UD_AV } else { 0 };
+        Av {
+            key: Be64::new(key),
+            dqp_dct: Be32::new(dqp_dct | ext),
+            stat_rate_sl,
+            fl_mlid,
+            rlid: Be16::new(rlid),
+            reserved0: [0; 4],
+            rmac,
+            tclass,
+            hop_limit,
+            grh_gid_fl: Be32::new(grh_gid_fl),
+            rgid,
+        }
+    }
+
     /// The UD form `mlx5dv_set_dgram_seg` writes into a zeroed AV: remote QPN with the
     /// extended bit as asked, and the qkey.
     pub fn set_ud(&mut self, remote_qpn: u32, qkey: u32, extended: bool) {
@@ -209,6 +246,38 @@ pub struct SrqNextSeg {
     /// Reserved.
     pub reserved1: [u8; 11],
 }
+
+wire_bytes!(RaddrSeg, 16, [raddr, rkey, reserved]);
+wire_bytes!(DataSeg, 16, [byte_count, lkey, addr]);
+wire_bytes!(InlineSeg, 4, [byte_count]);
+wire_bytes!(AtomicSeg, 16, [swap_add, compare]);
+wire_bytes!(MaskedCs32, 16, [swap, compare, swap_mask, compare_mask]);
+wire_bytes!(MaskedCs64, 32, [swap, compare, swap_mask, compare_mask]);
+wire_bytes!(MaskedFa32, 16, [add, field_boundary, reserved]);
+wire_bytes!(MaskedFa64, 16, [add, field_boundary]);
+wire_bytes!(
+    Av,
+    48,
+    [
+        key,
+        dqp_dct,
+        stat_rate_sl,
+        fl_mlid,
+        rlid,
+        reserved0,
+        rmac,
+        tclass,
+        hop_limit,
+        grh_gid_fl,
+        rgid,
+    ]
+);
+wire_bytes!(CompactAv, 16, [key, dqp_dct, stat_rate_sl, fl_mlid, rlid]);
+wire_bytes!(
+    SrqNextSeg,
+    16,
+    [reserved0, next_wqe_index, signature, reserved1]
+);
 
 const _: () = {
     use core::mem::size_of;

@@ -1,0 +1,451 @@
+//! Completion queues: CQE parsing and polling.
+//!
+//! A CQE belongs to software when its owner bit equals `(ci >> log2(cqe_cnt)) & 1` and its
+//! opcode is not INVALID; only then, after [`udma_from_device_barrier`], are its other bytes
+//! read. The consumer index is written to the doorbell record once per poll batch.
+//! Facts: `shared/docs/prm-facts.md` §7.
+//!
+//! Every CQE reaches the caller: successes, error and flush CQEs (of signaled and unsignaled
+//! WQEs alike, with that WQE's `wr_id`), CQEs with an opcode this driver does not know and
+//! compressed CQEs (reported as errors and skipped, never a stall).
+
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::mmio::{ring_cq_arm, udma_from_device_barrier, DbRec, Uar};
+use crate::prm::{self, Arm, ArmCmd, Be32, CqeFormat, CqeOpcode, Opcode, OpOwn, Syndrome, WcStatus};
+use crate::ring::CqBuf;
+use crate::rq::{RqShared, SrqShared};
+use crate::sq::SqShared;
+
+/// Description of a CQ as `mlx5dv_init_obj` (or the model) hands it over.
+#[derive(Debug)]
+pub struct CqDesc {
+    /// First entry (64-byte aligned).
+    pub buf: NonNull<u8>,
+    /// Number of entries (a power of two).
+    pub cqe_cnt: u32,
+    /// Bytes per entry: 64 or 128.
+    pub cqe_size: usize,
+    /// The CQ doorbell record: word 0 consumer index, word 1 arm.
+    pub dbrec: NonNull<Be32>,
+    /// CQ number.
+    pub cqn: u32,
+}
+
+/// What a completion reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WcOpcode {
+    /// SEND (also with immediate or invalidate) completed at the requester.
+    Send,
+    /// RDMA WRITE (also with immediate) completed at the requester.
+    RdmaWrite,
+    /// RDMA READ completed; `byte_len` bytes were read.
+    RdmaRead,
+    /// Compare-and-swap completed.
+    CompareSwap,
+    /// Fetch-and-add completed.
+    FetchAdd,
+    /// Masked compare-and-swap completed.
+    MaskedCompareSwap,
+    /// Masked fetch-and-add completed.
+    MaskedFetchAdd,
+    /// NOP completed.
+    Nop,
+    /// A SEND arrived (`imm` / `invalidated_rkey` tell which kind).
+    #[default]
+    Recv,
+    /// An RDMA WRITE with immediate arrived.
+    RecvRdmaWithImm,
+    /// A send opcode this driver never posts.
+    Other(u8),
+}
+
+impl WcOpcode {
+    fn from_send_opcode(op: u8) -> WcOpcode {
+        match Opcode::from_u8(op) {
+            Some(Opcode::Send | Opcode::SendImm | Opcode::SendInval) => WcOpcode::Send,
+            Some(Opcode::RdmaWrite | Opcode::RdmaWriteImm) => WcOpcode::RdmaWrite,
+            Some(Opcode::RdmaRead) => WcOpcode::RdmaRead,
+            Some(Opcode::AtomicCs) => WcOpcode::CompareSwap,
+            Some(Opcode::AtomicFa) => WcOpcode::FetchAdd,
+            Some(Opcode::AtomicMaskedCs) => WcOpcode::MaskedCompareSwap,
+            Some(Opcode::AtomicMaskedFa) => WcOpcode::MaskedFetchAdd,
+            Some(Opcode::Nop) => WcOpcode::Nop,
+            _ => WcOpcode::Other(op),
+        }
+    }
+}
+
+/// An error CQE: the syndrome names the cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WcError {
+    /// Raw syndrome (see [`WcError::syndrome`]).
+    pub syndrome: u8,
+    /// Vendor syndrome (`ibv_wc.vendor_err`).
+    pub vendor_syndrome: u8,
+    /// WQE counter of the failed WQE (send: first WQEBB; receive: counter or SRQ index).
+    pub wqe_counter: u16,
+}
+
+impl WcError {
+    /// The named syndrome, if the value is one.
+    pub fn syndrome(&self) -> Option<Syndrome> {
+        Syndrome::from_u8(self.syndrome)
+    }
+
+    /// The `ibv_wc_status` a verbs poller would report.
+    pub fn wc_status(&self) -> WcStatus {
+        WcStatus::from_syndrome(self.syndrome)
+    }
+
+    /// A flush (the QP was in error when this WQE's turn came).
+    pub fn is_flush(&self) -> bool {
+        self.syndrome == Syndrome::WrFlushErr as u8
+    }
+}
+
+impl core::fmt::Display for WcError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let name = self.syndrome().map_or("unknown syndrome", Syndrome::name);
+        write!(
+            f,
+            "{name} ({:#04x}, vendor {:#04x}) at WQE {}",
+            self.syndrome, self.vendor_syndrome, self.wqe_counter
+        )
+    }
+}
+
+/// The outcome of a completion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Status {
+    /// Success.
+    #[default]
+    Success,
+    /// An error CQE.
+    Error(WcError),
+    /// A CQE with an opcode this driver does not know (`op_own` given); skipped.
+    UnknownOpcode(u8),
+    /// A compressed CQE (this driver never enables compression); skipped.
+    Compressed,
+    /// A CQE for a QP this CQ does not serve (e.g. a destroyed QP's stale entry).
+    UnknownQp,
+}
+
+impl Status {
+    /// Success?
+    pub fn is_ok(&self) -> bool {
+        *self == Status::Success
+    }
+}
+
+/// One polled completion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Completion {
+    /// The `wr_id` given when the WQE was posted (0 for unknown-QP / unknown-opcode CQEs).
+    pub wr_id: u64,
+    /// Local QP number.
+    pub qpn: u32,
+    /// What completed.
+    pub opcode: WcOpcode,
+    /// Success or the error.
+    pub status: Status,
+    /// Bytes received (responder) or read (RDMA READ); 8 for atomics.
+    pub byte_len: u32,
+    /// Immediate data, host order as the sender gave it.
+    pub imm: Option<u32>,
+    /// The rkey a SEND with invalidate invalidated.
+    pub invalidated_rkey: Option<u32>,
+    /// Source QP (responder).
+    pub src_qp: u32,
+    /// The sender asked for a solicited event.
+    pub solicited: bool,
+}
+
+/// The receive side of a QP as a CQ sees it.
+#[derive(Debug, Clone)]
+pub(crate) enum RecvShared {
+    Rq(Arc<RqShared>),
+    Srq(Arc<SrqShared>),
+}
+
+/// A QP a CQ serves.
+#[derive(Debug, Clone)]
+pub(crate) struct QpEntry {
+    pub(crate) qpn: u32,
+    pub(crate) sq: Arc<SqShared>,
+    pub(crate) recv: RecvShared,
+    pub(crate) errored: Arc<AtomicBool>,
+}
+
+/// The QPs attached to a CQ. Attaching happens on the slow path (any thread); the poller
+/// copies the list when the generation changed, one atomic load per poll call.
+#[derive(Debug, Default)]
+pub(crate) struct CqAttachments {
+    generation: AtomicU64,
+    entries: Mutex<Vec<QpEntry>>,
+}
+
+impl CqAttachments {
+    pub(crate) fn attach(&self, entry: QpEntry) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if !entries.iter().any(|e| e.qpn == entry.qpn && Arc::ptr_eq(&e.sq, &entry.sq)) {
+            entries.push(entry);
+        }
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    pub(crate) fn detach(&self, qpn: u32) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.retain(|e| e.qpn != qpn);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// A completion queue. Polling takes `&mut self`: no locks, no allocation, no hashing.
+#[derive(Debug)]
+pub struct CompletionQueue<U: Uar> {
+    buf: CqBuf,
+    log_cnt: u32,
+    ci: u32,
+    set_ci: DbRec,
+    arm_db: DbRec,
+    cqn: u32,
+    uar: U,
+    arm_sn: u32,
+    attachments: Arc<CqAttachments>,
+    generation: u64,
+    qps: Vec<QpEntry>,
+    last: usize,
+}
+
+impl<U: Uar> CompletionQueue<U> {
+    /// # Safety
+    /// The memory in `desc` must be valid as described for the life of the queue; `uar` is
+    /// the UAR page holding this CQ's arm doorbell.
+    pub(crate) unsafe fn new(desc: &CqDesc, uar: U, attachments: Arc<CqAttachments>) -> Self {
+        // SAFETY: forwarded from this function's contract.
+        let buf = unsafe { CqBuf::new(desc.buf, desc.cqe_cnt, desc.cqe_size) };
+        buf.init();
+        // SAFETY: the two record words the contract makes ours.
+        let (set_ci, arm_db) = unsafe {
+            (
+                DbRec::new(desc.dbrec.add(prm::CQ_SET_CI)),
+                DbRec::new(desc.dbrec.add(prm::CQ_ARM_DB)),
+            )
+        };
+        set_ci.write(Be32::new(0));
+        CompletionQueue {
+            buf,
+            log_cnt: desc.cqe_cnt.trailing_zeros(),
+            ci: 0,
+            set_ci,
+            arm_db,
+            cqn: desc.cqn,
+            uar,
+            arm_sn: 0,
+            attachments,
+            generation: u64::MAX,
+            qps: Vec::new(),
+            last: 0,
+        }
+    }
+
+    /// The CQ number.
+    pub fn cqn(&self) -> u32 {
+        self.cqn
+    }
+
+    /// Number of entries.
+    pub fn capacity(&self) -> u32 {
+        1 << self.log_cnt
+    }
+
+    /// Consumer index (CQEs consumed since creation).
+    pub fn consumer_index(&self) -> u32 {
+        self.ci
+    }
+
+    /// Polls up to `out.len()` completions into `out`; returns how many.
+    #[inline]
+    pub fn poll(&mut self, out: &mut [Completion]) -> usize {
+        let generation = self.attachments.generation.load(Ordering::Acquire);
+        if generation != self.generation {
+            self.refresh(generation);
+        }
+        let mut n = 0;
+        while n < out.len() {
+            let op_own = self.buf.load_op_own(self.ci);
+            let owner = ((self.ci >> self.log_cnt) & 1) as u8;
+            if op_own >> 4 == CqeOpcode::Invalid as u8 || op_own & 1 != owner {
+                break;
+            }
+            udma_from_device_barrier();
+            out[n] = self.parse(op_own);
+            self.ci = self.ci.wrapping_add(1);
+            n += 1;
+        }
+        if n != 0 {
+            self.set_ci.write(prm::cq_set_ci(self.ci));
+        }
+        n
+    }
+
+    #[cold]
+    fn refresh(&mut self, generation: u64) {
+        let entries = self
+            .attachments
+            .entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        self.qps.clone_from(&entries);
+        self.generation = generation;
+        self.last = 0;
+    }
+
+    #[inline(always)]
+    fn lookup(&mut self, qpn: u32) -> Option<&QpEntry> {
+        if self.qps.get(self.last).is_some_and(|e| e.qpn == qpn) {
+            return self.qps.get(self.last);
+        }
+        let i = self.qps.iter().position(|e| e.qpn == qpn)?;
+        self.last = i;
+        self.qps.get(i)
+    }
+
+    #[inline(always)]
+    fn parse(&mut self, op_own: u8) -> Completion {
+        let bits = OpOwn::from_bits(op_own);
+        let index = self.ci;
+        if bits.format() == CqeFormat::Compressed {
+            return Completion {
+                status: Status::Compressed,
+                ..Completion::default()
+            };
+        }
+        match CqeOpcode::from_u8(bits.opcode()) {
+            Some(CqeOpcode::Req) => {
+                let cqe = self.buf.read(index);
+                let sop = cqe.sop_drop_qpn.get();
+                let qpn = sop & 0xff_ffff;
+                let opcode = WcOpcode::from_send_opcode((sop >> 24) as u8);
+                let Some(qp) = self.lookup(qpn) else {
+                    return unknown_qp(qpn, opcode);
+                };
+                Completion {
+                    wr_id: qp.sq.complete(cqe.wqe_counter.get()),
+                    qpn,
+                    opcode,
+                    byte_len: cqe.byte_cnt.get(),
+                    ..Completion::default()
+                }
+            }
+            Some(
+                op @ (CqeOpcode::RespSend
+                | CqeOpcode::RespSendImm
+                | CqeOpcode::RespSendInv
+                | CqeOpcode::RespWrImm),
+            ) => {
+                let cqe = self.buf.read(index);
+                let qpn = cqe.sop_drop_qpn.get() & 0xff_ffff;
+                let opcode = if op == CqeOpcode::RespWrImm {
+                    WcOpcode::RecvRdmaWithImm
+                } else {
+                    WcOpcode::Recv
+                };
+                let Some(qp) = self.lookup(qpn) else {
+                    return unknown_qp(qpn, opcode);
+                };
+                let raw = cqe.imm_inval_pkey.get();
+                Completion {
+                    wr_id: complete_recv(qp, cqe.wqe_counter.get()),
+                    qpn,
+                    opcode,
+                    status: Status::Success,
+                    byte_len: cqe.byte_cnt.get(),
+                    imm: matches!(op, CqeOpcode::RespSendImm | CqeOpcode::RespWrImm)
+                        .then_some(raw),
+                    invalidated_rkey: (op == CqeOpcode::RespSendInv).then_some(raw),
+                    src_qp: cqe.flags_rqpn.get() & 0xff_ffff,
+                    solicited: bits.se(),
+                }
+            }
+            Some(op @ (CqeOpcode::ReqErr | CqeOpcode::RespErr)) => {
+                let err = self.buf.read_err(index);
+                let word = err.s_wqe_opcode_qpn.get();
+                let qpn = word & 0xff_ffff;
+                let requester = op == CqeOpcode::ReqErr;
+                let opcode = if requester {
+                    WcOpcode::from_send_opcode((word >> 24) as u8)
+                } else {
+                    WcOpcode::Recv
+                };
+                let error = WcError {
+                    syndrome: err.syndrome,
+                    vendor_syndrome: err.vendor_err_synd,
+                    wqe_counter: err.wqe_counter.get(),
+                };
+                let Some(qp) = self.lookup(qpn) else {
+                    return unknown_qp(qpn, opcode);
+                };
+                qp.errored.store(true, Ordering::Relaxed);
+                let wr_id = if requester {
+                    qp.sq.complete(error.wqe_counter)
+                } else {
+                    complete_recv(qp, error.wqe_counter)
+                };
+                Completion {
+                    wr_id,
+                    qpn,
+                    opcode,
+                    status: Status::Error(error),
+                    ..Completion::default()
+                }
+            }
+            _ => Completion {
+                status: Status::UnknownOpcode(op_own),
+                ..Completion::default()
+            },
+        }
+    }
+
+    /// Arms the CQ: one event for the next CQE (`solicited_only`: the next solicited or
+    /// error CQE). Writes the arm record, then the 64-bit arm doorbell.
+    pub fn arm(&mut self, solicited_only: bool) {
+        let arm = Arm {
+            sn: self.arm_sn & 3,
+            cmd: if solicited_only {
+                ArmCmd::Solicited
+            } else {
+                ArmCmd::NextCqe
+            },
+            ci: self.ci,
+            cqn: self.cqn,
+        };
+        ring_cq_arm(&self.uar, &self.arm_db, &arm);
+    }
+
+    /// Records that a completion event of this CQ was consumed (advances the arm sequence
+    /// number, which `mlx5dv_cq` does not track).
+    pub fn ack_event(&mut self) {
+        self.arm_sn = self.arm_sn.wrapping_add(1);
+    }
+}
+
+fn complete_recv(qp: &QpEntry, wqe_counter: u16) -> u64 {
+    match &qp.recv {
+        RecvShared::Rq(rq) => rq.complete(wqe_counter),
+        RecvShared::Srq(srq) => srq.complete(wqe_counter),
+    }
+}
+
+#[cold]
+fn unknown_qp(qpn: u32, opcode: WcOpcode) -> Completion {
+    Completion {
+        qpn,
+        opcode,
+        status: Status::UnknownQp,
+        ..Completion::default()
+    }
+}

@@ -1,0 +1,275 @@
+//! Device registers and memory barriers: the only code that stores to a UAR page.
+//!
+//! The barriers carry rdma-core's names (`util/udma_barrier.h`) so a reader who knows the C
+//! driver recognises the send sequence of `post_send_db` (`shared/docs/prm-facts.md` §6.4):
+//!
+//! 1. WQE stores into the ring;
+//! 2. [`udma_to_device_barrier`];
+//! 3. doorbell record;
+//! 4. [`mmio_wc_start`];
+//! 5. the 8-byte doorbell or the BlueFlame copy ([`Uar`]);
+//! 6. [`mmio_flush_writes`];
+//! 7. toggle the BlueFlame half.
+//!
+//! [`ring_send_doorbell`] is that sequence, in one place.
+
+use core::ptr::NonNull;
+
+use crate::prm::{Be32, SEND_WQE_BB, UAR_PAGE_SIZE};
+use crate::ring::Ring;
+
+/// Orders the CPU's stores to host memory (WQEs, receive WQEs) before a later store that
+/// tells the device about them (a doorbell record). Without it the device could read the
+/// record, then stale WQE bytes.
+///
+/// x86-64 keeps stores in order (TSO), so only the compiler must be stopped; aarch64 needs
+/// `dmb oshst` (store-store, outer shareable: the device is an observer there).
+#[inline(always)]
+pub fn udma_to_device_barrier() {
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: a barrier instruction; it touches no memory and no registers we rely on.
+    unsafe {
+        core::arch::asm!("dmb oshst", options(nostack, preserves_flags));
+    }
+    #[cfg(target_arch = "x86_64")]
+    core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+}
+
+/// Orders the read of a CQE's owner byte before the reads of its other fields. Without it
+/// the CPU may read the byte count or WQE counter from before the device wrote the entry.
+///
+/// x86-64: `lfence`; aarch64: `dmb oshld`.
+#[inline(always)]
+pub fn udma_from_device_barrier() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `lfence` has no operands and no effect but ordering.
+    unsafe {
+        core::arch::x86_64::_mm_lfence();
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: a barrier instruction; it touches no memory and no registers we rely on.
+    unsafe {
+        core::arch::asm!("dmb oshld", options(nostack, preserves_flags));
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+}
+
+/// Pushes write-combined MMIO stores out of the CPU's WC buffers, and orders them after
+/// every earlier store. Needed after a BlueFlame copy so the next copy into the other half
+/// (or another CPU's copy) cannot overtake it; a DMA barrier does not drain WC buffers.
+///
+/// x86-64: `sfence`; aarch64: `dsb st`.
+#[inline(always)]
+pub fn mmio_flush_writes() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `sfence` has no operands and no effect but ordering.
+    unsafe {
+        core::arch::x86_64::_mm_sfence();
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: a barrier instruction; it touches no memory and no registers we rely on.
+    unsafe {
+        core::arch::asm!("dsb st", options(nostack, preserves_flags));
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+}
+
+/// Orders the doorbell record store before the write-combined MMIO that follows: the device
+/// may act on the MMIO at once and must then see the new record. Same instruction as
+/// [`mmio_flush_writes`], as in rdma-core.
+#[inline(always)]
+pub fn mmio_wc_start() {
+    mmio_flush_writes();
+}
+
+/// A UAR page: where doorbells and BlueFlame copies are stored.
+///
+/// Implementations are the real mapped page ([`MappedUar`]), the device model (`sim`
+/// backend) and plain memory ([`NullUar`], for CPU-cost benchmarks). The data path is
+/// generic over this trait, so each is compiled in with no indirect call.
+pub trait Uar: Send {
+    /// One 8-byte MMIO store of `bytes` (memory order) at `offset` in the page.
+    fn write64(&self, offset: usize, bytes: [u8; 8]);
+    /// One 64-byte write-combined block at `offset` (a BlueFlame chunk), as eight 8-byte
+    /// stores in address order.
+    fn write_block(&self, offset: usize, block: &[u64; 8]);
+}
+
+/// A UAR page mapped from the device (`verbs` backend).
+#[derive(Debug)]
+pub struct MappedUar {
+    base: NonNull<u8>,
+}
+
+// SAFETY: the page is device memory with no thread affinity; the data path using it is
+// `&mut`-exclusive (one SQ per register), so there are no concurrent stores through one value.
+unsafe impl Send for MappedUar {}
+
+impl MappedUar {
+    /// Wraps a mapped UAR page.
+    ///
+    /// # Safety
+    /// `base` must be the start of a mapped 4 KiB UAR page that stays mapped for the life of
+    /// the value, and the registers written through it must belong to the queues using it.
+    pub unsafe fn new(base: NonNull<u8>) -> Self {
+        MappedUar { base }
+    }
+}
+
+impl Uar for MappedUar {
+    #[inline(always)]
+    fn write64(&self, offset: usize, bytes: [u8; 8]) {
+        debug_assert!(offset % 8 == 0 && offset + 8 <= UAR_PAGE_SIZE);
+        // SAFETY: the offset is inside the mapped page (checked by the callers' construction,
+        // asserted in debug builds) and 8-byte aligned; one volatile 64-bit store is exactly
+        // the single MMIO write the device expects (never split into two 32-bit stores).
+        unsafe {
+            self.base
+                .as_ptr()
+                .add(offset)
+                .cast::<u64>()
+                .write_volatile(u64::from_ne_bytes(bytes));
+        }
+    }
+
+    #[inline(always)]
+    fn write_block(&self, offset: usize, block: &[u64; 8]) {
+        debug_assert!(offset % SEND_WQE_BB == 0 && offset + SEND_WQE_BB <= UAR_PAGE_SIZE);
+        // SAFETY: as in `write64`; eight aligned volatile stores in address order, which the
+        // write-combining buffer merges into one 64-byte TLP (rdma-core `mmio_memcpy_x64`).
+        unsafe {
+            let dst = self.base.as_ptr().add(offset).cast::<u64>();
+            for (i, word) in block.iter().enumerate() {
+                dst.add(i).write_volatile(*word);
+            }
+        }
+    }
+}
+
+/// Plain memory standing in for a UAR page: the "null device" of the CPU-cost benchmarks.
+/// Stores are volatile, so they cost what real MMIO stores cost the CPU (minus the bus).
+#[derive(Debug)]
+pub struct NullUar {
+    page: Box<[u64; UAR_PAGE_SIZE / 8]>,
+}
+
+impl Default for NullUar {
+    fn default() -> Self {
+        NullUar {
+            page: Box::new([0; UAR_PAGE_SIZE / 8]),
+        }
+    }
+}
+
+impl NullUar {
+    /// The 8 bytes last stored at `offset`.
+    pub fn read64(&self, offset: usize) -> [u8; 8] {
+        self.page[offset / 8].to_ne_bytes()
+    }
+}
+
+impl Uar for NullUar {
+    #[inline(always)]
+    fn write64(&self, offset: usize, bytes: [u8; 8]) {
+        let slot: *const u64 = &self.page[offset / 8];
+        // SAFETY: `slot` points into our own boxed page; the volatile store only keeps the
+        // compiler from eliding it. The page is never read through a reference while a
+        // store is in flight (`&self` methods run on one thread: `NullUar` is not `Sync`).
+        unsafe { slot.cast_mut().write_volatile(u64::from_ne_bytes(bytes)) }
+    }
+
+    #[inline(always)]
+    fn write_block(&self, offset: usize, block: &[u64; 8]) {
+        for (i, word) in block.iter().enumerate() {
+            self.write64(offset + i * 8, word.to_ne_bytes());
+        }
+    }
+}
+
+/// A doorbell record word in host memory (read by the device by DMA).
+#[derive(Debug)]
+pub(crate) struct DbRec {
+    word: NonNull<Be32>,
+}
+
+// SAFETY: a pointer to a record word this queue alone writes.
+unsafe impl Send for DbRec {}
+
+impl DbRec {
+    /// # Safety
+    /// `word` must point to a 4-byte-aligned doorbell record word that stays valid for the
+    /// life of the value and is written by no one else.
+    pub(crate) unsafe fn new(word: NonNull<Be32>) -> Self {
+        DbRec { word }
+    }
+
+    #[inline(always)]
+    pub(crate) fn write(&self, value: Be32) {
+        // SAFETY: valid and exclusively ours (constructor contract). Volatile: the reader is
+        // the device, which the compiler cannot see.
+        unsafe { self.word.as_ptr().write_volatile(value) }
+    }
+
+    #[inline(always)]
+    pub(crate) fn read(&self) -> Be32 {
+        // SAFETY: as in `write`.
+        unsafe { self.word.as_ptr().read_volatile() }
+    }
+}
+
+/// A QP's doorbell / BlueFlame register: its base offset in the UAR page, the BlueFlame half
+/// size (0: no BlueFlame) and the half in use (what `mlx5dv_qp.bf` leaves to the user).
+#[derive(Debug)]
+pub(crate) struct BfReg<U> {
+    pub(crate) uar: U,
+    pub(crate) offset: usize,
+    pub(crate) size: usize,
+}
+
+/// What to ring after WQEs were written.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ring64 {
+    /// The 8-byte doorbell: the first 8 bytes of the last WQE's control segment.
+    Doorbell([u8; 8]),
+    /// BlueFlame: copy the last WQE (starting at this ring byte offset, this many 64-byte
+    /// chunks) from the ring.
+    BlueFlame { wqe_offset: usize, chunks: usize },
+}
+
+/// Rings the send doorbell: the exact sequence of design §4 / prm-facts §6.4, steps 2–7.
+#[inline(always)]
+pub(crate) fn ring_send_doorbell<U: Uar>(
+    bf: &mut BfReg<U>,
+    dbrec: &DbRec,
+    pi: u32,
+    ring: &Ring,
+    what: Ring64,
+) {
+    udma_to_device_barrier();
+    dbrec.write(crate::prm::qp_counter(pi));
+    mmio_wc_start();
+    match what {
+        Ring64::Doorbell(bytes) => bf.uar.write64(bf.offset, bytes),
+        Ring64::BlueFlame { wqe_offset, chunks } => {
+            for k in 0..chunks {
+                let block = ring.read_block(wqe_offset + k * SEND_WQE_BB);
+                bf.uar.write_block(bf.offset + k * SEND_WQE_BB, &block);
+            }
+        }
+    }
+    mmio_flush_writes();
+    bf.offset ^= bf.size;
+}
+
+/// Arms a CQ (prm-facts §7.8): record word 1, then one 64-bit store to `UAR + 0x20`.
+#[inline]
+pub(crate) fn ring_cq_arm<U: Uar>(uar: &U, arm_dbrec: &DbRec, arm: &crate::prm::Arm) {
+    arm_dbrec.write(arm.dbrec_word());
+    mmio_wc_start();
+    uar.write64(crate::prm::CQ_DOORBELL_OFFSET, arm.doorbell_bytes());
+    mmio_flush_writes();
+}

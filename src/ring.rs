@@ -1,0 +1,182 @@
+//! Raw queue memory shared with the device: send and receive rings and the CQ buffer.
+//!
+//! Offsets are byte offsets that wrap at the ring size (a power of two), so a WQE that runs
+//! past the ring end continues at the start without any special case in the callers: this
+//! is rdma-core's "split at `qend`" behaviour, and the device reads BB *k* of a WQE at slot
+//! `(start + k) mod wqe_cnt` the same way.
+
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU8, Ordering};
+
+use crate::prm::{Cqe64, ErrCqe, CQE_SIZE, DS, SEND_WQE_BB};
+
+/// A power-of-two ring of bytes in memory the device reads (or writes).
+#[derive(Debug)]
+pub(crate) struct Ring {
+    base: NonNull<u8>,
+    mask: usize,
+}
+
+// SAFETY: the ring is plain memory; the queue owning this value is the only CPU-side writer.
+unsafe impl Send for Ring {}
+
+impl Ring {
+    /// # Safety
+    /// `base` must point to `size` bytes, `size` a power of two and a multiple of 64, aligned
+    /// to 64 bytes, valid for the life of the value and written on the CPU side only through
+    /// it.
+    pub(crate) unsafe fn new(base: NonNull<u8>, size: usize) -> Self {
+        debug_assert!(size.is_power_of_two() && size >= SEND_WQE_BB);
+        debug_assert!(base.as_ptr() as usize % SEND_WQE_BB == 0);
+        Ring {
+            base,
+            mask: size - 1,
+        }
+    }
+
+    #[inline(always)]
+    fn at(&self, offset: usize) -> *mut u8 {
+        // SAFETY: masked into the ring (constructor contract).
+        unsafe { self.base.as_ptr().add(offset & self.mask) }
+    }
+
+    /// Writes one 16-byte unit. `offset` is a multiple of 16, so the unit never straddles the
+    /// ring end (a multiple of 64).
+    #[inline(always)]
+    pub(crate) fn write_ds(&self, offset: usize, unit: [u8; DS]) {
+        debug_assert!(offset % DS == 0);
+        // SAFETY: 16 bytes inside the ring (see above); unaligned store of a byte array.
+        unsafe { self.at(offset).cast::<[u8; DS]>().write_unaligned(unit) }
+    }
+
+    /// Writes any `#[repr(C)]` segment of 16 or 32 bytes at a 16-byte boundary.
+    #[inline(always)]
+    pub(crate) fn write_seg<T: Copy>(&self, offset: usize, seg: T) {
+        const { assert!(core::mem::size_of::<T>() % DS == 0) };
+        debug_assert!(offset % DS == 0);
+        let units = core::mem::size_of::<T>() / DS;
+        if units == 1 || (offset & self.mask) + core::mem::size_of::<T>() <= self.mask + 1 {
+            // SAFETY: the whole segment lies inside the ring (checked just above, or it is
+            // one 16-byte unit). Segments are byte arrays: no alignment requirement.
+            unsafe { self.at(offset).cast::<T>().write_unaligned(seg) }
+        } else {
+            let bytes: *const u8 = (&seg as *const T).cast();
+            for u in 0..units {
+                // SAFETY: reading unit `u` of a local `T` of `units * 16` bytes.
+                let unit = unsafe { bytes.add(u * DS).cast::<[u8; DS]>().read_unaligned() };
+                self.write_ds(offset + u * DS, unit);
+            }
+        }
+    }
+
+    /// Copies `data` to `offset`, split at the ring end.
+    #[inline(always)]
+    pub(crate) fn write_bytes(&self, offset: usize, data: &[u8]) {
+        let start = offset & self.mask;
+        let first = data.len().min(self.mask + 1 - start);
+        // SAFETY: `first` bytes fit before the ring end, the rest (at most one ring's worth,
+        // the callers bound WQE sizes far below it) at the start; the source is a slice
+        // outside the ring.
+        unsafe {
+            core::ptr::copy_nonoverlapping(data.as_ptr(), self.at(start), first);
+            core::ptr::copy_nonoverlapping(
+                data.as_ptr().add(first),
+                self.base.as_ptr(),
+                data.len() - first,
+            );
+        }
+    }
+
+    /// Reads the 64-byte block at `offset` (a multiple of 64) as eight words, for a
+    /// BlueFlame copy.
+    #[inline(always)]
+    pub(crate) fn read_block(&self, offset: usize) -> [u64; 8] {
+        debug_assert!(offset % SEND_WQE_BB == 0);
+        // SAFETY: a 64-aligned block inside the ring, written earlier by this CPU.
+        unsafe { self.at(offset).cast::<[u64; 8]>().read() }
+    }
+
+    /// Reads 16 bytes (used by `explain`-style dumps and tests of the ring contents).
+    #[inline(always)]
+    pub(crate) fn read_ds(&self, offset: usize) -> [u8; DS] {
+        // SAFETY: 16 bytes inside the ring, as in `write_ds`.
+        unsafe { self.at(offset).cast::<[u8; DS]>().read_unaligned() }
+    }
+}
+
+/// The CQ buffer: `cqe_cnt` entries of `cqe_size` bytes, each ending with a `mlx5_cqe64`.
+#[derive(Debug)]
+pub(crate) struct CqBuf {
+    base: NonNull<u8>,
+    /// Byte offset of the `cqe64` of entry 0 (0 for 64-byte CQEs, 64 for 128-byte ones).
+    first: usize,
+    shift: u32,
+    mask: u32,
+}
+
+// SAFETY: plain memory the device writes; this value is the only CPU-side reader/writer.
+unsafe impl Send for CqBuf {}
+
+impl CqBuf {
+    /// # Safety
+    /// `base` must point to `cqe_cnt * cqe_size` bytes (`cqe_cnt` a power of two, `cqe_size`
+    /// 64 or 128), 64-byte aligned, valid for the life of the value.
+    pub(crate) unsafe fn new(base: NonNull<u8>, cqe_cnt: u32, cqe_size: usize) -> Self {
+        debug_assert!(cqe_cnt.is_power_of_two() && (cqe_size == 64 || cqe_size == 128));
+        CqBuf {
+            base,
+            first: crate::prm::cqe64_offset(cqe_size),
+            shift: cqe_size.trailing_zeros(),
+            mask: cqe_cnt - 1,
+        }
+    }
+
+    #[inline(always)]
+    fn cqe(&self, index: u32) -> *mut u8 {
+        let offset = ((index & self.mask) as usize) << self.shift;
+        // SAFETY: masked entry inside the buffer (constructor contract).
+        unsafe { self.base.as_ptr().add(offset + self.first) }
+    }
+
+    /// Sets every entry to "invalid, owner 0", as rdma-core does at creation, so that
+    /// untouched entries are never taken as valid.
+    pub(crate) fn init(&self) {
+        for i in 0..=self.mask {
+            // SAFETY: entry `i` is inside the buffer; the device has not been given it yet.
+            unsafe {
+                self.cqe(i).write_bytes(0, CQE_SIZE);
+                self.op_own(i).store(crate::prm::OP_OWN_INVALID, Ordering::Relaxed);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn op_own(&self, index: u32) -> &AtomicU8 {
+        // SAFETY: byte 63 of an entry inside the buffer; the device writes it last and only
+        // as a whole byte, so an atomic byte view is sound.
+        unsafe { &*self.cqe(index).add(CQE_SIZE - 1).cast::<AtomicU8>() }
+    }
+
+    /// The `op_own` byte of the entry at consumer count `index` (a relaxed load: the
+    /// caller then issues [`crate::mmio::udma_from_device_barrier`]).
+    #[inline(always)]
+    pub(crate) fn load_op_own(&self, index: u32) -> u8 {
+        self.op_own(index).load(Ordering::Relaxed)
+    }
+
+    /// The whole `cqe64` at consumer count `index`, read after ownership was established.
+    #[inline(always)]
+    pub(crate) fn read(&self, index: u32) -> Cqe64 {
+        // SAFETY: a 64-byte entry inside the buffer that the device handed to software (the
+        // owner bit was checked and a from-device barrier issued by the caller); `Cqe64` is
+        // plain bytes.
+        unsafe { self.cqe(index).cast::<Cqe64>().read_volatile() }
+    }
+
+    /// The same entry through the error-CQE layout (`mlx5_err_cqe`), for REQ_ERR / RESP_ERR.
+    #[inline(always)]
+    pub(crate) fn read_err(&self, index: u32) -> ErrCqe {
+        // SAFETY: as in `read`; `ErrCqe` is another plain-bytes view of the same 64 bytes.
+        unsafe { self.cqe(index).cast::<ErrCqe>().read_volatile() }
+    }
+}

@@ -1,0 +1,297 @@
+//! Receive queues: the QP's own RQ and the shared receive queue (SRQ).
+//!
+//! Posting writes a scatter list into the ring and then the doorbell record; it never touches
+//! the UAR (`shared/docs/prm-facts.md` §5). The device discovers new receives by reading the
+//! record.
+
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::error::PostError;
+use crate::mmio::{udma_to_device_barrier, DbRec};
+use crate::prm::{self, Be16, Be32, DataSeg, SrqNextSeg, DS};
+use crate::ring::Ring;
+use crate::sq::Sge;
+
+/// Description of a receive queue (the QP's RQ, or an SRQ) as `mlx5dv_init_obj` (or the
+/// model) hands it over.
+#[derive(Debug)]
+pub struct RqDesc {
+    /// First byte of the ring (64-byte aligned).
+    pub buf: NonNull<u8>,
+    /// Number of WQEs (a power of two).
+    pub wqe_cnt: u32,
+    /// Bytes per WQE (a power of two, at least 16).
+    pub stride: usize,
+    /// The counter word of the doorbell record (QP: word 0; SRQ: its only word).
+    pub dbrec: NonNull<Be32>,
+}
+
+/// Receive bookkeeping shared between a receive queue and the CQ completing it.
+#[derive(Debug)]
+pub(crate) struct RqShared {
+    mask: u32,
+    wr_id: Box<[AtomicU64]>,
+    /// Receives completed (the RQ completes in order).
+    tail: AtomicU32,
+}
+
+impl RqShared {
+    pub(crate) fn new(wqe_cnt: u32) -> Self {
+        RqShared {
+            mask: wqe_cnt - 1,
+            wr_id: (0..wqe_cnt).map(|_| AtomicU64::new(0)).collect(),
+            tail: AtomicU32::new(0),
+        }
+    }
+
+    /// Retires the receive at 16-bit counter `wqe_counter`; returns its `wr_id`.
+    #[inline(always)]
+    pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
+        let wr_id = self.wr_id[(wqe_counter as u32 & self.mask) as usize].load(Ordering::Relaxed);
+        self.tail.store(
+            self.tail.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Release,
+        );
+        wr_id
+    }
+
+    pub(crate) fn reset(&self) {
+        self.tail.store(0, Ordering::Release);
+    }
+}
+
+/// Writes a receive scatter list at `offset`: entries in order (zero-length ones skipped),
+/// then the terminator if fewer than `max_sge` were written.
+#[inline(always)]
+fn write_scatter(
+    ring: &Ring,
+    offset: usize,
+    max_sge: usize,
+    sges: &[Sge],
+) -> Result<(), PostError> {
+    if sges.len() > max_sge {
+        return Err(PostError::TooManySges {
+            count: sges.len(),
+            max: max_sge,
+        });
+    }
+    let mut n = 0;
+    for sge in sges.iter().filter(|s| s.len != 0) {
+        ring.write_seg(offset + n * DS, DataSeg::new(sge.len, sge.lkey, sge.addr));
+        n += 1;
+    }
+    if n < max_sge {
+        ring.write_seg(offset + n * DS, DataSeg::TERMINATOR);
+    }
+    Ok(())
+}
+
+/// A QP's receive queue. Posting takes `&mut self`.
+#[derive(Debug)]
+pub struct RecvQueue {
+    ring: Ring,
+    wqe_cnt: u32,
+    stride: usize,
+    max_sge: usize,
+    head: u32,
+    dbrec: DbRec,
+    ready: bool,
+    shared: Arc<RqShared>,
+    errored: Arc<AtomicBool>,
+}
+
+impl RecvQueue {
+    /// # Safety
+    /// The memory in `desc` must be valid as described for the life of the queue and written
+    /// on the CPU side only through it.
+    pub(crate) unsafe fn new(
+        desc: &RqDesc,
+        shared: Arc<RqShared>,
+        errored: Arc<AtomicBool>,
+    ) -> Self {
+        RecvQueue {
+            // SAFETY: forwarded from this function's contract.
+            ring: unsafe { Ring::new(desc.buf, (desc.wqe_cnt as usize * desc.stride).max(64)) },
+            wqe_cnt: desc.wqe_cnt,
+            stride: desc.stride,
+            max_sge: desc.stride / DS,
+            head: 0,
+            // SAFETY: forwarded from this function's contract.
+            dbrec: unsafe { DbRec::new(desc.dbrec) },
+            ready: false,
+            shared,
+            errored,
+        }
+    }
+
+    /// Posts one receive: `sges` scattered in order (at most [`RecvQueue::max_sge`]).
+    #[inline]
+    pub fn post(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), PostError> {
+        self.push(wr_id, sges)?;
+        self.publish();
+        Ok(())
+    }
+
+    /// Posts several receives with one doorbell-record update. Stops at the first error,
+    /// after publishing those already written; returns how many were posted.
+    pub fn post_many<'a>(
+        &mut self,
+        wrs: impl IntoIterator<Item = (u64, &'a [Sge])>,
+    ) -> Result<usize, (usize, PostError)> {
+        let mut n = 0;
+        let mut result = Ok(());
+        for (wr_id, sges) in wrs {
+            if let Err(e) = self.push(wr_id, sges) {
+                result = Err(e);
+                break;
+            }
+            n += 1;
+        }
+        self.publish();
+        result.map(|()| n).map_err(|e| (n, e))
+    }
+
+    #[inline(always)]
+    fn push(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), PostError> {
+        if !self.ready || self.errored.load(Ordering::Relaxed) {
+            return Err(PostError::NotReadyToReceive);
+        }
+        let free = self.free();
+        if free == 0 {
+            return Err(PostError::QueueFull { needed: 1, free });
+        }
+        let slot = self.head & (self.wqe_cnt - 1);
+        write_scatter(&self.ring, slot as usize * self.stride, self.max_sge, sges)?;
+        self.shared.wr_id[slot as usize].store(wr_id, Ordering::Relaxed);
+        self.head = self.head.wrapping_add(1);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn publish(&mut self) {
+        udma_to_device_barrier();
+        self.dbrec.write(prm::qp_counter(self.head));
+    }
+
+    /// Receives that can be posted now.
+    pub fn free(&self) -> u32 {
+        self.wqe_cnt - self.head.wrapping_sub(self.shared.tail.load(Ordering::Acquire))
+    }
+
+    /// Scatter entries per receive.
+    pub fn max_sge(&self) -> usize {
+        self.max_sge
+    }
+
+    /// Number of WQEs in the ring.
+    pub fn capacity(&self) -> u32 {
+        self.wqe_cnt
+    }
+
+    pub(crate) fn set_ready(&mut self, ready: bool) {
+        self.ready = ready;
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.head = 0;
+        self.ready = false;
+        self.dbrec.write(Be32::new(0));
+        self.shared.reset();
+    }
+}
+
+/// SRQ bookkeeping shared between the SRQ and every CQ completing its receives.
+#[derive(Debug)]
+pub(crate) struct SrqShared {
+    wr_id: Box<[AtomicU64]>,
+    free: Box<[AtomicBool]>,
+}
+
+impl SrqShared {
+    pub(crate) fn new(wqe_cnt: u32) -> Self {
+        SrqShared {
+            wr_id: (0..wqe_cnt).map(|_| AtomicU64::new(0)).collect(),
+            free: (0..wqe_cnt).map(|_| AtomicBool::new(true)).collect(),
+        }
+    }
+
+    /// Retires SRQ WQE `index`; returns its `wr_id`.
+    #[inline(always)]
+    pub(crate) fn complete(&self, index: u16) -> u64 {
+        let i = index as usize % self.wr_id.len();
+        let wr_id = self.wr_id[i].load(Ordering::Relaxed);
+        self.free[i].store(true, Ordering::Release);
+        wr_id
+    }
+}
+
+/// A shared receive queue, used by any number of QPs.
+///
+/// The WQEs are linked in a ring (`next_wqe_index` of WQE *i* is *i + 1* mod the size) and
+/// never relinked: the device consumes them in that order, so posting is a cyclic buffer
+/// (rdma-core instead relinks freed WQEs one at a time under a lock). A slot is reused
+/// only once its completion was polled; if completions return out of order (QPs on
+/// different CQs), a post can see [`PostError::QueueFull`] while a later slot is free.
+#[derive(Debug)]
+pub struct SharedRecvQueue {
+    ring: Ring,
+    wqe_cnt: u32,
+    stride: usize,
+    max_sge: usize,
+    head: u32,
+    dbrec: DbRec,
+    shared: Arc<SrqShared>,
+}
+
+impl SharedRecvQueue {
+    /// # Safety
+    /// As [`RecvQueue::new`]; `desc.dbrec` is the SRQ's one-word record.
+    pub(crate) unsafe fn new(desc: &RqDesc, shared: Arc<SrqShared>) -> Self {
+        // SAFETY: forwarded from this function's contract.
+        let ring = unsafe { Ring::new(desc.buf, (desc.wqe_cnt as usize * desc.stride).max(64)) };
+        for i in 0..desc.wqe_cnt {
+            let next = SrqNextSeg {
+                next_wqe_index: Be16::new(((i + 1) % desc.wqe_cnt) as u16),
+                ..SrqNextSeg::default()
+            };
+            ring.write_seg(i as usize * desc.stride, next);
+        }
+        SharedRecvQueue {
+            ring,
+            wqe_cnt: desc.wqe_cnt,
+            stride: desc.stride,
+            max_sge: desc.stride / DS - 1,
+            head: 0,
+            // SAFETY: forwarded from this function's contract.
+            dbrec: unsafe { DbRec::new(desc.dbrec) },
+            shared,
+        }
+    }
+
+    /// Posts one receive.
+    pub fn post(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), PostError> {
+        let slot = (self.head & (self.wqe_cnt - 1)) as usize;
+        if !self.shared.free[slot].load(Ordering::Acquire) {
+            return Err(PostError::QueueFull { needed: 1, free: 0 });
+        }
+        write_scatter(&self.ring, slot * self.stride + DS, self.max_sge, sges)?;
+        self.shared.wr_id[slot].store(wr_id, Ordering::Relaxed);
+        self.shared.free[slot].store(false, Ordering::Relaxed);
+        self.head = self.head.wrapping_add(1);
+        udma_to_device_barrier();
+        self.dbrec.write(prm::qp_counter(self.head));
+        Ok(())
+    }
+
+    /// Scatter entries per receive.
+    pub fn max_sge(&self) -> usize {
+        self.max_sge
+    }
+
+    /// Number of WQEs in the ring.
+    pub fn capacity(&self) -> u32 {
+        self.wqe_cnt
+    }
+}

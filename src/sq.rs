@@ -1,0 +1,731 @@
+//! The send queue: WQEs built in the ring, doorbells, BlueFlame.
+//!
+//! Layouts: `prm` (control, remote-address, atomic, data and inline segments). Sequence:
+//! [`crate::mmio`]. Facts: `shared/docs/prm-facts.md` §1–§4, §6.
+//!
+//! **Wrap.** A WQE starts on a WQEBB boundary and may run past the ring end; it then
+//! continues at slot 0, inline data split at the end (rdma-core's behaviour). We do not pad
+//! with a NOP: a pad WQE costs ring space, a DMA read and, with BlueFlame, an extra MMIO
+//! write, while the device already reads WQEs wrap-aware.
+//!
+//! **Accounting.** The queue counts WQEBBs exactly. Every WQE records its `wr_id` and the
+//! producer count after it at its first slot; a CQE for that WQE (signaled, error or flush)
+//! retires it and every earlier unsignaled one. A post that does not fit is refused with
+//! [`PostError::QueueFull`]; nothing is ever overwritten.
+
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::error::PostError;
+use crate::mmio::{ring_send_doorbell, BfReg, DbRec, Ring64, Uar};
+use crate::prm::{
+    self, AtomicSeg, Be32, Be64, CqUpdate, CtrlSeg, DataSeg, FenceMode, FmCeSe, InlineSeg,
+    MaskedCs32, MaskedCs64, MaskedFa32, MaskedFa64, Opcode, RaddrSeg, DS, MAX_DS, SEND_WQE_BB,
+};
+use crate::ring::Ring;
+
+/// A gather or scatter entry: `len` bytes at `addr` in memory registered with `lkey`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    /// Virtual address.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u32,
+    /// Local key of the memory region.
+    pub lkey: u32,
+}
+
+/// The remote side of an RDMA or atomic operation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Remote {
+    /// Remote virtual address.
+    pub addr: u64,
+    /// Remote key.
+    pub rkey: u32,
+}
+
+/// A send-queue operation (RC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendOp {
+    /// SEND.
+    Send,
+    /// SEND with immediate data (host order; delivered unchanged to the receiver).
+    SendImm(u32),
+    /// SEND that invalidates `rkey` at the responder.
+    SendInv(u32),
+    /// RDMA WRITE.
+    Write(Remote),
+    /// RDMA WRITE with immediate (consumes a receive at the responder).
+    WriteImm(Remote, u32),
+    /// RDMA READ into the gather list.
+    Read(Remote),
+    /// 8-byte compare-and-swap; the original value lands in the single 8-byte local entry.
+    CompareSwap {
+        /// Target (8-byte aligned).
+        remote: Remote,
+        /// Value compared with the target.
+        compare: u64,
+        /// Value stored if equal.
+        swap: u64,
+    },
+    /// 8-byte fetch-and-add; the original value lands in the single 8-byte local entry.
+    FetchAdd {
+        /// Target (8-byte aligned).
+        remote: Remote,
+        /// Value added.
+        add: u64,
+    },
+    /// Masked compare-and-swap on a 4-byte target.
+    MaskedCompareSwap32 {
+        /// Target (4-byte aligned).
+        remote: Remote,
+        /// Arguments.
+        args: MaskedCs32Args,
+    },
+    /// Masked compare-and-swap on an 8-byte target.
+    MaskedCompareSwap64 {
+        /// Target (8-byte aligned).
+        remote: Remote,
+        /// Arguments.
+        args: MaskedCs64Args,
+    },
+    /// Masked fetch-and-add on a 4-byte target.
+    MaskedFetchAdd32 {
+        /// Target (4-byte aligned).
+        remote: Remote,
+        /// Value added.
+        add: u32,
+        /// Bits at which carries stop.
+        field_boundary: u32,
+    },
+    /// Masked fetch-and-add on an 8-byte target.
+    MaskedFetchAdd64 {
+        /// Target (8-byte aligned).
+        remote: Remote,
+        /// Value added.
+        add: u64,
+        /// Bits at which carries stop.
+        field_boundary: u64,
+    },
+    /// NOP (a control segment alone); useful as a fence or to request a CQE.
+    Nop,
+}
+
+/// Arguments of a 4-byte masked compare-and-swap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MaskedCs32Args {
+    /// Value compared.
+    pub compare: u32,
+    /// Bits compared.
+    pub compare_mask: u32,
+    /// Value stored.
+    pub swap: u32,
+    /// Bits stored.
+    pub swap_mask: u32,
+}
+
+/// Arguments of an 8-byte masked compare-and-swap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MaskedCs64Args {
+    /// Value compared.
+    pub compare: u64,
+    /// Bits compared.
+    pub compare_mask: u64,
+    /// Value stored.
+    pub swap: u64,
+    /// Bits stored.
+    pub swap_mask: u64,
+}
+
+/// Where a send's local data comes from (or, for READ and atomics, goes to).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Data<'a> {
+    /// A gather (or, for READ and atomics, scatter) list of registered memory.
+    Sges(&'a [Sge]),
+    /// Bytes copied into the WQE itself (SEND and WRITE only).
+    Inline(&'a [u8]),
+}
+
+impl Data<'static> {
+    /// No data.
+    pub const NONE: Data<'static> = Data::Sges(&[]);
+}
+
+/// Per-WR flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendFlags {
+    /// Ask for a CQE (`MLX5_WQE_CTRL_CQ_UPDATE`). Without it the WQE completes silently
+    /// unless it fails, and is retired by the next signaled CQE.
+    pub signaled: bool,
+    /// Wait for earlier READs and atomics of this QP (`MLX5_WQE_CTRL_FENCE`).
+    pub fence: bool,
+    /// Solicited event at the responder (`MLX5_WQE_CTRL_SOLICITED`).
+    pub solicited: bool,
+}
+
+impl SendFlags {
+    /// Signaled, nothing else.
+    pub const SIGNALED: SendFlags = SendFlags {
+        signaled: true,
+        fence: false,
+        solicited: false,
+    };
+    /// Unsignaled, nothing else.
+    pub const UNSIGNALED: SendFlags = SendFlags {
+        signaled: false,
+        fence: false,
+        solicited: false,
+    };
+
+    #[inline(always)]
+    fn fm_ce_se(self) -> FmCeSe {
+        FmCeSe::new()
+            .with_ce(if self.signaled {
+                CqUpdate::Always
+            } else {
+                CqUpdate::Never
+            })
+            .with_solicited(self.solicited)
+            .with_fm(if self.fence {
+                FenceMode::SmallAndFence
+            } else {
+                FenceMode::None
+            })
+    }
+}
+
+/// How a batch of WQEs is handed to the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DoorbellMode {
+    /// Always the 8-byte doorbell; the device DMA-reads every WQE from the ring.
+    Doorbell,
+    /// rdma-core's rule: BlueFlame when exactly one WQE is rung and it fits the BlueFlame
+    /// half; the 8-byte doorbell for batches.
+    BlueFlame,
+    /// BlueFlame-copy the last WQE of every batch when it fits; the device fetches the rest.
+    BlueFlameLast,
+    /// [`DoorbellMode::BlueFlameLast`] when the register has BlueFlame, else
+    /// [`DoorbellMode::Doorbell`].
+    #[default]
+    Auto,
+}
+
+/// State shared between a send queue (poster) and the CQ that completes it (poller).
+#[derive(Debug)]
+pub(crate) struct SqShared {
+    mask: u32,
+    wr_id: Box<[AtomicU64]>,
+    next_pi: Box<[AtomicU32]>,
+    /// Producer count up to which every WQE has completed.
+    tail: AtomicU32,
+}
+
+impl SqShared {
+    pub(crate) fn new(wqe_cnt: u32) -> Self {
+        SqShared {
+            mask: wqe_cnt - 1,
+            wr_id: (0..wqe_cnt).map(|_| AtomicU64::new(0)).collect(),
+            next_pi: (0..wqe_cnt).map(|_| AtomicU32::new(0)).collect(),
+            tail: AtomicU32::new(0),
+        }
+    }
+
+    /// Retires the WQE whose first WQEBB index is `wqe_counter` (and every earlier one);
+    /// returns its `wr_id`.
+    #[inline(always)]
+    pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
+        let slot = (wqe_counter as u32 & self.mask) as usize;
+        self.tail
+            .store(self.next_pi[slot].load(Ordering::Relaxed), Ordering::Release);
+        self.wr_id[slot].load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn reset(&self) {
+        self.tail.store(0, Ordering::Release);
+    }
+}
+
+/// Description of a send queue as `mlx5dv_init_obj` (or the model) hands it over.
+#[derive(Debug)]
+pub struct SqDesc {
+    /// First byte of the SQ ring (64-byte aligned).
+    pub buf: core::ptr::NonNull<u8>,
+    /// Number of 64-byte WQEBBs (a power of two).
+    pub wqe_cnt: u32,
+    /// The QP doorbell record (word 1 is the send counter).
+    pub dbrec: core::ptr::NonNull<Be32>,
+    /// Offset of the QP's doorbell / BlueFlame register in its UAR page.
+    pub bf_offset: usize,
+    /// BlueFlame half size in bytes; 0 = no BlueFlame.
+    pub bf_size: usize,
+    /// QP number.
+    pub qpn: u32,
+    /// Largest WQE the device accepts, in bytes (`max_sq_desc_sz`; at most 63 DS).
+    pub max_wqe_size: usize,
+    /// Largest inline payload to accept.
+    pub max_inline: usize,
+    /// Largest gather list to accept.
+    pub max_sge: usize,
+}
+
+/// Everything a post needs to know about one WQE before writing it.
+struct Shape {
+    opcode: Opcode,
+    opmod: u8,
+    imm: Be32,
+    remote: Option<Remote>,
+    args_ds: usize,
+    /// For READ and atomics: required local-buffer length (0 = any, READ).
+    local_len: Option<u32>,
+}
+
+impl SendOp {
+    #[inline(always)]
+    fn shape(&self) -> Shape {
+        let plain = |opcode, imm: u32, remote| Shape {
+            opcode,
+            opmod: 0,
+            imm: Be32::new(imm),
+            remote,
+            args_ds: 0,
+            local_len: None,
+        };
+        let atomic = |opcode, opmod, remote, args_ds, len| Shape {
+            opcode,
+            opmod,
+            imm: Be32::new(0),
+            remote: Some(remote),
+            args_ds,
+            local_len: Some(len),
+        };
+        match *self {
+            SendOp::Send => plain(Opcode::Send, 0, None),
+            SendOp::SendImm(imm) => plain(Opcode::SendImm, imm, None),
+            SendOp::SendInv(rkey) => plain(Opcode::SendInval, rkey, None),
+            SendOp::Write(r) => plain(Opcode::RdmaWrite, 0, Some(r)),
+            SendOp::WriteImm(r, imm) => plain(Opcode::RdmaWriteImm, imm, Some(r)),
+            SendOp::Read(r) => Shape {
+                local_len: Some(0),
+                ..plain(Opcode::RdmaRead, 0, Some(r))
+            },
+            SendOp::CompareSwap { remote, .. } => atomic(Opcode::AtomicCs, 0, remote, 1, 8),
+            SendOp::FetchAdd { remote, .. } => atomic(Opcode::AtomicFa, 0, remote, 1, 8),
+            SendOp::MaskedCompareSwap32 { remote, .. } => atomic(
+                Opcode::AtomicMaskedCs,
+                prm::OPMOD_MASKED_ATOMIC_4B,
+                remote,
+                1,
+                4,
+            ),
+            SendOp::MaskedCompareSwap64 { remote, .. } => atomic(
+                Opcode::AtomicMaskedCs,
+                prm::OPMOD_MASKED_ATOMIC_8B,
+                remote,
+                2,
+                8,
+            ),
+            SendOp::MaskedFetchAdd32 { remote, .. } => atomic(
+                Opcode::AtomicMaskedFa,
+                prm::OPMOD_MASKED_ATOMIC_4B,
+                remote,
+                1,
+                4,
+            ),
+            SendOp::MaskedFetchAdd64 { remote, .. } => atomic(
+                Opcode::AtomicMaskedFa,
+                prm::OPMOD_MASKED_ATOMIC_8B,
+                remote,
+                1,
+                8,
+            ),
+            SendOp::Nop => plain(Opcode::Nop, 0, None),
+        }
+    }
+
+    /// Writes the atomic argument segment(s) at `offset`.
+    #[inline(always)]
+    fn write_args(&self, ring: &Ring, offset: usize) {
+        match *self {
+            SendOp::CompareSwap { compare, swap, .. } => ring.write_seg(
+                offset,
+                AtomicSeg {
+                    swap_add: Be64::new(swap),
+                    compare: Be64::new(compare),
+                },
+            ),
+            SendOp::FetchAdd { add, .. } => ring.write_seg(
+                offset,
+                AtomicSeg {
+                    swap_add: Be64::new(add),
+                    compare: Be64::new(0),
+                },
+            ),
+            SendOp::MaskedCompareSwap32 { args, .. } => ring.write_seg(
+                offset,
+                MaskedCs32 {
+                    swap: Be32::new(args.swap),
+                    compare: Be32::new(args.compare),
+                    swap_mask: Be32::new(args.swap_mask),
+                    compare_mask: Be32::new(args.compare_mask),
+                },
+            ),
+            SendOp::MaskedCompareSwap64 { args, .. } => ring.write_seg(
+                offset,
+                MaskedCs64 {
+                    swap: Be64::new(args.swap),
+                    compare: Be64::new(args.compare),
+                    swap_mask: Be64::new(args.swap_mask),
+                    compare_mask: Be64::new(args.compare_mask),
+                },
+            ),
+            SendOp::MaskedFetchAdd32 {
+                add,
+                field_boundary,
+                ..
+            } => ring.write_seg(
+                offset,
+                MaskedFa32 {
+                    add: Be32::new(add),
+                    field_boundary: Be32::new(field_boundary),
+                    reserved: Be64::new(0),
+                },
+            ),
+            SendOp::MaskedFetchAdd64 {
+                add,
+                field_boundary,
+                ..
+            } => ring.write_seg(
+                offset,
+                MaskedFa64 {
+                    add: Be64::new(add),
+                    field_boundary: Be64::new(field_boundary),
+                },
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// Largest total message length (`max_msg_sz`, 2 GiB).
+pub const MAX_MESSAGE_SIZE: u64 = 1 << 31;
+
+/// A QP's send queue. Posting takes `&mut self`: no locks, no allocation.
+///
+/// [`SendQueue::push`] writes one WQE into the ring; [`SendQueue::ring_doorbell`] hands every
+/// pushed WQE to the device with one doorbell (a batch); [`SendQueue::post`] does both.
+#[derive(Debug)]
+pub struct SendQueue<U: Uar> {
+    ring: Ring,
+    wqe_cnt: u32,
+    /// Producer count of WQEBBs (`cur_post`); its low 16 bits go into each WQE.
+    pi: u32,
+    /// Offset and size of the last pushed WQE, and its first 8 bytes.
+    last: Option<(usize, usize, [u8; 8])>,
+    pushed: u32,
+    qpn: u32,
+    max_ds: usize,
+    max_inline: usize,
+    max_sge: usize,
+    dbrec: DbRec,
+    bf: BfReg<U>,
+    mode: DoorbellMode,
+    ready: bool,
+    shared: Arc<SqShared>,
+    errored: Arc<AtomicBool>,
+}
+
+impl<U: Uar> SendQueue<U> {
+    /// A send queue over the described memory.
+    ///
+    /// # Safety
+    /// Every pointer in `desc` must be valid as described (ring of `wqe_cnt * 64` bytes,
+    /// 64-byte aligned; doorbell record of two words) for the life of the queue, written on
+    /// the CPU side only through it, and `uar` must be the UAR page holding `desc.bf_offset`.
+    pub(crate) unsafe fn new(
+        desc: &SqDesc,
+        uar: U,
+        shared: Arc<SqShared>,
+        errored: Arc<AtomicBool>,
+    ) -> Self {
+        // SAFETY: forwarded from this function's contract.
+        let ring = unsafe { Ring::new(desc.buf, desc.wqe_cnt as usize * SEND_WQE_BB) };
+        // SAFETY: word 1 of the record the contract makes ours.
+        let dbrec = unsafe { DbRec::new(desc.dbrec.add(prm::SND_DBR)) };
+        SendQueue {
+            ring,
+            wqe_cnt: desc.wqe_cnt,
+            pi: 0,
+            last: None,
+            pushed: 0,
+            qpn: desc.qpn,
+            max_ds: (desc.max_wqe_size / DS).min(MAX_DS),
+            max_inline: desc.max_inline,
+            max_sge: desc.max_sge,
+            dbrec,
+            bf: BfReg {
+                uar,
+                offset: desc.bf_offset,
+                size: desc.bf_size,
+            },
+            mode: DoorbellMode::Auto,
+            ready: false,
+            shared,
+            errored,
+        }
+    }
+
+    /// Chooses how doorbells are rung.
+    pub fn set_mode(&mut self, mode: DoorbellMode) {
+        self.mode = mode;
+    }
+
+    /// The mode actually in effect: BlueFlame modes fall back to the doorbell when the
+    /// register has no BlueFlame (`bf.size == 0`).
+    pub fn effective_mode(&self) -> DoorbellMode {
+        match (self.mode, self.bf.size) {
+            (_, 0) | (DoorbellMode::Doorbell, _) => DoorbellMode::Doorbell,
+            (DoorbellMode::Auto, _) => DoorbellMode::BlueFlameLast,
+            (mode, _) => mode,
+        }
+    }
+
+    /// Number of WQEBBs in the ring.
+    pub fn wqebbs(&self) -> u32 {
+        self.wqe_cnt
+    }
+
+    /// WQEBBs free for new WQEs (those not yet retired by a CQE are in use).
+    pub fn free_wqebbs(&self) -> u32 {
+        self.wqe_cnt - self.pi.wrapping_sub(self.shared.tail.load(Ordering::Acquire))
+    }
+
+    /// WQEBBs whose WQEs have not completed yet.
+    pub fn outstanding_wqebbs(&self) -> u32 {
+        self.wqe_cnt - self.free_wqebbs()
+    }
+
+    /// Producer count (WQEBBs posted since the queue was created or reset).
+    pub fn producer_count(&self) -> u32 {
+        self.pi
+    }
+
+    /// The QP number.
+    pub fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// Largest inline payload accepted.
+    pub fn max_inline(&self) -> usize {
+        self.max_inline
+    }
+
+    /// Largest gather list accepted.
+    pub fn max_sge(&self) -> usize {
+        self.max_sge
+    }
+
+    pub(crate) fn set_ready(&mut self, ready: bool) {
+        self.ready = ready;
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.pi = 0;
+        self.last = None;
+        self.pushed = 0;
+        self.ready = false;
+        self.dbrec.write(Be32::new(0));
+        self.shared.reset();
+    }
+
+    /// Builds one WQE in the ring without ringing the doorbell.
+    ///
+    /// The WQE reaches the device with the next [`SendQueue::ring_doorbell`]. On error
+    /// nothing is written.
+    #[inline]
+    pub fn push(
+        &mut self,
+        wr_id: u64,
+        op: SendOp,
+        data: Data<'_>,
+        flags: SendFlags,
+    ) -> Result<(), PostError> {
+        if !self.ready || self.errored.load(Ordering::Relaxed) {
+            return Err(PostError::NotReadyToSend);
+        }
+        let shape = op.shape();
+        let data_ds = self.check_data(&shape, data)?;
+        let ds = 1 + shape.remote.is_some() as usize + shape.args_ds + data_ds;
+        if ds > self.max_ds {
+            return Err(PostError::WqeTooLarge {
+                ds,
+                max_ds: self.max_ds,
+            });
+        }
+        let bbs = prm::wqebbs(ds) as u32;
+        let free = self.free_wqebbs();
+        if bbs > free {
+            return Err(PostError::QueueFull {
+                needed: bbs,
+                free,
+            });
+        }
+
+        let start = (self.pi as usize) * SEND_WQE_BB;
+        let ctrl = CtrlSeg::new(
+            shape.opcode as u8,
+            shape.opmod,
+            self.pi as u16,
+            self.qpn,
+            ds as u8,
+            flags.fm_ce_se(),
+            shape.imm,
+        );
+        let mut at = start + DS;
+        if let Some(remote) = shape.remote {
+            self.ring.write_seg(
+                at,
+                RaddrSeg {
+                    raddr: Be64::new(remote.addr),
+                    rkey: Be32::new(remote.rkey),
+                    reserved: Be32::new(0),
+                },
+            );
+            at += DS;
+        }
+        op.write_args(&self.ring, at);
+        at += shape.args_ds * DS;
+        match data {
+            Data::Sges(sges) => {
+                for sge in sges.iter().filter(|s| s.len != 0) {
+                    self.ring
+                        .write_seg(at, DataSeg::new(sge.len, sge.lkey, sge.addr));
+                    at += DS;
+                }
+            }
+            Data::Inline(bytes) if !bytes.is_empty() => {
+                let header = InlineSeg::new(bytes.len() as u32).byte_count.to_bytes();
+                self.ring.write_bytes(at, &header);
+                self.ring.write_bytes(at + header.len(), bytes);
+            }
+            Data::Inline(_) => {}
+        }
+        self.ring.write_seg(start, ctrl);
+
+        let slot = (self.pi & (self.wqe_cnt - 1)) as usize;
+        self.pi = self.pi.wrapping_add(bbs);
+        self.shared.wr_id[slot].store(wr_id, Ordering::Relaxed);
+        self.shared.next_pi[slot].store(self.pi, Ordering::Relaxed);
+        self.last = Some((start, ds * DS, ctrl.doorbell_bytes()));
+        self.pushed += 1;
+        Ok(())
+    }
+
+    /// Validates the data part of a WQE and returns its size in DS.
+    #[inline(always)]
+    fn check_data(&self, shape: &Shape, data: Data<'_>) -> Result<usize, PostError> {
+        match data {
+            Data::Inline(bytes) => {
+                if shape.local_len.is_some() {
+                    return Err(PostError::InlineNotAllowed);
+                }
+                if bytes.len() > self.max_inline {
+                    return Err(PostError::InlineTooLarge {
+                        len: bytes.len(),
+                        max: self.max_inline,
+                    });
+                }
+                Ok(if bytes.is_empty() {
+                    0
+                } else {
+                    InlineSeg::ds(bytes.len())
+                })
+            }
+            Data::Sges(sges) => {
+                if sges.len() > self.max_sge {
+                    return Err(PostError::TooManySges {
+                        count: sges.len(),
+                        max: self.max_sge,
+                    });
+                }
+                let total: u64 = sges.iter().map(|s| s.len as u64).sum();
+                if total > MAX_MESSAGE_SIZE {
+                    return Err(PostError::MessageTooLarge { len: total });
+                }
+                if let Some(len) = shape.local_len.filter(|l| *l != 0) {
+                    let remote = shape.remote.map_or(0, |r| r.addr);
+                    if remote % len as u64 != 0 {
+                        return Err(PostError::MisalignedAtomic { addr: remote });
+                    }
+                    if sges.len() != 1 || sges[0].len != len {
+                        return Err(PostError::AtomicResultBuffer { len });
+                    }
+                }
+                Ok(sges.iter().filter(|s| s.len != 0).count())
+            }
+        }
+    }
+
+    /// Hands every WQE pushed since the last doorbell to the device: doorbell record, then
+    /// one 8-byte doorbell or a BlueFlame copy of the last WQE (see [`DoorbellMode`]).
+    /// Returns the number of WQEs rung.
+    #[inline]
+    pub fn ring_doorbell(&mut self) -> u32 {
+        let Some((offset, bytes, ctrl8)) = self.last.take() else {
+            return 0;
+        };
+        let use_bf = match self.effective_mode() {
+            DoorbellMode::BlueFlame => self.pushed == 1,
+            DoorbellMode::BlueFlameLast => true,
+            _ => false,
+        } && bytes <= self.bf.size;
+        let what = if use_bf {
+            Ring64::BlueFlame {
+                wqe_offset: offset,
+                chunks: bytes.div_ceil(SEND_WQE_BB),
+            }
+        } else {
+            Ring64::Doorbell(ctrl8)
+        };
+        ring_send_doorbell(&mut self.bf, &self.dbrec, self.pi, &self.ring, what);
+        core::mem::replace(&mut self.pushed, 0)
+    }
+
+    /// [`SendQueue::push`] then [`SendQueue::ring_doorbell`].
+    #[inline]
+    pub fn post(
+        &mut self,
+        wr_id: u64,
+        op: SendOp,
+        data: Data<'_>,
+        flags: SendFlags,
+    ) -> Result<(), PostError> {
+        self.push(wr_id, op, data, flags)?;
+        self.ring_doorbell();
+        Ok(())
+    }
+
+    /// The value of the send doorbell record as last written.
+    pub fn doorbell_record(&self) -> u32 {
+        self.dbrec.read().get()
+    }
+
+    /// The current offset of the doorbell / BlueFlame register (toggles between halves).
+    pub fn register_offset(&self) -> usize {
+        self.bf.offset
+    }
+
+    /// Copies the `len` bytes of ring content starting at WQEBB counter `pi` (wrap-aware), e.g.
+    /// to show a posted WQE.
+    pub fn wqe_bytes(&self, pi: u32, len: usize) -> Vec<u8> {
+        let start = pi as usize * SEND_WQE_BB;
+        (0..len.div_ceil(DS))
+            .flat_map(|u| self.ring.read_ds(start + u * DS))
+            .take(len)
+            .collect()
+    }
+
+    /// The UAR this queue rings.
+    pub fn uar(&self) -> &U {
+        &self.bf.uar
+    }
+}
