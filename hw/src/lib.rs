@@ -1,2 +1,45 @@
-//! `mlx5-hw`: a behavioural model of an mlx5 NIC and its PCIe link (work in progress).
+//! `mlx5-hw`: a strict behavioural model of an NVIDIA/Mellanox mlx5 (ConnectX) RDMA NIC
+//! and of the PCIe link in front of it.
+//!
+//! The model is the hardware for every test of `mlx5-direct`. It reads the same memory
+//! formats a real ConnectX reads (send rings, receive rings, SRQ lists, doorbell records)
+//! and writes the same CQEs, from process memory whose addresses the driver registers.
+//! MMIO writes (doorbells, BlueFlame chunks, CQ arms) arrive through [`Nic::mmio_write`];
+//! the work they start runs synchronously in the caller's thread. Everything a real NIC
+//! would reject is rejected the hardware way: error CQE with the right syndrome, QP to
+//! ERR, flush of the rest. Every transaction on the link is counted ([`PcieCounters`]).
+//!
+//! See `docs/model.md` in the workspace for what is modelled and what is simplified.
+//!
+//! # Quick start
+//! ```
+//! use mlx5_hw::{Fabric, Nic, NicConfig};
+//! let fabric = Fabric::new();
+//! let nic = Nic::new(&fabric, NicConfig::default());
+//! assert_eq!(nic.port(1).unwrap().lid, 1);
+//! let pd = nic.alloc_pd();
+//! nic.dealloc_pd(pd).unwrap();
+//! ```
 #![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod cq;
+mod cqe;
+mod host;
+mod mmio;
+mod nic;
+mod pcie;
+mod qp;
+mod resp;
+mod sq;
+mod state;
+mod types;
+mod wqe;
+mod xfer;
+
+pub use nic::{Fabric, Nic};
+pub use pcie::{Dir, PcieConfig, PcieCounters, Purpose, Tlp, TlpKind};
+pub use types::{
+    Access, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr, QpInfo, QpParams,
+    QpState, QpTransition, SrqParams, Stats,
+};

@@ -1,0 +1,133 @@
+//! Completion queues: CQE writes with ownership, overrun detection, arming and events
+//! (prm-facts §7.1, §7.8).
+
+use crate::cqe::Cqe;
+use crate::host;
+use crate::pcie::Purpose;
+use crate::state::{Delayed, NicState, CQ_UAR};
+use crate::types::Event;
+use crate::wqe::be32;
+
+/// `MLX5_CQ_DB_REQ_NOT_SOL`: arm for solicited (or error) CQEs only.
+const ARM_SOLICITED: u32 = 1;
+/// Size of an event queue entry and of an MSI-X message, for accounting.
+const EQE_SIZE: u64 = 64;
+const MSIX_SIZE: u64 = 4;
+
+/// Report a completion of QP index `qpi` on its send or receive CQ. A CQE lost to a CQ in
+/// error marks the QP fatal (the caller then moves it to ERR).
+pub(crate) fn complete(nic: &mut NicState, qpi: usize, recv: bool, cqe: Cqe) {
+    let q = nic.qp(qpi);
+    let cq = if recv { q.recv_cq } else { q.send_cq };
+    if nic.faults.delay_cqes || !nic.delayed.is_empty() {
+        nic.delayed.push_back(Delayed {
+            cq,
+            qp: Some(qpi),
+            cqe,
+        });
+        return;
+    }
+    if !write(nic, cq, Some(qpi), &cqe) {
+        lost(nic, qpi);
+    }
+}
+
+/// Write every CQE held back by `Fault::DelayCqes`; returns how many.
+pub(crate) fn flush_delayed(nic: &mut NicState) -> usize {
+    let mut done = 0;
+    while let Some(d) = nic.delayed.pop_front() {
+        done += 1;
+        let cq_alive = nic.cqs.get(d.cq).is_some_and(Option::is_some);
+        let qp_alive = d.qp.is_none_or(|i| nic.qps[i].is_some());
+        if cq_alive && qp_alive && !write(nic, d.cq, d.qp, &d.cqe) {
+            if let Some(i) = d.qp {
+                lost(nic, i);
+            }
+        }
+    }
+    done
+}
+
+fn lost(nic: &mut NicState, qpi: usize) {
+    let q = nic.qp(qpi);
+    if !q.fatal {
+        q.fatal = true;
+        let qpn = q.qpn;
+        nic.events.push_back(Event::QpFatal { qpn });
+    }
+}
+
+/// Write one CQE now. Returns false if the CQ is (or just went) into error.
+fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
+    let c = nic.cq(cq);
+    if c.error {
+        nic.stats.cqes_dropped += 1;
+        return false;
+    }
+    let cnt = 1u32 << c.log_cnt;
+    if !c.overrun_ignore {
+        let ci = host::read_be32(c.dbrec) & 0xff_ffff;
+        if c.pi.wrapping_sub(ci) & 0xff_ffff >= cnt {
+            c.error = true;
+            c.armed = None;
+            let cqn = c.cqn;
+            nic.events.push_back(Event::CqError { cqn });
+            nic.stats.cqes_dropped += 1;
+            return false;
+        }
+    }
+    let size = u64::from(c.cqe_size);
+    let base = c.buf + u64::from(c.pi & (cnt - 1)) * size;
+    let owner = (c.pi >> c.log_cnt) & 1 == 1;
+    c.pi = c.pi.wrapping_add(1);
+    let fire = c.armed.is_some_and(|sol| !sol || cqe.se || cqe.is_error());
+    if fire {
+        c.armed = None;
+    }
+    let cqn = c.cqn;
+    if size == 128 {
+        // No scatter-to-CQE: the first half carries no data.
+        host::write(base, &[0u8; 64]);
+    }
+    host::write_cqe(base + size - 64, &cqe.encode(owner));
+    nic.dma_write(qp, base, size, Purpose::Cqe);
+    nic.stats.cqes += 1;
+    if fire {
+        raise(nic, cqn);
+    }
+    true
+}
+
+/// Deliver a completion event: EQE write + MSI-X on the link, then the event queue.
+fn raise(nic: &mut NicState, cqn: u32) {
+    nic.dma_write(None, 0, EQE_SIZE, Purpose::Eqe);
+    nic.dma_write(None, 0, MSIX_SIZE, Purpose::Msix);
+    nic.stats.events += 1;
+    nic.events.push_back(Event::Completion { cqn });
+}
+
+/// The CQ arm doorbell: BE32(sn<<28 | cmd | ci), BE32(cqn).
+pub(crate) fn arm(nic: &mut NicState, uar: u32, data: &[u8]) {
+    let w0 = be32(data, 0);
+    let cqn = be32(data, 4);
+    let cmd = (w0 >> 24) & 0xf;
+    let ci = w0 & 0xff_ffff;
+    let Some(i) = nic
+        .cq_index(cqn)
+        .filter(|_| uar == CQ_UAR && cmd <= ARM_SOLICITED)
+    else {
+        nic.stats.bad_mmio += 1;
+        return;
+    };
+    nic.stats.arms += 1;
+    let c = nic.cq(i);
+    if c.error {
+        return;
+    }
+    if c.pi & 0xff_ffff != ci {
+        c.armed = None;
+        raise(nic, cqn);
+    } else {
+        c.armed = Some(cmd == ARM_SOLICITED);
+    }
+}

@@ -1,0 +1,99 @@
+//! CQE encoding (prm-facts §7.2–§7.4): `mlx5_cqe64` and `mlx5_err_cqe`.
+
+/// Error syndromes (`mlx5_err_cqe.syndrome`).
+pub(crate) mod synd {
+    pub(crate) const LOCAL_LENGTH_ERR: u8 = 0x01;
+    pub(crate) const LOCAL_QP_OP_ERR: u8 = 0x02;
+    pub(crate) const LOCAL_PROT_ERR: u8 = 0x04;
+    pub(crate) const WR_FLUSH_ERR: u8 = 0x05;
+    pub(crate) const REMOTE_INVAL_REQ_ERR: u8 = 0x12;
+    pub(crate) const REMOTE_ACCESS_ERR: u8 = 0x13;
+    pub(crate) const REMOTE_OP_ERR: u8 = 0x14;
+    pub(crate) const TRANSPORT_RETRY_EXC_ERR: u8 = 0x15;
+    pub(crate) const RNR_RETRY_EXC_ERR: u8 = 0x16;
+}
+
+/// CQE opcodes (`op_own >> 4`).
+pub(crate) mod cqe_op {
+    pub(crate) const REQ: u8 = 0;
+    pub(crate) const RESP_WR_IMM: u8 = 1;
+    pub(crate) const RESP_SEND: u8 = 2;
+    pub(crate) const RESP_SEND_IMM: u8 = 3;
+    pub(crate) const RESP_SEND_INV: u8 = 4;
+    pub(crate) const REQ_ERR: u8 = 13;
+    pub(crate) const RESP_ERR: u8 = 14;
+}
+
+/// The fields of one completion; the owner bit is added when it is written.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Cqe {
+    /// CQE opcode (`cqe_op`).
+    pub(crate) opcode: u8,
+    /// Local QP number.
+    pub(crate) qpn: u32,
+    /// Send opcode (requester CQEs).
+    pub(crate) send_opcode: u8,
+    pub(crate) wqe_counter: u16,
+    pub(crate) byte_cnt: u32,
+    /// Raw immediate or invalidated rkey, as on the wire.
+    pub(crate) imm: [u8; 4],
+    /// Source QP (responder).
+    pub(crate) src_qpn: u32,
+    /// Source LID (responder).
+    pub(crate) slid: u16,
+    pub(crate) srqn: u32,
+    /// Solicited event (responder).
+    pub(crate) se: bool,
+    /// Error syndrome (error CQEs only).
+    pub(crate) syndrome: u8,
+}
+
+impl Cqe {
+    pub(crate) fn is_error(&self) -> bool {
+        self.opcode == cqe_op::REQ_ERR || self.opcode == cqe_op::RESP_ERR
+    }
+
+    /// The 64 bytes of the entry for ownership value `owner`.
+    pub(crate) fn encode(&self, owner: bool) -> [u8; 64] {
+        let mut b = [0u8; 64];
+        if self.is_error() {
+            b[32..36].copy_from_slice(&self.srqn.to_be_bytes());
+            b[55] = self.syndrome;
+            let w = u32::from(self.send_opcode) << 24 | (self.qpn & 0xff_ffff);
+            b[56..60].copy_from_slice(&w.to_be_bytes());
+        } else {
+            b[22..24].copy_from_slice(&self.slid.to_be_bytes());
+            b[24..28].copy_from_slice(&(self.src_qpn & 0xff_ffff).to_be_bytes());
+            b[32..36].copy_from_slice(&self.srqn.to_be_bytes());
+            b[36..40].copy_from_slice(&self.imm);
+            b[44..48].copy_from_slice(&self.byte_cnt.to_be_bytes());
+            let w = u32::from(self.send_opcode) << 24 | (self.qpn & 0xff_ffff);
+            b[56..60].copy_from_slice(&w.to_be_bytes());
+        }
+        b[60..62].copy_from_slice(&self.wqe_counter.to_be_bytes());
+        b[63] = self.opcode << 4 | u8::from(self.se) << 1 | u8::from(owner);
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_cqe_layout() {
+        let c = Cqe {
+            opcode: cqe_op::REQ_ERR,
+            qpn: 0x123456,
+            send_opcode: 0x0a,
+            wqe_counter: 0xbeef,
+            syndrome: synd::WR_FLUSH_ERR,
+            ..Cqe::default()
+        };
+        let b = c.encode(true);
+        assert_eq!(b[55], 0x05);
+        assert_eq!(&b[56..60], &[0x0a, 0x12, 0x34, 0x56]);
+        assert_eq!(&b[60..62], &[0xbe, 0xef]);
+        assert_eq!(b[63], 0xd1);
+    }
+}

@@ -1,0 +1,610 @@
+//! The public handles: [`Fabric`] (the in-process network) and [`Nic`] (one device and its
+//! slow-path interface).
+
+use crate::cq::flush_delayed;
+use crate::pcie::{PcieConfig, PcieCounters, Tlp};
+use crate::qp::{fail, flush_rq};
+use crate::sq::retry;
+use crate::state::{
+    Cq, Mr, MrSlot, NicState, Qp, Srq, World, CQN_BASE, CQ_UAR, INVALID_LKEY, PDN_BASE, QPN_BASE,
+    SRQN_BASE,
+};
+use crate::types::{
+    Access, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr, QpInfo, QpParams,
+    QpState, QpTransition, SrqParams, Stats,
+};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The in-process network joining NICs, addressed by LID and GID. One lock guards the
+/// whole fabric, so work that crosses NICs never deadlocks.
+#[derive(Default)]
+pub struct Fabric {
+    world: Mutex<World>,
+    events: Condvar,
+}
+
+impl Fabric {
+    /// An empty fabric.
+    pub fn new() -> Arc<Fabric> {
+        Arc::new(Fabric::default())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, World> {
+        self.world.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A NIC on a fabric: a cheap, thread-safe handle.
+#[derive(Clone)]
+pub struct Nic {
+    fabric: Arc<Fabric>,
+    idx: usize,
+}
+
+const LOG_MAX_QP_WR: u8 = 15;
+const LOG_MAX_CQE: u8 = 22;
+const ALL_ACCESS: u32 = 0xf;
+const MAX_WQE: u32 = 63 * 16;
+
+fn aligned(addr: u64, align: u64) -> Result<(), HwError> {
+    if addr == 0 || addr % align != 0 {
+        Err(HwError::BadAddress)
+    } else {
+        Ok(())
+    }
+}
+
+fn check_access(a: Access) -> Result<(), HwError> {
+    let needs_local = Access::REMOTE_WRITE | Access::REMOTE_ATOMIC;
+    if a.0 & !ALL_ACCESS != 0 {
+        Err(HwError::InvalidParam("access flags"))
+    } else if a.0 & needs_local.0 != 0 && !a.contains(Access::LOCAL_WRITE) {
+        Err(HwError::InvalidParam(
+            "remote write/atomic needs LOCAL_WRITE",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+fn slot<T>(v: &mut [Option<T>], id: u32, base: u32) -> Result<&mut T, HwError> {
+    id.checked_sub(base)
+        .and_then(|i| v.get_mut(i as usize))
+        .and_then(Option::as_mut)
+        .ok_or(HwError::NoSuchObject)
+}
+
+fn insert<T>(v: &mut Vec<Option<T>>, t: T, base: u32) -> u32 {
+    v.push(Some(t));
+    base + (v.len() - 1) as u32
+}
+
+impl Nic {
+    /// Attach a new NIC to `fabric`; it gets LID `n` (1, 2, ...) and GID `fe80::<lid>`.
+    pub fn new(fabric: &Arc<Fabric>, config: NicConfig) -> Nic {
+        let bf = if config.bf_size % 64 == 0 && config.bf_size <= 1024 {
+            config.bf_size
+        } else {
+            0
+        };
+        let mut w = fabric.lock();
+        let idx = w.nics.len();
+        w.nics.push(NicState::new(
+            (idx + 1) as u16,
+            NicConfig {
+                bf_size: bf,
+                ports: config.ports.max(1),
+                ..config
+            },
+        ));
+        Nic {
+            fabric: fabric.clone(),
+            idx,
+        }
+    }
+
+    /// Run `f` on this NIC's state under the fabric lock.
+    fn with<R>(&self, f: impl FnOnce(&mut NicState) -> R) -> R {
+        f(&mut self.fabric.lock().nics[self.idx])
+    }
+
+    /// Run `f` on the whole fabric, then wake event waiters if events are queued.
+    fn with_world<R>(&self, f: impl FnOnce(&mut World, usize) -> R) -> R {
+        let mut w = self.fabric.lock();
+        let r = f(&mut w, self.idx);
+        if w.nics.iter().any(|n| !n.events.is_empty()) {
+            self.fabric.events.notify_all();
+        }
+        r
+    }
+
+    /// This NIC's LID.
+    pub fn lid(&self) -> u16 {
+        self.with(|n| n.lid)
+    }
+
+    /// Device capabilities.
+    pub fn caps(&self) -> Caps {
+        self.with(|n| Caps {
+            max_qp_wr: 1 << LOG_MAX_QP_WR,
+            max_sq_desc_sz: MAX_WQE,
+            max_send_sge: 30,
+            max_recv_sge: 32,
+            max_cqe: 1 << LOG_MAX_CQE,
+            // A WRITE: ctrl + raddr + the 4-byte inline header.
+            max_inline: MAX_WQE - 16 - 16 - 4,
+            bf_size: n.cfg.bf_size,
+            max_rd_atomic: 16,
+            max_msg_sz: 1 << 31,
+        })
+    }
+
+    /// Attributes of port `port` (1-based).
+    pub fn port(&self, port: u8) -> Result<PortAttr, HwError> {
+        self.with(|n| {
+            if port == 0 || port > n.cfg.ports {
+                return Err(HwError::InvalidParam("port"));
+            }
+            Ok(PortAttr {
+                lid: n.lid,
+                gid: n.gid,
+                active_mtu: 4096,
+            })
+        })
+    }
+
+    /// Allocate a protection domain.
+    pub fn alloc_pd(&self) -> u32 {
+        self.with(|n| insert(&mut n.pds, 0, PDN_BASE))
+    }
+
+    /// Free a protection domain; `Busy` while MRs, QPs or SRQs use it.
+    pub fn dealloc_pd(&self, pdn: u32) -> Result<(), HwError> {
+        self.with(|n| {
+            if *slot(&mut n.pds, pdn, PDN_BASE)? != 0 {
+                return Err(HwError::Busy);
+            }
+            n.pds[(pdn - PDN_BASE) as usize] = None;
+            Ok(())
+        })
+    }
+
+    /// Register `[addr, addr+len)` in PD `pdn`; returns the key (lkey == rkey).
+    ///
+    /// # Safety
+    /// The range must be valid, writable process memory that stays allocated until the key
+    /// is deregistered; the model reads and writes it whenever a WQE or an incoming request
+    /// names the key.
+    pub unsafe fn reg_mr(
+        &self,
+        pdn: u32,
+        addr: u64,
+        len: u64,
+        access: Access,
+    ) -> Result<u32, HwError> {
+        check_access(access)?;
+        if addr == 0 || len == 0 || addr.checked_add(len).is_none() {
+            return Err(HwError::BadAddress);
+        }
+        self.with(|n| {
+            *slot(&mut n.pds, pdn, PDN_BASE)? += 1;
+            let i = match n.mrs.iter().skip(1).position(|s| s.mr.is_none()) {
+                Some(i) => i + 1,
+                None => {
+                    n.mrs.push(MrSlot {
+                        variant: 0,
+                        mr: None,
+                    });
+                    n.mrs.len() - 1
+                }
+            };
+            if i >= 1 << 24 {
+                return Err(HwError::OutOfResources);
+            }
+            let s = &mut n.mrs[i];
+            // Variants cycle through 1..=255, so a freed key is not reused soon and no key
+            // is ever MLX5_INVALID_LKEY (0x100).
+            s.variant = s.variant % 255 + 1;
+            s.mr = Some(Mr {
+                pdn,
+                addr,
+                len,
+                access,
+                invalid: false,
+            });
+            let key = (i as u32) << 8 | u32::from(s.variant);
+            debug_assert_ne!(key, INVALID_LKEY);
+            Ok(key)
+        })
+    }
+
+    /// Deregister a memory key.
+    pub fn dereg_mr(&self, key: u32) -> Result<(), HwError> {
+        self.with(|n| {
+            let s = n
+                .mrs
+                .get_mut((key >> 8) as usize)
+                .filter(|s| s.variant == key as u8 && key >> 8 != 0)
+                .ok_or(HwError::NoSuchObject)?;
+            let mr = s.mr.take().ok_or(HwError::NoSuchObject)?;
+            *slot(&mut n.pds, mr.pdn, PDN_BASE)? -= 1;
+            Ok(())
+        })
+    }
+
+    /// Create a completion queue.
+    ///
+    /// # Safety
+    /// `buf` (`cqe_size << log_cqe_cnt` bytes) and `dbrec` (8 bytes) must be valid,
+    /// writable process memory until the CQ is destroyed.
+    pub unsafe fn create_cq(&self, p: &CqParams) -> Result<CqInfo, HwError> {
+        if p.cqe_size != 64 && p.cqe_size != 128 {
+            return Err(HwError::InvalidParam("cqe_size"));
+        }
+        if p.log_cqe_cnt > LOG_MAX_CQE {
+            return Err(HwError::InvalidParam("log_cqe_cnt"));
+        }
+        aligned(p.buf, 64)?;
+        aligned(p.dbrec, 4)?;
+        self.with(|n| {
+            let cqn = CQN_BASE + n.cqs.len() as u32;
+            n.cqs.push(Some(Cq {
+                cqn,
+                buf: p.buf,
+                log_cnt: p.log_cqe_cnt,
+                cqe_size: p.cqe_size,
+                dbrec: p.dbrec,
+                overrun_ignore: p.overrun_ignore,
+                pi: 0,
+                armed: None,
+                error: false,
+                refs: 0,
+            }));
+            Ok(CqInfo { cqn, uar: CQ_UAR })
+        })
+    }
+
+    /// Create a shared receive queue.
+    ///
+    /// # Safety
+    /// `buf` (`1 << (log_wqe_cnt + log_stride)` bytes) and `dbrec` (4 bytes) must be valid
+    /// process memory until the SRQ is destroyed.
+    pub unsafe fn create_srq(&self, p: &SrqParams) -> Result<u32, HwError> {
+        if p.log_wqe_cnt > LOG_MAX_QP_WR {
+            return Err(HwError::InvalidParam("log_wqe_cnt"));
+        }
+        if !(5..=10).contains(&p.log_stride) {
+            return Err(HwError::InvalidParam("log_stride"));
+        }
+        aligned(p.buf, 16)?;
+        aligned(p.dbrec, 4)?;
+        self.with(|n| {
+            *slot(&mut n.pds, p.pdn, PDN_BASE)? += 1;
+            let srq = Srq {
+                pdn: p.pdn,
+                buf: p.buf,
+                log_cnt: p.log_wqe_cnt,
+                log_stride: p.log_stride,
+                dbrec: p.dbrec,
+                known_pi: 0,
+                consumed: 0,
+                head: 0,
+                refs: 0,
+            };
+            Ok(insert(&mut n.srqs, srq, SRQN_BASE))
+        })
+    }
+
+    /// Create an RC queue pair in RESET, with its own UAR page and register.
+    ///
+    /// # Safety
+    /// The SQ ring (`64 << log_sq_wqe_cnt` bytes), the RQ ring (unless an SRQ is used) and
+    /// `dbrec` (8 bytes) must be valid process memory until the QP is destroyed.
+    pub unsafe fn create_qp(&self, p: &QpParams) -> Result<QpInfo, HwError> {
+        if p.log_sq_wqe_cnt > LOG_MAX_QP_WR {
+            return Err(HwError::InvalidParam("log_sq_wqe_cnt"));
+        }
+        aligned(p.sq_buf, 64)?;
+        aligned(p.dbrec, 4)?;
+        if p.srqn.is_none() {
+            if p.log_rq_wqe_cnt > LOG_MAX_QP_WR {
+                return Err(HwError::InvalidParam("log_rq_wqe_cnt"));
+            }
+            if !(4..=10).contains(&p.log_rq_stride) {
+                return Err(HwError::InvalidParam("log_rq_stride"));
+            }
+            aligned(p.rq_buf, 16)?;
+        }
+        self.with(|n| {
+            slot(&mut n.pds, p.pdn, PDN_BASE)?;
+            let send_cq = n.cq_index(p.send_cqn).ok_or(HwError::NoSuchObject)?;
+            let recv_cq = n.cq_index(p.recv_cqn).ok_or(HwError::NoSuchObject)?;
+            let srq = match p.srqn {
+                Some(s) => Some(n.srq_index(s).ok_or(HwError::NoSuchObject)?),
+                None => None,
+            };
+            *slot(&mut n.pds, p.pdn, PDN_BASE)? += 1;
+            n.cq(send_cq).refs += 1;
+            n.cq(recv_cq).refs += 1;
+            if let Some(s) = srq {
+                n.srq(s).refs += 1;
+            }
+            let qpi = n.qps.len();
+            let uar = n.new_uar(Some(qpi));
+            let qpn = QPN_BASE + qpi as u32;
+            n.qps.push(Some(Qp {
+                qpn,
+                pdn: p.pdn,
+                send_cq,
+                recv_cq,
+                srq,
+                sq_buf: p.sq_buf,
+                log_sq: p.log_sq_wqe_cnt,
+                rq_buf: p.rq_buf,
+                log_rq: p.log_rq_wqe_cnt,
+                log_rq_stride: p.log_rq_stride,
+                dbrec: p.dbrec,
+                uar,
+                state: QpState::Reset,
+                access: Access::NONE,
+                dest_lid: 0,
+                dest_gid: [0; 16],
+                dest_qpn: 0,
+                rq_psn: 0,
+                mtu: 4096,
+                sq_psn: 0,
+                retry_cnt: 0,
+                rnr_retry: 0,
+                sq_ci: 0,
+                sq_pi: 0,
+                sq_fetched: 0,
+                stall: None,
+                retries: 0,
+                rnr_retries: 0,
+                rq_ci: 0,
+                rq_known_pi: 0,
+                fatal: false,
+                pcie: PcieCounters::default(),
+            }));
+            Ok(QpInfo {
+                qpn,
+                uar,
+                bf_offset: crate::state::BF_OFFSET,
+                bf_size: n.cfg.bf_size,
+            })
+        })
+    }
+
+    /// Move a QP through its state machine (RESET->INIT->RTR->RTS, any->ERR, any->RESET).
+    pub fn modify_qp(&self, qpn: u32, t: &QpTransition) -> Result<(), HwError> {
+        self.with_world(|w, i| {
+            let n = &mut w.nics[i];
+            let ports = n.cfg.ports;
+            let qpi = n.qp_index(qpn).ok_or(HwError::NoSuchObject)?;
+            let q = n.qp(qpi);
+            match *t {
+                QpTransition::Init { port, access } => {
+                    expect(q.state, QpState::Reset)?;
+                    check_access(access)?;
+                    if port == 0 || port > ports {
+                        return Err(HwError::InvalidParam("port"));
+                    }
+                    q.access = access;
+                    q.state = QpState::Init;
+                }
+                QpTransition::Rtr {
+                    dest_lid,
+                    dest_gid,
+                    dest_qpn,
+                    rq_psn,
+                    path_mtu,
+                    ..
+                } => {
+                    expect(q.state, QpState::Init)?;
+                    if !(256..=4096).contains(&path_mtu) || !path_mtu.is_power_of_two() {
+                        return Err(HwError::InvalidParam("path_mtu"));
+                    }
+                    q.dest_lid = dest_lid;
+                    q.dest_gid = dest_gid;
+                    q.dest_qpn = dest_qpn & 0xff_ffff;
+                    q.rq_psn = rq_psn & 0xff_ffff;
+                    q.mtu = path_mtu;
+                    q.state = QpState::Rtr;
+                }
+                QpTransition::Rts {
+                    sq_psn,
+                    retry_cnt,
+                    rnr_retry,
+                    ..
+                } => {
+                    expect(q.state, QpState::Rtr)?;
+                    if retry_cnt > 7 || rnr_retry > 7 {
+                        return Err(HwError::InvalidParam("retry_cnt/rnr_retry"));
+                    }
+                    q.sq_psn = sq_psn & 0xff_ffff;
+                    q.retry_cnt = retry_cnt;
+                    q.rnr_retry = rnr_retry;
+                    q.state = QpState::Rts;
+                }
+                QpTransition::Err => fail(n, qpi),
+                QpTransition::Reset => {
+                    q.state = QpState::Reset;
+                    q.sq_ci = 0;
+                    q.sq_pi = 0;
+                    q.sq_fetched = 0;
+                    q.rq_ci = 0;
+                    q.rq_known_pi = 0;
+                    q.stall = None;
+                    q.retries = 0;
+                    q.rnr_retries = 0;
+                    q.fatal = false;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Current state of a QP.
+    pub fn qp_state(&self, qpn: u32) -> Result<QpState, HwError> {
+        self.with(|n| slot(&mut n.qps, qpn, QPN_BASE).map(|q| q.state))
+    }
+
+    /// Destroy a QP (any state).
+    pub fn destroy_qp(&self, qpn: u32) -> Result<(), HwError> {
+        self.with(|n| {
+            let q = slot(&mut n.qps, qpn, QPN_BASE)?;
+            let (pdn, scq, rcq, srq, uar) = (q.pdn, q.send_cq, q.recv_cq, q.srq, q.uar);
+            n.qps[(qpn - QPN_BASE) as usize] = None;
+            n.uars[uar as usize].qp = None;
+            n.cq(scq).refs -= 1;
+            n.cq(rcq).refs -= 1;
+            if let Some(s) = srq {
+                n.srq(s).refs -= 1;
+            }
+            *slot(&mut n.pds, pdn, PDN_BASE)? -= 1;
+            Ok(())
+        })
+    }
+
+    /// Destroy an SRQ; `Busy` while a QP uses it.
+    pub fn destroy_srq(&self, srqn: u32) -> Result<(), HwError> {
+        self.with(|n| {
+            let s = slot(&mut n.srqs, srqn, SRQN_BASE)?;
+            if s.refs != 0 {
+                return Err(HwError::Busy);
+            }
+            let pdn = s.pdn;
+            n.srqs[(srqn - SRQN_BASE) as usize] = None;
+            *slot(&mut n.pds, pdn, PDN_BASE)? -= 1;
+            Ok(())
+        })
+    }
+
+    /// Destroy a CQ; `Busy` while a QP uses it.
+    pub fn destroy_cq(&self, cqn: u32) -> Result<(), HwError> {
+        self.with(|n| {
+            if slot(&mut n.cqs, cqn, CQN_BASE)?.refs != 0 {
+                return Err(HwError::Busy);
+            }
+            n.cqs[(cqn - CQN_BASE) as usize] = None;
+            Ok(())
+        })
+    }
+
+    /// Shrink a CQ's ring (to force an overrun in tests). Larger sizes are refused.
+    pub fn shrink_cq(&self, cqn: u32, log_cqe_cnt: u8) -> Result<(), HwError> {
+        self.with(|n| {
+            let c = slot(&mut n.cqs, cqn, CQN_BASE)?;
+            if log_cqe_cnt > c.log_cnt {
+                return Err(HwError::InvalidParam("log_cqe_cnt"));
+            }
+            c.log_cnt = log_cqe_cnt;
+            Ok(())
+        })
+    }
+
+    /// One MMIO write TLP from the CPU to UAR page `uar` at `offset`: 8 bytes (send
+    /// doorbell or CQ arm) or 64 bytes (a BlueFlame chunk). The work it starts runs before
+    /// this returns. Malformed writes are counted in [`Stats`] and ignored.
+    pub fn mmio_write(&self, uar: u32, offset: u32, data: &[u8]) {
+        self.with_world(|w, i| crate::mmio::write(w, i, uar, offset, data));
+    }
+
+    /// Run deferred work: delayed CQEs, one retry step of every stalled QP (RNR or lost
+    /// packets), and flushes of receives posted to QPs in ERR. Returns how much it did.
+    pub fn progress(&self) -> usize {
+        self.with_world(|w, i| {
+            let mut done = flush_delayed(&mut w.nics[i]);
+            for qpi in 0..w.nics[i].qps.len() {
+                let Some(q) = &w.nics[i].qps[qpi] else {
+                    continue;
+                };
+                if q.fatal && q.state != QpState::Err {
+                    fail(&mut w.nics[i], qpi);
+                    done += 1;
+                } else if q.state == QpState::Err {
+                    done += flush_rq(&mut w.nics[i], qpi);
+                } else if retry(w, i, qpi) {
+                    done += 1;
+                }
+            }
+            done
+        })
+    }
+
+    /// Take the next asynchronous event, if any.
+    pub fn poll_event(&self) -> Option<Event> {
+        self.with(|n| n.events.pop_front())
+    }
+
+    /// Wait up to `timeout` for the next asynchronous event.
+    pub fn wait_event(&self, timeout: Duration) -> Option<Event> {
+        let deadline = Instant::now() + timeout;
+        let mut w = self.fabric.lock();
+        loop {
+            if let Some(e) = w.nics[self.idx].events.pop_front() {
+                return Some(e);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            w = self
+                .fabric
+                .events
+                .wait_timeout(w, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Model statistics.
+    pub fn stats(&self) -> Stats {
+        self.with(|n| n.stats)
+    }
+
+    /// Cumulative counters of this NIC's PCIe link.
+    pub fn pcie(&self) -> PcieCounters {
+        self.with(|n| n.link.total)
+    }
+
+    /// Link counters attributed to one QP (`None` if it does not exist).
+    pub fn qp_pcie(&self, qpn: u32) -> Option<PcieCounters> {
+        self.with(|n| slot(&mut n.qps, qpn, QPN_BASE).ok().map(|q| q.pcie))
+    }
+
+    /// Change the link parameters (counters are kept).
+    pub fn set_pcie_config(&self, cfg: PcieConfig) {
+        self.with(|n| n.link.cfg = cfg);
+    }
+
+    /// Start (or stop and discard) recording every TLP.
+    pub fn set_tlp_trace(&self, on: bool) {
+        self.with(|n| n.link.set_trace(on));
+    }
+
+    /// Take the TLPs recorded since the last call.
+    pub fn take_tlps(&self) -> Vec<Tlp> {
+        self.with(|n| n.link.take_trace())
+    }
+
+    /// Inject a fault.
+    pub fn inject(&self, f: Fault) {
+        self.with(|n| match f {
+            Fault::DropBlueFlame(on) => n.faults.drop_bf = on,
+            Fault::LosePackets { qpn, count } => n.faults.lose = Some((qpn, count)),
+            Fault::DelayCqes(on) => n.faults.delay_cqes = on,
+            Fault::Rnr { qpn, count } => n.faults.rnr = Some((qpn, count)),
+            Fault::Clear => n.faults = Default::default(),
+        });
+    }
+}
+
+fn expect(have: QpState, want: QpState) -> Result<(), HwError> {
+    if have == want {
+        Ok(())
+    } else {
+        Err(HwError::InvalidTransition)
+    }
+}

@@ -1,0 +1,147 @@
+//! QP error handling: the move to ERR and the flush of outstanding work (prm-facts §9),
+//! plus the send-ring helpers shared by execution and flush.
+
+use crate::cq::complete;
+use crate::cqe::{cqe_op, synd, Cqe};
+use crate::host;
+use crate::pcie::Purpose;
+use crate::state::{NicState, Qp};
+use crate::types::QpState;
+use crate::wqe::{Ctrl, BB};
+
+/// Read `out.len()` bytes of the send ring from BB counter `start`; BB k of the range is at
+/// slot `(start + k) mod wqe_cnt`.
+pub(crate) fn read_sq(q: &Qp, start: u16, out: &mut [u8]) {
+    let mask = q.sq_mask();
+    for (k, chunk) in out.chunks_mut(BB).enumerate() {
+        let slot = start.wrapping_add(k as u16) & mask;
+        host::read(q.sq_buf + u64::from(slot) * BB as u64, chunk);
+    }
+}
+
+/// Account the NIC's fetch of BBs `[from, to)`: one DMA read per contiguous ring span.
+pub(crate) fn fetch_sq(nic: &mut NicState, qpi: usize, from: u16, to: u16) {
+    let q = nic.qp(qpi);
+    let cnt = 1u32 << q.log_sq;
+    let buf = q.sq_buf;
+    let mut left = u32::from(to.wrapping_sub(from));
+    let mut slot = u32::from(from & q.sq_mask());
+    while left > 0 {
+        let run = left.min(cnt - slot);
+        let addr = buf + u64::from(slot) * BB as u64;
+        nic.dma_read(
+            Some(qpi),
+            addr,
+            u64::from(run) * BB as u64,
+            Purpose::SendWqeFetch,
+        );
+        left -= run;
+        slot = 0;
+    }
+}
+
+/// The send producer from doorbell record word 1, if it is consistent with the ring
+/// (at most `wqe_cnt` BBs outstanding).
+pub(crate) fn sq_producer(q: &Qp) -> Option<u16> {
+    let pi = host::read_be32(q.dbrec + 4) as u16;
+    (u32::from(pi.wrapping_sub(q.sq_ci)) <= 1u32 << q.log_sq).then_some(pi)
+}
+
+/// Complete the WQE at the head of the SQ with error `syndrome` (ctrl already decoded),
+/// then move the QP to ERR and flush.
+pub(crate) fn fail_head(nic: &mut NicState, qpi: usize, ctrl: Ctrl, syndrome: u8) {
+    let q = nic.qp(qpi);
+    let cqe = Cqe {
+        opcode: cqe_op::REQ_ERR,
+        qpn: q.qpn,
+        send_opcode: ctrl.opcode,
+        wqe_counter: q.sq_ci,
+        syndrome,
+        ..Cqe::default()
+    };
+    let left = q.sq_pi.wrapping_sub(q.sq_ci);
+    q.sq_ci = q.sq_ci.wrapping_add(ctrl.nbb().min(left));
+    complete(nic, qpi, false, cqe);
+    fail(nic, qpi);
+}
+
+/// Move QP `qpi` to ERR and flush its SQ and RQ.
+pub(crate) fn fail(nic: &mut NicState, qpi: usize) {
+    let q = nic.qp(qpi);
+    q.state = QpState::Err;
+    q.stall = None;
+    flush_sq(nic, qpi);
+    flush_rq(nic, qpi);
+}
+
+/// Complete every SQ WQE up to the producer with WR_FLUSH_ERR, signaled or not.
+pub(crate) fn flush_sq(nic: &mut NicState, qpi: usize) -> usize {
+    let q = nic.qp(qpi);
+    let Some(pi) = sq_producer(q) else {
+        nic.stats.bad_doorbells += 1;
+        return 0;
+    };
+    let ci = q.sq_ci;
+    let posted = pi.wrapping_sub(ci);
+    let fetched = if q.sq_fetched.wrapping_sub(ci) <= posted {
+        q.sq_fetched
+    } else {
+        ci
+    };
+    q.sq_pi = pi;
+    q.sq_fetched = pi;
+    fetch_sq(nic, qpi, fetched, pi);
+    let mut n = 0;
+    while nic.qp(qpi).sq_ci != pi {
+        let q = nic.qp(qpi);
+        let mut c = [0u8; 16];
+        read_sq(q, q.sq_ci, &mut c);
+        let ctrl = Ctrl::parse(&c);
+        let cqe = Cqe {
+            opcode: cqe_op::REQ_ERR,
+            qpn: q.qpn,
+            send_opcode: ctrl.opcode,
+            wqe_counter: q.sq_ci,
+            syndrome: synd::WR_FLUSH_ERR,
+            ..Cqe::default()
+        };
+        q.sq_ci = q
+            .sq_ci
+            .wrapping_add(ctrl.nbb().min(pi.wrapping_sub(q.sq_ci)));
+        complete(nic, qpi, false, cqe);
+        n += 1;
+    }
+    n
+}
+
+/// Complete every posted RQ WQE with WR_FLUSH_ERR (SRQ WQEs are never flushed). The
+/// doorbell record read is accounted when it reveals new WQEs.
+pub(crate) fn flush_rq(nic: &mut NicState, qpi: usize) -> usize {
+    let q = nic.qp(qpi);
+    if q.srq.is_some() {
+        return 0;
+    }
+    let pi = host::read_be32(q.dbrec) as u16;
+    if pi != q.rq_known_pi {
+        q.rq_known_pi = pi;
+        let dbrec = q.dbrec;
+        nic.dma_read(Some(qpi), dbrec, 4, Purpose::DbrecRead);
+    }
+    let q = nic.qp(qpi);
+    let count = pi.wrapping_sub(q.rq_ci).min(1u16 << q.log_rq);
+    for _ in 0..count {
+        let q = nic.qp(qpi);
+        let cqe = Cqe {
+            opcode: cqe_op::RESP_ERR,
+            qpn: q.qpn,
+            wqe_counter: q.rq_ci,
+            syndrome: synd::WR_FLUSH_ERR,
+            ..Cqe::default()
+        };
+        q.rq_ci = q.rq_ci.wrapping_add(1);
+        complete(nic, qpi, true, cqe);
+    }
+    let q = nic.qp(qpi);
+    q.rq_ci = pi;
+    usize::from(count)
+}

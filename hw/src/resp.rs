@@ -1,0 +1,335 @@
+//! The responder side of RC: incoming SEND / WRITE / READ / atomic requests, receive WQE
+//! consumption (RQ ring or SRQ linked list), RNR, and responder errors (prm-facts §5, §9).
+
+use crate::cq::complete;
+use crate::cqe::{cqe_op, synd, Cqe};
+use crate::host;
+use crate::pcie::Purpose;
+use crate::qp::fail;
+use crate::state::{take_fault, NicState, INVALID_LKEY, SRQN_BASE};
+use crate::types::Access;
+use crate::wqe::{be16, be32, be64, opcode, Op, Segs, Wqe};
+use crate::xfer::{Cursor, Span, Spans};
+
+/// One request message as the responder sees it.
+pub(crate) struct Request<'a> {
+    /// The requester's WQE bytes (inline payload lives here).
+    pub(crate) wqe: &'a [u8],
+    pub(crate) d: &'a Wqe,
+    pub(crate) src_qpn: u32,
+    pub(crate) src_lid: u16,
+    /// PSNs the message consumes.
+    pub(crate) npkts: u32,
+}
+
+/// The responder's answer.
+pub(crate) enum Resp {
+    /// Done; for atomics the original memory value.
+    Ack(u64),
+    /// No receive WQE available.
+    Rnr,
+    /// Negative acknowledgement; the requester completes with this syndrome.
+    Nak(u8),
+}
+
+/// A responder-side failure: the requester's syndrome and, if a receive WQE was consumed,
+/// the responder's error CQE (syndrome, wqe_counter, srqn).
+struct Failure {
+    req: u8,
+    resp: Option<(u8, u16, u32)>,
+}
+
+impl Failure {
+    fn nak(req: u8) -> Self {
+        Failure { req, resp: None }
+    }
+}
+
+/// A consumed receive WQE.
+struct Recv {
+    counter: u16,
+    srqn: u32,
+    pdn: u32,
+    spans: Spans,
+}
+
+impl Recv {
+    fn fail(&self, req: u8, resp: u8) -> Failure {
+        Failure {
+            req,
+            resp: Some((resp, self.counter, self.srqn)),
+        }
+    }
+}
+
+/// Handle request `r` at QP index `qpi` of `nic` (already checked: RTR/RTS, connected,
+/// PSN in sequence).
+pub(crate) fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Resp {
+    let res = match r.d.op {
+        Op::Send => send(nic, qpi, r),
+        Op::Write => write(nic, qpi, r),
+        Op::Read => read(nic, qpi, r),
+        Op::Atomic(a) => atomic(nic, qpi, r.d, a),
+        Op::Nop => Ok(Resp::Ack(0)),
+    };
+    match res {
+        Ok(resp) => {
+            if let Resp::Ack(_) = resp {
+                let q = nic.qp(qpi);
+                q.rq_psn = q.rq_psn.wrapping_add(r.npkts) & 0xff_ffff;
+            } else {
+                nic.stats.rnr_naks += 1;
+            }
+            resp
+        }
+        Err(f) => {
+            if let Some((syndrome, wqe_counter, srqn)) = f.resp {
+                let qpn = nic.qp(qpi).qpn;
+                let cqe = Cqe {
+                    opcode: cqe_op::RESP_ERR,
+                    qpn,
+                    wqe_counter,
+                    srqn,
+                    syndrome,
+                    ..Cqe::default()
+                };
+                complete(nic, qpi, true, cqe);
+            }
+            fail(nic, qpi);
+            Resp::Nak(f.req)
+        }
+    }
+}
+
+fn require(nic: &mut NicState, qpi: usize, right: Access) -> Result<(u32, Access), Failure> {
+    let q = nic.qp(qpi);
+    if q.access.contains(right) {
+        Ok((q.pdn, q.access))
+    } else {
+        // The QP does not accept this operation at all: Invalid Request (rxe: unsupported
+        // opcode), not a memory-key violation.
+        Err(Failure::nak(synd::REMOTE_INVAL_REQ_ERR))
+    }
+}
+
+fn check_remote(nic: &NicState, pdn: u32, d: &Wqe, len: u64, right: Access) -> Result<(), Failure> {
+    if nic.check_mr(d.rkey, pdn, d.raddr, len, right) {
+        Ok(())
+    } else {
+        Err(Failure::nak(synd::REMOTE_ACCESS_ERR))
+    }
+}
+
+fn send(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failure> {
+    let Some(rv) = take_recv(nic, qpi) else {
+        return Ok(Resp::Rnr);
+    };
+    let len = r.d.len;
+    if rv.spans.capacity() < len {
+        return Err(rv.fail(synd::REMOTE_INVAL_REQ_ERR, synd::LOCAL_LENGTH_ERR));
+    }
+    for s in rv.spans.used(len) {
+        if !nic.check_mr(s.key, rv.pdn, s.addr, s.len, Access::LOCAL_WRITE) {
+            return Err(rv.fail(synd::REMOTE_OP_ERR, synd::LOCAL_PROT_ERR));
+        }
+    }
+    let ctrl = r.d.ctrl;
+    let inval = ctrl.opcode == opcode::SEND_INVAL;
+    let qp_pdn = nic.qp(qpi).pdn;
+    let inval_key = u32::from_be_bytes(ctrl.imm);
+    if inval && !invalidate(nic, inval_key, qp_pdn) {
+        return Err(rv.fail(synd::REMOTE_INVAL_REQ_ERR, synd::LOCAL_QP_OP_ERR));
+    }
+    Cursor::new(rv.spans.as_slice()).put_gather(r.wqe, Segs::new(r.wqe, r.d.data));
+    for s in rv.spans.used(len) {
+        nic.dma_write(Some(qpi), s.addr, s.len, Purpose::Scatter);
+    }
+    let (op, imm) = match ctrl.opcode {
+        opcode::SEND_IMM => (cqe_op::RESP_SEND_IMM, ctrl.imm),
+        opcode::SEND_INVAL => (cqe_op::RESP_SEND_INV, ctrl.imm),
+        _ => (cqe_op::RESP_SEND, [0; 4]),
+    };
+    recv_cqe(nic, qpi, r, &rv, op, imm);
+    Ok(Resp::Ack(0))
+}
+
+/// Invalidate memory key `key` if it is a live MR of PD `pdn`.
+fn invalidate(nic: &mut NicState, key: u32, pdn: u32) -> bool {
+    let slot = nic.mrs.get_mut((key >> 8) as usize);
+    match slot {
+        Some(s) if s.variant == key as u8 => match &mut s.mr {
+            Some(mr) if mr.pdn == pdn && !mr.invalid => {
+                mr.invalid = true;
+                true
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+fn recv_cqe(nic: &mut NicState, qpi: usize, r: &Request<'_>, rv: &Recv, op: u8, imm: [u8; 4]) {
+    let qpn = nic.qp(qpi).qpn;
+    let cqe = Cqe {
+        opcode: op,
+        qpn,
+        wqe_counter: rv.counter,
+        byte_cnt: r.d.len as u32,
+        imm,
+        src_qpn: r.src_qpn,
+        slid: r.src_lid,
+        srqn: rv.srqn,
+        se: r.d.ctrl.solicited(),
+        ..Cqe::default()
+    };
+    complete(nic, qpi, true, cqe);
+}
+
+fn write(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failure> {
+    let (pdn, _) = require(nic, qpi, Access::REMOTE_WRITE)?;
+    let d = r.d;
+    check_remote(nic, pdn, d, d.len, Access::REMOTE_WRITE)?;
+    let with_imm = d.ctrl.opcode == opcode::RDMA_WRITE_IMM;
+    let rv = if with_imm {
+        match take_recv(nic, qpi) {
+            Some(rv) => Some(rv),
+            None => return Ok(Resp::Rnr),
+        }
+    } else {
+        None
+    };
+    let dst = [Span {
+        addr: d.raddr,
+        len: d.len,
+        key: d.rkey,
+    }];
+    Cursor::new(&dst).put_gather(r.wqe, Segs::new(r.wqe, d.data));
+    nic.dma_write(Some(qpi), d.raddr, d.len, Purpose::Scatter);
+    if let Some(rv) = rv {
+        recv_cqe(nic, qpi, r, &rv, cqe_op::RESP_WR_IMM, d.ctrl.imm);
+    }
+    Ok(Resp::Ack(0))
+}
+
+fn read(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failure> {
+    let (pdn, _) = require(nic, qpi, Access::REMOTE_READ)?;
+    check_remote(nic, pdn, r.d, r.d.len, Access::REMOTE_READ)?;
+    nic.dma_read(Some(qpi), r.d.raddr, r.d.len, Purpose::ReadResponse);
+    Ok(Resp::Ack(0))
+}
+
+fn atomic(
+    nic: &mut NicState,
+    qpi: usize,
+    d: &Wqe,
+    a: crate::wqe::AtomicArgs,
+) -> Result<Resp, Failure> {
+    let (pdn, _) = require(nic, qpi, Access::REMOTE_ATOMIC)?;
+    let size = u64::from(a.size);
+    if d.raddr % size != 0 {
+        return Err(Failure::nak(synd::REMOTE_INVAL_REQ_ERR));
+    }
+    check_remote(nic, pdn, d, size, Access::REMOTE_ATOMIC)?;
+    let orig = if a.size == 8 {
+        host::atomic_update64(d.raddr, |old| a.apply(old))
+    } else {
+        u64::from(host::atomic_update32(d.raddr, |old| {
+            a.apply(old.into()) as u32
+        }))
+    };
+    nic.dma_read(Some(qpi), d.raddr, size, Purpose::AtomicOperand);
+    nic.dma_write(Some(qpi), d.raddr, size, Purpose::AtomicOperand);
+    Ok(Resp::Ack(orig))
+}
+
+/// Consume the next receive WQE of QP index `qpi` (its RQ or its SRQ), or `None` (RNR).
+/// The doorbell record is read (and accounted) only when no unconsumed WQE is known; the
+/// WQE itself is read (and accounted) each time one is consumed.
+fn take_recv(nic: &mut NicState, qpi: usize) -> Option<Recv> {
+    let q = nic.qp(qpi);
+    let qpn = q.qpn;
+    if take_fault(&mut nic.faults.rnr, qpn, 1) {
+        return None;
+    }
+    let q = nic.qp(qpi);
+    match q.srq {
+        None => {
+            if q.rq_ci == q.rq_known_pi {
+                let dbrec = q.dbrec;
+                q.rq_known_pi = host::read_be32(dbrec) as u16;
+                let empty = q.rq_ci == q.rq_known_pi;
+                nic.dma_read(Some(qpi), dbrec, 4, Purpose::DbrecRead);
+                if empty {
+                    return None;
+                }
+            }
+            let q = nic.qp(qpi);
+            let stride = 1u64 << q.log_rq_stride;
+            let slot = u64::from(q.rq_ci & ((1u32 << q.log_rq) - 1) as u16);
+            let addr = q.rq_buf + slot * stride;
+            let counter = q.rq_ci;
+            q.rq_ci = q.rq_ci.wrapping_add(1);
+            let pdn = q.pdn;
+            nic.dma_read(Some(qpi), addr, stride, Purpose::RecvWqeFetch);
+            let (spans, _) = read_recv(addr, stride as usize, 0);
+            Some(Recv {
+                counter,
+                srqn: 0,
+                pdn,
+                spans,
+            })
+        }
+        Some(si) => {
+            let srqn = SRQN_BASE + si as u32;
+            let s = nic.srq(si);
+            if s.known_pi == s.consumed {
+                let dbrec = s.dbrec;
+                s.known_pi = host::read_be32(dbrec) as u16;
+                let empty = s.known_pi == s.consumed;
+                nic.dma_read(Some(qpi), dbrec, 4, Purpose::DbrecRead);
+                if empty {
+                    return None;
+                }
+            }
+            let s = nic.srq(si);
+            let stride = 1u64 << s.log_stride;
+            let index = s.head;
+            let addr = s.buf + u64::from(index) * stride;
+            let (spans, next) = read_recv(addr, stride as usize, 16);
+            s.head = next & ((1u32 << s.log_cnt) - 1) as u16;
+            s.consumed = s.consumed.wrapping_add(1);
+            let pdn = s.pdn;
+            nic.dma_read(Some(qpi), addr, stride, Purpose::RecvWqeFetch);
+            Some(Recv {
+                counter: index,
+                srqn,
+                pdn,
+                spans,
+            })
+        }
+    }
+}
+
+/// Parse a receive WQE at `addr`: data segments from byte `skip`, ended early by the
+/// `MLX5_INVALID_LKEY` terminator. Returns the spans and the SRQ `next_wqe_index`.
+fn read_recv(addr: u64, stride: usize, skip: usize) -> (Spans, u16) {
+    let mut b = [0u8; 1024];
+    let w = &mut b[..stride];
+    host::read(addr, w);
+    let mut spans = Spans::new();
+    for seg in w[skip..].chunks_exact(16) {
+        let lkey = be32(seg, 4);
+        if lkey == INVALID_LKEY {
+            break;
+        }
+        let len = be32(seg, 0);
+        if len != 0 {
+            spans.push(Span {
+                addr: be64(seg, 8),
+                len: len.into(),
+                key: lkey,
+            });
+        }
+    }
+    (spans, be16(w, 2))
+}

@@ -1,0 +1,329 @@
+//! The requester: send doorbells, WQE fetch (ring or BlueFlame), execution of RC
+//! operations against the responder, transport retry and RNR retry (prm-facts §1, §6, §11).
+
+use crate::cq::complete;
+use crate::cqe::{cqe_op, synd, Cqe};
+use crate::host;
+use crate::pcie::Purpose;
+use crate::qp::{fail_head, fetch_sq, flush_sq, read_sq, sq_producer};
+use crate::resp::{respond, Request, Resp};
+use crate::state::{take_fault, NicState, Stall, World};
+use crate::types::{Access, QpState};
+use crate::wqe::{decode, Ctrl, Op, Seg, Segs, BB};
+use crate::xfer::{Cursor, Spans};
+
+/// Largest WQE buffer: 63 DS rounded up to whole BBs.
+const WQE_BUF: usize = 1024;
+/// `rnr_retry` value meaning "retry forever".
+const RNR_FOREVER: u8 = 7;
+
+/// A WQE delivered by BlueFlame: its first BB index and its `ds*16` bytes.
+#[derive(Clone, Copy)]
+pub(crate) struct BfWqe<'a> {
+    pub(crate) idx: u16,
+    pub(crate) bytes: &'a [u8],
+}
+
+/// Result of executing one WQE.
+enum Outcome {
+    /// Completed; the requester CQE's byte count.
+    Done(u32),
+    Rnr,
+    Lost,
+    Fail(u8),
+}
+
+/// A send doorbell for QP index `qpi`: `ctrl8` is the doorbell (ctrl bytes 0..7) and `bf`
+/// the complete BlueFlame copy, if any.
+pub(crate) fn doorbell(w: &mut World, n: usize, qpi: usize, ctrl8: &[u8], bf: Option<&[u8]>) {
+    let nic = &mut w.nics[n];
+    let c = Ctrl::parse(ctrl8);
+    let q = nic.qps[qpi].as_mut().expect("live QP index");
+    if c.qpn != q.qpn || q.state == QpState::Reset {
+        nic.stats.bad_doorbells += 1;
+        return;
+    }
+    nic.stats.doorbells += 1;
+    if q.state == QpState::Err {
+        flush_sq(nic, qpi);
+        return;
+    }
+    let ci = q.sq_ci;
+    let Some(pi) = sq_producer(q).filter(|&pi| c.idx.wrapping_sub(ci) < pi.wrapping_sub(ci)) else {
+        // Stale or missing doorbell record, or an index outside the posted range.
+        nic.stats.bad_doorbells += 1;
+        return;
+    };
+    let posted = pi.wrapping_sub(ci);
+    let fetched = if q.sq_fetched.wrapping_sub(ci) <= posted {
+        q.sq_fetched
+    } else {
+        ci
+    };
+    q.sq_pi = pi;
+    q.sq_fetched = pi;
+    let end = c.idx.wrapping_add(c.nbb());
+    let bf_fits = |b: &&[u8]| {
+        c.idx.wrapping_sub(fetched) < pi.wrapping_sub(fetched)
+            && end.wrapping_sub(fetched) <= pi.wrapping_sub(fetched)
+            && b.len() == usize::from(c.ds) * 16
+    };
+    let bf = match bf {
+        Some(b) if bf_fits(&b) => Some(BfWqe {
+            idx: c.idx,
+            bytes: b,
+        }),
+        Some(_) => {
+            nic.stats.bf_incomplete += 1;
+            None
+        }
+        None => None,
+    };
+    match bf {
+        Some(b) => {
+            fetch_sq(nic, qpi, fetched, b.idx);
+            fetch_sq(nic, qpi, end, pi);
+        }
+        None => fetch_sq(nic, qpi, fetched, pi),
+    }
+    if nic.qp(qpi).state != QpState::Rts {
+        // INIT or RTR: the send queue is not active.
+        let ctrl = head_ctrl(nic, qpi);
+        nic.stats.wqes += 1;
+        fail_head(nic, qpi, ctrl, synd::LOCAL_QP_OP_ERR);
+        return;
+    }
+    run_sq(w, n, qpi, bf);
+}
+
+/// The control segment of the WQE at the head of the SQ, from the ring.
+fn head_ctrl(nic: &mut NicState, qpi: usize) -> Ctrl {
+    let q = nic.qp(qpi);
+    let mut c = [0u8; 16];
+    read_sq(q, q.sq_ci, &mut c);
+    Ctrl::parse(&c)
+}
+
+/// Execute WQEs from the consumer counter up to the known producer, until the queue is
+/// empty, stalls (RNR, loss) or fails.
+pub(crate) fn run_sq(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>) {
+    let mut buf = [0u8; WQE_BUF];
+    loop {
+        let nic = &mut w.nics[n];
+        let q = nic.qp(qpi);
+        if q.state != QpState::Rts || q.stall.is_some() || q.sq_ci == q.sq_pi {
+            return;
+        }
+        let cons = q.sq_ci;
+        let left = q.sq_pi.wrapping_sub(cons);
+        let qpn = q.qpn;
+        let len = load_wqe(nic, qpi, cons, bf, &mut buf);
+        let ctrl = Ctrl::parse(&buf);
+        nic.stats.wqes += 1;
+        let valid = ctrl.qpn == qpn && ctrl.idx == cons && ctrl.nbb() <= left;
+        let outcome = if valid {
+            exec(w, n, qpi, &buf[..len])
+        } else {
+            Outcome::Fail(synd::LOCAL_QP_OP_ERR)
+        };
+        let nic = &mut w.nics[n];
+        let q = nic.qp(qpi);
+        if q.state != QpState::Rts {
+            // The responder was this very QP and failed it: already flushed.
+            return;
+        }
+        match outcome {
+            Outcome::Done(byte_cnt) => {
+                q.sq_ci = cons.wrapping_add(ctrl.nbb());
+                q.retries = 0;
+                q.rnr_retries = 0;
+                if ctrl.signaled() {
+                    let cqe = Cqe {
+                        opcode: cqe_op::REQ,
+                        qpn,
+                        send_opcode: ctrl.opcode,
+                        wqe_counter: cons,
+                        byte_cnt,
+                        ..Cqe::default()
+                    };
+                    complete(nic, qpi, false, cqe);
+                }
+                if nic.qp(qpi).fatal {
+                    crate::qp::fail(nic, qpi);
+                    return;
+                }
+            }
+            Outcome::Rnr => {
+                q.stall = Some(Stall::Rnr);
+                return;
+            }
+            Outcome::Lost => {
+                q.stall = Some(Stall::Lost);
+                return;
+            }
+            Outcome::Fail(s) => {
+                fail_head(nic, qpi, ctrl, s);
+                return;
+            }
+        }
+    }
+}
+
+/// Copy the WQE at BB counter `cons` into `buf` (from BlueFlame data when it holds this
+/// WQE, else from the ring); returns its `ds*16` length (16 if `ds` is 0).
+fn load_wqe(
+    nic: &mut NicState,
+    qpi: usize,
+    cons: u16,
+    bf: Option<BfWqe<'_>>,
+    buf: &mut [u8; WQE_BUF],
+) -> usize {
+    let q = nic.qp(qpi);
+    if let Some(b) = bf.filter(|b| b.idx == cons) {
+        let len = b.bytes.len();
+        buf[..len].copy_from_slice(b.bytes);
+        let mut ring = [0u8; WQE_BUF];
+        read_sq(q, cons, &mut ring[..len]);
+        nic.stats.bf_used += 1;
+        if ring[..len] != buf[..len] {
+            nic.stats.bf_mismatch += 1;
+        }
+        return len;
+    }
+    read_sq(q, cons, &mut buf[..BB]);
+    let len = usize::from(buf[7] & 0x3f) * 16;
+    if len > BB {
+        read_sq(q, cons.wrapping_add(1), &mut buf[BB..len.div_ceil(BB) * BB]);
+    }
+    len.max(16)
+}
+
+/// Execute one structurally checked WQE of QP index `qpi` on NIC `n`.
+fn exec(w: &mut World, n: usize, qpi: usize, wqe: &[u8]) -> Outcome {
+    let d = match decode(wqe) {
+        Ok(d) => d,
+        Err(s) => return Outcome::Fail(s),
+    };
+    if d.op == Op::Nop {
+        return Outcome::Done(0);
+    }
+    let nic = &mut w.nics[n];
+    let q = nic.qp(qpi);
+    let (pdn, qpn, mtu, psn) = (q.pdn, q.qpn, q.mtu, q.sq_psn);
+    let (dest_lid, dest_gid, dest_qpn) = (q.dest_lid, q.dest_gid, q.dest_qpn);
+    let remote_result = matches!(d.op, Op::Read | Op::Atomic(_));
+    let need = if remote_result {
+        Access::LOCAL_WRITE
+    } else {
+        Access::NONE
+    };
+    for seg in Segs::new(wqe, d.data).flatten() {
+        if let Seg::Ptr { len, lkey, addr } = seg {
+            if !nic.check_mr(lkey, pdn, addr, len.into(), need) {
+                return Outcome::Fail(synd::LOCAL_PROT_ERR);
+            }
+            if !remote_result {
+                nic.dma_read(Some(qpi), addr, len.into(), Purpose::Gather);
+            }
+        }
+    }
+    let npkts = d.len.div_ceil(u64::from(mtu)).max(1) as u32;
+    let req_pkts = if remote_result { 1 } else { npkts };
+    nic.stats.packets += u64::from(req_pkts);
+    let lid = nic.lid;
+    let lost = take_fault(&mut nic.faults.lose, qpn, req_pkts);
+    let Some((m, rqpi)) = (!lost)
+        .then(|| connected(w, n, qpn, dest_lid, &dest_gid, dest_qpn, psn))
+        .flatten()
+    else {
+        w.nics[n].stats.packets_lost += u64::from(req_pkts);
+        return Outcome::Lost;
+    };
+    let req = Request {
+        wqe,
+        d: &d,
+        src_qpn: qpn,
+        src_lid: lid,
+        npkts,
+    };
+    let orig = match respond(&mut w.nics[m], rqpi, &req) {
+        Resp::Ack(orig) => orig,
+        Resp::Rnr => return Outcome::Rnr,
+        Resp::Nak(s) => return Outcome::Fail(s),
+    };
+    let nic = &mut w.nics[n];
+    let q = nic.qp(qpi);
+    q.sq_psn = psn.wrapping_add(npkts) & 0xff_ffff;
+    match d.op {
+        Op::Read => {
+            let spans = Spans::from_segs(Segs::new(wqe, d.data));
+            Cursor::new(spans.as_slice()).put_host(d.raddr, d.len);
+            for s in spans.used(d.len) {
+                nic.dma_write(Some(qpi), s.addr, s.len, Purpose::Scatter);
+            }
+            Outcome::Done(d.len as u32)
+        }
+        Op::Atomic(a) => {
+            let spans = Spans::from_segs(Segs::new(wqe, d.data));
+            let dst = spans.as_slice()[0].addr;
+            let size = usize::from(a.size);
+            // Host byte order (atomic_req_8B_endianness_mode = 1).
+            host::write(dst, &orig.to_ne_bytes()[..size]);
+            nic.dma_write(Some(qpi), dst, size as u64, Purpose::AtomicResult);
+            Outcome::Done(a.size.into())
+        }
+        _ => Outcome::Done(0),
+    }
+}
+
+/// The responder QP for a request, if the packet would reach a QP that accepts it: the
+/// destination routes, the QP exists in RTR/RTS, is connected back to the sender, and
+/// expects this PSN. Anything else is a silently dropped packet.
+#[allow(clippy::too_many_arguments)]
+fn connected(
+    w: &World,
+    n: usize,
+    qpn: u32,
+    dest_lid: u16,
+    dest_gid: &[u8; 16],
+    dest_qpn: u32,
+    psn: u32,
+) -> Option<(usize, usize)> {
+    let m = w.route(dest_lid, dest_gid)?;
+    let rqpi = w.nics[m].qp_index(dest_qpn)?;
+    let r = w.nics[m].qps[rqpi].as_ref()?;
+    let back = w.route(r.dest_lid, &r.dest_gid) == Some(n);
+    let ready = matches!(r.state, QpState::Rtr | QpState::Rts);
+    (ready && back && r.dest_qpn == qpn && r.rq_psn == psn).then_some((m, rqpi))
+}
+
+/// One timer step for a stalled QP: retransmit, or give up with RNR_RETRY_EXC /
+/// TRANSPORT_RETRY_EXC. Returns true if it did something.
+pub(crate) fn retry(w: &mut World, n: usize, qpi: usize) -> bool {
+    let nic = &mut w.nics[n];
+    let q = nic.qp(qpi);
+    let Some(stall) = q.stall.filter(|_| q.state == QpState::Rts) else {
+        return false;
+    };
+    let exhausted = match stall {
+        Stall::Rnr => q.rnr_retry != RNR_FOREVER && q.rnr_retries >= q.rnr_retry,
+        Stall::Lost => q.retries >= q.retry_cnt,
+    };
+    q.stall = None;
+    if exhausted {
+        let s = match stall {
+            Stall::Rnr => synd::RNR_RETRY_EXC_ERR,
+            Stall::Lost => synd::TRANSPORT_RETRY_EXC_ERR,
+        };
+        let ctrl = head_ctrl(nic, qpi);
+        fail_head(nic, qpi, ctrl, s);
+        return true;
+    }
+    match stall {
+        Stall::Rnr => q.rnr_retries = q.rnr_retries.saturating_add(1),
+        Stall::Lost => q.retries += 1,
+    }
+    nic.stats.retransmits += 1;
+    run_sq(w, n, qpi, None);
+    true
+}

@@ -1,0 +1,322 @@
+//! The model's internal state: every NIC on the fabric and the objects it owns.
+
+use crate::pcie::{Link, PcieCounters, Purpose};
+use crate::types::{Access, Event, NicConfig, QpState, Stats};
+use std::collections::VecDeque;
+
+/// First numbers handed out; distinct ranges make swapped identifiers fail loudly.
+pub(crate) const QPN_BASE: u32 = 0x100;
+pub(crate) const CQN_BASE: u32 = 0x40;
+pub(crate) const SRQN_BASE: u32 = 0x800;
+pub(crate) const PDN_BASE: u32 = 1;
+/// `MLX5_INVALID_LKEY`: receive scatter-list terminator, never a valid key.
+pub(crate) const INVALID_LKEY: u32 = 0x100;
+/// Offset of the send doorbell / BlueFlame register in a UAR page.
+pub(crate) const BF_OFFSET: u32 = 0x800;
+/// Offset of the CQ arm doorbell in a UAR page.
+pub(crate) const CQ_DOORBELL: u32 = 0x20;
+/// UAR page shared by all CQs for arming.
+pub(crate) const CQ_UAR: u32 = 0;
+
+/// Everything behind the fabric lock.
+#[derive(Default)]
+pub(crate) struct World {
+    pub(crate) nics: Vec<NicState>,
+}
+
+impl World {
+    /// The NIC answering to `lid` (or to `gid` when `lid` is 0).
+    pub(crate) fn route(&self, lid: u16, gid: &[u8; 16]) -> Option<usize> {
+        if lid != 0 {
+            let i = usize::from(lid) - 1;
+            return (i < self.nics.len()).then_some(i);
+        }
+        self.nics.iter().position(|n| &n.gid == gid)
+    }
+}
+
+pub(crate) struct Mr {
+    pub(crate) pdn: u32,
+    pub(crate) addr: u64,
+    pub(crate) len: u64,
+    pub(crate) access: Access,
+    /// Invalidated by a SEND_INVAL; unusable until deregistered.
+    pub(crate) invalid: bool,
+}
+
+/// A memory-key slot: key = slot << 8 | variant.
+pub(crate) struct MrSlot {
+    pub(crate) variant: u8,
+    pub(crate) mr: Option<Mr>,
+}
+
+pub(crate) struct Cq {
+    pub(crate) cqn: u32,
+    pub(crate) buf: u64,
+    pub(crate) log_cnt: u8,
+    pub(crate) cqe_size: u32,
+    pub(crate) dbrec: u64,
+    pub(crate) overrun_ignore: bool,
+    /// Producer counter (CQEs written).
+    pub(crate) pi: u32,
+    /// Armed: `Some(solicited_only)`.
+    pub(crate) armed: Option<bool>,
+    /// Overrun happened: the CQ writes nothing more.
+    pub(crate) error: bool,
+    pub(crate) refs: u32,
+}
+
+pub(crate) struct Srq {
+    pub(crate) pdn: u32,
+    pub(crate) buf: u64,
+    pub(crate) log_cnt: u8,
+    pub(crate) log_stride: u8,
+    pub(crate) dbrec: u64,
+    /// Last counter value read from the doorbell record.
+    pub(crate) known_pi: u16,
+    /// WQEs consumed.
+    pub(crate) consumed: u16,
+    /// Index of the next WQE in the linked list.
+    pub(crate) head: u16,
+    pub(crate) refs: u32,
+}
+
+/// Why the head of a send queue is waiting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stall {
+    /// The responder answered RNR NAK.
+    Rnr,
+    /// A request packet (or its ACK) was lost: retransmit after the timeout.
+    Lost,
+}
+
+pub(crate) struct Qp {
+    pub(crate) qpn: u32,
+    pub(crate) pdn: u32,
+    pub(crate) send_cq: usize,
+    pub(crate) recv_cq: usize,
+    pub(crate) srq: Option<usize>,
+    pub(crate) sq_buf: u64,
+    pub(crate) log_sq: u8,
+    pub(crate) rq_buf: u64,
+    pub(crate) log_rq: u8,
+    pub(crate) log_rq_stride: u8,
+    pub(crate) dbrec: u64,
+    pub(crate) uar: u32,
+    pub(crate) state: QpState,
+    pub(crate) access: Access,
+    pub(crate) dest_lid: u16,
+    pub(crate) dest_gid: [u8; 16],
+    pub(crate) dest_qpn: u32,
+    /// Expected PSN of the next incoming request.
+    pub(crate) rq_psn: u32,
+    pub(crate) mtu: u32,
+    /// PSN of the next request to send.
+    pub(crate) sq_psn: u32,
+    pub(crate) retry_cnt: u8,
+    pub(crate) rnr_retry: u8,
+    /// First BB of the next WQE to execute (16-bit BB counter).
+    pub(crate) sq_ci: u16,
+    /// Producer known from the last doorbell.
+    pub(crate) sq_pi: u16,
+    /// BBs fetched (or delivered by BlueFlame) so far.
+    pub(crate) sq_fetched: u16,
+    pub(crate) stall: Option<Stall>,
+    pub(crate) retries: u8,
+    pub(crate) rnr_retries: u8,
+    /// Receive WQEs consumed (16-bit counter).
+    pub(crate) rq_ci: u16,
+    /// RQ producer last read from the doorbell record.
+    pub(crate) rq_known_pi: u16,
+    /// A CQE of this QP was lost to a CQ in error.
+    pub(crate) fatal: bool,
+    pub(crate) pcie: PcieCounters,
+}
+
+impl Qp {
+    pub(crate) fn sq_mask(&self) -> u16 {
+        ((1u32 << self.log_sq) - 1) as u16
+    }
+}
+
+/// One BlueFlame half being assembled from 64-byte chunks.
+pub(crate) struct BfHalf {
+    pub(crate) buf: Box<[u8]>,
+    pub(crate) got: u32,
+    pub(crate) need: u32,
+}
+
+pub(crate) struct Uar {
+    /// Index of the QP owning this page's register.
+    pub(crate) qp: Option<usize>,
+    pub(crate) halves: [BfHalf; 2],
+}
+
+#[derive(Default)]
+pub(crate) struct Faults {
+    pub(crate) drop_bf: bool,
+    pub(crate) lose: Option<(Option<u32>, u32)>,
+    pub(crate) delay_cqes: bool,
+    pub(crate) rnr: Option<(Option<u32>, u32)>,
+}
+
+/// Consume one unit of a per-QP fault budget, if it applies to `qpn`.
+pub(crate) fn take_fault(f: &mut Option<(Option<u32>, u32)>, qpn: u32, n: u32) -> bool {
+    match f {
+        Some((q, count)) if q.is_none_or(|q| q == qpn) && *count > 0 => {
+            *count = count.saturating_sub(n);
+            if *count == 0 {
+                *f = None;
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A CQE held back by `Fault::DelayCqes`.
+pub(crate) struct Delayed {
+    pub(crate) cq: usize,
+    pub(crate) qp: Option<usize>,
+    pub(crate) cqe: crate::cqe::Cqe,
+}
+
+pub(crate) struct NicState {
+    pub(crate) lid: u16,
+    pub(crate) gid: [u8; 16],
+    pub(crate) cfg: NicConfig,
+    pub(crate) link: Link,
+    pub(crate) stats: Stats,
+    /// Reference counts of allocated PDs.
+    pub(crate) pds: Vec<Option<u32>>,
+    pub(crate) mrs: Vec<MrSlot>,
+    pub(crate) cqs: Vec<Option<Cq>>,
+    pub(crate) srqs: Vec<Option<Srq>>,
+    pub(crate) qps: Vec<Option<Qp>>,
+    pub(crate) uars: Vec<Uar>,
+    pub(crate) events: VecDeque<Event>,
+    pub(crate) faults: Faults,
+    pub(crate) delayed: VecDeque<Delayed>,
+}
+
+impl NicState {
+    pub(crate) fn new(lid: u16, cfg: NicConfig) -> Self {
+        let mut gid = [0u8; 16];
+        gid[0] = 0xfe;
+        gid[1] = 0x80;
+        gid[14..].copy_from_slice(&lid.to_be_bytes());
+        let link = Link::new(cfg.pcie);
+        let mut nic = NicState {
+            lid,
+            gid,
+            cfg,
+            link,
+            stats: Stats::default(),
+            pds: Vec::new(),
+            // Slot 0 is never used: key 0 stays invalid.
+            mrs: vec![MrSlot {
+                variant: 0,
+                mr: None,
+            }],
+            cqs: Vec::new(),
+            srqs: Vec::new(),
+            qps: Vec::new(),
+            uars: Vec::new(),
+            events: VecDeque::new(),
+            faults: Faults::default(),
+            delayed: VecDeque::new(),
+        };
+        nic.new_uar(None);
+        nic
+    }
+
+    pub(crate) fn new_uar(&mut self, qp: Option<usize>) -> u32 {
+        let half = || BfHalf {
+            buf: vec![0u8; self.cfg.bf_size as usize].into_boxed_slice(),
+            got: 0,
+            need: 0,
+        };
+        let uar = Uar {
+            qp,
+            halves: [half(), half()],
+        };
+        self.uars.push(uar);
+        (self.uars.len() - 1) as u32
+    }
+
+    pub(crate) fn qp_index(&self, qpn: u32) -> Option<usize> {
+        let i = qpn.checked_sub(QPN_BASE)? as usize;
+        self.qps.get(i)?.as_ref().map(|_| i)
+    }
+
+    pub(crate) fn cq_index(&self, cqn: u32) -> Option<usize> {
+        let i = cqn.checked_sub(CQN_BASE)? as usize;
+        self.cqs.get(i)?.as_ref().map(|_| i)
+    }
+
+    pub(crate) fn srq_index(&self, srqn: u32) -> Option<usize> {
+        let i = srqn.checked_sub(SRQN_BASE)? as usize;
+        self.srqs.get(i)?.as_ref().map(|_| i)
+    }
+
+    pub(crate) fn qp(&mut self, i: usize) -> &mut Qp {
+        self.qps[i].as_mut().expect("live QP index")
+    }
+
+    pub(crate) fn cq(&mut self, i: usize) -> &mut Cq {
+        self.cqs[i].as_mut().expect("live CQ index")
+    }
+
+    pub(crate) fn srq(&mut self, i: usize) -> &mut Srq {
+        self.srqs[i].as_mut().expect("live SRQ index")
+    }
+
+    /// True if `[addr, addr+len)` is covered by live key `key` of PD `pdn` with rights `need`.
+    /// Zero-length accesses need no key (IB rule).
+    pub(crate) fn check_mr(&self, key: u32, pdn: u32, addr: u64, len: u64, need: Access) -> bool {
+        if len == 0 {
+            return true;
+        }
+        let Some(slot) = self.mrs.get((key >> 8) as usize) else {
+            return false;
+        };
+        let Some(mr) = &slot.mr else { return false };
+        slot.variant == key as u8
+            && !mr.invalid
+            && mr.pdn == pdn
+            && mr.access.contains(need)
+            && addr >= mr.addr
+            && addr
+                .checked_add(len)
+                .is_some_and(|end| end <= mr.addr + mr.len)
+    }
+
+    /// Account a DMA read for QP index `qp` (or the NIC only).
+    pub(crate) fn dma_read(&mut self, qp: Option<usize>, addr: u64, len: u64, p: Purpose) {
+        let (c, qpn) = qp_counters(&mut self.qps, qp);
+        self.link.dma_read(c, qpn, addr, len, p);
+    }
+
+    /// Account a DMA write for QP index `qp` (or the NIC only).
+    pub(crate) fn dma_write(&mut self, qp: Option<usize>, addr: u64, len: u64, p: Purpose) {
+        let (c, qpn) = qp_counters(&mut self.qps, qp);
+        self.link.dma_write(c, qpn, addr, len, p);
+    }
+
+    /// Account an MMIO write for QP index `qp` (or the NIC only).
+    pub(crate) fn mmio(&mut self, qp: Option<usize>, len: u32, p: Purpose) {
+        let (c, qpn) = qp_counters(&mut self.qps, qp);
+        self.link.mmio(c, qpn, len, p);
+    }
+}
+
+/// The per-QP counters a TLP is attributed to, and the QP number for the trace.
+fn qp_counters(
+    qps: &mut [Option<Qp>],
+    qp: Option<usize>,
+) -> (Option<&mut PcieCounters>, Option<u32>) {
+    match qp.and_then(|i| qps[i].as_mut()) {
+        Some(q) => (Some(&mut q.pcie), Some(q.qpn)),
+        None => (None, None),
+    }
+}

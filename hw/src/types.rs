@@ -1,0 +1,344 @@
+//! Public parameter, result and error types of the model.
+
+use crate::pcie::PcieConfig;
+use std::fmt;
+use std::ops::BitOr;
+
+/// Memory and QP access rights (same values as `ibv_access_flags`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Access(pub u32);
+
+impl Access {
+    /// No rights beyond local read.
+    pub const NONE: Access = Access(0);
+    /// The NIC may write local memory (receive scatter, READ and atomic results).
+    pub const LOCAL_WRITE: Access = Access(1);
+    /// Remote peers may RDMA WRITE.
+    pub const REMOTE_WRITE: Access = Access(2);
+    /// Remote peers may RDMA READ.
+    pub const REMOTE_READ: Access = Access(4);
+    /// Remote peers may run atomics.
+    pub const REMOTE_ATOMIC: Access = Access(8);
+
+    /// True if every right in `other` is also in `self`.
+    pub fn contains(self, other: Access) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl BitOr for Access {
+    type Output = Access;
+    fn bitor(self, rhs: Access) -> Access {
+        Access(self.0 | rhs.0)
+    }
+}
+
+/// Errors of the slow-path (object) interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HwError {
+    /// The named object does not exist on this NIC.
+    NoSuchObject,
+    /// The object is still referenced by another object.
+    Busy,
+    /// The QP state transition is not allowed from the current state.
+    InvalidTransition,
+    /// A parameter is out of range; the text names it.
+    InvalidParam(&'static str),
+    /// A table or ring limit was reached.
+    OutOfResources,
+    /// An address is null, misaligned or wraps the address space.
+    BadAddress,
+}
+
+impl fmt::Display for HwError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HwError::NoSuchObject => f.write_str("no such object"),
+            HwError::Busy => f.write_str("object in use"),
+            HwError::InvalidTransition => f.write_str("invalid QP state transition"),
+            HwError::InvalidParam(what) => write!(f, "invalid parameter: {what}"),
+            HwError::OutOfResources => f.write_str("out of resources"),
+            HwError::BadAddress => f.write_str("bad address"),
+        }
+    }
+}
+
+impl std::error::Error for HwError {}
+
+/// Device capabilities (the subset of `ibv_device_attr` / HCA caps the driver needs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    /// Maximum send queue size in WQEBBs.
+    pub max_qp_wr: u32,
+    /// Maximum size of one send WQE in bytes (63 DS).
+    pub max_sq_desc_sz: u32,
+    /// Maximum gather entries in a send WQE.
+    pub max_send_sge: u32,
+    /// Maximum scatter entries in a receive WQE.
+    pub max_recv_sge: u32,
+    /// Maximum CQ entries.
+    pub max_cqe: u32,
+    /// Maximum inline payload in one WQE.
+    pub max_inline: u32,
+    /// BlueFlame half size in bytes (0 = none).
+    pub bf_size: u32,
+    /// Maximum outstanding RDMA READ/atomic per QP.
+    pub max_rd_atomic: u8,
+    /// Maximum message size.
+    pub max_msg_sz: u32,
+}
+
+/// Port attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortAttr {
+    /// Local identifier of the port.
+    pub lid: u16,
+    /// GID 0 of the port.
+    pub gid: [u8; 16],
+    /// Active MTU in bytes.
+    pub active_mtu: u32,
+}
+
+/// NIC construction parameters.
+#[derive(Clone, Debug)]
+pub struct NicConfig {
+    /// BlueFlame half size in bytes: 0 (no BlueFlame) or a multiple of 64 up to 1024.
+    pub bf_size: u32,
+    /// PCIe link parameters used for accounting.
+    pub pcie: PcieConfig,
+    /// Number of ports (all share the NIC's LID).
+    pub ports: u8,
+}
+
+impl Default for NicConfig {
+    fn default() -> Self {
+        NicConfig {
+            bf_size: 256,
+            pcie: PcieConfig::default(),
+            ports: 1,
+        }
+    }
+}
+
+/// CQ creation parameters (the CQC fields the kernel would fill).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CqParams {
+    /// CQ buffer: `cqe_size << log_cqe_cnt` bytes, 64-byte aligned.
+    pub buf: u64,
+    /// log2 of the number of CQEs.
+    pub log_cqe_cnt: u8,
+    /// 64 or 128.
+    pub cqe_size: u32,
+    /// Doorbell record: BE32 consumer index at +0, BE32 arm word at +4.
+    pub dbrec: u64,
+    /// Do not check the consumer index for overrun.
+    pub overrun_ignore: bool,
+}
+
+/// Result of CQ creation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CqInfo {
+    /// CQ number.
+    pub cqn: u32,
+    /// UAR page whose offset 0x20 is this CQ's arm doorbell.
+    pub uar: u32,
+}
+
+/// SRQ creation parameters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SrqParams {
+    /// Protection domain.
+    pub pdn: u32,
+    /// WQE buffer: `1 << (log_wqe_cnt + log_stride)` bytes, 64-byte aligned.
+    pub buf: u64,
+    /// log2 of the number of WQEs.
+    pub log_wqe_cnt: u8,
+    /// log2 of the WQE stride in bytes (5..=10: next segment + at least one data segment).
+    pub log_stride: u8,
+    /// Doorbell record: one BE32 counter (16 bits used).
+    pub dbrec: u64,
+}
+
+/// QP creation parameters (RC only).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QpParams {
+    /// Protection domain.
+    pub pdn: u32,
+    /// CQ for send completions.
+    pub send_cqn: u32,
+    /// CQ for receive completions.
+    pub recv_cqn: u32,
+    /// Shared receive queue; the RQ fields are ignored when set.
+    pub srqn: Option<u32>,
+    /// Send ring: `64 << log_sq_wqe_cnt` bytes, 64-byte aligned.
+    pub sq_buf: u64,
+    /// log2 of the number of 64-byte WQEBBs in the send ring.
+    pub log_sq_wqe_cnt: u8,
+    /// Receive ring: `1 << (log_rq_wqe_cnt + log_rq_stride)` bytes, 16-byte aligned.
+    pub rq_buf: u64,
+    /// log2 of the number of receive WQEs.
+    pub log_rq_wqe_cnt: u8,
+    /// log2 of the receive WQE stride in bytes (4..=10).
+    pub log_rq_stride: u8,
+    /// Doorbell record: BE32 RQ counter at +0, BE32 SQ counter at +4.
+    pub dbrec: u64,
+}
+
+/// Result of QP creation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpInfo {
+    /// QP number.
+    pub qpn: u32,
+    /// UAR page holding this QP's doorbell/BlueFlame register.
+    pub uar: u32,
+    /// Offset of the register in the UAR page (0x800).
+    pub bf_offset: u32,
+    /// BlueFlame half size (0 = 8-byte doorbells only).
+    pub bf_size: u32,
+}
+
+/// QP state machine commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpTransition {
+    /// RESET -> INIT.
+    Init {
+        /// Port number (1-based).
+        port: u8,
+        /// Remote access rights granted by the QP.
+        access: Access,
+    },
+    /// INIT -> RTR.
+    Rtr {
+        /// Destination LID (0: resolve by GID).
+        dest_lid: u16,
+        /// Destination GID (used when `dest_lid` is 0).
+        dest_gid: [u8; 16],
+        /// Destination QP number.
+        dest_qpn: u32,
+        /// Expected PSN of the first incoming request.
+        rq_psn: u32,
+        /// Path MTU in bytes (256..=4096, a power of two).
+        path_mtu: u32,
+        /// Incoming READ/atomic depth.
+        max_dest_rd_atomic: u8,
+        /// RNR NAK timer code.
+        min_rnr_timer: u8,
+    },
+    /// RTR -> RTS.
+    Rts {
+        /// First PSN to send.
+        sq_psn: u32,
+        /// Local ACK timeout code.
+        timeout: u8,
+        /// Transport retries (0..=7).
+        retry_cnt: u8,
+        /// RNR retries (0..=7, 7 = forever).
+        rnr_retry: u8,
+        /// Outgoing READ/atomic depth.
+        max_rd_atomic: u8,
+    },
+    /// Any state -> ERR.
+    Err,
+    /// Any state -> RESET.
+    Reset,
+}
+
+/// QP states visible to the driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpState {
+    /// RST.
+    Reset,
+    /// INIT.
+    Init,
+    /// Ready to receive.
+    Rtr,
+    /// Ready to send.
+    Rts,
+    /// Error.
+    Err,
+}
+
+/// Asynchronous events (what an EQ would deliver).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// An armed CQ produced a qualifying CQE.
+    Completion {
+        /// The CQ.
+        cqn: u32,
+    },
+    /// CQ overrun: the CQ stopped writing CQEs.
+    CqError {
+        /// The CQ.
+        cqn: u32,
+    },
+    /// A QP could not report its completions (its CQ is in error) and went to ERR.
+    QpFatal {
+        /// The QP.
+        qpn: u32,
+    },
+}
+
+/// Fault injection knobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Discard BlueFlame data (the chunks still ring the doorbell), forcing ring fetches.
+    DropBlueFlame(bool),
+    /// Lose the next `count` request packets sent by `qpn` (any QP of this NIC if `None`).
+    LosePackets {
+        /// Requester QP, or any.
+        qpn: Option<u32>,
+        /// Packets to lose.
+        count: u32,
+    },
+    /// Hold CQE writes back until `progress()` (while true).
+    DelayCqes(bool),
+    /// Answer the next `count` messages needing a receive at responder `qpn` (any if `None`)
+    /// with an RNR NAK even if a receive is posted.
+    Rnr {
+        /// Responder QP, or any.
+        qpn: Option<u32>,
+        /// Messages to refuse.
+        count: u32,
+    },
+    /// Remove every pending fault.
+    Clear,
+}
+
+/// Model statistics (driver-visible diagnostics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// 8-byte send doorbells accepted.
+    pub doorbells: u64,
+    /// 64-byte BlueFlame chunks received.
+    pub bf_writes: u64,
+    /// WQEs taken from BlueFlame data instead of the ring.
+    pub bf_used: u64,
+    /// BlueFlame WQEs whose bytes differed from the ring (a driver bug).
+    pub bf_mismatch: u64,
+    /// BlueFlame copies abandoned, out of order, oversized or not matching a posted WQE.
+    pub bf_incomplete: u64,
+    /// BlueFlame copies discarded by `Fault::DropBlueFlame`.
+    pub bf_dropped: u64,
+    /// MMIO writes to no register, of a bad size, or to an unknown UAR.
+    pub bad_mmio: u64,
+    /// Doorbells naming another QP, or a WQE index outside the posted range.
+    pub bad_doorbells: u64,
+    /// WQEs executed (including failed ones, excluding flushed ones).
+    pub wqes: u64,
+    /// CQEs written.
+    pub cqes: u64,
+    /// CQEs discarded because their CQ was in error.
+    pub cqes_dropped: u64,
+    /// Request packets put on the wire (including retransmissions).
+    pub packets: u64,
+    /// Messages retransmitted after a loss or RNR.
+    pub retransmits: u64,
+    /// Request packets lost (fault, unreachable or non-ready peer, PSN mismatch).
+    pub packets_lost: u64,
+    /// RNR NAKs sent by responders of this NIC.
+    pub rnr_naks: u64,
+    /// CQ arm doorbells accepted.
+    pub arms: u64,
+    /// Completion events raised.
+    pub events: u64,
+}
