@@ -90,3 +90,51 @@ impl fmt::Display for PostError {
 }
 
 impl std::error::Error for PostError {}
+
+/// Why a slow-path operation (opening a device, creating or changing an object) failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// No RDMA device was found (or none with the requested name).
+    NoDevice(String),
+    /// The device exists but is not driven by mlx5 (`mlx5dv_is_supported` said no).
+    NotMlx5(String),
+    /// An argument is out of range for the device; the text says which.
+    InvalidArgument(&'static str),
+    /// The QP is in a state where this is not allowed.
+    WrongState {
+        /// What was attempted.
+        operation: &'static str,
+        /// The QP's state.
+        state: crate::device::QpState,
+    },
+    /// The object is still in use by another (e.g. a CQ serving a QP).
+    Busy(&'static str),
+    /// Memory for queues or a region could not be allocated or mapped.
+    OutOfMemory,
+    /// The device or library refused: the operation and the reason (errno text or the
+    /// model's error).
+    Device {
+        /// What was attempted.
+        operation: &'static str,
+        /// Why it failed.
+        reason: String,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NoDevice(what) => write!(f, "no RDMA device: {what}"),
+            Error::NotMlx5(name) => write!(f, "device {name} is not an mlx5 device"),
+            Error::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
+            Error::WrongState { operation, state } => {
+                write!(f, "cannot {operation} a QP in state {state:?}")
+            }
+            Error::Busy(what) => write!(f, "{what} is still in use"),
+            Error::OutOfMemory => f.write_str("out of memory for queues or regions"),
+            Error::Device { operation, reason } => write!(f, "{operation} failed: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

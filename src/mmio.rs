@@ -91,7 +91,7 @@ pub fn mmio_wc_start() {
 /// Implementations are the real mapped page ([`MappedUar`]), the device model (`sim`
 /// backend) and plain memory ([`NullUar`], for CPU-cost benchmarks). The data path is
 /// generic over this trait, so each is compiled in with no indirect call.
-pub trait Uar: Send {
+pub trait Uar: Send + core::fmt::Debug {
     /// One 8-byte MMIO store of `bytes` (memory order) at `offset` in the page.
     fn write64(&self, offset: usize, bytes: [u8; 8]);
     /// One 64-byte write-combined block at `offset` (a BlueFlame chunk), as eight 8-byte

@@ -1,0 +1,100 @@
+//! Slow-path backends: where queues, keys and QP states come from.
+//!
+//! A backend creates objects and hands over their memory as queue descriptions
+//! ([`SqDesc`], [`RqDesc`], [`CqDesc`]); from there on the data path is the same code for
+//! every backend. Handles release their object when dropped.
+//!
+//! - [`sim`] (feature `sim`, default): the built-in device model, `mlx5-hw`.
+//! - `verbs` (feature `verbs`): a ConnectX NIC through libibverbs and `mlx5dv_init_obj`.
+
+use crate::cq::CqDesc;
+use crate::device::{Access, DeviceCaps, Endpoint, PortInfo, QpConfig, Transition};
+use crate::error::Error;
+use crate::mmio::Uar;
+use crate::rq::RqDesc;
+use crate::sq::SqDesc;
+
+#[cfg(feature = "sim")]
+pub mod sim;
+
+/// What a backend returns for a new QP.
+#[derive(Debug)]
+pub struct QpParts<B: Backend> {
+    /// The backend's handle (destroys the QP when dropped).
+    pub handle: B::Qp,
+    /// QP number.
+    pub qpn: u32,
+    /// The send queue.
+    pub sq: SqDesc,
+    /// The receive queue (none with an SRQ).
+    pub rq: Option<RqDesc>,
+    /// The UAR page holding the QP's doorbell register.
+    pub uar: B::Uar,
+}
+
+/// A slow-path backend.
+pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
+    /// The UAR page type the data path stores doorbells to.
+    type Uar: Uar;
+    /// Protection domain handle.
+    type Pd: Send + Sync + core::fmt::Debug;
+    /// Memory region handle.
+    type Mr: Send + Sync + core::fmt::Debug;
+    /// CQ handle (owns the CQ memory when the backend allocated it).
+    type Cq: Send + Sync + core::fmt::Debug;
+    /// SRQ handle.
+    type Srq: Send + Sync + core::fmt::Debug;
+    /// QP handle.
+    type Qp: Send + Sync + core::fmt::Debug;
+
+    /// Device name.
+    fn name(&self) -> &str;
+    /// Device limits.
+    fn caps(&self) -> DeviceCaps;
+    /// Port attributes (ports are numbered from 1).
+    fn port(&self, port: u8) -> Result<PortInfo, Error>;
+    /// Allocates a protection domain.
+    fn alloc_pd(&self) -> Result<Self::Pd, Error>;
+    /// Registers `len` bytes at `addr`; returns the handle, lkey and rkey.
+    ///
+    /// # Safety
+    /// The memory must stay valid until the handle is dropped.
+    unsafe fn reg_mr(
+        &self,
+        pd: &Self::Pd,
+        addr: *mut u8,
+        len: usize,
+        access: Access,
+    ) -> Result<(Self::Mr, u32, u32), Error>;
+    /// Creates a CQ of at least `entries` entries of `cqe_size` (64 or 128) bytes.
+    fn create_cq(&self, entries: u32, cqe_size: usize)
+        -> Result<(Self::Cq, CqDesc, Self::Uar), Error>;
+    /// Creates an SRQ of at least `entries` WQEs with `max_sge` scatter entries each.
+    fn create_srq(
+        &self,
+        pd: &Self::Pd,
+        entries: u32,
+        max_sge: u32,
+    ) -> Result<(Self::Srq, RqDesc, u32), Error>;
+    /// Creates an RC QP.
+    fn create_qp(
+        &self,
+        pd: &Self::Pd,
+        send_cq: &Self::Cq,
+        recv_cq: &Self::Cq,
+        srq: Option<&Self::Srq>,
+        config: &QpConfig,
+    ) -> Result<QpParts<Self>, Error>;
+    /// Moves a QP to another state.
+    fn modify_qp(&self, qp: &Self::Qp, transition: &Transition) -> Result<(), Error>;
+    /// The address a peer needs to reach `qpn` through `port`.
+    fn endpoint(&self, port: u8, qpn: u32, psn: u32) -> Result<Endpoint, Error> {
+        let info = self.port(port)?;
+        Ok(Endpoint {
+            lid: info.lid,
+            gid: info.gid,
+            qpn,
+            psn,
+        })
+    }
+}

@@ -1,0 +1,449 @@
+//! The model backend: queues in process memory, handed to the `mlx5-hw` device model the
+//! way the kernel hands them to firmware; MMIO delivered to the model as events.
+//!
+//! Everything after creation is the same data-path code as on hardware: the model reads the
+//! very ring bytes and doorbell records the driver wrote and writes the CQEs it parses.
+
+use core::ptr::NonNull;
+use std::sync::Arc;
+
+use mlx5_hw as hw;
+
+use super::{Backend, QpParts};
+use crate::cq::CqDesc;
+use crate::device::{Access, Context, DeviceCaps, PortInfo, QpConfig, Transition};
+use crate::error::Error;
+use crate::mem::Memory;
+use crate::mmio::Uar;
+use crate::prm::{CQE_SIZE, DS, SEND_WQE_BB};
+use crate::rq::RqDesc;
+use crate::sq::SqDesc;
+
+pub use mlx5_hw::{Fabric, NicConfig};
+
+/// The device model as a backend: one NIC of an in-process fabric.
+#[derive(Debug)]
+pub struct Sim {
+    nic: hw::Nic,
+}
+
+impl Sim {
+    /// A NIC with the default configuration on a fabric of its own (its QPs can connect to
+    /// each other: loopback).
+    pub fn new() -> Self {
+        Sim::on_fabric(&Fabric::new(), NicConfig::default())
+    }
+
+    /// A NIC on `fabric`, reachable from every other NIC on it.
+    pub fn on_fabric(fabric: &Arc<Fabric>, config: NicConfig) -> Self {
+        Sim {
+            nic: hw::Nic::new(fabric, config),
+        }
+    }
+
+    /// The model NIC: PCIe counters, statistics, fault injection, `progress()`.
+    pub fn nic(&self) -> &hw::Nic {
+        &self.nic
+    }
+}
+
+impl Default for Sim {
+    fn default() -> Self {
+        Sim::new()
+    }
+}
+
+impl Context<Sim> {
+    /// Opens a model NIC on a fabric of its own.
+    pub fn open_sim() -> Self {
+        Context::new(Sim::new())
+    }
+}
+
+/// A UAR page of the model: stores become MMIO events.
+#[derive(Debug)]
+pub struct SimUar {
+    nic: hw::Nic,
+    uar: u32,
+}
+
+impl Uar for SimUar {
+    #[inline]
+    fn write64(&self, offset: usize, bytes: [u8; 8]) {
+        self.nic.mmio_write(self.uar, offset as u32, &bytes);
+    }
+
+    #[inline]
+    fn write_block(&self, offset: usize, block: &[u64; 8]) {
+        let mut bytes = [0u8; SEND_WQE_BB];
+        for (chunk, word) in bytes.chunks_exact_mut(8).zip(block) {
+            chunk.copy_from_slice(&word.to_ne_bytes());
+        }
+        self.nic.mmio_write(self.uar, offset as u32, &bytes);
+    }
+}
+
+fn device_error(operation: &'static str) -> impl FnOnce(hw::HwError) -> Error {
+    move |e| match e {
+        hw::HwError::Busy => Error::Busy(operation),
+        e => Error::Device {
+            operation,
+            reason: e.to_string(),
+        },
+    }
+}
+
+fn hw_access(access: Access) -> hw::Access {
+    hw::Access(access.0)
+}
+
+fn log2_ceil(n: u32) -> u8 {
+    n.max(1).next_power_of_two().trailing_zeros() as u8
+}
+
+fn addr(memory: &Memory) -> u64 {
+    memory.ptr() as u64
+}
+
+/// A model protection domain.
+#[derive(Debug)]
+pub struct SimPd {
+    nic: hw::Nic,
+    pdn: u32,
+}
+
+impl Drop for SimPd {
+    fn drop(&mut self) {
+        // Dropped last of its objects (they hold it), so this cannot be busy.
+        let _ = self.nic.dealloc_pd(self.pdn);
+    }
+}
+
+/// A model memory key.
+#[derive(Debug)]
+pub struct SimMr {
+    nic: hw::Nic,
+    key: u32,
+}
+
+impl Drop for SimMr {
+    fn drop(&mut self) {
+        let _ = self.nic.dereg_mr(self.key);
+    }
+}
+
+/// A model CQ and its memory.
+#[derive(Debug)]
+pub struct SimCq {
+    nic: hw::Nic,
+    cqn: u32,
+    _buf: Memory,
+    _dbrec: Memory,
+}
+
+impl SimCq {
+    /// CQ number.
+    pub fn cqn(&self) -> u32 {
+        self.cqn
+    }
+}
+
+impl Drop for SimCq {
+    fn drop(&mut self) {
+        let _ = self.nic.destroy_cq(self.cqn);
+    }
+}
+
+/// A model SRQ and its memory.
+#[derive(Debug)]
+pub struct SimSrq {
+    nic: hw::Nic,
+    srqn: u32,
+    _buf: Memory,
+    _dbrec: Memory,
+}
+
+impl Drop for SimSrq {
+    fn drop(&mut self) {
+        let _ = self.nic.destroy_srq(self.srqn);
+    }
+}
+
+/// A model QP and its memory.
+#[derive(Debug)]
+pub struct SimQp {
+    nic: hw::Nic,
+    qpn: u32,
+    _buf: Memory,
+    _dbrec: Memory,
+}
+
+impl SimQp {
+    /// QP number.
+    pub fn qpn(&self) -> u32 {
+        self.qpn
+    }
+}
+
+impl Drop for SimQp {
+    fn drop(&mut self) {
+        let _ = self.nic.destroy_qp(self.qpn);
+    }
+}
+
+impl Backend for Sim {
+    type Uar = SimUar;
+    type Pd = SimPd;
+    type Mr = SimMr;
+    type Cq = SimCq;
+    type Srq = SimSrq;
+    type Qp = SimQp;
+
+    fn name(&self) -> &str {
+        "mlx5-hw model"
+    }
+
+    fn caps(&self) -> DeviceCaps {
+        let c = self.nic.caps();
+        DeviceCaps {
+            max_sq_wqebbs: c.max_qp_wr,
+            max_wqe_size: c.max_sq_desc_sz,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_cqe: c.max_cqe,
+            max_inline: c.max_inline,
+            bf_size: c.bf_size,
+            max_rd_atomic: c.max_rd_atomic,
+        }
+    }
+
+    fn port(&self, port: u8) -> Result<PortInfo, Error> {
+        let p = self.nic.port(port).map_err(device_error("query port"))?;
+        Ok(PortInfo {
+            lid: p.lid,
+            gid: p.gid,
+            active_mtu: p.active_mtu,
+        })
+    }
+
+    fn alloc_pd(&self) -> Result<SimPd, Error> {
+        Ok(SimPd {
+            nic: self.nic.clone(),
+            pdn: self.nic.alloc_pd(),
+        })
+    }
+
+    unsafe fn reg_mr(
+        &self,
+        pd: &SimPd,
+        addr: *mut u8,
+        len: usize,
+        access: Access,
+    ) -> Result<(SimMr, u32, u32), Error> {
+        // SAFETY: the caller keeps the memory valid until the handle (which deregisters it)
+        // is dropped.
+        let key = unsafe {
+            self.nic
+                .reg_mr(pd.pdn, addr as u64, len as u64, hw_access(access))
+                .map_err(device_error("register memory"))?
+        };
+        Ok((
+            SimMr {
+                nic: self.nic.clone(),
+                key,
+            },
+            key,
+            key,
+        ))
+    }
+
+    fn create_cq(&self, entries: u32, cqe_size: usize) -> Result<(SimCq, CqDesc, SimUar), Error> {
+        let log_cqe_cnt = log2_ceil(entries.saturating_add(1));
+        let cqe_cnt = 1u32 << log_cqe_cnt;
+        let buf = Memory::new(cqe_cnt as usize * cqe_size)?;
+        let dbrec = Memory::new(2 * CQE_SIZE)?;
+        let params = hw::CqParams {
+            buf: addr(&buf),
+            log_cqe_cnt,
+            cqe_size: cqe_size as u32,
+            dbrec: addr(&dbrec),
+            overrun_ignore: false,
+        };
+        // SAFETY: both buffers live in the handle, which destroys the CQ before freeing them.
+        let info = unsafe { self.nic.create_cq(&params) }.map_err(device_error("create CQ"))?;
+        let desc = CqDesc {
+            buf: buf.non_null(),
+            cqe_cnt,
+            cqe_size,
+            dbrec: dbrec.non_null().cast(),
+            cqn: info.cqn,
+        };
+        let uar = SimUar {
+            nic: self.nic.clone(),
+            uar: info.uar,
+        };
+        let handle = SimCq {
+            nic: self.nic.clone(),
+            cqn: info.cqn,
+            _buf: buf,
+            _dbrec: dbrec,
+        };
+        Ok((handle, desc, uar))
+    }
+
+    fn create_srq(
+        &self,
+        pd: &SimPd,
+        entries: u32,
+        max_sge: u32,
+    ) -> Result<(SimSrq, RqDesc, u32), Error> {
+        let log_wqe_cnt = log2_ceil(entries);
+        let stride = (DS * (1 + max_sge.max(1) as usize)).next_power_of_two().max(32);
+        let buf = Memory::new(stride << log_wqe_cnt)?;
+        let dbrec = Memory::new(CQE_SIZE)?;
+        let params = hw::SrqParams {
+            pdn: pd.pdn,
+            buf: addr(&buf),
+            log_wqe_cnt,
+            log_stride: stride.trailing_zeros() as u8,
+            dbrec: addr(&dbrec),
+        };
+        // SAFETY: the buffers live in the handle, which destroys the SRQ before freeing them.
+        let srqn = unsafe { self.nic.create_srq(&params) }.map_err(device_error("create SRQ"))?;
+        let desc = RqDesc {
+            buf: buf.non_null(),
+            wqe_cnt: 1 << log_wqe_cnt,
+            stride,
+            dbrec: dbrec.non_null().cast(),
+        };
+        let handle = SimSrq {
+            nic: self.nic.clone(),
+            srqn,
+            _buf: buf,
+            _dbrec: dbrec,
+        };
+        Ok((handle, desc, srqn))
+    }
+
+    fn create_qp(
+        &self,
+        pd: &SimPd,
+        send_cq: &SimCq,
+        recv_cq: &SimCq,
+        srq: Option<&SimSrq>,
+        config: &QpConfig,
+    ) -> Result<QpParts<Sim>, Error> {
+        let caps = self.nic.caps();
+        if config.max_send_sge > caps.max_send_sge || config.max_recv_sge > caps.max_recv_sge {
+            return Err(Error::InvalidArgument("more SGEs than the device supports"));
+        }
+        if config.max_inline > caps.max_inline {
+            return Err(Error::InvalidArgument("inline size over the device maximum"));
+        }
+        if config.sq_wqebbs > caps.max_qp_wr || config.rq_wqes > caps.max_qp_wr {
+            return Err(Error::InvalidArgument("queue larger than the device supports"));
+        }
+        let log_sq = log2_ceil(config.sq_wqebbs);
+        let (log_rq, rq_stride) = match srq {
+            Some(_) => (0, DS),
+            None => (
+                log2_ceil(config.rq_wqes),
+                (DS * config.max_recv_sge.max(1) as usize).next_power_of_two(),
+            ),
+        };
+        // RQ at offset 0, SQ right after it, as rdma-core lays out an RC QP buffer.
+        let rq_bytes = (rq_stride << log_rq).max(SEND_WQE_BB);
+        let sq_bytes = SEND_WQE_BB << log_sq;
+        let buf = Memory::new(rq_bytes + sq_bytes)?;
+        let dbrec = Memory::new(CQE_SIZE)?;
+        let params = hw::QpParams {
+            pdn: pd.pdn,
+            send_cqn: send_cq.cqn,
+            recv_cqn: recv_cq.cqn,
+            srqn: srq.map(|s| s.srqn),
+            sq_buf: addr(&buf) + rq_bytes as u64,
+            log_sq_wqe_cnt: log_sq,
+            rq_buf: addr(&buf),
+            log_rq_wqe_cnt: log_rq,
+            log_rq_stride: rq_stride.trailing_zeros() as u8,
+            dbrec: addr(&dbrec),
+        };
+        // SAFETY: the buffers live in the handle, which destroys the QP before freeing them.
+        let info = unsafe { self.nic.create_qp(&params) }.map_err(device_error("create QP"))?;
+        let dbrec_ptr: NonNull<crate::prm::Be32> = dbrec.non_null().cast();
+        let sq = SqDesc {
+            // SAFETY: `rq_bytes` is inside the buffer of `rq_bytes + sq_bytes` bytes.
+            buf: unsafe { buf.non_null().add(rq_bytes) },
+            wqe_cnt: 1 << log_sq,
+            dbrec: dbrec_ptr,
+            bf_offset: info.bf_offset as usize,
+            bf_size: info.bf_size as usize,
+            qpn: info.qpn,
+            max_wqe_size: caps.max_sq_desc_sz as usize,
+            max_inline: config.max_inline as usize,
+            max_sge: config.max_send_sge as usize,
+        };
+        let rq = srq.is_none().then(|| RqDesc {
+            buf: buf.non_null(),
+            wqe_cnt: 1 << log_rq,
+            stride: rq_stride,
+            dbrec: dbrec_ptr,
+        });
+        Ok(QpParts {
+            handle: SimQp {
+                nic: self.nic.clone(),
+                qpn: info.qpn,
+                _buf: buf,
+                _dbrec: dbrec,
+            },
+            qpn: info.qpn,
+            sq,
+            rq,
+            uar: SimUar {
+                nic: self.nic.clone(),
+                uar: info.uar,
+            },
+        })
+    }
+
+    fn modify_qp(&self, qp: &SimQp, transition: &Transition) -> Result<(), Error> {
+        let t = match *transition {
+            Transition::Init { port, access } => hw::QpTransition::Init {
+                port,
+                access: hw_access(access),
+            },
+            Transition::Rtr {
+                remote,
+                path_mtu,
+                max_dest_rd_atomic,
+                min_rnr_timer,
+            } => hw::QpTransition::Rtr {
+                dest_lid: remote.lid,
+                dest_gid: remote.gid,
+                dest_qpn: remote.qpn,
+                rq_psn: remote.psn,
+                path_mtu,
+                max_dest_rd_atomic,
+                min_rnr_timer,
+            },
+            Transition::Rts {
+                sq_psn,
+                timeout,
+                retry_cnt,
+                rnr_retry,
+                max_rd_atomic,
+            } => hw::QpTransition::Rts {
+                sq_psn,
+                timeout,
+                retry_cnt,
+                rnr_retry,
+                max_rd_atomic,
+            },
+            Transition::Err => hw::QpTransition::Err,
+            Transition::Reset => hw::QpTransition::Reset,
+        };
+        self.nic
+            .modify_qp(qp.qpn, &t)
+            .map_err(device_error("modify QP"))
+    }
+}

@@ -1,0 +1,755 @@
+//! User-facing objects: context, protection domain, memory region, CQ, SRQ, QP.
+//!
+//! Control objects are reference counted: a QP keeps its PD, CQs and SRQ alive, a memory
+//! region its PD, every object its context, so teardown order is always right whatever
+//! order values are dropped in. The data-path parts ([`crate::sq::SendQueue`],
+//! [`crate::rq::RecvQueue`], [`crate::cq::CompletionQueue`]) are reached through `&mut`.
+
+use core::sync::atomic::AtomicBool;
+use std::ops::{BitOr, Deref, DerefMut};
+use std::sync::Arc;
+
+use crate::backend::Backend;
+use crate::cq::{CompletionQueue, CqAttachments, QpEntry, RecvShared};
+use crate::error::Error;
+use crate::mem::Memory;
+use crate::rq::{RecvQueue, RqShared, SharedRecvQueue, SrqShared};
+use crate::sq::{Remote, SendQueue, Sge, SqShared};
+
+/// Memory and QP access rights (the values of `ibv_access_flags`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Access(pub u32);
+
+impl Access {
+    /// Local read only.
+    pub const NONE: Access = Access(0);
+    /// The device may write the memory (receives, READ and atomic results).
+    pub const LOCAL_WRITE: Access = Access(1);
+    /// Peers may RDMA WRITE.
+    pub const REMOTE_WRITE: Access = Access(2);
+    /// Peers may RDMA READ.
+    pub const REMOTE_READ: Access = Access(4);
+    /// Peers may run atomics.
+    pub const REMOTE_ATOMIC: Access = Access(8);
+    /// Every right.
+    pub const ALL: Access = Access(15);
+
+    /// True if every right in `other` is in `self`.
+    pub fn contains(self, other: Access) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl BitOr for Access {
+    type Output = Access;
+    fn bitor(self, rhs: Access) -> Access {
+        Access(self.0 | rhs.0)
+    }
+}
+
+/// Device limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceCaps {
+    /// Largest send queue in WQEBBs.
+    pub max_sq_wqebbs: u32,
+    /// Largest send WQE in bytes.
+    pub max_wqe_size: u32,
+    /// Largest send gather list.
+    pub max_send_sge: u32,
+    /// Largest receive scatter list.
+    pub max_recv_sge: u32,
+    /// Largest CQ.
+    pub max_cqe: u32,
+    /// Largest inline payload the device accepts in one WQE.
+    pub max_inline: u32,
+    /// BlueFlame half size (0: no BlueFlame, doorbells only).
+    pub bf_size: u32,
+    /// Outstanding READ / atomic operations per QP.
+    pub max_rd_atomic: u8,
+}
+
+/// A port's addressing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortInfo {
+    /// Local identifier (InfiniBand).
+    pub lid: u16,
+    /// GID (RoCE, or IB with GRH).
+    pub gid: [u8; 16],
+    /// Active MTU in bytes.
+    pub active_mtu: u32,
+}
+
+/// Everything a peer needs to connect to a QP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// LID of the port.
+    pub lid: u16,
+    /// GID of the port.
+    pub gid: [u8; 16],
+    /// QP number.
+    pub qpn: u32,
+    /// First PSN the QP sends with.
+    pub psn: u32,
+}
+
+/// QP states as the driver tracks them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpState {
+    /// Created or reset; nothing may be posted.
+    Reset,
+    /// Receives may be posted.
+    Init,
+    /// Ready to receive.
+    Rtr,
+    /// Ready to send.
+    Rts,
+    /// A WQE failed: everything outstanding is flushed; reset to reuse.
+    Err,
+}
+
+/// A QP state change, with the attributes each step needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transition {
+    /// RESET → INIT.
+    Init {
+        /// Port (from 1).
+        port: u8,
+        /// Rights granted to the peer.
+        access: Access,
+    },
+    /// INIT → RTR.
+    Rtr {
+        /// The peer.
+        remote: Endpoint,
+        /// Path MTU in bytes.
+        path_mtu: u32,
+        /// Incoming READ / atomic depth.
+        max_dest_rd_atomic: u8,
+        /// RNR NAK timer code.
+        min_rnr_timer: u8,
+    },
+    /// RTR → RTS.
+    Rts {
+        /// First PSN sent.
+        sq_psn: u32,
+        /// Local ACK timeout code.
+        timeout: u8,
+        /// Transport retries (0–7).
+        retry_cnt: u8,
+        /// RNR retries (0–7, 7 = forever).
+        rnr_retry: u8,
+        /// Outgoing READ / atomic depth.
+        max_rd_atomic: u8,
+    },
+    /// → ERR.
+    Err,
+    /// → RESET.
+    Reset,
+}
+
+/// QP sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpConfig {
+    /// Send queue size in 64-byte WQEBBs (rounded up to a power of two).
+    pub sq_wqebbs: u32,
+    /// Receive queue size in WQEs (rounded up to a power of two); ignored with an SRQ.
+    pub rq_wqes: u32,
+    /// Largest send gather list.
+    pub max_send_sge: u32,
+    /// Largest receive scatter list.
+    pub max_recv_sge: u32,
+    /// Largest inline payload.
+    pub max_inline: u32,
+}
+
+impl Default for QpConfig {
+    fn default() -> Self {
+        QpConfig {
+            sq_wqebbs: 256,
+            rq_wqes: 256,
+            max_send_sge: 4,
+            max_recv_sge: 4,
+            max_inline: 220,
+        }
+    }
+}
+
+/// Connection attributes (perftest's defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectOptions {
+    /// Port (from 1).
+    pub port: u8,
+    /// Rights granted to the peer on this QP.
+    pub access: Access,
+    /// Path MTU in bytes.
+    pub path_mtu: u32,
+    /// Local ACK timeout code.
+    pub timeout: u8,
+    /// Transport retries.
+    pub retry_cnt: u8,
+    /// RNR retries (7 = forever).
+    pub rnr_retry: u8,
+    /// RNR NAK timer code.
+    pub min_rnr_timer: u8,
+    /// READ / atomic depth, both directions.
+    pub rd_atomic: u8,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            port: 1,
+            access: Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
+            path_mtu: 4096,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            min_rnr_timer: 12,
+            rd_atomic: 16,
+        }
+    }
+}
+
+/// An opened device.
+#[derive(Debug)]
+pub struct Context<B: Backend> {
+    backend: Arc<B>,
+}
+
+impl<B: Backend> Clone for Context<B> {
+    fn clone(&self) -> Self {
+        Context {
+            backend: self.backend.clone(),
+        }
+    }
+}
+
+impl<B: Backend> Context<B> {
+    /// A context over an opened backend.
+    pub fn new(backend: B) -> Self {
+        Context {
+            backend: Arc::new(backend),
+        }
+    }
+
+    /// The backend (e.g. the model, for its PCIe counters and fault injection).
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// Device limits.
+    pub fn caps(&self) -> DeviceCaps {
+        self.backend.caps()
+    }
+
+    /// Port attributes.
+    pub fn port(&self, port: u8) -> Result<PortInfo, Error> {
+        self.backend.port(port)
+    }
+
+    /// Allocates a protection domain.
+    pub fn alloc_pd(&self) -> Result<ProtectionDomain<B>, Error> {
+        let handle = self.backend.alloc_pd()?;
+        Ok(ProtectionDomain {
+            inner: Arc::new(PdInner {
+                handle,
+                ctx: self.clone(),
+            }),
+        })
+    }
+
+    /// Creates a CQ with at least `entries` entries of `cqe_size` (64 or 128) bytes.
+    pub fn create_cq(&self, entries: u32, cqe_size: usize) -> Result<Cq<B>, Error> {
+        if cqe_size != 64 && cqe_size != 128 {
+            return Err(Error::InvalidArgument("CQE size must be 64 or 128"));
+        }
+        let (handle, desc, uar) = self.backend.create_cq(entries, cqe_size)?;
+        let attachments = Arc::new(CqAttachments::default());
+        // SAFETY: the backend's description stays valid while `handle` lives, and the
+        // queue is dropped before its `inner` (field order; `inner` holds the handle).
+        let queue = unsafe { CompletionQueue::new(&desc, uar, attachments.clone()) };
+        Ok(Cq {
+            queue,
+            inner: Arc::new(CqInner {
+                handle,
+                attachments,
+                _ctx: self.clone(),
+            }),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct PdInner<B: Backend> {
+    handle: B::Pd,
+    ctx: Context<B>,
+}
+
+/// A protection domain.
+#[derive(Debug)]
+pub struct ProtectionDomain<B: Backend> {
+    inner: Arc<PdInner<B>>,
+}
+
+impl<B: Backend> Clone for ProtectionDomain<B> {
+    fn clone(&self) -> Self {
+        ProtectionDomain {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<B: Backend> ProtectionDomain<B> {
+    /// Allocates `len` bytes of page-aligned, zeroed memory and registers it.
+    pub fn alloc_mr(&self, len: usize, access: Access) -> Result<MemoryRegion<B>, Error> {
+        let memory = Memory::new(len)?;
+        // SAFETY: `memory` is owned by the region and dropped after the registration.
+        unsafe { self.register_memory(memory, access) }
+    }
+
+    /// Registers memory the caller owns.
+    ///
+    /// # Safety
+    /// `len` bytes at `addr` must stay allocated until the region is dropped, and must not
+    /// be accessed through Rust references while the device may read or write them (the
+    /// device writes behind the compiler's back: use [`MemoryRegion::read`] and
+    /// [`MemoryRegion::write`], or raw pointers).
+    pub unsafe fn register(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        access: Access,
+    ) -> Result<MemoryRegion<B>, Error> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.register_memory(Memory::foreign(addr, len)?, access) }
+    }
+
+    /// # Safety
+    /// `memory` stays valid until the returned region (which owns it) is dropped.
+    unsafe fn register_memory(
+        &self,
+        memory: Memory,
+        access: Access,
+    ) -> Result<MemoryRegion<B>, Error> {
+        let ctx = &self.inner.ctx.backend;
+        // SAFETY: the region owns `memory` and drops the handle first (field order).
+        let (handle, lkey, rkey) =
+            unsafe { ctx.reg_mr(&self.inner.handle, memory.ptr(), memory.len(), access)? };
+        Ok(MemoryRegion {
+            handle,
+            memory,
+            lkey,
+            rkey,
+            _pd: self.inner.clone(),
+        })
+    }
+
+    /// Creates an RC QP with its own receive queue.
+    pub fn create_qp(
+        &self,
+        send_cq: &Cq<B>,
+        recv_cq: &Cq<B>,
+        config: &QpConfig,
+    ) -> Result<Qp<B>, Error> {
+        self.build_qp(send_cq, recv_cq, None, config)
+    }
+
+    /// Creates an RC QP whose receives come from `srq`.
+    pub fn create_qp_with_srq(
+        &self,
+        send_cq: &Cq<B>,
+        recv_cq: &Cq<B>,
+        srq: &Srq<B>,
+        config: &QpConfig,
+    ) -> Result<Qp<B>, Error> {
+        self.build_qp(send_cq, recv_cq, Some(srq), config)
+    }
+
+    fn build_qp(
+        &self,
+        send_cq: &Cq<B>,
+        recv_cq: &Cq<B>,
+        srq: Option<&Srq<B>>,
+        config: &QpConfig,
+    ) -> Result<Qp<B>, Error> {
+        let ctx = &self.inner.ctx;
+        let parts = ctx.backend.create_qp(
+            &self.inner.handle,
+            &send_cq.inner.handle,
+            &recv_cq.inner.handle,
+            srq.map(|s| &s.inner.handle),
+            config,
+        )?;
+        let errored = Arc::new(AtomicBool::new(false));
+        let sq_shared = Arc::new(SqShared::new(parts.sq.wqe_cnt));
+        // SAFETY: the descriptions stay valid while `parts.handle` lives; the QP drops its
+        // queues before the handle (field order).
+        let sq = unsafe { SendQueue::new(&parts.sq, parts.uar, sq_shared.clone(), errored.clone()) };
+        let (rq, recv) = match (&parts.rq, srq) {
+            (_, Some(srq)) => (None, RecvShared::Srq(srq.inner.shared.clone())),
+            (Some(desc), None) => {
+                let shared = Arc::new(RqShared::new(desc.wqe_cnt));
+                // SAFETY: as for the send queue.
+                let rq = unsafe { RecvQueue::new(desc, shared.clone(), errored.clone()) };
+                (Some(rq), RecvShared::Rq(shared))
+            }
+            (None, None) => {
+                return Err(Error::InvalidArgument(
+                    "backend created a QP without a receive queue",
+                ))
+            }
+        };
+        let entry = QpEntry {
+            qpn: parts.qpn,
+            sq: sq_shared,
+            recv,
+            errored: errored.clone(),
+        };
+        send_cq.inner.attachments.attach(entry.clone());
+        recv_cq.inner.attachments.attach(entry);
+        Ok(Qp {
+            sq,
+            rq,
+            handle: parts.handle,
+            qpn: parts.qpn,
+            state: QpState::Reset,
+            port: 1,
+            errored,
+            send_cq: send_cq.inner.clone(),
+            recv_cq: recv_cq.inner.clone(),
+            _srq: srq.map(|s| s.inner.clone()),
+            _pd: self.inner.clone(),
+        })
+    }
+
+    /// Creates a shared receive queue of at least `entries` WQEs with `max_sge` scatter
+    /// entries each.
+    pub fn create_srq(&self, entries: u32, max_sge: u32) -> Result<Srq<B>, Error> {
+        let (handle, desc, srqn) =
+            self.inner
+                .ctx
+                .backend
+                .create_srq(&self.inner.handle, entries, max_sge)?;
+        let shared = Arc::new(SrqShared::new(desc.wqe_cnt));
+        // SAFETY: the description stays valid while `handle` lives; the queue is dropped
+        // before its `inner` (field order).
+        let queue = unsafe { SharedRecvQueue::new(&desc, shared.clone()) };
+        Ok(Srq {
+            queue,
+            srqn,
+            inner: Arc::new(SrqInner {
+                handle,
+                shared,
+                _pd: self.inner.clone(),
+            }),
+        })
+    }
+}
+
+/// Registered memory. Owned regions ([`ProtectionDomain::alloc_mr`]) are page aligned and
+/// zeroed.
+///
+/// The device may write the memory at any time (receives, peers' WRITEs, READ results), so it
+/// is never lent out as `&[u8]`: copy in and out with [`MemoryRegion::read`] and
+/// [`MemoryRegion::write`].
+#[derive(Debug)]
+pub struct MemoryRegion<B: Backend> {
+    handle: B::Mr,
+    memory: Memory,
+    lkey: u32,
+    rkey: u32,
+    _pd: Arc<PdInner<B>>,
+}
+
+impl<B: Backend> MemoryRegion<B> {
+    /// Local key.
+    pub fn lkey(&self) -> u32 {
+        self.lkey
+    }
+
+    /// Remote key.
+    pub fn rkey(&self) -> u32 {
+        self.rkey
+    }
+
+    /// Address of the first byte.
+    pub fn addr(&self) -> u64 {
+        self.memory.ptr() as u64
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.memory.len()
+    }
+
+    /// True for a zero-length region.
+    pub fn is_empty(&self) -> bool {
+        self.memory.len() == 0
+    }
+
+    /// A gather / scatter entry for `len` bytes at `offset`.
+    pub fn sge(&self, offset: usize, len: u32) -> Sge {
+        Sge {
+            addr: self.addr() + offset as u64,
+            len,
+            lkey: self.lkey,
+        }
+    }
+
+    /// The remote address of `offset`, for a peer.
+    pub fn remote(&self, offset: usize) -> Remote {
+        Remote {
+            addr: self.addr() + offset as u64,
+            rkey: self.rkey,
+        }
+    }
+
+    /// Copies `buf.len()` bytes at `offset` out of the region.
+    ///
+    /// # Panics
+    /// If the range is outside the region.
+    pub fn read(&self, offset: usize, buf: &mut [u8]) {
+        self.memory.read(offset, buf);
+    }
+
+    /// Copies `data` into the region at `offset`.
+    ///
+    /// # Panics
+    /// If the range is outside the region.
+    pub fn write(&self, offset: usize, data: &[u8]) {
+        self.memory.write(offset, data);
+    }
+
+    /// The 8 bytes at `offset` as a host-order `u64` (e.g. an atomic's result).
+    pub fn read_u64(&self, offset: usize) -> u64 {
+        let mut b = [0u8; 8];
+        self.read(offset, &mut b);
+        u64::from_ne_bytes(b)
+    }
+
+    /// The backend handle.
+    pub fn handle(&self) -> &B::Mr {
+        &self.handle
+    }
+}
+
+#[derive(Debug)]
+struct CqInner<B: Backend> {
+    handle: B::Cq,
+    attachments: Arc<CqAttachments>,
+    _ctx: Context<B>,
+}
+
+/// A completion queue: polling goes through [`CompletionQueue`] (`Deref`).
+#[derive(Debug)]
+pub struct Cq<B: Backend> {
+    queue: CompletionQueue<B::Uar>,
+    inner: Arc<CqInner<B>>,
+}
+
+impl<B: Backend> Cq<B> {
+    /// Destroys the CQ, or gives it back with [`Error::Busy`] while a QP still uses it.
+    pub fn destroy(self) -> Result<(), (Self, Error)> {
+        if Arc::strong_count(&self.inner) > 1 {
+            return Err((self, Error::Busy("CQ")));
+        }
+        Ok(())
+    }
+}
+
+impl<B: Backend> Deref for Cq<B> {
+    type Target = CompletionQueue<B::Uar>;
+    fn deref(&self) -> &Self::Target {
+        &self.queue
+    }
+}
+
+impl<B: Backend> DerefMut for Cq<B> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.queue
+    }
+}
+
+#[derive(Debug)]
+struct SrqInner<B: Backend> {
+    handle: B::Srq,
+    shared: Arc<SrqShared>,
+    _pd: Arc<PdInner<B>>,
+}
+
+/// A shared receive queue: posting goes through [`SharedRecvQueue`] (`Deref`).
+#[derive(Debug)]
+pub struct Srq<B: Backend> {
+    queue: SharedRecvQueue,
+    srqn: u32,
+    inner: Arc<SrqInner<B>>,
+}
+
+impl<B: Backend> Srq<B> {
+    /// SRQ number.
+    pub fn srqn(&self) -> u32 {
+        self.srqn
+    }
+}
+
+impl<B: Backend> Deref for Srq<B> {
+    type Target = SharedRecvQueue;
+    fn deref(&self) -> &Self::Target {
+        &self.queue
+    }
+}
+
+impl<B: Backend> DerefMut for Srq<B> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.queue
+    }
+}
+
+/// A reliable-connected QP: its send queue, its receive queue (unless it uses an SRQ) and
+/// its state.
+#[derive(Debug)]
+pub struct Qp<B: Backend> {
+    sq: SendQueue<B::Uar>,
+    rq: Option<RecvQueue>,
+    handle: B::Qp,
+    qpn: u32,
+    state: QpState,
+    port: u8,
+    errored: Arc<AtomicBool>,
+    send_cq: Arc<CqInner<B>>,
+    recv_cq: Arc<CqInner<B>>,
+    _srq: Option<Arc<SrqInner<B>>>,
+    _pd: Arc<PdInner<B>>,
+}
+
+impl<B: Backend> Qp<B> {
+    /// QP number.
+    pub fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// The state as last set, or [`QpState::Err`] once a CQE reported an error on it.
+    pub fn state(&self) -> QpState {
+        if self.errored.load(core::sync::atomic::Ordering::Relaxed) {
+            QpState::Err
+        } else {
+            self.state
+        }
+    }
+
+    /// The send queue.
+    pub fn sq(&mut self) -> &mut SendQueue<B::Uar> {
+        &mut self.sq
+    }
+
+    /// The receive queue (`None` when the QP uses an SRQ).
+    pub fn rq(&mut self) -> Option<&mut RecvQueue> {
+        self.rq.as_mut()
+    }
+
+    /// Both queues at once.
+    pub fn queues(&mut self) -> (&mut SendQueue<B::Uar>, Option<&mut RecvQueue>) {
+        (&mut self.sq, self.rq.as_mut())
+    }
+
+    /// The address to give the peer (first PSN 0).
+    pub fn endpoint(&self) -> Result<Endpoint, Error> {
+        self.ctx().backend.endpoint(self.port, self.qpn, 0)
+    }
+
+    fn ctx(&self) -> &Context<B> {
+        &self._pd.ctx
+    }
+
+    fn modify(&mut self, transition: Transition, state: QpState) -> Result<(), Error> {
+        self.ctx().backend.modify_qp(&self.handle, &transition)?;
+        self.state = state;
+        Ok(())
+    }
+
+    /// RESET → INIT: receives may be posted from here on.
+    pub fn init(&mut self, port: u8, access: Access) -> Result<(), Error> {
+        if self.state() != QpState::Reset {
+            return Err(Error::WrongState {
+                operation: "initialise",
+                state: self.state(),
+            });
+        }
+        self.modify(Transition::Init { port, access }, QpState::Init)?;
+        self.port = port;
+        if let Some(rq) = &mut self.rq {
+            rq.set_ready(true);
+        }
+        Ok(())
+    }
+
+    /// Connects to `remote`: INIT (if still in RESET), RTR, RTS.
+    pub fn connect(&mut self, remote: &Endpoint, options: &ConnectOptions) -> Result<(), Error> {
+        if self.state() == QpState::Reset {
+            self.init(options.port, options.access)?;
+        }
+        if self.state() != QpState::Init {
+            return Err(Error::WrongState {
+                operation: "connect",
+                state: self.state(),
+            });
+        }
+        self.modify(
+            Transition::Rtr {
+                remote: *remote,
+                path_mtu: options.path_mtu,
+                max_dest_rd_atomic: options.rd_atomic,
+                min_rnr_timer: options.min_rnr_timer,
+            },
+            QpState::Rtr,
+        )?;
+        self.modify(
+            Transition::Rts {
+                sq_psn: 0,
+                timeout: options.timeout,
+                retry_cnt: options.retry_cnt,
+                rnr_retry: options.rnr_retry,
+                max_rd_atomic: options.rd_atomic,
+            },
+            QpState::Rts,
+        )?;
+        self.sq.set_ready(true);
+        Ok(())
+    }
+
+    /// Moves the QP to the error state: everything outstanding completes with flush CQEs.
+    pub fn to_error(&mut self) -> Result<(), Error> {
+        self.modify(Transition::Err, QpState::Err)?;
+        self.sq.set_ready(false);
+        if let Some(rq) = &mut self.rq {
+            rq.set_ready(false);
+        }
+        Ok(())
+    }
+
+    /// Resets the QP (after an error, or to reuse it): state RESET, queues emptied, doorbell
+    /// records zeroed. Poll the flush CQEs first: CQEs still in the CQ for this QP are not
+    /// removed (the CQ is driver-owned, rdma-core does not clean it).
+    pub fn reset(&mut self) -> Result<(), Error> {
+        self.modify(Transition::Reset, QpState::Reset)?;
+        self.sq.reset();
+        if let Some(rq) = &mut self.rq {
+            rq.reset();
+        }
+        self.errored
+            .store(false, core::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The backend handle.
+    pub fn handle(&self) -> &B::Qp {
+        &self.handle
+    }
+}
+
+impl<B: Backend> Drop for Qp<B> {
+    fn drop(&mut self) {
+        self.send_cq.attachments.detach(self.qpn);
+        self.recv_cq.attachments.detach(self.qpn);
+    }
+}
