@@ -14,7 +14,9 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::mmio::{ring_cq_arm, udma_from_device_barrier, DbRec, Uar};
-use crate::prm::{self, Arm, ArmCmd, Be32, CqeFormat, CqeOpcode, Opcode, OpOwn, Syndrome, WcStatus};
+use crate::prm::{
+    self, Arm, ArmCmd, Be32, CqeFormat, CqeOpcode, OpOwn, Opcode, Syndrome, WcStatus,
+};
 use crate::ring::CqBuf;
 use crate::rq::{RqShared, SrqShared};
 use crate::sq::SqShared;
@@ -190,7 +192,10 @@ pub(crate) struct CqAttachments {
 impl CqAttachments {
     pub(crate) fn attach(&self, entry: QpEntry) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if !entries.iter().any(|e| e.qpn == entry.qpn && Arc::ptr_eq(&e.sq, &entry.sq)) {
+        if !entries
+            .iter()
+            .any(|e| e.qpn == entry.qpn && Arc::ptr_eq(&e.sq, &entry.sq))
+        {
             entries.push(entry);
         }
         self.generation.fetch_add(1, Ordering::Release);
@@ -364,8 +369,7 @@ impl<U: Uar> CompletionQueue<U> {
                     opcode,
                     status: Status::Success,
                     byte_len: cqe.byte_cnt.get(),
-                    imm: matches!(op, CqeOpcode::RespSendImm | CqeOpcode::RespWrImm)
-                        .then_some(raw),
+                    imm: matches!(op, CqeOpcode::RespSendImm | CqeOpcode::RespWrImm).then_some(raw),
                     invalidated_rkey: (op == CqeOpcode::RespSendInv).then_some(raw),
                     src_qp: cqe.flags_rqpn.get() & 0xff_ffff,
                     solicited: bits.se(),

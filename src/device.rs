@@ -384,7 +384,8 @@ impl<B: Backend> ProtectionDomain<B> {
         let sq_shared = Arc::new(SqShared::new(parts.sq.wqe_cnt));
         // SAFETY: the descriptions stay valid while `parts.handle` lives; the QP drops its
         // queues before the handle (field order).
-        let sq = unsafe { SendQueue::new(&parts.sq, parts.uar, sq_shared.clone(), errored.clone()) };
+        let sq =
+            unsafe { SendQueue::new(&parts.sq, parts.uar, sq_shared.clone(), errored.clone()) };
         let (rq, recv) = match (&parts.rq, srq) {
             (_, Some(srq)) => (None, RecvShared::Srq(srq.inner.shared.clone())),
             (Some(desc), None) => {

@@ -69,16 +69,25 @@ impl fmt::Display for PostError {
             }
             PostError::InlineNotAllowed => f.write_str("this operation cannot carry inline data"),
             PostError::TooManySges { count, max } => {
-                write!(f, "{count} gather/scatter entries exceed the maximum of {max}")
+                write!(
+                    f,
+                    "{count} gather/scatter entries exceed the maximum of {max}"
+                )
             }
             PostError::WqeTooLarge { ds, max_ds } => {
-                write!(f, "WQE of {ds} units exceeds the device maximum of {max_ds}")
+                write!(
+                    f,
+                    "WQE of {ds} units exceeds the device maximum of {max_ds}"
+                )
             }
             PostError::MessageTooLarge { len } => {
                 write!(f, "message of {len} bytes exceeds the 2 GiB limit")
             }
             PostError::MisalignedAtomic { addr } => {
-                write!(f, "atomic target {addr:#x} is not aligned to its operand size")
+                write!(
+                    f,
+                    "atomic target {addr:#x} is not aligned to its operand size"
+                )
             }
             PostError::AtomicResultBuffer { len } => {
                 write!(f, "an atomic needs exactly one local entry of {len} bytes")

@@ -8,6 +8,7 @@ pub mod device;
 pub mod error;
 mod mem;
 pub mod mmio;
+pub mod null;
 pub mod prm;
 mod ring;
 pub mod rq;

@@ -71,7 +71,9 @@ impl Memory {
     pub(crate) fn read(&self, offset: usize, buf: &mut [u8]) {
         self.check(offset, buf.len());
         // SAFETY: inside the memory (checked); `buf` is a distinct Rust slice.
-        unsafe { core::ptr::copy_nonoverlapping(self.ptr().add(offset), buf.as_mut_ptr(), buf.len()) }
+        unsafe {
+            core::ptr::copy_nonoverlapping(self.ptr().add(offset), buf.as_mut_ptr(), buf.len())
+        }
     }
 
     pub(crate) fn write(&self, offset: usize, data: &[u8]) {

@@ -145,7 +145,8 @@ impl CqBuf {
             // SAFETY: entry `i` is inside the buffer; the device has not been given it yet.
             unsafe {
                 self.cqe(i).write_bytes(0, CQE_SIZE);
-                self.op_own(i).store(crate::prm::OP_OWN_INVALID, Ordering::Relaxed);
+                self.op_own(i)
+                    .store(crate::prm::OP_OWN_INVALID, Ordering::Relaxed);
             }
         }
     }

@@ -177,7 +177,10 @@ impl RecvQueue {
 
     /// Receives that can be posted now.
     pub fn free(&self) -> u32 {
-        self.wqe_cnt - self.head.wrapping_sub(self.shared.tail.load(Ordering::Acquire))
+        self.wqe_cnt
+            - self
+                .head
+                .wrapping_sub(self.shared.tail.load(Ordering::Acquire))
     }
 
     /// Scatter entries per receive.

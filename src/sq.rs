@@ -235,8 +235,10 @@ impl SqShared {
     #[inline(always)]
     pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
         let slot = (wqe_counter as u32 & self.mask) as usize;
-        self.tail
-            .store(self.next_pi[slot].load(Ordering::Relaxed), Ordering::Release);
+        self.tail.store(
+            self.next_pi[slot].load(Ordering::Relaxed),
+            Ordering::Release,
+        );
         self.wr_id[slot].load(Ordering::Relaxed)
     }
 
@@ -496,7 +498,10 @@ impl<U: Uar> SendQueue<U> {
 
     /// WQEBBs free for new WQEs (those not yet retired by a CQE are in use).
     pub fn free_wqebbs(&self) -> u32 {
-        self.wqe_cnt - self.pi.wrapping_sub(self.shared.tail.load(Ordering::Acquire))
+        self.wqe_cnt
+            - self
+                .pi
+                .wrapping_sub(self.shared.tail.load(Ordering::Acquire))
     }
 
     /// WQEBBs whose WQEs have not completed yet.
@@ -564,10 +569,7 @@ impl<U: Uar> SendQueue<U> {
         let bbs = prm::wqebbs(ds) as u32;
         let free = self.free_wqebbs();
         if bbs > free {
-            return Err(PostError::QueueFull {
-                needed: bbs,
-                free,
-            });
+            return Err(PostError::QueueFull { needed: bbs, free });
         }
 
         let start = (self.pi as usize) * SEND_WQE_BB;

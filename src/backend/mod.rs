@@ -67,8 +67,11 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
         access: Access,
     ) -> Result<(Self::Mr, u32, u32), Error>;
     /// Creates a CQ of at least `entries` entries of `cqe_size` (64 or 128) bytes.
-    fn create_cq(&self, entries: u32, cqe_size: usize)
-        -> Result<(Self::Cq, CqDesc, Self::Uar), Error>;
+    fn create_cq(
+        &self,
+        entries: u32,
+        cqe_size: usize,
+    ) -> Result<(Self::Cq, CqDesc, Self::Uar), Error>;
     /// Creates an SRQ of at least `entries` WQEs with `max_sge` scatter entries each.
     fn create_srq(
         &self,

@@ -298,7 +298,9 @@ impl Backend for Sim {
         max_sge: u32,
     ) -> Result<(SimSrq, RqDesc, u32), Error> {
         let log_wqe_cnt = log2_ceil(entries);
-        let stride = (DS * (1 + max_sge.max(1) as usize)).next_power_of_two().max(32);
+        let stride = (DS * (1 + max_sge.max(1) as usize))
+            .next_power_of_two()
+            .max(32);
         let buf = Memory::new(stride << log_wqe_cnt)?;
         let dbrec = Memory::new(CQE_SIZE)?;
         let params = hw::SrqParams {
@@ -338,10 +340,14 @@ impl Backend for Sim {
             return Err(Error::InvalidArgument("more SGEs than the device supports"));
         }
         if config.max_inline > caps.max_inline {
-            return Err(Error::InvalidArgument("inline size over the device maximum"));
+            return Err(Error::InvalidArgument(
+                "inline size over the device maximum",
+            ));
         }
         if config.sq_wqebbs > caps.max_qp_wr || config.rq_wqes > caps.max_qp_wr {
-            return Err(Error::InvalidArgument("queue larger than the device supports"));
+            return Err(Error::InvalidArgument(
+                "queue larger than the device supports",
+            ));
         }
         let log_sq = log2_ceil(config.sq_wqebbs);
         let (log_rq, rq_stride) = match srq {
