@@ -1,0 +1,62 @@
+/* The plain C interface of the golden shim (see src/lib.rs for the Rust side). */
+#ifndef MLX5_GOLDEN_H
+#define MLX5_GOLDEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One field of a header struct. primary is 0 for the alternative members of a union (the
+ * tag-matching views of mlx5_cqe64, the qkey/dc_key views of mlx5_wqe_av); the primary
+ * fields of a struct tile it exactly. */
+struct golden_field {
+	const char *strct;
+	const char *field;
+	size_t offset;
+	size_t size;
+	int primary;
+};
+
+/* One struct's size. */
+struct golden_struct {
+	const char *strct;
+	size_t size;
+};
+
+/* A named integer: a header constant, or a field value read the way rdma-core reads it. */
+struct golden_value {
+	const char *name;
+	int64_t value;
+};
+
+const struct golden_field *golden_fields(size_t *count);
+const struct golden_struct *golden_structs(size_t *count);
+const struct golden_value *golden_constants(size_t *count);
+
+/* Writes the fields of the 64-byte CQE at cqe (no alignment needed) into out[0..cap] and
+ * returns how many it wrote. */
+size_t golden_read_cqe64(const uint8_t *cqe, struct golden_value *out, size_t cap);
+size_t golden_read_err_cqe(const uint8_t *cqe, struct golden_value *out, size_t cap);
+
+/* mlx5dv_get_cqe_owner/se/format/opcode on the 64-byte CQE at cqe, packed as
+ * owner | se << 8 | format << 16 | opcode << 24. */
+uint32_t golden_get_cqe_bits(const uint8_t *cqe);
+
+/* The header's inline helpers, run on a copy of the caller's bytes which are then copied
+ * back: bytes a helper does not write keep the caller's values. */
+void golden_set_ctrl_seg(uint8_t *seg16, uint16_t pi, uint8_t opcode, uint8_t opmod,
+			 uint32_t qp_num, uint8_t fm_ce_se, uint8_t ds, uint8_t signature,
+			 uint32_t imm);
+void golden_set_data_seg(uint8_t *seg16, uint32_t length, uint32_t lkey, uint64_t address);
+void golden_set_dgram_seg(uint8_t *seg48, uint64_t key, uint32_t dqp_dct, uint8_t ext,
+			  uint8_t stat_rate_sl, uint8_t fl_mlid, uint16_t rlid,
+			  const uint8_t *rmac6, uint8_t tclass, uint8_t hop_limit,
+			  uint32_t grh_gid_fl, const uint8_t *rgid16);
+
+/* The SSE variants (golden_x86.c, x86 only). */
+void golden_x86_set_ctrl_seg(uint8_t *seg16, uint16_t pi, uint8_t opcode, uint8_t opmod,
+			     uint32_t qp_num, uint8_t fm_ce_se, uint8_t ds, uint8_t signature,
+			     uint32_t imm);
+void golden_x86_set_data_seg(uint8_t *seg16, uint32_t length, uint32_t lkey,
+			     uint64_t address);
+
+#endif

@@ -1,0 +1,463 @@
+//! Golden values from rdma-core's own `<infiniband/mlx5dv.h>` for `tests/golden.rs`.
+//!
+//! A small C file (`c/golden.c`) is compiled against the installed header and exports the
+//! header's struct layouts (`offsetof`/`sizeof`), its constants (plus `enum ibv_wc_status`
+//! from `verbs.h`), field reads done the way rdma-core's `cq.c` does them, and the header's
+//! inline segment helpers run into caller buffers. This crate wraps those functions safely.
+//!
+//! The build script looks for the header in the directories of `MLX5_DIRECT_INCLUDE` and in
+//! `/usr/include` (`detect.rs`, shared with the root crate's build script). Without it no C
+//! is compiled, [`AVAILABLE`] is false and every function panics with "rdma-core headers not
+//! installed"; the golden tests are then ignored. `MLX5_DIRECT_REQUIRE_GOLDEN=1` makes a
+//! missing header a build error instead.
+#![deny(missing_docs)]
+
+use std::ffi::{c_char, c_int, CStr};
+
+/// Whether the C shim was compiled against the header.
+pub const AVAILABLE: bool = cfg!(rdma_headers);
+
+/// One field of a header struct.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// The struct's C name, e.g. `"mlx5_cqe64"`.
+    pub strct: &'static str,
+    /// The member designator, e.g. `"byte_cnt"` or `"tm_cqe.success"`.
+    pub field: &'static str,
+    /// `offsetof`.
+    pub offset: usize,
+    /// `sizeof` of the member.
+    pub size: usize,
+    /// False for the alternative members of a union (the tag-matching views of `mlx5_cqe64`,
+    /// the `qkey`/`dc_key` views of `mlx5_wqe_av`). The primary fields tile their struct.
+    pub primary: bool,
+}
+
+/// The size of a header struct.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StructSize {
+    /// The struct's C name.
+    pub strct: &'static str,
+    /// `sizeof`.
+    pub size: usize,
+}
+
+/// A named integer: a header constant, or a field value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Value {
+    /// The C name.
+    pub name: &'static str,
+    /// The value (host order).
+    pub value: i64,
+}
+
+/// What `mlx5dv_get_cqe_owner/se/format/opcode` return for a CQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CqeBits {
+    /// `mlx5dv_get_cqe_owner`.
+    pub owner: u8,
+    /// `mlx5dv_get_cqe_se`.
+    pub se: u8,
+    /// `mlx5dv_get_cqe_format`.
+    pub format: u8,
+    /// `mlx5dv_get_cqe_opcode`.
+    pub opcode: u8,
+}
+
+#[repr(C)]
+struct RawField {
+    strct: *const c_char,
+    field: *const c_char,
+    offset: usize,
+    size: usize,
+    primary: c_int,
+}
+
+#[repr(C)]
+struct RawStruct {
+    strct: *const c_char,
+    size: usize,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RawValue {
+    name: *const c_char,
+    value: i64,
+}
+
+/// The C functions of `c/golden.h`.
+#[cfg(rdma_headers)]
+mod sys {
+    use super::{RawField, RawStruct, RawValue};
+
+    extern "C" {
+        pub fn golden_fields(count: *mut usize) -> *const RawField;
+        pub fn golden_structs(count: *mut usize) -> *const RawStruct;
+        pub fn golden_constants(count: *mut usize) -> *const RawValue;
+        pub fn golden_read_cqe64(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
+        pub fn golden_read_err_cqe(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
+        pub fn golden_get_cqe_bits(cqe: *const u8) -> u32;
+        pub fn golden_set_ctrl_seg(
+            seg16: *mut u8,
+            pi: u16,
+            opcode: u8,
+            opmod: u8,
+            qp_num: u32,
+            fm_ce_se: u8,
+            ds: u8,
+            signature: u8,
+            imm: u32,
+        );
+        pub fn golden_set_data_seg(seg16: *mut u8, length: u32, lkey: u32, address: u64);
+        pub fn golden_set_dgram_seg(
+            seg48: *mut u8,
+            key: u64,
+            dqp_dct: u32,
+            ext: u8,
+            stat_rate_sl: u8,
+            fl_mlid: u8,
+            rlid: u16,
+            rmac6: *const u8,
+            tclass: u8,
+            hop_limit: u8,
+            grh_gid_fl: u32,
+            rgid16: *const u8,
+        );
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        pub fn golden_x86_set_ctrl_seg(
+            seg16: *mut u8,
+            pi: u16,
+            opcode: u8,
+            opmod: u8,
+            qp_num: u32,
+            fm_ce_se: u8,
+            ds: u8,
+            signature: u8,
+            imm: u32,
+        );
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        pub fn golden_x86_set_data_seg(seg16: *mut u8, length: u32, lkey: u32, address: u64);
+    }
+}
+
+/// Stand-ins with the signatures of the C functions, for builds without the header.
+#[cfg(not(rdma_headers))]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the signatures of the C functions"
+)]
+mod sys {
+    use super::{RawField, RawStruct, RawValue};
+
+    fn unavailable() -> ! {
+        panic!(
+            "rdma-core headers not installed: install libibverbs-dev (or set \
+             MLX5_DIRECT_INCLUDE) and rebuild to run the golden tests"
+        )
+    }
+
+    pub unsafe fn golden_fields(_: *mut usize) -> *const RawField {
+        unavailable()
+    }
+    pub unsafe fn golden_structs(_: *mut usize) -> *const RawStruct {
+        unavailable()
+    }
+    pub unsafe fn golden_constants(_: *mut usize) -> *const RawValue {
+        unavailable()
+    }
+    pub unsafe fn golden_read_cqe64(_: *const u8, _: *mut RawValue, _: usize) -> usize {
+        unavailable()
+    }
+    pub unsafe fn golden_read_err_cqe(_: *const u8, _: *mut RawValue, _: usize) -> usize {
+        unavailable()
+    }
+    pub unsafe fn golden_get_cqe_bits(_: *const u8) -> u32 {
+        unavailable()
+    }
+    pub unsafe fn golden_set_ctrl_seg(
+        _: *mut u8,
+        _: u16,
+        _: u8,
+        _: u8,
+        _: u32,
+        _: u8,
+        _: u8,
+        _: u8,
+        _: u32,
+    ) {
+        unavailable()
+    }
+    pub unsafe fn golden_set_data_seg(_: *mut u8, _: u32, _: u32, _: u64) {
+        unavailable()
+    }
+    pub unsafe fn golden_set_dgram_seg(
+        _: *mut u8,
+        _: u64,
+        _: u32,
+        _: u8,
+        _: u8,
+        _: u8,
+        _: u16,
+        _: *const u8,
+        _: u8,
+        _: u8,
+        _: u32,
+        _: *const u8,
+    ) {
+        unavailable()
+    }
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    pub unsafe fn golden_x86_set_ctrl_seg(
+        _: *mut u8,
+        _: u16,
+        _: u8,
+        _: u8,
+        _: u32,
+        _: u8,
+        _: u8,
+        _: u8,
+        _: u32,
+    ) {
+        unavailable()
+    }
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    pub unsafe fn golden_x86_set_data_seg(_: *mut u8, _: u32, _: u32, _: u64) {
+        unavailable()
+    }
+}
+
+/// A name from one of the C tables or field reads.
+fn c_name(ptr: *const c_char) -> &'static str {
+    assert!(!ptr.is_null());
+    // SAFETY: every name golden.c hands out is a non-null, NUL-terminated string literal,
+    // which lives unmodified for the whole program.
+    let name = unsafe { CStr::from_ptr(ptr) };
+    name.to_str().expect("the C names are ASCII")
+}
+
+fn values(raw: &[RawValue]) -> Vec<Value> {
+    raw.iter()
+        .map(|v| Value {
+            name: c_name(v.name),
+            value: v.value,
+        })
+        .collect()
+}
+
+/// Every field of every header struct the driver models, in declaration order.
+pub fn fields() -> Vec<Field> {
+    let mut count = 0usize;
+    // SAFETY: golden_fields only stores the entry count through the valid pointer.
+    let ptr = unsafe { sys::golden_fields(&mut count) };
+    assert!(!ptr.is_null());
+    // SAFETY: `ptr` is a static, never-written C array of `count` initialised entries.
+    let raw = unsafe { std::slice::from_raw_parts(ptr, count) };
+    raw.iter()
+        .map(|f| Field {
+            strct: c_name(f.strct),
+            field: c_name(f.field),
+            offset: f.offset,
+            size: f.size,
+            primary: f.primary != 0,
+        })
+        .collect()
+}
+
+/// The sizes of the header structs the driver models.
+pub fn structs() -> Vec<StructSize> {
+    let mut count = 0usize;
+    // SAFETY: golden_structs only stores the entry count through the valid pointer.
+    let ptr = unsafe { sys::golden_structs(&mut count) };
+    assert!(!ptr.is_null());
+    // SAFETY: `ptr` is a static, never-written C array of `count` initialised entries.
+    let raw = unsafe { std::slice::from_raw_parts(ptr, count) };
+    raw.iter()
+        .map(|s| StructSize {
+            strct: c_name(s.strct),
+            size: s.size,
+        })
+        .collect()
+}
+
+/// The header constants of the families the driver models (see `golden.c` for the names
+/// the v44 header does not define).
+pub fn constants() -> Vec<Value> {
+    let mut count = 0usize;
+    // SAFETY: golden_constants only stores the entry count through the valid pointer.
+    let ptr = unsafe { sys::golden_constants(&mut count) };
+    assert!(!ptr.is_null());
+    // SAFETY: `ptr` is a static, never-written C array of `count` initialised entries.
+    values(unsafe { std::slice::from_raw_parts(ptr, count) })
+}
+
+/// The value of the header constant `name`; panics if the shim does not export it.
+pub fn constant(name: &str) -> i64 {
+    constants()
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("{name} is not in the golden constants"))
+        .value
+}
+
+const NO_VALUE: RawValue = RawValue {
+    name: std::ptr::null(),
+    value: 0,
+};
+
+/// Each named field of a 64-byte CQE read as `struct mlx5_cqe64` (plain view), in host
+/// order as rdma-core's `cq.c` converts it.
+pub fn read_cqe64(cqe: &[u8; 64]) -> Vec<Value> {
+    let mut out = [NO_VALUE; 32];
+    // SAFETY: `cqe` is 64 readable bytes; `out` has room for `out.len()` entries, and the C
+    // function writes at most that many.
+    let n = unsafe { sys::golden_read_cqe64(cqe.as_ptr(), out.as_mut_ptr(), out.len()) };
+    assert!(n <= out.len());
+    values(&out[..n])
+}
+
+/// Each named field of a 64-byte CQE read as `struct mlx5_err_cqe`, in host order as
+/// rdma-core's `cq.c` converts it.
+pub fn read_err_cqe(cqe: &[u8; 64]) -> Vec<Value> {
+    let mut out = [NO_VALUE; 32];
+    // SAFETY: `cqe` is 64 readable bytes; `out` has room for `out.len()` entries, and the C
+    // function writes at most that many.
+    let n = unsafe { sys::golden_read_err_cqe(cqe.as_ptr(), out.as_mut_ptr(), out.len()) };
+    assert!(n <= out.len());
+    values(&out[..n])
+}
+
+/// `mlx5dv_get_cqe_owner/se/format/opcode` on a 64-byte CQE.
+pub fn cqe_bits(cqe: &[u8; 64]) -> CqeBits {
+    // SAFETY: `cqe` is 64 readable bytes, the size of `struct mlx5_cqe64`.
+    let bits = unsafe { sys::golden_get_cqe_bits(cqe.as_ptr()) };
+    let [owner, se, format, opcode] = bits.to_le_bytes();
+    CqeBits {
+        owner,
+        se,
+        format,
+        opcode,
+    }
+}
+
+/// `mlx5dv_set_ctrl_seg` on `seg`; the bytes it does not write keep their values.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the arguments of mlx5dv_set_ctrl_seg"
+)]
+pub fn set_ctrl_seg(
+    seg: &mut [u8; 16],
+    pi: u16,
+    opcode: u8,
+    opmod: u8,
+    qp_num: u32,
+    fm_ce_se: u8,
+    ds: u8,
+    signature: u8,
+    imm: u32,
+) {
+    // SAFETY: `seg` is 16 writable bytes, the size of `struct mlx5_wqe_ctrl_seg`; the C side
+    // copies it to an aligned local and back.
+    unsafe {
+        sys::golden_set_ctrl_seg(
+            seg.as_mut_ptr(),
+            pi,
+            opcode,
+            opmod,
+            qp_num,
+            fm_ce_se,
+            ds,
+            signature,
+            imm,
+        )
+    }
+}
+
+/// `mlx5dv_set_data_seg` on `seg`.
+pub fn set_data_seg(seg: &mut [u8; 16], length: u32, lkey: u32, address: usize) {
+    // SAFETY: `seg` is 16 writable bytes, the size of `struct mlx5_wqe_data_seg`.
+    unsafe { sys::golden_set_data_seg(seg.as_mut_ptr(), length, lkey, address as u64) }
+}
+
+/// `mlx5dv_set_dgram_seg` on `seg`.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the arguments of mlx5dv_set_dgram_seg"
+)]
+pub fn set_dgram_seg(
+    seg: &mut [u8; 48],
+    key: u64,
+    dqp_dct: u32,
+    ext: u8,
+    stat_rate_sl: u8,
+    fl_mlid: u8,
+    rlid: u16,
+    rmac: &[u8; 6],
+    tclass: u8,
+    hop_limit: u8,
+    grh_gid_fl: u32,
+    rgid: &[u8; 16],
+) {
+    // SAFETY: `seg` is 48 writable bytes, the size of `struct mlx5_wqe_datagram_seg`; `rmac`
+    // and `rgid` are the 6 and 16 readable bytes the helper copies.
+    unsafe {
+        sys::golden_set_dgram_seg(
+            seg.as_mut_ptr(),
+            key,
+            dqp_dct,
+            ext,
+            stat_rate_sl,
+            fl_mlid,
+            rlid,
+            rmac.as_ptr(),
+            tclass,
+            hop_limit,
+            grh_gid_fl,
+            rgid.as_ptr(),
+        )
+    }
+}
+
+/// `mlx5dv_x86_set_ctrl_seg` (the SSE variant) on `seg`. Panics if the CPU lacks SSSE3.
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the arguments of mlx5dv_x86_set_ctrl_seg"
+)]
+pub fn x86_set_ctrl_seg(
+    seg: &mut [u8; 16],
+    pi: u16,
+    opcode: u8,
+    opmod: u8,
+    qp_num: u32,
+    fm_ce_se: u8,
+    ds: u8,
+    signature: u8,
+    imm: u32,
+) {
+    assert!(std::arch::is_x86_feature_detected!("ssse3"));
+    // SAFETY: `seg` is 16 writable bytes; the C side copies it to a 16-byte-aligned local and
+    // back. The CPU has the SSSE3 instructions the helper was compiled with (checked above).
+    unsafe {
+        sys::golden_x86_set_ctrl_seg(
+            seg.as_mut_ptr(),
+            pi,
+            opcode,
+            opmod,
+            qp_num,
+            fm_ce_se,
+            ds,
+            signature,
+            imm,
+        )
+    }
+}
+
+/// `mlx5dv_x86_set_data_seg` (the SSE variant) on `seg`. Panics if the CPU lacks SSSE3.
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+pub fn x86_set_data_seg(seg: &mut [u8; 16], length: u32, lkey: u32, address: usize) {
+    assert!(std::arch::is_x86_feature_detected!("ssse3"));
+    // SAFETY: `seg` is 16 writable bytes; the C side copies it to a 16-byte-aligned local and
+    // back. The CPU has the SSSE3 instructions the helper was compiled with (checked above).
+    unsafe { sys::golden_x86_set_data_seg(seg.as_mut_ptr(), length, lkey, address as u64) }
+}
