@@ -1,0 +1,405 @@
+//! Every RC operation end to end, with data and CQE fields checked.
+
+mod common;
+use common::*;
+use mlx5_hw::{Fabric, Nic, NicConfig, QpState};
+
+#[test]
+fn rdma_write_inline_signaled() {
+    let (_f, mut a, mut b) = pair();
+    let dst = b.data(0x100);
+    let w = a.wqe(
+        WRITE,
+        0,
+        SIGNALED,
+        0,
+        &[raddr_seg(dst, b.key), inline_seg(b"hello, model!")],
+    );
+    let idx = a.post(&w);
+    a.ring();
+    assert_eq!(b.read_data(0x100, 13), b"hello, model!");
+    let c = a.poll_send().expect("CQE");
+    assert_eq!(
+        (c.opcode, c.send_opcode(), c.qpn(), c.wqe_counter),
+        (REQ, WRITE, a.qp.qpn, idx)
+    );
+    assert!(a.poll_send().is_none());
+    assert!(b.poll_recv().is_none());
+}
+
+#[test]
+fn rdma_write_gather_two_segments_unsignaled() {
+    let (_f, mut a, mut b) = pair();
+    a.write_data(0, &[1; 40]);
+    a.write_data(0x200, &[2; 24]);
+    let (s1, s2, dst) = (a.data(0), a.data(0x200), b.data(0));
+    let w = a.wqe(
+        WRITE,
+        0,
+        0,
+        0,
+        &[
+            raddr_seg(dst, b.key),
+            data_seg(40, a.key, s1),
+            data_seg(24, a.key, s2),
+        ],
+    );
+    a.post(&w);
+    a.ring();
+    let mut want = vec![1u8; 40];
+    want.extend_from_slice(&[2; 24]);
+    assert_eq!(b.read_data(0, 64), want);
+    assert!(a.poll_send().is_none(), "unsignaled: no CQE");
+}
+
+#[test]
+fn send_and_send_imm_into_receive() {
+    let (_f, mut a, mut b) = pair();
+    b.recv_at(0x1000, 64);
+    b.recv_at(0x2000, 64);
+    a.write_data(0, b"payload-bytes");
+    let src = a.data(0);
+    let w = a.wqe(
+        SEND,
+        0,
+        SIGNALED | SOLICITED,
+        0,
+        &[data_seg(13, a.key, src)],
+    );
+    a.post(&w);
+    let w = a.wqe(SEND_IMM, 0, SIGNALED, 0xdeadbeef, &[inline_seg(b"imm!")]);
+    a.post(&w);
+    a.ring();
+    assert_eq!(b.read_data(0x1000, 13), b"payload-bytes");
+    assert_eq!(b.read_data(0x2000, 4), b"imm!");
+    let r = b.drain_recv();
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        (r[0].opcode, r[0].byte_cnt, r[0].wqe_counter, r[0].se),
+        (RESP_SEND, 13, 0, true)
+    );
+    assert_eq!(r[0].qpn(), b.qp.qpn);
+    assert_eq!(r[0].flags_rqpn & 0xff_ffff, a.qp.qpn);
+    assert_eq!(r[0].srqn, 0);
+    assert_eq!(
+        (
+            r[1].opcode,
+            r[1].byte_cnt,
+            r[1].wqe_counter,
+            r[1].imm,
+            r[1].se
+        ),
+        (RESP_SEND_IMM, 4, 1, 0xdeadbeef, false)
+    );
+    let s = a.drain_send();
+    assert_eq!(
+        s.iter()
+            .map(|c| (c.send_opcode(), c.wqe_counter))
+            .collect::<Vec<_>>(),
+        vec![(SEND, 0), (SEND_IMM, 1)]
+    );
+}
+
+#[test]
+fn send_scatters_over_several_receive_segments() {
+    let (_f, mut a, mut b) = pair();
+    let (r1, r2) = (b.data(0x100), b.data(0x300));
+    let k = b.key;
+    b.post_recv(&[(r1, 5, k), (r2, 100, k)]);
+    let w = a.wqe(SEND, 0, SIGNALED, 0, &[inline_seg(b"0123456789")]);
+    a.post(&w);
+    a.ring();
+    assert_eq!(b.read_data(0x100, 5), b"01234");
+    assert_eq!(b.read_data(0x300, 5), b"56789");
+    assert_eq!(b.poll_recv().unwrap().byte_cnt, 10);
+}
+
+#[test]
+fn zero_length_send_consumes_a_receive() {
+    let (_f, mut a, mut b) = pair();
+    b.recv_at(0, 16);
+    let w = a.wqe(SEND, 0, SIGNALED, 0, &[]);
+    a.post(&w);
+    a.ring();
+    let r = b.poll_recv().unwrap();
+    assert_eq!((r.opcode, r.byte_cnt), (RESP_SEND, 0));
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+}
+
+#[test]
+fn write_imm_consumes_receive_and_reports_immediate() {
+    let (_f, mut a, mut b) = pair();
+    b.recv_at(0x800, 16);
+    let dst = b.data(0x40);
+    let w = a.wqe(
+        WRITE_IMM,
+        0,
+        SIGNALED,
+        0x01020304,
+        &[raddr_seg(dst, b.key), inline_seg(&[7; 20])],
+    );
+    a.post(&w);
+    a.ring();
+    assert_eq!(b.read_data(0x40, 20), vec![7; 20]);
+    let r = b.poll_recv().unwrap();
+    assert_eq!(
+        (r.opcode, r.imm, r.byte_cnt, r.wqe_counter),
+        (RESP_WR_IMM, 0x01020304, 20, 0)
+    );
+    assert_eq!(
+        b.read_data(0x800, 16),
+        vec![0; 16],
+        "WRITE_IMM does not scatter into the receive"
+    );
+}
+
+#[test]
+fn rdma_read_into_two_local_segments() {
+    let (_f, mut a, mut b) = pair();
+    let pattern: Vec<u8> = (0..200u8).collect();
+    b.write_data(0x400, &pattern);
+    let (src, l1, l2) = (b.data(0x400), a.data(0), a.data(0x1000));
+    let w = a.wqe(
+        READ,
+        0,
+        SIGNALED,
+        0,
+        &[
+            raddr_seg(src, b.key),
+            data_seg(150, a.key, l1),
+            data_seg(50, a.key, l2),
+        ],
+    );
+    a.post(&w);
+    a.ring();
+    assert_eq!(a.read_data(0, 150), pattern[..150]);
+    assert_eq!(a.read_data(0x1000, 50), pattern[150..]);
+    let c = a.poll_send().unwrap();
+    assert_eq!((c.opcode, c.send_opcode(), c.byte_cnt), (REQ, READ, 200));
+}
+
+#[test]
+fn atomic_compare_swap_and_fetch_add() {
+    let (_f, mut a, mut b) = pair();
+    b.mem.put_u64(DATA + 0x80, 41);
+    let (r, l) = (b.data(0x80), a.data(0x10));
+    // CS with a wrong compare value: no swap, original returned.
+    let w = a.wqe(
+        CS,
+        0,
+        SIGNALED,
+        0,
+        &[
+            raddr_seg(r, b.key),
+            atomic_seg(100, 40),
+            data_seg(8, a.key, l),
+        ],
+    );
+    a.post(&w);
+    a.ring();
+    assert_eq!(b.mem.u64(DATA + 0x80), 41);
+    assert_eq!(a.mem.u64(DATA + 0x10), 41);
+    let w = a.wqe(
+        CS,
+        0,
+        SIGNALED,
+        0,
+        &[
+            raddr_seg(r, b.key),
+            atomic_seg(100, 41),
+            data_seg(8, a.key, l),
+        ],
+    );
+    a.post(&w);
+    a.ring();
+    assert_eq!(b.mem.u64(DATA + 0x80), 100);
+    let w = a.wqe(
+        FA,
+        0,
+        SIGNALED,
+        0,
+        &[raddr_seg(r, b.key), atomic_seg(5, 0), data_seg(8, a.key, l)],
+    );
+    a.post(&w);
+    a.ring();
+    assert_eq!(b.mem.u64(DATA + 0x80), 105);
+    assert_eq!(a.mem.u64(DATA + 0x10), 100);
+    let c = a.drain_send();
+    assert_eq!(
+        c.iter()
+            .map(|c| (c.send_opcode(), c.byte_cnt))
+            .collect::<Vec<_>>(),
+        vec![(CS, 8), (CS, 8), (FA, 8)]
+    );
+}
+
+#[test]
+fn masked_atomics() {
+    let (_f, mut a, mut b) = pair();
+    // 8-byte masked CS: compare only the low byte, swap only the second byte.
+    b.mem.put_u64(DATA + 0x100, 0x3412);
+    let (r, l) = (b.data(0x100), a.data(0));
+    let mut args = atomic_seg(0xab00, 0x0012);
+    args.extend_from_slice(&atomic_seg(0xff00, 0x00ff));
+    let w = a.wqe(
+        MASKED_CS,
+        0x09,
+        SIGNALED,
+        0,
+        &[raddr_seg(r, b.key), args, data_seg(8, a.key, l)],
+    );
+    assert_eq!(w.len(), 80, "masked CS 8B is 5 DS");
+    a.post(&w);
+    a.ring();
+    assert_eq!(b.mem.u64(DATA + 0x100), 0xab12);
+    assert_eq!(a.mem.u64(DATA), 0x3412);
+    // 4-byte masked FA with a field boundary at bit 15: two 16-bit counters.
+    b.write_data(0x200, &0x0001_ffffu32.to_ne_bytes());
+    let r = b.data(0x200);
+    let mut args = Vec::new();
+    for v in [0x0001_0001u32, 0x0000_8000, 0, 0] {
+        args.extend_from_slice(&v.to_be_bytes());
+    }
+    let w = a.wqe(
+        MASKED_FA,
+        0x08,
+        SIGNALED,
+        0,
+        &[raddr_seg(r, b.key), args, data_seg(4, a.key, l)],
+    );
+    a.post(&w);
+    a.ring();
+    assert_eq!(b.read_data(0x200, 4), 0x0002_0000u32.to_ne_bytes());
+    assert_eq!(a.read_data(0, 4), 0x0001_ffffu32.to_ne_bytes());
+    let c = a.drain_send();
+    assert_eq!(
+        c.iter().map(|c| (c.opcode, c.byte_cnt)).collect::<Vec<_>>(),
+        vec![(REQ, 8), (REQ, 4)]
+    );
+}
+
+#[test]
+fn nop_completes() {
+    let (_f, mut a, _b) = pair();
+    let w = a.wqe(NOP, 0, SIGNALED, 0, &[inline_seg(&[])]);
+    a.post(&w);
+    a.ring();
+    let c = a.poll_send().unwrap();
+    assert_eq!((c.opcode, c.send_opcode()), (REQ, NOP));
+}
+
+#[test]
+fn send_inval_invalidates_the_responder_key() {
+    let (_f, mut a, mut b) = pair();
+    let base = b.data(0);
+    // SAFETY: `b.mem` outlives the key (same Side).
+    let extra = unsafe { b.nic.reg_mr(b.pd, base, 64, all_access()) }.unwrap();
+    b.recv_at(0x100, 16);
+    let w = a.wqe(SEND_INVAL, 0, SIGNALED, extra, &[inline_seg(b"x")]);
+    a.post(&w);
+    a.ring();
+    let r = b.poll_recv().unwrap();
+    assert_eq!((r.opcode, r.imm), (RESP_SEND_INV, extra));
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+    // The invalidated key no longer works remotely.
+    let w = a.wqe(
+        WRITE,
+        0,
+        SIGNALED,
+        0,
+        &[raddr_seg(base, extra), inline_seg(b"y")],
+    );
+    a.post(&w);
+    a.ring();
+    let c = a.poll_send().unwrap();
+    assert_eq!((c.opcode, c.syndrome), (REQ_ERR, 0x13));
+}
+
+#[test]
+fn loopback_on_one_nic() {
+    let f = Fabric::new();
+    let nic = Nic::new(&f, NicConfig::default());
+    let mut a = Side::new(&nic, Cfg::default());
+    let mut b = Side::new(&nic, Cfg::default());
+    connect_one(&a, &b, Conn::default());
+    connect_one(&b, &a, Conn::default());
+    b.recv_at(0, 32);
+    let w = a.wqe(SEND, 0, SIGNALED, 0, &[inline_seg(b"loop")]);
+    a.post(&w);
+    a.ring();
+    assert_eq!(b.read_data(0, 4), b"loop");
+    assert_eq!(b.poll_recv().unwrap().opcode, RESP_SEND);
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+}
+
+#[test]
+fn srq_walks_the_linked_list() {
+    let cfg = Cfg {
+        srq: true,
+        ..Cfg::default()
+    };
+    let (_f, mut a, mut b) = pair_with(cfg, Conn::default(), NicConfig::default());
+    b.recv_at(0x100, 32);
+    b.recv_at(0x200, 32);
+    for p in [b"one", b"two"] {
+        let w = a.wqe(SEND, 0, SIGNALED, 0, &[inline_seg(p)]);
+        a.post(&w);
+        a.ring();
+    }
+    assert_eq!(b.read_data(0x100, 3), b"one");
+    assert_eq!(b.read_data(0x200, 3), b"two");
+    let r = b.drain_recv();
+    assert_eq!(
+        r.iter()
+            .map(|c| (c.wqe_counter, c.srqn))
+            .collect::<Vec<_>>(),
+        vec![(0, b.srqn.unwrap()), (1, b.srqn.unwrap())]
+    );
+}
+
+#[test]
+fn cqe_128_bytes_carries_cqe64_in_second_half() {
+    let cfg = Cfg {
+        cqe_size: 128,
+        ..Cfg::default()
+    };
+    let (_f, mut a, mut b) = pair_with(cfg, Conn::default(), NicConfig::default());
+    let dst = b.data(0);
+    let w = a.wqe(
+        WRITE,
+        0,
+        SIGNALED,
+        0,
+        &[raddr_seg(dst, b.key), inline_seg(b"z")],
+    );
+    a.post(&w);
+    a.ring();
+    let c = a.poll_send().unwrap();
+    assert_eq!((c.opcode, c.send_opcode()), (REQ, WRITE));
+}
+
+#[test]
+fn multi_packet_message_advances_psns() {
+    let conn = Conn {
+        mtu: 256,
+        ..Conn::default()
+    };
+    let (_f, mut a, mut b) = pair_with(Cfg::default(), conn, NicConfig::default());
+    b.recv_at(0, 4096);
+    let src = a.data(0);
+    a.write_data(0, &[9; 1000]);
+    for _ in 0..2 {
+        let w = a.wqe(
+            WRITE,
+            0,
+            SIGNALED,
+            0,
+            &[raddr_seg(b.data(0x2000), b.key), data_seg(1000, a.key, src)],
+        );
+        a.post(&w);
+        a.ring();
+    }
+    assert_eq!(a.nic.stats().packets, 8);
+    assert_eq!(a.drain_send().len(), 2);
+    assert_eq!(b.state(), QpState::Rts);
+}
