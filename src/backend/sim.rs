@@ -21,10 +21,28 @@ use crate::sq::SqDesc;
 
 pub use mlx5_hw::{Fabric, NicConfig};
 
+/// A model NIC handle that prints as its first port's LID.
+#[derive(Clone)]
+struct NicHandle(hw::Nic);
+
+impl core::fmt::Debug for NicHandle {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let lid = self.0.port(1).map(|p| p.lid).unwrap_or(0);
+        write!(f, "Nic(lid {lid})")
+    }
+}
+
+impl core::ops::Deref for NicHandle {
+    type Target = hw::Nic;
+    fn deref(&self) -> &hw::Nic {
+        &self.0
+    }
+}
+
 /// The device model as a backend: one NIC of an in-process fabric.
 #[derive(Debug)]
 pub struct Sim {
-    nic: hw::Nic,
+    nic: NicHandle,
 }
 
 impl Sim {
@@ -37,7 +55,7 @@ impl Sim {
     /// A NIC on `fabric`, reachable from every other NIC on it.
     pub fn on_fabric(fabric: &Arc<Fabric>, config: NicConfig) -> Self {
         Sim {
-            nic: hw::Nic::new(fabric, config),
+            nic: NicHandle(hw::Nic::new(fabric, config)),
         }
     }
 
@@ -63,7 +81,7 @@ impl Context<Sim> {
 /// A UAR page of the model: stores become MMIO events.
 #[derive(Debug)]
 pub struct SimUar {
-    nic: hw::Nic,
+    nic: NicHandle,
     uar: u32,
 }
 
@@ -108,7 +126,7 @@ fn addr(memory: &Memory) -> u64 {
 /// A model protection domain.
 #[derive(Debug)]
 pub struct SimPd {
-    nic: hw::Nic,
+    nic: NicHandle,
     pdn: u32,
 }
 
@@ -122,7 +140,7 @@ impl Drop for SimPd {
 /// A model memory key.
 #[derive(Debug)]
 pub struct SimMr {
-    nic: hw::Nic,
+    nic: NicHandle,
     key: u32,
 }
 
@@ -135,7 +153,7 @@ impl Drop for SimMr {
 /// A model CQ and its memory.
 #[derive(Debug)]
 pub struct SimCq {
-    nic: hw::Nic,
+    nic: NicHandle,
     cqn: u32,
     _buf: Memory,
     _dbrec: Memory,
@@ -157,7 +175,7 @@ impl Drop for SimCq {
 /// A model SRQ and its memory.
 #[derive(Debug)]
 pub struct SimSrq {
-    nic: hw::Nic,
+    nic: NicHandle,
     srqn: u32,
     _buf: Memory,
     _dbrec: Memory,
@@ -172,7 +190,7 @@ impl Drop for SimSrq {
 /// A model QP and its memory.
 #[derive(Debug)]
 pub struct SimQp {
-    nic: hw::Nic,
+    nic: NicHandle,
     qpn: u32,
     _buf: Memory,
     _dbrec: Memory,
