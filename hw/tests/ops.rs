@@ -29,7 +29,7 @@ fn rdma_write_inline_signaled() {
 
 #[test]
 fn rdma_write_gather_two_segments_unsignaled() {
-    let (_f, mut a, mut b) = pair();
+    let (_f, mut a, b) = pair();
     a.write_data(0, &[1; 40]);
     a.write_data(0x200, &[2; 24]);
     let (s1, s2, dst) = (a.data(0), a.data(0x200), b.data(0));
@@ -363,7 +363,7 @@ fn cqe_128_bytes_carries_cqe64_in_second_half() {
         cqe_size: 128,
         ..Cfg::default()
     };
-    let (_f, mut a, mut b) = pair_with(cfg, Conn::default(), NicConfig::default());
+    let (_f, mut a, b) = pair_with(cfg, Conn::default(), NicConfig::default());
     let dst = b.data(0);
     let w = a.wqe(
         WRITE,

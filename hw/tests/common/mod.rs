@@ -15,16 +15,17 @@ struct Page([u8; 4096]);
 /// Host memory the model reads and writes by address.
 pub struct Mem {
     pages: Vec<Page>,
+    base: u64,
 }
 
 impl Mem {
     pub fn new(bytes: usize) -> Self {
-        Mem {
-            pages: vec![Page([0; 4096]); bytes.div_ceil(4096)],
-        }
+        let mut pages = vec![Page([0; 4096]); bytes.div_ceil(4096)];
+        let base = pages.as_mut_ptr() as u64;
+        Mem { pages, base }
     }
-    pub fn addr(&mut self, off: usize) -> u64 {
-        self.pages.as_mut_ptr() as u64 + off as u64
+    pub fn addr(&self, off: usize) -> u64 {
+        self.base + off as u64
     }
     pub fn write(&mut self, mut off: usize, mut b: &[u8]) {
         while !b.is_empty() {
@@ -247,7 +248,7 @@ impl Side {
     }
 
     /// Address of offset `off` of the data region.
-    pub fn data(&mut self, off: usize) -> u64 {
+    pub fn data(&self, off: usize) -> u64 {
         self.mem.addr(DATA + off)
     }
 

@@ -1,0 +1,504 @@
+//! Error causes with their exact syndromes on both sides, flushes, RNR and retries.
+
+mod common;
+use common::*;
+use mlx5_hw::{Access, Fault, NicConfig, QpState};
+
+const LOCAL_LENGTH_ERR: u8 = 0x01;
+const LOCAL_QP_OP_ERR: u8 = 0x02;
+const LOCAL_PROT_ERR: u8 = 0x04;
+const WR_FLUSH_ERR: u8 = 0x05;
+const REMOTE_INVAL_REQ_ERR: u8 = 0x12;
+const REMOTE_ACCESS_ERR: u8 = 0x13;
+const REMOTE_OP_ERR: u8 = 0x14;
+const TRANSPORT_RETRY_EXC_ERR: u8 = 0x15;
+const RNR_RETRY_EXC_ERR: u8 = 0x16;
+
+fn summary(c: &[Cqe]) -> Vec<(u8, u8, u16)> {
+    c.iter()
+        .map(|c| (c.opcode, c.syndrome, c.wqe_counter))
+        .collect()
+}
+
+/// Post a bad WQE followed by an unsignaled and a signaled good one, in one batch.
+fn fails_then_flushes(a: &mut Side, bad: Vec<u8>) -> Vec<Cqe> {
+    let first = a.post(&bad);
+    for flags in [0, SIGNALED] {
+        let w = a.wqe(NOP, 0, flags, 0, &[]);
+        a.post(&w);
+    }
+    a.ring();
+    let c = a.drain_send();
+    assert_eq!(c[0].wqe_counter, first);
+    c
+}
+
+#[test]
+fn bad_lkey_is_local_prot_err_and_flushes_sq_and_rq() {
+    let (_f, mut a, b) = pair();
+    a.recv_at(0, 64);
+    a.recv_at(64, 64);
+    let w = a.wqe(
+        WRITE,
+        0,
+        SIGNALED,
+        0,
+        &[raddr_seg(b.data(0), b.key), data_seg(8, 0xbad00, a.data(0))],
+    );
+    let c = fails_then_flushes(&mut a, w);
+    assert_eq!(
+        summary(&c),
+        vec![
+            (REQ_ERR, LOCAL_PROT_ERR, 0),
+            (REQ_ERR, WR_FLUSH_ERR, 1),
+            (REQ_ERR, WR_FLUSH_ERR, 2)
+        ]
+    );
+    assert_eq!(c[0].send_opcode(), WRITE);
+    assert_eq!(c[1].send_opcode(), NOP);
+    assert_eq!(
+        summary(&a.drain_recv()),
+        vec![(RESP_ERR, WR_FLUSH_ERR, 0), (RESP_ERR, WR_FLUSH_ERR, 1)]
+    );
+    assert_eq!(a.state(), QpState::Err);
+    assert_eq!(b.state(), QpState::Rts, "the responder sees nothing");
+}
+
+#[test]
+fn local_buffer_out_of_range_is_local_prot_err() {
+    let (_f, mut a, b) = pair();
+    let w = a.wqe(
+        WRITE,
+        0,
+        0,
+        0,
+        &[
+            raddr_seg(b.data(0), b.key),
+            data_seg(64, a.key, a.data(DATA_LEN - 32)),
+        ],
+    );
+    let c = fails_then_flushes(&mut a, w);
+    assert_eq!(c[0].syndrome, LOCAL_PROT_ERR);
+}
+
+#[test]
+fn read_into_memory_without_local_write_is_local_prot_err() {
+    let (_f, mut a, b) = pair();
+    let addr = a.data(0);
+    // SAFETY: `a.mem` outlives the key.
+    let ro = unsafe { a.nic.reg_mr(a.pd, addr, 64, Access::REMOTE_READ) }.unwrap();
+    let w = a.wqe(
+        READ,
+        0,
+        SIGNALED,
+        0,
+        &[raddr_seg(b.data(0), b.key), data_seg(8, ro, addr)],
+    );
+    let c = fails_then_flushes(&mut a, w);
+    assert_eq!(c[0].syndrome, LOCAL_PROT_ERR);
+}
+
+fn remote_error(op: u8, bad: impl Fn(&mut Side) -> (u64, u32), want: u8) {
+    let (_f, mut a, mut b) = pair();
+    b.recv_at(0, 64);
+    let (addr, rkey) = bad(&mut b);
+    let l = a.data(0);
+    let w = match op {
+        READ => a.wqe(
+            READ,
+            0,
+            SIGNALED,
+            0,
+            &[raddr_seg(addr, rkey), data_seg(8, a.key, l)],
+        ),
+        FA => a.wqe(
+            FA,
+            0,
+            SIGNALED,
+            0,
+            &[
+                raddr_seg(addr, rkey),
+                atomic_seg(1, 0),
+                data_seg(8, a.key, l),
+            ],
+        ),
+        _ => a.wqe(
+            WRITE,
+            0,
+            SIGNALED,
+            0,
+            &[raddr_seg(addr, rkey), inline_seg(&[1; 8])],
+        ),
+    };
+    let c = fails_then_flushes(&mut a, w);
+    assert_eq!(
+        summary(&c),
+        vec![
+            (REQ_ERR, want, 0),
+            (REQ_ERR, WR_FLUSH_ERR, 1),
+            (REQ_ERR, WR_FLUSH_ERR, 2)
+        ]
+    );
+    assert_eq!(b.state(), QpState::Err, "responder QP goes to ERR");
+    assert_eq!(summary(&b.drain_recv()), vec![(RESP_ERR, WR_FLUSH_ERR, 0)]);
+}
+
+#[test]
+fn bad_rkey_is_remote_access_err() {
+    remote_error(WRITE, |b| (b.data(0), b.key ^ 0x100), REMOTE_ACCESS_ERR);
+    remote_error(READ, |b| (b.data(0), 0x12345), REMOTE_ACCESS_ERR);
+}
+
+#[test]
+fn remote_out_of_bounds_is_remote_access_err() {
+    remote_error(WRITE, |b| (b.data(DATA_LEN - 4), b.key), REMOTE_ACCESS_ERR);
+    remote_error(FA, |b| (b.data(DATA_LEN), b.key), REMOTE_ACCESS_ERR);
+}
+
+#[test]
+fn missing_mr_right_is_remote_access_err() {
+    let ro = |b: &mut Side| {
+        let addr = b.data(0);
+        // SAFETY: `b.mem` outlives the key.
+        let k = unsafe { b.nic.reg_mr(b.pd, addr, 64, Access::REMOTE_READ) }.unwrap();
+        (addr, k)
+    };
+    remote_error(WRITE, ro, REMOTE_ACCESS_ERR);
+    remote_error(FA, ro, REMOTE_ACCESS_ERR);
+}
+
+#[test]
+fn key_of_another_pd_is_remote_access_err() {
+    remote_error(
+        WRITE,
+        |b| {
+            let pd = b.nic.alloc_pd();
+            let addr = b.data(0);
+            // SAFETY: `b.mem` outlives the key.
+            let k = unsafe { b.nic.reg_mr(pd, addr, 64, all_access()) }.unwrap();
+            (addr, k)
+        },
+        REMOTE_ACCESS_ERR,
+    );
+}
+
+#[test]
+fn misaligned_atomic_is_remote_inval_req() {
+    remote_error(FA, |b| (b.data(4), b.key), REMOTE_INVAL_REQ_ERR);
+}
+
+#[test]
+fn qp_without_remote_write_rejects_writes() {
+    let conn = Conn {
+        access: Access::LOCAL_WRITE,
+        ..Conn::default()
+    };
+    let (_f, mut a, b) = pair_with(Cfg::default(), conn, NicConfig::default());
+    let w = a.wqe(
+        WRITE,
+        0,
+        SIGNALED,
+        0,
+        &[raddr_seg(b.data(0), b.key), inline_seg(&[1; 8])],
+    );
+    let c = fails_then_flushes(&mut a, w);
+    assert_eq!(c[0].syndrome, REMOTE_INVAL_REQ_ERR);
+    assert_eq!(b.state(), QpState::Err);
+}
+
+#[test]
+fn receive_too_small_errors_on_both_sides() {
+    let (_f, mut a, mut b) = pair();
+    b.recv_at(0, 4);
+    b.recv_at(64, 64);
+    let w = a.wqe(SEND, 0, 0, 0, &[inline_seg(b"too long")]);
+    let c = fails_then_flushes(&mut a, w);
+    assert_eq!(c[0].syndrome, REMOTE_INVAL_REQ_ERR);
+    assert_eq!(
+        summary(&b.drain_recv()),
+        vec![(RESP_ERR, LOCAL_LENGTH_ERR, 0), (RESP_ERR, WR_FLUSH_ERR, 1)]
+    );
+    assert_eq!(b.state(), QpState::Err);
+}
+
+#[test]
+fn bad_lkey_in_receive_errors_on_both_sides() {
+    let (_f, mut a, mut b) = pair();
+    let addr = b.data(0);
+    b.post_recv(&[(addr, 64, 0x777700)]);
+    let w = a.wqe(SEND, 0, SIGNALED, 0, &[inline_seg(b"data")]);
+    let c = fails_then_flushes(&mut a, w);
+    assert_eq!(c[0].syndrome, REMOTE_OP_ERR);
+    assert_eq!(
+        summary(&b.drain_recv()),
+        vec![(RESP_ERR, LOCAL_PROT_ERR, 0)]
+    );
+}
+
+#[test]
+fn malformed_wqes_are_local_qp_op_err() {
+    type Corrupt = fn(&mut Vec<u8>);
+    let cases: [(&str, Corrupt); 5] = [
+        ("unknown opcode", |w| w[3] = 0x1f),
+        ("wrong qpn", |w| w[6] ^= 1),
+        ("wrong wqe index", |w| w[2] ^= 1),
+        ("ds = 0", |w| w[7] = 0),
+        ("bad masked opmod", |w| {
+            w[3] = MASKED_FA;
+            w[0] = 0x07;
+        }),
+    ];
+    for (what, corrupt) in cases {
+        let (_f, mut a, b) = pair();
+        let mut w = a.wqe(
+            WRITE,
+            0,
+            0,
+            0,
+            &[raddr_seg(b.data(0), b.key), inline_seg(&[1; 8])],
+        );
+        corrupt(&mut w);
+        let c = fails_then_flushes(&mut a, w);
+        assert_eq!(c[0].syndrome, LOCAL_QP_OP_ERR, "{what}");
+        assert_eq!(c.len(), 3, "{what}");
+    }
+}
+
+#[test]
+fn structural_segment_errors() {
+    let (_f, mut a, b) = pair();
+    // Inline length running past the WQE.
+    let mut w = a.wqe(
+        WRITE,
+        0,
+        0,
+        0,
+        &[raddr_seg(b.data(0), b.key), inline_seg(&[1; 8])],
+    );
+    w[32..36].copy_from_slice(&(0x8000_0000u32 | 100).to_be_bytes());
+    assert_eq!(fails_then_flushes(&mut a, w)[0].syndrome, LOCAL_QP_OP_ERR);
+    let (_f, mut a, b) = pair();
+    // Zero byte_count in a gather entry.
+    let w = a.wqe(
+        WRITE,
+        0,
+        0,
+        0,
+        &[raddr_seg(b.data(0), b.key), data_seg(0, a.key, a.data(0))],
+    );
+    assert_eq!(fails_then_flushes(&mut a, w)[0].syndrome, LOCAL_LENGTH_ERR);
+    let (_f, mut a, b) = pair();
+    // Atomic with a 4-byte result buffer.
+    let w = a.wqe(
+        FA,
+        0,
+        0,
+        0,
+        &[
+            raddr_seg(b.data(0), b.key),
+            atomic_seg(1, 0),
+            data_seg(4, a.key, a.data(0)),
+        ],
+    );
+    assert_eq!(fails_then_flushes(&mut a, w)[0].syndrome, LOCAL_LENGTH_ERR);
+}
+
+#[test]
+fn wqes_posted_after_err_are_flushed_on_doorbell_and_receives_on_progress() {
+    let (_f, mut a, _b) = pair();
+    a.nic
+        .modify_qp(a.qp.qpn, &mlx5_hw::QpTransition::Err)
+        .unwrap();
+    assert!(a.drain_send().is_empty());
+    let w = a.wqe(NOP, 0, 0, 0, &[]);
+    a.post(&w);
+    a.ring();
+    assert_eq!(summary(&a.drain_send()), vec![(REQ_ERR, WR_FLUSH_ERR, 0)]);
+    a.recv_at(0, 8);
+    assert!(a.drain_recv().is_empty());
+    assert_eq!(a.nic.progress(), 1);
+    assert_eq!(summary(&a.drain_recv()), vec![(RESP_ERR, WR_FLUSH_ERR, 0)]);
+    assert_eq!(a.nic.progress(), 0);
+}
+
+#[test]
+fn send_in_init_is_local_qp_op_err() {
+    let f = mlx5_hw::Fabric::new();
+    let nic = mlx5_hw::Nic::new(&f, NicConfig::default());
+    let mut a = Side::new(&nic, Cfg::default());
+    nic.modify_qp(
+        a.qp.qpn,
+        &mlx5_hw::QpTransition::Init {
+            port: 1,
+            access: all_access(),
+        },
+    )
+    .unwrap();
+    let w = a.wqe(NOP, 0, SIGNALED, 0, &[]);
+    a.post(&w);
+    a.ring();
+    assert_eq!(
+        summary(&a.drain_send()),
+        vec![(REQ_ERR, LOCAL_QP_OP_ERR, 0)]
+    );
+    assert_eq!(a.state(), QpState::Err);
+}
+
+#[test]
+fn rnr_then_success_after_receive_is_posted() {
+    let (_f, mut a, mut b) = pair();
+    let w = a.wqe(SEND, 0, SIGNALED, 0, &[inline_seg(b"late")]);
+    a.post(&w);
+    // A second WQE queues behind the RNR'd one (RC order).
+    let w = a.wqe(
+        WRITE,
+        0,
+        SIGNALED,
+        0,
+        &[raddr_seg(b.data(0x100), b.key), inline_seg(b"after")],
+    );
+    a.post(&w);
+    a.ring();
+    assert!(a.poll_send().is_none());
+    assert_eq!(
+        b.read_data(0x100, 5),
+        vec![0; 5],
+        "the WRITE waits behind the SEND"
+    );
+    assert_eq!(a.nic.progress(), 1);
+    assert!(a.poll_send().is_none());
+    b.recv_at(0, 16);
+    assert_eq!(a.nic.progress(), 1);
+    assert_eq!(b.read_data(0, 4), b"late");
+    assert_eq!(b.read_data(0x100, 5), b"after");
+    assert_eq!(summary(&a.drain_send()), vec![(REQ, 0, 0), (REQ, 0, 1)]);
+    assert_eq!(b.nic.stats().rnr_naks, 2);
+    assert_eq!(a.nic.stats().retransmits, 2);
+}
+
+#[test]
+fn rnr_retry_exhaustion() {
+    let conn = Conn {
+        rnr_retry: 2,
+        ..Conn::default()
+    };
+    let (_f, mut a, b) = pair_with(Cfg::default(), conn, NicConfig::default());
+    let w = a.wqe(SEND, 0, 0, 0, &[inline_seg(b"x")]);
+    a.post(&w);
+    a.ring();
+    a.nic.progress();
+    a.nic.progress();
+    assert!(a.poll_send().is_none());
+    a.nic.progress();
+    assert_eq!(
+        summary(&a.drain_send()),
+        vec![(REQ_ERR, RNR_RETRY_EXC_ERR, 0)]
+    );
+    assert_eq!(a.state(), QpState::Err);
+    assert_eq!(b.state(), QpState::Rts);
+}
+
+#[test]
+fn injected_rnr_on_a_posted_receive() {
+    let (_f, mut a, mut b) = pair();
+    b.recv_at(0, 16);
+    b.nic.inject(Fault::Rnr {
+        qpn: Some(b.qp.qpn),
+        count: 1,
+    });
+    let w = a.wqe(SEND, 0, SIGNALED, 0, &[inline_seg(b"x")]);
+    a.post(&w);
+    a.ring();
+    assert!(a.poll_send().is_none());
+    a.nic.progress();
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+    assert_eq!(b.poll_recv().unwrap().wqe_counter, 0);
+}
+
+#[test]
+fn lost_packets_are_retransmitted() {
+    let (_f, mut a, b) = pair();
+    a.nic.inject(Fault::LosePackets {
+        qpn: None,
+        count: 2,
+    });
+    let w = a.wqe(
+        WRITE,
+        0,
+        SIGNALED,
+        0,
+        &[raddr_seg(b.data(0), b.key), inline_seg(b"retry")],
+    );
+    a.post(&w);
+    a.ring();
+    a.nic.progress();
+    assert!(a.poll_send().is_none());
+    a.nic.progress();
+    assert_eq!(b.read_data(0, 5), b"retry");
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+    let s = a.nic.stats();
+    assert_eq!((s.packets, s.packets_lost, s.retransmits), (3, 2, 2));
+}
+
+#[test]
+fn retry_exhaustion_is_transport_retry_exc() {
+    let conn = Conn {
+        retry_cnt: 1,
+        ..Conn::default()
+    };
+    let (_f, mut a, b) = pair_with(Cfg::default(), conn, NicConfig::default());
+    a.nic.inject(Fault::LosePackets {
+        qpn: Some(a.qp.qpn),
+        count: 10,
+    });
+    let w = a.wqe(
+        WRITE,
+        0,
+        0,
+        0,
+        &[raddr_seg(b.data(0), b.key), inline_seg(b"x")],
+    );
+    a.post(&w);
+    a.ring();
+    a.nic.progress();
+    a.nic.progress();
+    assert_eq!(
+        summary(&a.drain_send()),
+        vec![(REQ_ERR, TRANSPORT_RETRY_EXC_ERR, 0)]
+    );
+}
+
+#[test]
+fn dead_peer_is_transport_retry_exc() {
+    let conn = Conn {
+        retry_cnt: 0,
+        ..Conn::default()
+    };
+    let (_f, mut a, b) = pair_with(Cfg::default(), conn, NicConfig::default());
+    b.nic
+        .modify_qp(b.qp.qpn, &mlx5_hw::QpTransition::Reset)
+        .unwrap();
+    let w = a.wqe(SEND, 0, SIGNALED, 0, &[inline_seg(b"x")]);
+    a.post(&w);
+    a.ring();
+    a.nic.progress();
+    assert_eq!(
+        summary(&a.drain_send()),
+        vec![(REQ_ERR, TRANSPORT_RETRY_EXC_ERR, 0)]
+    );
+}
+
+#[test]
+fn srq_wqes_are_not_flushed() {
+    let cfg = Cfg {
+        srq: true,
+        ..Cfg::default()
+    };
+    let (_f, _a, mut b) = pair_with(cfg, Conn::default(), NicConfig::default());
+    b.recv_at(0, 16);
+    b.nic
+        .modify_qp(b.qp.qpn, &mlx5_hw::QpTransition::Err)
+        .unwrap();
+    b.nic.progress();
+    assert!(b.drain_recv().is_empty());
+}
