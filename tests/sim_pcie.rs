@@ -47,8 +47,13 @@ fn doorbell_wqe_fetch_gather_and_cqe() {
     let (remote, sge) = (b.mr.remote(0), a.mr.sge(0, 32));
     let (req, resp) = measure(&mut a, &mut b, 1, |sq| {
         sq.set_mode(DoorbellMode::Doorbell);
-        sq.post(1, SendOp::Write(remote), Data::Sges(&[sge]), SendFlags::SIGNALED)
-            .unwrap();
+        sq.post(
+            1,
+            SendOp::Write(remote),
+            Data::Sges(&[sge]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
     });
     // Down: doorbell 8+24, WQEBB 64+20, payload 32+20. Up: two read requests 24 each,
     // CQE 64+24.
@@ -63,8 +68,13 @@ fn inline_removes_the_payload_read() {
     let remote = b.mr.remote(0);
     let (req, _) = measure(&mut a, &mut b, 1, |sq| {
         sq.set_mode(DoorbellMode::Doorbell);
-        sq.post(1, SendOp::Write(remote), Data::Inline(&[7; 32]), SendFlags::SIGNALED)
-            .unwrap();
+        sq.post(
+            1,
+            SendOp::Write(remote),
+            Data::Inline(&[7; 32]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
     });
     // 1 ctrl + 1 raddr + ceil((4 + 32) / 16) = 5 DS: two WQEBBs fetched, one 128-byte
     // completion.
@@ -77,14 +87,24 @@ fn blueflame_inline_needs_no_dma_read_and_unsignaled_no_cqe() {
     let remote = b.mr.remote(0);
     let (req, _) = measure(&mut a, &mut b, 1, |sq| {
         sq.set_mode(DoorbellMode::BlueFlame);
-        sq.post(1, SendOp::Write(remote), Data::Inline(&[7; 8]), SendFlags::SIGNALED)
-            .unwrap();
+        sq.post(
+            1,
+            SendOp::Write(remote),
+            Data::Inline(&[7; 8]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
     });
     assert_eq!(got(&req), counts(1, 0, 0, 1, 64 + 24, 88));
 
     let (req, _) = measure(&mut a, &mut b, 0, |sq| {
-        sq.post(2, SendOp::Write(remote), Data::Inline(&[7; 8]), SendFlags::UNSIGNALED)
-            .unwrap();
+        sq.post(
+            2,
+            SendOp::Write(remote),
+            Data::Inline(&[7; 8]),
+            SendFlags::UNSIGNALED,
+        )
+        .unwrap();
     });
     assert_eq!(got(&req), counts(1, 0, 0, 0, 88, 0));
 }
@@ -96,8 +116,13 @@ fn a_128_byte_blueflame_wqe_is_two_chunks() {
     // 1 ctrl + 1 raddr + ceil((4 + 80) / 16) = 6 DS: 96 bytes, two 64-byte chunks.
     let (req, _) = measure(&mut a, &mut b, 1, |sq| {
         sq.set_mode(DoorbellMode::BlueFlame);
-        sq.post(1, SendOp::Write(remote), Data::Inline(&[1; 80]), SendFlags::SIGNALED)
-            .unwrap();
+        sq.post(
+            1,
+            SendOp::Write(remote),
+            Data::Inline(&[1; 80]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
     });
     assert_eq!(got(&req), counts(2, 0, 0, 1, 2 * 88, 88));
 }

@@ -26,7 +26,13 @@ pub fn side(fabric: &std::sync::Arc<Fabric>, config: &QpConfig) -> Side {
     let mr = pd
         .alloc_mr(MR_LEN, Access::LOCAL_WRITE | Access::ALL)
         .unwrap();
-    Side { ctx, pd, cq, qp, mr }
+    Side {
+        ctx,
+        pd,
+        cq,
+        qp,
+        mr,
+    }
 }
 
 pub fn connect(a: &mut Side, b: &mut Side) {
