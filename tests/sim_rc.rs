@@ -11,9 +11,13 @@ fn inline_write_lands_and_completes() {
     let remote = b.mr.remote(128);
     for mode in [DoorbellMode::Doorbell, DoorbellMode::BlueFlame] {
         a.qp.sq().set_mode(mode);
-        a.qp
-            .sq()
-            .post(42, SendOp::Write(remote), Data::Inline(b"hello, mlx5"), SendFlags::SIGNALED)
+        a.qp.sq()
+            .post(
+                42,
+                SendOp::Write(remote),
+                Data::Inline(b"hello, mlx5"),
+                SendFlags::SIGNALED,
+            )
             .unwrap();
         let c = poll_n(&mut a, 1)[0];
         assert_eq!(c.wr_id, 42);
@@ -38,12 +42,19 @@ fn send_with_immediate_reaches_a_posted_receive() {
     b.qp.rq().unwrap().post(7, &[rsge]).unwrap();
     a.mr.write(0, b"0123456789abcdef");
     let sge = a.mr.sge(0, 16);
-    a.qp
-        .sq()
-        .post(1, SendOp::SendImm(0xdead_beef), Data::Sges(&[sge]), SendFlags::SIGNALED)
+    a.qp.sq()
+        .post(
+            1,
+            SendOp::SendImm(0xdead_beef),
+            Data::Sges(&[sge]),
+            SendFlags::SIGNALED,
+        )
         .unwrap();
     let c = poll_n(&mut a, 1)[0];
-    assert_eq!((c.wr_id, c.opcode, c.status), (1, WcOpcode::Send, Status::Success));
+    assert_eq!(
+        (c.wr_id, c.opcode, c.status),
+        (1, WcOpcode::Send, Status::Success)
+    );
     let r = poll_n(&mut b, 1)[0];
     assert_eq!(r.wr_id, 7);
     assert_eq!(r.opcode, WcOpcode::Recv);
