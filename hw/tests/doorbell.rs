@@ -1,0 +1,325 @@
+//! MMIO decoding: BlueFlame (match, mismatch, drop, malformed), bad doorbells, ring wrap,
+//! CQ arming and events, CQ overrun, delayed CQEs.
+
+mod common;
+use common::*;
+use mlx5_hw::{Event, Fabric, Fault, Nic, NicConfig, QpState, QpTransition};
+use std::time::Duration;
+
+fn write_to(a: &mut Side, b: &Side, off: usize, payload: &[u8], flags: u8) -> u16 {
+    let w = a.wqe(
+        WRITE,
+        0,
+        flags,
+        0,
+        &[raddr_seg(b.data(off), b.key), inline_seg(payload)],
+    );
+    a.post(&w)
+}
+
+#[test]
+fn blueflame_bytes_differing_from_the_ring_are_counted() {
+    let (_f, mut a, b) = pair();
+    write_to(&mut a, &b, 0, b"ring-data", SIGNALED);
+    a.mem.put_be32(DBREC + 4, a.sq_pi as u32);
+    // A buggy BlueFlame copy: one payload byte differs from the ring.
+    let mut chunk = a.mem.read(SQ, 64);
+    chunk[36] ^= 0xff;
+    a.nic.mmio_write(a.qp.uar, a.qp.bf_offset, &chunk);
+    let s = a.nic.stats();
+    assert_eq!((s.bf_used, s.bf_mismatch), (1, 1));
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+}
+
+#[test]
+fn dropped_blueflame_falls_back_to_the_ring() {
+    let (_f, mut a, b) = pair();
+    a.nic.inject(Fault::DropBlueFlame(true));
+    write_to(&mut a, &b, 0, b"fallback", SIGNALED);
+    let before = a.nic.pcie();
+    a.ring_bf();
+    let d = a.nic.pcie() - before;
+    assert_eq!((d.mmio_writes, d.dma_reads, d.completions), (1, 1, 1));
+    assert_eq!(b.read_data(0, 8), b"fallback");
+    let s = a.nic.stats();
+    assert_eq!((s.bf_dropped, s.bf_used), (1, 0));
+}
+
+#[test]
+fn malformed_mmio_is_ignored_and_counted() {
+    let (_f, mut a, b) = pair();
+    write_to(&mut a, &b, 0, b"x", SIGNALED);
+    a.mem.put_be32(DBREC + 4, a.sq_pi as u32);
+    let db = a.mem.read(SQ, 8);
+    let uar = a.qp.uar;
+    a.nic.mmio_write(uar, 0x804, &db); // not a register start
+    a.nic.mmio_write(uar, 0x800, &db[..4]); // wrong size
+    a.nic.mmio_write(999, 0x800, &db); // no such UAR
+    a.nic.mmio_write(uar, 0x100, &db); // nothing there
+    a.nic.mmio_write(uar, 0x840, &[0; 64]); // BlueFlame chunk 1 without chunk 0
+    let mut wrong_qp = db.clone();
+    wrong_qp[6] ^= 1;
+    a.nic.mmio_write(uar, 0x800, &wrong_qp);
+    let s = a.nic.stats();
+    assert_eq!(
+        (s.bad_mmio, s.bf_incomplete, s.bad_doorbells, s.doorbells),
+        (4, 1, 1, 0)
+    );
+    assert!(a.poll_send().is_none());
+    assert_eq!(a.state(), QpState::Rts);
+    // A correct doorbell still works.
+    a.nic.mmio_write(uar, 0x800, &db);
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+}
+
+#[test]
+fn doorbell_without_record_update_is_stale() {
+    let (_f, mut a, b) = pair();
+    write_to(&mut a, &b, 0, b"x", SIGNALED);
+    let db = a.mem.read(SQ, 8);
+    a.nic.mmio_write(a.qp.uar, 0x800, &db);
+    assert_eq!(a.nic.stats().bad_doorbells, 1);
+    assert!(a.poll_send().is_none());
+    a.ring();
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+}
+
+#[test]
+fn no_blueflame_nic_takes_only_8_byte_doorbells() {
+    let cfg = NicConfig {
+        bf_size: 0,
+        ..NicConfig::default()
+    };
+    let (_f, mut a, b) = pair_with(Cfg::default(), Conn::default(), cfg);
+    assert_eq!((a.qp.bf_size, a.nic.caps().bf_size), (0, 0));
+    write_to(&mut a, &b, 0, b"x", SIGNALED);
+    a.mem.put_be32(DBREC + 4, a.sq_pi as u32);
+    let chunk = a.mem.read(SQ, 64);
+    a.nic.mmio_write(a.qp.uar, 0x800, &chunk);
+    assert_eq!(a.nic.stats().bad_mmio, 1);
+    a.ring();
+    a.ring();
+    assert_eq!(
+        a.nic.stats().bad_doorbells,
+        1,
+        "second doorbell names a consumed WQE"
+    );
+    assert_eq!(a.drain_send().len(), 1);
+}
+
+#[test]
+fn send_queue_wraps_with_multi_bb_wqes() {
+    let cfg = Cfg {
+        log_sq: 2,
+        ..Cfg::default()
+    };
+    let (_f, mut a, b) = pair_with(cfg, Conn::default(), NicConfig::default());
+    let mut want = Vec::new();
+    for i in 0..40u8 {
+        // Alternate 1-BB and 2-BB WQEs so that 2-BB WQEs straddle the ring end.
+        let len = if i % 2 == 0 { 8 } else { 60 };
+        let payload = vec![i; len];
+        let idx = write_to(&mut a, &b, i as usize * 64, &payload, SIGNALED);
+        want.push(idx);
+        if i % 3 == 0 {
+            a.ring_bf();
+        } else {
+            a.ring();
+        }
+        let c = a.poll_send().unwrap();
+        assert_eq!((c.opcode, c.wqe_counter), (REQ, idx));
+        assert_eq!(b.read_data(i as usize * 64, len), payload);
+    }
+    assert_eq!(a.nic.stats().bf_mismatch, 0);
+}
+
+#[test]
+fn sixteen_bit_counters_wrap() {
+    let (_f, mut a, _b) = pair();
+    // 1100 batches of 64 one-BB WQEs: the BB counter passes 65535.
+    for batch in 0..1100u32 {
+        for i in 0..64 {
+            let flags = if i == 63 { SIGNALED } else { 0 };
+            let w = a.wqe(NOP, 0, flags, 0, &[]);
+            a.post(&w);
+        }
+        a.ring();
+        let c = a.poll_send().unwrap();
+        assert_eq!(c.wqe_counter, ((batch * 64 + 63) & 0xffff) as u16);
+    }
+}
+
+#[test]
+fn receive_queue_and_cq_wrap() {
+    let cfg = Cfg {
+        log_rq: 1,
+        log_cq: 1,
+        ..Cfg::default()
+    };
+    let (_f, mut a, mut b) = pair_with(cfg, Conn::default(), NicConfig::default());
+    for i in 0..9u16 {
+        b.recv_at(0x100 * i as usize, 64);
+        let w = a.wqe(SEND, 0, SIGNALED, 0, &[inline_seg(&[i as u8; 3])]);
+        a.post(&w);
+        a.ring();
+        let r = b.poll_recv().unwrap();
+        assert_eq!((r.opcode, r.wqe_counter), (RESP_SEND, i));
+        assert_eq!(b.read_data(0x100 * i as usize, 3), vec![i as u8; 3]);
+        assert_eq!(a.poll_send().unwrap().opcode, REQ);
+    }
+}
+
+fn arm(s: &Side, cqn: u32, ci: u32, solicited: bool) {
+    let cmd = if solicited { 1 << 24 } else { 0 };
+    let mut b = (ci & 0xff_ffff | cmd).to_be_bytes().to_vec();
+    b.extend_from_slice(&cqn.to_be_bytes());
+    s.nic.mmio_write(s.scq.uar, 0x20, &b);
+}
+
+#[test]
+fn armed_cq_raises_one_event() {
+    let (_f, mut a, b) = pair();
+    arm(&a, a.scq.cqn, a.scq_ci, false);
+    assert_eq!(a.nic.poll_event(), None);
+    write_to(&mut a, &b, 0, b"x", SIGNALED);
+    a.ring();
+    assert_eq!(
+        a.nic.poll_event(),
+        Some(Event::Completion { cqn: a.scq.cqn })
+    );
+    write_to(&mut a, &b, 0, b"x", SIGNALED);
+    a.ring();
+    assert_eq!(a.nic.poll_event(), None, "one event per arm");
+    // CQEs already past the armed consumer index: fires at once.
+    arm(&a, a.scq.cqn, a.scq_ci, false);
+    assert_eq!(
+        a.nic.wait_event(Duration::ZERO),
+        Some(Event::Completion { cqn: a.scq.cqn })
+    );
+    assert_eq!(a.nic.stats().events, 2);
+}
+
+#[test]
+fn solicited_arm_ignores_unsolicited_receives() {
+    let (_f, mut a, mut b) = pair();
+    b.recv_at(0, 16);
+    b.recv_at(16, 16);
+    arm(&b, b.rcq.cqn, 0, true);
+    for flags in [0, SOLICITED] {
+        let w = a.wqe(SEND, 0, flags, 0, &[inline_seg(b"s")]);
+        a.post(&w);
+        a.ring();
+        if flags == 0 {
+            assert_eq!(b.nic.poll_event(), None);
+        }
+    }
+    assert_eq!(
+        b.nic.poll_event(),
+        Some(Event::Completion { cqn: b.rcq.cqn })
+    );
+    assert!(b.drain_recv()[1].se);
+}
+
+#[test]
+fn cq_overrun_is_reported_and_stops_the_cq() {
+    let (_f, mut a, b) = pair();
+    a.nic.shrink_cq(a.scq.cqn, 1).unwrap();
+    for i in 0..3 {
+        write_to(&mut a, &b, i * 8, b"x", SIGNALED);
+        a.ring();
+    }
+    assert_eq!(a.nic.poll_event(), Some(Event::CqError { cqn: a.scq.cqn }));
+    assert_eq!(a.nic.poll_event(), Some(Event::QpFatal { qpn: a.qp.qpn }));
+    assert_eq!(a.state(), QpState::Err);
+    let s = a.nic.stats();
+    assert_eq!((s.cqes, s.cqes_dropped), (2, 1));
+}
+
+#[test]
+fn overrun_ignore_overwrites_silently() {
+    let cfg = Cfg {
+        log_cq: 1,
+        overrun_ignore: true,
+        ..Cfg::default()
+    };
+    let (_f, mut a, b) = pair_with(cfg, Conn::default(), NicConfig::default());
+    for i in 0..3 {
+        write_to(&mut a, &b, i * 8, b"x", SIGNALED);
+        a.ring();
+    }
+    assert_eq!(a.nic.poll_event(), None);
+    assert_eq!(a.nic.stats().cqes, 3);
+}
+
+#[test]
+fn delayed_cqes_appear_on_progress() {
+    let (_f, mut a, b) = pair();
+    a.nic.inject(Fault::DelayCqes(true));
+    write_to(&mut a, &b, 0, b"x", SIGNALED);
+    a.ring();
+    assert_eq!(b.read_data(0, 1), b"x", "payload is not delayed");
+    assert!(a.poll_send().is_none());
+    assert_eq!(a.nic.progress(), 1);
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+}
+
+#[test]
+fn reset_clears_queue_counters() {
+    let (_f, mut a, mut b) = pair();
+    write_to(&mut a, &b, 0, b"x", SIGNALED);
+    a.ring();
+    a.poll_send().unwrap();
+    for s in [&mut a, &mut b] {
+        for t in [QpTransition::Err, QpTransition::Reset] {
+            s.nic.modify_qp(s.qp.qpn, &t).unwrap();
+        }
+        s.mem.put_be32(DBREC, 0);
+        s.mem.put_be32(DBREC + 4, 0);
+        s.sq_pi = 0;
+    }
+    // PSNs restart from the connection parameters on both sides.
+    connect_one(&a, &b, Conn::default());
+    connect_one(&b, &a, Conn::default());
+    let idx = write_to(&mut a, &b, 8, b"y", SIGNALED);
+    a.ring();
+    let c = a.poll_send().unwrap();
+    assert_eq!((c.opcode, c.wqe_counter, idx), (REQ, 0, 0));
+    assert_eq!(b.read_data(8, 1), b"y");
+}
+
+#[test]
+fn object_lifetimes_and_transitions() {
+    let f = Fabric::new();
+    let nic = Nic::new(&f, NicConfig::default());
+    let s = Side::new(&nic, Cfg::default());
+    assert_eq!(nic.dealloc_pd(s.pd), Err(mlx5_hw::HwError::Busy));
+    assert_eq!(nic.destroy_cq(s.scq.cqn), Err(mlx5_hw::HwError::Busy));
+    assert_eq!(
+        nic.modify_qp(
+            s.qp.qpn,
+            &QpTransition::Rts {
+                sq_psn: 0,
+                timeout: 0,
+                retry_cnt: 0,
+                rnr_retry: 0,
+                max_rd_atomic: 0
+            }
+        ),
+        Err(mlx5_hw::HwError::InvalidTransition)
+    );
+    nic.destroy_qp(s.qp.qpn).unwrap();
+    assert_eq!(nic.qp_state(s.qp.qpn), Err(mlx5_hw::HwError::NoSuchObject));
+    nic.destroy_cq(s.scq.cqn).unwrap();
+    nic.destroy_cq(s.rcq.cqn).unwrap();
+    nic.dereg_mr(s.key).unwrap();
+    assert_eq!(nic.dereg_mr(s.key), Err(mlx5_hw::HwError::NoSuchObject));
+    nic.dealloc_pd(s.pd).unwrap();
+    // Keys are not reused at once and never 0x100.
+    let pd = nic.alloc_pd();
+    let addr = s.mem.addr(DATA);
+    // SAFETY: `s.mem` is alive until the end of the test; the key is deregistered first.
+    let k2 = unsafe { nic.reg_mr(pd, addr, 64, all_access()) }.unwrap();
+    assert_ne!(k2, s.key);
+    assert_ne!(k2, 0x100);
+    nic.dereg_mr(k2).unwrap();
+}
