@@ -1,4 +1,75 @@
-//! mlx5-direct (work in progress).
+//! # mlx5-direct
+//!
+//! A userspace data path for NVIDIA/Mellanox ConnectX (mlx5) NICs. rdma-core is used only
+//! for the slow path (opening the device, protection domains, registration, creating and
+//! connecting queues); after `mlx5dv_init_obj` this crate builds WQEs in the send ring,
+//! writes doorbell records, rings 8-byte doorbells or BlueFlame-copies whole WQEs, posts
+//! receives and parses CQEs itself: no locks, no allocation and no indirect calls per
+//! operation.
+//!
+//! No NIC? The default backend is [`backend::sim`], a strict model of an mlx5 NIC and its
+//! PCIe link (the `mlx5-hw` crate), driven through the very same ring bytes, doorbell
+//! records, UAR writes and CQEs. It also counts every PCIe transaction.
+//!
+//! ## Quick start (on the model)
+//!
+//! ```
+//! use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+//! use mlx5_direct::{Access, Completion, ConnectOptions, Context, Data, QpConfig, SendFlags, SendOp};
+//!
+//! let fabric = Fabric::new();
+//! let (a, b) = (
+//!     Context::new(Sim::on_fabric(&fabric, NicConfig::default())),
+//!     Context::new(Sim::on_fabric(&fabric, NicConfig::default())),
+//! );
+//! let (pd_a, pd_b) = (a.alloc_pd()?, b.alloc_pd()?);
+//! let (mut cq_a, cq_b) = (a.create_cq(64, 64)?, b.create_cq(64, 64)?);
+//! let mut qp_a = pd_a.create_qp(&cq_a, &cq_a, &QpConfig::default())?;
+//! let mut qp_b = pd_b.create_qp(&cq_b, &cq_b, &QpConfig::default())?;
+//! let target = pd_b.alloc_mr(4096, Access::ALL)?;
+//! qp_a.connect(&qp_b.endpoint()?, &ConnectOptions::default())?;
+//! qp_b.connect(&qp_a.endpoint()?, &ConnectOptions::default())?;
+//!
+//! qp_a.sq().post(1, SendOp::Write(target.remote(0)), Data::Inline(b"hello"), SendFlags::SIGNALED)?;
+//! let mut done = [Completion::default(); 1];
+//! assert_eq!(cq_a.poll(&mut done), 1);
+//! assert!(done[0].status.is_ok());
+//! let mut bytes = [0u8; 5];
+//! target.read(0, &mut bytes);
+//! assert_eq!(&bytes, b"hello");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Layers
+//!
+//! - [`prm`]: the device's byte formats (segments, CQEs, opcodes, syndromes), big-endian,
+//!   each pinned to rdma-core's `mlx5dv.h` by golden tests. No `unsafe`.
+//! - [`sq`], [`rq`], [`cq`]: the data path over raw queue memory; [`mmio`]: the only code
+//!   that stores to a UAR, with rdma-core's barrier names.
+//! - [`device`]: reference-counted control objects over a [`backend::Backend`].
+//! - [`null`]: queues over plain memory, for CPU-cost benchmarks and byte-level tests.
+//!
+//! ## Safety
+//!
+//! `unsafe` lives in `mmio`, the ring and memory modules and the backends, each block with
+//! its reason. Memory the device may write (registered regions, rings, CQEs) is never handed
+//! out as `&[u8]`: [`MemoryRegion::read`] and [`MemoryRegion::write`] copy. Registering
+//! memory the caller owns is `unsafe` ([`ProtectionDomain::register`]): the caller promises
+//! it outlives the registration.
+//!
+//! ## Threading
+//!
+//! Control objects are `Send + Sync` and reference counted. The data path takes `&mut`:
+//! one thread posts on a QP's [`SendQueue`], one polls a [`Cq`]; they may be different
+//! threads (a QP and its CQ are separate values). Send-side bookkeeping shared with the
+//! poller uses atomics, never a lock.
+//!
+//! ## Teardown
+//!
+//! Drop values in any order: a QP keeps its CQs, SRQ and PD alive, a region its PD, every
+//! object its context, and each is destroyed when its last user goes (QP before CQ, MR before
+//! PD). [`Cq::destroy`] refuses with [`Error::Busy`] while a QP still uses the CQ. After an
+//! error CQE the QP is in error: poll its flush CQEs, then [`Qp::reset`] and connect again.
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
