@@ -93,3 +93,8 @@ pub use device::{
 pub use error::{Error, PostError};
 pub use rq::{RecvQueue, SharedRecvQueue};
 pub use sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, Sge};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(all(doctest, feature = "sim"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
