@@ -550,6 +550,7 @@ pub struct Cq<B: Backend> {
 
 impl<B: Backend> Cq<B> {
     /// Destroys the CQ, or gives it back with [`Error::Busy`] while a QP still uses it.
+    #[allow(clippy::result_large_err)] // the CQ itself is handed back, by design
     pub fn destroy(self) -> Result<(), (Self, Error)> {
         if Arc::strong_count(&self.inner) > 1 {
             return Err((self, Error::Busy("CQ")));

@@ -8,7 +8,7 @@ use mlx5_direct::{ConnectOptions, Data, QpConfig, SendFlags, SendOp, Status, WcO
 
 #[test]
 fn read_fetches_remote_bytes() {
-    let (mut a, mut b) = pair();
+    let (mut a, b) = pair();
     b.mr.write(256, b"remote bytes!");
     let sge = a.mr.sge(64, 13);
     a.qp.sq()
@@ -31,7 +31,7 @@ fn read_fetches_remote_bytes() {
 
 #[test]
 fn atomics_return_the_original_value() {
-    let (mut a, mut b) = pair();
+    let (mut a, b) = pair();
     b.mr.write(8, &100u64.to_ne_bytes());
     let sge = a.mr.sge(0, 8);
     let remote = b.mr.remote(8);

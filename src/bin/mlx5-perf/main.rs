@@ -17,6 +17,7 @@ use mlx5_direct::{
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[allow(clippy::enum_variant_names)] // perftest's test names
 enum Test {
     #[value(name = "write_lat", alias = "ib_write_lat")]
     WriteLat,
