@@ -207,7 +207,13 @@ const PAGE: u64 = 4096;
 
 /// Largest chunk starting at `addr`, at most `max` and `left` bytes, not crossing `align`.
 fn chunk(addr: u64, left: u64, max: u64, align: u64) -> u64 {
-    let to_boundary = align - (addr % align);
+    // Link parameters are powers of two in practice: avoid a division per TLP.
+    let offset = if align.is_power_of_two() {
+        addr & (align - 1)
+    } else {
+        addr % align
+    };
+    let to_boundary = align - offset;
     left.min(max).min(to_boundary)
 }
 

@@ -197,6 +197,8 @@ pub(crate) struct NicState {
     pub(crate) events: VecDeque<Event>,
     pub(crate) faults: Faults,
     pub(crate) delayed: VecDeque<Delayed>,
+    /// WQE buffer reused by every doorbell.
+    pub(crate) wqe_scratch: Vec<u8>,
 }
 
 impl NicState {
@@ -225,6 +227,7 @@ impl NicState {
             events: VecDeque::new(),
             faults: Faults::default(),
             delayed: VecDeque::new(),
+            wqe_scratch: Vec::new(),
         };
         nic.new_uar(None);
         nic

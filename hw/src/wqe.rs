@@ -228,6 +228,8 @@ pub(crate) struct Wqe {
     pub(crate) data: usize,
     /// Total message length (sum of the data segments).
     pub(crate) len: u64,
+    /// Number of pointer (non-inline) data segments.
+    pub(crate) ptr_segs: u32,
 }
 
 /// Decode and validate the structure of `wqe` (exactly `ds*16` bytes, ctrl first).
@@ -293,8 +295,10 @@ pub(crate) fn decode(wqe: &[u8]) -> Result<Wqe, u8> {
     }
     let mut len = 0u64;
     let mut count = 0;
+    let mut ptr_segs = 0;
     for seg in Segs::new(wqe, data) {
         let seg = seg?;
+        ptr_segs += u32::from(matches!(seg, Seg::Ptr { .. }));
         match (op, seg) {
             (Op::Read | Op::Atomic(_), Seg::Inline { .. }) => return Err(synd::LOCAL_QP_OP_ERR),
             (Op::Nop, _) | (_, Seg::Inline { .. }) => {}
@@ -322,6 +326,7 @@ pub(crate) fn decode(wqe: &[u8]) -> Result<Wqe, u8> {
         rkey,
         data,
         len,
+        ptr_segs,
     })
 }
 
