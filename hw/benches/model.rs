@@ -65,7 +65,6 @@ impl Ep {
             mem,
             base,
             qp,
-            cqn: cq.cqn,
             key,
         }
     }
