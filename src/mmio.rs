@@ -11,7 +11,7 @@
 //! 6. [`mmio_flush_writes`];
 //! 7. toggle the BlueFlame half.
 //!
-//! [`ring_send_doorbell`] is that sequence, in one place.
+//! `ring_send_doorbell` is that sequence, in one place.
 
 use core::ptr::NonNull;
 
