@@ -77,6 +77,10 @@ pub(crate) fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Resp {
             if let Resp::Ack(_) = resp {
                 let q = nic.qp(qpi);
                 q.rq_psn = q.rq_psn.wrapping_add(r.npkts) & 0xff_ffff;
+                if q.fatal {
+                    // Its receive CQ is in error: the QP cannot report completions.
+                    fail(nic, qpi);
+                }
             } else {
                 nic.stats.rnr_naks += 1;
             }
