@@ -126,7 +126,6 @@ fn run_sq_with(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>, buf: 
         let qpn = q.qpn;
         let len = load_wqe(nic, qpi, cons, bf, buf);
         let ctrl = Ctrl::parse(buf);
-        nic.stats.wqes += 1;
         let valid = ctrl.qpn == qpn && ctrl.idx == cons && ctrl.nbb() <= left;
         let outcome = if valid {
             exec(w, n, qpi, &buf[..len])
@@ -134,6 +133,7 @@ fn run_sq_with(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>, buf: 
             Outcome::Fail(synd::LOCAL_QP_OP_ERR)
         };
         let nic = &mut w.nics[n];
+        nic.stats.wqes += u64::from(matches!(outcome, Outcome::Done(_) | Outcome::Fail(_)));
         let q = nic.qp(qpi);
         if q.state != QpState::Rts {
             // The responder was this very QP and failed it: already flushed.

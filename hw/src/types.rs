@@ -323,7 +323,7 @@ pub struct Stats {
     pub bad_mmio: u64,
     /// Doorbells naming another QP, or a WQE index outside the posted range.
     pub bad_doorbells: u64,
-    /// WQEs executed (including failed ones, excluding flushed ones).
+    /// WQEs completed or failed by execution (not flushed ones; retransmissions not counted).
     pub wqes: u64,
     /// CQEs written.
     pub cqes: u64,

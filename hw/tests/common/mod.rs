@@ -46,6 +46,14 @@ impl Mem {
         }
         out
     }
+    /// Read a byte the model may be writing from another thread (a CQE's `op_own`).
+    pub fn load_acquire(&self, off: usize) -> u8 {
+        let p = &self.pages[off / 4096].0[off % 4096] as *const u8;
+        // SAFETY: `p` points into `self.pages`; `AtomicU8` has the layout of `u8`, and the
+        // model stores this byte with a release store.
+        let a = unsafe { &*(p as *const std::sync::atomic::AtomicU8) };
+        a.load(std::sync::atomic::Ordering::Acquire)
+    }
     pub fn be32(&self, off: usize) -> u32 {
         u32::from_be_bytes(self.read(off, 4).try_into().unwrap())
     }
@@ -351,8 +359,8 @@ impl Side {
         let n = 1u32 << self.cfg.log_cq;
         let sz = self.cfg.cqe_size as usize;
         let slot = (ci & (n - 1)) as usize;
+        let op_own = self.mem.load_acquire(base + slot * sz + sz - 1);
         let c = self.mem.read(base + slot * sz + sz - 64, 64);
-        let op_own = c[63];
         if op_own >> 4 == 0xf || (op_own & 1) as u32 != (ci >> self.cfg.log_cq) & 1 {
             return None;
         }
