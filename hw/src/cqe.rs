@@ -49,6 +49,30 @@ pub(crate) struct Cqe {
 }
 
 impl Cqe {
+    /// A requester error (or flush) CQE for the WQE at BB counter `wqe_counter`.
+    pub(crate) fn req_err(qpn: u32, send_opcode: u8, wqe_counter: u16, syndrome: u8) -> Cqe {
+        Cqe {
+            opcode: cqe_op::REQ_ERR,
+            qpn,
+            send_opcode,
+            wqe_counter,
+            syndrome,
+            ..Cqe::default()
+        }
+    }
+
+    /// A responder error (or flush) CQE for receive `wqe_counter`.
+    pub(crate) fn resp_err(qpn: u32, wqe_counter: u16, srqn: u32, syndrome: u8) -> Cqe {
+        Cqe {
+            opcode: cqe_op::RESP_ERR,
+            qpn,
+            wqe_counter,
+            srqn,
+            syndrome,
+            ..Cqe::default()
+        }
+    }
+
     pub(crate) fn is_error(&self) -> bool {
         self.opcode == cqe_op::REQ_ERR || self.opcode == cqe_op::RESP_ERR
     }

@@ -6,8 +6,8 @@ use crate::pcie::{PcieConfig, PcieCounters, Tlp};
 use crate::qp::{fail, flush_rq};
 use crate::sq::retry;
 use crate::state::{
-    Cq, Mr, MrSlot, NicState, Qp, Srq, World, CQN_BASE, CQ_UAR, INVALID_LKEY, PDN_BASE, QPN_BASE,
-    SRQN_BASE,
+    Cq, Dest, Mr, MrSlot, NicState, Qp, Srq, World, CQN_BASE, CQ_UAR, INVALID_LKEY, PDN_BASE,
+    QPN_BASE, SRQN_BASE,
 };
 use crate::types::{
     Access, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr, QpInfo, QpParams,
@@ -348,9 +348,7 @@ impl Nic {
                 uar,
                 state: QpState::Reset,
                 access: Access::NONE,
-                dest_lid: 0,
-                dest_gid: [0; 16],
-                dest_qpn: 0,
+                dest: Dest::default(),
                 rq_psn: 0,
                 mtu: 4096,
                 sq_psn: 0,
@@ -405,9 +403,11 @@ impl Nic {
                     if !(256..=4096).contains(&path_mtu) || !path_mtu.is_power_of_two() {
                         return Err(HwError::InvalidParam("path_mtu"));
                     }
-                    q.dest_lid = dest_lid;
-                    q.dest_gid = dest_gid;
-                    q.dest_qpn = dest_qpn & 0xff_ffff;
+                    q.dest = Dest {
+                        lid: dest_lid,
+                        gid: dest_gid,
+                        qpn: dest_qpn & 0xff_ffff,
+                    };
                     q.rq_psn = rq_psn & 0xff_ffff;
                     q.mtu = path_mtu;
                     q.state = QpState::Rtr;

@@ -2,7 +2,7 @@
 //! plus the send-ring helpers shared by execution and flush.
 
 use crate::cq::complete;
-use crate::cqe::{cqe_op, synd, Cqe};
+use crate::cqe::{synd, Cqe};
 use crate::host;
 use crate::pcie::Purpose;
 use crate::state::{NicState, Qp};
@@ -51,14 +51,7 @@ pub(crate) fn sq_producer(q: &Qp) -> Option<u16> {
 /// then move the QP to ERR and flush.
 pub(crate) fn fail_head(nic: &mut NicState, qpi: usize, ctrl: Ctrl, syndrome: u8) {
     let q = nic.qp(qpi);
-    let cqe = Cqe {
-        opcode: cqe_op::REQ_ERR,
-        qpn: q.qpn,
-        send_opcode: ctrl.opcode,
-        wqe_counter: q.sq_ci,
-        syndrome,
-        ..Cqe::default()
-    };
+    let cqe = Cqe::req_err(q.qpn, ctrl.opcode, q.sq_ci, syndrome);
     let left = q.sq_pi.wrapping_sub(q.sq_ci);
     q.sq_ci = q.sq_ci.wrapping_add(ctrl.nbb().min(left));
     complete(nic, qpi, false, cqe);
@@ -81,15 +74,7 @@ pub(crate) fn flush_sq(nic: &mut NicState, qpi: usize) -> usize {
         nic.stats.bad_doorbells += 1;
         return 0;
     };
-    let ci = q.sq_ci;
-    let posted = pi.wrapping_sub(ci);
-    let fetched = if q.sq_fetched.wrapping_sub(ci) <= posted {
-        q.sq_fetched
-    } else {
-        ci
-    };
-    q.sq_pi = pi;
-    q.sq_fetched = pi;
+    let fetched = q.advance_producer(pi);
     fetch_sq(nic, qpi, fetched, pi);
     let mut n = 0;
     while nic.qp(qpi).sq_ci != pi {
@@ -97,14 +82,7 @@ pub(crate) fn flush_sq(nic: &mut NicState, qpi: usize) -> usize {
         let mut c = [0u8; 16];
         read_sq(q, q.sq_ci, &mut c);
         let ctrl = Ctrl::parse(&c);
-        let cqe = Cqe {
-            opcode: cqe_op::REQ_ERR,
-            qpn: q.qpn,
-            send_opcode: ctrl.opcode,
-            wqe_counter: q.sq_ci,
-            syndrome: synd::WR_FLUSH_ERR,
-            ..Cqe::default()
-        };
+        let cqe = Cqe::req_err(q.qpn, ctrl.opcode, q.sq_ci, synd::WR_FLUSH_ERR);
         q.sq_ci = q
             .sq_ci
             .wrapping_add(ctrl.nbb().min(pi.wrapping_sub(q.sq_ci)));
@@ -131,13 +109,7 @@ pub(crate) fn flush_rq(nic: &mut NicState, qpi: usize) -> usize {
     let count = pi.wrapping_sub(q.rq_ci).min(1u16 << q.log_rq);
     for _ in 0..count {
         let q = nic.qp(qpi);
-        let cqe = Cqe {
-            opcode: cqe_op::RESP_ERR,
-            qpn: q.qpn,
-            wqe_counter: q.rq_ci,
-            syndrome: synd::WR_FLUSH_ERR,
-            ..Cqe::default()
-        };
+        let cqe = Cqe::resp_err(q.qpn, q.rq_ci, 0, synd::WR_FLUSH_ERR);
         q.rq_ci = q.rq_ci.wrapping_add(1);
         complete(nic, qpi, true, cqe);
     }

@@ -89,15 +89,12 @@ pub(crate) fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Resp {
         Err(f) => {
             if let Some((syndrome, wqe_counter, srqn)) = f.resp {
                 let qpn = nic.qp(qpi).qpn;
-                let cqe = Cqe {
-                    opcode: cqe_op::RESP_ERR,
-                    qpn,
-                    wqe_counter,
-                    srqn,
-                    syndrome,
-                    ..Cqe::default()
-                };
-                complete(nic, qpi, true, cqe);
+                complete(
+                    nic,
+                    qpi,
+                    true,
+                    Cqe::resp_err(qpn, wqe_counter, srqn, syndrome),
+                );
             }
             fail(nic, qpi);
             Resp::Nak(f.req)
@@ -258,15 +255,8 @@ fn take_recv(nic: &mut NicState, qpi: usize) -> Option<Recv> {
     let q = nic.qp(qpi);
     match q.srq {
         None => {
-            if q.rq_ci == q.rq_known_pi {
-                let dbrec = q.dbrec;
-                q.rq_known_pi = host::read_be32(dbrec) as u16;
-                let empty = q.rq_ci == q.rq_known_pi;
-                nic.dma_read(Some(qpi), dbrec, 4, Purpose::DbrecRead);
-                if empty {
-                    return None;
-                }
-            }
+            let (dbrec, known, consumed) = (q.dbrec, q.rq_known_pi, q.rq_ci);
+            nic.qp(qpi).rq_known_pi = refresh(nic, qpi, dbrec, known, consumed)?;
             let q = nic.qp(qpi);
             let stride = 1u64 << q.log_rq_stride;
             let slot = u64::from(q.rq_ci & ((1u32 << q.log_rq) - 1) as u16);
@@ -286,15 +276,8 @@ fn take_recv(nic: &mut NicState, qpi: usize) -> Option<Recv> {
         Some(si) => {
             let srqn = SRQN_BASE + si as u32;
             let s = nic.srq(si);
-            if s.known_pi == s.consumed {
-                let dbrec = s.dbrec;
-                s.known_pi = host::read_be32(dbrec) as u16;
-                let empty = s.known_pi == s.consumed;
-                nic.dma_read(Some(qpi), dbrec, 4, Purpose::DbrecRead);
-                if empty {
-                    return None;
-                }
-            }
+            let (dbrec, known, consumed) = (s.dbrec, s.known_pi, s.consumed);
+            nic.srq(si).known_pi = refresh(nic, qpi, dbrec, known, consumed)?;
             let s = nic.srq(si);
             let stride = 1u64 << s.log_stride;
             let index = s.head;
@@ -312,6 +295,17 @@ fn take_recv(nic: &mut NicState, qpi: usize) -> Option<Recv> {
             })
         }
     }
+}
+
+/// The receive producer: `known` if it is ahead of `consumed`, else a fresh (accounted)
+/// read of the doorbell record; `None` if no receive is posted.
+fn refresh(nic: &mut NicState, qpi: usize, dbrec: u64, known: u16, consumed: u16) -> Option<u16> {
+    if known != consumed {
+        return Some(known);
+    }
+    nic.dma_read(Some(qpi), dbrec, 4, Purpose::DbrecRead);
+    let pi = host::read_be32(dbrec) as u16;
+    (pi != consumed).then_some(pi)
 }
 
 /// Parse a receive WQE at `addr`: data segments from byte `skip`, ended early by the

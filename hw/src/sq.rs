@@ -7,7 +7,7 @@ use crate::host;
 use crate::pcie::Purpose;
 use crate::qp::{fail_head, fetch_sq, flush_sq, read_sq, sq_producer};
 use crate::resp::{respond, Request, Resp};
-use crate::state::{take_fault, NicState, Stall, World};
+use crate::state::{take_fault, Dest, NicState, Stall, World};
 use crate::types::{Access, QpState};
 use crate::wqe::{decode, Ctrl, Op, Seg, Segs, BB};
 use crate::xfer::{Cursor, Spans};
@@ -54,14 +54,7 @@ pub(crate) fn doorbell(w: &mut World, n: usize, qpi: usize, ctrl8: &[u8], bf: Op
         nic.stats.bad_doorbells += 1;
         return;
     };
-    let posted = pi.wrapping_sub(ci);
-    let fetched = if q.sq_fetched.wrapping_sub(ci) <= posted {
-        q.sq_fetched
-    } else {
-        ci
-    };
-    q.sq_pi = pi;
-    q.sq_fetched = pi;
+    let fetched = q.advance_producer(pi);
     let end = c.idx.wrapping_add(c.nbb());
     let bf_fits = |b: &&[u8]| {
         c.idx.wrapping_sub(fetched) < pi.wrapping_sub(fetched)
@@ -218,7 +211,7 @@ fn exec(w: &mut World, n: usize, qpi: usize, wqe: &[u8]) -> Outcome {
     let nic = &mut w.nics[n];
     let q = nic.qp(qpi);
     let (pdn, qpn, mtu, psn) = (q.pdn, q.qpn, q.mtu, q.sq_psn);
-    let (dest_lid, dest_gid, dest_qpn) = (q.dest_lid, q.dest_gid, q.dest_qpn);
+    let dest = q.dest;
     let remote_result = matches!(d.op, Op::Read | Op::Atomic(_));
     let need = if remote_result {
         Access::LOCAL_WRITE
@@ -243,10 +236,7 @@ fn exec(w: &mut World, n: usize, qpi: usize, wqe: &[u8]) -> Outcome {
     nic.stats.packets += u64::from(req_pkts);
     let lid = nic.lid;
     let lost = take_fault(&mut nic.faults.lose, qpn, req_pkts);
-    let Some((m, rqpi)) = (!lost)
-        .then(|| connected(w, n, qpn, dest_lid, &dest_gid, dest_qpn, psn))
-        .flatten()
-    else {
+    let Some((m, rqpi)) = (!lost).then(|| connected(w, n, qpn, &dest, psn)).flatten() else {
         w.nics[n].stats.packets_lost += u64::from(req_pkts);
         return Outcome::Lost;
     };
@@ -290,22 +280,13 @@ fn exec(w: &mut World, n: usize, qpi: usize, wqe: &[u8]) -> Outcome {
 /// The responder QP for a request, if the packet would reach a QP that accepts it: the
 /// destination routes, the QP exists in RTR/RTS, is connected back to the sender, and
 /// expects this PSN. Anything else is a silently dropped packet.
-#[allow(clippy::too_many_arguments)]
-fn connected(
-    w: &World,
-    n: usize,
-    qpn: u32,
-    dest_lid: u16,
-    dest_gid: &[u8; 16],
-    dest_qpn: u32,
-    psn: u32,
-) -> Option<(usize, usize)> {
-    let m = w.route(dest_lid, dest_gid)?;
-    let rqpi = w.nics[m].qp_index(dest_qpn)?;
+fn connected(w: &World, n: usize, qpn: u32, dest: &Dest, psn: u32) -> Option<(usize, usize)> {
+    let m = w.route(dest)?;
+    let rqpi = w.nics[m].qp_index(dest.qpn)?;
     let r = w.nics[m].qps[rqpi].as_ref()?;
-    let back = w.route(r.dest_lid, &r.dest_gid) == Some(n);
+    let back = w.route(&r.dest) == Some(n);
     let ready = matches!(r.state, QpState::Rtr | QpState::Rts);
-    (ready && back && r.dest_qpn == qpn && r.rq_psn == psn).then_some((m, rqpi))
+    (ready && back && r.dest.qpn == qpn && r.rq_psn == psn).then_some((m, rqpi))
 }
 
 /// One timer step for a stalled QP: retransmit, or give up with RNR_RETRY_EXC /

@@ -25,13 +25,13 @@ pub(crate) struct World {
 }
 
 impl World {
-    /// The NIC answering to `lid` (or to `gid` when `lid` is 0).
-    pub(crate) fn route(&self, lid: u16, gid: &[u8; 16]) -> Option<usize> {
-        if lid != 0 {
-            let i = usize::from(lid) - 1;
+    /// The NIC answering to a destination's LID (or its GID when the LID is 0).
+    pub(crate) fn route(&self, d: &Dest) -> Option<usize> {
+        if d.lid != 0 {
+            let i = usize::from(d.lid) - 1;
             return (i < self.nics.len()).then_some(i);
         }
-        self.nics.iter().position(|n| &n.gid == gid)
+        self.nics.iter().position(|n| n.gid == d.gid)
     }
 }
 
@@ -81,6 +81,15 @@ pub(crate) struct Srq {
     pub(crate) refs: u32,
 }
 
+/// The remote end of a connected QP (from RTR).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Dest {
+    /// Destination LID (0: route by GID).
+    pub(crate) lid: u16,
+    pub(crate) gid: [u8; 16],
+    pub(crate) qpn: u32,
+}
+
 /// Why the head of a send queue is waiting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stall {
@@ -105,9 +114,7 @@ pub(crate) struct Qp {
     pub(crate) uar: u32,
     pub(crate) state: QpState,
     pub(crate) access: Access,
-    pub(crate) dest_lid: u16,
-    pub(crate) dest_gid: [u8; 16],
-    pub(crate) dest_qpn: u32,
+    pub(crate) dest: Dest,
     /// Expected PSN of the next incoming request.
     pub(crate) rq_psn: u32,
     pub(crate) mtu: u32,
@@ -136,6 +143,20 @@ pub(crate) struct Qp {
 impl Qp {
     pub(crate) fn sq_mask(&self) -> u16 {
         ((1u32 << self.log_sq) - 1) as u16
+    }
+
+    /// Record a new producer `pi`; returns the first BB not yet fetched (kept only if it
+    /// lies within the new outstanding range).
+    pub(crate) fn advance_producer(&mut self, pi: u16) -> u16 {
+        let ci = self.sq_ci;
+        let fetched = if self.sq_fetched.wrapping_sub(ci) <= pi.wrapping_sub(ci) {
+            self.sq_fetched
+        } else {
+            ci
+        };
+        self.sq_pi = pi;
+        self.sq_fetched = pi;
+        fetched
     }
 }
 

@@ -307,7 +307,7 @@ pub enum Fault {
 /// Model statistics (driver-visible diagnostics).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// 8-byte send doorbells accepted.
+    /// Send doorbells accepted (8-byte, or a completed BlueFlame copy).
     pub doorbells: u64,
     /// 64-byte BlueFlame chunks received.
     pub bf_writes: u64,
