@@ -102,7 +102,8 @@ pub struct PortAttr {
 /// NIC construction parameters.
 #[derive(Clone, Debug)]
 pub struct NicConfig {
-    /// BlueFlame half size in bytes: 0 (no BlueFlame) or a multiple of 64 up to 1024.
+    /// BlueFlame half size in bytes: 0 (no BlueFlame) or a multiple of 64 up to 1024;
+    /// any other value means 0.
     pub bf_size: u32,
     /// PCIe link parameters used for accounting.
     pub pcie: PcieConfig,
