@@ -51,3 +51,10 @@ fn ping_pong_from_two_threads() {
     assert_eq!(a.nic.stats().wqes, u64::from(ROUNDS));
     assert_eq!(b.nic.stats().wqes, u64::from(ROUNDS));
 }
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<mlx5_hw::Nic>();
+    send_sync::<mlx5_hw::Fabric>();
+}
