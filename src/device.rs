@@ -199,7 +199,7 @@ impl Default for ConnectOptions {
     fn default() -> Self {
         ConnectOptions {
             port: 1,
-            access: Access::ALL,
+            access: Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
             path_mtu: 4096,
             timeout: 14,
             retry_cnt: 7,

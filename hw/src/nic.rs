@@ -55,11 +55,21 @@ fn aligned(addr: u64, align: u64) -> Result<(), HwError> {
     }
 }
 
-fn check_access(a: Access) -> Result<(), HwError> {
-    let needs_local = Access::REMOTE_WRITE | Access::REMOTE_ATOMIC;
+/// Access flags must be known bits (QP access flags need nothing more).
+fn check_access_bits(a: Access) -> Result<(), HwError> {
     if a.0 & !ALL_ACCESS != 0 {
         Err(HwError::InvalidParam("access flags"))
-    } else if a.0 & needs_local.0 != 0 && !a.contains(Access::LOCAL_WRITE) {
+    } else {
+        Ok(())
+    }
+}
+
+/// A memory key granting remote write or atomic must also grant local write (the verbs rule
+/// for `ibv_reg_mr`; it does not apply to QP access flags).
+fn check_mr_access(a: Access) -> Result<(), HwError> {
+    check_access_bits(a)?;
+    let needs_local = Access::REMOTE_WRITE | Access::REMOTE_ATOMIC;
+    if a.0 & needs_local.0 != 0 && !a.contains(Access::LOCAL_WRITE) {
         Err(HwError::InvalidParam(
             "remote write/atomic needs LOCAL_WRITE",
         ))
@@ -183,7 +193,7 @@ impl Nic {
         len: u64,
         access: Access,
     ) -> Result<u32, HwError> {
-        check_access(access)?;
+        check_mr_access(access)?;
         if addr == 0 || len == 0 || addr.checked_add(len).is_none() {
             return Err(HwError::BadAddress);
         }
@@ -384,7 +394,7 @@ impl Nic {
             match *t {
                 QpTransition::Init { port, access } => {
                     expect(q.state, QpState::Reset)?;
-                    check_access(access)?;
+                    check_access_bits(access)?;
                     if port == 0 || port > ports {
                         return Err(HwError::InvalidParam("port"));
                     }

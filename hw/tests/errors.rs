@@ -207,6 +207,29 @@ fn qp_without_remote_write_rejects_writes() {
 }
 
 #[test]
+fn qp_access_needs_no_local_write_for_remote_writes() {
+    // LOCAL_WRITE alongside REMOTE_WRITE is required of memory keys, not of QPs.
+    let conn = Conn {
+        access: Access::REMOTE_WRITE,
+        ..Conn::default()
+    };
+    let (_f, mut a, b) = pair_with(Cfg::default(), conn, NicConfig::default());
+    let w = a.wqe(
+        WRITE,
+        0,
+        SIGNALED,
+        0,
+        &[raddr_seg(b.data(0), b.key), inline_seg(&[9; 8])],
+    );
+    a.post(&w);
+    a.ring();
+    let c = a.poll_send().unwrap();
+    assert_eq!((c.opcode, c.syndrome), (REQ, 0));
+    assert_eq!(b.read_data(0, 8), vec![9; 8]);
+    assert_eq!(b.state(), QpState::Rts);
+}
+
+#[test]
 fn receive_too_small_errors_on_both_sides() {
     let (_f, mut a, mut b) = pair();
     b.recv_at(0, 4);
