@@ -465,6 +465,8 @@ impl Nic {
         self.with(|n| {
             let q = slot(&mut n.qps, qpn, QPN_BASE)?;
             let (pdn, scq, rcq, srq, uar) = (q.pdn, q.send_cq, q.recv_cq, q.srq, q.uar);
+            // Its traffic stays in the NIC's total.
+            n.link.other = n.link.other + q.pcie;
             n.qps[(qpn - QPN_BASE) as usize] = None;
             n.uars[uar as usize].qp = None;
             n.cq(scq).refs -= 1;
@@ -576,7 +578,7 @@ impl Nic {
 
     /// Cumulative counters of this NIC's PCIe link.
     pub fn pcie(&self) -> PcieCounters {
-        self.with(|n| n.link.total)
+        self.with(|n| n.qps.iter().flatten().fold(n.link.other, |t, q| t + q.pcie))
     }
 
     /// Link counters attributed to one QP (`None` if it does not exist).

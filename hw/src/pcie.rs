@@ -178,6 +178,8 @@ fieldwise!(Sub, sub, wrapping_sub);
 fieldwise!(Add, add, wrapping_add);
 
 impl PcieCounters {
+    // Inlined so that each call site's constant kind and direction fold away.
+    #[inline(always)]
     fn count(&mut self, t: &Tlp, dllps: bool) {
         match t.kind {
             TlpKind::MWr if t.dir == Dir::Down => self.mmio_writes += 1,
@@ -217,11 +219,15 @@ fn chunk(addr: u64, left: u64, max: u64, align: u64) -> u64 {
     left.min(max).min(to_boundary)
 }
 
-/// The link of one NIC: configuration, NIC-wide counters and the optional trace.
+/// The link of one NIC: configuration, counters and the optional trace.
+///
+/// A TLP serving a QP is counted once, in that QP's counters; the NIC-wide total is the sum
+/// of every QP's counters and `other` (TLPs of no QP, and the counters of destroyed QPs).
+/// Counting each TLP once keeps the per-WQE cost of the model low.
 #[derive(Debug)]
 pub(crate) struct Link {
     pub(crate) cfg: PcieConfig,
-    pub(crate) total: PcieCounters,
+    pub(crate) other: PcieCounters,
     trace: Option<Vec<Tlp>>,
 }
 
@@ -229,7 +235,7 @@ impl Link {
     pub(crate) fn new(cfg: PcieConfig) -> Self {
         Link {
             cfg,
-            total: PcieCounters::default(),
+            other: PcieCounters::default(),
             trace: None,
         }
     }
@@ -246,11 +252,14 @@ impl Link {
         self.trace.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    fn emit(&mut self, qp: Option<&mut PcieCounters>, t: Tlp) {
-        self.total.count(&t, self.cfg.dllps);
-        if let Some(c) = qp {
-            c.count(&t, self.cfg.dllps);
-        }
+    /// Count `t` in `qp`'s counters (or `other`) and trace it.
+    #[inline(always)]
+    fn emit(&mut self, qp: &mut Option<&mut PcieCounters>, t: Tlp) {
+        let c = match qp {
+            Some(c) => &mut **c,
+            None => &mut self.other,
+        };
+        c.count(&t, self.cfg.dllps);
         if let Some(tr) = &mut self.trace {
             tr.push(t);
         }
@@ -259,7 +268,7 @@ impl Link {
     /// One CPU-to-NIC memory write.
     pub(crate) fn mmio(
         &mut self,
-        qp: Option<&mut PcieCounters>,
+        mut qp: Option<&mut PcieCounters>,
         qpn: Option<u32>,
         len: u32,
         purpose: Purpose,
@@ -272,11 +281,11 @@ impl Link {
             purpose,
             qpn,
         };
-        self.emit(qp, t);
+        self.emit(&mut qp, t);
     }
 
     /// A DMA read of `[addr, addr+len)`: MRd requests of at most MRRS bytes not crossing
-    /// 4 KiB, each answered by CplDs split at RCB-aligned boundaries.
+    /// 4 KiB, each answered by CplDs of at most MPS bytes split at RCB-aligned boundaries.
     pub(crate) fn dma_read(
         &mut self,
         mut qp: Option<&mut PcieCounters>,
@@ -285,36 +294,36 @@ impl Link {
         len: u64,
         purpose: Purpose,
     ) {
-        let cfg = self.cfg;
-        let mut left = len;
-        while left > 0 {
-            let req = chunk(addr, left, u64::from(cfg.mrrs), PAGE);
+        let (mrrs, mps, rcb) = (
+            u64::from(self.cfg.mrrs),
+            u64::from(self.cfg.mps),
+            u64::from(self.cfg.rcb),
+        );
+        let end = addr + len;
+        while addr < end {
+            let req_end = addr + chunk(addr, end - addr, mrrs, PAGE);
             let mrd = Tlp {
                 dir: Dir::Up,
                 kind: TlpKind::MRd,
                 payload: 0,
-                bytes: cfg.mrd_overhead,
+                bytes: self.cfg.mrd_overhead,
                 purpose,
                 qpn,
             };
-            self.emit(qp.as_deref_mut(), mrd);
-            let mut a = addr;
-            let end = addr + req;
-            while a < end {
-                let n = chunk(a, end - a, u64::from(cfg.mps), u64::from(cfg.rcb)) as u32;
+            self.emit(&mut qp, mrd);
+            while addr < req_end {
+                let n = chunk(addr, req_end - addr, mps, rcb) as u32;
                 let cpl = Tlp {
                     dir: Dir::Down,
                     kind: TlpKind::CplD,
                     payload: n,
-                    bytes: n + cfg.cpld_overhead,
+                    bytes: n + self.cfg.cpld_overhead,
                     purpose,
                     qpn,
                 };
-                self.emit(qp.as_deref_mut(), cpl);
-                a += u64::from(n);
+                self.emit(&mut qp, cpl);
+                addr += u64::from(n);
             }
-            addr = end;
-            left -= req;
         }
     }
 
@@ -327,21 +336,20 @@ impl Link {
         len: u64,
         purpose: Purpose,
     ) {
-        let cfg = self.cfg;
-        let mut left = len;
-        while left > 0 {
-            let n = chunk(addr, left, u64::from(cfg.mps), PAGE) as u32;
+        let mps = u64::from(self.cfg.mps);
+        let end = addr + len;
+        while addr < end {
+            let n = chunk(addr, end - addr, mps, PAGE) as u32;
             let t = Tlp {
                 dir: Dir::Up,
                 kind: TlpKind::MWr,
                 payload: n,
-                bytes: n + cfg.mwr_overhead,
+                bytes: n + self.cfg.mwr_overhead,
                 purpose,
                 qpn,
             };
-            self.emit(qp.as_deref_mut(), t);
+            self.emit(&mut qp, t);
             addr += u64::from(n);
-            left -= u64::from(n);
         }
     }
 }
@@ -354,17 +362,17 @@ mod tests {
     fn read_splits_at_mrrs_and_rcb() {
         let mut l = Link::new(PcieConfig::default());
         l.dma_read(None, None, 0x10000, 1024, Purpose::SendWqeFetch);
-        assert_eq!(l.total.dma_reads, 2);
-        assert_eq!(l.total.completions, 8);
-        assert_eq!(l.total.bytes_up, 48);
-        assert_eq!(l.total.bytes_down, 1024 + 8 * 20);
+        assert_eq!(l.other.dma_reads, 2);
+        assert_eq!(l.other.completions, 8);
+        assert_eq!(l.other.bytes_up, 48);
+        assert_eq!(l.other.bytes_down, 1024 + 8 * 20);
     }
 
     #[test]
     fn unaligned_read_touches_two_rcb_blocks() {
         let mut l = Link::new(PcieConfig::default());
         l.dma_read(None, None, 0x10070, 32, Purpose::Gather);
-        assert_eq!((l.total.dma_reads, l.total.completions), (1, 2));
+        assert_eq!((l.other.dma_reads, l.other.completions), (1, 2));
     }
 
     #[test]
@@ -372,18 +380,18 @@ mod tests {
         let mut l = Link::new(PcieConfig::default());
         l.dma_write(None, None, 0x10f80, 512, Purpose::Scatter);
         // 128 up to the page boundary, then 256 + 128.
-        assert_eq!(l.total.dma_writes, 3);
-        assert_eq!(l.total.payload_up, 512);
+        assert_eq!(l.other.dma_writes, 3);
+        assert_eq!(l.other.payload_up, 512);
     }
 
     #[test]
     fn sub_and_add_are_fieldwise() {
         let mut l = Link::new(PcieConfig::default());
-        let a = l.total;
+        let a = l.other;
         l.mmio(None, None, 8, Purpose::Doorbell);
-        let d = l.total - a;
+        let d = l.other - a;
         assert_eq!(d.mmio_writes, 1);
         assert_eq!(d.bytes_down, 32);
-        assert_eq!(a + d, l.total);
+        assert_eq!(a + d, l.other);
     }
 }

@@ -9,7 +9,7 @@ use crate::qp::fail;
 use crate::state::{take_fault, NicState, INVALID_LKEY, SRQN_BASE};
 use crate::types::Access;
 use crate::wqe::{be16, be32, be64, opcode, Op, Segs, Wqe};
-use crate::xfer::{Cursor, Span, Spans};
+use crate::xfer::{gather_to, Cursor, Span, Spans};
 
 /// One request message as the responder sees it.
 pub(crate) struct Request<'a> {
@@ -199,12 +199,7 @@ fn write(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failur
     } else {
         None
     };
-    let dst = [Span {
-        addr: d.raddr,
-        len: d.len,
-        key: d.rkey,
-    }];
-    Cursor::new(&dst).put_gather(r.wqe, Segs::new(r.wqe, d.data));
+    gather_to(d.raddr, r.wqe, Segs::new(r.wqe, d.data));
     nic.dma_write(Some(qpi), d.raddr, d.len, Purpose::Scatter);
     if let Some(rv) = rv {
         recv_cqe(nic, qpi, r, &rv, cqe_op::RESP_WR_IMM, d.ctrl.imm);

@@ -13,7 +13,7 @@ use crate::wqe::{decode, Ctrl, Op, Seg, Segs, BB};
 use crate::xfer::{Cursor, Spans};
 
 /// Largest WQE buffer: 63 DS rounded up to whole BBs.
-const WQE_BUF: usize = 1024;
+pub(crate) const WQE_BUF: usize = 1024;
 /// `rnr_retry` value meaning "retry forever".
 const RNR_FOREVER: u8 = 7;
 
@@ -101,10 +101,12 @@ fn head_ctrl(nic: &mut NicState, qpi: usize) -> Ctrl {
 /// empty, stalls (RNR, loss) or fails.
 pub(crate) fn run_sq(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>) {
     // A reusable buffer: zeroing 1 KiB per doorbell would dominate small WQEs.
-    let mut buf = std::mem::take(&mut w.nics[n].wqe_scratch);
-    buf.resize(WQE_BUF, 0);
-    run_sq_with(w, n, qpi, bf, &mut buf);
-    w.nics[n].wqe_scratch = buf;
+    let mut buf = w.nics[n]
+        .wqe_scratch
+        .take()
+        .unwrap_or_else(|| Box::new([0; WQE_BUF]));
+    run_sq_with(w, n, qpi, bf, &mut buf[..]);
+    w.nics[n].wqe_scratch = Some(buf);
 }
 
 fn run_sq_with(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>, buf: &mut [u8]) {
@@ -121,7 +123,7 @@ fn run_sq_with(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>, buf: 
         let ctrl = Ctrl::parse(buf);
         let valid = ctrl.qpn == qpn && ctrl.idx == cons && ctrl.nbb() <= left;
         let outcome = if valid {
-            exec(w, n, qpi, &buf[..len])
+            exec(w, n, qpi, ctrl, &buf[..len])
         } else {
             Outcome::Fail(synd::LOCAL_QP_OP_ERR)
         };
@@ -200,8 +202,8 @@ fn load_wqe(
 }
 
 /// Execute one structurally checked WQE of QP index `qpi` on NIC `n`.
-fn exec(w: &mut World, n: usize, qpi: usize, wqe: &[u8]) -> Outcome {
-    let d = match decode(wqe) {
+fn exec(w: &mut World, n: usize, qpi: usize, ctrl: Ctrl, wqe: &[u8]) -> Outcome {
+    let d = match decode(ctrl, wqe) {
         Ok(d) => d,
         Err(s) => return Outcome::Fail(s),
     };

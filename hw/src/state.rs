@@ -218,8 +218,8 @@ pub(crate) struct NicState {
     pub(crate) events: VecDeque<Event>,
     pub(crate) faults: Faults,
     pub(crate) delayed: VecDeque<Delayed>,
-    /// WQE buffer reused by every doorbell.
-    pub(crate) wqe_scratch: Vec<u8>,
+    /// WQE buffer reused by every doorbell (taken while a send queue runs).
+    pub(crate) wqe_scratch: Option<Box<[u8; crate::sq::WQE_BUF]>>,
 }
 
 impl NicState {
@@ -248,7 +248,7 @@ impl NicState {
             events: VecDeque::new(),
             faults: Faults::default(),
             delayed: VecDeque::new(),
-            wqe_scratch: Vec::new(),
+            wqe_scratch: None,
         };
         nic.new_uar(None);
         nic

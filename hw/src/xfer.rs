@@ -75,6 +75,19 @@ impl Spans {
     }
 }
 
+/// Write the gather list of a WQE (inline bytes and pointer segments, in order) to the
+/// contiguous host range starting at `dst` (an RDMA WRITE target).
+pub(crate) fn gather_to(dst: u64, wqe: &[u8], segs: Segs<'_>) {
+    let mut at = dst;
+    for seg in segs.flatten() {
+        match seg {
+            Seg::Inline { off, len } => host::write(at, &wqe[off..off + len as usize]),
+            Seg::Ptr { len, addr, .. } => host::copy(at, addr, len as usize),
+        }
+        at += u64::from(seg.len());
+    }
+}
+
 /// Where the next bytes go.
 pub(crate) struct Cursor<'a> {
     spans: &'a [Span],
