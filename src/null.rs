@@ -6,14 +6,15 @@
 
 use core::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use crate::cq::{CompletionQueue, CqAttachments, CqDesc, QpEntry, RecvShared};
+use crate::cq::{Completion, CompletionQueue, CqAttachments, CqDesc, QpEntry, RecvShared};
 use crate::error::Error;
 use crate::mem::Memory;
 use crate::mmio::NullUar;
 use crate::prm::{CqeOpcode, Opcode, CQE_SIZE, SEND_WQE_BB};
 use crate::rq::RqShared;
-use crate::sq::{SendQueue, SqDesc, SqShared};
+use crate::sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SqDesc, SqShared};
 
 /// QP number of the null device's QP.
 pub const NULL_QPN: u32 = 0x1234;
@@ -124,5 +125,210 @@ impl NullQueues {
     /// CQEs written so far.
     pub fn produced(&self) -> u32 {
         self.produced
+    }
+}
+
+/// The CPU-cost cases: what `benches/cpu.rs` (criterion), `examples/cpu_ops.rs` (the
+/// instruction-count harness run under callgrind) and `mlx5-perf cpu` measure. One
+/// definition serves all three.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CpuCase {
+    /// One 8-byte inline RDMA WRITE, signaled, posted alone with BlueFlame
+    /// ([`DoorbellMode::BlueFlame`]: the whole 64-byte WQE copied to the register).
+    WriteInlineBf,
+    /// The same WRITE rung with the 8-byte doorbell ([`DoorbellMode::Doorbell`]).
+    WriteInlineDb,
+    /// One WQE of a batch of [`CPU_BATCH`] such WRITEs pushed and rung with one doorbell
+    /// ([`DoorbellMode::BlueFlame`], which uses the 8-byte doorbell for batches as
+    /// rdma-core does for post lists); the cost reported is per WQE.
+    WriteBatch32,
+    /// One successful requester CQE polled (`poll` into a one-entry slice).
+    PollOne,
+    /// One poll of an empty CQ.
+    PollEmpty,
+}
+
+/// WQEs per batch in [`CpuCase::WriteBatch32`].
+pub const CPU_BATCH: u32 = 32;
+
+/// The remote address the CPU-cost WRITEs name (never touched: nothing executes them).
+const CPU_REMOTE: Remote = Remote {
+    addr: 0x1000,
+    rkey: 0x100,
+};
+
+impl CpuCase {
+    /// Every case, in report order.
+    pub const ALL: [CpuCase; 5] = [
+        CpuCase::WriteInlineBf,
+        CpuCase::WriteInlineDb,
+        CpuCase::WriteBatch32,
+        CpuCase::PollOne,
+        CpuCase::PollEmpty,
+    ];
+
+    /// A short stable name (used by the bench, the harness and `mlx5-perf cpu --json`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuCase::WriteInlineBf => "post_write8_inline_bf",
+            CpuCase::WriteInlineDb => "post_write8_inline_db",
+            CpuCase::WriteBatch32 => "post_write8_inline_batch32",
+            CpuCase::PollOne => "poll_one_cqe",
+            CpuCase::PollEmpty => "poll_empty_cq",
+        }
+    }
+
+    /// The case called `name` (see [`CpuCase::name`]).
+    pub fn from_name(name: &str) -> Option<CpuCase> {
+        CpuCase::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+/// Send-ring WQEBBs of a CPU-cost queue: every post case fills it exactly before the
+/// untimed retire (one WQEBB per 8-byte inline WRITE).
+const CPU_SQ_WQEBBS: u32 = 256;
+/// CQ entries of a CPU-cost queue: [`CpuCase::PollOne`] polls this many pre-written CQEs
+/// per timed chunk.
+const CPU_CQES: u32 = 1024;
+
+/// A CPU-cost case over a [`NullQueues`], ready to run.
+///
+/// [`CpuBench::run`] alternates an untimed step that does the device's share and a timed
+/// chunk of operations:
+/// - post cases: the timed chunk fills the send ring (256 WQEBBs); the untimed step writes
+///   one CQE for the last WQE and polls it, which retires the whole ring, so a post never
+///   meets a full queue and never pays for completions;
+/// - [`CpuCase::PollOne`]: the untimed step fills the CQ (1024 entries) with requester
+///   CQEs, owner bit of the current pass; the timed chunk polls up to that many, one call
+///   each;
+/// - [`CpuCase::PollEmpty`]: nothing to prepare; every call finds an invalid entry.
+///
+/// The timed chunk is the non-inlined function `CpuBench::timed_chunk`, so an instruction
+/// counter can be limited to it (`valgrind --tool=callgrind --toggle-collect=...`).
+#[derive(Debug)]
+pub struct CpuBench {
+    queues: NullQueues,
+    case: CpuCase,
+    out: [Completion; 1],
+}
+
+impl CpuBench {
+    /// The queues for `case`.
+    pub fn new(case: CpuCase) -> Result<Self, Error> {
+        let mut queues = NullQueues::new(CPU_SQ_WQEBBS, CPU_CQES, 64)?;
+        queues.sq.set_mode(match case {
+            CpuCase::WriteInlineDb => DoorbellMode::Doorbell,
+            _ => DoorbellMode::BlueFlame,
+        });
+        Ok(CpuBench {
+            queues,
+            case,
+            out: [Completion::default()],
+        })
+    }
+
+    /// The case this value runs.
+    pub fn case(&self) -> CpuCase {
+        self.case
+    }
+
+    /// Operations per timed chunk.
+    fn chunk(&self) -> u64 {
+        match self.case {
+            CpuCase::WriteInlineBf | CpuCase::WriteInlineDb | CpuCase::WriteBatch32 => {
+                CPU_SQ_WQEBBS as u64
+            }
+            CpuCase::PollOne => CPU_CQES as u64,
+            CpuCase::PollEmpty => u64::MAX,
+        }
+    }
+
+    /// Runs `ops` operations (WQEs posted or polls) and returns the time spent in the
+    /// timed chunks only.
+    ///
+    /// # Panics
+    /// If an operation does not behave as the case expects (a refused post, a poll that
+    /// returns the wrong count): the numbers would mean nothing.
+    pub fn run(&mut self, ops: u64) -> Duration {
+        let mut spent = Duration::ZERO;
+        let mut left = ops;
+        while left != 0 {
+            let n = left.min(self.chunk());
+            self.prepare();
+            let start = Instant::now();
+            let done = self.timed_chunk(n);
+            spent += start.elapsed();
+            assert_eq!(
+                done,
+                n,
+                "{}: {done} of {n} operations done",
+                self.case.name()
+            );
+            left = left.saturating_sub(n);
+        }
+        spent
+    }
+
+    /// The device's share, outside the timed region: retire every posted WQE, or write a
+    /// CQ's worth of CQEs.
+    fn prepare(&mut self) {
+        let q = &mut self.queues;
+        match self.case {
+            CpuCase::WriteInlineBf | CpuCase::WriteInlineDb | CpuCase::WriteBatch32 => {
+                if q.sq.outstanding_wqebbs() != 0 {
+                    let last = q.sq.producer_count().wrapping_sub(1) as u16;
+                    q.complete(last, Opcode::RdmaWrite, CqeOpcode::Req, 0);
+                    assert_eq!(q.cq.poll(&mut self.out), 1);
+                    assert_eq!(q.sq.outstanding_wqebbs(), 0);
+                }
+            }
+            CpuCase::PollOne => {
+                let pending = q.produced().wrapping_sub(q.cq.consumer_index());
+                for _ in pending..CPU_CQES {
+                    q.complete(0, Opcode::RdmaWrite, CqeOpcode::Req, 0);
+                }
+            }
+            CpuCase::PollEmpty => {}
+        }
+    }
+
+    /// `n` operations of the case; returns how many succeeded as expected.
+    #[inline(never)]
+    fn timed_chunk(&mut self, n: u64) -> u64 {
+        let sq = &mut self.queues.sq;
+        let cq = &mut self.queues.cq;
+        let data = Data::Inline(&[0x5a; 8]);
+        let write = SendOp::Write(CPU_REMOTE);
+        let flags = SendFlags::SIGNALED;
+        let mut done = 0;
+        match self.case {
+            CpuCase::WriteInlineBf | CpuCase::WriteInlineDb => {
+                for i in 0..n {
+                    done += sq.post(i, write, data, flags).is_ok() as u64;
+                }
+            }
+            CpuCase::WriteBatch32 => {
+                let mut i = 0;
+                while i < n {
+                    let end = n.min(i + CPU_BATCH as u64);
+                    for wr_id in i..end {
+                        done += sq.push(wr_id, write, data, flags).is_ok() as u64;
+                    }
+                    sq.ring_doorbell();
+                    i = end;
+                }
+            }
+            CpuCase::PollOne => {
+                for _ in 0..n {
+                    done += (cq.poll(&mut self.out) == 1) as u64;
+                }
+            }
+            CpuCase::PollEmpty => {
+                for _ in 0..n {
+                    done += (cq.poll(&mut self.out) == 0) as u64;
+                }
+            }
+        }
+        done
     }
 }
