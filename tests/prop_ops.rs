@@ -1,0 +1,861 @@
+//! Random operation sequences through the driver on the model, checked against a plain
+//! in-memory reference executor.
+//!
+//! Each case builds 1 or 2 connected QP pairs (2 or 4 QPs) across two model NICs, with
+//! one CQ per NIC shared by all its QPs or a send and a receive CQ per QP, and random ring
+//! sizes, BlueFlame size and path MTU. It then runs a random list of actions: batches of
+//! send WRs (every RC opcode including masked atomics; inline data and gathers from 0 bytes
+//! to several WQEBBs, zero-length entries included; random signaling, solicited and fence
+//! flags; every doorbell mode), receives (posted before or after the SENDs that need them),
+//! polls and model progress steps. At the end every pending message gets its receive, all
+//! completions are drained, and the target memory, atomic results and completion streams
+//! (per QP, send and receive side apart) must equal the reference's exactly.
+//!
+//! The reference is timing independent: a QP's sends execute in posting order, and the
+//! k-th message needing a receive at a QP takes the k-th receive posted there. Each
+//! direction of a pair touches its own memory ranges (sources and results in the sender's
+//! `L`, targets in the receiver's `T`, receive buffers in the receiver's `R`), so stalls of
+//! one QP (RNR while no receive is posted) cannot change the outcome.
+//!
+//! Cases: 128 by default, `PROPTEST_CASES=n` for more; `PROPTEST_RNG_SEED=n` replays one
+//! run. A failure is shrunk, printed as the minimal action list, and saved under
+//! `tests/proptest-regressions/`, which later runs replay first (see docs/testing.md).
+
+use std::collections::VecDeque;
+
+use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use mlx5_direct::sq::{MaskedCs32Args, MaskedCs64Args};
+use mlx5_direct::{
+    Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, MemoryRegion, PostError,
+    Qp, QpConfig, SendFlags, SendOp, Sge, Status, WcOpcode,
+};
+use proptest::prelude::*;
+
+/// Sources, READ and atomic results of the QP's own sends.
+const L: usize = 0;
+const L_LEN: usize = 8192;
+/// Where the peer's WRITEs, READs and atomics go.
+const T: usize = 8192;
+const T_LEN: usize = 8192;
+/// Receive buffers: one area of `RECV_CAP` bytes per receive slot.
+const R: usize = 16384;
+const RECV_CAP: usize = 1024;
+const MAX_RQ: usize = 16;
+const MR_LEN: usize = R + MAX_RQ * RECV_CAP;
+const MAX_INLINE: usize = 512;
+const MAX_SGE: usize = 4;
+/// Regions per QP that the peer may invalidate with SEND_INV.
+const INV_POOL: usize = 4;
+
+#[derive(Clone, Debug)]
+struct Setup {
+    pairs: usize,
+    shared_cq: bool,
+    log_sq: u8,
+    log_rq: u8,
+    bf_size: u32,
+    path_mtu: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Wr {
+    kind: u8,
+    len: u16,
+    pieces: u8,
+    inline: bool,
+    local: u16,
+    remote: u16,
+    signaled: bool,
+    solicited: bool,
+    fence: bool,
+    x: u64,
+    y: u64,
+}
+
+#[derive(Clone, Debug)]
+enum Action {
+    Post { qp: usize, mode: u8, wrs: Vec<Wr> },
+    Recv { qp: usize, count: u8, split: u32 },
+    Poll { cq: usize, max: u8 },
+    Progress { side: usize },
+}
+
+fn setup() -> impl Strategy<Value = Setup> {
+    (
+        1..=2usize,
+        any::<bool>(),
+        4..=8u8,
+        2..=4u8,
+        prop_oneof![Just(0u32), Just(64), Just(256), Just(512)],
+        prop_oneof![Just(256u32), Just(1024), Just(4096)],
+    )
+        .prop_map(
+            |(pairs, shared_cq, log_sq, log_rq, bf_size, path_mtu)| Setup {
+                pairs,
+                shared_cq,
+                log_sq,
+                log_rq,
+                bf_size,
+                path_mtu,
+            },
+        )
+}
+
+fn wr() -> impl Strategy<Value = Wr> {
+    (
+        (0..13u8, 0..=1024u16, 1..=MAX_SGE as u8, any::<bool>()),
+        (any::<u16>(), any::<u16>()),
+        (prop::bool::weighted(0.3), any::<bool>(), any::<bool>()),
+        (any::<u64>(), any::<u64>()),
+    )
+        .prop_map(
+            |(
+                (kind, len, pieces, inline),
+                (local, remote),
+                (signaled, solicited, fence),
+                (x, y),
+            )| {
+                Wr {
+                    kind,
+                    len,
+                    pieces,
+                    inline,
+                    local,
+                    remote,
+                    signaled,
+                    solicited,
+                    fence,
+                    x,
+                    y,
+                }
+            },
+        )
+}
+
+fn action() -> impl Strategy<Value = Action> {
+    prop_oneof![
+        5 => (0..4usize, 0..4u8, prop::collection::vec(wr(), 1..8))
+            .prop_map(|(qp, mode, wrs)| Action::Post { qp, mode, wrs }),
+        3 => (0..4usize, 1..=4u8, any::<u32>())
+            .prop_map(|(qp, count, split)| Action::Recv { qp, count, split }),
+        2 => (0..8usize, 1..=16u8).prop_map(|(cq, max)| Action::Poll { cq, max }),
+        1 => (0..2usize).prop_map(|side| Action::Progress { side }),
+    ]
+}
+
+/// A deterministic byte stream (splitmix64) for payloads and initial memory.
+fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut s = seed;
+    (0..len.div_ceil(8))
+        .flat_map(|_| {
+            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)).to_le_bytes()
+        })
+        .take(len)
+        .collect()
+}
+
+/// Splits `len` into `pieces` lengths (some may be 0) from the bits of `x`.
+fn split(len: usize, pieces: usize, x: u64) -> Vec<usize> {
+    let mut left = len;
+    let mut out = Vec::with_capacity(pieces);
+    for i in 0..pieces - 1 {
+        let l = ((x >> (i * 12)) as usize & 0xfff) % (left + 1);
+        out.push(l);
+        left -= l;
+    }
+    out.push(left);
+    out
+}
+
+/// The local data of a send as the reference sees it.
+#[derive(Clone, Debug)]
+enum Source {
+    Inline(Vec<u8>),
+    /// (offset in the MR, length) entries, zero-length ones included.
+    Gather(Vec<(usize, usize)>),
+}
+
+/// What the reference executes for one posted WR.
+#[derive(Clone, Debug)]
+struct RefOp {
+    wr_id: u64,
+    op: SendOp,
+    source: Source,
+    /// Offset of the remote target in the peer's MR.
+    remote: usize,
+    signaled: bool,
+    solicited: bool,
+}
+
+fn needs_receive(op: &SendOp) -> bool {
+    matches!(
+        op,
+        SendOp::Send | SendOp::SendImm(_) | SendOp::SendInv(_) | SendOp::WriteImm(..)
+    )
+}
+
+#[derive(Default)]
+struct RefQp {
+    mem: Vec<u8>,
+    ops: VecDeque<RefOp>,
+    recvs: VecDeque<(u64, Vec<(usize, usize)>)>,
+    sends: Vec<Completion>,
+    recv_done: Vec<Completion>,
+}
+
+/// Carry-cut addition of masked fetch-and-add: no carry out of a bit set in `boundary`.
+fn masked_add(mem: u64, add: u64, boundary: u64, bits: u32) -> u64 {
+    let (mut out, mut carry) = (0u64, 0u64);
+    for i in 0..bits {
+        let (a, b) = ((mem >> i) & 1, (add >> i) & 1);
+        out |= (a ^ b ^ carry) << i;
+        carry = (a & b) | (carry & (a ^ b));
+        if (boundary >> i) & 1 == 1 {
+            carry = 0;
+        }
+    }
+    out
+}
+
+/// The reference: plain memory and queues, one step per WR in posting order.
+struct Reference {
+    qps: Vec<RefQp>,
+    qpns: Vec<u32>,
+}
+
+impl Reference {
+    fn read(&self, q: usize, off: usize, len: usize) -> Vec<u8> {
+        self.qps[q].mem[off..off + len].to_vec()
+    }
+
+    fn gather(&self, q: usize, source: &Source) -> Vec<u8> {
+        match source {
+            Source::Inline(b) => b.clone(),
+            Source::Gather(list) => list.iter().flat_map(|&(o, l)| self.read(q, o, l)).collect(),
+        }
+    }
+
+    fn scatter(&mut self, q: usize, list: &[(usize, usize)], data: &[u8]) {
+        let mut at = 0;
+        for &(o, l) in list {
+            let n = l.min(data.len() - at);
+            self.qps[q].mem[o..o + n].copy_from_slice(&data[at..at + n]);
+            at += n;
+        }
+        assert_eq!(at, data.len(), "reference: receive too small");
+    }
+
+    fn atomic(&mut self, p: usize, off: usize, op: &SendOp) -> (u64, u32) {
+        let word = |m: &[u8], n: usize| {
+            let mut b = [0u8; 8];
+            b[..n].copy_from_slice(&m[off..off + n]);
+            u64::from_ne_bytes(b)
+        };
+        let mem = &mut self.qps[p].mem;
+        let (old, new, n) = match *op {
+            SendOp::CompareSwap { compare, swap, .. } => {
+                let old = word(mem, 8);
+                (old, if old == compare { swap } else { old }, 8)
+            }
+            SendOp::FetchAdd { add, .. } => {
+                let old = word(mem, 8);
+                (old, old.wrapping_add(add), 8)
+            }
+            SendOp::MaskedCompareSwap32 { args, .. } => {
+                let old = word(mem, 4) as u32;
+                let new = if (old ^ args.compare) & args.compare_mask == 0 {
+                    (old & !args.swap_mask) | (args.swap & args.swap_mask)
+                } else {
+                    old
+                };
+                (old as u64, new as u64, 4)
+            }
+            SendOp::MaskedCompareSwap64 { args, .. } => {
+                let old = word(mem, 8);
+                let new = if (old ^ args.compare) & args.compare_mask == 0 {
+                    (old & !args.swap_mask) | (args.swap & args.swap_mask)
+                } else {
+                    old
+                };
+                (old, new, 8)
+            }
+            SendOp::MaskedFetchAdd32 {
+                add,
+                field_boundary,
+                ..
+            } => {
+                let old = word(mem, 4);
+                (
+                    old,
+                    masked_add(old, add as u64, field_boundary as u64, 32),
+                    4,
+                )
+            }
+            SendOp::MaskedFetchAdd64 {
+                add,
+                field_boundary,
+                ..
+            } => {
+                let old = word(mem, 8);
+                (old, masked_add(old, add, field_boundary, 64), 8)
+            }
+            _ => unreachable!("not an atomic: {op:?}"),
+        };
+        mem[off..off + n].copy_from_slice(&new.to_ne_bytes()[..n]);
+        (old, n as u32)
+    }
+
+    /// Executes every op whose receive (if it needs one) has been posted.
+    fn run(&mut self) {
+        for q in 0..self.qps.len() {
+            let p = q ^ 1;
+            while let Some(op) = self.qps[q].ops.front().cloned() {
+                if needs_receive(&op.op) && self.qps[p].recvs.is_empty() {
+                    break;
+                }
+                self.qps[q].ops.pop_front();
+                self.execute(q, p, op);
+            }
+        }
+    }
+
+    fn execute(&mut self, q: usize, p: usize, op: RefOp) {
+        let mut byte_len = 0;
+        let recv = |this: &mut Self, opcode, len, imm, inv: Option<u32>, data: Option<&[u8]>| {
+            let (wr_id, list) = this.qps[p].recvs.pop_front().expect("receive");
+            if let Some(data) = data {
+                this.scatter(p, &list, data);
+            }
+            this.qps[p].recv_done.push(Completion {
+                wr_id,
+                qpn: this.qpns[p],
+                opcode,
+                status: Status::Success,
+                byte_len: len as u32,
+                imm,
+                invalidated_rkey: inv,
+                src_qp: this.qpns[q],
+                solicited: op.solicited,
+            });
+        };
+        let opcode = match op.op {
+            SendOp::Send | SendOp::SendImm(_) | SendOp::SendInv(_) => {
+                let data = self.gather(q, &op.source);
+                let (imm, inv) = match op.op {
+                    SendOp::SendImm(i) => (Some(i), None),
+                    SendOp::SendInv(k) => (None, Some(k)),
+                    _ => (None, None),
+                };
+                recv(self, WcOpcode::Recv, data.len(), imm, inv, Some(&data));
+                WcOpcode::Send
+            }
+            SendOp::Write(_) | SendOp::WriteImm(..) => {
+                let data = self.gather(q, &op.source);
+                self.qps[p].mem[T + op.remote..T + op.remote + data.len()].copy_from_slice(&data);
+                if let SendOp::WriteImm(_, imm) = op.op {
+                    recv(
+                        self,
+                        WcOpcode::RecvRdmaWithImm,
+                        data.len(),
+                        Some(imm),
+                        None,
+                        None,
+                    );
+                }
+                WcOpcode::RdmaWrite
+            }
+            SendOp::Read(_) => {
+                let Source::Gather(list) = &op.source else {
+                    unreachable!()
+                };
+                let len = list.iter().map(|e| e.1).sum::<usize>();
+                let data = self.read(p, T + op.remote, len);
+                self.scatter(q, list, &data);
+                byte_len = len as u32;
+                WcOpcode::RdmaRead
+            }
+            SendOp::Nop => WcOpcode::Nop,
+            ref atomic => {
+                let (old, n) = self.atomic(p, T + op.remote, atomic);
+                let Source::Gather(list) = &op.source else {
+                    unreachable!()
+                };
+                let off = list[0].0;
+                self.qps[q].mem[off..off + n as usize]
+                    .copy_from_slice(&old.to_ne_bytes()[..n as usize]);
+                byte_len = n;
+                match atomic {
+                    SendOp::CompareSwap { .. } => WcOpcode::CompareSwap,
+                    SendOp::FetchAdd { .. } => WcOpcode::FetchAdd,
+                    SendOp::MaskedCompareSwap32 { .. } | SendOp::MaskedCompareSwap64 { .. } => {
+                        WcOpcode::MaskedCompareSwap
+                    }
+                    _ => WcOpcode::MaskedFetchAdd,
+                }
+            }
+        };
+        if op.signaled {
+            self.qps[q].sends.push(Completion {
+                wr_id: op.wr_id,
+                qpn: self.qpns[q],
+                opcode,
+                byte_len,
+                ..Completion::default()
+            });
+        }
+    }
+}
+
+/// The driver side: contexts, CQs, QPs and one region per QP, plus what was polled.
+struct Rig {
+    ctxs: Vec<Context<Sim>>,
+    cqs: Vec<Cq<Sim>>,
+    /// The NIC (0 or 1) of each CQ: QP numbers are per NIC.
+    cq_side: Vec<usize>,
+    qps: Vec<Qp<Sim>>,
+    mrs: Vec<MemoryRegion<Sim>>,
+    inv: Vec<Vec<MemoryRegion<Sim>>>,
+    inv_used: Vec<usize>,
+    recv_posted: Vec<usize>,
+    rq_cap: usize,
+    sends: Vec<Vec<Completion>>,
+    recvs: Vec<Vec<Completion>>,
+    next_wr_id: u64,
+}
+
+impl Rig {
+    fn new(s: &Setup, reference: &mut Reference) -> Rig {
+        let fabric = Fabric::new();
+        let ctxs: Vec<_> = (0..2)
+            .map(|_| {
+                Context::new(Sim::on_fabric(
+                    &fabric,
+                    NicConfig {
+                        bf_size: s.bf_size,
+                        ..NicConfig::default()
+                    },
+                ))
+            })
+            .collect();
+        let pds: Vec<_> = ctxs.iter().map(|c| c.alloc_pd().unwrap()).collect();
+        let nqps = 2 * s.pairs;
+        let config = QpConfig {
+            sq_wqebbs: 1 << s.log_sq,
+            rq_wqes: 1 << s.log_rq,
+            max_send_sge: MAX_SGE as u32,
+            max_recv_sge: MAX_SGE as u32,
+            max_inline: MAX_INLINE as u32,
+        };
+        let per_qp = config.sq_wqebbs + config.rq_wqes;
+        let mut cqs = Vec::new();
+        // (send CQ, receive CQ) of each QP.
+        let mut cq_of = Vec::new();
+        if s.shared_cq {
+            for ctx in &ctxs {
+                cqs.push(ctx.create_cq(per_qp * s.pairs as u32, 64).unwrap());
+            }
+            cq_of.extend((0..nqps).map(|q| (q % 2, q % 2)));
+        } else {
+            for q in 0..nqps {
+                let ctx = &ctxs[q % 2];
+                cqs.push(ctx.create_cq(config.sq_wqebbs, 64).unwrap());
+                cqs.push(ctx.create_cq(config.rq_wqes, 128).unwrap());
+                cq_of.push((2 * q, 2 * q + 1));
+            }
+        }
+        let mut qps: Vec<Qp<Sim>> = (0..nqps)
+            .map(|q| {
+                let (s_cq, r_cq) = cq_of[q];
+                pds[q % 2]
+                    .create_qp(&cqs[s_cq], &cqs[r_cq], &config)
+                    .unwrap()
+            })
+            .collect();
+        let options = ConnectOptions {
+            path_mtu: s.path_mtu,
+            ..ConnectOptions::default()
+        };
+        for q in 0..nqps {
+            let peer = qps[q ^ 1].endpoint().unwrap();
+            qps[q].connect(&peer, &options).unwrap();
+        }
+        let mut mrs = Vec::new();
+        let mut inv = Vec::new();
+        for (q, qp) in qps.iter().enumerate() {
+            let mr = pds[q % 2].alloc_mr(MR_LEN, Access::ALL).unwrap();
+            let init = bytes(q as u64 + 1, MR_LEN);
+            mr.write(0, &init);
+            mrs.push(mr);
+            let pool: Vec<_> = (0..INV_POOL)
+                .map(|_| pds[q % 2].alloc_mr(64, Access::ALL).unwrap())
+                .collect();
+            inv.push(pool);
+            reference.qpns.push(qp.qpn());
+            reference.qps.push(RefQp {
+                mem: init,
+                ..RefQp::default()
+            });
+        }
+        let cq_side = if s.shared_cq {
+            vec![0, 1]
+        } else {
+            (0..2 * nqps).map(|c| (c / 2) % 2).collect()
+        };
+        Rig {
+            ctxs,
+            cqs,
+            cq_side,
+            qps,
+            mrs,
+            inv,
+            inv_used: vec![0; nqps],
+            recv_posted: vec![0; nqps],
+            rq_cap: config.rq_wqes as usize,
+            sends: vec![Vec::new(); nqps],
+            recvs: vec![Vec::new(); nqps],
+            next_wr_id: 1,
+        }
+    }
+
+    /// Turns a generated WR into a send op and its reference twin.
+    fn build(&mut self, q: usize, wr: &Wr, force_signal: bool) -> RefOp {
+        let p = q ^ 1;
+        let wr_id = self.next_wr_id;
+        self.next_wr_id += 1;
+        let remote_mr = &self.mrs[p];
+        let mut len = wr.len as usize;
+        let atomic_len = match wr.kind {
+            6 | 7 | 9 | 11 => Some(8),
+            8 | 10 => Some(4),
+            _ => None,
+        };
+        let inline = wr.inline && wr.kind <= 4;
+        if inline {
+            len = len.min(MAX_INLINE);
+        }
+        let remote = match atomic_len {
+            Some(n) => (wr.remote as usize % (T_LEN / n)) * n,
+            None if wr.kind >= 3 => wr.remote as usize % (T_LEN - len + 1),
+            None => 0,
+        };
+        let r = remote_mr.remote(T + remote);
+        let (x, y) = (wr.x, wr.y);
+        let op = match wr.kind {
+            0 => SendOp::Send,
+            1 => SendOp::SendImm(x as u32),
+            2 if self.inv_used[q] < INV_POOL => {
+                self.inv_used[q] += 1;
+                SendOp::SendInv(self.inv[p][self.inv_used[q] - 1].rkey())
+            }
+            2 => SendOp::Send,
+            3 => SendOp::Write(r),
+            4 => SendOp::WriteImm(r, y as u32),
+            5 => SendOp::Read(r),
+            6 => SendOp::CompareSwap {
+                remote: r,
+                // Half the time compare with the current value's low bits (a hit is likely
+                // only when the generator picked it; both outcomes get exercised).
+                compare: if y & 1 == 0 { x } else { 0 },
+                swap: y,
+            },
+            7 => SendOp::FetchAdd { remote: r, add: x },
+            8 => SendOp::MaskedCompareSwap32 {
+                remote: r,
+                args: MaskedCs32Args {
+                    compare: x as u32,
+                    compare_mask: (y >> 32) as u32 & (x >> 32) as u32,
+                    swap: y as u32,
+                    swap_mask: (x >> 40) as u32,
+                },
+            },
+            9 => SendOp::MaskedCompareSwap64 {
+                remote: r,
+                args: MaskedCs64Args {
+                    compare: x,
+                    compare_mask: x & y & (y >> 7),
+                    swap: y,
+                    swap_mask: x.rotate_left(17),
+                },
+            },
+            10 => SendOp::MaskedFetchAdd32 {
+                remote: r,
+                add: x as u32,
+                field_boundary: y as u32,
+            },
+            11 => SendOp::MaskedFetchAdd64 {
+                remote: r,
+                add: x,
+                field_boundary: y,
+            },
+            _ => SendOp::Nop,
+        };
+        let source = if let Some(n) = atomic_len {
+            let off = L + (wr.local as usize % (L_LEN / 8)) * 8;
+            Source::Gather(vec![(off, n)])
+        } else if matches!(op, SendOp::Nop) {
+            Source::Gather(Vec::new())
+        } else if inline {
+            Source::Inline(bytes(x ^ wr_id, len))
+        } else {
+            let lens = split(len, wr.pieces as usize, x);
+            let mut at = L + wr.local as usize % (L_LEN - 1024 - 64 * MAX_SGE);
+            let mut list = Vec::new();
+            for (i, l) in lens.into_iter().enumerate() {
+                list.push((at, l));
+                at += l + ((y >> (8 * i)) & 63) as usize;
+            }
+            Source::Gather(list)
+        };
+        RefOp {
+            wr_id,
+            op,
+            source,
+            remote,
+            signaled: wr.signaled || force_signal,
+            solicited: wr.solicited,
+        }
+    }
+
+    /// Pushes `wrs` (up to the first that does not fit) and rings once; returns how many
+    /// were posted.
+    fn post(&mut self, q: usize, mode: u8, wrs: &[Wr], reference: &mut Reference) -> usize {
+        let mode = [
+            DoorbellMode::Doorbell,
+            DoorbellMode::BlueFlame,
+            DoorbellMode::BlueFlameLast,
+            DoorbellMode::Auto,
+        ][mode as usize];
+        self.qps[q].sq().set_mode(mode);
+        let mut posted = 0;
+        for wr in wrs {
+            let sq = self.qps[q].sq();
+            // Keep the ring draining: a WR that may leave less than half the ring free is
+            // signaled (an application must signal at least once per ring-full). 9 WQEBBs
+            // is the largest WQE built here (a 512-byte inline WRITE).
+            let force = sq.free_wqebbs() <= sq.wqebbs() / 2 + 9;
+            let op = self.build(q, wr, force);
+            let sges: Vec<Sge>;
+            let data = match &op.source {
+                Source::Inline(b) => Data::Inline(b),
+                Source::Gather(list) => {
+                    sges = list
+                        .iter()
+                        .map(|&(o, l)| self.mrs[q].sge(o, l as u32))
+                        .collect();
+                    Data::Sges(&sges)
+                }
+            };
+            let flags = SendFlags {
+                signaled: op.signaled,
+                fence: wr.fence,
+                solicited: op.solicited,
+            };
+            match self.qps[q].sq().push(op.wr_id, op.op, data, flags) {
+                Ok(()) => {
+                    reference.qps[q].ops.push_back(op);
+                    posted += 1;
+                }
+                Err(PostError::QueueFull { needed, free }) => {
+                    assert!(needed > free);
+                    if let SendOp::SendInv(_) = op.op {
+                        self.inv_used[q] -= 1;
+                    }
+                    break;
+                }
+                Err(e) => panic!("post of {op:?} refused: {e}"),
+            }
+        }
+        self.qps[q].sq().ring_doorbell();
+        posted
+    }
+
+    /// Posts up to `count` receives at `q`; returns how many were posted.
+    fn recv(
+        &mut self,
+        q: usize,
+        count: usize,
+        split_bits: u32,
+        reference: &mut Reference,
+    ) -> usize {
+        let Some(rq) = self.qps[q].rq() else {
+            unreachable!("every QP has its own RQ")
+        };
+        let mut posted = 0;
+        for k in 0..count {
+            if rq.free() == 0 {
+                break;
+            }
+            let area = R + (self.recv_posted[q] % self.rq_cap) * RECV_CAP;
+            let pieces = 1 + (split_bits as usize >> (2 * k)) % MAX_SGE;
+            let lens = split(
+                RECV_CAP,
+                pieces,
+                split_bits.rotate_left(k as u32 * 5) as u64 * 0x1_0001,
+            );
+            let mut at = area;
+            let list: Vec<(usize, usize)> = lens
+                .into_iter()
+                .map(|l| {
+                    at += l;
+                    (at - l, l)
+                })
+                .collect();
+            let sges: Vec<Sge> = list
+                .iter()
+                .map(|&(o, l)| self.mrs[q].sge(o, l as u32))
+                .collect();
+            let wr_id = self.next_wr_id;
+            self.next_wr_id += 1;
+            rq.post(wr_id, &sges).unwrap();
+            reference.qps[q].recvs.push_back((wr_id, list));
+            self.recv_posted[q] += 1;
+            posted += 1;
+        }
+        posted
+    }
+
+    fn poll(&mut self, cq: usize, max: usize) {
+        let mut out = [Completion::default(); 16];
+        let n = self.cqs[cq].poll(&mut out[..max.min(16)]);
+        for c in &out[..n] {
+            assert_eq!(c.status, Status::Success, "unexpected completion {c:?}");
+            let side = self.cq_side[cq];
+            let q = (0..self.qps.len())
+                .position(|q| q % 2 == side && self.qps[q].qpn() == c.qpn)
+                .expect("completion for a QP of this NIC");
+            match c.opcode {
+                WcOpcode::Recv | WcOpcode::RecvRdmaWithImm => self.recvs[q].push(*c),
+                _ => self.sends[q].push(*c),
+            }
+        }
+    }
+
+    fn poll_all(&mut self) {
+        for cq in 0..self.cqs.len() {
+            self.poll(cq, 16);
+        }
+    }
+
+    fn progress(&self) {
+        for ctx in &self.ctxs {
+            ctx.backend().nic().progress();
+        }
+    }
+}
+
+fn run_case(s: Setup, actions: Vec<Action>) {
+    let mut reference = Reference {
+        qps: Vec::new(),
+        qpns: Vec::new(),
+    };
+    let mut rig = Rig::new(&s, &mut reference);
+    let nqps = rig.qps.len();
+    for a in &actions {
+        match a {
+            Action::Post { qp, mode, wrs } => {
+                rig.post(qp % nqps, *mode, wrs, &mut reference);
+            }
+            Action::Recv { qp, count, split } => {
+                rig.recv(qp % nqps, *count as usize, *split, &mut reference);
+            }
+            Action::Poll { cq, max } => {
+                let n = rig.cqs.len();
+                rig.poll(cq % n, *max as usize)
+            }
+            Action::Progress { side } => {
+                rig.ctxs[*side].backend().nic().progress();
+            }
+        }
+    }
+    // End: a signaled NOP on every QP retires its unsignaled tail; every message still
+    // waiting gets its receive.
+    let nop = Wr {
+        kind: 12,
+        len: 0,
+        pieces: 1,
+        inline: false,
+        local: 0,
+        remote: 0,
+        signaled: true,
+        solicited: false,
+        fence: false,
+        x: 0,
+        y: 0,
+    };
+    let mut nop_posted = vec![false; nqps];
+    for _ in 0..10_000 {
+        for (q, nop_posted) in nop_posted.iter_mut().enumerate() {
+            let wanted = reference.qps[q ^ 1]
+                .ops
+                .iter()
+                .filter(|o| needs_receive(&o.op))
+                .count()
+                .saturating_sub(reference.qps[q].recvs.len());
+            if wanted > 0 {
+                rig.recv(q, wanted, 0x5a5a_5a5a, &mut reference);
+            }
+            reference.run();
+            if !*nop_posted {
+                *nop_posted = rig.post(q, 0, std::slice::from_ref(&nop), &mut reference) == 1;
+            }
+        }
+        reference.run();
+        rig.progress();
+        rig.poll_all();
+        let done = (0..nqps).all(|q| {
+            nop_posted[q]
+                && reference.qps[q].ops.is_empty()
+                && rig.sends[q].len() >= reference.qps[q].sends.len()
+                && rig.recvs[q].len() >= reference.qps[q].recv_done.len()
+        });
+        if done {
+            break;
+        }
+    }
+    for _ in 0..4 {
+        rig.progress();
+        rig.poll_all();
+    }
+    for q in 0..nqps {
+        assert_eq!(
+            rig.sends[q], reference.qps[q].sends,
+            "send completions of QP {q}"
+        );
+        assert_eq!(
+            rig.recvs[q], reference.qps[q].recv_done,
+            "receive completions of QP {q}"
+        );
+        let mut mem = vec![0u8; MR_LEN];
+        rig.mrs[q].read(0, &mut mem);
+        if let Some(i) = (0..MR_LEN).find(|&i| mem[i] != reference.qps[q].mem[i]) {
+            panic!(
+                "memory of QP {q} differs first at byte {i}: driver {:#04x}, reference {:#04x}",
+                mem[i], reference.qps[q].mem[i]
+            );
+        }
+        assert_eq!(rig.qps[q].sq().outstanding_wqebbs(), 0, "QP {q} SQ retired");
+    }
+}
+
+fn config() -> ProptestConfig {
+    if std::env::var_os("PROPTEST_CASES").is_some() {
+        ProptestConfig::default()
+    } else {
+        ProptestConfig::with_cases(128)
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+    #[test]
+    fn random_operations_match_the_reference(
+        s in setup(),
+        actions in prop::collection::vec(action(), 1..48),
+    ) {
+        run_case(s, actions);
+    }
+}
