@@ -4,7 +4,7 @@
 use crate::cqe::Cqe;
 use crate::host;
 use crate::pcie::Purpose;
-use crate::state::{Delayed, NicState, CQ_UAR};
+use crate::state::{Arm, Delayed, NicState, CQ_UAR};
 use crate::types::Event;
 use crate::wqe::be32;
 
@@ -80,9 +80,10 @@ fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
     let base = c.buf + u64::from(c.pi & (cnt - 1)) * size;
     let owner = (c.pi >> c.log_cnt) & 1 == 1;
     c.pi = c.pi.wrapping_add(1);
-    let fire = c.armed.is_some_and(|sol| !sol || cqe.se || cqe.is_error());
-    if fire {
+    let fire = c.armed.filter(|a| !a.solicited || cqe.se || cqe.is_error());
+    if let Some(a) = fire {
         c.armed = None;
+        c.fired_sn = Some(a.sn);
     }
     let cqn = c.cqn;
     if size == 128 {
@@ -92,7 +93,7 @@ fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
     host::write_cqe(base + size - 64, &cqe.encode(owner));
     nic.dma_write(qp, base, size, Purpose::Cqe);
     nic.stats.cqes += 1;
-    if fire {
+    if fire.is_some() {
         raise(nic, cqn);
     }
     true
@@ -106,11 +107,22 @@ fn raise(nic: &mut NicState, cqn: u32) {
     nic.events.push_back(Event::Completion { cqn });
 }
 
-/// The CQ arm doorbell: BE32(sn<<28 | cmd | ci), BE32(cqn).
+/// The CQ arm doorbell: `BE32(sn<<28 | cmd | ci)`, `BE32(cqn)` (prm-facts §7.8).
+///
+/// * The arm word must equal doorbell record word 1, which the driver writes first
+///   (`mlx5_arm_cq`); a difference is a driver bug, counted in `Stats::arm_dbrec_mismatch`
+///   (the MMIO is what the model acts on).
+/// * `sn` is the driver's count of events consumed (mod 4). An arm carrying the `sn` of the
+///   arm that produced the last event asks again for an event already delivered: it is
+///   stale and ignored (`Stats::stale_arms`). A driver that consumes the event and
+///   increments `sn` arms again normally.
+/// * If CQEs were written past `ci`, the event fires at once (either command); otherwise
+///   the next qualifying CQE fires it. One event per accepted arm.
 pub(crate) fn arm(nic: &mut NicState, uar: u32, data: &[u8]) {
     let w0 = be32(data, 0);
     let cqn = be32(data, 4);
     let cmd = (w0 >> 24) & 0xf;
+    let sn = ((w0 >> 28) & 3) as u8;
     let ci = w0 & 0xff_ffff;
     let Some(i) = nic
         .cq_index(cqn)
@@ -119,6 +131,14 @@ pub(crate) fn arm(nic: &mut NicState, uar: u32, data: &[u8]) {
         nic.stats.bad_mmio += 1;
         return;
     };
+    let c = nic.cq(i);
+    let dbrec_word = host::read_be32(c.dbrec + 4);
+    nic.stats.arm_dbrec_mismatch += u64::from(dbrec_word != w0);
+    let c = nic.cq(i);
+    if c.fired_sn == Some(sn) {
+        nic.stats.stale_arms += 1;
+        return;
+    }
     nic.stats.arms += 1;
     let c = nic.cq(i);
     if c.error {
@@ -126,8 +146,12 @@ pub(crate) fn arm(nic: &mut NicState, uar: u32, data: &[u8]) {
     }
     if c.pi & 0xff_ffff != ci {
         c.armed = None;
+        c.fired_sn = Some(sn);
         raise(nic, cqn);
     } else {
-        c.armed = Some(cmd == ARM_SOLICITED);
+        c.armed = Some(Arm {
+            solicited: cmd == ARM_SOLICITED,
+            sn,
+        });
     }
 }

@@ -38,7 +38,7 @@ mod wqe;
 mod xfer;
 
 pub use nic::{Fabric, Nic};
-pub use pcie::{Dir, PcieConfig, PcieCounters, Purpose, Tlp, TlpKind};
+pub use pcie::{Dir, PcieConfig, PcieCounters, Purpose, Tlp, TlpKind, DLLP_BYTES};
 pub use types::{
     Access, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr, QpInfo, QpParams,
     QpState, QpTransition, SrqParams, Stats,

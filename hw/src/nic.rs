@@ -46,6 +46,9 @@ const LOG_MAX_QP_WR: u8 = 15;
 const LOG_MAX_CQE: u8 = 22;
 const ALL_ACCESS: u32 = 0xf;
 const MAX_WQE: u32 = 63 * 16;
+/// Outstanding RDMA READ / atomic requests per QP, each direction (`log_max_ra_req_qp` and
+/// `log_max_ra_res_qp` of 4).
+const MAX_RD_ATOMIC: u8 = 16;
 
 fn aligned(addr: u64, align: u64) -> Result<(), HwError> {
     if addr == 0 || addr % align != 0 {
@@ -145,7 +148,7 @@ impl Nic {
             // A WRITE: ctrl + raddr + the 4-byte inline header.
             max_inline: MAX_WQE - 16 - 16 - 4,
             bf_size: n.cfg.bf_size,
-            max_rd_atomic: 16,
+            max_rd_atomic: MAX_RD_ATOMIC,
             max_msg_sz: 1 << 31,
         })
     }
@@ -268,6 +271,7 @@ impl Nic {
                 overrun_ignore: p.overrun_ignore,
                 pi: 0,
                 armed: None,
+                fired_sn: None,
                 error: false,
                 refs: 0,
             }));
@@ -407,11 +411,17 @@ impl Nic {
                     dest_qpn,
                     rq_psn,
                     path_mtu,
+                    max_dest_rd_atomic,
                     ..
                 } => {
                     expect(q.state, QpState::Init)?;
                     if !(256..=4096).contains(&path_mtu) || !path_mtu.is_power_of_two() {
                         return Err(HwError::InvalidParam("path_mtu"));
+                    }
+                    // Checked like mlx5_ib_modify_qp; the value itself never binds (see
+                    // docs/model.md, "READ and atomic depth").
+                    if max_dest_rd_atomic > MAX_RD_ATOMIC {
+                        return Err(HwError::InvalidParam("max_dest_rd_atomic"));
                     }
                     q.dest = Dest {
                         lid: dest_lid,
@@ -426,11 +436,15 @@ impl Nic {
                     sq_psn,
                     retry_cnt,
                     rnr_retry,
+                    max_rd_atomic,
                     ..
                 } => {
                     expect(q.state, QpState::Rtr)?;
                     if retry_cnt > 7 || rnr_retry > 7 {
                         return Err(HwError::InvalidParam("retry_cnt/rnr_retry"));
+                    }
+                    if max_rd_atomic > MAX_RD_ATOMIC {
+                        return Err(HwError::InvalidParam("max_rd_atomic"));
                     }
                     q.sq_psn = sq_psn & 0xff_ffff;
                     q.retry_cnt = retry_cnt;

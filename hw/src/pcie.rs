@@ -19,7 +19,8 @@ pub struct PcieConfig {
     pub mrd_overhead: u32,
     /// Overhead of a completion-with-data TLP.
     pub cpld_overhead: u32,
-    /// Count one acknowledgement DLLP per TLP.
+    /// Count data link layer packets: for every TLP, the receiving side returns one Ack and
+    /// one UpdateFC DLLP of [`DLLP_BYTES`] each (no coalescing: an upper bound).
     pub dllps: bool,
 }
 
@@ -53,6 +54,9 @@ impl Default for PcieConfig {
         Self::pcie_bench()
     }
 }
+
+/// Bytes of one DLLP on the link: 6 bytes plus 2 of framing.
+pub const DLLP_BYTES: u64 = 8;
 
 /// Direction on the link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,8 +151,12 @@ pub struct PcieCounters {
     pub payload_down: u64,
     /// Payload bytes NIC to host.
     pub payload_up: u64,
-    /// Acknowledgement DLLPs (when enabled).
+    /// DLLPs, both directions (when enabled): one Ack and one UpdateFC per TLP.
     pub dllps: u64,
+    /// DLLP bytes host to NIC (answering TLPs up); not in `bytes_down`.
+    pub dllp_bytes_down: u64,
+    /// DLLP bytes NIC to host (answering TLPs down); not in `bytes_up`.
+    pub dllp_bytes_up: u64,
 }
 
 macro_rules! fieldwise {
@@ -168,6 +176,8 @@ macro_rules! fieldwise {
                     payload_down: self.payload_down.$op(o.payload_down),
                     payload_up: self.payload_up.$op(o.payload_up),
                     dllps: self.dllps.$op(o.dllps),
+                    dllp_bytes_down: self.dllp_bytes_down.$op(o.dllp_bytes_down),
+                    dllp_bytes_up: self.dllp_bytes_up.$op(o.dllp_bytes_up),
                 }
             }
         }
@@ -199,7 +209,12 @@ impl PcieCounters {
         *bytes += u64::from(t.bytes);
         *payload += u64::from(t.payload);
         if dllps {
-            self.dllps += 1;
+            // An Ack and an UpdateFC travel back for every TLP.
+            self.dllps += 2;
+            match t.dir {
+                Dir::Down => self.dllp_bytes_up += 2 * DLLP_BYTES,
+                Dir::Up => self.dllp_bytes_down += 2 * DLLP_BYTES,
+            }
         }
     }
 }

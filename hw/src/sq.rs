@@ -24,6 +24,39 @@ pub(crate) struct BfWqe<'a> {
     pub(crate) bytes: &'a [u8],
 }
 
+/// The local result buffers of the READ and atomic WQEs executed so far in one run of the
+/// send queue, back to back since the last fenced WQE. Real hardware pipelines such a run:
+/// a later unfenced WQE may gather its payload before those results arrive, so a gather
+/// that overlaps one of them is a missing fence (a driver bug the synchronous model would
+/// otherwise hide). At most `MAX_IN_FLIGHT` are remembered, the device's READ/atomic depth.
+struct InFlight {
+    n: usize,
+    spans: [(u64, u64); MAX_IN_FLIGHT],
+}
+
+const MAX_IN_FLIGHT: usize = 16;
+
+impl InFlight {
+    fn new() -> Self {
+        InFlight {
+            n: 0,
+            spans: [(0, 0); MAX_IN_FLIGHT],
+        }
+    }
+
+    fn push(&mut self, addr: u64, len: u64) {
+        self.spans[self.n % MAX_IN_FLIGHT] = (addr, addr + len);
+        self.n += 1;
+    }
+
+    fn overlaps(&self, addr: u64, len: u64) -> bool {
+        let end = addr + len;
+        self.spans[..self.n.min(MAX_IN_FLIGHT)]
+            .iter()
+            .any(|&(a, e)| addr < e && a < end)
+    }
+}
+
 /// Result of executing one WQE.
 enum Outcome {
     /// Completed; the requester CQE's byte count.
@@ -110,6 +143,7 @@ pub(crate) fn run_sq(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>)
 }
 
 fn run_sq_with(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>, buf: &mut [u8]) {
+    let mut in_flight = InFlight::new();
     loop {
         let nic = &mut w.nics[n];
         let q = nic.qp(qpi);
@@ -123,7 +157,7 @@ fn run_sq_with(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>, buf: 
         let ctrl = Ctrl::parse(buf);
         let valid = ctrl.qpn == qpn && ctrl.idx == cons && ctrl.nbb() <= left;
         let outcome = if valid {
-            exec(w, n, qpi, ctrl, &buf[..len])
+            exec(w, n, qpi, ctrl, &buf[..len], &mut in_flight)
         } else {
             Outcome::Fail(synd::LOCAL_QP_OP_ERR)
         };
@@ -202,7 +236,17 @@ fn load_wqe(
 }
 
 /// Execute one structurally checked WQE of QP index `qpi` on NIC `n`.
-fn exec(w: &mut World, n: usize, qpi: usize, ctrl: Ctrl, wqe: &[u8]) -> Outcome {
+fn exec(
+    w: &mut World,
+    n: usize,
+    qpi: usize,
+    ctrl: Ctrl,
+    wqe: &[u8],
+    in_flight: &mut InFlight,
+) -> Outcome {
+    if ctrl.fenced() {
+        in_flight.n = 0;
+    }
     let d = match decode(ctrl, wqe) {
         Ok(d) => d,
         Err(s) => return Outcome::Fail(s),
@@ -221,16 +265,19 @@ fn exec(w: &mut World, n: usize, qpi: usize, ctrl: Ctrl, wqe: &[u8]) -> Outcome 
         Access::NONE
     };
     if d.ptr_segs > 0 {
+        let mut hazard = false;
         for seg in Segs::new(wqe, d.data).flatten() {
             if let Seg::Ptr { len, lkey, addr } = seg {
                 if !nic.check_mr(lkey, pdn, addr, len.into(), need) {
                     return Outcome::Fail(synd::LOCAL_PROT_ERR);
                 }
                 if !remote_result {
+                    hazard |= in_flight.overlaps(addr, len.into());
                     nic.dma_read(Some(qpi), addr, len.into(), Purpose::Gather);
                 }
             }
         }
+        nic.stats.fence_hazards += u64::from(hazard);
     }
     // The path MTU is a power of two (checked at RTR).
     let npkts = ((d.len + u64::from(mtu) - 1) >> mtu.trailing_zeros()).max(1) as u32;
@@ -263,6 +310,7 @@ fn exec(w: &mut World, n: usize, qpi: usize, ctrl: Ctrl, wqe: &[u8]) -> Outcome 
             Cursor::new(spans.as_slice()).put_host(d.raddr, d.len);
             for s in spans.used(d.len) {
                 nic.dma_write(Some(qpi), s.addr, s.len, Purpose::Scatter);
+                in_flight.push(s.addr, s.len);
             }
             Outcome::Done(d.len as u32)
         }
@@ -273,6 +321,7 @@ fn exec(w: &mut World, n: usize, qpi: usize, ctrl: Ctrl, wqe: &[u8]) -> Outcome 
             // Host byte order (atomic_req_8B_endianness_mode = 1).
             host::write(dst, &orig.to_ne_bytes()[..size]);
             nic.dma_write(Some(qpi), dst, size as u64, Purpose::AtomicResult);
+            in_flight.push(dst, size as u64);
             Outcome::Done(a.size.into())
         }
         _ => Outcome::Done(0),

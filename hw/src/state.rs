@@ -59,11 +59,23 @@ pub(crate) struct Cq {
     pub(crate) overrun_ignore: bool,
     /// Producer counter (CQEs written).
     pub(crate) pi: u32,
-    /// Armed: `Some(solicited_only)`.
-    pub(crate) armed: Option<bool>,
+    /// Pending arm request, if any.
+    pub(crate) armed: Option<Arm>,
+    /// Sequence number of the arm request that produced the last event: a later arm
+    /// doorbell carrying the same `sn` is a stale (already answered) request.
+    pub(crate) fired_sn: Option<u8>,
     /// Overrun happened: the CQ writes nothing more.
     pub(crate) error: bool,
     pub(crate) refs: u32,
+}
+
+/// An accepted CQ arm request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Arm {
+    /// `MLX5_CQ_DB_REQ_NOT_SOL`: only a solicited or error CQE fires the event.
+    pub(crate) solicited: bool,
+    /// The 2-bit command sequence number.
+    pub(crate) sn: u8,
 }
 
 pub(crate) struct Srq {

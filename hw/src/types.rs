@@ -326,6 +326,9 @@ pub struct Stats {
     pub bad_doorbells: u64,
     /// WQEs completed or failed by execution (not flushed ones; retransmissions not counted).
     pub wqes: u64,
+    /// Unfenced WQEs whose gather overlapped the result buffer of an earlier READ or atomic
+    /// of the same run (a missing fence: real hardware may gather before the result lands).
+    pub fence_hazards: u64,
     /// CQEs written.
     pub cqes: u64,
     /// CQEs discarded because their CQ was in error.
@@ -340,6 +343,12 @@ pub struct Stats {
     pub rnr_naks: u64,
     /// CQ arm doorbells accepted.
     pub arms: u64,
+    /// CQ arm doorbells ignored because their `sn` is that of the arm that produced the
+    /// last event (a request already answered).
+    pub stale_arms: u64,
+    /// CQ arm doorbells whose word differs from the CQ doorbell record's arm word (a driver
+    /// bug: `mlx5_arm_cq` writes the record first).
+    pub arm_dbrec_mismatch: u64,
     /// Completion events raised.
     pub events: u64,
 }

@@ -89,6 +89,12 @@ impl Ctrl {
         self.fm_ce_se & CE_CQ_UPDATE != 0
     }
 
+    /// FM is FENCE, STRONG_ORDERING or SMALL_AND_FENCE: wait for earlier READs and atomics
+    /// (INITIATOR_SMALL only waits for a preceding UMR).
+    pub(crate) fn fenced(&self) -> bool {
+        self.fm_ce_se >> 5 >= 2
+    }
+
     pub(crate) fn solicited(&self) -> bool {
         self.fm_ce_se & SOLICITED != 0
     }

@@ -6,21 +6,10 @@ use common::*;
 use mlx5_hw::{Event, Fabric, Fault, Nic, NicConfig, QpState, QpTransition};
 use std::time::Duration;
 
-fn write_to(a: &mut Side, b: &Side, off: usize, payload: &[u8], flags: u8) -> u16 {
-    let w = a.wqe(
-        WRITE,
-        0,
-        flags,
-        0,
-        &[raddr_seg(b.data(off), b.key), inline_seg(payload)],
-    );
-    a.post(&w)
-}
-
 #[test]
 fn blueflame_bytes_differing_from_the_ring_are_counted() {
     let (_f, mut a, b) = pair();
-    write_to(&mut a, &b, 0, b"ring-data", SIGNALED);
+    a.write_inline(b.data(0), b.key, b"ring-data", SIGNALED);
     a.mem.put_be32(DBREC + 4, a.sq_pi as u32);
     // A buggy BlueFlame copy: one payload byte differs from the ring.
     let mut chunk = a.mem.read(SQ, 64);
@@ -35,7 +24,7 @@ fn blueflame_bytes_differing_from_the_ring_are_counted() {
 fn dropped_blueflame_falls_back_to_the_ring() {
     let (_f, mut a, b) = pair();
     a.nic.inject(Fault::DropBlueFlame(true));
-    write_to(&mut a, &b, 0, b"fallback", SIGNALED);
+    a.write_inline(b.data(0), b.key, b"fallback", SIGNALED);
     let before = a.nic.pcie();
     a.ring_bf();
     let d = a.nic.pcie() - before;
@@ -48,7 +37,7 @@ fn dropped_blueflame_falls_back_to_the_ring() {
 #[test]
 fn malformed_mmio_is_ignored_and_counted() {
     let (_f, mut a, b) = pair();
-    write_to(&mut a, &b, 0, b"x", SIGNALED);
+    a.write_inline(b.data(0), b.key, b"x", SIGNALED);
     a.mem.put_be32(DBREC + 4, a.sq_pi as u32);
     let db = a.mem.read(SQ, 8);
     let uar = a.qp.uar;
@@ -75,7 +64,7 @@ fn malformed_mmio_is_ignored_and_counted() {
 #[test]
 fn doorbell_without_record_update_is_stale() {
     let (_f, mut a, b) = pair();
-    write_to(&mut a, &b, 0, b"x", SIGNALED);
+    a.write_inline(b.data(0), b.key, b"x", SIGNALED);
     let db = a.mem.read(SQ, 8);
     a.nic.mmio_write(a.qp.uar, 0x800, &db);
     assert_eq!(a.nic.stats().bad_doorbells, 1);
@@ -92,7 +81,7 @@ fn no_blueflame_nic_takes_only_8_byte_doorbells() {
     };
     let (_f, mut a, b) = pair_with(Cfg::default(), Conn::default(), cfg);
     assert_eq!((a.qp.bf_size, a.nic.caps().bf_size), (0, 0));
-    write_to(&mut a, &b, 0, b"x", SIGNALED);
+    a.write_inline(b.data(0), b.key, b"x", SIGNALED);
     a.mem.put_be32(DBREC + 4, a.sq_pi as u32);
     let chunk = a.mem.read(SQ, 64);
     a.nic.mmio_write(a.qp.uar, 0x800, &chunk);
@@ -119,7 +108,7 @@ fn send_queue_wraps_with_multi_bb_wqes() {
         // Alternate 1-BB and 2-BB WQEs so that 2-BB WQEs straddle the ring end.
         let len = if i % 2 == 0 { 8 } else { 60 };
         let payload = vec![i; len];
-        let idx = write_to(&mut a, &b, i as usize * 64, &payload, SIGNALED);
+        let idx = a.write_inline(b.data(i as usize * 64), b.key, &payload, SIGNALED);
         want.push(idx);
         if i % 3 == 0 {
             a.ring_bf();
@@ -140,8 +129,7 @@ fn sixteen_bit_counters_wrap() {
     for batch in 0..1100u32 {
         for i in 0..64 {
             let flags = if i == 63 { SIGNALED } else { 0 };
-            let w = a.wqe(NOP, 0, flags, 0, &[]);
-            a.post(&w);
+            a.post_op(NOP, 0, flags, 0, &[]);
         }
         a.ring();
         let c = a.poll_send().unwrap();
@@ -159,8 +147,7 @@ fn receive_queue_and_cq_wrap() {
     let (_f, mut a, mut b) = pair_with(cfg, Conn::default(), NicConfig::default());
     for i in 0..9u16 {
         b.recv_at(0x100 * i as usize, 64);
-        let w = a.wqe(SEND, 0, SIGNALED, 0, &[inline_seg(&[i as u8; 3])]);
-        a.post(&w);
+        a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(&[i as u8; 3])]);
         a.ring();
         let r = b.poll_recv().unwrap();
         assert_eq!((r.opcode, r.wqe_counter), (RESP_SEND, i));
@@ -169,34 +156,73 @@ fn receive_queue_and_cq_wrap() {
     }
 }
 
-fn arm(s: &Side, cqn: u32, ci: u32, solicited: bool) {
-    let cmd = if solicited { 1 << 24 } else { 0 };
-    let mut b = (ci & 0xff_ffff | cmd).to_be_bytes().to_vec();
-    b.extend_from_slice(&cqn.to_be_bytes());
-    s.nic.mmio_write(s.scq.uar, 0x20, &b);
-}
-
 #[test]
 fn armed_cq_raises_one_event() {
     let (_f, mut a, b) = pair();
-    arm(&a, a.scq.cqn, a.scq_ci, false);
+    a.arm(false, 0, false);
     assert_eq!(a.nic.poll_event(), None);
-    write_to(&mut a, &b, 0, b"x", SIGNALED);
+    a.write_inline(b.data(0), b.key, b"x", SIGNALED);
     a.ring();
     assert_eq!(
         a.nic.poll_event(),
         Some(Event::Completion { cqn: a.scq.cqn })
     );
-    write_to(&mut a, &b, 0, b"x", SIGNALED);
+    a.write_inline(b.data(0), b.key, b"x", SIGNALED);
     a.ring();
     assert_eq!(a.nic.poll_event(), None, "one event per arm");
-    // CQEs already past the armed consumer index: fires at once.
-    arm(&a, a.scq.cqn, a.scq_ci, false);
+    // The event was consumed: sn 1. CQEs already past the armed consumer index: fires at once.
+    a.arm(false, 1, false);
     assert_eq!(
         a.nic.wait_event(Duration::ZERO),
         Some(Event::Completion { cqn: a.scq.cqn })
     );
-    assert_eq!(a.nic.stats().events, 2);
+    let s = a.nic.stats();
+    assert_eq!(
+        (s.events, s.arms, s.stale_arms, s.arm_dbrec_mismatch),
+        (2, 2, 0, 0)
+    );
+}
+
+#[test]
+fn arm_with_the_sn_of_an_answered_arm_is_stale() {
+    let (_f, mut a, b) = pair();
+    a.arm(false, 2, false);
+    a.write_inline(b.data(0), b.key, b"x", SIGNALED);
+    a.ring();
+    assert_eq!(
+        a.nic.poll_event(),
+        Some(Event::Completion { cqn: a.scq.cqn })
+    );
+    // The driver re-arms without having consumed the event (sn not advanced): ignored,
+    // even though an unpolled CQE would otherwise fire it at once.
+    a.arm(false, 2, false);
+    a.write_inline(b.data(8), b.key, b"y", SIGNALED);
+    a.ring();
+    assert_eq!(a.nic.poll_event(), None);
+    assert_eq!((a.nic.stats().stale_arms, a.nic.stats().arms), (1, 1));
+    // With the next sn (2-bit, wrapping) arms are accepted again.
+    for (i, sn) in [3, 0].into_iter().enumerate() {
+        a.drain_send();
+        a.arm(false, sn, false);
+        a.write_inline(b.data(16 + 8 * i), b.key, b"z", SIGNALED);
+        a.ring();
+        assert_eq!(
+            a.nic.poll_event(),
+            Some(Event::Completion { cqn: a.scq.cqn })
+        );
+    }
+}
+
+#[test]
+fn arm_word_differing_from_the_record_is_counted() {
+    let (_f, mut a, _b) = pair();
+    a.arm(false, 0, false);
+    // An arm MMIO without the record update (the record still holds the previous word).
+    let mut b = (1u32 << 28).to_be_bytes().to_vec();
+    b.extend_from_slice(&a.scq.cqn.to_be_bytes());
+    a.nic.mmio_write(a.scq.uar, 0x20, &b);
+    let s = a.nic.stats();
+    assert_eq!((s.arms, s.arm_dbrec_mismatch), (2, 1));
 }
 
 #[test]
@@ -204,10 +230,9 @@ fn solicited_arm_ignores_unsolicited_receives() {
     let (_f, mut a, mut b) = pair();
     b.recv_at(0, 16);
     b.recv_at(16, 16);
-    arm(&b, b.rcq.cqn, 0, true);
+    b.arm(true, 0, true);
     for flags in [0, SOLICITED] {
-        let w = a.wqe(SEND, 0, flags, 0, &[inline_seg(b"s")]);
-        a.post(&w);
+        a.post_op(SEND, 0, flags, 0, &[inline_seg(b"s")]);
         a.ring();
         if flags == 0 {
             assert_eq!(b.nic.poll_event(), None);
@@ -221,11 +246,24 @@ fn solicited_arm_ignores_unsolicited_receives() {
 }
 
 #[test]
+fn solicited_arm_fires_on_an_error_cqe() {
+    let (_f, mut a, _b) = pair();
+    a.recv_at(0, 16);
+    a.arm(true, 0, true);
+    a.nic.modify_qp(a.qp.qpn, &QpTransition::Err).unwrap();
+    assert_eq!(
+        a.nic.poll_event(),
+        Some(Event::Completion { cqn: a.rcq.cqn })
+    );
+    assert_eq!(a.poll_recv().unwrap().opcode, RESP_ERR);
+}
+
+#[test]
 fn cq_overrun_is_reported_and_stops_the_cq() {
     let (_f, mut a, b) = pair();
     a.nic.shrink_cq(a.scq.cqn, 1).unwrap();
     for i in 0..3 {
-        write_to(&mut a, &b, i * 8, b"x", SIGNALED);
+        a.write_inline(b.data(i * 8), b.key, b"x", SIGNALED);
         a.ring();
     }
     assert_eq!(a.nic.poll_event(), Some(Event::CqError { cqn: a.scq.cqn }));
@@ -244,7 +282,7 @@ fn overrun_ignore_overwrites_silently() {
     };
     let (_f, mut a, b) = pair_with(cfg, Conn::default(), NicConfig::default());
     for i in 0..3 {
-        write_to(&mut a, &b, i * 8, b"x", SIGNALED);
+        a.write_inline(b.data(i * 8), b.key, b"x", SIGNALED);
         a.ring();
     }
     assert_eq!(a.nic.poll_event(), None);
@@ -255,7 +293,7 @@ fn overrun_ignore_overwrites_silently() {
 fn delayed_cqes_appear_on_progress() {
     let (_f, mut a, b) = pair();
     a.nic.inject(Fault::DelayCqes(true));
-    write_to(&mut a, &b, 0, b"x", SIGNALED);
+    a.write_inline(b.data(0), b.key, b"x", SIGNALED);
     a.ring();
     assert_eq!(b.read_data(0, 1), b"x", "payload is not delayed");
     assert!(a.poll_send().is_none());
@@ -266,7 +304,7 @@ fn delayed_cqes_appear_on_progress() {
 #[test]
 fn reset_clears_queue_counters() {
     let (_f, mut a, mut b) = pair();
-    write_to(&mut a, &b, 0, b"x", SIGNALED);
+    a.write_inline(b.data(0), b.key, b"x", SIGNALED);
     a.ring();
     a.poll_send().unwrap();
     for s in [&mut a, &mut b] {
@@ -280,7 +318,7 @@ fn reset_clears_queue_counters() {
     // PSNs restart from the connection parameters on both sides.
     connect_one(&a, &b, Conn::default());
     connect_one(&b, &a, Conn::default());
-    let idx = write_to(&mut a, &b, 8, b"y", SIGNALED);
+    let idx = a.write_inline(b.data(8), b.key, b"y", SIGNALED);
     a.ring();
     let c = a.poll_send().unwrap();
     assert_eq!((c.opcode, c.wqe_counter, idx), (REQ, 0, 0));

@@ -8,14 +8,7 @@ use mlx5_hw::{Fabric, Nic, NicConfig, QpState};
 fn rdma_write_inline_signaled() {
     let (_f, mut a, mut b) = pair();
     let dst = b.data(0x100);
-    let w = a.wqe(
-        WRITE,
-        0,
-        SIGNALED,
-        0,
-        &[raddr_seg(dst, b.key), inline_seg(b"hello, model!")],
-    );
-    let idx = a.post(&w);
+    let idx = a.write_inline(dst, b.key, b"hello, model!", SIGNALED);
     a.ring();
     assert_eq!(b.read_data(0x100, 13), b"hello, model!");
     let c = a.poll_send().expect("CQE");
@@ -33,7 +26,7 @@ fn rdma_write_gather_two_segments_unsignaled() {
     a.write_data(0, &[1; 40]);
     a.write_data(0x200, &[2; 24]);
     let (s1, s2, dst) = (a.data(0), a.data(0x200), b.data(0));
-    let w = a.wqe(
+    a.post_op(
         WRITE,
         0,
         0,
@@ -44,7 +37,6 @@ fn rdma_write_gather_two_segments_unsignaled() {
             data_seg(24, a.key, s2),
         ],
     );
-    a.post(&w);
     a.ring();
     let mut want = vec![1u8; 40];
     want.extend_from_slice(&[2; 24]);
@@ -59,16 +51,14 @@ fn send_and_send_imm_into_receive() {
     b.recv_at(0x2000, 64);
     a.write_data(0, b"payload-bytes");
     let src = a.data(0);
-    let w = a.wqe(
+    a.post_op(
         SEND,
         0,
         SIGNALED | SOLICITED,
         0,
         &[data_seg(13, a.key, src)],
     );
-    a.post(&w);
-    let w = a.wqe(SEND_IMM, 0, SIGNALED, 0xdeadbeef, &[inline_seg(b"imm!")]);
-    a.post(&w);
+    a.post_op(SEND_IMM, 0, SIGNALED, 0xdeadbeef, &[inline_seg(b"imm!")]);
     a.ring();
     assert_eq!(b.read_data(0x1000, 13), b"payload-bytes");
     assert_eq!(b.read_data(0x2000, 4), b"imm!");
@@ -106,8 +96,7 @@ fn send_scatters_over_several_receive_segments() {
     let (r1, r2) = (b.data(0x100), b.data(0x300));
     let k = b.key;
     b.post_recv(&[(r1, 5, k), (r2, 100, k)]);
-    let w = a.wqe(SEND, 0, SIGNALED, 0, &[inline_seg(b"0123456789")]);
-    a.post(&w);
+    a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(b"0123456789")]);
     a.ring();
     assert_eq!(b.read_data(0x100, 5), b"01234");
     assert_eq!(b.read_data(0x300, 5), b"56789");
@@ -118,8 +107,7 @@ fn send_scatters_over_several_receive_segments() {
 fn zero_length_send_consumes_a_receive() {
     let (_f, mut a, mut b) = pair();
     b.recv_at(0, 16);
-    let w = a.wqe(SEND, 0, SIGNALED, 0, &[]);
-    a.post(&w);
+    a.post_op(SEND, 0, SIGNALED, 0, &[]);
     a.ring();
     let r = b.poll_recv().unwrap();
     assert_eq!((r.opcode, r.byte_cnt), (RESP_SEND, 0));
@@ -131,14 +119,13 @@ fn write_imm_consumes_receive_and_reports_immediate() {
     let (_f, mut a, mut b) = pair();
     b.recv_at(0x800, 16);
     let dst = b.data(0x40);
-    let w = a.wqe(
+    a.post_op(
         WRITE_IMM,
         0,
         SIGNALED,
         0x01020304,
         &[raddr_seg(dst, b.key), inline_seg(&[7; 20])],
     );
-    a.post(&w);
     a.ring();
     assert_eq!(b.read_data(0x40, 20), vec![7; 20]);
     let r = b.poll_recv().unwrap();
@@ -159,7 +146,7 @@ fn rdma_read_into_two_local_segments() {
     let pattern: Vec<u8> = (0..200u8).collect();
     b.write_data(0x400, &pattern);
     let (src, l1, l2) = (b.data(0x400), a.data(0), a.data(0x1000));
-    let w = a.wqe(
+    a.post_op(
         READ,
         0,
         SIGNALED,
@@ -170,7 +157,6 @@ fn rdma_read_into_two_local_segments() {
             data_seg(50, a.key, l2),
         ],
     );
-    a.post(&w);
     a.ring();
     assert_eq!(a.read_data(0, 150), pattern[..150]);
     assert_eq!(a.read_data(0x1000, 50), pattern[150..]);
@@ -182,55 +168,32 @@ fn rdma_read_into_two_local_segments() {
 fn atomic_compare_swap_and_fetch_add() {
     let (_f, mut a, mut b) = pair();
     b.mem.put_u64(DATA + 0x80, 41);
-    let (r, l) = (b.data(0x80), a.data(0x10));
-    // CS with a wrong compare value: no swap, original returned.
-    let w = a.wqe(
-        CS,
-        0,
-        SIGNALED,
-        0,
-        &[
-            raddr_seg(r, b.key),
-            atomic_seg(100, 40),
-            data_seg(8, a.key, l),
-        ],
-    );
-    a.post(&w);
-    a.ring();
-    assert_eq!(b.mem.u64(DATA + 0x80), 41);
-    assert_eq!(a.mem.u64(DATA + 0x10), 41);
-    let w = a.wqe(
-        CS,
-        0,
-        SIGNALED,
-        0,
-        &[
-            raddr_seg(r, b.key),
-            atomic_seg(100, 41),
-            data_seg(8, a.key, l),
-        ],
-    );
-    a.post(&w);
-    a.ring();
-    assert_eq!(b.mem.u64(DATA + 0x80), 100);
-    let w = a.wqe(
-        FA,
-        0,
-        SIGNALED,
-        0,
-        &[raddr_seg(r, b.key), atomic_seg(5, 0), data_seg(8, a.key, l)],
-    );
-    a.post(&w);
-    a.ring();
-    assert_eq!(b.mem.u64(DATA + 0x80), 105);
-    assert_eq!(a.mem.u64(DATA + 0x10), 100);
-    let c = a.drain_send();
-    assert_eq!(
-        c.iter()
-            .map(|c| (c.send_opcode(), c.byte_cnt))
-            .collect::<Vec<_>>(),
-        vec![(CS, 8), (CS, 8), (FA, 8)]
-    );
+    let r = b.data(0x80);
+    // (opcode, swap/add, compare, memory after, original returned)
+    let steps = [
+        (CS, 100, 40, 41, 41), // wrong compare value: no swap
+        (CS, 100, 41, 100, 41),
+        (FA, 5, 0, 105, 100),
+    ];
+    for (op, swap_add, compare, mem, orig) in steps {
+        let l = a.data(0x10);
+        a.post_op(
+            op,
+            0,
+            SIGNALED,
+            0,
+            &[
+                raddr_seg(r, b.key),
+                atomic_seg(swap_add, compare),
+                data_seg(8, a.key, l),
+            ],
+        );
+        a.ring();
+        assert_eq!(b.mem.u64(DATA + 0x80), mem);
+        assert_eq!(a.mem.u64(DATA + 0x10), orig);
+        let c = a.poll_send().unwrap();
+        assert_eq!((c.opcode, c.send_opcode(), c.byte_cnt), (REQ, op, 8));
+    }
 }
 
 #[test]
@@ -260,14 +223,13 @@ fn masked_atomics() {
     for v in [0x0001_0001u32, 0x0000_8000, 0, 0] {
         args.extend_from_slice(&v.to_be_bytes());
     }
-    let w = a.wqe(
+    a.post_op(
         MASKED_FA,
         0x08,
         SIGNALED,
         0,
         &[raddr_seg(r, b.key), args, data_seg(4, a.key, l)],
     );
-    a.post(&w);
     a.ring();
     assert_eq!(b.read_data(0x200, 4), 0x0002_0000u32.to_ne_bytes());
     assert_eq!(a.read_data(0, 4), 0x0001_ffffu32.to_ne_bytes());
@@ -281,8 +243,7 @@ fn masked_atomics() {
 #[test]
 fn nop_completes() {
     let (_f, mut a, _b) = pair();
-    let w = a.wqe(NOP, 0, SIGNALED, 0, &[inline_seg(&[])]);
-    a.post(&w);
+    a.post_op(NOP, 0, SIGNALED, 0, &[inline_seg(&[])]);
     a.ring();
     let c = a.poll_send().unwrap();
     assert_eq!((c.opcode, c.send_opcode()), (REQ, NOP));
@@ -295,21 +256,13 @@ fn send_inval_invalidates_the_responder_key() {
     // SAFETY: `b.mem` outlives the key (same Side).
     let extra = unsafe { b.nic.reg_mr(b.pd, base, 64, all_access()) }.unwrap();
     b.recv_at(0x100, 16);
-    let w = a.wqe(SEND_INVAL, 0, SIGNALED, extra, &[inline_seg(b"x")]);
-    a.post(&w);
+    a.post_op(SEND_INVAL, 0, SIGNALED, extra, &[inline_seg(b"x")]);
     a.ring();
     let r = b.poll_recv().unwrap();
     assert_eq!((r.opcode, r.imm), (RESP_SEND_INV, extra));
     assert_eq!(a.poll_send().unwrap().opcode, REQ);
     // The invalidated key no longer works remotely.
-    let w = a.wqe(
-        WRITE,
-        0,
-        SIGNALED,
-        0,
-        &[raddr_seg(base, extra), inline_seg(b"y")],
-    );
-    a.post(&w);
+    a.write_inline(base, extra, b"y", SIGNALED);
     a.ring();
     let c = a.poll_send().unwrap();
     assert_eq!((c.opcode, c.syndrome), (REQ_ERR, 0x13));
@@ -324,8 +277,7 @@ fn loopback_on_one_nic() {
     connect_one(&a, &b, Conn::default());
     connect_one(&b, &a, Conn::default());
     b.recv_at(0, 32);
-    let w = a.wqe(SEND, 0, SIGNALED, 0, &[inline_seg(b"loop")]);
-    a.post(&w);
+    a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(b"loop")]);
     a.ring();
     assert_eq!(b.read_data(0, 4), b"loop");
     assert_eq!(b.poll_recv().unwrap().opcode, RESP_SEND);
@@ -342,8 +294,7 @@ fn srq_walks_the_linked_list() {
     b.recv_at(0x100, 32);
     b.recv_at(0x200, 32);
     for p in [b"one", b"two"] {
-        let w = a.wqe(SEND, 0, SIGNALED, 0, &[inline_seg(p)]);
-        a.post(&w);
+        a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(p)]);
         a.ring();
     }
     assert_eq!(b.read_data(0x100, 3), b"one");
@@ -365,14 +316,7 @@ fn cqe_128_bytes_carries_cqe64_in_second_half() {
     };
     let (_f, mut a, b) = pair_with(cfg, Conn::default(), NicConfig::default());
     let dst = b.data(0);
-    let w = a.wqe(
-        WRITE,
-        0,
-        SIGNALED,
-        0,
-        &[raddr_seg(dst, b.key), inline_seg(b"z")],
-    );
-    a.post(&w);
+    a.write_inline(dst, b.key, b"z", SIGNALED);
     a.ring();
     let c = a.poll_send().unwrap();
     assert_eq!((c.opcode, c.send_opcode()), (REQ, WRITE));
@@ -389,14 +333,13 @@ fn multi_packet_message_advances_psns() {
     let src = a.data(0);
     a.write_data(0, &[9; 1000]);
     for _ in 0..2 {
-        let w = a.wqe(
+        a.post_op(
             WRITE,
             0,
             SIGNALED,
             0,
             &[raddr_seg(b.data(0x2000), b.key), data_seg(1000, a.key, src)],
         );
-        a.post(&w);
         a.ring();
     }
     assert_eq!(a.nic.stats().packets, 8);

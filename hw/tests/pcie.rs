@@ -27,7 +27,7 @@ fn counters(
         bytes_up,
         payload_down,
         payload_up,
-        dllps: 0,
+        ..PcieCounters::default()
     }
 }
 
@@ -54,14 +54,13 @@ fn measure(
 fn doorbell_wqe_fetch_gather_and_cqe() {
     let (_f, mut a, mut b) = pair();
     let (da, db) = measure(&mut a, &mut b, |a, b| {
-        let w = a.wqe(
+        a.post_op(
             WRITE,
             0,
             SIGNALED,
             0,
             &[raddr_seg(b.data(0), b.key), data_seg(32, a.key, a.data(0))],
         );
-        a.post(&w);
         a.ring();
     });
     // Doorbell 8+24; fetch MRd 24 + CplD 64+20; gather MRd 24 + CplD 32+20; CQE 64+24.
@@ -77,15 +76,8 @@ fn doorbell_wqe_fetch_gather_and_cqe() {
 fn doorbell_inline_signaled() {
     let (_f, mut a, mut b) = pair();
     let (da, db) = measure(&mut a, &mut b, |a, b| {
-        let w = a.wqe(
-            WRITE,
-            0,
-            SIGNALED,
-            0,
-            &[raddr_seg(b.data(0), b.key), inline_seg(&[5; 12])],
-        );
-        assert_eq!(w.len(), 48);
-        a.post(&w);
+        let idx = a.write_inline(b.data(0), b.key, &[5; 12], SIGNALED);
+        assert_eq!(a.sq_pi.wrapping_sub(idx), 1, "one WQEBB");
         a.ring();
     });
     assert_eq!(da, counters(1, 1, 1, 1, 32 + 84, 24 + 88, 8 + 64, 64));
@@ -100,14 +92,7 @@ fn blueflame_inline_signaled_and_unsignaled() {
         (0, counters(1, 0, 0, 0, 88, 0, 64, 0)),
     ] {
         let (da, _) = measure(&mut a, &mut b, |a, b| {
-            let w = a.wqe(
-                WRITE,
-                0,
-                flags,
-                0,
-                &[raddr_seg(b.data(0), b.key), inline_seg(&[5; 12])],
-            );
-            a.post(&w);
+            a.write_inline(b.data(0), b.key, &[5; 12], flags);
             a.ring_bf();
         });
         assert_eq!(da, want);
@@ -120,23 +105,89 @@ fn blueflame_inline_signaled_and_unsignaled() {
 }
 
 #[test]
-fn blueflame_two_chunks() {
+fn blueflame_128_byte_wqe() {
     let (_f, mut a, mut b) = pair();
     let (da, db) = measure(&mut a, &mut b, |a, b| {
+        // ctrl 16 + raddr 16 + inline header 4 + 92 bytes = 128 bytes, 8 DS, 2 chunks.
         let w = a.wqe(
             WRITE,
             0,
             SIGNALED,
             0,
-            &[raddr_seg(b.data(0), b.key), inline_seg(&[6; 60])],
+            &[raddr_seg(b.data(0), b.key), inline_seg(&[6; 92])],
         );
-        assert_eq!(w.len(), 96, "2 BBs");
+        assert_eq!((w.len(), w[7] & 0x3f), (128, 8));
         a.post(&w);
         a.ring_bf();
     });
+    // Two 64-byte MWr down, no fetch, the CQE up.
     assert_eq!(da, counters(2, 0, 0, 1, 2 * 88, 88, 128, 64));
-    assert_eq!(db, counters(0, 0, 0, 1, 0, 84, 0, 60));
-    assert_eq!(b.read_data(0, 60), vec![6; 60]);
+    assert_eq!(db, counters(0, 0, 0, 1, 0, 116, 0, 92));
+    assert_eq!(b.read_data(0, 92), vec![6; 92]);
+    assert_eq!((a.nic.stats().bf_used, a.nic.stats().bf_writes), (1, 2));
+}
+
+#[test]
+fn large_transfers_split_at_mrrs_rcb_and_mps() {
+    let (_f, mut a, mut b) = pair();
+    // A 1000-byte gather from offset 0x40: MRd [0x40, 0x240) and [0x240, 0x428) (MRRS 512),
+    // each answered by CplDs cut at 128-byte boundaries: 64+128+128+128+64 and
+    // 64+128+128+128+40. At the responder, MWr of at most MPS: 256+256+256+232.
+    let (da, db) = measure(&mut a, &mut b, |a, b| {
+        let src = a.data(0x40);
+        a.post_op(
+            WRITE,
+            0,
+            SIGNALED,
+            0,
+            &[raddr_seg(b.data(0x10), b.key), data_seg(1000, a.key, src)],
+        );
+        a.ring();
+    });
+    assert_eq!(
+        da,
+        counters(
+            1,
+            1 + 2,
+            1 + 10,
+            1,
+            32 + 84 + 1000 + 10 * 20,
+            24 * 3 + 88,
+            8 + 64 + 1000,
+            64
+        )
+    );
+    assert_eq!(db, counters(0, 0, 0, 4, 0, 1000 + 4 * 24, 0, 1000));
+    // A 600-byte READ: the responder reads [0x400, 0x658) as 512 + 88 (5 CplDs), the
+    // requester writes the result as 256 + 256 + 88.
+    let (da, db) = measure(&mut a, &mut b, |a, b| {
+        let dst = a.data(0);
+        a.post_op(
+            READ,
+            0,
+            0,
+            0,
+            &[raddr_seg(b.data(0x400), b.key), data_seg(600, a.key, dst)],
+        );
+        a.ring();
+    });
+    assert_eq!(db, counters(0, 2, 5, 0, 600 + 5 * 20, 48, 600, 0));
+    assert_eq!(
+        da,
+        counters(1, 1, 1, 3, 32 + 84, 24 + 600 + 3 * 24, 72, 600)
+    );
+}
+
+#[test]
+fn destroyed_qp_traffic_stays_in_the_nic_total() {
+    let (_f, mut a, b) = pair();
+    a.write_inline(b.data(0), b.key, b"x", SIGNALED);
+    a.ring();
+    let total = a.nic.pcie();
+    assert_eq!(total, a.nic.qp_pcie(a.qp.qpn).unwrap());
+    a.nic.destroy_qp(a.qp.qpn).unwrap();
+    assert_eq!(a.nic.qp_pcie(a.qp.qpn), None);
+    assert_eq!(a.nic.pcie(), total);
 }
 
 #[test]
@@ -145,14 +196,7 @@ fn batch_of_16_on_one_doorbell() {
     let (da, db) = measure(&mut a, &mut b, |a, b| {
         for i in 0..16 {
             let flags = if i == 15 { SIGNALED } else { 0 };
-            let w = a.wqe(
-                WRITE,
-                0,
-                flags,
-                0,
-                &[raddr_seg(b.data(i * 8), b.key), inline_seg(&[i as u8; 8])],
-            );
-            a.post(&w);
+            a.write_inline(b.data(i * 8), b.key, &[i as u8; 8], flags);
         }
         a.ring();
     });
@@ -169,7 +213,7 @@ fn batch_of_16_on_one_doorbell() {
 fn inbound_read_at_responder() {
     let (_f, mut a, mut b) = pair();
     let (da, db) = measure(&mut a, &mut b, |a, b| {
-        let w = a.wqe(
+        a.post_op(
             READ,
             0,
             SIGNALED,
@@ -179,7 +223,6 @@ fn inbound_read_at_responder() {
                 data_seg(64, a.key, a.data(0)),
             ],
         );
-        a.post(&w);
         a.ring();
     });
     assert_eq!(db, counters(0, 1, 1, 0, 84, 24, 64, 0));
@@ -193,8 +236,7 @@ fn inbound_send_at_responder() {
     b.recv_at(0, 64);
     b.recv_at(64, 64);
     let send = |a: &mut Side, _: &mut Side| {
-        let w = a.wqe(SEND, 0, 0, 0, &[inline_seg(&[1; 32])]);
-        a.post(&w);
+        a.post_op(SEND, 0, 0, 0, &[inline_seg(&[1; 32])]);
         a.ring();
     };
     let (_, db) = measure(&mut a, &mut b, send);
@@ -209,14 +251,7 @@ fn inbound_send_at_responder() {
 fn inbound_write_at_responder() {
     let (_f, mut a, mut b) = pair();
     let (_, db) = measure(&mut a, &mut b, |a, b| {
-        let w = a.wqe(
-            WRITE,
-            0,
-            0,
-            0,
-            &[raddr_seg(b.data(0x10), b.key), inline_seg(&[1; 32])],
-        );
-        a.post(&w);
+        a.write_inline(b.data(0x10), b.key, &[1; 32], 0);
         a.ring();
     });
     assert_eq!(db, counters(0, 0, 0, 1, 0, 56, 0, 32));
@@ -233,14 +268,7 @@ fn trace_and_kalia_overheads_and_dllps() {
     };
     let (_f, mut a, b) = pair_with(Cfg::default(), Conn::default(), cfg);
     a.nic.set_tlp_trace(true);
-    let w = a.wqe(
-        WRITE,
-        0,
-        SIGNALED,
-        0,
-        &[raddr_seg(b.data(0), b.key), inline_seg(&[5; 12])],
-    );
-    a.post(&w);
+    a.write_inline(b.data(0), b.key, &[5; 12], SIGNALED);
     a.ring();
     let t = a.nic.take_tlps();
     let kinds: Vec<_> = t
@@ -257,6 +285,9 @@ fn trace_and_kalia_overheads_and_dllps() {
         ]
     );
     assert!(t.iter().all(|t| t.qpn == Some(a.qp.qpn)));
-    assert_eq!(a.nic.pcie().dllps, 4);
+    // An Ack and an UpdateFC answer each of the 4 TLPs, in the opposite direction.
+    let c = a.nic.pcie();
+    assert_eq!((c.dllps, c.dllp_bytes_down, c.dllp_bytes_up), (8, 32, 32));
+    assert_eq!((c.bytes_down, c.bytes_up), (34 + 86, 26 + 90));
     assert!(a.nic.take_tlps().is_empty());
 }

@@ -5,37 +5,37 @@ use common::*;
 
 const ROUNDS: u32 = 2000;
 
+fn send(me: &mut Side, i: u32) {
+    me.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(&i.to_be_bytes())]);
+    me.ring();
+}
+
+/// The next receive (or send) CQE.
+fn wait(me: &mut Side, recv: bool) -> Cqe {
+    loop {
+        let c = if recv { me.poll_recv() } else { me.poll_send() };
+        if let Some(c) = c {
+            return c;
+        }
+        // Idle: let the model run its timers (an RNR'd SEND is retried here).
+        me.nic.progress();
+        std::thread::yield_now();
+    }
+}
+
 fn run(mut me: Side, first: bool) -> Side {
     for i in 0..ROUNDS {
         me.recv_at(0, 16);
         if first {
-            let w = me.wqe(SEND, 0, SIGNALED, 0, &[inline_seg(&i.to_be_bytes())]);
-            me.post(&w);
-            me.ring();
+            send(&mut me, i);
         }
-        let r = loop {
-            if let Some(c) = me.poll_recv() {
-                break c;
-            }
-            // Idle: let the model run its timers (an RNR'd SEND is retried here).
-            me.nic.progress();
-            std::thread::yield_now();
-        };
+        let r = wait(&mut me, true);
         assert_eq!((r.opcode, r.byte_cnt), (RESP_SEND, 4));
         assert_eq!(me.read_data(0, 4), i.to_be_bytes());
         if !first {
-            let w = me.wqe(SEND, 0, SIGNALED, 0, &[inline_seg(&i.to_be_bytes())]);
-            me.post(&w);
-            me.ring();
+            send(&mut me, i);
         }
-        let s = loop {
-            if let Some(c) = me.poll_send() {
-                break c;
-            }
-            // Idle: let the model run its timers (an RNR'd SEND is retried here).
-            me.nic.progress();
-            std::thread::yield_now();
-        };
+        let s = wait(&mut me, false);
         assert_eq!(s.opcode, REQ);
     }
     me

@@ -291,6 +291,23 @@ impl Side {
         idx
     }
 
+    /// Build a WQE (`wqe`) and copy it into the ring (`post`); returns its index.
+    pub fn post_op(&mut self, opcode: u8, opmod: u8, flags: u8, imm: u32, segs: &[Vec<u8>]) -> u16 {
+        let w = self.wqe(opcode, opmod, flags, imm, segs);
+        self.post(&w)
+    }
+
+    /// Post an RDMA WRITE of inline `payload` to `raddr` under `rkey`; returns its index.
+    pub fn write_inline(&mut self, raddr: u64, rkey: u32, payload: &[u8], flags: u8) -> u16 {
+        self.post_op(
+            WRITE,
+            0,
+            flags,
+            0,
+            &[raddr_seg(raddr, rkey), inline_seg(payload)],
+        )
+    }
+
     /// Update the SQ doorbell record and ring the 8-byte doorbell with the last WQE's ctrl.
     pub fn ring(&mut self) {
         self.mem.put_be32(DBREC + 4, self.sq_pi as u32);
@@ -401,6 +418,22 @@ impl Side {
 
     pub fn drain_recv(&mut self) -> Vec<Cqe> {
         std::iter::from_fn(|| self.poll_recv()).collect()
+    }
+
+    /// Arm the send (or receive) CQ as `mlx5_arm_cq` does: record word 1 first, then the
+    /// 8-byte doorbell `BE32(sn<<28 | cmd | ci)`, `BE32(cqn)`.
+    pub fn arm(&mut self, recv: bool, sn: u32, solicited: bool) {
+        let (cq, db, ci) = if recv {
+            (self.rcq, RCQ_DB, self.rcq_ci)
+        } else {
+            (self.scq, SCQ_DB, self.scq_ci)
+        };
+        let cmd = if solicited { 1 << 24 } else { 0 };
+        let word = (sn & 3) << 28 | cmd | (ci & 0xff_ffff);
+        self.mem.put_be32(db + 4, word);
+        let mut b = word.to_be_bytes().to_vec();
+        b.extend_from_slice(&cq.cqn.to_be_bytes());
+        self.nic.mmio_write(cq.uar, 0x20, &b);
     }
 
     pub fn state(&self) -> mlx5_hw::QpState {
