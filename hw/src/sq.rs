@@ -13,7 +13,13 @@ use crate::wqe::{decode, Ctrl, Op, Seg, Segs, BB};
 use crate::xfer::{Cursor, Spans};
 
 /// Largest WQE buffer: 63 DS rounded up to whole BBs.
-pub(crate) const WQE_BUF: usize = 1024;
+const WQE_BUF: usize = 1024;
+
+/// Buffers one run of a send queue works in, kept by the NIC between runs.
+pub(crate) struct Scratch {
+    wqe: [u8; WQE_BUF],
+    in_flight: InFlight,
+}
 /// `rnr_retry` value meaning "retry forever".
 const RNR_FOREVER: u8 = 7;
 
@@ -29,7 +35,7 @@ pub(crate) struct BfWqe<'a> {
 /// a later unfenced WQE may gather its payload before those results arrive, so a gather
 /// that overlaps one of them is a missing fence (a driver bug the synchronous model would
 /// otherwise hide). At most `MAX_IN_FLIGHT` are remembered, the device's READ/atomic depth.
-struct InFlight {
+pub(crate) struct InFlight {
     n: usize,
     spans: [(u64, u64); MAX_IN_FLIGHT],
 }
@@ -133,17 +139,27 @@ fn head_ctrl(nic: &mut NicState, qpi: usize) -> Ctrl {
 /// Execute WQEs from the consumer counter up to the known producer, until the queue is
 /// empty, stalls (RNR, loss) or fails.
 pub(crate) fn run_sq(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>) {
-    // A reusable buffer: zeroing 1 KiB per doorbell would dominate small WQEs.
-    let mut buf = w.nics[n]
-        .wqe_scratch
-        .take()
-        .unwrap_or_else(|| Box::new([0; WQE_BUF]));
-    run_sq_with(w, n, qpi, bf, &mut buf[..]);
-    w.nics[n].wqe_scratch = Some(buf);
+    // Reused buffers: zeroing them per doorbell would dominate small WQEs.
+    let mut s = w.nics[n].scratch.take().unwrap_or_else(|| {
+        Box::new(Scratch {
+            wqe: [0; WQE_BUF],
+            in_flight: InFlight::new(),
+        })
+    });
+    s.in_flight.n = 0;
+    let Scratch { wqe, in_flight } = &mut *s;
+    run_sq_with(w, n, qpi, bf, wqe, in_flight);
+    w.nics[n].scratch = Some(s);
 }
 
-fn run_sq_with(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>, buf: &mut [u8]) {
-    let mut in_flight = InFlight::new();
+fn run_sq_with(
+    w: &mut World,
+    n: usize,
+    qpi: usize,
+    bf: Option<BfWqe<'_>>,
+    buf: &mut [u8],
+    in_flight: &mut InFlight,
+) {
     loop {
         let nic = &mut w.nics[n];
         let q = nic.qp(qpi);
@@ -157,7 +173,7 @@ fn run_sq_with(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>, buf: 
         let ctrl = Ctrl::parse(buf);
         let valid = ctrl.qpn == qpn && ctrl.idx == cons && ctrl.nbb() <= left;
         let outcome = if valid {
-            exec(w, n, qpi, ctrl, &buf[..len], &mut in_flight)
+            exec(w, n, qpi, ctrl, &buf[..len], in_flight)
         } else {
             Outcome::Fail(synd::LOCAL_QP_OP_ERR)
         };

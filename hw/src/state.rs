@@ -230,8 +230,8 @@ pub(crate) struct NicState {
     pub(crate) events: VecDeque<Event>,
     pub(crate) faults: Faults,
     pub(crate) delayed: VecDeque<Delayed>,
-    /// WQE buffer reused by every doorbell (taken while a send queue runs).
-    pub(crate) wqe_scratch: Option<Box<[u8; crate::sq::WQE_BUF]>>,
+    /// Buffers reused by every doorbell (taken while a send queue runs).
+    pub(crate) scratch: Option<Box<crate::sq::Scratch>>,
 }
 
 impl NicState {
@@ -260,7 +260,7 @@ impl NicState {
             events: VecDeque::new(),
             faults: Faults::default(),
             delayed: VecDeque::new(),
-            wqe_scratch: None,
+            scratch: None,
         };
         nic.new_uar(None);
         nic

@@ -134,6 +134,7 @@ impl Iterator for Segs<'_> {
     /// A malformed segment yields the syndrome once and ends the iteration.
     type Item = Result<Seg, u8>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         let end = self.wqe.len();
         if self.pos >= end {
