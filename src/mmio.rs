@@ -40,13 +40,16 @@ pub fn udma_to_device_barrier() {
 /// Orders the read of a CQE's owner byte before the reads of its other fields. Without it
 /// the CPU may read the byte count or WQE counter from before the device wrote the entry.
 ///
-/// x86-64: `lfence`; aarch64: `dmb oshld`.
+/// x86-64: `lfence`; aarch64: `dmb oshld`. Both also stop the compiler from moving memory
+/// accesses across (rdma-core's `"memory"` clobber), so the entry may then be read with
+/// plain loads.
 #[inline(always)]
 pub fn udma_from_device_barrier() {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: `lfence` has no operands and no effect but ordering.
-    unsafe {
-        core::arch::x86_64::_mm_lfence();
+    {
+        // SAFETY: `lfence` has no operands and no effect but ordering.
+        unsafe { core::arch::x86_64::_mm_lfence() };
+        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
     }
     #[cfg(target_arch = "aarch64")]
     // SAFETY: a barrier instruction; it touches no memory and no registers we rely on.
@@ -139,14 +142,38 @@ impl Uar for MappedUar {
     #[inline(always)]
     fn write_block(&self, offset: usize, block: &[u64; 8]) {
         debug_assert!(offset % SEND_WQE_BB == 0 && offset + SEND_WQE_BB <= UAR_PAGE_SIZE);
-        // SAFETY: as in `write64`; eight aligned volatile stores in address order, which the
-        // write-combining buffer merges into one 64-byte TLP (rdma-core `mmio_memcpy_x64`).
-        unsafe {
-            let dst = self.base.as_ptr().add(offset).cast::<u64>();
-            for (i, word) in block.iter().enumerate() {
-                dst.add(i).write_volatile(*word);
-            }
+        // SAFETY: as in `write64`; the block is 64-byte aligned inside the page. The stores
+        // go in address order and the write-combining buffer merges them into one 64-byte
+        // TLP (rdma-core `mmio_memcpy_x64`).
+        unsafe { store_block(self.base.as_ptr().add(offset), block) }
+    }
+}
+
+/// Stores a 64-byte block at `dst` in address order with the widest plain stores the
+/// baseline target has: four 16-byte SSE2 stores on x86-64 (as rdma-core's
+/// `mmio_memcpy_x64`), eight 8-byte stores elsewhere. Volatile: the target is a device
+/// register (or stands for one) and each store must happen exactly once. Never `memcpy`,
+/// which may use any access size or order.
+///
+/// # Safety
+/// `dst` must be valid for 64 bytes of writes and 16-byte aligned.
+#[inline(always)]
+unsafe fn store_block(dst: *mut u8, block: &[u64; 8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::__m128i;
+        let src: *const __m128i = block.as_ptr().cast();
+        let dst: *mut __m128i = dst.cast();
+        for i in 0..4 {
+            // SAFETY: `src` is 64 readable bytes (unaligned load); `dst` is 64 writable,
+            // 16-aligned bytes (caller's contract).
+            unsafe { dst.add(i).write_volatile(src.add(i).read_unaligned()) }
         }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for (i, word) in block.iter().enumerate() {
+        // SAFETY: 8-byte slot `i` of the 64 writable, aligned bytes (caller's contract).
+        unsafe { dst.cast::<u64>().add(i).write_volatile(*word) }
     }
 }
 
@@ -154,13 +181,18 @@ impl Uar for MappedUar {
 /// Stores are volatile, so they cost what real MMIO stores cost the CPU (minus the bus).
 #[derive(Debug)]
 pub struct NullUar {
-    page: Box<[u64; UAR_PAGE_SIZE / 8]>,
+    page: Box<NullPage>,
 }
+
+/// The memory of a [`NullUar`], aligned like a real page's BlueFlame registers.
+#[derive(Debug)]
+#[repr(C, align(64))]
+struct NullPage([u64; UAR_PAGE_SIZE / 8]);
 
 impl Default for NullUar {
     fn default() -> Self {
         NullUar {
-            page: Box::new([0; UAR_PAGE_SIZE / 8]),
+            page: Box::new(NullPage([0; UAR_PAGE_SIZE / 8])),
         }
     }
 }
@@ -168,25 +200,37 @@ impl Default for NullUar {
 impl NullUar {
     /// The 8 bytes last stored at `offset`.
     pub fn read64(&self, offset: usize) -> [u8; 8] {
-        self.page[offset / 8].to_ne_bytes()
+        self.page.0[offset / 8].to_ne_bytes()
+    }
+}
+
+impl NullUar {
+    /// The 8-byte slot at `offset`, masked into the page (a stray offset from a caller bug
+    /// lands inside the page instead of outside it; debug builds assert).
+    #[inline(always)]
+    fn slot(&self, offset: usize) -> *mut u64 {
+        debug_assert!(offset % 8 == 0 && offset < UAR_PAGE_SIZE);
+        let slot: *const u64 = &self.page.0[(offset / 8) % (UAR_PAGE_SIZE / 8)];
+        slot.cast_mut()
     }
 }
 
 impl Uar for NullUar {
     #[inline(always)]
     fn write64(&self, offset: usize, bytes: [u8; 8]) {
-        let slot: *const u64 = &self.page[offset / 8];
         // SAFETY: `slot` points into our own boxed page; the volatile store only keeps the
         // compiler from eliding it. The page is never read through a reference while a
         // store is in flight (`&self` methods run on one thread: `NullUar` is not `Sync`).
-        unsafe { slot.cast_mut().write_volatile(u64::from_ne_bytes(bytes)) }
+        unsafe { self.slot(offset).write_volatile(u64::from_ne_bytes(bytes)) }
     }
 
     #[inline(always)]
     fn write_block(&self, offset: usize, block: &[u64; 8]) {
-        for (i, word) in block.iter().enumerate() {
-            self.write64(offset + i * 8, word.to_ne_bytes());
-        }
+        debug_assert!(offset % SEND_WQE_BB == 0 && offset + SEND_WQE_BB <= UAR_PAGE_SIZE);
+        // SAFETY: 64 bytes from a 64-aligned offset inside our boxed, 64-aligned page (the
+        // offset is masked to the page and a multiple of 64 by construction of the
+        // queues); as in `write64` for the rest.
+        unsafe { store_block(self.slot(offset & !(SEND_WQE_BB - 1)).cast(), block) }
     }
 }
 

@@ -69,21 +69,43 @@ impl Ring {
         }
     }
 
-    /// Copies `data` to `offset`, split at the ring end.
+    /// Where to build the WQE of `len` bytes (a multiple of 64, at most
+    /// [`MAX_WQE_BYTES`]) that starts at `offset` (a multiple of 64).
+    ///
+    /// When the WQE fits before the ring end (always for a 64-byte WQE, and for nearly
+    /// every other) the [`WqeBuf`] is the ring itself. When it would run past the end it is
+    /// `staging`, copied into the ring in two parts (the second at slot 0) when the
+    /// `WqeBuf` is dropped: the split at `qend` that rdma-core does per segment, done once
+    /// per WQE and off the common path.
     #[inline(always)]
-    pub(crate) fn write_bytes(&self, offset: usize, data: &[u8]) {
+    pub(crate) fn wqe<'a>(
+        &'a self,
+        offset: usize,
+        len: usize,
+        staging: &'a mut Staging,
+    ) -> WqeBuf<'a> {
+        debug_assert!(offset % SEND_WQE_BB == 0 && len % SEND_WQE_BB == 0);
+        assert!(len <= MAX_WQE_BYTES && len <= self.mask + 1);
         let start = offset & self.mask;
-        let first = data.len().min(self.mask + 1 - start);
-        // SAFETY: `first` bytes fit before the ring end, the rest (at most one ring's worth,
-        // the callers bound WQE sizes far below it) at the start; the source is a slice
-        // outside the ring.
-        unsafe {
-            core::ptr::copy_nonoverlapping(data.as_ptr(), self.at(start), first);
-            core::ptr::copy_nonoverlapping(
-                data.as_ptr().add(first),
-                self.base.as_ptr(),
-                data.len() - first,
-            );
+        let room = self.mask + 1 - start;
+        if len <= room {
+            WqeBuf {
+                ptr: self.at(start),
+                len,
+                wrap: None,
+                _ring: core::marker::PhantomData,
+            }
+        } else {
+            WqeBuf {
+                ptr: staging.0.as_mut_ptr(),
+                len,
+                wrap: Some(Wrap {
+                    start: self.at(start),
+                    room,
+                    base: self.base.as_ptr(),
+                }),
+                _ring: core::marker::PhantomData,
+            }
         }
     }
 
@@ -101,6 +123,145 @@ impl Ring {
     pub(crate) fn read_ds(&self, offset: usize) -> [u8; DS] {
         // SAFETY: 16 bytes inside the ring, as in `write_ds`.
         unsafe { self.at(offset).cast::<[u8; DS]>().read_unaligned() }
+    }
+}
+
+/// Largest WQE in bytes: 63 DS (the 6-bit DS field), rounded up to whole WQEBBs.
+pub(crate) const MAX_WQE_BYTES: usize = 1024;
+
+/// A WQE-sized staging buffer for WQEs that run past the ring end (allocated once per
+/// send queue).
+#[derive(Debug)]
+pub(crate) struct Staging(Box<[u8; MAX_WQE_BYTES]>);
+
+impl Default for Staging {
+    fn default() -> Self {
+        Staging(Box::new([0; MAX_WQE_BYTES]))
+    }
+}
+
+/// `len` contiguous writable bytes where one WQE is being built: ring memory, or the
+/// staging buffer of a WQE that wraps (copied into the ring on drop). Writes are unaligned
+/// stores of plain bytes.
+#[derive(Debug)]
+pub(crate) struct WqeBuf<'a> {
+    ptr: *mut u8,
+    len: usize,
+    wrap: Option<Wrap>,
+    _ring: core::marker::PhantomData<&'a mut [u8]>,
+}
+
+/// Where a staged WQE goes: `room` bytes at `start` (up to the ring end), the rest at
+/// `base`.
+#[derive(Debug)]
+struct Wrap {
+    start: *mut u8,
+    room: usize,
+    base: *mut u8,
+}
+
+impl Drop for WqeBuf<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Some(wrap) = &self.wrap {
+            self.unstage(wrap);
+        }
+    }
+}
+
+impl WqeBuf<'_> {
+    #[cold]
+    #[inline(never)]
+    fn unstage(&self, wrap: &Wrap) {
+        // SAFETY: `room` bytes fit before the ring end and the other `len - room` (less
+        // than the ring, asserted in `Ring::wqe`) at its start; the source is the staging
+        // buffer, `len` bytes long.
+        unsafe {
+            copy_small(self.ptr, wrap.start, wrap.room);
+            copy_small(self.ptr.add(wrap.room), wrap.base, self.len - wrap.room);
+        }
+    }
+
+    /// Writes a `#[repr(C)]` plain-bytes segment at byte `at` of the WQE.
+    ///
+    /// # Safety
+    /// `at + size_of::<T>()` must not exceed the WQE length given to [`Ring::wqe`], and
+    /// `T` must be plain bytes (a PRM segment layout).
+    #[inline(always)]
+    pub(crate) unsafe fn seg<T: Copy>(&mut self, at: usize, seg: T) {
+        debug_assert!(at + core::mem::size_of::<T>() <= self.len);
+        const { assert!(core::mem::size_of::<T>() % 8 == 0) };
+        let words = core::mem::size_of::<T>() / 8;
+        let src: *const u64 = (&seg as *const T).cast();
+        for i in 0..words {
+            // SAFETY: word `i` of a local `T` of `words * 8` plain bytes, and of the
+            // buffer's `size_of::<T>()` bytes at `at` (caller's contract). Whole 8-byte
+            // stores let the compiler build each word in a register instead of storing
+            // the segment's fields one by one.
+            unsafe {
+                let word = src.add(i).read_unaligned();
+                self.ptr.add(at + i * 8).cast::<u64>().write_unaligned(word);
+            }
+        }
+    }
+
+    /// Copies `data` to byte `at` of the WQE.
+    ///
+    /// # Safety
+    /// `at + data.len()` must not exceed the WQE length given to [`Ring::wqe`].
+    #[inline(always)]
+    pub(crate) unsafe fn bytes(&mut self, at: usize, data: &[u8]) {
+        debug_assert!(at + data.len() <= self.len);
+        // SAFETY: inside the buffer (caller's contract); the source is a slice outside it.
+        unsafe { copy_small(data.as_ptr(), self.ptr.add(at), data.len()) }
+    }
+}
+
+/// Copies `len` bytes with a few unaligned loads and stores (the short inline payloads of
+/// WQEs), instead of a call to `memcpy`: 16-byte chunks, then the tail as two overlapping
+/// loads/stores of the largest size that fits, so no byte outside either range is touched.
+///
+/// # Safety
+/// `src` valid for `len` bytes of reads, `dst` for `len` bytes of writes, not overlapping.
+#[inline(always)]
+unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
+    /// Copies the `T`-sized ranges at `0` and at `len - size_of::<T>()`.
+    ///
+    /// # Safety
+    /// As for `copy_small`, with `size_of::<T>() <= len`.
+    #[inline(always)]
+    unsafe fn ends<T>(src: *const u8, dst: *mut u8, len: usize) {
+        let last = len - core::mem::size_of::<T>();
+        // SAFETY: both ranges lie inside the `len` bytes of each side (caller's contract).
+        unsafe {
+            let (head, tail) = (
+                src.cast::<T>().read_unaligned(),
+                src.add(last).cast::<T>().read_unaligned(),
+            );
+            dst.cast::<T>().write_unaligned(head);
+            dst.add(last).cast::<T>().write_unaligned(tail);
+        }
+    }
+    // SAFETY (every block below): offsets and sizes stay inside the `len` bytes the caller
+    // vouches for.
+    unsafe {
+        if len >= 16 {
+            let mut at = 0;
+            while at + 16 < len {
+                let chunk = src.add(at).cast::<u128>().read_unaligned();
+                dst.add(at).cast::<u128>().write_unaligned(chunk);
+                at += 16;
+            }
+            ends::<u128>(src, dst, len);
+        } else if len >= 8 {
+            ends::<u64>(src, dst, len);
+        } else if len >= 4 {
+            ends::<u32>(src, dst, len);
+        } else if len >= 2 {
+            ends::<u16>(src, dst, len);
+        } else if len == 1 {
+            dst.write(src.read());
+        }
     }
 }
 
@@ -169,15 +330,16 @@ impl CqBuf {
     #[inline(always)]
     pub(crate) fn read(&self, index: u32) -> Cqe64 {
         // SAFETY: a 64-byte entry inside the buffer that the device handed to software (the
-        // owner bit was checked and a from-device barrier issued by the caller); `Cqe64` is
-        // plain bytes.
-        unsafe { self.cqe(index).cast::<Cqe64>().read_volatile() }
+        // owner bit was checked and a from-device barrier, also a compiler barrier, issued by
+        // the caller), so the device no longer writes it; `Cqe64` is plain bytes. A plain
+        // (not volatile) read lets the compiler load only the fields the caller uses.
+        unsafe { self.cqe(index).cast::<Cqe64>().read() }
     }
 
     /// The same entry through the error-CQE layout (`mlx5_err_cqe`), for REQ_ERR / RESP_ERR.
     #[inline(always)]
     pub(crate) fn read_err(&self, index: u32) -> ErrCqe {
         // SAFETY: as in `read`; `ErrCqe` is another plain-bytes view of the same 64 bytes.
-        unsafe { self.cqe(index).cast::<ErrCqe>().read_volatile() }
+        unsafe { self.cqe(index).cast::<ErrCqe>().read() }
     }
 }

@@ -22,7 +22,7 @@ use crate::prm::{
     self, AtomicSeg, Be32, Be64, CqUpdate, CtrlSeg, DataSeg, FenceMode, FmCeSe, InlineSeg,
     MaskedCs32, MaskedCs64, MaskedFa32, MaskedFa64, Opcode, RaddrSeg, DS, MAX_DS, SEND_WQE_BB,
 };
-use crate::ring::Ring;
+use crate::ring::{Ring, Staging, WqeBuf};
 
 /// A gather or scatter entry: `len` bytes at `addr` in memory registered with `lkey`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -214,32 +214,42 @@ pub enum DoorbellMode {
 #[derive(Debug)]
 pub(crate) struct SqShared {
     mask: u32,
-    wr_id: Box<[AtomicU64]>,
-    next_pi: Box<[AtomicU32]>,
+    /// Per first WQEBB of a WQE: what its CQE needs (one array, one bounds check).
+    slots: Box<[SqSlot]>,
     /// Producer count up to which every WQE has completed.
     tail: AtomicU32,
+}
+
+/// What the poller needs about the WQE starting at one WQEBB.
+#[derive(Debug, Default)]
+struct SqSlot {
+    wr_id: AtomicU64,
+    /// Producer count after the WQE.
+    next_pi: AtomicU32,
 }
 
 impl SqShared {
     pub(crate) fn new(wqe_cnt: u32) -> Self {
         SqShared {
             mask: wqe_cnt - 1,
-            wr_id: (0..wqe_cnt).map(|_| AtomicU64::new(0)).collect(),
-            next_pi: (0..wqe_cnt).map(|_| AtomicU32::new(0)).collect(),
+            slots: (0..wqe_cnt).map(|_| SqSlot::default()).collect(),
             tail: AtomicU32::new(0),
         }
+    }
+
+    #[inline(always)]
+    fn slot(&self, counter: u32) -> &SqSlot {
+        &self.slots[(counter & self.mask) as usize]
     }
 
     /// Retires the WQE whose first WQEBB index is `wqe_counter` (and every earlier one);
     /// returns its `wr_id`.
     #[inline(always)]
     pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
-        let slot = (wqe_counter as u32 & self.mask) as usize;
-        self.tail.store(
-            self.next_pi[slot].load(Ordering::Relaxed),
-            Ordering::Release,
-        );
-        self.wr_id[slot].load(Ordering::Relaxed)
+        let slot = self.slot(wqe_counter as u32);
+        self.tail
+            .store(slot.next_pi.load(Ordering::Relaxed), Ordering::Release);
+        slot.wr_id.load(Ordering::Relaxed)
     }
 
     pub(crate) fn reset(&self) {
@@ -344,67 +354,82 @@ impl SendOp {
         }
     }
 
-    /// Writes the atomic argument segment(s) at `offset`.
+    /// Writes the atomic argument segment(s) at byte `offset` of the WQE.
+    ///
+    /// # Safety
+    /// The WQE must have room for `self.shape().args_ds` units at `offset`.
     #[inline(always)]
-    fn write_args(&self, ring: &Ring, offset: usize) {
-        match *self {
-            SendOp::CompareSwap { compare, swap, .. } => ring.write_seg(
-                offset,
-                AtomicSeg {
-                    swap_add: Be64::new(swap),
-                    compare: Be64::new(compare),
-                },
-            ),
-            SendOp::FetchAdd { add, .. } => ring.write_seg(
-                offset,
-                AtomicSeg {
-                    swap_add: Be64::new(add),
-                    compare: Be64::new(0),
-                },
-            ),
-            SendOp::MaskedCompareSwap32 { args, .. } => ring.write_seg(
-                offset,
-                MaskedCs32 {
-                    swap: Be32::new(args.swap),
-                    compare: Be32::new(args.compare),
-                    swap_mask: Be32::new(args.swap_mask),
-                    compare_mask: Be32::new(args.compare_mask),
-                },
-            ),
-            SendOp::MaskedCompareSwap64 { args, .. } => ring.write_seg(
-                offset,
-                MaskedCs64 {
-                    swap: Be64::new(args.swap),
-                    compare: Be64::new(args.compare),
-                    swap_mask: Be64::new(args.swap_mask),
-                    compare_mask: Be64::new(args.compare_mask),
-                },
-            ),
-            SendOp::MaskedFetchAdd32 {
-                add,
-                field_boundary,
-                ..
-            } => ring.write_seg(
-                offset,
-                MaskedFa32 {
-                    add: Be32::new(add),
-                    field_boundary: Be32::new(field_boundary),
-                    reserved: Be64::new(0),
-                },
-            ),
-            SendOp::MaskedFetchAdd64 {
-                add,
-                field_boundary,
-                ..
-            } => ring.write_seg(
-                offset,
-                MaskedFa64 {
-                    add: Be64::new(add),
-                    field_boundary: Be64::new(field_boundary),
-                },
-            ),
-            _ => {}
+    unsafe fn write_args(&self, wqe: &mut WqeBuf<'_>, offset: usize) {
+        // SAFETY: each arm writes exactly `args_ds` units of its shape (caller's contract).
+        unsafe {
+            match *self {
+                SendOp::CompareSwap { compare, swap, .. } => wqe.seg(
+                    offset,
+                    AtomicSeg {
+                        swap_add: Be64::new(swap),
+                        compare: Be64::new(compare),
+                    },
+                ),
+                SendOp::FetchAdd { add, .. } => wqe.seg(
+                    offset,
+                    AtomicSeg {
+                        swap_add: Be64::new(add),
+                        compare: Be64::new(0),
+                    },
+                ),
+                SendOp::MaskedCompareSwap32 { args, .. } => wqe.seg(
+                    offset,
+                    MaskedCs32 {
+                        swap: Be32::new(args.swap),
+                        compare: Be32::new(args.compare),
+                        swap_mask: Be32::new(args.swap_mask),
+                        compare_mask: Be32::new(args.compare_mask),
+                    },
+                ),
+                SendOp::MaskedCompareSwap64 { args, .. } => wqe.seg(
+                    offset,
+                    MaskedCs64 {
+                        swap: Be64::new(args.swap),
+                        compare: Be64::new(args.compare),
+                        swap_mask: Be64::new(args.swap_mask),
+                        compare_mask: Be64::new(args.compare_mask),
+                    },
+                ),
+                SendOp::MaskedFetchAdd32 {
+                    add,
+                    field_boundary,
+                    ..
+                } => wqe.seg(
+                    offset,
+                    MaskedFa32 {
+                        add: Be32::new(add),
+                        field_boundary: Be32::new(field_boundary),
+                        reserved: Be64::new(0),
+                    },
+                ),
+                SendOp::MaskedFetchAdd64 {
+                    add,
+                    field_boundary,
+                    ..
+                } => wqe.seg(
+                    offset,
+                    MaskedFa64 {
+                        add: Be64::new(add),
+                        field_boundary: Be64::new(field_boundary),
+                    },
+                ),
+                _ => {}
+            }
         }
+    }
+}
+
+/// `mode` as it takes effect on a register with a BlueFlame half of `bf_size` bytes.
+fn effective_mode(mode: DoorbellMode, bf_size: usize) -> DoorbellMode {
+    match (mode, bf_size) {
+        (_, 0) | (DoorbellMode::Doorbell, _) => DoorbellMode::Doorbell,
+        (DoorbellMode::Auto, _) => DoorbellMode::BlueFlameLast,
+        (mode, _) => mode,
     }
 }
 
@@ -418,12 +443,17 @@ pub const MAX_MESSAGE_SIZE: u64 = 1 << 31;
 #[derive(Debug)]
 pub struct SendQueue<U: Uar> {
     ring: Ring,
+    staging: Staging,
     wqe_cnt: u32,
     /// Producer count of WQEBBs (`cur_post`); its low 16 bits go into each WQE.
     pi: u32,
-    /// Offset and size of the last pushed WQE, and its first 8 bytes.
-    last: Option<(usize, usize, [u8; 8])>,
+    /// WQEs pushed since the last doorbell; when not 0, the `last_*` fields describe the
+    /// last of them.
     pushed: u32,
+    /// Ring offset of the last pushed WQE.
+    last_offset: usize,
+    /// Size in bytes of the last pushed WQE.
+    last_bytes: usize,
     qpn: u32,
     max_ds: usize,
     max_inline: usize,
@@ -431,6 +461,12 @@ pub struct SendQueue<U: Uar> {
     dbrec: DbRec,
     bf: BfReg<U>,
     mode: DoorbellMode,
+    /// `mode` resolved against the register (see [`SendQueue::effective_mode`]).
+    effective: DoorbellMode,
+    /// Largest WQE (bytes) BlueFlame-copied when it is rung alone (0: never).
+    bf_single: usize,
+    /// Largest last WQE (bytes) of a batch BlueFlame-copied (0: never).
+    bf_batch: usize,
     ready: bool,
     shared: Arc<SqShared>,
     errored: Arc<AtomicBool>,
@@ -453,12 +489,14 @@ impl<U: Uar> SendQueue<U> {
         let ring = unsafe { Ring::new(desc.buf, desc.wqe_cnt as usize * SEND_WQE_BB) };
         // SAFETY: word 1 of the record the contract makes ours.
         let dbrec = unsafe { DbRec::new(desc.dbrec.add(prm::SND_DBR)) };
-        SendQueue {
+        let mut sq = SendQueue {
             ring,
+            staging: Staging::default(),
             wqe_cnt: desc.wqe_cnt,
             pi: 0,
-            last: None,
             pushed: 0,
+            last_offset: 0,
+            last_bytes: 0,
             qpn: desc.qpn,
             max_ds: (desc.max_wqe_size / DS).min(MAX_DS),
             max_inline: desc.max_inline,
@@ -470,25 +508,32 @@ impl<U: Uar> SendQueue<U> {
                 size: desc.bf_size,
             },
             mode: DoorbellMode::Auto,
+            effective: DoorbellMode::Doorbell,
+            bf_single: 0,
+            bf_batch: 0,
             ready: false,
             shared,
             errored,
-        }
+        };
+        sq.set_mode(DoorbellMode::Auto);
+        sq
     }
 
     /// Chooses how doorbells are rung.
     pub fn set_mode(&mut self, mode: DoorbellMode) {
         self.mode = mode;
+        self.effective = effective_mode(mode, self.bf.size);
+        (self.bf_single, self.bf_batch) = match self.effective {
+            DoorbellMode::BlueFlame => (self.bf.size, 0),
+            DoorbellMode::BlueFlameLast => (self.bf.size, self.bf.size),
+            _ => (0, 0),
+        };
     }
 
     /// The mode actually in effect: BlueFlame modes fall back to the doorbell when the
     /// register has no BlueFlame (`bf.size == 0`).
     pub fn effective_mode(&self) -> DoorbellMode {
-        match (self.mode, self.bf.size) {
-            (_, 0) | (DoorbellMode::Doorbell, _) => DoorbellMode::Doorbell,
-            (DoorbellMode::Auto, _) => DoorbellMode::BlueFlameLast,
-            (mode, _) => mode,
-        }
+        self.effective
     }
 
     /// Number of WQEBBs in the ring.
@@ -535,7 +580,6 @@ impl<U: Uar> SendQueue<U> {
 
     pub(crate) fn reset(&mut self) {
         self.pi = 0;
-        self.last = None;
         self.pushed = 0;
         self.ready = false;
         self.dbrec.write(Be32::new(0));
@@ -546,7 +590,7 @@ impl<U: Uar> SendQueue<U> {
     ///
     /// The WQE reaches the device with the next [`SendQueue::ring_doorbell`]. On error
     /// nothing is written.
-    #[inline]
+    #[inline(always)]
     pub fn push(
         &mut self,
         wr_id: u64,
@@ -582,42 +626,55 @@ impl<U: Uar> SendQueue<U> {
             flags.fm_ce_se(),
             shape.imm,
         );
-        let mut at = start + DS;
-        if let Some(remote) = shape.remote {
-            self.ring.write_seg(
-                at,
-                RaddrSeg {
+        {
+            let wqe = &mut self
+                .ring
+                .wqe(start, bbs as usize * SEND_WQE_BB, &mut self.staging);
+            // SAFETY (every segment write below): the segments are the `ds` units counted
+            // above in the same order (control, remote address, `args_ds` argument units,
+            // then `data_ds` data units), so each ends within `ds * 16 <= bbs * 64` bytes.
+            unsafe { wqe.seg(0, ctrl) };
+            let mut at = DS;
+            if let Some(remote) = shape.remote {
+                let raddr = RaddrSeg {
                     raddr: Be64::new(remote.addr),
                     rkey: Be32::new(remote.rkey),
                     reserved: Be32::new(0),
-                },
-            );
-            at += DS;
-        }
-        op.write_args(&self.ring, at);
-        at += shape.args_ds * DS;
-        match data {
-            Data::Sges(sges) => {
-                for sge in sges.iter().filter(|s| s.len != 0) {
-                    self.ring
-                        .write_seg(at, DataSeg::new(sge.len, sge.lkey, sge.addr));
-                    at += DS;
+                };
+                // SAFETY: see above.
+                unsafe { wqe.seg(at, raddr) };
+                at += DS;
+            }
+            // SAFETY: see above (`args_ds` units).
+            unsafe { op.write_args(wqe, at) };
+            at += shape.args_ds * DS;
+            match data {
+                Data::Sges(sges) => {
+                    for sge in sges.iter().filter(|s| s.len != 0) {
+                        // SAFETY: see above (one unit per non-empty entry).
+                        unsafe { wqe.seg(at, DataSeg::new(sge.len, sge.lkey, sge.addr)) };
+                        at += DS;
+                    }
                 }
+                Data::Inline(bytes) if !bytes.is_empty() => {
+                    let header = InlineSeg::new(bytes.len() as u32);
+                    // SAFETY: see above: `InlineSeg::ds` units hold the 4-byte header and
+                    // the bytes.
+                    unsafe {
+                        wqe.bytes(at, &header.byte_count.to_bytes());
+                        wqe.bytes(at + 4, bytes);
+                    }
+                }
+                Data::Inline(_) => {}
             }
-            Data::Inline(bytes) if !bytes.is_empty() => {
-                let header = InlineSeg::new(bytes.len() as u32).byte_count.to_bytes();
-                self.ring.write_bytes(at, &header);
-                self.ring.write_bytes(at + header.len(), bytes);
-            }
-            Data::Inline(_) => {}
         }
-        self.ring.write_seg(start, ctrl);
 
-        let slot = (self.pi & (self.wqe_cnt - 1)) as usize;
+        let slot = self.shared.slot(self.pi);
         self.pi = self.pi.wrapping_add(bbs);
-        self.shared.wr_id[slot].store(wr_id, Ordering::Relaxed);
-        self.shared.next_pi[slot].store(self.pi, Ordering::Relaxed);
-        self.last = Some((start, ds * DS, ctrl.doorbell_bytes()));
+        slot.wr_id.store(wr_id, Ordering::Relaxed);
+        slot.next_pi.store(self.pi, Ordering::Relaxed);
+        self.last_offset = start;
+        self.last_bytes = ds * DS;
         self.pushed += 1;
         Ok(())
     }
@@ -670,30 +727,33 @@ impl<U: Uar> SendQueue<U> {
     /// Hands every WQE pushed since the last doorbell to the device: doorbell record, then
     /// one 8-byte doorbell or a BlueFlame copy of the last WQE (see [`DoorbellMode`]).
     /// Returns the number of WQEs rung.
-    #[inline]
+    #[inline(always)]
     pub fn ring_doorbell(&mut self) -> u32 {
-        let Some((offset, bytes, ctrl8)) = self.last.take() else {
+        if self.pushed == 0 {
             return 0;
+        }
+        let bf_max = if self.pushed == 1 {
+            self.bf_single
+        } else {
+            self.bf_batch
         };
-        let use_bf = match self.effective_mode() {
-            DoorbellMode::BlueFlame => self.pushed == 1,
-            DoorbellMode::BlueFlameLast => true,
-            _ => false,
-        } && bytes <= self.bf.size;
-        let what = if use_bf {
+        let what = if self.last_bytes <= bf_max {
             Ring64::BlueFlame {
-                wqe_offset: offset,
-                chunks: bytes.div_ceil(SEND_WQE_BB),
+                wqe_offset: self.last_offset,
+                chunks: self.last_bytes.div_ceil(SEND_WQE_BB),
             }
         } else {
-            Ring64::Doorbell(ctrl8)
+            let ctrl = self.ring.read_ds(self.last_offset);
+            Ring64::Doorbell([
+                ctrl[0], ctrl[1], ctrl[2], ctrl[3], ctrl[4], ctrl[5], ctrl[6], ctrl[7],
+            ])
         };
         ring_send_doorbell(&mut self.bf, &self.dbrec, self.pi, &self.ring, what);
         core::mem::replace(&mut self.pushed, 0)
     }
 
     /// [`SendQueue::push`] then [`SendQueue::ring_doorbell`].
-    #[inline]
+    #[inline(always)]
     pub fn post(
         &mut self,
         wr_id: u64,
