@@ -521,6 +521,15 @@ impl<B: Backend> MemoryRegion<B> {
         self.memory.write(offset, data);
     }
 
+    /// The byte at `offset`, read with one volatile load: for spinning on memory a peer
+    /// writes by RDMA WRITE (perftest's `write_lat` polls the last byte of its buffer).
+    ///
+    /// # Panics
+    /// If `offset` is outside the region.
+    pub fn read_volatile_u8(&self, offset: usize) -> u8 {
+        self.memory.read_volatile_u8(offset)
+    }
+
     /// The 8 bytes at `offset` as a host-order `u64` (e.g. an atomic's result).
     pub fn read_u64(&self, offset: usize) -> u64 {
         let mut b = [0u8; 8];

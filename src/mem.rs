@@ -76,6 +76,13 @@ impl Memory {
         }
     }
 
+    pub(crate) fn read_volatile_u8(&self, offset: usize) -> u8 {
+        self.check(offset, 1);
+        // SAFETY: inside the memory (checked). Volatile: the device (or a peer's RDMA WRITE)
+        // changes the byte behind the compiler's back, so a spin loop must reload it.
+        unsafe { self.ptr().add(offset).read_volatile() }
+    }
+
     pub(crate) fn write(&self, offset: usize, data: &[u8]) {
         self.check(offset, data.len());
         // SAFETY: inside the memory (checked); `data` is a distinct Rust slice.

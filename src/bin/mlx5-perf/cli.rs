@@ -1,0 +1,310 @@
+//! The command line: perftest's test names and flags where they overlap, plus ours.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+/// perftest-compatible RDMA benchmarks on mlx5 (on the built-in device model when no device
+/// is given), a per-message PCIe report and a WQE-level explanation of each operation.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+#[allow(clippy::enum_variant_names, clippy::large_enum_variant)] // perftest's test names
+pub enum Command {
+    /// RDMA WRITE latency (ping-pong, half the round trip).
+    #[command(name = "write_lat", alias = "ib_write_lat")]
+    WriteLat(BenchArgs),
+    /// RDMA WRITE bandwidth.
+    #[command(name = "write_bw", alias = "ib_write_bw")]
+    WriteBw(BenchArgs),
+    /// SEND latency (ping-pong, half the round trip).
+    #[command(name = "send_lat", alias = "ib_send_lat")]
+    SendLat(BenchArgs),
+    /// SEND bandwidth.
+    #[command(name = "send_bw", alias = "ib_send_bw")]
+    SendBw(BenchArgs),
+    /// RDMA READ latency (post to completion).
+    #[command(name = "read_lat", alias = "ib_read_lat")]
+    ReadLat(BenchArgs),
+    /// RDMA READ bandwidth.
+    #[command(name = "read_bw", alias = "ib_read_bw")]
+    ReadBw(BenchArgs),
+    /// Atomic (fetch-and-add, or compare-and-swap with -A CMP_AND_SWAP) latency.
+    #[command(name = "atomic_lat", alias = "ib_atomic_lat")]
+    AtomicLat(BenchArgs),
+    /// Atomic bandwidth.
+    #[command(name = "atomic_bw", alias = "ib_atomic_bw")]
+    AtomicBw(BenchArgs),
+    /// Post one operation (or a batch) on the model and show every byte and TLP it costs.
+    Explain(ExplainArgs),
+    /// The PCIe cost per message of each posting optimisation, measured on the model.
+    Pcie(PcieArgs),
+    /// The driver's CPU cost per post and per poll against a null device.
+    Cpu(crate::cpu::CpuArgs),
+}
+
+/// The operation a benchmark measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verb {
+    /// RDMA WRITE.
+    Write,
+    /// SEND.
+    Send,
+    /// RDMA READ.
+    Read,
+    /// Atomic.
+    Atomic,
+}
+
+/// Latency or bandwidth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// perftest's `_lat`.
+    Lat,
+    /// perftest's `_bw`.
+    Bw,
+}
+
+/// A benchmark: operation and kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Test {
+    /// The operation.
+    pub verb: Verb,
+    /// Latency or bandwidth.
+    pub kind: Kind,
+}
+
+impl Test {
+    /// perftest's name (`write_lat`, ...).
+    pub fn name(self) -> String {
+        let verb = match self.verb {
+            Verb::Write => "write",
+            Verb::Send => "send",
+            Verb::Read => "read",
+            Verb::Atomic => "atomic",
+        };
+        let kind = match self.kind {
+            Kind::Lat => "lat",
+            Kind::Bw => "bw",
+        };
+        format!("{verb}_{kind}")
+    }
+}
+
+/// The doorbell mode flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// BlueFlame: the WQE is copied to the device with the doorbell (the last of a batch).
+    Bf,
+    /// The 8-byte doorbell; the device fetches WQEs by DMA.
+    Db,
+    /// BlueFlame when the device has it, else the doorbell.
+    Auto,
+}
+
+/// The atomic operation (perftest's `-A`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+pub enum AtomicType {
+    /// Fetch-and-add.
+    #[value(name = "FETCH_AND_ADD")]
+    FetchAndAdd,
+    /// Compare-and-swap.
+    #[value(name = "CMP_AND_SWAP")]
+    CmpAndSwap,
+}
+
+/// perftest's flags where they overlap, plus `--mode`, `--json`, `--csv`, `--plot`.
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Server to connect to (hardware only). Without it: the server side, or on the model
+    /// both sides in this process.
+    pub host: Option<String>,
+    /// RDMA device (e.g. mlx5_0); needs the `verbs` feature. Without it: the model.
+    #[arg(short = 'd', long = "ib-dev")]
+    pub device: Option<String>,
+    /// Port of the device.
+    #[arg(short = 'i', long = "ib-port", default_value_t = 1)]
+    pub ib_port: u8,
+    /// GID index (RoCE).
+    #[arg(short = 'x', long = "gid-index", default_value_t = 0)]
+    pub gid_index: u32,
+    /// Message size in bytes (default 2 for latency, 65536 for bandwidth; atomics: 8).
+    #[arg(short = 's', long = "size")]
+    pub size: Option<usize>,
+    /// Run all sizes 2..2^23 (atomics: 8 only).
+    #[arg(short = 'a', long = "all")]
+    pub all: bool,
+    /// Iterations (default 1000; 5000 for bandwidth).
+    #[arg(short = 'n', long = "iters")]
+    pub iters: Option<u64>,
+    /// Run for this many seconds instead of a number of iterations.
+    #[arg(short = 'D', long = "duration")]
+    pub duration: Option<u64>,
+    /// Largest message sent inline (default 220 for WRITE, 236 for SEND, 0 otherwise).
+    #[arg(short = 'I', long = "inline_size")]
+    pub inline: Option<usize>,
+    /// Outstanding WRs per QP (default 1 for latency, 128 for bandwidth).
+    #[arg(short = 't', long = "tx-depth")]
+    pub tx_depth: Option<u32>,
+    /// Post list: WRs per doorbell.
+    #[arg(short = 'l', long = "post_list", default_value_t = 1)]
+    pub post_list: u32,
+    /// CQ moderation: a completion every this many WRs (default 1 for latency, 100 for
+    /// bandwidth; at most the TX depth).
+    #[arg(short = 'Q', long = "cq-mod")]
+    pub cq_mod: Option<u32>,
+    /// Number of QPs (bandwidth tests).
+    #[arg(short = 'q', long = "qp", default_value_t = 1)]
+    pub qps: u32,
+    /// TCP port of the exchange.
+    #[arg(short = 'p', long = "port", default_value_t = 18515)]
+    pub port: u16,
+    /// Report bandwidth in Gb/s instead of MiB/s.
+    #[arg(long = "report_gbits")]
+    pub report_gbits: bool,
+    /// Accepted for perftest compatibility: time comes from CLOCK_MONOTONIC, never from the
+    /// CPU frequency, so there is no frequency warning to silence.
+    #[arg(short = 'F', long = "CPU-freq")]
+    pub cpu_freq: bool,
+    /// Atomic operation.
+    #[arg(short = 'A', long = "atomic_type", value_enum, default_value_t = AtomicType::FetchAndAdd)]
+    pub atomic_type: AtomicType,
+    /// Doorbell mode.
+    #[arg(long, value_enum, default_value_t = Mode::Auto)]
+    pub mode: Mode,
+    /// Print the results as one JSON object.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print the results as CSV.
+    #[arg(long)]
+    pub csv: bool,
+    /// Write an SVG plot: latency distribution (latency tests) or bandwidth against size
+    /// (bandwidth tests with -a).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+/// Operations `explain` knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExplainOp {
+    /// RDMA WRITE.
+    Write,
+    /// RDMA WRITE with immediate.
+    WriteImm,
+    /// SEND.
+    Send,
+    /// SEND with immediate.
+    SendImm,
+    /// RDMA READ.
+    Read,
+    /// Compare-and-swap.
+    Cas,
+    /// Fetch-and-add.
+    Faa,
+}
+
+/// The posting modes `explain` and `pcie` compare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PostMode {
+    /// BlueFlame copy of the (last) WQE.
+    Bf,
+    /// 8-byte doorbell.
+    Db,
+}
+
+/// TLP overhead presets of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TlpOverhead {
+    /// MWr/MRd 24 B, CplD 20 B (64-bit addresses, as pcie-bench counts them).
+    PcieBench,
+    /// MWr/MRd 26 B, CplD 22 B (Kalia et al., ATC'16).
+    Kalia,
+}
+
+/// `mlx5-perf explain`.
+#[derive(Args, Debug, Clone)]
+pub struct ExplainArgs {
+    /// The operation.
+    pub op: ExplainOp,
+    /// Payload bytes (atomics: 8).
+    #[arg(long, default_value_t = 8)]
+    pub size: usize,
+    /// Send the payload inline in the WQE (WRITE and SEND only).
+    #[arg(long)]
+    pub inline: bool,
+    /// Gather (or READ scatter) entries the payload is split into.
+    #[arg(long, default_value_t = 1)]
+    pub sge: usize,
+    /// A CQE for every K-th WR (0: none).
+    #[arg(long, default_value_t = 1)]
+    pub signal_every: u32,
+    /// Doorbell or BlueFlame (the last WQE of a batch).
+    #[arg(long, value_enum, default_value_t = PostMode::Bf)]
+    pub mode: PostMode,
+    /// WRs posted with one doorbell.
+    #[arg(long, default_value_t = 1)]
+    pub batch: u32,
+    /// TLP overhead preset.
+    #[arg(long, value_enum, default_value_t = TlpOverhead::PcieBench)]
+    pub tlp_overhead: TlpOverhead,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Requester operations of the `pcie` table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PcieOp {
+    /// RDMA WRITE.
+    Write,
+    /// SEND.
+    Send,
+}
+
+/// `mlx5-perf pcie`.
+#[derive(Args, Debug, Clone)]
+pub struct PcieArgs {
+    /// Requester operation.
+    #[arg(long, value_enum, default_value_t = PcieOp::Write)]
+    pub op: PcieOp,
+    /// Payload bytes.
+    #[arg(long, default_value_t = 8)]
+    pub size: usize,
+    /// N of the doorbell-batching row.
+    #[arg(long, default_value_t = 32)]
+    pub batch: u32,
+    /// k of the completion-every-k row.
+    #[arg(long, default_value_t = 32)]
+    pub signal_every: u32,
+    /// TLP overhead preset.
+    #[arg(long, value_enum, default_value_t = TlpOverhead::PcieBench)]
+    pub tlp_overhead: TlpOverhead,
+    /// Max payload size.
+    #[arg(long, default_value_t = 256)]
+    pub mps: u32,
+    /// Max read request size.
+    #[arg(long, default_value_t = 512)]
+    pub mrrs: u32,
+    /// Read completion boundary.
+    #[arg(long, default_value_t = 128)]
+    pub rcb: u32,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write an SVG plot of link bytes per message against message size per mode.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}

@@ -1,0 +1,304 @@
+//! `mlx5-perf pcie`: the PCIe transactions and link bytes one message costs, step by step
+//! through the posting optimisations, measured by posting with the driver on the model.
+
+use mlx5_hw::{PcieConfig, PcieCounters};
+use serde_json::{json, Value};
+
+use crate::cli::{ExplainOp, PcieArgs, PcieOp, PostMode};
+use crate::explain::per_message;
+use crate::probe::{self, Case};
+
+/// Transaction-layer bandwidth of an x16 link per direction in bytes/s: GT/s x 16 lanes x
+/// 128/130 (encoding) / 8 bits. DLLPs and flow control are not subtracted, so rates derived
+/// from it are upper bounds.
+pub const GENERATIONS: [(&str, f64); 3] = [
+    ("gen3", 8e9 * 16.0 * 128.0 / 130.0 / 8.0),
+    ("gen4", 16e9 * 16.0 * 128.0 / 130.0 / 8.0),
+    ("gen5", 32e9 * 16.0 * 128.0 / 130.0 / 8.0),
+];
+
+/// One requester configuration: (mode, inline, signal_every, batch, rounds).
+#[derive(Clone, Copy, Debug)]
+struct Posting {
+    mode: PostMode,
+    inline: bool,
+    signal_every: u32,
+    batch: u32,
+    rounds: u32,
+}
+
+/// One row of the table.
+struct Row {
+    side: &'static str,
+    step: String,
+    messages: u32,
+    cost: PcieCounters,
+}
+
+fn case(op: ExplainOp, size: usize, p: Posting, pcie: PcieConfig) -> Case {
+    Case {
+        op,
+        size,
+        inline: p.inline,
+        sge: 1,
+        signal_every: p.signal_every,
+        mode: p.mode,
+        batch: p.batch,
+        rounds: p.rounds,
+        pcie,
+    }
+}
+
+/// The requester steps of the table, labelled.
+fn requester_steps(batch: u32, k: u32) -> Vec<(String, Posting)> {
+    let single = |mode, inline, signal_every| Posting {
+        mode,
+        inline,
+        signal_every,
+        batch: 1,
+        rounds: 1,
+    };
+    vec![
+        (
+            "doorbell, DMA gather, signaled CQE".into(),
+            single(PostMode::Db, false, 1),
+        ),
+        ("+ inline".into(), single(PostMode::Db, true, 1)),
+        ("+ BlueFlame".into(), single(PostMode::Bf, true, 1)),
+        (
+            "+ unsignaled (no CQE)".into(),
+            single(PostMode::Bf, true, 0),
+        ),
+        (
+            format!("doorbell batching of {batch} (inline, signaled)"),
+            Posting {
+                mode: PostMode::Db,
+                inline: true,
+                signal_every: 1,
+                batch,
+                rounds: 1,
+            },
+        ),
+        (
+            format!("batch of {batch}, last WQE BlueFlame, CQE per batch"),
+            Posting {
+                mode: PostMode::Bf,
+                inline: true,
+                signal_every: batch,
+                batch,
+                rounds: 1,
+            },
+        ),
+        (
+            format!("completion every {k} (inline, BlueFlame)"),
+            Posting {
+                mode: PostMode::Bf,
+                inline: true,
+                signal_every: k,
+                batch: 1,
+                rounds: k,
+            },
+        ),
+    ]
+}
+
+fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::bench::Error> {
+    let op = match args.op {
+        PcieOp::Write => ExplainOp::Write,
+        PcieOp::Send => ExplainOp::Send,
+    };
+    let mut rows = Vec::new();
+    for (step, p) in requester_steps(args.batch, args.signal_every) {
+        if p.inline && args.size > 220 {
+            continue;
+        }
+        let c = case(op, args.size, p, pcie);
+        let o = probe::observe(&c)?;
+        rows.push(Row {
+            side: "requester",
+            step,
+            messages: c.messages(),
+            cost: o.requester,
+        });
+    }
+    let one = Posting {
+        mode: PostMode::Db,
+        inline: false,
+        signal_every: 1,
+        batch: 1,
+        rounds: 1,
+    };
+    for (step, op, size) in [
+        (
+            "inbound SEND (receive WQE fetched)",
+            ExplainOp::Send,
+            args.size,
+        ),
+        ("inbound WRITE", ExplainOp::Write, args.size),
+        ("inbound READ", ExplainOp::Read, args.size),
+        ("inbound atomic (fetch-and-add)", ExplainOp::Faa, 8),
+    ] {
+        let o = probe::observe(&case(op, size, one, pcie))?;
+        rows.push(Row {
+            side: "responder",
+            step: step.into(),
+            messages: 1,
+            cost: o.responder,
+        });
+    }
+    Ok(rows)
+}
+
+/// Messages per second the link allows for `down` / `up` bytes per message at `bw` bytes/s.
+pub fn max_rate(bw: f64, down: f64, up: f64) -> f64 {
+    let limit = |bytes: f64| {
+        if bytes > 0.0 {
+            bw / bytes
+        } else {
+            f64::INFINITY
+        }
+    };
+    limit(down).min(limit(up))
+}
+
+fn rates(c: &PcieCounters, n: u32) -> Vec<(&'static str, f64)> {
+    let (down, up) = (
+        c.bytes_down as f64 / f64::from(n),
+        c.bytes_up as f64 / f64::from(n),
+    );
+    GENERATIONS
+        .iter()
+        .map(|(g, bw)| (*g, max_rate(*bw, down, up) / 1e6))
+        .collect()
+}
+
+fn header(args: &PcieArgs, pcie: &PcieConfig) -> Vec<String> {
+    vec![
+        format!(
+            "# PCIe cost per message, measured on the mlx5-hw model: {:?} of {} bytes",
+            args.op, args.size
+        ),
+        format!(
+            "# TLP overhead MWr {} B, MRd {} B, CplD {} B; MPS {}, MRRS {}, RCB {}",
+            pcie.mwr_overhead, pcie.mrd_overhead, pcie.cpld_overhead, pcie.mps, pcie.mrrs, pcie.rcb
+        ),
+        "# max rate: x16 link, 8/16/32 GT/s x 16 lanes x 128/130 per direction (15.75/31.51/63.02 GB/s), DLLPs and flow control not subtracted: upper bounds".into(),
+    ]
+}
+
+/// Runs `pcie`.
+pub fn run(args: &PcieArgs) -> Result<(), crate::bench::Error> {
+    let pcie = probe::link(args.tlp_overhead, args.mps, args.mrrs, args.rcb);
+    let rows = measure(args, pcie)?;
+    if args.json {
+        let out: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                let mut v = per_message(&r.cost, r.messages);
+                v["side"] = json!(r.side);
+                v["step"] = json!(r.step);
+                v["messages"] = json!(r.messages);
+                v["max_mmsg_per_s"] = rates(&r.cost, r.messages)
+                    .into_iter()
+                    .map(|(g, x)| (g.to_string(), json!(x)))
+                    .collect::<serde_json::Map<_, _>>()
+                    .into();
+                v
+            })
+            .collect();
+        let doc = json!({
+            "op": args.op,
+            "size": args.size,
+            "link": {
+                "mps": pcie.mps, "mrrs": pcie.mrrs, "rcb": pcie.rcb,
+                "mwr_overhead": pcie.mwr_overhead, "mrd_overhead": pcie.mrd_overhead,
+                "cpld_overhead": pcie.cpld_overhead,
+            },
+            "link_bytes_per_s": GENERATIONS.iter().map(|(g, bw)| (g.to_string(), json!(bw)))
+                .collect::<serde_json::Map<_, _>>(),
+            "rows": out,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        for line in header(args, &pcie) {
+            println!("{line}");
+        }
+        println!(
+            "{:<10} {:<50} {:>5} {:>5} {:>5} {:>5} {:>8} {:>8} {:>7} {:>7} {:>7}",
+            "side",
+            "step",
+            "MMIO",
+            "MRd",
+            "CplD",
+            "MWr",
+            "down[B]",
+            "up[B]",
+            "Gen3",
+            "Gen4",
+            "Gen5"
+        );
+        println!(
+            "{:<10} {:<50} {:>5} {:>5} {:>5} {:>5} {:>8} {:>8} {:>23}",
+            "", "", "", "", "", "", "", "", "max [Mmsg/s]"
+        );
+        for r in &rows {
+            let n = f64::from(r.messages);
+            let f = |x: u64| x as f64 / n;
+            let g = rates(&r.cost, r.messages);
+            println!(
+                "{:<10} {:<50} {:>5.3} {:>5.3} {:>5.3} {:>5.3} {:>8.1} {:>8.1} {:>7.1} {:>7.1} {:>7.1}",
+                r.side,
+                r.step,
+                f(r.cost.mmio_writes),
+                f(r.cost.dma_reads),
+                f(r.cost.completions),
+                f(r.cost.dma_writes),
+                f(r.cost.bytes_down),
+                f(r.cost.bytes_up),
+                g[0].1,
+                g[1].1,
+                g[2].1
+            );
+        }
+    }
+    if let Some(path) = &args.plot {
+        plot_sizes(args, pcie, path)?;
+    }
+    Ok(())
+}
+
+/// Link bytes (both directions) per message against message size, one line per mode.
+fn plot_sizes(
+    args: &PcieArgs,
+    pcie: PcieConfig,
+    path: &std::path::Path,
+) -> Result<(), crate::bench::Error> {
+    let op = match args.op {
+        PcieOp::Write => ExplainOp::Write,
+        PcieOp::Send => ExplainOp::Send,
+    };
+    let mut series = Vec::new();
+    for (step, p) in requester_steps(args.batch, args.signal_every) {
+        let mut points = Vec::new();
+        for size in (8..=1024).step_by(8) {
+            if p.inline && size > 220 {
+                break;
+            }
+            let c = case(op, size, p, pcie);
+            let o = probe::observe(&c)?;
+            let bytes = (o.requester.bytes_down + o.requester.bytes_up) as f64;
+            points.push((size as f64, bytes / f64::from(c.messages())));
+        }
+        series.push((step, points));
+    }
+    crate::plot::lines(
+        path,
+        &format!(
+            "{:?}: requester link bytes per message (model; inline up to 220 B)",
+            args.op
+        ),
+        "message size [bytes]",
+        "link bytes per message (down + up)",
+        &series,
+    )
+}

@@ -1,0 +1,109 @@
+//! Running a benchmark: on the model (both sides in this process, one thread each, talking
+//! over TCP on 127.0.0.1 exactly as two hosts would) or on hardware (server or client).
+
+use std::net::{TcpListener, TcpStream};
+
+use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use mlx5_direct::Context;
+
+use crate::bench::{self, Error, Local, Params};
+use crate::cli::{BenchArgs, Test};
+use crate::exchange::Peer;
+use crate::report::{Format, Origin, Reporter};
+
+/// Runs `test` as the flags say.
+pub fn bench(test: Test, args: &BenchArgs) -> Result<(), Error> {
+    let params = Params::new(test, args)?;
+    let local = Local {
+        mode: args.mode,
+        port: args.ib_port,
+    };
+    match &args.device {
+        None if args.host.is_some() => Err(
+            "the model runs both ends in this process: no host to connect to (give -d DEVICE \
+             for perftest's server/client form on hardware)"
+                .into(),
+        ),
+        None => model(&params, local, args),
+        Some(device) => hardware(device, &params, local, args),
+    }
+}
+
+fn format(args: &BenchArgs) -> Format {
+    if args.json {
+        Format::Json
+    } else if args.csv {
+        Format::Csv
+    } else {
+        Format::Text
+    }
+}
+
+fn reporter(args: &BenchArgs, params: &Params, model: bool, link: Option<String>) -> Reporter {
+    let origin = Origin {
+        model,
+        requested_mode: format!("{:?}", args.mode).to_lowercase(),
+        link,
+    };
+    Reporter::new(
+        format(args),
+        origin,
+        params,
+        args.report_gbits,
+        args.plot.clone(),
+    )
+}
+
+/// Both sides on model NICs of one fabric: the server in a thread, the client here.
+fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
+    let fabric = Fabric::new();
+    let config = NicConfig::default();
+    let link = format!(
+        "TLP overhead MWr {} B, MRd {} B, CplD {} B; MPS {}, MRRS {}, RCB {}",
+        config.pcie.mwr_overhead,
+        config.pcie.mrd_overhead,
+        config.pcie.cpld_overhead,
+        config.pcie.mps,
+        config.pcie.mrrs,
+        config.pcie.rcb
+    );
+    let listener = TcpListener::bind(("127.0.0.1", 0))?;
+    let addr = listener.local_addr()?;
+    let server_ctx = Context::new(Sim::on_fabric(&fabric, config.clone()));
+    let server_params = params.clone();
+    let server = std::thread::spawn(move || -> Result<(), Error> {
+        let (stream, _) = listener.accept()?;
+        bench::serve(server_ctx, Peer::new(stream), &server_params, local)
+    });
+    let ctx = Context::new(Sim::on_fabric(&fabric, config));
+    let mut report = reporter(args, params, true, Some(link));
+    let client = TcpStream::connect(addr).map_err(Error::from).and_then(|s| {
+        bench::client(
+            ctx,
+            Peer::new(s),
+            params,
+            local,
+            args.report_gbits,
+            &mut report,
+        )
+    });
+    let server = server
+        .join()
+        .map_err(|_| Error::from("the server thread panicked"))?;
+    match (client, server) {
+        (Err(c), Err(s)) if c.to_string() != s.to_string() => {
+            Err(format!("client: {c}; server: {s}").into())
+        }
+        (Err(e), _) | (Ok(()), Err(e)) => Err(e),
+        (Ok(()), Ok(())) => report.finish(),
+    }
+}
+
+#[cfg(not(feature = "verbs"))]
+fn hardware(device: &str, _: &Params, _: Local, _: &BenchArgs) -> Result<(), Error> {
+    Err(format!(
+        "-d {device}: this mlx5-perf was built without the `verbs` feature, so it runs on the \
+         model only; rebuild with `--features verbs` (needs rdma-core's libibverbs-dev)"
+    )
+    .into())
+}

@@ -1,0 +1,162 @@
+//! A backend wrapper whose UAR records every MMIO store before passing it on: how `explain`
+//! shows the doorbell and BlueFlame writes the driver really made (offset and bytes), without
+//! re-encoding anything.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mlx5_direct::backend::{Backend, QpParts};
+use mlx5_direct::cq::CqDesc;
+use mlx5_direct::mmio::Uar;
+use mlx5_direct::rq::RqDesc;
+use mlx5_direct::{Access, DeviceCaps, Error, PortInfo, QpConfig, Transition};
+
+/// One MMIO store: offset in the UAR page and the bytes in memory order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MmioWrite {
+    /// Offset inside the UAR page.
+    pub offset: usize,
+    /// The bytes stored (8 for a doorbell, 64 for a BlueFlame chunk).
+    pub bytes: Vec<u8>,
+}
+
+/// The shared log of a traced backend's UARs.
+pub type MmioLog = Arc<Mutex<Vec<MmioWrite>>>;
+
+fn record(log: &MmioLog, offset: usize, bytes: Vec<u8>) {
+    log.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(MmioWrite { offset, bytes });
+}
+
+/// A UAR that logs each store, then makes it on the wrapped UAR.
+#[derive(Debug)]
+pub struct TracedUar<U> {
+    inner: U,
+    log: MmioLog,
+}
+
+impl<U: Uar> Uar for TracedUar<U> {
+    fn write64(&self, offset: usize, bytes: [u8; 8]) {
+        record(&self.log, offset, bytes.to_vec());
+        self.inner.write64(offset, bytes);
+    }
+
+    fn write_block(&self, offset: usize, block: &[u64; 8]) {
+        record(
+            &self.log,
+            offset,
+            block.iter().flat_map(|w| w.to_ne_bytes()).collect(),
+        );
+        self.inner.write_block(offset, block);
+    }
+}
+
+/// `B` with every UAR store logged.
+#[derive(Debug)]
+pub struct Traced<B> {
+    inner: B,
+    log: MmioLog,
+}
+
+impl<B: Backend> Traced<B> {
+    /// Wraps `inner`.
+    pub fn new(inner: B) -> Self {
+        Traced {
+            inner,
+            log: MmioLog::default(),
+        }
+    }
+
+    /// The wrapped backend.
+    pub fn inner(&self) -> &B {
+        &self.inner
+    }
+
+    /// Takes the stores logged so far.
+    pub fn take_mmio(&self) -> Vec<MmioWrite> {
+        std::mem::take(&mut *self.log.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn wrap(&self, inner: B::Uar) -> TracedUar<B::Uar> {
+        TracedUar {
+            inner,
+            log: self.log.clone(),
+        }
+    }
+}
+
+impl<B: Backend> Backend for Traced<B> {
+    type Uar = TracedUar<B::Uar>;
+    type Pd = B::Pd;
+    type Mr = B::Mr;
+    type Cq = B::Cq;
+    type Srq = B::Srq;
+    type Qp = B::Qp;
+
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn caps(&self) -> DeviceCaps {
+        self.inner.caps()
+    }
+
+    fn port(&self, port: u8) -> Result<PortInfo, Error> {
+        self.inner.port(port)
+    }
+
+    fn alloc_pd(&self) -> Result<B::Pd, Error> {
+        self.inner.alloc_pd()
+    }
+
+    unsafe fn reg_mr(
+        &self,
+        pd: &B::Pd,
+        addr: *mut u8,
+        len: usize,
+        access: Access,
+    ) -> Result<(B::Mr, u32, u32), Error> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.inner.reg_mr(pd, addr, len, access) }
+    }
+
+    fn create_cq(
+        &self,
+        entries: u32,
+        cqe_size: usize,
+    ) -> Result<(B::Cq, CqDesc, Self::Uar), Error> {
+        let (cq, desc, uar) = self.inner.create_cq(entries, cqe_size)?;
+        Ok((cq, desc, self.wrap(uar)))
+    }
+
+    fn create_srq(
+        &self,
+        pd: &B::Pd,
+        entries: u32,
+        max_sge: u32,
+    ) -> Result<(B::Srq, RqDesc, u32), Error> {
+        self.inner.create_srq(pd, entries, max_sge)
+    }
+
+    fn create_qp(
+        &self,
+        pd: &B::Pd,
+        send_cq: &B::Cq,
+        recv_cq: &B::Cq,
+        srq: Option<&B::Srq>,
+        config: &QpConfig,
+    ) -> Result<QpParts<Self>, Error> {
+        let p = self.inner.create_qp(pd, send_cq, recv_cq, srq, config)?;
+        Ok(QpParts {
+            handle: p.handle,
+            qpn: p.qpn,
+            sq: p.sq,
+            rq: p.rq,
+            uar: self.wrap(p.uar),
+        })
+    }
+
+    fn modify_qp(&self, qp: &B::Qp, transition: &Transition) -> Result<(), Error> {
+        self.inner.modify_qp(qp, transition)
+    }
+}
