@@ -127,6 +127,10 @@ pub enum Transition {
         max_dest_rd_atomic: u8,
         /// RNR NAK timer code.
         min_rnr_timer: u8,
+        /// GRH hop limit (RoCE; InfiniBand within a subnet sends no GRH).
+        hop_limit: u8,
+        /// GRH traffic class (RoCE).
+        traffic_class: u8,
     },
     /// RTR → RTS.
     Rts {
@@ -193,6 +197,10 @@ pub struct ConnectOptions {
     pub min_rnr_timer: u8,
     /// READ / atomic depth, both directions.
     pub rd_atomic: u8,
+    /// GRH hop limit on RoCE (ignored on InfiniBand and by the model).
+    pub hop_limit: u8,
+    /// GRH traffic class on RoCE (ignored on InfiniBand and by the model).
+    pub traffic_class: u8,
 }
 
 impl Default for ConnectOptions {
@@ -206,6 +214,8 @@ impl Default for ConnectOptions {
             rnr_retry: 7,
             min_rnr_timer: 12,
             rd_atomic: 16,
+            hop_limit: 64,
+            traffic_class: 0,
         }
     }
 }
@@ -711,6 +721,8 @@ impl<B: Backend> Qp<B> {
                 path_mtu: options.path_mtu,
                 max_dest_rd_atomic: options.rd_atomic,
                 min_rnr_timer: options.min_rnr_timer,
+                hop_limit: options.hop_limit,
+                traffic_class: options.traffic_class,
             },
             QpState::Rtr,
         )?;

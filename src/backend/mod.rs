@@ -5,7 +5,8 @@
 //! every backend. Handles release their object when dropped.
 //!
 //! - [`sim`] (feature `sim`, default): the built-in device model, `mlx5-hw`.
-//! - `verbs` (feature `verbs`): a ConnectX NIC through libibverbs and `mlx5dv_init_obj`.
+//! - `verbs` (feature `verbs`): a ConnectX NIC through libibverbs and `mlx5dv_init_obj`;
+//!   `mlx5dv` holds its hand-written mlx5dv FFI declarations.
 
 use crate::cq::CqDesc;
 use crate::device::{Access, DeviceCaps, Endpoint, PortInfo, QpConfig, Transition};
@@ -14,8 +15,12 @@ use crate::mmio::Uar;
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
 
+#[cfg(feature = "verbs")]
+pub mod mlx5dv;
 #[cfg(feature = "sim")]
 pub mod sim;
+#[cfg(feature = "verbs")]
+pub mod verbs;
 
 /// What a backend returns for a new QP.
 #[derive(Debug)]

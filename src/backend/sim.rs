@@ -441,6 +441,7 @@ impl Backend for Sim {
                 path_mtu,
                 max_dest_rd_atomic,
                 min_rnr_timer,
+                ..
             } => hw::QpTransition::Rtr {
                 dest_lid: remote.lid,
                 dest_gid: remote.gid,

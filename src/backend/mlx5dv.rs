@@ -1,0 +1,259 @@
+//! The few `mlx5dv_*` declarations of rdma-core's `<infiniband/mlx5dv.h>` (v44) the `verbs`
+//! backend uses, written by hand (`rdma-sys` has no mlx5dv bindings) and linked to libmlx5.
+//!
+//! Every struct here has the C name and field names of the header and is compared with it
+//! field by field (`offsetof`, `sizeof`) by `tests/verbs_layout.rs` through the golden shim;
+//! every constant likewise. The structs are public so that test can see them; the functions
+//! are the backend's own.
+#![allow(non_camel_case_types, missing_docs)]
+
+use core::ffi::{c_int, c_void};
+
+use rdma_sys::{ibv_context, ibv_cq, ibv_cq_init_attr_ex, ibv_device, ibv_qp, ibv_qp_init_attr_ex};
+use rdma_sys::{ibv_cq_ex, ibv_srq};
+
+/// `MLX5DV_CONTEXT_MASK_CQE_COMPRESION` (sic): ask for `cqe_comp_caps`.
+pub const MLX5DV_CONTEXT_MASK_CQE_COMPRESION: u64 = 1 << 0;
+/// `MLX5DV_CONTEXT_FLAGS_CQE_V1`: CQE version 1 (`srqn_uidx` carries the user index).
+pub const MLX5DV_CONTEXT_FLAGS_CQE_V1: u64 = 1 << 0;
+/// `MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP`: 128-byte CQEs can be compressed.
+pub const MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP: u64 = 1 << 4;
+/// `MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD`: 128-byte CQE padding is supported.
+pub const MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD: u64 = 1 << 5;
+
+/// `MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE`: `mlx5dv_cq_init_attr.cqe_size` is set.
+pub const MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE: u64 = 1 << 2;
+
+/// `MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS`: `mlx5dv_qp_init_attr.create_flags` is set.
+pub const MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS: u64 = 1 << 0;
+/// `MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE`: small receives and READ results always land in
+/// the buffers, never inline in the CQE (the poller does not parse inline-scattered data).
+pub const MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE: u32 = 1 << 3;
+
+/// `MLX5DV_OBJ_QP`.
+pub const MLX5DV_OBJ_QP: u64 = 1 << 0;
+/// `MLX5DV_OBJ_CQ`.
+pub const MLX5DV_OBJ_CQ: u64 = 1 << 1;
+/// `MLX5DV_OBJ_SRQ`.
+pub const MLX5DV_OBJ_SRQ: u64 = 1 << 2;
+/// `MLX5DV_SRQ_MASK_SRQN`: ask `mlx5dv_init_obj` for `mlx5dv_srq.srqn`.
+pub const MLX5DV_SRQ_MASK_SRQN: u64 = 1 << 0;
+
+/// `IBV_LINK_LAYER_INFINIBAND` (an anonymous enum of `verbs.h` that `rdma-sys` omits).
+pub const IBV_LINK_LAYER_INFINIBAND: u8 = 1;
+/// `IBV_LINK_LAYER_ETHERNET`.
+pub const IBV_LINK_LAYER_ETHERNET: u8 = 2;
+
+/// `struct mlx5dv_cqe_comp_caps`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct mlx5dv_cqe_comp_caps {
+    pub max_num: u32,
+    pub supported_format: u32,
+}
+
+/// `struct mlx5dv_sw_parsing_caps`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct mlx5dv_sw_parsing_caps {
+    pub sw_parsing_offloads: u32,
+    pub supported_qpts: u32,
+}
+
+/// `struct mlx5dv_striding_rq_caps`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct mlx5dv_striding_rq_caps {
+    pub min_single_stride_log_num_of_bytes: u32,
+    pub max_single_stride_log_num_of_bytes: u32,
+    pub min_single_wqe_log_num_of_strides: u32,
+    pub max_single_wqe_log_num_of_strides: u32,
+    pub supported_qpts: u32,
+}
+
+/// `struct mlx5dv_sig_caps`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct mlx5dv_sig_caps {
+    pub block_size: u64,
+    pub block_prot: u32,
+    pub t10dif_bg: u16,
+    pub crc_type: u16,
+}
+
+/// `struct mlx5dv_dci_streams_caps`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct mlx5dv_dci_streams_caps {
+    pub max_log_num_concurent: u8,
+    pub max_log_num_errored: u8,
+}
+
+/// `struct mlx5dv_crypto_caps`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct mlx5dv_crypto_caps {
+    pub failed_selftests: u16,
+    pub crypto_engines: u8,
+    pub wrapped_import_method: u8,
+    pub log_max_num_deks: u8,
+    pub flags: u32,
+}
+
+/// `struct mlx5dv_context`: what `mlx5dv_query_device` fills (the blocks selected by
+/// `comp_mask`; the library clears the bits it does not fill).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mlx5dv_context {
+    pub version: u8,
+    pub flags: u64,
+    pub comp_mask: u64,
+    pub cqe_comp_caps: mlx5dv_cqe_comp_caps,
+    pub sw_parsing_caps: mlx5dv_sw_parsing_caps,
+    pub striding_rq_caps: mlx5dv_striding_rq_caps,
+    pub tunnel_offloads_caps: u32,
+    pub max_dynamic_bfregs: u32,
+    pub max_clock_info_update_nsec: u64,
+    pub flow_action_flags: u32,
+    pub dc_odp_caps: u32,
+    pub hca_core_clock: *mut c_void,
+    pub num_lag_ports: u8,
+    pub sig_caps: mlx5dv_sig_caps,
+    pub dci_streams_caps: mlx5dv_dci_streams_caps,
+    pub max_wr_memcpy_length: usize,
+    pub crypto_caps: mlx5dv_crypto_caps,
+}
+
+/// `struct mlx5dv_qp`, anonymous `sq` / `rq` member.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mlx5dv_qp_wq {
+    pub buf: *mut c_void,
+    pub wqe_cnt: u32,
+    pub stride: u32,
+}
+
+/// `struct mlx5dv_qp`, anonymous `bf` member.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mlx5dv_qp_bf {
+    pub reg: *mut c_void,
+    pub size: u32,
+}
+
+/// `struct mlx5dv_qp`: a QP's rings, doorbell record and BlueFlame register.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mlx5dv_qp {
+    pub dbrec: *mut u32,
+    pub sq: mlx5dv_qp_wq,
+    pub rq: mlx5dv_qp_wq,
+    pub bf: mlx5dv_qp_bf,
+    pub comp_mask: u64,
+    pub uar_mmap_offset: libc::off_t,
+    pub tirn: u32,
+    pub tisn: u32,
+    pub rqn: u32,
+    pub sqn: u32,
+    pub tir_icm_addr: u64,
+}
+
+/// `struct mlx5dv_cq`: a CQ's buffer, doorbell record, UAR page and number.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mlx5dv_cq {
+    pub buf: *mut c_void,
+    pub dbrec: *mut u32,
+    pub cqe_cnt: u32,
+    pub cqe_size: u32,
+    pub cq_uar: *mut c_void,
+    pub cqn: u32,
+    pub comp_mask: u64,
+}
+
+/// `struct mlx5dv_srq`: an SRQ's ring, doorbell record and number.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mlx5dv_srq {
+    pub buf: *mut c_void,
+    pub dbrec: *mut u32,
+    pub stride: u32,
+    pub head: u32,
+    pub tail: u32,
+    pub comp_mask: u64,
+    pub srqn: u32,
+}
+
+/// `struct mlx5dv_obj`, one `{in, out}` member. The members this backend never fills
+/// (`rwq`, `dm`, `ah`, `pd`) are typed as untyped pointers: only their layout matters.
+#[repr(C)]
+pub struct mlx5dv_obj_pair<I, O> {
+    pub r#in: *mut I,
+    pub out: *mut O,
+}
+
+/// `struct mlx5dv_obj`: the objects `mlx5dv_init_obj` describes.
+#[repr(C)]
+pub struct mlx5dv_obj {
+    pub qp: mlx5dv_obj_pair<ibv_qp, mlx5dv_qp>,
+    pub cq: mlx5dv_obj_pair<ibv_cq, mlx5dv_cq>,
+    pub srq: mlx5dv_obj_pair<ibv_srq, mlx5dv_srq>,
+    pub rwq: mlx5dv_obj_pair<c_void, c_void>,
+    pub dm: mlx5dv_obj_pair<c_void, c_void>,
+    pub ah: mlx5dv_obj_pair<c_void, c_void>,
+    pub pd: mlx5dv_obj_pair<c_void, c_void>,
+}
+
+/// `struct mlx5dv_cq_init_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct mlx5dv_cq_init_attr {
+    pub comp_mask: u64,
+    pub cqe_comp_res_format: u8,
+    pub flags: u32,
+    pub cqe_size: u16,
+}
+
+/// `struct mlx5dv_dc_init_attr` (the anonymous union of `dct_access_key` and
+/// `dci_streams` is its largest member, `dct_access_key`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct mlx5dv_dc_init_attr {
+    pub dc_type: u32,
+    pub dct_access_key: u64,
+}
+
+/// `struct mlx5dv_qp_init_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct mlx5dv_qp_init_attr {
+    pub comp_mask: u64,
+    pub create_flags: u32,
+    pub dc_init_attr: mlx5dv_dc_init_attr,
+    pub send_ops_flags: u64,
+}
+
+#[link(name = "mlx5")]
+extern "C" {
+    /// True if `device` is driven by the mlx5 provider.
+    pub(crate) fn mlx5dv_is_supported(device: *mut ibv_device) -> bool;
+    /// Fills `attrs_out` with the blocks requested in its `comp_mask`; 0 or an errno.
+    pub(crate) fn mlx5dv_query_device(
+        ctx_in: *mut ibv_context,
+        attrs_out: *mut mlx5dv_context,
+    ) -> c_int;
+    /// Fills the `out` structs of the objects selected by `obj_type`; 0 or an errno.
+    pub(crate) fn mlx5dv_init_obj(obj: *mut mlx5dv_obj, obj_type: u64) -> c_int;
+    /// Creates a CQ with mlx5 options (CQE size); NULL with `errno` set on failure.
+    pub(crate) fn mlx5dv_create_cq(
+        context: *mut ibv_context,
+        cq_attr: *mut ibv_cq_init_attr_ex,
+        mlx5_cq_attr: *mut mlx5dv_cq_init_attr,
+    ) -> *mut ibv_cq_ex;
+    /// Creates a QP with mlx5 options (create flags); NULL with `errno` set on failure.
+    pub(crate) fn mlx5dv_create_qp(
+        context: *mut ibv_context,
+        qp_attr: *mut ibv_qp_init_attr_ex,
+        mlx5_qp_attr: *mut mlx5dv_qp_init_attr,
+    ) -> *mut ibv_qp;
+}

@@ -1,0 +1,271 @@
+//! QP transitions as verbs attributes: which `ibv_qp_attr` fields and which
+//! `ibv_qp_attr_mask` bits each step sets (the IB core's `qp_state_table` requirements), for
+//! InfiniBand (LID) and RoCE (GRH: GID index, hop limit, traffic class) addressing.
+//!
+//! Pure functions over plain values, so CI checks them without a NIC.
+
+use rdma_sys::{ibv_mtu, ibv_qp_attr, ibv_qp_attr_mask as m, ibv_qp_state};
+
+use crate::device::Transition;
+use crate::error::Error;
+
+/// How a port reaches its peers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Addressing {
+    /// InfiniBand: the destination LID, no GRH.
+    Lid,
+    /// RoCE (Ethernet): a GRH from this GID index.
+    Gid {
+        /// Source GID index.
+        sgid_index: u8,
+    },
+}
+
+/// What a transition needs besides the transition itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PathInfo {
+    /// The QP's port.
+    pub port: u8,
+    /// Its addressing.
+    pub addressing: Addressing,
+    /// The port's active MTU in bytes: the path MTU is capped at it, as perftest does.
+    pub active_mtu: u32,
+}
+
+/// `enum ibv_mtu` for an MTU in bytes.
+pub(crate) fn ibv_mtu_of(bytes: u32) -> Result<ibv_mtu::Type, Error> {
+    Ok(match bytes {
+        256 => ibv_mtu::IBV_MTU_256,
+        512 => ibv_mtu::IBV_MTU_512,
+        1024 => ibv_mtu::IBV_MTU_1024,
+        2048 => ibv_mtu::IBV_MTU_2048,
+        4096 => ibv_mtu::IBV_MTU_4096,
+        _ => {
+            return Err(Error::InvalidArgument(
+                "path MTU must be 256, 512, 1024, 2048 or 4096",
+            ))
+        }
+    })
+}
+
+/// MTU in bytes of an `enum ibv_mtu` (0 for a value verbs does not define).
+pub(crate) fn mtu_bytes(mtu: ibv_mtu::Type) -> u32 {
+    match mtu {
+        ibv_mtu::IBV_MTU_256..=ibv_mtu::IBV_MTU_4096 => 128 << mtu,
+        _ => 0,
+    }
+}
+
+/// The attributes and mask of `transition` for a QP on `path`.
+pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_qp_attr, m), Error> {
+    // SAFETY: `ibv_qp_attr` is plain C data (integers and the GID bytes); all zeroes is a
+    // valid value of each field and what rdma-core's own examples start from.
+    let mut attr: ibv_qp_attr = unsafe { core::mem::zeroed() };
+    let mask = match *transition {
+        Transition::Init { port, access } => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_INIT;
+            attr.pkey_index = 0;
+            attr.port_num = port;
+            attr.qp_access_flags = access.0;
+            m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT | m::IBV_QP_ACCESS_FLAGS
+        }
+        Transition::Rtr {
+            remote,
+            path_mtu,
+            max_dest_rd_atomic,
+            min_rnr_timer,
+            hop_limit,
+            traffic_class,
+        } => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_RTR;
+            attr.path_mtu = ibv_mtu_of(path_mtu.min(path.active_mtu.max(256)))?;
+            attr.dest_qp_num = remote.qpn;
+            attr.rq_psn = remote.psn;
+            attr.max_dest_rd_atomic = max_dest_rd_atomic;
+            attr.min_rnr_timer = min_rnr_timer;
+            attr.ah_attr.port_num = path.port;
+            match path.addressing {
+                Addressing::Lid => attr.ah_attr.dlid = remote.lid,
+                Addressing::Gid { sgid_index } => {
+                    attr.ah_attr.is_global = 1;
+                    attr.ah_attr.grh.dgid.raw = remote.gid;
+                    attr.ah_attr.grh.sgid_index = sgid_index;
+                    attr.ah_attr.grh.hop_limit = hop_limit;
+                    attr.ah_attr.grh.traffic_class = traffic_class;
+                }
+            }
+            m::IBV_QP_STATE
+                | m::IBV_QP_AV
+                | m::IBV_QP_PATH_MTU
+                | m::IBV_QP_DEST_QPN
+                | m::IBV_QP_RQ_PSN
+                | m::IBV_QP_MAX_DEST_RD_ATOMIC
+                | m::IBV_QP_MIN_RNR_TIMER
+        }
+        Transition::Rts {
+            sq_psn,
+            timeout,
+            retry_cnt,
+            rnr_retry,
+            max_rd_atomic,
+        } => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_RTS;
+            attr.sq_psn = sq_psn;
+            attr.timeout = timeout;
+            attr.retry_cnt = retry_cnt;
+            attr.rnr_retry = rnr_retry;
+            attr.max_rd_atomic = max_rd_atomic;
+            m::IBV_QP_STATE
+                | m::IBV_QP_TIMEOUT
+                | m::IBV_QP_RETRY_CNT
+                | m::IBV_QP_RNR_RETRY
+                | m::IBV_QP_SQ_PSN
+                | m::IBV_QP_MAX_QP_RD_ATOMIC
+        }
+        Transition::Err => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_ERR;
+            m::IBV_QP_STATE
+        }
+        Transition::Reset => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_RESET;
+            m::IBV_QP_STATE
+        }
+    };
+    Ok((attr, mask))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{Access, Endpoint};
+
+    const IB: PathInfo = PathInfo {
+        port: 2,
+        addressing: Addressing::Lid,
+        active_mtu: 4096,
+    };
+    const ROCE: PathInfo = PathInfo {
+        port: 1,
+        addressing: Addressing::Gid { sgid_index: 3 },
+        active_mtu: 1024,
+    };
+
+    fn remote() -> Endpoint {
+        Endpoint {
+            lid: 0x12,
+            gid: [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8],
+            qpn: 0x1234,
+            psn: 77,
+        }
+    }
+
+    fn rtr() -> Transition {
+        Transition::Rtr {
+            remote: remote(),
+            path_mtu: 4096,
+            max_dest_rd_atomic: 16,
+            min_rnr_timer: 12,
+            hop_limit: 64,
+            traffic_class: 0x60,
+        }
+    }
+
+    #[test]
+    fn init_sets_state_pkey_port_and_access() {
+        let t = Transition::Init {
+            port: 2,
+            access: Access::REMOTE_WRITE | Access::REMOTE_READ,
+        };
+        let (attr, mask) = qp_attr(&t, &IB).unwrap();
+        assert_eq!(
+            mask.0,
+            1 | 16 | 32 | 8,
+            "STATE | PKEY_INDEX | PORT | ACCESS_FLAGS"
+        );
+        assert_eq!(attr.qp_state, ibv_qp_state::IBV_QPS_INIT);
+        assert_eq!(
+            (attr.port_num, attr.pkey_index, attr.qp_access_flags),
+            (2, 0, 6)
+        );
+    }
+
+    #[test]
+    fn rtr_on_infiniband_addresses_the_lid() {
+        let (attr, mask) = qp_attr(&rtr(), &IB).unwrap();
+        // STATE 1, AV 128, PATH_MTU 256, RQ_PSN 4096, MAX_DEST_RD_ATOMIC 131072,
+        // DEST_QPN 1048576, MIN_RNR_TIMER 32768.
+        assert_eq!(mask.0, 1 | 128 | 256 | 4096 | 32768 | 131072 | 1048576);
+        assert_eq!(attr.qp_state, ibv_qp_state::IBV_QPS_RTR);
+        assert_eq!(attr.path_mtu, ibv_mtu::IBV_MTU_4096);
+        assert_eq!((attr.dest_qp_num, attr.rq_psn), (0x1234, 77));
+        assert_eq!((attr.max_dest_rd_atomic, attr.min_rnr_timer), (16, 12));
+        assert_eq!((attr.ah_attr.dlid, attr.ah_attr.port_num), (0x12, 2));
+        assert_eq!(attr.ah_attr.is_global, 0);
+    }
+
+    #[test]
+    fn rtr_on_roce_carries_a_grh_and_caps_the_mtu() {
+        let (attr, _) = qp_attr(&rtr(), &ROCE).unwrap();
+        assert_eq!(
+            attr.path_mtu,
+            ibv_mtu::IBV_MTU_1024,
+            "capped at the active MTU"
+        );
+        assert_eq!((attr.ah_attr.is_global, attr.ah_attr.dlid), (1, 0));
+        let grh = attr.ah_attr.grh;
+        // SAFETY: reading the bytes of a union of plain integers.
+        assert_eq!(unsafe { grh.dgid.raw }, remote().gid);
+        assert_eq!(
+            (grh.sgid_index, grh.hop_limit, grh.traffic_class),
+            (3, 64, 0x60)
+        );
+        assert_eq!(attr.ah_attr.port_num, 1);
+    }
+
+    #[test]
+    fn rts_sets_timers_retries_psn_and_depth() {
+        let t = Transition::Rts {
+            sq_psn: 5,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 6,
+            max_rd_atomic: 16,
+        };
+        let (attr, mask) = qp_attr(&t, &IB).unwrap();
+        // STATE 1, TIMEOUT 512, RETRY_CNT 1024, RNR_RETRY 2048, MAX_QP_RD_ATOMIC 8192,
+        // SQ_PSN 65536.
+        assert_eq!(mask.0, 1 | 512 | 1024 | 2048 | 8192 | 65536);
+        assert_eq!(attr.qp_state, ibv_qp_state::IBV_QPS_RTS);
+        assert_eq!(
+            (
+                attr.sq_psn,
+                attr.timeout,
+                attr.retry_cnt,
+                attr.rnr_retry,
+                attr.max_rd_atomic
+            ),
+            (5, 14, 7, 6, 16)
+        );
+    }
+
+    #[test]
+    fn err_and_reset_set_only_the_state() {
+        for (t, state) in [
+            (Transition::Err, ibv_qp_state::IBV_QPS_ERR),
+            (Transition::Reset, ibv_qp_state::IBV_QPS_RESET),
+        ] {
+            let (attr, mask) = qp_attr(&t, &ROCE).unwrap();
+            assert_eq!((mask.0, attr.qp_state), (1, state));
+        }
+    }
+
+    #[test]
+    fn mtus_map_both_ways_and_odd_ones_are_refused() {
+        for bytes in [256, 512, 1024, 2048, 4096] {
+            assert_eq!(mtu_bytes(ibv_mtu_of(bytes).unwrap()), bytes);
+        }
+        assert!(matches!(ibv_mtu_of(1500), Err(Error::InvalidArgument(_))));
+        assert_eq!(mtu_bytes(0), 0);
+        assert_eq!(mtu_bytes(6), 0);
+    }
+}

@@ -1,0 +1,70 @@
+//! `mlx5-perf cpu`: CPU cost per operation against the null device (plain memory as the UAR,
+//! CQEs written ahead), in nanoseconds.
+//!
+//! The cases are `mlx5_direct::null::CpuCase`, run by `mlx5_direct::null::CpuBench` (the
+//! same code as `benches/cpu.rs`); only the operations themselves are timed. Each case runs
+//! [`RUNS`] times; the median per-operation time is reported. Instruction counts come from
+//! `benches/callgrind.sh` (see `docs/benchmarks.md`).
+
+use clap::Args;
+use mlx5_direct::null::{CpuBench, CpuCase};
+use serde::Serialize;
+
+/// `mlx5-perf cpu`.
+#[derive(Args, Debug, Clone)]
+pub struct CpuArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Timed runs per case; the median is reported.
+const RUNS: usize = 15;
+/// Operations per run.
+const OPS: u64 = 100_000;
+
+/// One row of the report.
+#[derive(Debug, Serialize)]
+struct Row {
+    case: &'static str,
+    ns_per_op: f64,
+    min_ns_per_op: f64,
+    runs: usize,
+    ops_per_run: u64,
+}
+
+/// Runs `cpu`.
+pub fn run(args: &CpuArgs) -> Result<(), crate::bench::Error> {
+    let rows = CpuCase::ALL
+        .into_iter()
+        .map(measure)
+        .collect::<Result<Vec<_>, _>>()?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        println!("CPU cost per operation, null device (median of {RUNS} runs of {OPS} operations)");
+        for row in &rows {
+            println!(
+                "{:<30} {:>8.2} ns/op (min {:.2})",
+                row.case, row.ns_per_op, row.min_ns_per_op
+            );
+        }
+    }
+    Ok(())
+}
+
+fn measure(case: CpuCase) -> Result<Row, crate::bench::Error> {
+    let mut bench = CpuBench::new(case)?;
+    bench.run(OPS); // warm up caches and branch predictors
+    let mut ns: Vec<f64> = (0..RUNS)
+        .map(|_| bench.run(OPS).as_nanos() as f64 / OPS as f64)
+        .collect();
+    ns.sort_by(f64::total_cmp);
+    Ok(Row {
+        case: case.name(),
+        ns_per_op: ns[RUNS / 2],
+        min_ns_per_op: ns[0],
+        runs: RUNS,
+        ops_per_run: OPS,
+    })
+}
