@@ -285,6 +285,29 @@ fn loopback_on_one_nic() {
 }
 
 #[test]
+fn route_by_gid_across_three_nics() {
+    let conn = Conn {
+        by_gid: true,
+        ..Conn::default()
+    };
+    let f = Fabric::new();
+    let nics: Vec<Nic> = (0..3).map(|_| Nic::new(&f, NicConfig::default())).collect();
+    // QPs on the first and the third NIC: the GID, not the position, picks the peer.
+    let mut a = Side::new(&nics[0], Cfg::default());
+    let mut b = Side::new(&nics[2], Cfg::default());
+    assert_eq!(b.nic.port(1).unwrap().gid[14..], [0, 3]);
+    connect_one(&a, &b, conn);
+    connect_one(&b, &a, conn);
+    b.recv_at(0, 16);
+    a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(b"gid")]);
+    a.ring();
+    assert_eq!(b.read_data(0, 3), b"gid");
+    assert_eq!(b.poll_recv().unwrap().opcode, RESP_SEND);
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+    assert_eq!(nics[1].stats().packets, 0);
+}
+
+#[test]
 fn srq_walks_the_linked_list() {
     let cfg = Cfg {
         srq: true,

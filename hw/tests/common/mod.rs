@@ -486,6 +486,8 @@ pub struct Conn {
     pub retry_cnt: u8,
     pub rnr_retry: u8,
     pub access: Access,
+    /// Address the peer by GID (LID 0) instead of by LID.
+    pub by_gid: bool,
 }
 
 impl Default for Conn {
@@ -495,13 +497,19 @@ impl Default for Conn {
             retry_cnt: 3,
             rnr_retry: 7,
             access: all_access(),
+            by_gid: false,
         }
     }
 }
 
 /// Bring `a` to RTS connected to `b` (one direction of the connection).
 pub fn connect_one(a: &Side, b: &Side, c: Conn) {
-    let lid = b.nic.port(1).unwrap().lid;
+    let port = b.nic.port(1).unwrap();
+    let (lid, gid) = if c.by_gid {
+        (0, port.gid)
+    } else {
+        (port.lid, [0; 16])
+    };
     let nic = &a.nic;
     let qpn = a.qp.qpn;
     nic.modify_qp(
@@ -516,7 +524,7 @@ pub fn connect_one(a: &Side, b: &Side, c: Conn) {
         qpn,
         &QpTransition::Rtr {
             dest_lid: lid,
-            dest_gid: [0; 16],
+            dest_gid: gid,
             dest_qpn: b.qp.qpn,
             rq_psn: 0x100,
             path_mtu: c.mtu,
