@@ -8,6 +8,12 @@
 //! Every CQE reaches the caller: successes, error and flush CQEs (of signaled and unsignaled
 //! WQEs alike, with that WQE's `wr_id`), CQEs with an opcode this driver does not know and
 //! compressed CQEs (reported as errors and skipped, never a stall).
+//!
+//! **Progress of a software device.** A poll that finds the CQ empty calls the UAR's
+//! [`Uar::idle`] hook. It does nothing on hardware; on the `sim` backend it runs the
+//! model's deferred work (`mlx5_hw::Nic::progress`: RNR and transport retries, CQEs held
+//! back by fault injection), so polling drives the model the way time drives a NIC. The
+//! application may still call `progress()` itself (e.g. to advance a NIC it does not poll).
 
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -133,6 +139,9 @@ pub enum Status {
     Compressed,
     /// A CQE for a QP this CQ does not serve (e.g. a destroyed QP's stale entry).
     UnknownQp,
+    /// A CQE naming a WQE (by its `wqe_counter`) that is not outstanding on its queue: a
+    /// duplicate, an entry left from before a reset, or garbage. Nothing was retired.
+    UnknownWqe(u16),
 }
 
 impl Status {
@@ -273,6 +282,10 @@ impl<U: Uar> CompletionQueue<U> {
     }
 
     /// Polls up to `out.len()` completions into `out`; returns how many.
+    ///
+    /// When there is none, the UAR's [`Uar::idle`] hook runs: on the `sim` backend that is
+    /// the model's `progress()` (RNR and transport retries, CQEs held back by a fault), so
+    /// a loop that polls until a completion arrives needs nothing backend-specific.
     #[inline]
     pub fn poll(&mut self, out: &mut [Completion]) -> usize {
         let generation = self.attachments.generation.load(Ordering::Acquire);
@@ -293,6 +306,8 @@ impl<U: Uar> CompletionQueue<U> {
         }
         if n != 0 {
             self.set_ci.write(prm::cq_set_ci(self.ci));
+        } else {
+            self.uar.idle();
         }
         n
     }
@@ -338,8 +353,12 @@ impl<U: Uar> CompletionQueue<U> {
                 let Some(qp) = self.lookup(qpn) else {
                     return unknown_qp(qpn, opcode);
                 };
+                let counter = cqe.wqe_counter.get();
+                let Some(wr_id) = qp.sq.complete(counter) else {
+                    return unknown_wqe(qpn, opcode, counter);
+                };
                 Completion {
-                    wr_id: qp.sq.complete(cqe.wqe_counter.get()),
+                    wr_id,
                     qpn,
                     opcode,
                     byte_len: cqe.byte_cnt.get(),
@@ -362,9 +381,13 @@ impl<U: Uar> CompletionQueue<U> {
                 let Some(qp) = self.lookup(qpn) else {
                     return unknown_qp(qpn, opcode);
                 };
+                let counter = cqe.wqe_counter.get();
+                let Some(wr_id) = complete_recv(qp, counter) else {
+                    return unknown_wqe(qpn, opcode, counter);
+                };
                 let raw = cqe.imm_inval_pkey.get();
                 Completion {
-                    wr_id: complete_recv(qp, cqe.wqe_counter.get()),
+                    wr_id,
                     qpn,
                     opcode,
                     status: Status::Success,
@@ -398,6 +421,9 @@ impl<U: Uar> CompletionQueue<U> {
                     qp.sq.complete(error.wqe_counter)
                 } else {
                     complete_recv(qp, error.wqe_counter)
+                };
+                let Some(wr_id) = wr_id else {
+                    return unknown_wqe(qpn, opcode, error.wqe_counter);
                 };
                 Completion {
                     wr_id,
@@ -437,10 +463,20 @@ impl<U: Uar> CompletionQueue<U> {
     }
 }
 
-fn complete_recv(qp: &QpEntry, wqe_counter: u16) -> u64 {
+fn complete_recv(qp: &QpEntry, wqe_counter: u16) -> Option<u64> {
     match &qp.recv {
         RecvShared::Rq(rq) => rq.complete(wqe_counter),
         RecvShared::Srq(srq) => srq.complete(wqe_counter),
+    }
+}
+
+#[cold]
+fn unknown_wqe(qpn: u32, opcode: WcOpcode, wqe_counter: u16) -> Completion {
+    Completion {
+        qpn,
+        opcode,
+        status: Status::UnknownWqe(wqe_counter),
+        ..Completion::default()
     }
 }
 

@@ -35,6 +35,8 @@ pub(crate) struct RqShared {
     wr_id: Box<[AtomicU64]>,
     /// Receives completed (the RQ completes in order).
     tail: AtomicU32,
+    /// Receives posted (published with the doorbell record).
+    head: AtomicU32,
 }
 
 impl RqShared {
@@ -43,22 +45,27 @@ impl RqShared {
             mask: wqe_cnt - 1,
             wr_id: (0..wqe_cnt).map(|_| AtomicU64::new(0)).collect(),
             tail: AtomicU32::new(0),
+            head: AtomicU32::new(0),
         }
     }
 
-    /// Retires the receive at 16-bit counter `wqe_counter`; returns its `wr_id`.
+    /// Retires the receive at 16-bit counter `wqe_counter`; returns its `wr_id`, or `None`
+    /// when it is not the oldest outstanding receive (nothing is retired then).
     #[inline(always)]
-    pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
-        let wr_id = self.wr_id[(wqe_counter as u32 & self.mask) as usize].load(Ordering::Relaxed);
-        self.tail.store(
-            self.tail.load(Ordering::Relaxed).wrapping_add(1),
-            Ordering::Release,
-        );
-        wr_id
+    pub(crate) fn complete(&self, wqe_counter: u16) -> Option<u64> {
+        let tail = self.tail.load(Ordering::Relaxed);
+        if tail == self.head.load(Ordering::Acquire) || (wqe_counter as u32 ^ tail) & self.mask != 0
+        {
+            return None;
+        }
+        let wr_id = self.wr_id[(tail & self.mask) as usize].load(Ordering::Relaxed);
+        self.tail.store(tail.wrapping_add(1), Ordering::Release);
+        Some(wr_id)
     }
 
     pub(crate) fn reset(&self) {
         self.tail.store(0, Ordering::Release);
+        self.head.store(0, Ordering::Release);
     }
 }
 
@@ -171,6 +178,7 @@ impl RecvQueue {
 
     #[inline(always)]
     fn publish(&mut self) {
+        self.shared.head.store(self.head, Ordering::Release);
         udma_to_device_barrier();
         self.dbrec.write(prm::qp_counter(self.head));
     }
@@ -220,13 +228,17 @@ impl SrqShared {
         }
     }
 
-    /// Retires SRQ WQE `index`; returns its `wr_id`.
+    /// Retires SRQ WQE `index`; returns its `wr_id`, or `None` when that WQE is not
+    /// posted (a duplicate or garbage CQE: the slot stays as it is).
     #[inline(always)]
-    pub(crate) fn complete(&self, index: u16) -> u64 {
+    pub(crate) fn complete(&self, index: u16) -> Option<u64> {
         let i = index as usize % self.wr_id.len();
+        if self.free[i].load(Ordering::Relaxed) {
+            return None;
+        }
         let wr_id = self.wr_id[i].load(Ordering::Relaxed);
         self.free[i].store(true, Ordering::Release);
-        wr_id
+        Some(wr_id)
     }
 }
 

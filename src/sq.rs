@@ -243,16 +243,27 @@ impl SqShared {
     }
 
     /// Retires the WQE whose first WQEBB index is `wqe_counter` (and every earlier one);
-    /// returns its `wr_id`.
+    /// returns its `wr_id`, or `None` if no outstanding WQE starts there (a duplicate CQE,
+    /// one left from before a reset, or garbage): then nothing is retired, so the free
+    /// count can never run past the ring.
     #[inline(always)]
-    pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
+    pub(crate) fn complete(&self, wqe_counter: u16) -> Option<u64> {
         let slot = self.slot(wqe_counter as u32);
-        self.tail
-            .store(slot.next_pi.load(Ordering::Relaxed), Ordering::Release);
-        slot.wr_id.load(Ordering::Relaxed)
+        let next = slot.next_pi.load(Ordering::Relaxed);
+        // Only the poller writes `tail`. An outstanding WQE ends 1..=wqe_cnt WQEBBs past
+        // it; a retired one (and every slot not starting a WQE of this lap) at or before it.
+        let ahead = next.wrapping_sub(self.tail.load(Ordering::Relaxed));
+        if ahead == 0 || ahead > self.mask + 1 {
+            return None;
+        }
+        self.tail.store(next, Ordering::Release);
+        Some(slot.wr_id.load(Ordering::Relaxed))
     }
 
     pub(crate) fn reset(&self) {
+        for slot in self.slots.iter() {
+            slot.next_pi.store(0, Ordering::Relaxed);
+        }
         self.tail.store(0, Ordering::Release);
     }
 }
