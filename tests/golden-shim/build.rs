@@ -1,4 +1,4 @@
-//! Compiles `c/golden.c` (and on x86 `c/golden_x86.c`) against rdma-core's `mlx5dv.h` when it
+//! Compiles `c/golden.c` and `c/ffi.c` (and on x86 `c/golden_x86.c`) against rdma-core's `mlx5dv.h` when it
 //! is installed, and sets `cfg(rdma_headers)` for `src/lib.rs`. Without the header no C is
 //! compiled and the crate's functions are stubs that panic.
 
@@ -15,7 +15,10 @@ fn main() {
     println!("cargo::rustc-cfg=rdma_headers");
     let system = std::path::Path::new("/usr/include");
     let mut build = cc::Build::new();
-    build.file("c/golden.c").warnings_into_errors(true);
+    build
+        .file("c/golden.c")
+        .file("c/ffi.c")
+        .warnings_into_errors(true);
     if dir != system {
         build.include(&dir);
     }

@@ -9,13 +9,7 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
-#include "golden.h"
-
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-#define FIELD(s, f, primary) \
-	{ #s, #f, offsetof(struct s, f), sizeof(((struct s *)0)->f), primary }
-#define STRUCT(s) { #s, sizeof(struct s) }
-#define CONST(c) { #c, (int64_t)(c) }
+#include "table.h"
 
 static const struct golden_field fields[] = {
 	FIELD(mlx5_wqe_ctrl_seg, opmod_idx_opcode, 1),

@@ -32,6 +32,13 @@ const struct golden_field *golden_fields(size_t *count);
 const struct golden_struct *golden_structs(size_t *count);
 const struct golden_value *golden_constants(size_t *count);
 
+/* The same three tables for the FFI structs and constants of the driver's `verbs` backend
+ * (its hand-written mlx5dv declarations, and the verbs structs rdma-sys writes by hand). Struct
+ * padding is allowed here: the primary fields leave only alignment gaps. */
+const struct golden_field *golden_ffi_fields(size_t *count);
+const struct golden_struct *golden_ffi_structs(size_t *count);
+const struct golden_value *golden_ffi_constants(size_t *count);
+
 /* Writes the fields of the 64-byte CQE at cqe (no alignment needed) into out[0..cap] and
  * returns how many it wrote. */
 size_t golden_read_cqe64(const uint8_t *cqe, struct golden_value *out, size_t cap);

@@ -95,6 +95,9 @@ mod sys {
         pub fn golden_fields(count: *mut usize) -> *const RawField;
         pub fn golden_structs(count: *mut usize) -> *const RawStruct;
         pub fn golden_constants(count: *mut usize) -> *const RawValue;
+        pub fn golden_ffi_fields(count: *mut usize) -> *const RawField;
+        pub fn golden_ffi_structs(count: *mut usize) -> *const RawStruct;
+        pub fn golden_ffi_constants(count: *mut usize) -> *const RawValue;
         pub fn golden_read_cqe64(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
         pub fn golden_read_err_cqe(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
         pub fn golden_get_cqe_bits(cqe: *const u8) -> u32;
@@ -164,6 +167,15 @@ mod sys {
         unavailable()
     }
     pub unsafe fn golden_constants(_: *mut usize) -> *const RawValue {
+        unavailable()
+    }
+    pub unsafe fn golden_ffi_fields(_: *mut usize) -> *const RawField {
+        unavailable()
+    }
+    pub unsafe fn golden_ffi_structs(_: *mut usize) -> *const RawStruct {
+        unavailable()
+    }
+    pub unsafe fn golden_ffi_constants(_: *mut usize) -> *const RawValue {
         unavailable()
     }
     pub unsafe fn golden_read_cqe64(_: *const u8, _: *mut RawValue, _: usize) -> usize {
@@ -245,14 +257,17 @@ fn values(raw: &[RawValue]) -> Vec<Value> {
         .collect()
 }
 
-/// Every field of every header struct the driver models, in declaration order.
-pub fn fields() -> Vec<Field> {
+/// A static C table: `get` stores its length and returns its first entry.
+fn table<T>(get: impl FnOnce(&mut usize) -> *const T) -> &'static [T] {
     let mut count = 0usize;
-    // SAFETY: golden_fields only stores the entry count through the valid pointer.
-    let ptr = unsafe { sys::golden_fields(&mut count) };
+    let ptr = get(&mut count);
     assert!(!ptr.is_null());
-    // SAFETY: `ptr` is a static, never-written C array of `count` initialised entries.
-    let raw = unsafe { std::slice::from_raw_parts(ptr, count) };
+    // SAFETY: the table functions return a static, never-written C array of `count`
+    // initialised entries.
+    unsafe { std::slice::from_raw_parts(ptr, count) }
+}
+
+fn to_fields(raw: &[RawField]) -> Vec<Field> {
     raw.iter()
         .map(|f| Field {
             strct: c_name(f.strct),
@@ -264,14 +279,7 @@ pub fn fields() -> Vec<Field> {
         .collect()
 }
 
-/// The sizes of the header structs the driver models.
-pub fn structs() -> Vec<StructSize> {
-    let mut count = 0usize;
-    // SAFETY: golden_structs only stores the entry count through the valid pointer.
-    let ptr = unsafe { sys::golden_structs(&mut count) };
-    assert!(!ptr.is_null());
-    // SAFETY: `ptr` is a static, never-written C array of `count` initialised entries.
-    let raw = unsafe { std::slice::from_raw_parts(ptr, count) };
+fn to_structs(raw: &[RawStruct]) -> Vec<StructSize> {
     raw.iter()
         .map(|s| StructSize {
             strct: c_name(s.strct),
@@ -280,15 +288,81 @@ pub fn structs() -> Vec<StructSize> {
         .collect()
 }
 
+/// Every field of every header struct the driver models, in declaration order.
+pub fn fields() -> Vec<Field> {
+    // SAFETY: the function only stores the entry count through the valid pointer.
+    to_fields(table(|n| unsafe { sys::golden_fields(n) }))
+}
+
+/// The sizes of the header structs the driver models.
+pub fn structs() -> Vec<StructSize> {
+    // SAFETY: as in `fields`.
+    to_structs(table(|n| unsafe { sys::golden_structs(n) }))
+}
+
 /// The header constants of the families the driver models (see `golden.c` for the names
 /// the v44 header does not define).
 pub fn constants() -> Vec<Value> {
-    let mut count = 0usize;
-    // SAFETY: golden_constants only stores the entry count through the valid pointer.
-    let ptr = unsafe { sys::golden_constants(&mut count) };
-    assert!(!ptr.is_null());
-    // SAFETY: `ptr` is a static, never-written C array of `count` initialised entries.
-    values(unsafe { std::slice::from_raw_parts(ptr, count) })
+    // SAFETY: as in `fields`.
+    values(table(|n| unsafe { sys::golden_constants(n) }))
+}
+
+/// Every member of the structs the `verbs` backend's FFI declares (its mlx5dv structs, and
+/// the verbs structs `rdma-sys` writes by hand), in declaration order (`c/ffi.c`). Members
+/// of anonymous structs are named by path (`"sq.buf"`).
+pub fn ffi_fields() -> Vec<Field> {
+    // SAFETY: as in `fields`.
+    to_fields(table(|n| unsafe { sys::golden_ffi_fields(n) }))
+}
+
+/// The sizes of the structs of [`ffi_fields`].
+pub fn ffi_structs() -> Vec<StructSize> {
+    // SAFETY: as in `fields`.
+    to_structs(table(|n| unsafe { sys::golden_ffi_structs(n) }))
+}
+
+/// The header constants the `verbs` backend uses.
+pub fn ffi_constants() -> Vec<Value> {
+    // SAFETY: as in `fields`.
+    values(table(|n| unsafe { sys::golden_ffi_constants(n) }))
+}
+
+/// Checks that the primary fields of `strct` cover it in order, leaving only alignment
+/// padding: each gap is shorter than 8 bytes and ends at a multiple of the next field's
+/// natural alignment (its size up to 8, for a power-of-two size), and so is the tail. With
+/// `padding` false no gap at all is allowed. Returns what is wrong, if anything.
+pub fn tiling_error(fields: &[Field], strct: &StructSize, padding: bool) -> Option<String> {
+    let mut primary: Vec<_> = fields
+        .iter()
+        .filter(|f| f.strct == strct.strct && f.primary)
+        .collect();
+    primary.sort_by_key(|f| f.offset);
+    let mut next = 0;
+    for f in primary {
+        let align = if f.size.is_power_of_two() {
+            f.size.min(8)
+        } else {
+            1
+        };
+        let gap = f.offset.checked_sub(next);
+        let ok = match gap {
+            Some(0) => true,
+            Some(gap) => padding && gap < 8 && f.offset % align == 0,
+            None => false,
+        };
+        if !ok {
+            return Some(format!("gap or overlap before {}.{}", strct.strct, f.field));
+        }
+        next = f.offset + f.size;
+    }
+    match strct.size.checked_sub(next) {
+        Some(0) => None,
+        Some(gap) if padding && gap < 8 => None,
+        _ => Some(format!(
+            "the fields of struct {} end at {next}",
+            strct.strct
+        )),
+    }
 }
 
 /// The value of the header constant `name`; panics if the shim does not export it.

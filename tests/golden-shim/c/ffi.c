@@ -1,0 +1,186 @@
+/*
+ * Golden layouts for the FFI of the driver's `verbs` backend: every mlx5dv struct it declares
+ * by hand (src/backend/mlx5dv.rs) and the verbs structs rdma-sys writes by hand rather than
+ * generating (ibv_ah_attr, ibv_global_route), with every member, plus the constants it uses.
+ * Anonymous struct members are listed member by member ("sq.buf"); union alternatives are
+ * not primary.
+ */
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+#include "table.h"
+
+static const struct golden_field fields[] = {
+	FIELD(mlx5dv_cqe_comp_caps, max_num, 1),
+	FIELD(mlx5dv_cqe_comp_caps, supported_format, 1),
+
+	FIELD(mlx5dv_sw_parsing_caps, sw_parsing_offloads, 1),
+	FIELD(mlx5dv_sw_parsing_caps, supported_qpts, 1),
+
+	FIELD(mlx5dv_striding_rq_caps, min_single_stride_log_num_of_bytes, 1),
+	FIELD(mlx5dv_striding_rq_caps, max_single_stride_log_num_of_bytes, 1),
+	FIELD(mlx5dv_striding_rq_caps, min_single_wqe_log_num_of_strides, 1),
+	FIELD(mlx5dv_striding_rq_caps, max_single_wqe_log_num_of_strides, 1),
+	FIELD(mlx5dv_striding_rq_caps, supported_qpts, 1),
+
+	FIELD(mlx5dv_sig_caps, block_size, 1),
+	FIELD(mlx5dv_sig_caps, block_prot, 1),
+	FIELD(mlx5dv_sig_caps, t10dif_bg, 1),
+	FIELD(mlx5dv_sig_caps, crc_type, 1),
+
+	FIELD(mlx5dv_dci_streams_caps, max_log_num_concurent, 1),
+	FIELD(mlx5dv_dci_streams_caps, max_log_num_errored, 1),
+
+	FIELD(mlx5dv_crypto_caps, failed_selftests, 1),
+	FIELD(mlx5dv_crypto_caps, crypto_engines, 1),
+	FIELD(mlx5dv_crypto_caps, wrapped_import_method, 1),
+	FIELD(mlx5dv_crypto_caps, log_max_num_deks, 1),
+	FIELD(mlx5dv_crypto_caps, flags, 1),
+
+	FIELD(mlx5dv_context, version, 1),
+	FIELD(mlx5dv_context, flags, 1),
+	FIELD(mlx5dv_context, comp_mask, 1),
+	FIELD(mlx5dv_context, cqe_comp_caps, 1),
+	FIELD(mlx5dv_context, sw_parsing_caps, 1),
+	FIELD(mlx5dv_context, striding_rq_caps, 1),
+	FIELD(mlx5dv_context, tunnel_offloads_caps, 1),
+	FIELD(mlx5dv_context, max_dynamic_bfregs, 1),
+	FIELD(mlx5dv_context, max_clock_info_update_nsec, 1),
+	FIELD(mlx5dv_context, flow_action_flags, 1),
+	FIELD(mlx5dv_context, dc_odp_caps, 1),
+	FIELD(mlx5dv_context, hca_core_clock, 1),
+	FIELD(mlx5dv_context, num_lag_ports, 1),
+	FIELD(mlx5dv_context, sig_caps, 1),
+	FIELD(mlx5dv_context, dci_streams_caps, 1),
+	FIELD(mlx5dv_context, max_wr_memcpy_length, 1),
+	FIELD(mlx5dv_context, crypto_caps, 1),
+
+	FIELD(mlx5dv_qp, dbrec, 1),
+	FIELD(mlx5dv_qp, sq.buf, 1),
+	FIELD(mlx5dv_qp, sq.wqe_cnt, 1),
+	FIELD(mlx5dv_qp, sq.stride, 1),
+	FIELD(mlx5dv_qp, rq.buf, 1),
+	FIELD(mlx5dv_qp, rq.wqe_cnt, 1),
+	FIELD(mlx5dv_qp, rq.stride, 1),
+	FIELD(mlx5dv_qp, bf.reg, 1),
+	FIELD(mlx5dv_qp, bf.size, 1),
+	FIELD(mlx5dv_qp, comp_mask, 1),
+	FIELD(mlx5dv_qp, uar_mmap_offset, 1),
+	FIELD(mlx5dv_qp, tirn, 1),
+	FIELD(mlx5dv_qp, tisn, 1),
+	FIELD(mlx5dv_qp, rqn, 1),
+	FIELD(mlx5dv_qp, sqn, 1),
+	FIELD(mlx5dv_qp, tir_icm_addr, 1),
+
+	FIELD(mlx5dv_cq, buf, 1),
+	FIELD(mlx5dv_cq, dbrec, 1),
+	FIELD(mlx5dv_cq, cqe_cnt, 1),
+	FIELD(mlx5dv_cq, cqe_size, 1),
+	FIELD(mlx5dv_cq, cq_uar, 1),
+	FIELD(mlx5dv_cq, cqn, 1),
+	FIELD(mlx5dv_cq, comp_mask, 1),
+
+	FIELD(mlx5dv_srq, buf, 1),
+	FIELD(mlx5dv_srq, dbrec, 1),
+	FIELD(mlx5dv_srq, stride, 1),
+	FIELD(mlx5dv_srq, head, 1),
+	FIELD(mlx5dv_srq, tail, 1),
+	FIELD(mlx5dv_srq, comp_mask, 1),
+	FIELD(mlx5dv_srq, srqn, 1),
+
+	FIELD(mlx5dv_obj, qp.in, 1),
+	FIELD(mlx5dv_obj, qp.out, 1),
+	FIELD(mlx5dv_obj, cq.in, 1),
+	FIELD(mlx5dv_obj, cq.out, 1),
+	FIELD(mlx5dv_obj, srq.in, 1),
+	FIELD(mlx5dv_obj, srq.out, 1),
+	FIELD(mlx5dv_obj, rwq.in, 1),
+	FIELD(mlx5dv_obj, rwq.out, 1),
+	FIELD(mlx5dv_obj, dm.in, 1),
+	FIELD(mlx5dv_obj, dm.out, 1),
+	FIELD(mlx5dv_obj, ah.in, 1),
+	FIELD(mlx5dv_obj, ah.out, 1),
+	FIELD(mlx5dv_obj, pd.in, 1),
+	FIELD(mlx5dv_obj, pd.out, 1),
+
+	FIELD(mlx5dv_cq_init_attr, comp_mask, 1),
+	FIELD(mlx5dv_cq_init_attr, cqe_comp_res_format, 1),
+	FIELD(mlx5dv_cq_init_attr, flags, 1),
+	FIELD(mlx5dv_cq_init_attr, cqe_size, 1),
+
+	FIELD(mlx5dv_dc_init_attr, dc_type, 1),
+	FIELD(mlx5dv_dc_init_attr, dct_access_key, 1),
+	FIELD(mlx5dv_dc_init_attr, dci_streams, 0),
+
+	FIELD(mlx5dv_qp_init_attr, comp_mask, 1),
+	FIELD(mlx5dv_qp_init_attr, create_flags, 1),
+	FIELD(mlx5dv_qp_init_attr, dc_init_attr, 1),
+	FIELD(mlx5dv_qp_init_attr, send_ops_flags, 1),
+
+	FIELD(ibv_global_route, dgid, 1),
+	FIELD(ibv_global_route, flow_label, 1),
+	FIELD(ibv_global_route, sgid_index, 1),
+	FIELD(ibv_global_route, hop_limit, 1),
+	FIELD(ibv_global_route, traffic_class, 1),
+
+	FIELD(ibv_ah_attr, grh, 1),
+	FIELD(ibv_ah_attr, dlid, 1),
+	FIELD(ibv_ah_attr, sl, 1),
+	FIELD(ibv_ah_attr, src_path_bits, 1),
+	FIELD(ibv_ah_attr, static_rate, 1),
+	FIELD(ibv_ah_attr, is_global, 1),
+	FIELD(ibv_ah_attr, port_num, 1),
+};
+
+static const struct golden_struct structs[] = {
+	STRUCT(mlx5dv_cqe_comp_caps),
+	STRUCT(mlx5dv_sw_parsing_caps),
+	STRUCT(mlx5dv_striding_rq_caps),
+	STRUCT(mlx5dv_sig_caps),
+	STRUCT(mlx5dv_dci_streams_caps),
+	STRUCT(mlx5dv_crypto_caps),
+	STRUCT(mlx5dv_context),
+	STRUCT(mlx5dv_qp),
+	STRUCT(mlx5dv_cq),
+	STRUCT(mlx5dv_srq),
+	STRUCT(mlx5dv_obj),
+	STRUCT(mlx5dv_cq_init_attr),
+	STRUCT(mlx5dv_dc_init_attr),
+	STRUCT(mlx5dv_qp_init_attr),
+	STRUCT(ibv_global_route),
+	STRUCT(ibv_ah_attr),
+};
+
+static const struct golden_value constants[] = {
+	CONST(MLX5DV_CONTEXT_MASK_CQE_COMPRESION),
+	CONST(MLX5DV_CONTEXT_FLAGS_CQE_V1),
+	CONST(MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP),
+	CONST(MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD),
+	CONST(MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE),
+	CONST(MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS),
+	CONST(MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE),
+	CONST(MLX5DV_OBJ_QP),
+	CONST(MLX5DV_OBJ_CQ),
+	CONST(MLX5DV_OBJ_SRQ),
+	CONST(MLX5DV_SRQ_MASK_SRQN),
+	CONST(IBV_LINK_LAYER_INFINIBAND),
+	CONST(IBV_LINK_LAYER_ETHERNET),
+};
+
+const struct golden_field *golden_ffi_fields(size_t *count)
+{
+	*count = COUNT(fields);
+	return fields;
+}
+
+const struct golden_struct *golden_ffi_structs(size_t *count)
+{
+	*count = COUNT(structs);
+	return structs;
+}
+
+const struct golden_value *golden_ffi_constants(size_t *count)
+{
+	*count = COUNT(constants);
+	return constants;
+}

@@ -1,0 +1,16 @@
+/* Entries of the golden tables (struct golden_field / golden_struct / golden_value of
+ * golden.h), shared by golden.c and ffi.c. */
+#ifndef MLX5_GOLDEN_TABLE_H
+#define MLX5_GOLDEN_TABLE_H
+
+#include <stddef.h>
+
+#include "golden.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#define FIELD(s, f, primary) \
+	{ #s, #f, offsetof(struct s, f), sizeof(((struct s *)0)->f), primary }
+#define STRUCT(s) { #s, sizeof(struct s) }
+#define CONST(c) { #c, (int64_t)(c) }
+
+#endif

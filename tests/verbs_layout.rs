@@ -1,0 +1,238 @@
+//! The `verbs` backend's FFI against rdma-core's headers: every struct it declares by hand
+//! (`src/backend/mlx5dv.rs`) and the verbs structs `rdma-sys` writes by hand, member by member
+//! (`offsetof`, `sizeof`), and every constant, through the golden shim (`tests/golden-shim`,
+//! `c/ffi.c`). Ignored, with the reason, without the headers; CI requires them.
+#![cfg(feature = "verbs")]
+
+use core::mem::{offset_of, size_of};
+use std::collections::BTreeSet;
+
+use mlx5_direct::backend::mlx5dv::*;
+use mlx5_golden as golden;
+use rdma_sys::{ibv_ah_attr, ibv_global_route};
+
+/// The size of the field `F` of some struct, given a projection to it (no value needed).
+fn size_of_field<T, F>(_: fn(&T) -> &F) -> usize {
+    size_of::<F>()
+}
+
+/// One field of ours: struct, member path as the C header names it, offset, size.
+type Ours = (&'static str, String, usize, usize);
+
+/// `fields!(T; a, b.c, …)`: each member's C path (`r#in` is C's `in`), offset and size.
+macro_rules! fields {
+    ($ty:ident; $($($part:ident).+),+ $(,)?) => {
+        vec![$((
+            stringify!($ty),
+            stringify!($($part).+).replace(' ', "").replace("r#", ""),
+            offset_of!($ty, $($part).+),
+            size_of_field(|s: &$ty| &s.$($part).+),
+        )),+]
+    };
+}
+
+/// Our structs by C name, with their sizes.
+fn our_structs() -> Vec<(&'static str, usize)> {
+    vec![
+        ("mlx5dv_cqe_comp_caps", size_of::<mlx5dv_cqe_comp_caps>()),
+        (
+            "mlx5dv_sw_parsing_caps",
+            size_of::<mlx5dv_sw_parsing_caps>(),
+        ),
+        (
+            "mlx5dv_striding_rq_caps",
+            size_of::<mlx5dv_striding_rq_caps>(),
+        ),
+        ("mlx5dv_sig_caps", size_of::<mlx5dv_sig_caps>()),
+        (
+            "mlx5dv_dci_streams_caps",
+            size_of::<mlx5dv_dci_streams_caps>(),
+        ),
+        ("mlx5dv_crypto_caps", size_of::<mlx5dv_crypto_caps>()),
+        ("mlx5dv_context", size_of::<mlx5dv_context>()),
+        ("mlx5dv_qp", size_of::<mlx5dv_qp>()),
+        ("mlx5dv_cq", size_of::<mlx5dv_cq>()),
+        ("mlx5dv_srq", size_of::<mlx5dv_srq>()),
+        ("mlx5dv_obj", size_of::<mlx5dv_obj>()),
+        ("mlx5dv_cq_init_attr", size_of::<mlx5dv_cq_init_attr>()),
+        ("mlx5dv_dc_init_attr", size_of::<mlx5dv_dc_init_attr>()),
+        ("mlx5dv_qp_init_attr", size_of::<mlx5dv_qp_init_attr>()),
+        ("ibv_global_route", size_of::<ibv_global_route>()),
+        ("ibv_ah_attr", size_of::<ibv_ah_attr>()),
+    ]
+}
+
+/// Every member of ours.
+fn our_fields() -> Vec<Ours> {
+    [
+        fields!(mlx5dv_cqe_comp_caps; max_num, supported_format),
+        fields!(mlx5dv_sw_parsing_caps; sw_parsing_offloads, supported_qpts),
+        fields!(mlx5dv_striding_rq_caps;
+            min_single_stride_log_num_of_bytes, max_single_stride_log_num_of_bytes,
+            min_single_wqe_log_num_of_strides, max_single_wqe_log_num_of_strides,
+            supported_qpts),
+        fields!(mlx5dv_sig_caps; block_size, block_prot, t10dif_bg, crc_type),
+        fields!(mlx5dv_dci_streams_caps; max_log_num_concurent, max_log_num_errored),
+        fields!(mlx5dv_crypto_caps;
+            failed_selftests, crypto_engines, wrapped_import_method, log_max_num_deks, flags),
+        fields!(mlx5dv_context;
+            version, flags, comp_mask, cqe_comp_caps, sw_parsing_caps, striding_rq_caps,
+            tunnel_offloads_caps, max_dynamic_bfregs, max_clock_info_update_nsec,
+            flow_action_flags, dc_odp_caps, hca_core_clock, num_lag_ports, sig_caps,
+            dci_streams_caps, max_wr_memcpy_length, crypto_caps),
+        fields!(mlx5dv_qp;
+            dbrec, sq.buf, sq.wqe_cnt, sq.stride, rq.buf, rq.wqe_cnt, rq.stride, bf.reg,
+            bf.size, comp_mask, uar_mmap_offset, tirn, tisn, rqn, sqn, tir_icm_addr),
+        fields!(mlx5dv_cq; buf, dbrec, cqe_cnt, cqe_size, cq_uar, cqn, comp_mask),
+        fields!(mlx5dv_srq; buf, dbrec, stride, head, tail, comp_mask, srqn),
+        fields!(mlx5dv_obj;
+            qp.r#in, qp.out, cq.r#in, cq.out, srq.r#in, srq.out, rwq.r#in, rwq.out,
+            dm.r#in, dm.out, ah.r#in, ah.out, pd.r#in, pd.out),
+        fields!(mlx5dv_cq_init_attr; comp_mask, cqe_comp_res_format, flags, cqe_size),
+        fields!(mlx5dv_dc_init_attr; dc_type, dct_access_key),
+        fields!(mlx5dv_qp_init_attr; comp_mask, create_flags, dc_init_attr, send_ops_flags),
+        fields!(ibv_global_route; dgid, flow_label, sgid_index, hop_limit, traffic_class),
+        fields!(ibv_ah_attr; grh, dlid, sl, src_path_bits, static_rate, is_global, port_num),
+    ]
+    .concat()
+}
+
+/// Header members that are union alternatives we do not declare, and the member of ours
+/// whose bytes they share.
+const UNION_ALTERNATIVES: [(&str, &str, &str); 1] =
+    [("mlx5dv_dc_init_attr", "dci_streams", "dct_access_key")];
+
+#[test]
+#[cfg_attr(
+    not(rdma_headers),
+    ignore = "install libibverbs-dev to compare with rdma-core"
+)]
+fn ffi_struct_sizes_match_the_headers() {
+    let theirs = golden::ffi_structs();
+    let ours = our_structs();
+    let names = |it: &mut dyn Iterator<Item = &'static str>| it.collect::<BTreeSet<_>>();
+    assert_eq!(
+        names(&mut theirs.iter().map(|s| s.strct)),
+        names(&mut ours.iter().map(|s| s.0)),
+        "every checked struct is ours and every one of ours is checked"
+    );
+    for s in &theirs {
+        let (_, size) = ours.iter().find(|o| o.0 == s.strct).unwrap();
+        assert_eq!(*size, s.size, "sizeof(struct {})", s.strct);
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(rdma_headers),
+    ignore = "install libibverbs-dev to compare with rdma-core"
+)]
+fn every_ffi_member_sits_where_the_header_puts_it() {
+    let ours = our_fields();
+    let theirs = golden::ffi_fields();
+    let primary: BTreeSet<_> = theirs
+        .iter()
+        .filter(|f| f.primary)
+        .map(|f| (f.strct, f.field.to_string()))
+        .collect();
+    let declared: BTreeSet<_> = ours.iter().map(|o| (o.0, o.1.clone())).collect();
+    assert_eq!(primary, declared, "the header's members are exactly ours");
+    for f in &theirs {
+        let (name, exact) = match UNION_ALTERNATIVES
+            .iter()
+            .find(|(s, alt, _)| *s == f.strct && *alt == f.field)
+        {
+            Some((_, _, ours)) => (*ours, false),
+            None => (f.field, true),
+        };
+        let o = ours
+            .iter()
+            .find(|o| o.0 == f.strct && o.1 == name)
+            .unwrap_or_else(|| panic!("{}.{} has no counterpart", f.strct, f.field));
+        if exact {
+            assert_eq!((o.2, o.3), (f.offset, f.size), "{}.{}", f.strct, f.field);
+        } else {
+            assert!(
+                o.2 <= f.offset && f.offset + f.size <= o.2 + o.3,
+                "{}.{} is not inside {}",
+                f.strct,
+                f.field,
+                name
+            );
+        }
+    }
+}
+
+/// The shim's table is complete: the primary members of each struct cover it, leaving only
+/// alignment padding (so no member can be missing from the comparison above).
+#[test]
+#[cfg_attr(
+    not(rdma_headers),
+    ignore = "install libibverbs-dev to compare with rdma-core"
+)]
+fn the_ffi_members_cover_each_struct() {
+    let fields = golden::ffi_fields();
+    for s in golden::ffi_structs() {
+        assert_eq!(golden::tiling_error(&fields, &s, true), None);
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(rdma_headers),
+    ignore = "install libibverbs-dev to compare with rdma-core"
+)]
+fn ffi_constants_match_the_headers() {
+    let ours: [(&str, i64); 13] = [
+        (
+            "MLX5DV_CONTEXT_MASK_CQE_COMPRESION",
+            MLX5DV_CONTEXT_MASK_CQE_COMPRESION as i64,
+        ),
+        (
+            "MLX5DV_CONTEXT_FLAGS_CQE_V1",
+            MLX5DV_CONTEXT_FLAGS_CQE_V1 as i64,
+        ),
+        (
+            "MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP",
+            MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP as i64,
+        ),
+        (
+            "MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD",
+            MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD as i64,
+        ),
+        (
+            "MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE",
+            MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE as i64,
+        ),
+        (
+            "MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS",
+            MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS as i64,
+        ),
+        (
+            "MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE",
+            MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE.into(),
+        ),
+        ("MLX5DV_OBJ_QP", MLX5DV_OBJ_QP as i64),
+        ("MLX5DV_OBJ_CQ", MLX5DV_OBJ_CQ as i64),
+        ("MLX5DV_OBJ_SRQ", MLX5DV_OBJ_SRQ as i64),
+        ("MLX5DV_SRQ_MASK_SRQN", MLX5DV_SRQ_MASK_SRQN as i64),
+        (
+            "IBV_LINK_LAYER_INFINIBAND",
+            IBV_LINK_LAYER_INFINIBAND.into(),
+        ),
+        ("IBV_LINK_LAYER_ETHERNET", IBV_LINK_LAYER_ETHERNET.into()),
+    ];
+    let theirs = golden::ffi_constants();
+    assert_eq!(
+        theirs.len(),
+        ours.len(),
+        "every header constant is compared"
+    );
+    for v in theirs {
+        let (_, value) = ours
+            .iter()
+            .find(|(name, _)| *name == v.name)
+            .unwrap_or_else(|| panic!("header constant {} is not ours", v.name));
+        assert_eq!(*value, v.value, "{}", v.name);
+    }
+}
