@@ -6,8 +6,8 @@ use crate::pcie::{PcieConfig, PcieCounters, Tlp};
 use crate::qp::{fail, flush_rq};
 use crate::sq::retry;
 use crate::state::{
-    Cq, Dest, Mr, MrSlot, NicState, Qp, Srq, World, CQN_BASE, CQ_UAR, INVALID_LKEY, PDN_BASE,
-    QPN_BASE, SRQN_BASE,
+    Budget, Cq, Dest, Mr, MrSlot, NicState, Qp, Srq, World, CQN_BASE, CQ_UAR, INVALID_LKEY,
+    PDN_BASE, QPN_BASE, SRQN_BASE,
 };
 use crate::types::{
     Access, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr, QpInfo, QpParams,
@@ -619,9 +619,24 @@ impl Nic {
     pub fn inject(&self, f: Fault) {
         self.with(|n| match f {
             Fault::DropBlueFlame(on) => n.faults.drop_bf = on,
-            Fault::LosePackets { qpn, count } => n.faults.lose = Some((qpn, count)),
+            Fault::LosePackets { qpn, count } => {
+                n.faults.lose = Some(Budget {
+                    qpn,
+                    skip: 0,
+                    count,
+                })
+            }
+            Fault::LosePacketsAfter { qpn, skip, count } => {
+                n.faults.lose = Some(Budget { qpn, skip, count })
+            }
             Fault::DelayCqes(on) => n.faults.delay_cqes = on,
-            Fault::Rnr { qpn, count } => n.faults.rnr = Some((qpn, count)),
+            Fault::Rnr { qpn, count } => {
+                n.faults.rnr = Some(Budget {
+                    qpn,
+                    skip: 0,
+                    count,
+                })
+            }
             Fault::Clear => n.faults = Default::default(),
         });
     }

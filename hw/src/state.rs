@@ -188,23 +188,39 @@ pub(crate) struct Uar {
 #[derive(Default)]
 pub(crate) struct Faults {
     pub(crate) drop_bf: bool,
-    pub(crate) lose: Option<(Option<u32>, u32)>,
+    pub(crate) lose: Option<Budget>,
     pub(crate) delay_cqes: bool,
-    pub(crate) rnr: Option<(Option<u32>, u32)>,
+    pub(crate) rnr: Option<Budget>,
 }
 
-/// Consume one unit of a per-QP fault budget, if it applies to `qpn`.
-pub(crate) fn take_fault(f: &mut Option<(Option<u32>, u32)>, qpn: u32, n: u32) -> bool {
-    match f {
-        Some((q, count)) if q.is_none_or(|q| q == qpn) && *count > 0 => {
-            *count = count.saturating_sub(n);
-            if *count == 0 {
-                *f = None;
-            }
-            true
-        }
-        _ => false,
+/// A per-QP fault budget: let `skip` units pass, then hit `count`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Budget {
+    pub(crate) qpn: Option<u32>,
+    pub(crate) skip: u32,
+    pub(crate) count: u32,
+}
+
+/// Spend `n` units (packets or messages) of QP `qpn` against the budget; true if any of
+/// them is hit.
+pub(crate) fn take_fault(f: &mut Option<Budget>, qpn: u32, n: u32) -> bool {
+    let Some(b) = f
+        .as_mut()
+        .filter(|b| b.count > 0 && b.qpn.is_none_or(|q| q == qpn))
+    else {
+        return false;
+    };
+    if b.skip >= n {
+        b.skip -= n;
+        return false;
     }
+    let hit = n - b.skip;
+    b.skip = 0;
+    b.count = b.count.saturating_sub(hit);
+    if b.count == 0 {
+        *f = None;
+    }
+    true
 }
 
 /// A CQE held back by `Fault::DelayCqes`.

@@ -291,6 +291,17 @@ pub enum Fault {
         /// Packets to lose.
         count: u32,
     },
+    /// Let the next `skip` request packets of `qpn` (any QP of this NIC if `None`) through,
+    /// then lose `count`: loses chosen packets, e.g. the third packet of a message or the
+    /// second WQE of a batch. A message that loses any packet is retransmitted whole.
+    LosePacketsAfter {
+        /// Requester QP, or any.
+        qpn: Option<u32>,
+        /// Packets to let through first.
+        skip: u32,
+        /// Packets to lose.
+        count: u32,
+    },
     /// Hold CQE writes back until `progress()` (while true).
     DelayCqes(bool),
     /// Answer the next `count` messages needing a receive at responder `qpn` (any if `None`)
@@ -337,7 +348,8 @@ pub struct Stats {
     pub packets: u64,
     /// Messages retransmitted after a loss or RNR.
     pub retransmits: u64,
-    /// Request packets lost (fault, unreachable or non-ready peer, PSN mismatch).
+    /// Request packets of messages that did not get through (fault, unreachable or
+    /// non-ready peer, PSN mismatch); a message with one lost packet counts all of them.
     pub packets_lost: u64,
     /// RNR NAKs sent by responders of this NIC.
     pub rnr_naks: u64,

@@ -580,6 +580,40 @@ fn lost_packets_are_retransmitted() {
 }
 
 #[test]
+fn chosen_packets_are_lost() {
+    let conn = Conn {
+        mtu: 256,
+        ..Conn::default()
+    };
+    let (_f, mut a, b) = pair_with(Cfg::default(), conn, NicConfig::default());
+    // Let two packets through, lose the third: the second packet of the 1000-byte WRITE.
+    a.nic.inject(Fault::LosePacketsAfter {
+        qpn: Some(a.qp.qpn),
+        skip: 2,
+        count: 1,
+    });
+    a.write_inline(b.data(0), b.key, b"first", SIGNALED);
+    a.write_data(0, &[7; 1000]);
+    let src = a.data(0);
+    a.post_op(
+        WRITE,
+        0,
+        SIGNALED,
+        0,
+        &[raddr_seg(b.data(0x100), b.key), data_seg(1000, a.key, src)],
+    );
+    a.ring();
+    assert_eq!(summary(&a.drain_send()), vec![(REQ, 0, 0)]);
+    assert_eq!(b.read_data(0x100, 4), vec![0; 4], "not delivered");
+    assert_eq!(a.nic.progress(), 1);
+    assert_eq!(summary(&a.drain_send()), vec![(REQ, 0, 1)]);
+    assert_eq!(b.read_data(0x100, 1000), vec![7; 1000]);
+    let s = a.nic.stats();
+    // 1 + 4 packets, then the 4-packet message again; a message is retransmitted whole.
+    assert_eq!((s.packets, s.packets_lost, s.retransmits), (9, 4, 1));
+}
+
+#[test]
 fn retry_exhaustion_is_transport_retry_exc() {
     let conn = Conn {
         retry_cnt: 1,
