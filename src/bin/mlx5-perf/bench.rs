@@ -390,13 +390,15 @@ impl<B: Device> Side<B> {
         Ok(())
     }
 
-    /// Keeps `rx_depth` receives posted on every QP (SEND tests).
-    fn refill(&mut self, size: usize) -> Result<(), Error> {
+    /// Keeps `rx_depth` receives posted on every QP (SEND tests), each for the largest size,
+    /// so a receive posted during one size still fits the next.
+    fn refill(&mut self) -> Result<(), Error> {
+        let len = (self.params.slot() / 2) as u32;
         if self.params.test.verb != Verb::Send {
             return Ok(());
         }
         for q in 0..self.qps.len() {
-            let sge = [self.mr.sge(self.recv_area(q), size as u32)];
+            let sge = [self.mr.sge(self.recv_area(q), len)];
             let rq = self.qps[q].rq().ok_or("QP without a receive queue")?;
             while self.recv_posted[q] - self.received[q] < u64::from(self.params.rx_depth) {
                 rq.post(self.recv_posted[q], &sge)?;
@@ -495,6 +497,20 @@ impl<B: Device> Side<B> {
         Ok(())
     }
 
+    /// Starts a new size: WR and receive counts from zero. Everything posted before has
+    /// completed (each size ends drained), so WR ids can start over.
+    fn rebase(&mut self) -> Result<(), Error> {
+        if (0..self.qps.len()).any(|q| self.outstanding(q) > 0) {
+            return Err("WRs still outstanding at the start of a size".into());
+        }
+        self.windows.fill(Window::default());
+        for (posted, received) in self.recv_posted.iter_mut().zip(&mut self.received) {
+            *posted -= *received;
+            *received = 0;
+        }
+        Ok(())
+    }
+
     fn outstanding(&self, q: usize) -> u64 {
         self.windows[q].posted - self.windows[q].completed
     }
@@ -590,6 +606,7 @@ fn client_body<B: Device>(
     size: usize,
     gbits: bool,
 ) -> Result<(Stats, Option<Latencies>, u64), Error> {
+    side.rebase()?;
     let p = side.params.clone();
     let mut payload = vec![0u8; size.max(1)];
     let mut sge = [mlx5_direct::Sge::default(); 1];
@@ -604,7 +621,7 @@ fn client_body<B: Device>(
             let ping_pong = matches!(p.test.verb, Verb::Write | Verb::Send);
             let mut i = 0;
             while !done(i) {
-                side.refill(size)?;
+                side.refill()?;
                 let op = side.op(0);
                 let data = data_for(side, size, &mut payload, &mut sge, i);
                 side.make_room(0, 1)?;
@@ -671,6 +688,7 @@ fn client_body<B: Device>(
 
 /// The server's half of one size: serves until the client's Done; returns its count.
 fn server_body<B: Device>(side: &mut Side<B>, peer: &mut Peer, size: usize) -> Result<u64, Error> {
+    side.rebase()?;
     let p = side.params.clone();
     let mut payload = vec![0u8; size.max(1)];
     let mut sge = [mlx5_direct::Sge::default(); 1];
@@ -679,7 +697,7 @@ fn server_body<B: Device>(side: &mut Side<B>, peer: &mut Peer, size: usize) -> R
     if ping_pong {
         let mut i = 0;
         while await_ping(side, peer, size, i, true)? {
-            side.refill(size)?;
+            side.refill()?;
             let op = side.op(0);
             let data = data_for(side, size, &mut payload, &mut sge, i);
             side.make_room(0, 1)?;
@@ -692,7 +710,7 @@ fn server_body<B: Device>(side: &mut Side<B>, peer: &mut Peer, size: usize) -> R
         let mut spins = 0u32;
         loop {
             side.pump()?;
-            side.refill(size)?;
+            side.refill()?;
             spins = spins.wrapping_add(1);
             if spins % 1024 == 0 && peer.pending()? {
                 break;
@@ -706,7 +724,7 @@ fn server_body<B: Device>(side: &mut Side<B>, peer: &mut Peer, size: usize) -> R
     if receives {
         while side.received.iter().sum::<u64>() < count {
             side.pump()?;
-            side.refill(size)?;
+            side.refill()?;
         }
     }
     Ok(count)
@@ -726,7 +744,7 @@ fn setup<B: Device>(
         m => return Err(format!("expected the peer's QPs, got {m:?}").into()),
     };
     side.connect(theirs.clone(), local.port)?;
-    side.refill(params.max_size())?;
+    side.refill()?;
     let port = side.ctx.port(local.port)?;
     let mode = side.qps[0].sq().effective_mode();
     let info = Setup {

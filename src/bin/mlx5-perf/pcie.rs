@@ -194,16 +194,17 @@ pub fn run(args: &PcieArgs) -> Result<(), crate::bench::Error> {
         let out: Vec<Value> = rows
             .iter()
             .map(|r| {
-                let mut v = per_message(&r.cost, r.messages);
-                v["side"] = json!(r.side);
-                v["step"] = json!(r.step);
-                v["messages"] = json!(r.messages);
-                v["max_mmsg_per_s"] = rates(&r.cost, r.messages)
+                let rates: serde_json::Map<_, _> = rates(&r.cost, r.messages)
                     .into_iter()
                     .map(|(g, x)| (g.to_string(), json!(x)))
-                    .collect::<serde_json::Map<_, _>>()
-                    .into();
-                v
+                    .collect();
+                json!({
+                    "side": r.side,
+                    "step": r.step,
+                    "messages": r.messages,
+                    "per_message": per_message(&r.cost, r.messages),
+                    "max_mmsg_per_s": rates,
+                })
             })
             .collect();
         let doc = json!({

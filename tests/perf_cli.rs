@@ -1,0 +1,335 @@
+//! `mlx5-perf` end to end: the binary run on the model, its JSON and CSV parsed, exact PCIe
+//! numbers checked against `tests/sim_pcie.rs` (MWr/MRd 24 B, CplD 20 B, MPS 256, MRRS 512,
+//! RCB 128), the benchmarks run over the TCP exchange between two model NICs.
+#![cfg(feature = "cli")]
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn perf(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mlx5-perf"))
+        .args(args)
+        .output()
+        .expect("run mlx5-perf");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(args: &[&str]) -> Value {
+    let (ok, out, err) = perf(args);
+    assert!(ok, "mlx5-perf {args:?} failed: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
+fn fails_with(args: &[&str], message: &str) {
+    let (ok, _, err) = perf(args);
+    assert!(!ok, "mlx5-perf {args:?} should fail");
+    assert!(err.contains(message), "{args:?}: {err:?} lacks {message:?}");
+}
+
+fn per_message(v: &Value) -> [f64; 5] {
+    let p = &v["per_message"];
+    [
+        "mmio_writes",
+        "dma_reads",
+        "dma_writes",
+        "bytes_down",
+        "bytes_up",
+    ]
+    .map(|k| {
+        p[k].as_f64()
+            .unwrap_or_else(|| panic!("{k} missing in {p}"))
+    })
+}
+
+#[test]
+fn explain_inline_blueflame_write_is_one_mmio_and_one_cqe() {
+    let v = json(&[
+        "explain", "write", "--size", "8", "--inline", "--mode", "bf", "--json",
+    ]);
+    // Integers where they divide evenly, exactly the shape.
+    assert_eq!(
+        v["per_message"],
+        serde_json::json!({"mmio_writes": 1, "dma_reads": 0, "dma_writes": 1, "completions": 0,
+                           "bytes_down": 88, "bytes_up": 88})
+    );
+    assert_eq!(v["dbrec"], 1);
+    // ctrl + raddr + inline (4 + 8 bytes) = 3 DS.
+    let wqes = v["wqes"].as_array().unwrap();
+    assert_eq!(wqes.len(), 1);
+    assert_eq!(wqes[0]["index"], 0);
+    let wqe = wqes[0]["hex"].as_str().unwrap();
+    assert_eq!(wqe.len(), 3 * 16 * 2);
+    // ctrl: opcode RDMA_WRITE (0x08) at index 0, DS 3, CE = always (0x08 in fm_ce_se).
+    assert!(wqe.starts_with("00000008"), "{wqe}");
+    assert_eq!(&wqe[14..16], "03");
+    assert_eq!(&wqe[22..24], "08");
+    // One 64-byte BlueFlame chunk at the register (0x800): the WQE, then zeros.
+    let mmio = v["mmio"].as_array().unwrap();
+    assert_eq!(mmio.len(), 1);
+    assert_eq!(mmio[0]["offset"], 2048);
+    let chunk = mmio[0]["hex"].as_str().unwrap();
+    assert_eq!(chunk.len(), 128);
+    assert_eq!(&chunk[..96], wqe);
+    assert!(chunk[96..].bytes().all(|b| b == b'0'));
+    let tlps: Vec<(String, String, String, u64, u64)> = v["tlps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["side"].as_str().unwrap().into(),
+                t["dir"].as_str().unwrap().into(),
+                t["kind"].as_str().unwrap().into(),
+                t["payload"].as_u64().unwrap(),
+                t["bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let t = |s: &str, d: &str, k: &str, p, b| (s.into(), d.into(), k.into(), p, b);
+    assert_eq!(
+        tlps,
+        vec![
+            t("requester", "down", "MWr", 64, 88),
+            t("requester", "up", "MWr", 64, 88),
+            t("responder", "up", "MWr", 8, 32),
+        ]
+    );
+}
+
+#[test]
+fn explain_doorbell_gather_write_matches_sim_pcie() {
+    // tests/sim_pcie.rs doorbell_wqe_fetch_gather_and_cqe: 32 bytes gathered.
+    let v = json(&["explain", "write", "--size", "32", "--mode", "db", "--json"]);
+    assert_eq!(
+        per_message(&v),
+        [1.0, 2.0, 1.0, (32 + 84 + 52) as f64, (24 + 24 + 88) as f64]
+    );
+    assert_eq!(v["per_message"]["completions"], 2);
+    assert_eq!(v["per_message_responder"]["bytes_up"], 56);
+    // The doorbell is the WQE's first 8 bytes.
+    let wqe = v["wqes"][0]["hex"].as_str().unwrap();
+    assert_eq!(v["mmio"][0]["offset"], 2048);
+    assert_eq!(v["mmio"][0]["hex"].as_str().unwrap(), &wqe[..16]);
+}
+
+#[test]
+fn explain_batch_of_sixteen_averages_over_the_batch() {
+    // tests/sim_pcie.rs a_batch_of_sixteen_rings_once, per message.
+    let v = json(&[
+        "explain",
+        "write",
+        "--inline",
+        "--batch",
+        "16",
+        "--signal-every",
+        "16",
+        "--mode",
+        "db",
+        "--json",
+    ]);
+    assert_eq!(v["wqes"].as_array().unwrap().len(), 16);
+    assert_eq!(v["dbrec"], 16);
+    assert_eq!(v["mmio"].as_array().unwrap().len(), 1);
+    let total = per_message(&v).map(|x| x * 16.0);
+    assert_eq!(
+        total,
+        [
+            1.0,
+            2.0,
+            1.0,
+            (32 + 8 * (128 + 20)) as f64,
+            (2 * 24 + 88) as f64
+        ]
+    );
+}
+
+#[test]
+fn explain_rejects_what_the_driver_cannot_post() {
+    fails_with(&["explain", "read", "--inline"], "cannot carry inline");
+    fails_with(&["explain", "faa", "--size", "16"], "atomics move 8 bytes");
+    fails_with(&["explain", "write", "--size", "4", "--sge", "5"], "--sge");
+}
+
+#[test]
+fn explain_human_output_names_segments() {
+    let (ok, out, err) = perf(&["explain", "cas"]);
+    assert!(ok, "{err}");
+    for needle in [
+        "ctrl",
+        "raddr",
+        "atomic",
+        "data",
+        "UAR+0x800",
+        "per message, requester",
+    ] {
+        assert!(out.contains(needle), "{needle:?} missing:\n{out}");
+    }
+}
+
+#[test]
+fn pcie_table_steps_and_rates() {
+    let v = json(&["pcie", "--json"]);
+    let rows = v["rows"].as_array().unwrap();
+    let step = |name: &str| {
+        rows.iter()
+            .find(|r| r["step"].as_str().unwrap().starts_with(name))
+            .unwrap_or_else(|| panic!("no row {name}"))
+    };
+    // 8 bytes gathered: doorbell 32, WQE 84, payload 28 down; 2 MRd 48 + CQE 88 up.
+    assert_eq!(
+        per_message(step("doorbell, DMA gather")),
+        [1.0, 2.0, 1.0, 144.0, 136.0]
+    );
+    assert_eq!(per_message(step("+ inline")), [1.0, 1.0, 1.0, 116.0, 112.0]);
+    let bf = step("+ BlueFlame");
+    assert_eq!(per_message(bf), [1.0, 0.0, 1.0, 88.0, 88.0]);
+    assert_eq!(
+        per_message(step("+ unsignaled")),
+        [1.0, 0.0, 0.0, 88.0, 0.0]
+    );
+    // Gen3 x16: 8 GT/s x 16 x 128/130 / 8 bytes/s, 88 bytes each way.
+    let gen3 = 8e9 * 16.0 * 128.0 / 130.0 / 8.0 / 88.0 / 1e6;
+    assert!((bf["max_mmsg_per_s"]["gen3"].as_f64().unwrap() - gen3).abs() < 1e-9);
+    // Responder: a WRITE of 8 bytes is one 32-byte MWr; a SEND also fetches the receive
+    // WQE and reads the receive doorbell record, and writes a CQE.
+    assert_eq!(
+        per_message(step("inbound WRITE")),
+        [0.0, 0.0, 1.0, 0.0, 32.0]
+    );
+    let send = step("inbound SEND");
+    assert_eq!(send["per_message"]["dma_reads"], 2);
+    assert_eq!(send["per_message"]["dma_writes"], 2);
+    assert_eq!(rows.len(), 11);
+}
+
+#[test]
+fn pcie_kalia_overheads_change_the_bytes() {
+    let v = json(&["pcie", "--json", "--tlp-overhead", "kalia"]);
+    let bf = &v["rows"][2];
+    assert_eq!(bf["step"], "+ BlueFlame");
+    assert_eq!(per_message(bf)[3..], [90.0, 90.0]);
+    assert_eq!(v["link"]["cpld_overhead"], 22);
+}
+
+#[test]
+fn write_bw_json_over_the_tcp_exchange() {
+    let v = json(&["write_bw", "-n", "200", "-s", "64", "--json"]);
+    let h = &v["header"];
+    assert_eq!(h["test"], "write_bw");
+    assert_eq!(h["model"], true);
+    // Two model NICs (LIDs 1 and 2) that exchanged their QP records over TCP.
+    let (local, remote) = (&h["local"][0], &h["remote"][0]);
+    assert_ne!(local["lid"], remote["lid"]);
+    assert_eq!(local["gid"].as_str().unwrap().len(), 32);
+    let r = &v["results"][0];
+    assert_eq!(r["bytes"], 64);
+    assert_eq!(r["iterations"], 200);
+    assert!(r["bw_average"].as_f64().unwrap() > 0.0);
+    assert!(r["bw_peak"].as_f64().unwrap() >= r["bw_average"].as_f64().unwrap());
+    // One BlueFlame copy per WR (64 inline bytes: a 96-byte WQE, two chunks), 64 bytes
+    // written at the responder in one MWr.
+    let p = &r["pcie_per_message"];
+    assert_eq!(p["client"]["mmio_writes"], 2.0);
+    assert_eq!(p["client"]["dma_reads"], 0.0);
+    assert_eq!(p["server"]["dma_writes"], 1.0);
+    assert_eq!(p["server"]["bytes_up"], 88.0);
+}
+
+#[test]
+fn send_lat_csv_has_one_row_per_size() {
+    let (ok, out, err) = perf(&["send_lat", "-n", "50", "-s", "16", "--csv"]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let row: Vec<f64> = lines[1].split(',').map(|x| x.parse().unwrap()).collect();
+    assert_eq!(header.len(), row.len());
+    assert_eq!(
+        &header[..4],
+        ["#bytes", "#iterations", "t_min[usec]", "t_max[usec]"]
+    );
+    assert_eq!(row[0], 16.0);
+    assert_eq!(row[1], 50.0);
+    let col = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+    assert!(col("t_min[usec]") <= col("t_typical[usec]"));
+    assert!(col("t_typical[usec]") <= col("t_max[usec]") * 1.001);
+    assert!(col("t_stdev[usec]") >= 0.0);
+}
+
+#[test]
+fn sweeps_and_every_test_run() {
+    for (test, extra) in [
+        ("write_lat", &["-a", "-n", "3"][..]),
+        ("read_lat", &["-n", "20"][..]),
+        ("atomic_lat", &["-n", "20", "-A", "CMP_AND_SWAP"][..]),
+        (
+            "send_bw",
+            &["-n", "300", "-s", "256", "-t", "16", "-Q", "4", "-l", "4"][..],
+        ),
+        ("read_bw", &["-n", "100", "-q", "2"][..]),
+        ("atomic_bw", &["-n", "100"][..]),
+    ] {
+        let mut args = vec![test, "--json"];
+        args.extend(extra);
+        let v = json(&args);
+        let results = v["results"].as_array().unwrap();
+        let want = if extra.contains(&"-a") { 23 } else { 1 };
+        assert_eq!(results.len(), want, "{test}");
+        let per_qp: u64 = extra
+            .iter()
+            .position(|a| *a == "-n")
+            .map(|i| extra[i + 1].parse().unwrap())
+            .unwrap();
+        let qps = if extra.contains(&"-q") { 2 } else { 1 };
+        assert_eq!(results[0]["iterations"], per_qp * qps, "{test}");
+    }
+}
+
+#[test]
+fn duration_mode_keeps_percentiles() {
+    let v = json(&["write_lat", "-D", "1", "--json"]);
+    let r = &v["results"][0];
+    assert!(r["iterations"].as_u64().unwrap() > 0);
+    assert!(r["p99_9"].as_f64().unwrap() >= r["p50"].as_f64().unwrap());
+}
+
+#[test]
+fn plots_are_svg() {
+    let dir = std::env::temp_dir().join(format!("mlx5-perf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (args, file) in [
+        (&["write_lat", "-n", "100"][..], "lat.svg"),
+        (&["write_bw", "-a", "-n", "2", "--csv"][..], "bw.svg"),
+        (&["pcie"][..], "pcie.svg"),
+    ] {
+        let path = dir.join(file);
+        let mut all: Vec<&str> = args.to_vec();
+        let p = path.to_str().unwrap().to_string();
+        all.extend(["--plot", &p]);
+        let (ok, _, err) = perf(&all);
+        assert!(ok, "{all:?}: {err}");
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.starts_with("<svg"), "{file}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn clear_errors() {
+    fails_with(
+        &["write_lat", "somehost"],
+        "the model runs both ends in this process",
+    );
+    fails_with(&["atomic_bw", "-s", "64"], "atomics move 8 bytes");
+    fails_with(&["write_bw", "-l", "200"], "more than the TX depth");
+    #[cfg(not(feature = "verbs"))]
+    fails_with(
+        &["write_lat", "-d", "mlx5_0"],
+        "built without the `verbs` feature",
+    );
+}

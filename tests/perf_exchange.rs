@@ -1,0 +1,135 @@
+//! The `mlx5-perf` TCP exchange on its own: two threads over 127.0.0.1 (an OS-chosen port)
+//! handshake, and every kind of disagreement is an error naming what differs, on both sides.
+#![cfg(feature = "cli")]
+
+#[allow(dead_code)] // the tool's module; the test uses part of it
+#[path = "../src/bin/mlx5-perf/exchange.rs"]
+mod exchange;
+
+use std::net::{TcpListener, TcpStream};
+use std::thread;
+
+use exchange::{ExchangeError, Peer, QpRecord};
+use serde_json::{json, Value};
+
+/// Runs `server` and `client` on the two ends of a fresh connection.
+fn pair<A: Send + 'static, B>(
+    server: impl FnOnce(Peer) -> A + Send + 'static,
+    client: impl FnOnce(Peer) -> B,
+) -> (A, B) {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let s = thread::spawn(move || server(Peer::new(listener.accept().unwrap().0)));
+    let b = client(Peer::new(TcpStream::connect(addr).unwrap()));
+    (s.join().unwrap(), b)
+}
+
+fn params(verb: &str, size: u64, iters: u64) -> Value {
+    json!({"test": {"verb": verb, "kind": "lat"}, "sizes": [size], "iters": iters, "qps": 1})
+}
+
+fn mismatch(e: Result<(), ExchangeError>) -> (String, String, String) {
+    match e {
+        Err(ExchangeError::Mismatch { field, here, peer }) => (field, here, peer),
+        other => panic!("expected a mismatch, got {other:?}"),
+    }
+}
+
+#[test]
+fn equal_parameters_then_qp_records() {
+    let record = QpRecord {
+        lid: 1,
+        qpn: 0x100,
+        psn: 0,
+        rkey: 0x101,
+        addr: 0x7f00_0000_1000,
+        gid: [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    };
+    let (theirs, mine) = pair(
+        move |mut p| {
+            p.handshake(&params("write", 2, 1000)).unwrap();
+            p.swap(&vec![record]).unwrap()
+        },
+        |mut p| {
+            p.handshake(&params("write", 2, 1000)).unwrap();
+            let other = QpRecord { lid: 2, ..record };
+            p.swap(&vec![other]).unwrap()
+        },
+    );
+    assert_eq!(mine, vec![record]);
+    assert_eq!(theirs[0].lid, 2);
+    assert_eq!(theirs[0].gid, record.gid);
+}
+
+#[test]
+fn a_different_size_is_named_on_both_sides() {
+    let (server, client) = pair(
+        |mut p| p.handshake(&params("write", 2, 1000)),
+        |mut p| p.handshake(&params("write", 64, 1000)),
+    );
+    assert_eq!(
+        mismatch(server),
+        ("sizes".into(), "[2]".into(), "[64]".into())
+    );
+    let (field, here, peer) = mismatch(client);
+    assert_eq!(
+        (field.as_str(), here.as_str(), peer.as_str()),
+        ("sizes", "[64]", "[2]")
+    );
+}
+
+#[test]
+fn a_nested_field_is_named_by_its_path() {
+    let (_, client) = pair(
+        |mut p| p.handshake(&params("send", 2, 1000)),
+        |mut p| p.handshake(&params("write", 2, 1000)),
+    );
+    let e = client.unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "parameter mismatch: `test.verb` is \"write\" on this side but \"send\" on the peer"
+    );
+}
+
+#[test]
+fn a_field_only_the_peer_has_is_a_mismatch() {
+    let (_, client) = pair(
+        |mut p| {
+            let mut v = params("write", 2, 1000);
+            v["duration"] = json!(5);
+            p.handshake(&v)
+        },
+        |mut p| p.handshake(&params("write", 2, 1000)),
+    );
+    assert_eq!(
+        mismatch(client),
+        ("duration".into(), "null".into(), "5".into())
+    );
+}
+
+#[test]
+fn another_version_is_refused() {
+    let (_, client) = pair(
+        |mut p| {
+            p.send(
+                &json!({"version": "mlx5-perf 0.0.1 exchange 0", "params": params("write", 2, 1)}),
+            )
+            .unwrap();
+            p.recv::<Value>().unwrap()
+        },
+        |mut p| p.handshake(&params("write", 2, 1)),
+    );
+    match client {
+        Err(ExchangeError::Version { peer, .. }) => assert_eq!(peer, "mlx5-perf 0.0.1 exchange 0"),
+        other => panic!("expected a version error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_closed_peer_is_reported() {
+    let (_, client) = pair(drop, |mut p| p.handshake(&params("write", 2, 1)));
+    assert!(
+        matches!(client, Err(ExchangeError::Closed | ExchangeError::Io(_))),
+        "{client:?}"
+    );
+}
