@@ -100,6 +100,13 @@ pub trait Uar: Send + core::fmt::Debug {
     /// One 64-byte write-combined block at `offset` (a BlueFlame chunk), as eight 8-byte
     /// stores in address order.
     fn write_block(&self, offset: usize, block: &[u64; 8]);
+    /// Called by [`crate::cq::CompletionQueue::poll`] when it found the CQ empty: a device
+    /// that runs in software (the `sim` backend's model) does its deferred work here (RNR
+    /// and transport retries, held-back CQEs), so an ordinary polling loop makes progress
+    /// without the application knowing the backend. Real hardware and the null device: no
+    /// operation (the default), compiled away.
+    #[inline(always)]
+    fn idle(&self) {}
 }
 
 /// A UAR page mapped from the device (`verbs` backend).

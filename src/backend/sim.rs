@@ -99,6 +99,12 @@ impl Uar for SimUar {
         }
         self.nic.mmio_write(self.uar, offset as u32, &bytes);
     }
+
+    /// The model's deferred work (retries, held-back CQEs) runs when a poll finds nothing.
+    #[inline]
+    fn idle(&self) {
+        self.nic.progress();
+    }
 }
 
 fn device_error(operation: &'static str) -> impl FnOnce(hw::HwError) -> Error {
