@@ -185,10 +185,10 @@ impl CpuCase {
 }
 
 /// Send-ring WQEBBs of a CPU-cost queue: every post case fills it exactly before the
-/// untimed retire (one WQEBB per 8-byte inline WRITE).
+/// untimed retire (one WQEBB per 8-byte inline WRITE), and [`CpuCase::PollOne`] polls the
+/// CQEs of this many outstanding WQEs per timed chunk.
 const CPU_SQ_WQEBBS: u32 = 256;
-/// CQ entries of a CPU-cost queue: [`CpuCase::PollOne`] polls this many pre-written CQEs
-/// per timed chunk.
+/// CQ entries of a CPU-cost queue.
 const CPU_CQES: u32 = 1024;
 
 /// A CPU-cost case over a [`NullQueues`], ready to run.
@@ -198,9 +198,9 @@ const CPU_CQES: u32 = 1024;
 /// - post cases: the timed chunk fills the send ring (256 WQEBBs); the untimed step writes
 ///   one CQE for the last WQE and polls it, which retires the whole ring, so a post never
 ///   meets a full queue and never pays for completions;
-/// - [`CpuCase::PollOne`]: the untimed step fills the CQ (1024 entries) with requester
-///   CQEs, owner bit of the current pass; the timed chunk polls up to that many, one call
-///   each;
+/// - [`CpuCase::PollOne`]: the untimed step posts signaled NOPs until the send ring is
+///   full (256) and writes a requester CQE for each, owner bit of the current pass; the
+///   timed chunk polls up to that many, one call each, every one retiring its WQE;
 /// - [`CpuCase::PollEmpty`]: nothing to prepare; every call finds an invalid entry.
 ///
 /// The timed chunk is the non-inlined function `CpuBench::timed_chunk`, so an instruction
@@ -238,7 +238,7 @@ impl CpuBench {
             CpuCase::WriteInlineBf | CpuCase::WriteInlineDb | CpuCase::WriteBatch32 => {
                 CPU_SQ_WQEBBS as u64
             }
-            CpuCase::PollOne => CPU_CQES as u64,
+            CpuCase::PollOne => CPU_SQ_WQEBBS as u64,
             CpuCase::PollEmpty => u64::MAX,
         }
     }
@@ -283,10 +283,14 @@ impl CpuBench {
                 }
             }
             CpuCase::PollOne => {
-                let pending = q.produced().wrapping_sub(q.cq.consumer_index());
-                for _ in pending..CPU_CQES {
-                    q.complete(0, Opcode::RdmaWrite, CqeOpcode::Req, 0);
+                assert!(self.out[0].status.is_ok(), "{:?}", self.out[0]);
+                while q.sq.free_wqebbs() != 0 {
+                    let counter = q.sq.producer_count() as u16;
+                    q.sq.push(0, SendOp::Nop, Data::NONE, SendFlags::SIGNALED)
+                        .expect("room in the ring");
+                    q.complete(counter, Opcode::Nop, CqeOpcode::Req, 0);
                 }
+                q.sq.ring_doorbell();
             }
             CpuCase::PollEmpty => {}
         }
