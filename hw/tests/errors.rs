@@ -14,7 +14,24 @@ const REMOTE_OP_ERR: u8 = 0x14;
 const TRANSPORT_RETRY_EXC_ERR: u8 = 0x15;
 const RNR_RETRY_EXC_ERR: u8 = 0x16;
 
+/// Vendor syndromes seen with each syndrome in public logs of mlx5 adapters (0: none known).
+fn vendor(syndrome: u8) -> u8 {
+    match syndrome {
+        LOCAL_PROT_ERR => 0x52,
+        WR_FLUSH_ERR => 0xf9,
+        REMOTE_INVAL_REQ_ERR => 0x8a,
+        REMOTE_ACCESS_ERR => 0x88,
+        REMOTE_OP_ERR => 0x89,
+        TRANSPORT_RETRY_EXC_ERR => 0x81,
+        _ => 0,
+    }
+}
+
+/// (opcode, syndrome, wqe_counter) of each CQE; checks every error CQE's vendor syndrome.
 fn summary(c: &[Cqe]) -> Vec<(u8, u8, u16)> {
+    for e in c.iter().filter(|c| c.opcode >= REQ_ERR) {
+        assert_eq!(e.vendor, vendor(e.syndrome), "{e:?}");
+    }
     c.iter()
         .map(|c| (c.opcode, c.syndrome, c.wqe_counter))
         .collect()
@@ -29,6 +46,7 @@ fn fails_then_flushes(a: &mut Side, bad: Vec<u8>) -> Vec<Cqe> {
     a.ring();
     let c = a.drain_send();
     assert_eq!(c[0].wqe_counter, first);
+    summary(&c);
     c
 }
 
