@@ -330,8 +330,15 @@ impl<B: Backend> ProtectionDomain<B> {
         len: usize,
         access: Access,
     ) -> Result<MemoryRegion<B>, Error> {
+        let memory = Memory::foreign(addr, len)?;
+        if !is_mapped(addr, len) {
+            // What the kernel's page pinning answers (EFAULT) before any device sees it.
+            return Err(Error::InvalidArgument(
+                "memory to register is not mapped in this process",
+            ));
+        }
         // SAFETY: forwarded from this function's contract.
-        unsafe { self.register_memory(Memory::foreign(addr, len)?, access) }
+        unsafe { self.register_memory(memory, access) }
     }
 
     /// # Safety
@@ -454,6 +461,30 @@ impl<B: Backend> ProtectionDomain<B> {
                 _pd: self.inner.clone(),
             }),
         })
+    }
+}
+
+/// True if every page of `[addr, addr + len)` is mapped (`mincore` fails with ENOMEM on
+/// a hole). The range is known not to wrap.
+fn is_mapped(addr: *mut u8, len: usize) -> bool {
+    if len == 0 {
+        return true;
+    }
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as usize;
+    let start = addr as usize & !(page - 1);
+    let Some(end) = (addr as usize + len).checked_next_multiple_of(page) else {
+        return false;
+    };
+    let mut residency = vec![0u8; (end - start) / page];
+    // SAFETY: mincore only reads the page tables of the given range and writes one byte per
+    // page into `residency`, which has exactly that many.
+    unsafe {
+        libc::mincore(
+            start as *mut libc::c_void,
+            end - start,
+            residency.as_mut_ptr().cast(),
+        ) == 0
     }
 }
 
