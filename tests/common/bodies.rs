@@ -1,0 +1,379 @@
+//! Test bodies every backend runs: `tests/sim_*.rs` on the model, `tests/verbs_hw.rs` on a
+//! ConnectX NIC. Each asserts only what the driver sees (completions, bytes, states), so the
+//! same body holds on both; model-only checks (statistics, PCIe counts) stay in the sim
+//! tests, which get the sides back.
+
+use std::time::Duration;
+
+use mlx5_direct::prm::Syndrome;
+use mlx5_direct::{
+    Access, Completion, ConnectOptions, Data, DoorbellMode, PostError, QpConfig, QpState, Remote,
+    SendFlags, SendOp, Status, WcOpcode,
+};
+
+use super::{assert_empty, connect, connect_with, poll_n, rig_pair, Drive, Rig, Side};
+
+/// The syndrome of an error completion.
+pub fn syndrome(status: Status) -> Option<Syndrome> {
+    match status {
+        Status::Error(e) => e.syndrome(),
+        _ => None,
+    }
+}
+
+/// An inline WRITE in each doorbell mode lands and completes once.
+pub fn inline_write_lands_and_completes<R: Rig>(rig: &R) -> (Side<R::B>, Side<R::B>) {
+    let (mut a, mut b) = rig_pair(rig);
+    let remote = b.mr.remote(128);
+    for mode in [DoorbellMode::Doorbell, DoorbellMode::BlueFlame] {
+        a.qp.sq().set_mode(mode);
+        a.qp.sq()
+            .post(
+                42,
+                SendOp::Write(remote),
+                Data::Inline(b"hello, mlx5"),
+                SendFlags::SIGNALED,
+            )
+            .unwrap();
+        let c = poll_n(&mut a, 1)[0];
+        assert_eq!(c.wr_id, 42);
+        assert_eq!(c.opcode, WcOpcode::RdmaWrite);
+        assert_eq!(c.status, Status::Success);
+        assert_eq!(c.qpn, a.qp.qpn());
+        let mut buf = [0u8; 11];
+        b.mr.read(128, &mut buf);
+        assert_eq!(&buf, b"hello, mlx5");
+        b.mr.write(128, &[0; 11]);
+        assert_empty(&mut b);
+    }
+    (a, b)
+}
+
+/// A SEND with immediate data reaches a posted receive.
+pub fn send_with_immediate_reaches_a_posted_receive<R: Rig>(rig: &R) {
+    let (mut a, mut b) = rig_pair(rig);
+    let rsge = b.mr.sge(0, 64);
+    b.qp.rq().unwrap().post(7, &[rsge]).unwrap();
+    a.mr.write(0, b"0123456789abcdef");
+    let sge = a.mr.sge(0, 16);
+    a.qp.sq()
+        .post(
+            1,
+            SendOp::SendImm(0xdead_beef),
+            Data::Sges(&[sge]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    let c = poll_n(&mut a, 1)[0];
+    assert_eq!(
+        (c.wr_id, c.opcode, c.status),
+        (1, WcOpcode::Send, Status::Success)
+    );
+    let r = poll_n(&mut b, 1)[0];
+    assert_eq!(r.wr_id, 7);
+    assert_eq!(r.opcode, WcOpcode::Recv);
+    assert_eq!(r.byte_len, 16);
+    assert_eq!(r.imm, Some(0xdead_beef));
+    assert_eq!(r.src_qp, a.qp.qpn());
+    let mut buf = [0u8; 16];
+    b.mr.read(0, &mut buf);
+    assert_eq!(&buf, b"0123456789abcdef");
+}
+
+/// A READ fetches the remote bytes.
+pub fn read_fetches_remote_bytes<R: Rig>(rig: &R) {
+    let (mut a, b) = rig_pair(rig);
+    b.mr.write(256, b"remote bytes!");
+    let sge = a.mr.sge(64, 13);
+    a.qp.sq()
+        .post(
+            3,
+            SendOp::Read(b.mr.remote(256)),
+            Data::Sges(&[sge]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    let c = poll_n(&mut a, 1)[0];
+    assert_eq!(
+        (c.wr_id, c.opcode, c.status, c.byte_len),
+        (3, WcOpcode::RdmaRead, Status::Success, 13)
+    );
+    let mut buf = [0u8; 13];
+    a.mr.read(64, &mut buf);
+    assert_eq!(&buf, b"remote bytes!");
+}
+
+/// Fetch-and-add and compare-and-swap return the original value and update the target.
+pub fn atomics_return_the_original_value<R: Rig>(rig: &R) {
+    let (mut a, b) = rig_pair(rig);
+    b.mr.write(8, &100u64.to_ne_bytes());
+    let sge = a.mr.sge(0, 8);
+    let remote = b.mr.remote(8);
+    a.qp.sq()
+        .post(
+            1,
+            SendOp::FetchAdd { remote, add: 5 },
+            Data::Sges(&[sge]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    let c = poll_n(&mut a, 1)[0];
+    assert_eq!((c.opcode, c.status), (WcOpcode::FetchAdd, Status::Success));
+    assert_eq!(a.mr.read_u64(0), 100);
+    assert_eq!(b.mr.read_u64(8), 105);
+    let op = SendOp::CompareSwap {
+        remote,
+        compare: 105,
+        swap: 7,
+    };
+    a.qp.sq()
+        .post(2, op, Data::Sges(&[sge]), SendFlags::SIGNALED)
+        .unwrap();
+    let c = poll_n(&mut a, 1)[0];
+    assert_eq!((c.wr_id, c.opcode), (2, WcOpcode::CompareSwap));
+    assert_eq!(a.mr.read_u64(0), 105);
+    assert_eq!(b.mr.read_u64(8), 7);
+}
+
+/// Two QPs draw receives from one SRQ, in posting order.
+pub fn srq_shared_by_two_qps<R: Rig>(rig: &R) {
+    let config = QpConfig::default();
+    let mut a = rig.side(&config);
+    let mut c = rig.side(&config);
+    let mut b = rig.side(&config);
+    let mut srq = b.pd.create_srq(16, 1).unwrap();
+    let mut b1 =
+        b.pd.create_qp_with_srq(&b.cq, &b.cq, &srq, &config)
+            .unwrap();
+    let mut b2 =
+        b.pd.create_qp_with_srq(&b.cq, &b.cq, &srq, &config)
+            .unwrap();
+    for i in 0..4 {
+        srq.post(100 + i, &[b.mr.sge(i as usize * 64, 64)]).unwrap();
+    }
+    let opts = ConnectOptions::default();
+    // One SEND at a time: across QPs, receives are taken in arrival order, which on a real
+    // link two concurrent senders do not fix.
+    a.qp.connect(&b1.endpoint().unwrap(), &opts).unwrap();
+    b1.connect(&a.qp.endpoint().unwrap(), &opts).unwrap();
+    c.qp.connect(&b2.endpoint().unwrap(), &opts).unwrap();
+    b2.connect(&c.qp.endpoint().unwrap(), &opts).unwrap();
+    a.qp.sq()
+        .post(
+            1,
+            SendOp::Send,
+            Data::Inline(b"from a"),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    poll_n(&mut a, 1);
+    let r = poll_n(&mut b, 1);
+    c.qp.sq()
+        .post(
+            1,
+            SendOp::Send,
+            Data::Inline(b"from c"),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    poll_n(&mut c, 1);
+    let r = [r[0], poll_n(&mut b, 1)[0]];
+    assert_eq!((r[0].wr_id, r[0].qpn, r[0].byte_len), (100, b1.qpn(), 6));
+    assert_eq!((r[1].wr_id, r[1].qpn, r[1].byte_len), (101, b2.qpn(), 6));
+    let mut buf = [0u8; 6];
+    b.mr.read(0, &mut buf);
+    assert_eq!(&buf, b"from a");
+    b.mr.read(64, &mut buf);
+    assert_eq!(&buf, b"from c");
+}
+
+/// A WRITE with a bad rkey fails with REMOTE_ACCESS_ERR, the WQEs behind it flush, posting
+/// is refused, and after RESET and reconnecting both ends the QP works again.
+pub fn bad_rkey_fails_then_flushes_then_reset_reuses_the_qp<R: Rig>(rig: &R) {
+    let (mut a, mut b) = rig_pair(rig);
+    let bad = Remote {
+        addr: b.mr.remote(0).addr,
+        rkey: b.mr.rkey() ^ 0x100,
+    };
+    let good = b.mr.remote(0);
+    let sq = a.qp.sq();
+    sq.push(
+        1,
+        SendOp::Write(bad),
+        Data::Inline(&[1; 8]),
+        SendFlags::UNSIGNALED,
+    )
+    .unwrap();
+    sq.push(
+        2,
+        SendOp::Write(good),
+        Data::Inline(&[2; 8]),
+        SendFlags::UNSIGNALED,
+    )
+    .unwrap();
+    sq.push(
+        3,
+        SendOp::Write(good),
+        Data::Inline(&[3; 8]),
+        SendFlags::SIGNALED,
+    )
+    .unwrap();
+    sq.ring_doorbell();
+    let c = poll_n(&mut a, 3);
+    assert_eq!(c.iter().map(|c| c.wr_id).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(syndrome(c[0].status), Some(Syndrome::RemoteAccessErr));
+    assert_eq!(syndrome(c[1].status), Some(Syndrome::WrFlushErr));
+    assert_eq!(syndrome(c[2].status), Some(Syndrome::WrFlushErr));
+    assert_eq!(a.qp.state(), QpState::Err);
+    let mut byte = [0u8; 1];
+    b.mr.read(0, &mut byte);
+    assert_eq!(byte, [0], "flushed WRITEs wrote nothing");
+    assert_eq!(
+        a.qp.sq().post(
+            4,
+            SendOp::Write(good),
+            Data::Inline(&[4; 8]),
+            SendFlags::SIGNALED
+        ),
+        Err(PostError::NotReadyToSend)
+    );
+
+    // Both ends go back through RESET and reconnect (the responder is in error too).
+    let b_flushes = {
+        let mut out = [Completion::default(); 8];
+        b.cq.poll(&mut out)
+    };
+    assert_eq!(b_flushes, 0, "the responder had no receives to flush");
+    a.qp.reset().unwrap();
+    b.qp.reset().unwrap();
+    connect(&mut a, &mut b);
+    a.qp.sq()
+        .post(
+            5,
+            SendOp::Write(good),
+            Data::Inline(&[5; 8]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    let c = poll_n(&mut a, 1)[0];
+    assert_eq!((c.wr_id, c.status), (5, Status::Success));
+    b.mr.read(0, &mut byte);
+    assert_eq!(byte, [5]);
+}
+
+/// A SEND longer than the receive: LOCAL_LENGTH_ERR at the responder (and its next receive
+/// flushed), REMOTE_INVAL_REQ_ERR at the requester.
+pub fn receive_too_small_fails_on_both_sides<R: Rig>(rig: &R) {
+    let (mut a, mut b) = rig_pair(rig);
+    let rsge = b.mr.sge(0, 8);
+    b.qp.rq().unwrap().post(70, &[rsge]).unwrap();
+    b.qp.rq().unwrap().post(71, &[rsge]).unwrap();
+    let sge = a.mr.sge(0, 16);
+    a.qp.sq()
+        .post(1, SendOp::Send, Data::Sges(&[sge]), SendFlags::SIGNALED)
+        .unwrap();
+    let c = poll_n(&mut a, 1)[0];
+    assert_eq!(syndrome(c.status), Some(Syndrome::RemoteInvalReqErr));
+    let r = poll_n(&mut b, 2);
+    assert_eq!((r[0].wr_id, r[0].opcode), (70, WcOpcode::Recv));
+    assert_eq!(syndrome(r[0].status), Some(Syndrome::LocalLengthErr));
+    assert_eq!(r[1].wr_id, 71);
+    assert_eq!(syndrome(r[1].status), Some(Syndrome::WrFlushErr));
+    assert_eq!(b.qp.state(), QpState::Err);
+    assert_empty(&mut a);
+}
+
+/// A gather entry with a bad lkey is a LOCAL_PROT_ERR, reported though unsignaled.
+pub fn bad_local_key_is_a_local_protection_error<R: Rig>(rig: &R) {
+    let (mut a, mut b) = rig_pair(rig);
+    let mut sge = a.mr.sge(0, 16);
+    sge.lkey ^= 0x200;
+    a.qp.sq()
+        .post(
+            9,
+            SendOp::Write(b.mr.remote(0)),
+            Data::Sges(&[sge]),
+            SendFlags::UNSIGNALED,
+        )
+        .unwrap();
+    let c = poll_n(&mut a, 1)[0];
+    assert_eq!(c.wr_id, 9);
+    assert_eq!(syndrome(c.status), Some(Syndrome::LocalProtErr));
+    assert_empty(&mut b);
+}
+
+/// A SEND that finds no receive, with two RNR retries, ends in RNR_RETRY_EXC_ERR.
+pub fn no_receive_posted_exhausts_rnr_retries<R: Rig>(rig: &R) {
+    let config = QpConfig::default();
+    let (mut a, mut b) = (rig.side(&config), rig.side(&config));
+    let options = ConnectOptions {
+        rnr_retry: 2,
+        ..Default::default()
+    };
+    connect_with(&mut a, &mut b, &options);
+    a.qp.sq()
+        .post(1, SendOp::Send, Data::Inline(&[1; 4]), SendFlags::SIGNALED)
+        .unwrap();
+    let c = poll_n(&mut a, 1)[0];
+    assert_eq!(syndrome(c.status), Some(Syndrome::RnrRetryExcErr));
+}
+
+/// Nothing may be posted in RESET; receives from INIT; sends only from RTS.
+pub fn posting_before_rts_is_refused<R: Rig>(rig: &R) {
+    let mut a = rig.side(&QpConfig::default());
+    let rsge = a.mr.sge(0, 8);
+    assert_eq!(
+        a.qp.sq()
+            .post(1, SendOp::Nop, Data::NONE, SendFlags::SIGNALED),
+        Err(PostError::NotReadyToSend)
+    );
+    assert_eq!(
+        a.qp.rq().unwrap().post(1, &[rsge]),
+        Err(PostError::NotReadyToReceive)
+    );
+    a.qp.init(1, Access::ALL).unwrap();
+    a.qp.rq().unwrap().post(1, &[rsge]).unwrap();
+    assert_eq!(
+        a.qp.sq()
+            .post(1, SendOp::Nop, Data::NONE, SendFlags::SIGNALED),
+        Err(PostError::NotReadyToSend)
+    );
+}
+
+/// Event mode: an armed CQ raises one event for the next CQE; after the event is
+/// acknowledged and the CQ re-armed, the next CQE raises another.
+pub fn armed_cq_raises_one_event_per_arm<R: Rig>(rig: &R) {
+    let (mut a, b) = rig_pair(rig);
+    let remote = b.mr.remote(0);
+    let cqn = a.cq.cqn();
+    for wr_id in 1..=2 {
+        a.cq.arm(false);
+        a.qp.sq()
+            .post(
+                wr_id,
+                SendOp::Write(remote),
+                Data::Inline(b"event"),
+                SendFlags::SIGNALED,
+            )
+            .unwrap();
+        let event = R::B::wait_cq_event(&a.ctx, Duration::from_secs(5));
+        assert_eq!(event, Some(cqn), "arm {wr_id}");
+        a.cq.ack_event();
+        let c = poll_n(&mut a, 1)[0];
+        assert_eq!((c.wr_id, c.status), (wr_id, Status::Success));
+    }
+    a.qp.sq()
+        .post(
+            3,
+            SendOp::Write(remote),
+            Data::Inline(b"quiet"),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    poll_n(&mut a, 1);
+    assert_eq!(
+        R::B::wait_cq_event(&a.ctx, Duration::from_millis(50)),
+        None,
+        "an unarmed CQ raises no event"
+    );
+}

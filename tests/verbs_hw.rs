@@ -1,0 +1,109 @@
+//! The model's integration tests (`common::bodies`: every operation, doorbell mode, event
+//! mode and error cause) on a ConnectX NIC through the `verbs` backend. Two sides share one
+//! device and connect through its port (loopback).
+//!
+//! Run on a host with a NIC (see docs/hardware.md):
+//! `MLX5_DIRECT_DEVICE=mlx5_0 cargo test --features verbs --test verbs_hw -- --ignored`
+//! (`MLX5_DIRECT_PORT` and `MLX5_DIRECT_GID_INDEX` choose the port and GID index).
+#![cfg(feature = "verbs")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{bodies, side_on, Drive, Rig, Side};
+use mlx5_direct::backend::verbs::{Verbs, VerbsOptions};
+use mlx5_direct::{Context, QpConfig};
+
+impl Drive for Verbs {
+    fn progress(_: &Context<Verbs>) {
+        std::hint::spin_loop();
+    }
+
+    fn wait_cq_event(ctx: &Context<Verbs>, timeout: Duration) -> Option<u32> {
+        ctx.backend().wait_cq_event(timeout).unwrap()
+    }
+}
+
+/// One opened device; every side is a PD, CQ, QP and region on it.
+struct Hw(Context<Verbs>);
+
+impl Rig for Hw {
+    type B = Verbs;
+    fn side(&self, config: &QpConfig) -> Side<Verbs> {
+        side_on(self.0.clone(), config, 256, 64)
+    }
+}
+
+fn env<T: std::str::FromStr>(name: &str) -> Option<T> {
+    let value = std::env::var(name).ok()?;
+    Some(
+        value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={value} does not parse")),
+    )
+}
+
+fn hw() -> Hw {
+    let options = VerbsOptions {
+        device: std::env::var("MLX5_DIRECT_DEVICE").ok(),
+        port: env("MLX5_DIRECT_PORT").unwrap_or(1),
+        gid_index: env("MLX5_DIRECT_GID_INDEX"),
+    };
+    Hw(Context::open(&options).expect("open the device named by MLX5_DIRECT_DEVICE"))
+}
+
+macro_rules! on_hardware {
+    ($($name:ident),* $(,)?) => {$(
+        #[test]
+        #[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
+        fn $name() {
+            bodies::$name(&hw());
+        }
+    )*};
+}
+
+on_hardware!(
+    send_with_immediate_reaches_a_posted_receive,
+    read_fetches_remote_bytes,
+    atomics_return_the_original_value,
+    srq_shared_by_two_qps,
+    bad_rkey_fails_then_flushes_then_reset_reuses_the_qp,
+    receive_too_small_fails_on_both_sides,
+    bad_local_key_is_a_local_protection_error,
+    no_receive_posted_exhausts_rnr_retries,
+    posting_before_rts_is_refused,
+    armed_cq_raises_one_event_per_arm,
+);
+
+#[test]
+#[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
+fn inline_write_lands_and_completes() {
+    let (mut a, _b) = bodies::inline_write_lands_and_completes(&hw());
+    let why = a.qp.handle().doorbell_only();
+    let mode = a.qp.sq().effective_mode();
+    assert_eq!(
+        why.is_some(),
+        mode == mlx5_direct::DoorbellMode::Doorbell,
+        "BlueFlame mode {mode:?} and reason {why:?} agree"
+    );
+}
+
+#[test]
+#[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
+fn the_opened_port_reports_its_addressing() {
+    let hw = hw();
+    let verbs = hw.0.backend();
+    let port = verbs
+        .port_attr(env("MLX5_DIRECT_PORT").unwrap_or(1))
+        .unwrap();
+    assert!(port.active, "port {port:?} is not ACTIVE");
+    assert!(port.active_mtu >= 256, "{port:?}");
+    assert_ne!(port.gid, [0; 16]);
+    if let Some(index) = env::<u32>("MLX5_DIRECT_GID_INDEX") {
+        assert_eq!(port.gid_index, index);
+    }
+    let caps = hw.0.caps();
+    assert!(caps.max_sq_wqebbs >= 256 && caps.max_cqe >= 256, "{caps:?}");
+    assert!(verbs.info().phys_port_cnt >= 1);
+}
