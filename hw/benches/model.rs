@@ -1,5 +1,6 @@
 //! Throughput of the model alone: 8-byte inline RDMA WRITEs from hand-built WQEs, one
-//! 8-byte doorbell each, a CQE every 16 WQEs. Run with `cargo bench -p mlx5-hw`.
+//! 8-byte doorbell each (or, with `MODEL_BENCH_BF=1`, one 64-byte BlueFlame copy each), a
+//! CQE every 16 WQEs. Run with `cargo bench -p mlx5-hw`; `MODEL_BENCH_OPS` sets the count.
 
 use mlx5_hw::{Access, CqParams, Fabric, Nic, NicConfig, QpInfo, QpParams, QpTransition};
 use std::time::Instant;
@@ -134,6 +135,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(4_000_000);
+    let blueflame = std::env::var("MODEL_BENCH_BF").is_ok_and(|v| v == "1");
     let mask = (1u32 << LOG_SQ) - 1;
     let (mut pi, mut ci) = (0u32, 0u32);
     let start = Instant::now();
@@ -152,9 +154,14 @@ fn main() {
         a.write(SQ + slot * 64, &w);
         pi += 1;
         a.write(DBREC + 4, &(pi & 0xffff).to_be_bytes());
-        let db: [u8; 8] = w[..8].try_into().unwrap();
-        a.nic
-            .mmio_write(a.qp.uar, a.qp.bf_offset + (i & 1) * a.qp.bf_size, &db);
+        let reg = a.qp.bf_offset + (i & 1) * a.qp.bf_size;
+        if blueflame {
+            let mut chunk = [0u8; 64];
+            chunk[..48].copy_from_slice(&w);
+            a.nic.mmio_write(a.qp.uar, reg, &chunk);
+        } else {
+            a.nic.mmio_write(a.qp.uar, reg, &w[..8]);
+        }
         if flags != 0 {
             let slot = (ci & ((1 << LOG_CQ) - 1)) as usize;
             let op_own = *a.byte(CQ + slot * 64 + 63);
@@ -166,13 +173,22 @@ fn main() {
     }
     let dt = start.elapsed();
     let rate = f64::from(n) / dt.as_secs_f64();
+    let mode = if blueflame {
+        "64-byte BlueFlame"
+    } else {
+        "8-byte doorbell"
+    };
     println!(
-        "model: {n} inline 8-byte RDMA WRITEs (doorbell each, CQE every 16) in {:.3} s: {:.2} M WQE/s, {:.0} ns/WQE",
+        "model: {n} inline 8-byte RDMA WRITEs ({mode} each, CQE every 16) in {:.3} s: {:.2} M WQE/s, {:.0} ns/WQE",
         dt.as_secs_f64(),
         rate / 1e6,
         1e9 / rate
     );
     let s = a.nic.stats();
     assert_eq!(s.wqes, u64::from(n));
+    assert_eq!(
+        (s.bf_used, s.bf_mismatch),
+        (if blueflame { n.into() } else { 0 }, 0)
+    );
     assert_eq!(s.cqes, u64::from(n / 16));
 }
