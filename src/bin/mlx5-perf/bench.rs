@@ -43,6 +43,15 @@ impl Device for mlx5_direct::backend::sim::Sim {
     }
 }
 
+#[cfg(feature = "verbs")]
+impl Device for mlx5_direct::backend::verbs::Verbs {
+    fn pcie(&self) -> Option<PcieCounters> {
+        None
+    }
+
+    fn progress(&self) {}
+}
+
 /// The parameters both sides must agree on (compared field by field in the handshake).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Params {

@@ -136,9 +136,9 @@ pub struct BenchArgs {
     /// Port of the device.
     #[arg(short = 'i', long = "ib-port", default_value_t = 1)]
     pub ib_port: u8,
-    /// GID index (RoCE).
-    #[arg(short = 'x', long = "gid-index", default_value_t = 0)]
-    pub gid_index: u32,
+    /// GID index (default: RoCE v2 on Ethernet, 0 on InfiniBand).
+    #[arg(short = 'x', long = "gid-index")]
+    pub gid_index: Option<u32>,
     /// Message size in bytes (default 2 for latency, 65536 for bandwidth; atomics: 8).
     #[arg(short = 's', long = "size")]
     pub size: Option<usize>,

@@ -99,6 +99,46 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
     }
 }
 
+/// perftest's server / client form on a ConnectX NIC: without a host this side listens on
+/// `-p` and serves; with one it connects and reports.
+#[cfg(feature = "verbs")]
+fn hardware(device: &str, params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
+    use mlx5_direct::backend::verbs::{Verbs, VerbsOptions};
+
+    let ctx = Context::<Verbs>::open(&VerbsOptions {
+        device: Some(device.to_string()),
+        port: args.ib_port,
+        gid_index: args.gid_index,
+    })?;
+    match &args.host {
+        None => {
+            let listener = TcpListener::bind(("0.0.0.0", args.port))?;
+            eprintln!(
+                "mlx5-perf: {} server on {device}, waiting for a client on TCP port {}",
+                params.test.name(),
+                args.port
+            );
+            let (stream, from) = listener.accept()?;
+            eprintln!("mlx5-perf: client {from} connected");
+            bench::serve(ctx, Peer::new(stream), params, local)
+        }
+        Some(host) => {
+            let stream = TcpStream::connect((host.as_str(), args.port))
+                .map_err(|e| format!("connect to {host}:{}: {e}", args.port))?;
+            let mut report = reporter(args, params, false, None);
+            bench::client(
+                ctx,
+                Peer::new(stream),
+                params,
+                local,
+                args.report_gbits,
+                &mut report,
+            )?;
+            report.finish()
+        }
+    }
+}
+
 #[cfg(not(feature = "verbs"))]
 fn hardware(device: &str, _: &Params, _: Local, _: &BenchArgs) -> Result<(), Error> {
     Err(format!(
