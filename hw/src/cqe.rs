@@ -6,6 +6,7 @@ pub(crate) mod synd {
     pub(crate) const LOCAL_QP_OP_ERR: u8 = 0x02;
     pub(crate) const LOCAL_PROT_ERR: u8 = 0x04;
     pub(crate) const WR_FLUSH_ERR: u8 = 0x05;
+    pub(crate) const LOCAL_ACCESS_ERR: u8 = 0x11;
     pub(crate) const REMOTE_INVAL_REQ_ERR: u8 = 0x12;
     pub(crate) const REMOTE_ACCESS_ERR: u8 = 0x13;
     pub(crate) const REMOTE_OP_ERR: u8 = 0x14;

@@ -186,12 +186,13 @@ fn recv_cqe(nic: &mut NicState, qpi: usize, r: &Request<'_>, rv: &Recv, op: u8, 
     complete(nic, qpi, true, cqe);
 }
 
+/// RDMA WRITE(_IMM). The checks run in the responder order of rxe (operation allowed by the
+/// QP, then resources, then the rkey): WRITE_IMM takes its receive WQE first, so an rkey
+/// violation completes that receive with LOCAL_ACCESS_ERR (prm-facts §9).
 fn write(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failure> {
     let (pdn, _) = require(nic, qpi, Access::REMOTE_WRITE)?;
     let d = r.d;
-    check_remote(nic, pdn, d, d.len, Access::REMOTE_WRITE)?;
-    let with_imm = d.ctrl.opcode == opcode::RDMA_WRITE_IMM;
-    let rv = if with_imm {
+    let rv = if d.ctrl.opcode == opcode::RDMA_WRITE_IMM {
         match take_recv(nic, qpi) {
             Some(rv) => Some(rv),
             None => return Ok(Resp::Rnr),
@@ -199,6 +200,12 @@ fn write(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failur
     } else {
         None
     };
+    if let Err(f) = check_remote(nic, pdn, d, d.len, Access::REMOTE_WRITE) {
+        return Err(match &rv {
+            Some(rv) => rv.fail(f.req, synd::LOCAL_ACCESS_ERR),
+            None => f,
+        });
+    }
     gather_to(d.raddr, r.wqe, Segs::new(r.wqe, d.data));
     nic.dma_write(Some(qpi), d.raddr, d.len, Purpose::Scatter);
     if let Some(rv) = rv {

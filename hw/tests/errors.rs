@@ -8,6 +8,7 @@ const LOCAL_LENGTH_ERR: u8 = 0x01;
 const LOCAL_QP_OP_ERR: u8 = 0x02;
 const LOCAL_PROT_ERR: u8 = 0x04;
 const WR_FLUSH_ERR: u8 = 0x05;
+const LOCAL_ACCESS_ERR: u8 = 0x11;
 const REMOTE_INVAL_REQ_ERR: u8 = 0x12;
 const REMOTE_ACCESS_ERR: u8 = 0x13;
 const REMOTE_OP_ERR: u8 = 0x14;
@@ -140,7 +141,7 @@ fn remote_error(op: u8, bad: impl Fn(&mut Side) -> (u64, u32), want: u8) {
             ],
         ),
         _ => a.wqe(
-            WRITE,
+            op,
             0,
             SIGNALED,
             0,
@@ -157,12 +158,19 @@ fn remote_error(op: u8, bad: impl Fn(&mut Side) -> (u64, u32), want: u8) {
         ]
     );
     assert_eq!(b.state(), QpState::Err, "responder QP goes to ERR");
-    assert_eq!(summary(&b.drain_recv()), vec![(RESP_ERR, WR_FLUSH_ERR, 0)]);
+    // WRITE_IMM takes its receive before the rkey check; that receive reports the violation.
+    let resp = if op == WRITE_IMM {
+        LOCAL_ACCESS_ERR
+    } else {
+        WR_FLUSH_ERR
+    };
+    assert_eq!(summary(&b.drain_recv()), vec![(RESP_ERR, resp, 0)]);
 }
 
 #[test]
 fn bad_rkey_is_remote_access_err() {
     remote_error(WRITE, |b| (b.data(0), b.key ^ 0x100), REMOTE_ACCESS_ERR);
+    remote_error(WRITE_IMM, |b| (b.data(0), b.key ^ 0x100), REMOTE_ACCESS_ERR);
     remote_error(READ, |b| (b.data(0), 0x12345), REMOTE_ACCESS_ERR);
 }
 
