@@ -11,6 +11,10 @@
 //! PCIe link (the `mlx5-hw` crate), driven through the very same ring bytes, doorbell
 //! records, UAR writes and CQEs. It also counts every PCIe transaction.
 //!
+//! On a ConnectX NIC (feature `verbs`): `Context::<Verbs>::open(&VerbsOptions { device,
+//! port, gid_index })` from `backend::verbs` opens the device through rdma-core; the same
+//! queues then run on hardware. `docs/hardware.md` has the setup.
+//!
 //! ## Quick start (on the model)
 //!
 //! ```
