@@ -23,7 +23,7 @@ use crate::mmio::{ring_cq_arm, udma_from_device_barrier, DbRec, Uar};
 use crate::prm::{
     self, Arm, ArmCmd, Be32, CqeFormat, CqeOpcode, OpOwn, Opcode, Syndrome, WcStatus,
 };
-use crate::ring::CqBuf;
+use crate::ring::{CqBuf, CqeEntry};
 use crate::rq::{RqShared, SrqShared};
 use crate::sq::SqShared;
 
@@ -230,7 +230,14 @@ pub struct CompletionQueue<U: Uar> {
     arm_sn: u32,
     attachments: Arc<CqAttachments>,
     generation: u64,
+    qps: QpTable,
+}
+
+/// The poller's copy of the attached QPs, and the parsing that needs them.
+#[derive(Debug, Default)]
+struct QpTable {
     qps: Vec<QpEntry>,
+    /// Index of the QP the last CQE named (consecutive CQEs usually share it).
     last: usize,
 }
 
@@ -261,8 +268,7 @@ impl<U: Uar> CompletionQueue<U> {
             arm_sn: 0,
             attachments,
             generation: u64::MAX,
-            qps: Vec::new(),
-            last: 0,
+            qps: QpTable::default(),
         }
     }
 
@@ -286,7 +292,7 @@ impl<U: Uar> CompletionQueue<U> {
     /// When there is none, the UAR's [`Uar::idle`] hook runs: on the `sim` backend that is
     /// the model's `progress()` (RNR and transport retries, CQEs held back by a fault), so
     /// a loop that polls until a completion arrives needs nothing backend-specific.
-    #[inline]
+    #[inline(always)]
     pub fn poll(&mut self, out: &mut [Completion]) -> usize {
         let generation = self.attachments.generation.load(Ordering::Acquire);
         if generation != self.generation {
@@ -294,13 +300,14 @@ impl<U: Uar> CompletionQueue<U> {
         }
         let mut n = 0;
         while n < out.len() {
-            let op_own = self.buf.load_op_own(self.ci);
+            let entry = self.buf.entry(self.ci);
+            let op_own = entry.op_own();
             let owner = ((self.ci >> self.log_cnt) & 1) as u8;
             if op_own >> 4 == CqeOpcode::Invalid as u8 || op_own & 1 != owner {
                 break;
             }
             udma_from_device_barrier();
-            out[n] = self.parse(op_own);
+            self.qps.parse(entry, op_own, &mut out[n]);
             self.ci = self.ci.wrapping_add(1);
             n += 1;
         }
@@ -319,11 +326,35 @@ impl<U: Uar> CompletionQueue<U> {
             .entries
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        self.qps.clone_from(&entries);
+        self.qps.qps.clone_from(&entries);
         self.generation = generation;
-        self.last = 0;
+        self.qps.last = 0;
     }
 
+    /// Arms the CQ: one event for the next CQE (`solicited_only`: the next solicited or
+    /// error CQE). Writes the arm record, then the 64-bit arm doorbell.
+    pub fn arm(&mut self, solicited_only: bool) {
+        let arm = Arm {
+            sn: self.arm_sn & 3,
+            cmd: if solicited_only {
+                ArmCmd::Solicited
+            } else {
+                ArmCmd::NextCqe
+            },
+            ci: self.ci,
+            cqn: self.cqn,
+        };
+        ring_cq_arm(&self.uar, &self.arm_db, &arm);
+    }
+
+    /// Records that a completion event of this CQ was consumed (advances the arm sequence
+    /// number, which `mlx5dv_cq` does not track).
+    pub fn ack_event(&mut self) {
+        self.arm_sn = self.arm_sn.wrapping_add(1);
+    }
+}
+
+impl QpTable {
     #[inline(always)]
     fn lookup(&mut self, qpn: u32) -> Option<&QpEntry> {
         if self.qps.get(self.last).is_some_and(|e| e.qpn == qpn) {
@@ -335,9 +366,45 @@ impl<U: Uar> CompletionQueue<U> {
     }
 
     #[inline(always)]
-    fn parse(&mut self, op_own: u8) -> Completion {
+    fn parse(&mut self, entry: CqeEntry<'_>, op_own: u8, out: &mut Completion) {
+        // The common case first, inlined into the poll loop: a requester CQE in the normal
+        // format. Everything else (same code for REQ in other formats) is out of line.
+        if op_own & 0xfc == (CqeOpcode::Req as u8) << 4 {
+            self.parse_req(entry, out);
+        } else {
+            *out = self.parse_other(entry, op_own);
+        }
+    }
+
+    /// A requester (REQ) CQE at the consumer index, written straight into the caller's
+    /// slot (no temporary to copy).
+    #[inline(always)]
+    fn parse_req(&mut self, entry: CqeEntry<'_>, out: &mut Completion) {
+        let cqe = entry.read();
+        let sop = cqe.sop_drop_qpn.get();
+        let qpn = sop & 0xff_ffff;
+        let opcode = WcOpcode::from_send_opcode((sop >> 24) as u8);
+        let Some(qp) = self.lookup(qpn) else {
+            *out = unknown_qp(qpn, opcode);
+            return;
+        };
+        let counter = cqe.wqe_counter.get();
+        let Some(wr_id) = qp.sq.complete(counter) else {
+            *out = unknown_wqe(qpn, opcode, counter);
+            return;
+        };
+        *out = Completion {
+            wr_id,
+            qpn,
+            opcode,
+            byte_len: cqe.byte_cnt.get(),
+            ..Completion::default()
+        };
+    }
+
+    #[inline(never)]
+    fn parse_other(&mut self, entry: CqeEntry<'_>, op_own: u8) -> Completion {
         let bits = OpOwn::from_bits(op_own);
-        let index = self.ci;
         if bits.format() == CqeFormat::Compressed {
             return Completion {
                 status: Status::Compressed,
@@ -346,24 +413,9 @@ impl<U: Uar> CompletionQueue<U> {
         }
         match CqeOpcode::from_u8(bits.opcode()) {
             Some(CqeOpcode::Req) => {
-                let cqe = self.buf.read(index);
-                let sop = cqe.sop_drop_qpn.get();
-                let qpn = sop & 0xff_ffff;
-                let opcode = WcOpcode::from_send_opcode((sop >> 24) as u8);
-                let Some(qp) = self.lookup(qpn) else {
-                    return unknown_qp(qpn, opcode);
-                };
-                let counter = cqe.wqe_counter.get();
-                let Some(wr_id) = qp.sq.complete(counter) else {
-                    return unknown_wqe(qpn, opcode, counter);
-                };
-                Completion {
-                    wr_id,
-                    qpn,
-                    opcode,
-                    byte_len: cqe.byte_cnt.get(),
-                    ..Completion::default()
-                }
+                let mut out = Completion::default();
+                self.parse_req(entry, &mut out);
+                out
             }
             Some(
                 op @ (CqeOpcode::RespSend
@@ -371,7 +423,7 @@ impl<U: Uar> CompletionQueue<U> {
                 | CqeOpcode::RespSendInv
                 | CqeOpcode::RespWrImm),
             ) => {
-                let cqe = self.buf.read(index);
+                let cqe = entry.read();
                 let qpn = cqe.sop_drop_qpn.get() & 0xff_ffff;
                 let opcode = if op == CqeOpcode::RespWrImm {
                     WcOpcode::RecvRdmaWithImm
@@ -399,7 +451,7 @@ impl<U: Uar> CompletionQueue<U> {
                 }
             }
             Some(op @ (CqeOpcode::ReqErr | CqeOpcode::RespErr)) => {
-                let err = self.buf.read_err(index);
+                let err = entry.read_err();
                 let word = err.s_wqe_opcode_qpn.get();
                 let qpn = word & 0xff_ffff;
                 let requester = op == CqeOpcode::ReqErr;
@@ -438,28 +490,6 @@ impl<U: Uar> CompletionQueue<U> {
                 ..Completion::default()
             },
         }
-    }
-
-    /// Arms the CQ: one event for the next CQE (`solicited_only`: the next solicited or
-    /// error CQE). Writes the arm record, then the 64-bit arm doorbell.
-    pub fn arm(&mut self, solicited_only: bool) {
-        let arm = Arm {
-            sn: self.arm_sn & 3,
-            cmd: if solicited_only {
-                ArmCmd::Solicited
-            } else {
-                ArmCmd::NextCqe
-            },
-            ci: self.ci,
-            cqn: self.cqn,
-        };
-        ring_cq_arm(&self.uar, &self.arm_db, &arm);
-    }
-
-    /// Records that a completion event of this CQ was consumed (advances the arm sequence
-    /// number, which `mlx5dv_cq` does not track).
-    pub fn ack_event(&mut self) {
-        self.arm_sn = self.arm_sn.wrapping_add(1);
     }
 }
 

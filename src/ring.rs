@@ -126,6 +126,46 @@ impl Ring {
     }
 }
 
+/// One entry of a [`CqBuf`] (its `cqe64`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CqeEntry<'a> {
+    cqe: *mut u8,
+    _buf: core::marker::PhantomData<&'a CqBuf>,
+}
+
+impl CqeEntry<'_> {
+    /// The `op_own` byte (a relaxed load: the caller then issues
+    /// [`crate::mmio::udma_from_device_barrier`] before any other read).
+    #[inline(always)]
+    pub(crate) fn op_own(self) -> u8 {
+        self.owner_byte().load(Ordering::Relaxed)
+    }
+
+    #[inline(always)]
+    fn owner_byte(&self) -> &AtomicU8 {
+        // SAFETY: byte 63 of an entry inside the buffer; the device writes it last and only
+        // as a whole byte, so an atomic byte view is sound.
+        unsafe { &*self.cqe.add(CQE_SIZE - 1).cast::<AtomicU8>() }
+    }
+
+    /// The whole `cqe64`, read after ownership was established.
+    #[inline(always)]
+    pub(crate) fn read(self) -> Cqe64 {
+        // SAFETY: a 64-byte entry inside the buffer that the device handed to software (the
+        // owner bit was checked and a from-device barrier, also a compiler barrier, issued by
+        // the caller), so the device no longer writes it; `Cqe64` is plain bytes. A plain
+        // (not volatile) read lets the compiler load only the fields the caller uses.
+        unsafe { self.cqe.cast::<Cqe64>().read() }
+    }
+
+    /// The same entry through the error-CQE layout (`mlx5_err_cqe`), for REQ_ERR / RESP_ERR.
+    #[inline(always)]
+    pub(crate) fn read_err(self) -> ErrCqe {
+        // SAFETY: as in `read`; `ErrCqe` is another plain-bytes view of the same 64 bytes.
+        unsafe { self.cqe.cast::<ErrCqe>().read() }
+    }
+}
+
 /// Largest WQE in bytes: 63 DS (the 6-bit DS field), rounded up to whole WQEBBs.
 pub(crate) const MAX_WQE_BYTES: usize = 1024;
 
@@ -306,40 +346,20 @@ impl CqBuf {
             // SAFETY: entry `i` is inside the buffer; the device has not been given it yet.
             unsafe {
                 self.cqe(i).write_bytes(0, CQE_SIZE);
-                self.op_own(i)
+                self.entry(i)
+                    .owner_byte()
                     .store(crate::prm::OP_OWN_INVALID, Ordering::Relaxed);
             }
         }
     }
 
+    /// The entry at consumer count `index`: its address computed once, for the owner
+    /// check and then the reads.
     #[inline(always)]
-    fn op_own(&self, index: u32) -> &AtomicU8 {
-        // SAFETY: byte 63 of an entry inside the buffer; the device writes it last and only
-        // as a whole byte, so an atomic byte view is sound.
-        unsafe { &*self.cqe(index).add(CQE_SIZE - 1).cast::<AtomicU8>() }
-    }
-
-    /// The `op_own` byte of the entry at consumer count `index` (a relaxed load: the
-    /// caller then issues [`crate::mmio::udma_from_device_barrier`]).
-    #[inline(always)]
-    pub(crate) fn load_op_own(&self, index: u32) -> u8 {
-        self.op_own(index).load(Ordering::Relaxed)
-    }
-
-    /// The whole `cqe64` at consumer count `index`, read after ownership was established.
-    #[inline(always)]
-    pub(crate) fn read(&self, index: u32) -> Cqe64 {
-        // SAFETY: a 64-byte entry inside the buffer that the device handed to software (the
-        // owner bit was checked and a from-device barrier, also a compiler barrier, issued by
-        // the caller), so the device no longer writes it; `Cqe64` is plain bytes. A plain
-        // (not volatile) read lets the compiler load only the fields the caller uses.
-        unsafe { self.cqe(index).cast::<Cqe64>().read() }
-    }
-
-    /// The same entry through the error-CQE layout (`mlx5_err_cqe`), for REQ_ERR / RESP_ERR.
-    #[inline(always)]
-    pub(crate) fn read_err(&self, index: u32) -> ErrCqe {
-        // SAFETY: as in `read`; `ErrCqe` is another plain-bytes view of the same 64 bytes.
-        unsafe { self.cqe(index).cast::<ErrCqe>().read() }
+    pub(crate) fn entry(&self, index: u32) -> CqeEntry<'_> {
+        CqeEntry {
+            cqe: self.cqe(index),
+            _buf: core::marker::PhantomData,
+        }
     }
 }
