@@ -420,9 +420,7 @@ impl Nic {
                     }
                     // Checked like mlx5_ib_modify_qp; the value itself never binds (see
                     // docs/model.md, "READ and atomic depth").
-                    if max_dest_rd_atomic > MAX_RD_ATOMIC {
-                        return Err(HwError::InvalidParam("max_dest_rd_atomic"));
-                    }
+                    at_most(max_dest_rd_atomic, MAX_RD_ATOMIC, "max_dest_rd_atomic")?;
                     q.dest = Dest {
                         lid: dest_lid,
                         gid: dest_gid,
@@ -440,12 +438,9 @@ impl Nic {
                     ..
                 } => {
                     expect(q.state, QpState::Rtr)?;
-                    if retry_cnt > 7 || rnr_retry > 7 {
-                        return Err(HwError::InvalidParam("retry_cnt/rnr_retry"));
-                    }
-                    if max_rd_atomic > MAX_RD_ATOMIC {
-                        return Err(HwError::InvalidParam("max_rd_atomic"));
-                    }
+                    at_most(retry_cnt, 7, "retry_cnt")?;
+                    at_most(rnr_retry, 7, "rnr_retry")?;
+                    at_most(max_rd_atomic, MAX_RD_ATOMIC, "max_rd_atomic")?;
                     q.sq_psn = sq_psn & 0xff_ffff;
                     q.retry_cnt = retry_cnt;
                     q.rnr_retry = rnr_retry;
@@ -639,6 +634,14 @@ impl Nic {
             }
             Fault::Clear => n.faults = Default::default(),
         });
+    }
+}
+
+fn at_most(v: u8, max: u8, what: &'static str) -> Result<(), HwError> {
+    if v > max {
+        Err(HwError::InvalidParam(what))
+    } else {
+        Ok(())
     }
 }
 

@@ -267,9 +267,29 @@ impl Link {
         self.trace.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    /// Count `t` in `qp`'s counters (or `other`) and trace it.
+    /// Count one TLP in `qp`'s counters (or `other`) and trace it.
     #[inline(always)]
-    fn emit(&mut self, qp: &mut Option<&mut PcieCounters>, t: Tlp) {
+    fn emit(
+        &mut self,
+        qp: &mut Option<&mut PcieCounters>,
+        qpn: Option<u32>,
+        (dir, kind): (Dir, TlpKind),
+        payload: u32,
+        purpose: Purpose,
+    ) {
+        let overhead = match kind {
+            TlpKind::MWr => self.cfg.mwr_overhead,
+            TlpKind::MRd => self.cfg.mrd_overhead,
+            TlpKind::CplD => self.cfg.cpld_overhead,
+        };
+        let t = Tlp {
+            dir,
+            kind,
+            payload,
+            bytes: payload + overhead,
+            purpose,
+            qpn,
+        };
         let c = match qp {
             Some(c) => &mut **c,
             None => &mut self.other,
@@ -288,15 +308,7 @@ impl Link {
         len: u32,
         purpose: Purpose,
     ) {
-        let t = Tlp {
-            dir: Dir::Down,
-            kind: TlpKind::MWr,
-            payload: len,
-            bytes: len + self.cfg.mwr_overhead,
-            purpose,
-            qpn,
-        };
-        self.emit(&mut qp, t);
+        self.emit(&mut qp, qpn, (Dir::Down, TlpKind::MWr), len, purpose);
     }
 
     /// A DMA read of `[addr, addr+len)`: MRd requests of at most MRRS bytes not crossing
@@ -317,26 +329,10 @@ impl Link {
         let end = addr + len;
         while addr < end {
             let req_end = addr + chunk(addr, end - addr, mrrs, PAGE);
-            let mrd = Tlp {
-                dir: Dir::Up,
-                kind: TlpKind::MRd,
-                payload: 0,
-                bytes: self.cfg.mrd_overhead,
-                purpose,
-                qpn,
-            };
-            self.emit(&mut qp, mrd);
+            self.emit(&mut qp, qpn, (Dir::Up, TlpKind::MRd), 0, purpose);
             while addr < req_end {
                 let n = chunk(addr, req_end - addr, mps, rcb) as u32;
-                let cpl = Tlp {
-                    dir: Dir::Down,
-                    kind: TlpKind::CplD,
-                    payload: n,
-                    bytes: n + self.cfg.cpld_overhead,
-                    purpose,
-                    qpn,
-                };
-                self.emit(&mut qp, cpl);
+                self.emit(&mut qp, qpn, (Dir::Down, TlpKind::CplD), n, purpose);
                 addr += u64::from(n);
             }
         }
@@ -355,15 +351,7 @@ impl Link {
         let end = addr + len;
         while addr < end {
             let n = chunk(addr, end - addr, mps, PAGE) as u32;
-            let t = Tlp {
-                dir: Dir::Up,
-                kind: TlpKind::MWr,
-                payload: n,
-                bytes: n + self.cfg.mwr_overhead,
-                purpose,
-                qpn,
-            };
-            self.emit(&mut qp, t);
+            self.emit(&mut qp, qpn, (Dir::Up, TlpKind::MWr), n, purpose);
             addr += u64::from(n);
         }
     }
