@@ -13,12 +13,12 @@ mod common;
 use std::sync::Arc;
 
 use common::{assert_empty, connect, connect_with, side_sized, Side, MR_LEN};
-use mlx5_direct::backend::sim::Fabric;
+use mlx5_direct::backend::sim::{Fabric, Sim};
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::sq::{MaskedCs32Args, MaskedCs64Args};
 use mlx5_direct::{
-    Access, Completion, ConnectOptions, Data, DoorbellMode, PostError, QpConfig, QpState, Remote,
-    SendFlags, SendOp, Sge, Status, WcOpcode,
+    Access, Completion, ConnectOptions, Data, DoorbellMode, MemoryRegion, PostError, QpConfig,
+    QpState, Remote, SendFlags, SendOp, Sge, Status, WcOpcode,
 };
 use mlx5_hw::Fault;
 
@@ -609,12 +609,16 @@ fn cqes_of_128_bytes_end_to_end() {
     );
 }
 
+/// Builds the failing operation from the requester, the responder and a region of the
+/// responder's that grants remote READ only.
+type FailingOp = fn(&Side, &Side, &MemoryRegion<Sim>) -> (SendOp, Vec<Sge>);
+
 /// An error cause: how to set it up and what each side reports.
 struct ErrorCase {
     name: &'static str,
     options: ConnectOptions,
-    /// The failing operation (run first), given the requester and responder.
-    op: fn(&Side, &Side) -> (SendOp, Vec<Sge>),
+    /// The failing operation (posted first).
+    op: FailingOp,
     /// Before posting: fault injection or other setup on the pair.
     setup: fn(&Side, &Side),
     /// Receives the responder has posted before the failing operation.
@@ -631,13 +635,28 @@ fn write_to(remote: Remote, a: &Side) -> (SendOp, Vec<Sge>) {
     (SendOp::Write(remote), vec![a.mr.sge(SRC, 8)])
 }
 
+/// A WRITE the responder refuses with a remote access error: the responder's QP goes to
+/// error and flushes its one posted receive.
+fn remote_access(name: &'static str, op: FailingOp) -> ErrorCase {
+    ErrorCase {
+        name,
+        options: ConnectOptions::default(),
+        op,
+        setup: no_setup,
+        receives: 1,
+        requester: Syndrome::RemoteAccessErr,
+        responder: &[Some(Syndrome::WrFlushErr)],
+        responder_state: QpState::Err,
+    }
+}
+
 fn error_cases() -> Vec<ErrorCase> {
     let defaults = ConnectOptions::default();
     vec![
         ErrorCase {
             name: "bad lkey",
             options: defaults,
-            op: |a, b| {
+            op: |a, b, _| {
                 let mut sge = a.mr.sge(SRC, 8);
                 sge.lkey ^= 0x200;
                 (SendOp::Write(b.mr.remote(DST)), vec![sge])
@@ -648,52 +667,23 @@ fn error_cases() -> Vec<ErrorCase> {
             responder: &[],
             responder_state: QpState::Rts,
         },
-        ErrorCase {
-            name: "bad rkey",
-            options: defaults,
-            op: |a, b| {
-                let bad = Remote {
-                    rkey: b.mr.rkey() ^ 0x100,
-                    ..b.mr.remote(DST)
-                };
-                write_to(bad, a)
-            },
-            setup: no_setup,
-            receives: 1,
-            requester: Syndrome::RemoteAccessErr,
-            responder: &[Some(Syndrome::WrFlushErr)],
-            responder_state: QpState::Err,
-        },
-        ErrorCase {
-            name: "missing remote right",
-            options: defaults,
-            op: |a, b| {
-                let read_only = b.pd.alloc_mr(64, Access::REMOTE_READ).unwrap();
-                let remote = read_only.remote(0);
-                // The region stays registered: only the right is missing.
-                std::mem::forget(read_only);
-                write_to(remote, a)
-            },
-            setup: no_setup,
-            receives: 1,
-            requester: Syndrome::RemoteAccessErr,
-            responder: &[Some(Syndrome::WrFlushErr)],
-            responder_state: QpState::Err,
-        },
-        ErrorCase {
-            name: "out of bounds",
-            options: defaults,
-            op: |a, b| write_to(b.mr.remote(MR_LEN - 4), a),
-            setup: no_setup,
-            receives: 1,
-            requester: Syndrome::RemoteAccessErr,
-            responder: &[Some(Syndrome::WrFlushErr)],
-            responder_state: QpState::Err,
-        },
+        remote_access("bad rkey", |a, b, _| {
+            let bad = Remote {
+                rkey: b.mr.rkey() ^ 0x100,
+                ..b.mr.remote(DST)
+            };
+            write_to(bad, a)
+        }),
+        remote_access("missing remote right", |a, _, read_only| {
+            write_to(read_only.remote(0), a)
+        }),
+        remote_access("out of bounds", |a, b, _| {
+            write_to(b.mr.remote(MR_LEN - 4), a)
+        }),
         ErrorCase {
             name: "receive too small",
             options: defaults,
-            op: |a, _| (SendOp::Send, vec![a.mr.sge(SRC, 128)]),
+            op: |a, _, _| (SendOp::Send, vec![a.mr.sge(SRC, 128)]),
             setup: no_setup,
             receives: 2,
             requester: Syndrome::RemoteInvalReqErr,
@@ -706,7 +696,7 @@ fn error_cases() -> Vec<ErrorCase> {
                 rnr_retry: 2,
                 ..defaults
             },
-            op: |a, _| (SendOp::Send, vec![a.mr.sge(SRC, 8)]),
+            op: |a, _, _| (SendOp::Send, vec![a.mr.sge(SRC, 8)]),
             setup: no_setup,
             receives: 0,
             requester: Syndrome::RnrRetryExcErr,
@@ -719,7 +709,7 @@ fn error_cases() -> Vec<ErrorCase> {
                 retry_cnt: 2,
                 ..defaults
             },
-            op: |a, b| write_to(b.mr.remote(DST), a),
+            op: |a, b, _| write_to(b.mr.remote(DST), a),
             setup: |a, _| {
                 a.ctx.backend().nic().inject(Fault::LosePackets {
                     qpn: Some(a.qp.qpn()),
@@ -749,7 +739,8 @@ fn every_error_cause_then_flush_then_reset_and_reuse() {
         }
         b.mr.write(0x800, &[0; 16]);
         (case.setup)(&a, &b);
-        let (op, sges) = (case.op)(&a, &b);
+        let read_only = b.pd.alloc_mr(64, Access::REMOTE_READ).unwrap();
+        let (op, sges) = (case.op)(&a, &b, &read_only);
         let sq = a.qp.sq();
         sq.push(1, op, Data::Sges(&sges), SendFlags::UNSIGNALED)
             .unwrap();
