@@ -97,6 +97,26 @@ fn no_blueflame_nic_takes_only_8_byte_doorbells() {
 }
 
 #[test]
+fn blueflame_copy_larger_than_the_half_is_dropped() {
+    let cfg = NicConfig {
+        bf_size: 64,
+        ..NicConfig::default()
+    };
+    let (_f, mut a, b) = pair_with(Cfg::default(), Conn::default(), cfg);
+    // 96 bytes: chunk 0 announces more than the 64-byte half; chunk 1 lands at the start of
+    // the other half, where its bytes (inline payload, ds 0) are no WQE either.
+    a.write_inline(b.data(0), b.key, &[0; 60], SIGNALED);
+    a.ring_bf();
+    let s = a.nic.stats();
+    assert_eq!((s.bf_writes, s.bf_incomplete, s.doorbells), (2, 2, 0));
+    assert!(a.poll_send().is_none());
+    // The 8-byte doorbell on the next half executes it from the ring.
+    a.ring();
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+    assert_eq!(a.nic.stats().bf_used, 0);
+}
+
+#[test]
 fn send_queue_wraps_with_multi_bb_wqes() {
     let cfg = Cfg {
         log_sq: 2,
