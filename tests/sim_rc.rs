@@ -23,3 +23,13 @@ fn send_with_immediate_reaches_a_posted_receive() {
 fn armed_cq_raises_one_event_per_arm() {
     bodies::armed_cq_raises_one_event_per_arm(&Fabric::new());
 }
+
+#[test]
+fn a_batch_completes_in_every_doorbell_mode() {
+    bodies::a_batch_completes_in_every_doorbell_mode(&Fabric::new());
+}
+
+#[test]
+fn operations_complete_on_128_byte_cqes() {
+    bodies::operations_complete_on_128_byte_cqes(&Fabric::new());
+}

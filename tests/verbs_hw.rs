@@ -30,8 +30,8 @@ struct Hw(Context<Verbs>);
 
 impl Rig for Hw {
     type B = Verbs;
-    fn side(&self, config: &QpConfig) -> Side<Verbs> {
-        side_on(self.0.clone(), config, 256, 64)
+    fn side_sized(&self, config: &QpConfig, cq_entries: u32, cqe_size: usize) -> Side<Verbs> {
+        side_on(self.0.clone(), config, cq_entries, cqe_size)
     }
 }
 
@@ -74,6 +74,8 @@ on_hardware!(
     no_receive_posted_exhausts_rnr_retries,
     posting_before_rts_is_refused,
     armed_cq_raises_one_event_per_arm,
+    a_batch_completes_in_every_doorbell_mode,
+    operations_complete_on_128_byte_cqes,
 );
 
 #[test]

@@ -11,7 +11,7 @@ use mlx5_direct::{
     SendFlags, SendOp, Status, WcOpcode,
 };
 
-use super::{assert_empty, connect, connect_with, poll_n, rig_pair, Drive, Rig, Side};
+use super::{assert_empty, connect, connect_with, poll_n, rig_pair, Drive, Rig, Side, MR_LEN};
 
 /// The syndrome of an error completion.
 pub fn syndrome(status: Status) -> Option<Syndrome> {
@@ -376,4 +376,98 @@ pub fn armed_cq_raises_one_event_per_arm<R: Rig>(rig: &R) {
         None,
         "an unarmed CQ raises no event"
     );
+}
+
+/// A batch of WRITEs behind one doorbell lands and completes in every doorbell mode (the
+/// last WQE signaled retires the unsignaled ones).
+pub fn a_batch_completes_in_every_doorbell_mode<R: Rig>(rig: &R) {
+    let (mut a, b) = rig_pair(rig);
+    let modes = [
+        DoorbellMode::Doorbell,
+        DoorbellMode::BlueFlame,
+        DoorbellMode::BlueFlameLast,
+        DoorbellMode::Auto,
+    ];
+    for (m, mode) in modes.into_iter().enumerate() {
+        let sq = a.qp.sq();
+        sq.set_mode(mode);
+        for i in 0..4u8 {
+            let offset = m * 64 + i as usize * 8;
+            let flags = if i == 3 {
+                SendFlags::SIGNALED
+            } else {
+                SendFlags::UNSIGNALED
+            };
+            let data = [m as u8 * 16 + i + 1; 8];
+            sq.push(
+                u64::from(i),
+                SendOp::Write(b.mr.remote(offset)),
+                Data::Inline(&data),
+                flags,
+            )
+            .unwrap();
+        }
+        sq.ring_doorbell();
+        let c = poll_n(&mut a, 1)[0];
+        assert_eq!((c.wr_id, c.status), (3, Status::Success), "{mode:?}");
+        assert_eq!(a.qp.sq().outstanding_wqebbs(), 0, "{mode:?}");
+        for i in 0..4u8 {
+            let mut got = [0u8; 8];
+            b.mr.read(m * 64 + i as usize * 8, &mut got);
+            assert_eq!(got, [m as u8 * 16 + i + 1; 8], "{mode:?} WRITE {i}");
+        }
+    }
+    assert_empty(&mut a);
+}
+
+/// WRITE, SEND with immediate and READ complete on 128-byte CQEs as on 64-byte ones.
+pub fn operations_complete_on_128_byte_cqes<R: Rig>(rig: &R) {
+    let config = QpConfig::default();
+    let mut a = rig.side_sized(&config, 64, 128);
+    let mut b = rig.side_sized(&config, 64, 128);
+    connect(&mut a, &mut b);
+    b.qp.rq().unwrap().post(11, &[b.mr.sge(0, 64)]).unwrap();
+    let sq = a.qp.sq();
+    sq.post(
+        1,
+        SendOp::Write(b.mr.remote(MR_LEN - 16)),
+        Data::Inline(b"wide"),
+        SendFlags::SIGNALED,
+    )
+    .unwrap();
+    sq.post(
+        2,
+        SendOp::SendImm(7),
+        Data::Inline(b"wide send"),
+        SendFlags::SIGNALED,
+    )
+    .unwrap();
+    b.mr.write(512, b"wide read");
+    let sge = a.mr.sge(1024, 9);
+    sq.post(
+        3,
+        SendOp::Read(b.mr.remote(512)),
+        Data::Sges(&[sge]),
+        SendFlags::SIGNALED,
+    )
+    .unwrap();
+    let c = poll_n(&mut a, 3);
+    let got: Vec<_> = c.iter().map(|c| (c.wr_id, c.opcode, c.status)).collect();
+    assert_eq!(
+        got,
+        [
+            (1, WcOpcode::RdmaWrite, Status::Success),
+            (2, WcOpcode::Send, Status::Success),
+            (3, WcOpcode::RdmaRead, Status::Success),
+        ]
+    );
+    let r = poll_n(&mut b, 1)[0];
+    assert_eq!((r.wr_id, r.byte_len, r.imm), (11, 9, Some(7)));
+    let mut buf = [0u8; 9];
+    b.mr.read(0, &mut buf);
+    assert_eq!(&buf, b"wide send");
+    a.mr.read(1024, &mut buf);
+    assert_eq!(&buf, b"wide read");
+    b.mr.read(MR_LEN - 16, &mut buf[..4]);
+    assert_eq!(&buf[..4], b"wide");
 }

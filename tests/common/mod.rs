@@ -49,14 +49,18 @@ impl Drive for Sim {
 pub trait Rig {
     /// The backend.
     type B: Drive;
-    /// A new side with QPs of `config`.
-    fn side(&self, config: &QpConfig) -> Side<Self::B>;
+    /// A new side with QPs of `config` and a CQ of `cq_entries` entries of `cqe_size` bytes.
+    fn side_sized(&self, config: &QpConfig, cq_entries: u32, cqe_size: usize) -> Side<Self::B>;
+    /// A new side with QPs of `config` and a CQ of 256 64-byte entries.
+    fn side(&self, config: &QpConfig) -> Side<Self::B> {
+        self.side_sized(config, 256, 64)
+    }
 }
 
 impl Rig for std::sync::Arc<Fabric> {
     type B = Sim;
-    fn side(&self, config: &QpConfig) -> Side {
-        side(self, config)
+    fn side_sized(&self, config: &QpConfig, cq_entries: u32, cqe_size: usize) -> Side {
+        side_sized(self, config, cq_entries, cqe_size)
     }
 }
 
