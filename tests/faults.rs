@@ -1,0 +1,432 @@
+//! Faults injected into the model, end to end through the driver: lost packets, RNR,
+//! dropped BlueFlame data, delayed CQEs, CQ overrun. Each time the driver surfaces what
+//! happened (or, where the fault is invisible by design, loses nothing), the application
+//! recovers the QP and goes on, and a second QP on the same CQ keeps working throughout.
+
+use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use mlx5_direct::prm::Syndrome;
+use mlx5_direct::{
+    Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, MemoryRegion, PostError,
+    Qp, QpConfig, QpState, SendFlags, SendOp, Status, WcOpcode,
+};
+use mlx5_hw::{Event, Fault};
+
+const VICTIM: usize = 0;
+const BYSTANDER: usize = 1;
+
+/// Two QPs on A sharing one CQ, each connected to its own QP on B (B's share a CQ too).
+struct Rig {
+    a: Context<Sim>,
+    b: Context<Sim>,
+    cq_a: Cq<Sim>,
+    cq_b: Cq<Sim>,
+    qa: Vec<Qp<Sim>>,
+    qb: Vec<Qp<Sim>>,
+    mr_b: MemoryRegion<Sim>,
+    options: ConnectOptions,
+    next: u64,
+}
+
+impl Rig {
+    fn new(options: ConnectOptions) -> Rig {
+        let fabric = Fabric::new();
+        let a = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
+        let b = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
+        let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+        let cq_a = a.create_cq(256, 64).unwrap();
+        let cq_b = b.create_cq(256, 64).unwrap();
+        let config = QpConfig::default();
+        let qa: Vec<_> = (0..2)
+            .map(|_| pa.create_qp(&cq_a, &cq_a, &config).unwrap())
+            .collect();
+        let qb: Vec<_> = (0..2)
+            .map(|_| pb.create_qp(&cq_b, &cq_b, &config).unwrap())
+            .collect();
+        let mut rig = Rig {
+            mr_b: pb.alloc_mr(4096, Access::ALL).unwrap(),
+            a,
+            b,
+            cq_a,
+            cq_b,
+            qa,
+            qb,
+            options,
+            next: 1,
+        };
+        rig.connect(VICTIM);
+        rig.connect(BYSTANDER);
+        rig
+    }
+
+    fn connect(&mut self, i: usize) {
+        let (ea, eb) = (
+            self.qa[i].endpoint().unwrap(),
+            self.qb[i].endpoint().unwrap(),
+        );
+        self.qa[i].connect(&eb, &self.options).unwrap();
+        self.qb[i].connect(&ea, &self.options).unwrap();
+    }
+
+    fn nic_a(&self) -> &mlx5_hw::Nic {
+        self.a.backend().nic()
+    }
+
+    fn nic_b(&self) -> &mlx5_hw::Nic {
+        self.b.backend().nic()
+    }
+
+    /// One timer step on both NICs.
+    fn step(&self) {
+        self.nic_a().progress();
+        self.nic_b().progress();
+    }
+
+    /// Everything A's CQ holds now. A poll that finds nothing is one timer step of A's
+    /// NIC (the sim backend's idle hook runs `progress()`).
+    fn drain_a(&mut self) -> Vec<Completion> {
+        drain(&mut self.cq_a)
+    }
+
+    /// Polls A's CQ until `n` completions arrived; also returns how many polls found
+    /// nothing, i.e. how many timer steps it took.
+    fn wait_a(&mut self, n: usize) -> (Vec<Completion>, usize) {
+        let mut got = Vec::new();
+        let mut empty = 0;
+        while got.len() < n {
+            let c = self.drain_a();
+            empty += c.is_empty() as usize;
+            got.extend(c);
+            assert!(empty < 100, "only {got:?} after {empty} timer steps");
+        }
+        (got, empty)
+    }
+
+    fn drain_b(&mut self) -> Vec<Completion> {
+        drain(&mut self.cq_b)
+    }
+
+    /// Posts a signaled 8-byte inline WRITE of `byte` on A's QP `i` into B's region at
+    /// `64 * i`; returns its wr_id.
+    fn write(&mut self, i: usize, byte: u8) -> u64 {
+        let wr_id = self.next;
+        self.next += 1;
+        let remote = self.mr_b.remote(64 * i);
+        self.qa[i]
+            .sq()
+            .post(
+                wr_id,
+                SendOp::Write(remote),
+                Data::Inline(&[byte; 8]),
+                SendFlags::SIGNALED,
+            )
+            .unwrap();
+        wr_id
+    }
+
+    /// Posts a signaled SEND of 8 bytes on A's QP `i`; returns its wr_id.
+    fn send(&mut self, i: usize) -> u64 {
+        let wr_id = self.next;
+        self.next += 1;
+        self.qa[i]
+            .sq()
+            .post(
+                wr_id,
+                SendOp::Send,
+                Data::Inline(&[0x77; 8]),
+                SendFlags::SIGNALED,
+            )
+            .unwrap();
+        wr_id
+    }
+
+    fn target(&self, i: usize) -> u8 {
+        let mut b = [0u8];
+        self.mr_b.read(64 * i, &mut b);
+        b[0]
+    }
+
+    /// The bystander QP posts a WRITE and its completion is on the shared CQ at once.
+    fn bystander_works(&mut self, byte: u8) {
+        let wr_id = self.write(BYSTANDER, byte);
+        let c = self.drain_a();
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(
+            (c[0].wr_id, c[0].qpn, c[0].status),
+            (wr_id, self.qa[BYSTANDER].qpn(), Status::Success)
+        );
+        assert_eq!(self.target(BYSTANDER), byte);
+        assert_eq!(self.qa[BYSTANDER].state(), QpState::Rts);
+    }
+
+    /// The application's recovery: both ends of pair `i` to ERR, their flushes polled,
+    /// RESET, connect again. Returns the flushes seen on A and on B.
+    fn recover(&mut self, i: usize) -> (Vec<Completion>, Vec<Completion>) {
+        self.qa[i].to_error().unwrap();
+        self.qb[i].to_error().unwrap();
+        self.step();
+        let (fa, fb) = (self.drain_a(), self.drain_b());
+        for c in fa.iter().chain(&fb) {
+            assert_eq!(syndrome(c.status), Some(Syndrome::WrFlushErr), "{c:?}");
+        }
+        self.qa[i].reset().unwrap();
+        self.qb[i].reset().unwrap();
+        self.connect(i);
+        (fa, fb)
+    }
+}
+
+fn drain(cq: &mut Cq<Sim>) -> Vec<Completion> {
+    let mut out = vec![Completion::default(); 64];
+    let n = cq.poll(&mut out);
+    out.truncate(n);
+    out
+}
+
+fn syndrome(status: Status) -> Option<Syndrome> {
+    match status {
+        Status::Error(e) => e.syndrome(),
+        _ => None,
+    }
+}
+
+fn options(retry_cnt: u8, rnr_retry: u8) -> ConnectOptions {
+    ConnectOptions {
+        retry_cnt,
+        rnr_retry,
+        ..ConnectOptions::default()
+    }
+}
+
+#[test]
+fn lost_packets_are_retried_up_to_the_retry_count_then_retry_exceeded() {
+    let mut rig = Rig::new(options(3, 7));
+    let victim = rig.qa[VICTIM].qpn();
+
+    // Three losses with retry_cnt 3: the third retransmission (third timer step) gets
+    // through; meanwhile the bystander on the same CQ completes at once.
+    rig.nic_a().inject(Fault::LosePackets {
+        qpn: Some(victim),
+        count: 3,
+    });
+    let w1 = rig.write(VICTIM, 1);
+    rig.bystander_works(10);
+    let (c, steps) = rig.wait_a(1);
+    assert_eq!((c[0].wr_id, c[0].status, steps), (w1, Status::Success, 3));
+    assert_eq!(rig.target(VICTIM), 1);
+    let stats = rig.nic_a().stats();
+    assert_eq!((stats.packets_lost, stats.retransmits), (3, 3));
+
+    // Four losses: the retries run out at the fourth timer step and the WR fails with
+    // RETRY_EXC; the WR behind it is flushed, with its wr_id.
+    rig.nic_a().inject(Fault::LosePackets {
+        qpn: Some(victim),
+        count: 4,
+    });
+    let w2 = rig.write(VICTIM, 2);
+    let w3 = rig.write(VICTIM, 3);
+    rig.bystander_works(11);
+    let (c, steps) = rig.wait_a(2);
+    assert_eq!(steps, 4);
+    assert_eq!(
+        (c[0].wr_id, syndrome(c[0].status)),
+        (w2, Some(Syndrome::TransportRetryExcErr))
+    );
+    assert_eq!(
+        (c[1].wr_id, syndrome(c[1].status)),
+        (w3, Some(Syndrome::WrFlushErr))
+    );
+    assert_eq!(rig.qa[VICTIM].state(), QpState::Err);
+    assert_eq!(rig.target(VICTIM), 1, "neither WRITE landed");
+    assert_eq!(
+        rig.qa[VICTIM]
+            .sq()
+            .post(0, SendOp::Nop, Data::NONE, SendFlags::SIGNALED),
+        Err(PostError::NotReadyToSend)
+    );
+    rig.bystander_works(12);
+
+    rig.recover(VICTIM);
+    let w4 = rig.write(VICTIM, 4);
+    let (c, steps) = rig.wait_a(1);
+    assert_eq!((c[0].wr_id, c[0].status, steps), (w4, Status::Success, 0));
+    assert_eq!(rig.target(VICTIM), 4);
+    rig.bystander_works(13);
+}
+
+#[test]
+fn rnr_naks_are_retried_up_to_rnr_retry_then_rnr_retry_exceeded() {
+    let mut rig = Rig::new(options(7, 2));
+    let peer = rig.qb[VICTIM].qpn();
+    let rsge = rig.mr_b.sge(1024, 64);
+    rig.qb[VICTIM].rq().unwrap().post(500, &[rsge]).unwrap();
+
+    // Two forced RNR NAKs with rnr_retry 2: the second retry (second timer step) is taken.
+    rig.nic_b().inject(Fault::Rnr {
+        qpn: Some(peer),
+        count: 2,
+    });
+    let s1 = rig.send(VICTIM);
+    rig.bystander_works(20);
+    let (c, steps) = rig.wait_a(1);
+    assert_eq!((c[0].wr_id, c[0].status, steps), (s1, Status::Success, 2));
+    let r = rig.drain_b();
+    assert_eq!(
+        (r[0].wr_id, r[0].opcode, r[0].byte_len),
+        (500, WcOpcode::Recv, 8)
+    );
+    assert_eq!(rig.nic_b().stats().rnr_naks, 2);
+
+    // Three: exhausted at the third timer step.
+    rig.qb[VICTIM].rq().unwrap().post(501, &[rsge]).unwrap();
+    rig.nic_b().inject(Fault::Rnr {
+        qpn: Some(peer),
+        count: 3,
+    });
+    let s2 = rig.send(VICTIM);
+    rig.bystander_works(21);
+    let (c, steps) = rig.wait_a(1);
+    assert_eq!(
+        (c[0].wr_id, syndrome(c[0].status), steps),
+        (s2, Some(Syndrome::RnrRetryExcErr), 3)
+    );
+    assert_eq!(rig.qa[VICTIM].state(), QpState::Err);
+    rig.bystander_works(22);
+
+    // Recovery flushes the receive that was never used, with its wr_id: nothing lost.
+    let (_, fb) = rig.recover(VICTIM);
+    assert_eq!(fb.iter().map(|c| c.wr_id).collect::<Vec<_>>(), [501]);
+    rig.qb[VICTIM].rq().unwrap().post(502, &[rsge]).unwrap();
+    let s3 = rig.send(VICTIM);
+    assert_eq!(rig.drain_a()[0].wr_id, s3);
+    assert_eq!(rig.drain_b()[0].wr_id, 502);
+    rig.bystander_works(23);
+}
+
+#[test]
+fn dropped_blueflame_data_falls_back_to_the_ring_and_loses_nothing() {
+    let mut rig = Rig::new(ConnectOptions::default());
+    for qp in &mut rig.qa {
+        qp.sq().set_mode(DoorbellMode::BlueFlame);
+    }
+    rig.nic_a().inject(Fault::DropBlueFlame(true));
+    let before = rig.nic_a().stats();
+    for k in 0..8u8 {
+        let i = (k % 2) as usize;
+        let wr_id = rig.write(i, 100 + k);
+        let c = rig.drain_a();
+        assert_eq!(
+            (c.len(), c[0].wr_id, c[0].status),
+            (1, wr_id, Status::Success)
+        );
+        assert_eq!(rig.target(i), 100 + k);
+    }
+    let s = rig.nic_a().stats();
+    assert_eq!(s.bf_dropped - before.bf_dropped, 8);
+    assert_eq!(s.bf_used - before.bf_used, 0);
+    rig.nic_a().inject(Fault::Clear);
+    rig.write(VICTIM, 1);
+    assert_eq!(rig.drain_a()[0].status, Status::Success);
+    assert_eq!(rig.nic_a().stats().bf_used - s.bf_used, 1);
+}
+
+#[test]
+fn delayed_cqes_arrive_later_in_order_and_complete() {
+    let mut rig = Rig::new(ConnectOptions::default());
+    rig.nic_a().inject(Fault::DelayCqes(true));
+    let ids: Vec<(u64, usize)> = (0..6)
+        .map(|k| {
+            let i = k % 2;
+            (rig.write(i, 30 + k as u8), i)
+        })
+        .collect();
+    assert_eq!(rig.target(VICTIM), 34, "payloads are not delayed");
+    // Nothing retires before the CQEs arrive.
+    assert_eq!(rig.qa[VICTIM].sq().outstanding_wqebbs(), 3);
+    // The first poll finds nothing (the CQEs are held back) and is the timer step that
+    // releases them; the next one gets all six, in posting order across both QPs.
+    let (c, steps) = rig.wait_a(6);
+    assert_eq!(steps, 1);
+    assert_eq!(
+        c.iter()
+            .map(|c| (c.wr_id, c.qpn, c.status))
+            .collect::<Vec<_>>(),
+        ids.iter()
+            .map(|&(w, i)| (w, rig.qa[i].qpn(), Status::Success))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(rig.qa[VICTIM].sq().outstanding_wqebbs(), 0);
+}
+
+#[test]
+fn cq_overrun_is_reported_and_the_application_rebuilds_the_victim() {
+    let fabric = Fabric::new();
+    let a = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
+    let b = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
+    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+    let config = QpConfig::default();
+    // The victim has a CQ of 4 entries (3 requested, rounded up with one spare); the
+    // bystander a CQ of its own on the same NIC.
+    let mut small = a.create_cq(3, 64).unwrap();
+    assert_eq!(small.capacity(), 4);
+    let mut other = a.create_cq(64, 64).unwrap();
+    let cq_b = b.create_cq(64, 64).unwrap();
+    let mut victim = pa.create_qp(&small, &small, &config).unwrap();
+    let mut bystander = pa.create_qp(&other, &other, &config).unwrap();
+    let mut peer_v = pb.create_qp(&cq_b, &cq_b, &config).unwrap();
+    let mut peer_b = pb.create_qp(&cq_b, &cq_b, &config).unwrap();
+    let target = pb.alloc_mr(4096, Access::ALL).unwrap();
+    let opts = ConnectOptions::default();
+    let join = |x: &mut Qp<Sim>, y: &mut Qp<Sim>| {
+        let (ex, ey) = (x.endpoint().unwrap(), y.endpoint().unwrap());
+        x.connect(&ey, &opts).unwrap();
+        y.connect(&ex, &opts).unwrap();
+    };
+    join(&mut victim, &mut peer_v);
+    join(&mut bystander, &mut peer_b);
+    let write = |qp: &mut Qp<Sim>, wr_id: u64, off: usize| {
+        qp.sq().post(
+            wr_id,
+            SendOp::Write(target.remote(off)),
+            Data::Inline(&[wr_id as u8; 8]),
+            SendFlags::SIGNALED,
+        )
+    };
+
+    // Six signaled WQEs and no polling: the fifth CQE finds the CQ full.
+    for w in 1..=6 {
+        write(&mut victim, w, 0).unwrap();
+    }
+    let nic = a.backend().nic();
+    assert_eq!(nic.poll_event(), Some(Event::CqError { cqn: small.cqn() }));
+    assert_eq!(nic.poll_event(), Some(Event::QpFatal { qpn: victim.qpn() }));
+    assert_eq!(nic.poll_event(), None);
+    assert_eq!(nic.stats().cqes_dropped, 2);
+    let c = drain(&mut small);
+    assert_eq!(
+        c.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(),
+        (1..=4).map(|w| (w, Status::Success)).collect::<Vec<_>>()
+    );
+    // The CQ writes nothing more, whatever happens on the victim.
+    let _ = write(&mut victim, 7, 0);
+    nic.progress();
+    assert_eq!(drain(&mut small), []);
+    // The bystander's CQ is untouched.
+    write(&mut bystander, 50, 64).unwrap();
+    assert_eq!(drain(&mut other)[0].wr_id, 50);
+
+    // Recovery: a CQ in error cannot be reused; the victim QP goes, then its CQ.
+    drop(victim);
+    small.destroy().unwrap();
+    let mut fresh_cq = a.create_cq(64, 64).unwrap();
+    let mut victim = pa.create_qp(&fresh_cq, &fresh_cq, &config).unwrap();
+    peer_v.reset().unwrap();
+    join(&mut victim, &mut peer_v);
+    write(&mut victim, 8, 0).unwrap();
+    let c = drain(&mut fresh_cq);
+    assert_eq!((c[0].wr_id, c[0].status), (8, Status::Success));
+    write(&mut bystander, 51, 64).unwrap();
+    assert_eq!(drain(&mut other)[0].wr_id, 51);
+    let mut byte = [0u8];
+    target.read(0, &mut byte);
+    assert_eq!(byte, [8]);
+}
