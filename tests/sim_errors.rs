@@ -30,3 +30,8 @@ fn no_receive_posted_exhausts_rnr_retries() {
 fn posting_before_rts_is_refused() {
     bodies::posting_before_rts_is_refused(&Fabric::new());
 }
+
+#[test]
+fn an_unanswering_peer_exhausts_transport_retries() {
+    bodies::an_unanswering_peer_exhausts_transport_retries(&Fabric::new());
+}

@@ -72,6 +72,7 @@ on_hardware!(
     receive_too_small_fails_on_both_sides,
     bad_local_key_is_a_local_protection_error,
     no_receive_posted_exhausts_rnr_retries,
+    an_unanswering_peer_exhausts_transport_retries,
     posting_before_rts_is_refused,
     armed_cq_raises_one_event_per_arm,
     a_batch_completes_in_every_doorbell_mode,

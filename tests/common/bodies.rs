@@ -471,3 +471,28 @@ pub fn operations_complete_on_128_byte_cqes<R: Rig>(rig: &R) {
     b.mr.read(MR_LEN - 16, &mut buf[..4]);
     assert_eq!(&buf[..4], b"wide");
 }
+
+/// A peer that never answers (its QP stays in RESET, so every packet is dropped) exhausts the
+/// transport retries: TRANSPORT_RETRY_EXC_ERR, then the QP is in error.
+pub fn an_unanswering_peer_exhausts_transport_retries<R: Rig>(rig: &R) {
+    let config = QpConfig::default();
+    let (mut a, b) = (rig.side(&config), rig.side(&config));
+    let options = ConnectOptions {
+        retry_cnt: 1,
+        timeout: 8,
+        ..Default::default()
+    };
+    a.qp.connect(&b.qp.endpoint().unwrap(), &options).unwrap();
+    a.qp.sq()
+        .post(
+            1,
+            SendOp::Write(b.mr.remote(0)),
+            Data::Inline(&[1; 4]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    let c = poll_n(&mut a, 1)[0];
+    assert_eq!(c.wr_id, 1);
+    assert_eq!(syndrome(c.status), Some(Syndrome::TransportRetryExcErr));
+    assert_eq!(a.qp.state(), QpState::Err);
+}
