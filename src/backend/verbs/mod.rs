@@ -151,22 +151,19 @@ impl Drop for DeviceCtx {
     }
 }
 
-/// The text of the errno a verbs call returned (positive), or of `errno` (for -1 / NULL).
-fn os_error(rc: c_int) -> String {
+/// The errno of a failed verbs call: the one it returned (positive), or `errno` (for calls
+/// that return -1 or NULL).
+fn errno(rc: c_int) -> std::io::Error {
     if rc > 0 {
-        std::io::Error::from_raw_os_error(rc).to_string()
-    } else {
-        std::io::Error::last_os_error().to_string()
-    }
-}
-
-/// The error of a failed verbs call: its returned errno (positive), or `errno` (-1 / NULL).
-fn failed(operation: &'static str, rc: c_int) -> Error {
-    let err = if rc > 0 {
         std::io::Error::from_raw_os_error(rc)
     } else {
         std::io::Error::last_os_error()
-    };
+    }
+}
+
+/// The error of a failed verbs call (see [`errno`]); `EBUSY` is [`Error::Busy`].
+fn failed(operation: &'static str, rc: c_int) -> Error {
+    let err = errno(rc);
     match err.raw_os_error() {
         Some(libc::EBUSY) => Error::Busy(operation),
         _ => Error::Device {
@@ -209,7 +206,7 @@ impl Verbs {
             operation: "open device",
             reason: format!(
                 "{name}: {} (is /dev/infiniband/uverbs* readable and writable by this user?)",
-                os_error(-1)
+                errno(-1)
             ),
         })?;
         drop(list);

@@ -11,7 +11,7 @@ use rdma_sys::{
 };
 
 use super::attr::{mtu_bytes, Addressing};
-use super::os_error;
+use super::errno;
 use crate::backend::mlx5dv::{
     mlx5dv_is_supported, IBV_LINK_LAYER_ETHERNET, IBV_LINK_LAYER_INFINIBAND,
 };
@@ -249,7 +249,7 @@ pub(crate) fn query_port(
     if rc != 0 {
         return Err(Error::Device {
             operation: "query port",
-            reason: format!("port {port} of {name}: {}", os_error(rc)),
+            reason: format!("port {port} of {name}: {}", errno(rc)),
         });
     }
     let link_layer = match attr.link_layer {
@@ -266,7 +266,7 @@ pub(crate) fn query_port(
         if rc != 0 {
             return Err(Error::Device {
                 operation: "query GID",
-                reason: format!("index {index} of port {port}: {}", os_error(rc)),
+                reason: format!("index {index} of port {port}: {}", errno(rc)),
             });
         }
         // SAFETY: every bit pattern is a valid `raw` view.
