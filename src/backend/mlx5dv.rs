@@ -21,6 +21,11 @@ pub const MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP: u64 = 1 << 4;
 /// `MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD`: 128-byte CQE padding is supported.
 pub const MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD: u64 = 1 << 5;
 
+/// `MLX5DV_CONTEXT_FLAGS_BLUEFLAME`: the device has BlueFlame registers. Set by rdma-core
+/// releases from 2025 on; not in the v44 header (so not checked by the golden shim), and a
+/// v44 library never sets it.
+pub const MLX5DV_CONTEXT_FLAGS_BLUEFLAME: u64 = 1 << 8;
+
 /// `MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE`: `mlx5dv_cq_init_attr.cqe_size` is set.
 pub const MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE: u64 = 1 << 2;
 

@@ -51,11 +51,11 @@ pub use port::{GidType, LinkLayer, VerbsPort};
 use super::mlx5dv::{
     mlx5dv_context, mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp,
     mlx5dv_init_obj, mlx5dv_obj, mlx5dv_qp, mlx5dv_qp_init_attr, mlx5dv_query_device, mlx5dv_srq,
-    MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP, MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD,
-    MLX5DV_CONTEXT_FLAGS_CQE_V1, MLX5DV_CONTEXT_MASK_CQE_COMPRESION,
-    MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, MLX5DV_OBJ_CQ, MLX5DV_OBJ_QP, MLX5DV_OBJ_SRQ,
-    MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE, MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS,
-    MLX5DV_SRQ_MASK_SRQN,
+    MLX5DV_CONTEXT_FLAGS_BLUEFLAME, MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP,
+    MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD, MLX5DV_CONTEXT_FLAGS_CQE_V1,
+    MLX5DV_CONTEXT_MASK_CQE_COMPRESION, MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, MLX5DV_OBJ_CQ,
+    MLX5DV_OBJ_QP, MLX5DV_OBJ_SRQ, MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE,
+    MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS, MLX5DV_SRQ_MASK_SRQN,
 };
 use super::{Backend, QpParts};
 use crate::cq::CqDesc;
@@ -123,6 +123,10 @@ pub struct VerbsDeviceInfo {
     pub cqe_comp_formats: u32,
     /// `MLX5_SHUT_UP_BF` is set: every QP rings 8-byte doorbells.
     pub shut_up_bf: bool,
+    /// The library reported BlueFlame registers (`MLX5DV_CONTEXT_FLAGS_BLUEFLAME`, rdma-core
+    /// 2025 and later). False from older libraries (Debian 12's v44) whatever the device has:
+    /// there each QP's `mlx5dv_qp.bf.size` is the only sign ([`VerbsQp::doorbell_only`]).
+    pub blueflame_reported: bool,
 }
 
 /// The open device context and its completion channel, released last: every handle holds
@@ -350,6 +354,7 @@ fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error>
             0
         },
         shut_up_bf,
+        blueflame_reported: dv.flags & MLX5DV_CONTEXT_FLAGS_BLUEFLAME != 0,
     };
     Ok((caps, info))
 }
