@@ -260,9 +260,16 @@ impl DbRec {
 
     #[inline(always)]
     pub(crate) fn write(&self, value: Be32) {
-        // SAFETY: valid and exclusively ours (constructor contract). Volatile: the reader is
-        // the device, which the compiler cannot see.
-        unsafe { self.word.as_ptr().write_volatile(value) }
+        // SAFETY: valid, 4-byte aligned and exclusively ours (constructor contract).
+        // Volatile: the reader is the device, which the compiler cannot see. One 32-bit
+        // store of the wire bytes (a `Be32` is a byte array; storing it as one would go
+        // through the stack).
+        unsafe {
+            self.word
+                .as_ptr()
+                .cast::<u32>()
+                .write_volatile(u32::from_ne_bytes(value.to_bytes()))
+        }
     }
 
     #[inline(always)]
@@ -281,35 +288,29 @@ pub(crate) struct BfReg<U> {
     pub(crate) size: usize,
 }
 
-/// What to ring after WQEs were written.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Ring64 {
-    /// The 8-byte doorbell: the first 8 bytes of the last WQE's control segment.
-    Doorbell([u8; 8]),
-    /// BlueFlame: copy the last WQE (starting at this ring byte offset, this many 64-byte
-    /// chunks) from the ring.
-    BlueFlame { wqe_offset: usize, chunks: usize },
-}
-
 /// Rings the send doorbell: the exact sequence of design §4 / prm-facts §6.4, steps 2–7.
+/// `bf_chunks == 0`: the 8-byte doorbell, i.e. the first 8 bytes of the last WQE (at ring
+/// offset `wqe_offset`); otherwise BlueFlame: that WQE copied from the ring in `bf_chunks`
+/// 64-byte blocks.
 #[inline(always)]
 pub(crate) fn ring_send_doorbell<U: Uar>(
     bf: &mut BfReg<U>,
     dbrec: &DbRec,
     pi: u32,
     ring: &Ring,
-    what: Ring64,
+    wqe_offset: usize,
+    bf_chunks: usize,
 ) {
     udma_to_device_barrier();
     dbrec.write(crate::prm::qp_counter(pi));
     mmio_wc_start();
-    match what {
-        Ring64::Doorbell(bytes) => bf.uar.write64(bf.offset, bytes),
-        Ring64::BlueFlame { wqe_offset, chunks } => {
-            for k in 0..chunks {
-                let block = ring.read_block(wqe_offset + k * SEND_WQE_BB);
-                bf.uar.write_block(bf.offset + k * SEND_WQE_BB, &block);
-            }
+    if bf_chunks == 0 {
+        bf.uar
+            .write64(bf.offset, ring.read_block(wqe_offset)[0].to_ne_bytes());
+    } else {
+        for k in 0..bf_chunks {
+            let block = ring.read_block(wqe_offset + k * SEND_WQE_BB);
+            bf.uar.write_block(bf.offset + k * SEND_WQE_BB, &block);
         }
     }
     mmio_flush_writes();

@@ -85,7 +85,6 @@ impl Ring {
         staging: &'a mut Staging,
     ) -> WqeBuf<'a> {
         debug_assert!(offset % SEND_WQE_BB == 0 && len % SEND_WQE_BB == 0);
-        assert!(len <= MAX_WQE_BYTES && len <= self.mask + 1);
         let start = offset & self.mask;
         let room = self.mask + 1 - start;
         if len <= room {
@@ -96,6 +95,9 @@ impl Ring {
                 _ring: core::marker::PhantomData,
             }
         } else {
+            // Only a staged WQE needs these (the direct case is inside the ring by the
+            // check above): the staging buffer holds it, and its tail fits before `start`.
+            assert!(len <= MAX_WQE_BYTES && len <= self.mask + 1);
             WqeBuf {
                 ptr: staging.0.as_mut_ptr(),
                 len,
@@ -203,25 +205,32 @@ struct Wrap {
 impl Drop for WqeBuf<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        if let Some(wrap) = &self.wrap {
-            self.unstage(wrap);
+        if let Some(wrap) = self.wrap.take() {
+            // SAFETY: `ptr` is the staging buffer of `len` bytes when `wrap` is set
+            // (`Ring::wqe`), and `wrap` describes the ring range it goes to.
+            unsafe { unstage(self.ptr, self.len, wrap.start, wrap.room, wrap.base) };
         }
     }
 }
 
-impl WqeBuf<'_> {
-    #[cold]
-    #[inline(never)]
-    fn unstage(&self, wrap: &Wrap) {
-        // SAFETY: `room` bytes fit before the ring end and the other `len - room` (less
-        // than the ring, asserted in `Ring::wqe`) at its start; the source is the staging
-        // buffer, `len` bytes long.
-        unsafe {
-            copy_small(self.ptr, wrap.start, wrap.room);
-            copy_small(self.ptr.add(wrap.room), wrap.base, self.len - wrap.room);
-        }
+/// Copies the `len` staged bytes at `staged` into the ring in two parts: `room` bytes at
+/// `start` (up to the ring end), the rest at `base` (the ring start). Scalar arguments, so
+/// the caller keeps them in registers.
+///
+/// # Safety
+/// `staged` must be valid for `len` bytes of reads, `start` for `room` bytes of writes and
+/// `base` for `len - room`, with `room <= len`.
+#[cold]
+#[inline(never)]
+unsafe fn unstage(staged: *const u8, len: usize, start: *mut u8, room: usize, base: *mut u8) {
+    // SAFETY: the ranges of the contract.
+    unsafe {
+        copy_small(staged, start, room);
+        copy_small(staged.add(room), base, len - room);
     }
+}
 
+impl WqeBuf<'_> {
     /// Writes a `#[repr(C)]` plain-bytes segment at byte `at` of the WQE.
     ///
     /// # Safety

@@ -17,7 +17,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::PostError;
-use crate::mmio::{ring_send_doorbell, BfReg, DbRec, Ring64, Uar};
+use crate::mmio::{ring_send_doorbell, BfReg, DbRec, Uar};
 use crate::prm::{
     self, AtomicSeg, Be32, Be64, CqUpdate, CtrlSeg, DataSeg, FenceMode, FmCeSe, InlineSeg,
     MaskedCs32, MaskedCs64, MaskedFa32, MaskedFa64, Opcode, RaddrSeg, DS, MAX_DS, SEND_WQE_BB,
@@ -748,18 +748,19 @@ impl<U: Uar> SendQueue<U> {
         } else {
             self.bf_batch
         };
-        let what = if self.last_bytes <= bf_max {
-            Ring64::BlueFlame {
-                wqe_offset: self.last_offset,
-                chunks: self.last_bytes.div_ceil(SEND_WQE_BB),
-            }
+        let bf_chunks = if self.last_bytes <= bf_max {
+            self.last_bytes.div_ceil(SEND_WQE_BB)
         } else {
-            let ctrl = self.ring.read_ds(self.last_offset);
-            Ring64::Doorbell([
-                ctrl[0], ctrl[1], ctrl[2], ctrl[3], ctrl[4], ctrl[5], ctrl[6], ctrl[7],
-            ])
+            0
         };
-        ring_send_doorbell(&mut self.bf, &self.dbrec, self.pi, &self.ring, what);
+        ring_send_doorbell(
+            &mut self.bf,
+            &self.dbrec,
+            self.pi,
+            &self.ring,
+            self.last_offset,
+            bf_chunks,
+        );
         core::mem::replace(&mut self.pushed, 0)
     }
 
