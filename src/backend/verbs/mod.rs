@@ -625,7 +625,9 @@ impl Backend for Verbs {
                 reason: "libmlx5 did not report the SRQ number".into(),
             });
         }
-        // rdma-core starts an SRQ with head 0 and tail at its last WQE.
+        // rdma-core starts an SRQ with head 0 and tail at the last WQE of a power-of-two
+        // list; its buffer may hold a wait queue past `tail`, which the driver never links in
+        // (it links WQEs 0..=tail into its own ring).
         let wqe_cnt = out.tail + 1;
         if !wqe_cnt.is_power_of_two() || out.head != 0 {
             return Err(Error::Device {
