@@ -176,6 +176,41 @@ fn large_transfers_split_at_mrrs_rcb_and_mps() {
         da,
         counters(1, 1, 1, 3, 32 + 84, 24 + 600 + 3 * 24, 72, 600)
     );
+    // The same gather on a link with MPS 128, MRRS 256, RCB 64: 4 MRd (256, 256, 256, 232)
+    // answered by 16 CplDs of 64 (the last 40), and 8 MWr at the responder (7 x 128 + 104).
+    let small = PcieConfig {
+        mps: 128,
+        mrrs: 256,
+        rcb: 64,
+        ..PcieConfig::default()
+    };
+    a.nic.set_pcie_config(small);
+    b.nic.set_pcie_config(small);
+    let (da, db) = measure(&mut a, &mut b, |a, b| {
+        let src = a.data(0x40);
+        a.post_op(
+            WRITE,
+            0,
+            SIGNALED,
+            0,
+            &[raddr_seg(b.data(0x10), b.key), data_seg(1000, a.key, src)],
+        );
+        a.ring();
+    });
+    assert_eq!(
+        da,
+        counters(
+            1,
+            1 + 4,
+            1 + 16,
+            1,
+            32 + 84 + 1000 + 16 * 20,
+            24 * 5 + 88,
+            8 + 64 + 1000,
+            64
+        )
+    );
+    assert_eq!(db, counters(0, 0, 0, 8, 0, 1000 + 8 * 24, 0, 1000));
 }
 
 #[test]
