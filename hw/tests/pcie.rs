@@ -127,23 +127,26 @@ fn blueflame_128_byte_wqe() {
     assert_eq!((a.nic.stats().bf_used, a.nic.stats().bf_writes), (1, 2));
 }
 
+/// A signaled 1000-byte RDMA WRITE gathered from data offset 0x40 to the peer's 0x10.
+fn write_1000_from_0x40(a: &mut Side, b: &mut Side) {
+    let src = a.data(0x40);
+    a.post_op(
+        WRITE,
+        0,
+        SIGNALED,
+        0,
+        &[raddr_seg(b.data(0x10), b.key), data_seg(1000, a.key, src)],
+    );
+    a.ring();
+}
+
 #[test]
 fn large_transfers_split_at_mrrs_rcb_and_mps() {
     let (_f, mut a, mut b) = pair();
     // A 1000-byte gather from offset 0x40: MRd [0x40, 0x240) and [0x240, 0x428) (MRRS 512),
     // each answered by CplDs cut at 128-byte boundaries: 64+128+128+128+64 and
     // 64+128+128+128+40. At the responder, MWr of at most MPS: 256+256+256+232.
-    let (da, db) = measure(&mut a, &mut b, |a, b| {
-        let src = a.data(0x40);
-        a.post_op(
-            WRITE,
-            0,
-            SIGNALED,
-            0,
-            &[raddr_seg(b.data(0x10), b.key), data_seg(1000, a.key, src)],
-        );
-        a.ring();
-    });
+    let (da, db) = measure(&mut a, &mut b, write_1000_from_0x40);
     assert_eq!(
         da,
         counters(
@@ -186,17 +189,7 @@ fn large_transfers_split_at_mrrs_rcb_and_mps() {
     };
     a.nic.set_pcie_config(small);
     b.nic.set_pcie_config(small);
-    let (da, db) = measure(&mut a, &mut b, |a, b| {
-        let src = a.data(0x40);
-        a.post_op(
-            WRITE,
-            0,
-            SIGNALED,
-            0,
-            &[raddr_seg(b.data(0x10), b.key), data_seg(1000, a.key, src)],
-        );
-        a.ring();
-    });
+    let (da, db) = measure(&mut a, &mut b, write_1000_from_0x40);
     assert_eq!(
         da,
         counters(
