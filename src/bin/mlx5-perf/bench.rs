@@ -31,6 +31,9 @@ pub trait Device: Backend {
     /// Runs deferred device work (the model's timers: RNR and transport retries); nothing
     /// on hardware, where the NIC has its own clock.
     fn progress(&self);
+    /// True when the peer's device work runs on a CPU thread of this process (the model):
+    /// a waiting thread then yields often, so a ping-pong survives sharing a core.
+    const SHARES_CPU: bool;
 }
 
 impl Device for mlx5_direct::backend::sim::Sim {
@@ -41,6 +44,8 @@ impl Device for mlx5_direct::backend::sim::Sim {
     fn progress(&self) {
         self.nic().progress();
     }
+
+    const SHARES_CPU: bool = true;
 }
 
 #[cfg(feature = "verbs")]
@@ -50,6 +55,8 @@ impl Device for mlx5_direct::backend::verbs::Verbs {
     }
 
     fn progress(&self) {}
+
+    const SHARES_CPU: bool = false;
 }
 
 /// The parameters both sides must agree on (compared field by field in the handshake).
@@ -596,10 +603,11 @@ fn await_ping<B: Device>(
             return Ok(true);
         }
         spins = spins.wrapping_add(1);
-        if spins % 4096 == 0 {
-            // A long wait: let the peer's thread run if it shares our core (the model on a
-            // busy machine), and run the device's timers.
+        if B::SHARES_CPU && spins % 1024 == 0 {
+            // The peer's thread may be waiting for this core (the model on a busy machine).
             std::thread::yield_now();
+        }
+        if spins % 4096 == 0 {
             side.ctx.backend().progress();
             if watch_peer && peer.pending()? {
                 return Ok(false);

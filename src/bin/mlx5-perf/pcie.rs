@@ -172,11 +172,19 @@ fn rates(c: &PcieCounters, n: u32) -> Vec<(&'static str, f64)> {
         .collect()
 }
 
+fn op_name(op: PcieOp) -> &'static str {
+    match op {
+        PcieOp::Write => "RDMA WRITE",
+        PcieOp::Send => "SEND",
+    }
+}
+
 fn header(args: &PcieArgs, pcie: &PcieConfig) -> Vec<String> {
     vec![
         format!(
-            "# PCIe cost per message, measured on the mlx5-hw model: {:?} of {} bytes",
-            args.op, args.size
+            "# PCIe cost per message, measured on the mlx5-hw model: {} of {} bytes",
+            op_name(args.op),
+            args.size
         ),
         format!(
             "# TLP overhead MWr {} B, MRd {} B, CplD {} B; MPS {}, MRRS {}, RCB {}",
@@ -295,8 +303,8 @@ fn plot_sizes(
     crate::plot::lines(
         path,
         &format!(
-            "{:?}: requester link bytes per message (model; inline up to 220 B)",
-            args.op
+            "{}: requester link bytes per message, down + up (mlx5-hw model; inline up to 220 B)",
+            op_name(args.op)
         ),
         "message size [bytes]",
         "link bytes per message (down + up)",
