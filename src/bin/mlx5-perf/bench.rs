@@ -115,9 +115,6 @@ impl Params {
         if inline_size > 0 && matches!(test.verb, Verb::Read | Verb::Atomic) {
             return Err("READ and atomics cannot send inline: -I must be 0".into());
         }
-        if inline_size > 912 {
-            return Err("-I: at most 912 bytes inline (a SEND WQE of 60 DS)".into());
-        }
         let tx_depth = a.tx_depth.unwrap_or(if lat { 1 } else { 128 });
         let cq_mod = a.cq_mod.unwrap_or(if lat { 1 } else { 100 }).min(tx_depth);
         if tx_depth == 0 || cq_mod == 0 || a.post_list == 0 || a.qps == 0 {
@@ -298,6 +295,17 @@ struct Window {
 
 /// Polls between calls to the device's deferred work while nothing arrives.
 const IDLE_POLLS: u32 = 256;
+
+/// Idle polls between looks at the TCP connection (the peer's Done, or its end).
+const PEER_CHECK: u32 = 4096;
+
+/// The error to report when the peer spoke (or hung up) in the middle of a test.
+fn peer_stopped(peer: &mut Peer) -> Error {
+    match peer.recv::<Msg>() {
+        Err(e) => format!("the peer stopped during the test: {e}").into(),
+        Ok(m) => format!("unexpected message from the peer during the test: {m:?}").into(),
+    }
+}
 
 /// One side: device, CQ (sends and receives), QPs and their buffer.
 struct Side<B: Device> {
@@ -582,13 +590,13 @@ fn deadline(p: &Params) -> Option<Instant> {
     p.duration.map(|s| Instant::now() + Duration::from_secs(s))
 }
 
-/// Waits for the peer's ping-pong message `i` on QP 0 (or the peer's Done); true if it came.
+/// Waits for the peer's ping-pong message `i` on QP 0; false if a TCP message (the client's
+/// Done) or the end of the connection came instead.
 fn await_ping<B: Device>(
     side: &mut Side<B>,
     peer: &mut Peer,
     size: usize,
     i: u64,
-    watch_peer: bool,
 ) -> Result<bool, Error> {
     let mut spins = 0u32;
     loop {
@@ -607,9 +615,9 @@ fn await_ping<B: Device>(
             // The peer's thread may be waiting for this core (the model on a busy machine).
             std::thread::yield_now();
         }
-        if spins % 4096 == 0 {
+        if spins % PEER_CHECK == 0 {
             side.ctx.backend().progress();
-            if watch_peer && peer.pending()? {
+            if peer.pending()? {
                 return Ok(false);
             }
         }
@@ -645,7 +653,9 @@ fn client_body<B: Device>(
                 let t0 = Instant::now();
                 side.post(0, 1, false, op, data)?;
                 let ns = if ping_pong {
-                    await_ping(side, peer, size, i, false)?;
+                    if !await_ping(side, peer, size, i)? {
+                        return Err(peer_stopped(peer));
+                    }
                     t0.elapsed().as_nanos() as f64 / 2.0
                 } else {
                     while side.outstanding(0) > 0 {
@@ -684,9 +694,13 @@ fn client_body<B: Device>(
                     let data = data_for(side, size, &mut payload, &mut sge, w.posted);
                     side.post(q, count, last, op, data)?;
                 }
-                side.pump()?;
+                let idle = side.pump()? == 0;
                 let completed: u64 = side.windows.iter().map(|w| w.completed).sum();
                 tp.mark(completed);
+                // Nothing arrives for long: is the server still there?
+                if idle && side.idle % PEER_CHECK == 0 && peer.pending()? {
+                    return Err(peer_stopped(peer));
+                }
                 if side
                     .windows
                     .iter()
@@ -713,7 +727,7 @@ fn server_body<B: Device>(side: &mut Side<B>, peer: &mut Peer, size: usize) -> R
     let receives = p.test.kind == Kind::Bw && p.test.verb == Verb::Send;
     if ping_pong {
         let mut i = 0;
-        while await_ping(side, peer, size, i, true)? {
+        while await_ping(side, peer, size, i)? {
             side.refill()?;
             let op = side.op(0);
             let data = data_for(side, size, &mut payload, &mut sge, i);
