@@ -305,6 +305,12 @@ fn malformed_wqes_are_local_qp_op_err() {
         let c = fails_then_flushes(&mut a, w);
         assert_eq!(c[0].syndrome, LOCAL_QP_OP_ERR, "{what}");
         assert_eq!(c.len(), 3, "{what}");
+        assert_eq!(
+            b.state(),
+            QpState::Rts,
+            "{what}: nothing reached the responder"
+        );
+        assert_eq!(b.read_data(0, 8), vec![0; 8], "{what}");
     }
 }
 
