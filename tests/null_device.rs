@@ -146,6 +146,44 @@ fn inline_data_wraps_at_the_ring_end() {
 }
 
 #[test]
+fn inline_payloads_of_every_length_are_copied_exactly_and_nothing_more() {
+    // The inline copy uses overlapping loads and stores of 1 to 16 bytes: every length up
+    // to 220 must land exactly, with the rest of the ring untouched (still zero).
+    for len in 0..=220usize {
+        let mut q = queues(16);
+        let payload: Vec<u8> = (0..len).map(|i| (i * 7 + 1) as u8).collect();
+        q.sq.post(
+            1,
+            SendOp::Write(REMOTE),
+            Data::Inline(&payload),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+        let mut expect = ctrl(
+            0,
+            0x08,
+            if len == 0 {
+                2
+            } else {
+                2 + (4 + len).div_ceil(16)
+            } as u8,
+            0x08,
+        );
+        expect.extend(raddr());
+        if len != 0 {
+            expect.extend_from_slice(&(0x8000_0000u32 | len as u32).to_be_bytes());
+            expect.extend_from_slice(&payload);
+        }
+        let ring = q.sq.wqe_bytes(0, 16 * 64);
+        assert_eq!(ring[..expect.len()], expect[..], "length {len}");
+        assert!(
+            ring[expect.len()..].iter().all(|&b| b == 0),
+            "length {len}: bytes written past the payload"
+        );
+    }
+}
+
+#[test]
 fn blueflame_copy_of_a_two_bb_wqe_reads_across_the_ring_end() {
     let mut q = queues(4);
     q.sq.set_mode(DoorbellMode::BlueFlameLast);
