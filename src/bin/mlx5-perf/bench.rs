@@ -129,6 +129,9 @@ impl Params {
         if lat && (a.qps > 1 || a.post_list > 1) {
             return Err("latency tests use one QP and one WR per doorbell (-q 1, -l 1)".into());
         }
+        if a.iters == Some(0) {
+            return Err("-n must be at least 1".into());
+        }
         if a.duration == Some(0) {
             return Err("-D must be at least 1 second".into());
         }
