@@ -1,0 +1,458 @@
+//! The objects of the `verbs` backend (PD, MR, CQ, SRQ, QP): created through rdma-core,
+//! described by `mlx5dv_init_obj` as the queue descriptions the data path takes, destroyed
+//! in `Drop`.
+
+use core::ffi::{c_int, c_void};
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use rdma_sys::{
+    ibv_alloc_pd, ibv_cq, ibv_cq_ex_to_cq, ibv_cq_init_attr_ex, ibv_create_srq, ibv_dealloc_pd,
+    ibv_dereg_mr, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq, ibv_modify_qp, ibv_mr, ibv_pd,
+    ibv_qp, ibv_qp_init_attr_ex, ibv_qp_init_attr_mask, ibv_qp_type, ibv_reg_mr, ibv_srq,
+    ibv_srq_init_attr,
+};
+
+use super::attr::{self, Addressing};
+use super::{failed, DeviceCtx, Verbs, MAX_WQE_FORMAT};
+use crate::backend::mlx5dv::{
+    mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp, mlx5dv_init_obj,
+    mlx5dv_obj, mlx5dv_qp, mlx5dv_qp_init_attr, mlx5dv_srq, MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE,
+    MLX5DV_OBJ_CQ, MLX5DV_OBJ_QP, MLX5DV_OBJ_SRQ, MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE,
+    MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS, MLX5DV_SRQ_MASK_SRQN,
+};
+use crate::backend::{Backend, QpParts};
+use crate::cq::CqDesc;
+use crate::device::{Access, DeviceCaps, PortInfo, QpConfig, Transition};
+use crate::error::Error;
+use crate::mmio::MappedUar;
+use crate::prm::{Be32, DS, SEND_WQE_BB, UAR_PAGE_SIZE};
+use crate::rq::RqDesc;
+use crate::sq::SqDesc;
+
+/// The UAR page holding `reg` and the register's offset in it.
+fn uar_page(reg: *mut c_void) -> Result<(NonNull<u8>, usize), Error> {
+    let addr = reg as usize;
+    let base = NonNull::new((addr & !(UAR_PAGE_SIZE - 1)) as *mut u8)
+        .ok_or(Error::InvalidArgument("mlx5dv_init_obj returned no UAR"))?;
+    Ok((base, addr & (UAR_PAGE_SIZE - 1)))
+}
+
+fn init_obj(obj: &mut mlx5dv_obj, kind: u64, operation: &'static str) -> Result<(), Error> {
+    // SAFETY: `obj` names live objects of this context and valid out-structs for `kind`.
+    let rc = unsafe { mlx5dv_init_obj(obj, kind) };
+    if rc != 0 {
+        return Err(failed(operation, rc));
+    }
+    Ok(())
+}
+
+fn empty_obj() -> mlx5dv_obj {
+    // SAFETY: a struct of null pointer pairs.
+    unsafe { core::mem::zeroed() }
+}
+
+/// A protection domain.
+#[derive(Debug)]
+pub struct VerbsPd {
+    pd: NonNull<ibv_pd>,
+    _dev: Arc<DeviceCtx>,
+}
+
+/// A memory registration.
+#[derive(Debug)]
+pub struct VerbsMr {
+    mr: NonNull<ibv_mr>,
+    _dev: Arc<DeviceCtx>,
+}
+
+/// A CQ.
+#[derive(Debug)]
+pub struct VerbsCq {
+    cq: NonNull<ibv_cq>,
+    cqn: u32,
+    _dev: Arc<DeviceCtx>,
+}
+
+/// An SRQ.
+#[derive(Debug)]
+pub struct VerbsSrq {
+    srq: NonNull<ibv_srq>,
+    _dev: Arc<DeviceCtx>,
+}
+
+/// An RC QP.
+#[derive(Debug)]
+pub struct VerbsQp {
+    qp: NonNull<ibv_qp>,
+    port: AtomicU8,
+    bf_size: u32,
+    shut_up_bf: bool,
+    _dev: Arc<DeviceCtx>,
+}
+
+macro_rules! verbs_handle {
+    ($($ty:ident { $field:ident: $destroy:ident }),* $(,)?) => {$(
+        // SAFETY: verbs objects may be used and destroyed from any thread; the handle only
+        // passes the pointer to slow-path calls.
+        unsafe impl Send for $ty {}
+        // SAFETY: as above.
+        unsafe impl Sync for $ty {}
+
+        impl Drop for $ty {
+            fn drop(&mut self) {
+                // SAFETY: created by this backend and destroyed once, before the context
+                // (held by `_dev`). A failure cannot be reported from `Drop`; it is ignored.
+                unsafe { $destroy(self.$field.as_ptr()) };
+            }
+        }
+    )*};
+}
+
+verbs_handle! {
+    VerbsPd { pd: ibv_dealloc_pd },
+    VerbsMr { mr: ibv_dereg_mr },
+    VerbsCq { cq: ibv_destroy_cq },
+    VerbsSrq { srq: ibv_destroy_srq },
+    VerbsQp { qp: ibv_destroy_qp },
+}
+
+impl VerbsCq {
+    /// CQ number.
+    pub fn cqn(&self) -> u32 {
+        self.cqn
+    }
+}
+
+impl VerbsQp {
+    /// Why this QP rings 8-byte doorbells only, or `None` when it has BlueFlame.
+    pub fn doorbell_only(&self) -> Option<&'static str> {
+        if self.shut_up_bf {
+            Some("MLX5_SHUT_UP_BF is set")
+        } else if self.bf_size == 0 {
+            Some("the device gave this QP no BlueFlame register (mlx5dv_qp.bf.size is 0)")
+        } else {
+            None
+        }
+    }
+
+    /// The BlueFlame half size the device reported for this QP.
+    pub fn bf_size(&self) -> u32 {
+        self.bf_size
+    }
+}
+
+/// The largest WQE rdma-core checked against the device's limit when it created a QP with
+/// `cap`: an inline WRITE of `max_inline_data`, or a WQE with control, remote-address and
+/// atomic segments and `max_send_sge` data segments.
+fn checked_wqe_size(max_inline: u32, max_sge: u32) -> usize {
+    let ds = DS as u32;
+    let inline = 2 * ds + (4 + max_inline).div_ceil(ds) * ds;
+    let gather = 3 * ds + max_sge * ds;
+    inline.max(gather).min(MAX_WQE_FORMAT) as usize
+}
+
+impl Backend for Verbs {
+    type Uar = MappedUar;
+    type Pd = VerbsPd;
+    type Mr = VerbsMr;
+    type Cq = VerbsCq;
+    type Srq = VerbsSrq;
+    type Qp = VerbsQp;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn caps(&self) -> DeviceCaps {
+        self.caps
+    }
+
+    fn port(&self, port: u8) -> Result<PortInfo, Error> {
+        let p = self.port_attr(port)?;
+        Ok(PortInfo {
+            lid: p.lid,
+            gid: p.gid,
+            active_mtu: p.active_mtu,
+        })
+    }
+
+    fn alloc_pd(&self) -> Result<VerbsPd, Error> {
+        // SAFETY: an open context.
+        let pd = unsafe { ibv_alloc_pd(self.dev.ctx.as_ptr()) };
+        Ok(VerbsPd {
+            pd: NonNull::new(pd).ok_or_else(|| failed("allocate PD", -1))?,
+            _dev: self.dev.clone(),
+        })
+    }
+
+    unsafe fn reg_mr(
+        &self,
+        pd: &VerbsPd,
+        addr: *mut u8,
+        len: usize,
+        access: Access,
+    ) -> Result<(VerbsMr, u32, u32), Error> {
+        // SAFETY: the caller keeps the memory valid until the handle (which deregisters it)
+        // is dropped; `access` holds `ibv_access_flags` values.
+        let mr = unsafe { ibv_reg_mr(pd.pd.as_ptr(), addr.cast(), len, access.0 as c_int) };
+        let mr = NonNull::new(mr).ok_or_else(|| failed("register memory", -1))?;
+        // SAFETY: a registration just returned.
+        let (lkey, rkey) = unsafe { ((*mr.as_ptr()).lkey, (*mr.as_ptr()).rkey) };
+        Ok((
+            VerbsMr {
+                mr,
+                _dev: self.dev.clone(),
+            },
+            lkey,
+            rkey,
+        ))
+    }
+
+    fn create_cq(
+        &self,
+        entries: u32,
+        cqe_size: usize,
+    ) -> Result<(VerbsCq, CqDesc, MappedUar), Error> {
+        if entries > self.caps.max_cqe {
+            return Err(Error::InvalidArgument("CQ larger than the device supports"));
+        }
+        // SAFETY: plain C data; zero is valid for every field.
+        let mut attr: ibv_cq_init_attr_ex = unsafe { core::mem::zeroed() };
+        attr.cqe = entries;
+        attr.channel = self.dev.channel.as_ptr();
+        // Always through mlx5dv with the size given, so `MLX5_CQE_SIZE` cannot change it.
+        let mut dv_attr = mlx5dv_cq_init_attr {
+            comp_mask: MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE,
+            cqe_size: cqe_size as u16,
+            ..Default::default()
+        };
+        // SAFETY: an open context, valid attribute structs.
+        let cq_ex = unsafe { mlx5dv_create_cq(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
+        if cq_ex.is_null() {
+            return Err(failed("create CQ", -1));
+        }
+        // SAFETY: an extended CQ starts with its `ibv_cq`.
+        let cq = unsafe { NonNull::new_unchecked(ibv_cq_ex_to_cq(cq_ex)) };
+        let mut handle = VerbsCq {
+            cq,
+            cqn: 0,
+            _dev: self.dev.clone(),
+        };
+        // SAFETY: plain C data.
+        let mut out: mlx5dv_cq = unsafe { core::mem::zeroed() };
+        let mut obj = empty_obj();
+        obj.cq.r#in = cq.as_ptr();
+        obj.cq.out = &mut out;
+        init_obj(&mut obj, MLX5DV_OBJ_CQ, "describe CQ")?;
+        if out.cqe_size as usize != cqe_size {
+            return Err(Error::InvalidArgument("the device chose another CQE size"));
+        }
+        handle.cqn = out.cqn;
+        // The event channel hands back `cq_context`: make it the CQN.
+        // SAFETY: a field of our live CQ that libibverbs only passes back to us.
+        unsafe { (*cq.as_ptr()).cq_context = out.cqn as usize as *mut c_void };
+        let (uar, _) = uar_page(out.cq_uar)?;
+        let desc = CqDesc {
+            buf: NonNull::new(out.buf.cast()).ok_or(Error::OutOfMemory)?,
+            cqe_cnt: out.cqe_cnt,
+            cqe_size,
+            dbrec: NonNull::new(out.dbrec.cast::<Be32>()).ok_or(Error::OutOfMemory)?,
+            cqn: out.cqn,
+        };
+        // SAFETY: the CQ's UAR page is mapped by the context, which the CQ (and so the
+        // queue) keeps alive; the arm doorbell at 0x20 belongs to this CQ's writes.
+        let uar = unsafe { MappedUar::new(uar) };
+        Ok((handle, desc, uar))
+    }
+
+    fn create_srq(
+        &self,
+        pd: &VerbsPd,
+        entries: u32,
+        max_sge: u32,
+    ) -> Result<(VerbsSrq, RqDesc, u32), Error> {
+        // SAFETY: plain C data.
+        let mut attr: ibv_srq_init_attr = unsafe { core::mem::zeroed() };
+        attr.attr.max_wr = entries;
+        attr.attr.max_sge = max_sge;
+        // SAFETY: a live PD and a valid attribute struct.
+        let srq = unsafe { ibv_create_srq(pd.pd.as_ptr(), &mut attr) };
+        let srq = NonNull::new(srq).ok_or_else(|| failed("create SRQ", -1))?;
+        let handle = VerbsSrq {
+            srq,
+            _dev: self.dev.clone(),
+        };
+        // SAFETY: plain C data.
+        let mut out: mlx5dv_srq = unsafe { core::mem::zeroed() };
+        out.comp_mask = MLX5DV_SRQ_MASK_SRQN;
+        let mut obj = empty_obj();
+        obj.srq.r#in = srq.as_ptr();
+        obj.srq.out = &mut out;
+        init_obj(&mut obj, MLX5DV_OBJ_SRQ, "describe SRQ")?;
+        if out.comp_mask & MLX5DV_SRQ_MASK_SRQN == 0 {
+            return Err(Error::Device {
+                operation: "describe SRQ",
+                reason: "libmlx5 did not report the SRQ number".into(),
+            });
+        }
+        // rdma-core starts an SRQ with head 0 and tail at the last WQE of a power-of-two
+        // list; its buffer may hold a wait queue past `tail`, which the driver never links in
+        // (it links WQEs 0..=tail into its own ring).
+        let wqe_cnt = out.tail + 1;
+        if !wqe_cnt.is_power_of_two() || out.head != 0 {
+            return Err(Error::Device {
+                operation: "describe SRQ",
+                reason: format!("unexpected ring: head {}, tail {}", out.head, out.tail),
+            });
+        }
+        let desc = RqDesc {
+            buf: NonNull::new(out.buf.cast()).ok_or(Error::OutOfMemory)?,
+            wqe_cnt,
+            stride: out.stride as usize,
+            dbrec: NonNull::new(out.dbrec.cast::<Be32>()).ok_or(Error::OutOfMemory)?,
+        };
+        Ok((handle, desc, out.srqn))
+    }
+
+    fn create_qp(
+        &self,
+        pd: &VerbsPd,
+        send_cq: &VerbsCq,
+        recv_cq: &VerbsCq,
+        srq: Option<&VerbsSrq>,
+        config: &QpConfig,
+    ) -> Result<QpParts<Verbs>, Error> {
+        // SAFETY: plain C data.
+        let mut attr: ibv_qp_init_attr_ex = unsafe { core::mem::zeroed() };
+        attr.send_cq = send_cq.cq.as_ptr();
+        attr.recv_cq = recv_cq.cq.as_ptr();
+        attr.srq = srq.map_or(core::ptr::null_mut(), |s| s.srq.as_ptr());
+        attr.qp_type = ibv_qp_type::IBV_QPT_RC;
+        // One WR per WQEBB asked for: rdma-core sizes the ring for that many WRs of its
+        // worst-case WQE, so the ring is at least as large as requested.
+        attr.cap.max_send_wr = config.sq_wqebbs;
+        attr.cap.max_recv_wr = if srq.is_some() { 0 } else { config.rq_wqes };
+        attr.cap.max_send_sge = config.max_send_sge;
+        attr.cap.max_recv_sge = if srq.is_some() {
+            0
+        } else {
+            config.max_recv_sge
+        };
+        attr.cap.max_inline_data = config.max_inline;
+        attr.comp_mask = ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0;
+        attr.pd = pd.pd.as_ptr();
+        let mut dv_attr = mlx5dv_qp_init_attr {
+            comp_mask: MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS,
+            create_flags: MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE,
+            ..Default::default()
+        };
+        // SAFETY: an open context, live CQs / SRQ / PD, valid attribute structs.
+        let qp = unsafe { mlx5dv_create_qp(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
+        let qp = NonNull::new(qp).ok_or_else(|| failed("create QP", -1))?;
+        // SAFETY: plain C data.
+        let mut out: mlx5dv_qp = unsafe { core::mem::zeroed() };
+        let mut obj = empty_obj();
+        obj.qp.r#in = qp.as_ptr();
+        obj.qp.out = &mut out;
+        let shut_up_bf = self.info.shut_up_bf;
+        let mut handle = VerbsQp {
+            qp,
+            port: AtomicU8::new(self.port),
+            bf_size: 0,
+            shut_up_bf,
+            _dev: self.dev.clone(),
+        };
+        init_obj(&mut obj, MLX5DV_OBJ_QP, "describe QP")?;
+        handle.bf_size = out.bf.size;
+        if out.sq.stride as usize != SEND_WQE_BB {
+            return Err(Error::Device {
+                operation: "describe QP",
+                reason: format!("send WQE stride {} (expected 64)", out.sq.stride),
+            });
+        }
+        // SAFETY: a QP just created.
+        let qpn = unsafe { (*qp.as_ptr()).qp_num };
+        let dbrec = NonNull::new(out.dbrec.cast::<Be32>()).ok_or(Error::OutOfMemory)?;
+        let (uar, bf_offset) = uar_page(out.bf.reg)?;
+        let sq = SqDesc {
+            buf: NonNull::new(out.sq.buf.cast()).ok_or(Error::OutOfMemory)?,
+            wqe_cnt: out.sq.wqe_cnt,
+            dbrec,
+            bf_offset,
+            bf_size: if shut_up_bf { 0 } else { out.bf.size as usize },
+            qpn,
+            max_wqe_size: checked_wqe_size(attr.cap.max_inline_data, attr.cap.max_send_sge),
+            max_inline: config.max_inline as usize,
+            max_sge: config.max_send_sge as usize,
+        };
+        let rq = match srq {
+            Some(_) => None,
+            None => Some(RqDesc {
+                buf: NonNull::new(out.rq.buf.cast()).ok_or(Error::OutOfMemory)?,
+                wqe_cnt: out.rq.wqe_cnt,
+                stride: out.rq.stride as usize,
+                dbrec,
+            }),
+        };
+        Ok(QpParts {
+            handle,
+            qpn,
+            sq,
+            rq,
+            // SAFETY: the QP's UAR page is mapped by the context, which the QP keeps alive;
+            // the register at `bf_offset` is this QP's.
+            uar: unsafe { MappedUar::new(uar) },
+        })
+    }
+
+    fn modify_qp(&self, qp: &VerbsQp, transition: &Transition) -> Result<(), Error> {
+        if let Transition::Init { port, .. } = transition {
+            qp.port.store(*port, Ordering::Relaxed);
+        }
+        let port = qp.port.load(Ordering::Relaxed);
+        let path = match transition {
+            Transition::Rtr { .. } => {
+                let p = self.port_attr(port)?;
+                attr::PathInfo {
+                    port,
+                    addressing: p.addressing(),
+                    active_mtu: p.active_mtu,
+                }
+            }
+            _ => attr::PathInfo {
+                port,
+                addressing: Addressing::Lid,
+                active_mtu: 0,
+            },
+        };
+        let (mut attr, mask) = attr::qp_attr(transition, &path)?;
+        // SAFETY: a live QP and a valid attribute struct with the fields `mask` names set.
+        let rc = unsafe { ibv_modify_qp(qp.qp.as_ptr(), &mut attr, mask.0 as c_int) };
+        if rc != 0 {
+            return Err(failed("modify QP", rc));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uar_registers_split_into_page_and_offset() {
+        let (base, offset) = uar_page(0x7f00_1234_5a00 as *mut c_void).unwrap();
+        assert_eq!((base.as_ptr() as usize, offset), (0x7f00_1234_5000, 0xa00));
+        assert!(uar_page(core::ptr::null_mut()).is_err());
+    }
+
+    #[test]
+    fn checked_wqe_size_covers_inline_and_gather_forms() {
+        // 220 inline bytes: ctrl 16 + raddr 16 + (header 4 + 220 = 224).
+        assert_eq!(checked_wqe_size(220, 1), 256);
+        assert_eq!(checked_wqe_size(0, 4), 112);
+        assert_eq!(checked_wqe_size(4000, 1), MAX_WQE_FORMAT as usize);
+    }
+}
