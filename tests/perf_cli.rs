@@ -149,6 +149,32 @@ fn explain_batch_of_sixteen_averages_over_the_batch() {
 }
 
 #[test]
+fn explain_batch_with_blueflame_copies_the_last_wqe() {
+    let v = json(&[
+        "explain", "write", "--inline", "--batch", "4", "--mode", "bf", "--json",
+    ]);
+    let wqes = v["wqes"].as_array().unwrap();
+    assert_eq!(wqes.len(), 4);
+    let mmio = v["mmio"].as_array().unwrap();
+    assert_eq!(mmio.len(), 1);
+    let last = wqes[3]["hex"].as_str().unwrap();
+    assert_eq!(&mmio[0]["hex"].as_str().unwrap()[..last.len()], last);
+    // The first three WQEs are fetched by DMA (3 WQEBBs, one read), the last is not; one
+    // CQE per WR.
+    let total = per_message(&v).map(|x| x * 4.0);
+    assert_eq!(
+        total,
+        [
+            1.0,
+            1.0,
+            4.0,
+            (88 + 3 * 64 + 20 * 2) as f64,
+            (24 + 4 * 88) as f64
+        ]
+    );
+}
+
+#[test]
 fn explain_rejects_what_the_driver_cannot_post() {
     fails_with(&["explain", "read", "--inline"], "cannot carry inline");
     fails_with(&["explain", "faa", "--size", "16"], "atomics move 8 bytes");

@@ -299,6 +299,9 @@ struct Window {
 /// Polls between calls to the device's deferred work while nothing arrives.
 const IDLE_POLLS: u32 = 256;
 
+/// Empty polls between yields of the core on the model.
+const YIELD_SPINS: u32 = 1024;
+
 /// Idle polls between looks at the TCP connection (the peer's Done, or its end).
 const PEER_CHECK: u32 = 4096;
 
@@ -457,14 +460,24 @@ impl<B: Device> Side<B> {
             }
         }
         if n == 0 {
-            self.idle += 1;
-            if self.idle % IDLE_POLLS == 0 {
-                self.ctx.backend().progress();
-            }
+            self.idle = self.idle.wrapping_add(1);
+            self.waited(self.idle);
         } else {
             self.idle = 0;
         }
         Ok(n)
+    }
+
+    /// Called on the `spins`-th empty look while waiting: runs the device's timers now and
+    /// then and, on the model, lets the peer's thread have this core if it is waiting for it
+    /// (a busy machine; never on hardware).
+    fn waited(&self, spins: u32) {
+        if B::SHARES_CPU && spins % YIELD_SPINS == 0 {
+            std::thread::yield_now();
+        }
+        if spins % IDLE_POLLS == 0 {
+            self.ctx.backend().progress();
+        }
     }
 
     fn op(&self, q: usize) -> SendOp {
@@ -614,15 +627,11 @@ fn await_ping<B: Device>(
             return Ok(true);
         }
         spins = spins.wrapping_add(1);
-        if B::SHARES_CPU && spins % 1024 == 0 {
-            // The peer's thread may be waiting for this core (the model on a busy machine).
-            std::thread::yield_now();
+        if side.params.test.verb == Verb::Write {
+            side.waited(spins);
         }
-        if spins % PEER_CHECK == 0 {
-            side.ctx.backend().progress();
-            if peer.pending()? {
-                return Ok(false);
-            }
+        if spins % PEER_CHECK == 0 && peer.pending()? {
+            return Ok(false);
         }
     }
 }
@@ -746,7 +755,7 @@ fn server_body<B: Device>(side: &mut Side<B>, peer: &mut Peer, size: usize) -> R
             side.pump()?;
             side.refill()?;
             spins = spins.wrapping_add(1);
-            if spins % 1024 == 0 && peer.pending()? {
+            if spins % PEER_CHECK == 0 && peer.pending()? {
                 break;
             }
         }
