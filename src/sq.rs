@@ -20,7 +20,8 @@ use crate::error::PostError;
 use crate::mmio::{ring_send_doorbell, BfReg, DbRec, Uar};
 use crate::prm::{
     self, AtomicSeg, Be32, Be64, CqUpdate, CtrlSeg, DataSeg, FenceMode, FmCeSe, InlineSeg,
-    MaskedCs32, MaskedCs64, MaskedFa32, MaskedFa64, Opcode, RaddrSeg, DS, MAX_DS, SEND_WQE_BB,
+    MaskedCs32, MaskedCs64, MaskedFa32, MaskedFa64, Opcode, OpmodIdxOpcode, QpnDs, RaddrSeg, DS,
+    MAX_DS, SEND_WQE_BB,
 };
 use crate::ring::{Ring, Staging, WqeBuf};
 
@@ -239,7 +240,11 @@ impl SqShared {
 
     #[inline(always)]
     fn slot(&self, counter: u32) -> &SqSlot {
-        &self.slots[(counter & self.mask) as usize]
+        let index = (counter & self.mask) as usize;
+        debug_assert!(index < self.slots.len());
+        // SAFETY: `slots` has `mask + 1` entries (both set in `new`, never changed), so a
+        // masked counter is always in bounds; this is the hot path of every post and poll.
+        unsafe { self.slots.get_unchecked(index) }
     }
 
     /// Retires the WQE whose first WQEBB index is `wqe_counter` (and every earlier one);
@@ -466,6 +471,8 @@ pub struct SendQueue<U: Uar> {
     /// Size in bytes of the last pushed WQE.
     last_bytes: usize,
     qpn: u32,
+    /// Control dword 1 with this QP's number, set once (`ds` filled in per WQE).
+    qpn_ds: QpnDs,
     max_ds: usize,
     max_inline: usize,
     max_sge: usize,
@@ -509,6 +516,7 @@ impl<U: Uar> SendQueue<U> {
             last_offset: 0,
             last_bytes: 0,
             qpn: desc.qpn,
+            qpn_ds: QpnDs::new().with_qpn(desc.qpn),
             max_ds: (desc.max_wqe_size / DS).min(MAX_DS),
             max_inline: desc.max_inline,
             max_sge: desc.max_sge,
@@ -628,15 +636,16 @@ impl<U: Uar> SendQueue<U> {
         }
 
         let start = (self.pi as usize) * SEND_WQE_BB;
-        let ctrl = CtrlSeg::new(
-            shape.opcode as u8,
-            shape.opmod,
-            self.pi as u16,
-            self.qpn,
-            ds as u8,
-            flags.fm_ce_se(),
-            shape.imm,
-        );
+        let ctrl = CtrlSeg {
+            opmod_idx_opcode: OpmodIdxOpcode::new()
+                .with_opcode(shape.opcode as u8)
+                .with_wqe_index(self.pi as u16)
+                .with_opmod(shape.opmod),
+            qpn_ds: self.qpn_ds.with_ds(ds as u8),
+            fm_ce_se: flags.fm_ce_se(),
+            imm: shape.imm,
+            ..CtrlSeg::default()
+        };
         {
             let wqe = &mut self
                 .ring
@@ -681,9 +690,10 @@ impl<U: Uar> SendQueue<U> {
         }
 
         let slot = self.shared.slot(self.pi);
-        self.pi = self.pi.wrapping_add(bbs);
+        let next_pi = self.pi.wrapping_add(bbs);
         slot.wr_id.store(wr_id, Ordering::Relaxed);
-        slot.next_pi.store(self.pi, Ordering::Relaxed);
+        slot.next_pi.store(next_pi, Ordering::Relaxed);
+        self.pi = next_pi;
         self.last_offset = start;
         self.last_bytes = ds * DS;
         self.pushed += 1;
