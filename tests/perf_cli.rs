@@ -175,6 +175,25 @@ fn explain_batch_with_blueflame_copies_the_last_wqe() {
 }
 
 #[test]
+fn explain_knows_every_operation() {
+    // (op, DS of an 8-byte gathered WQE, responder DMA reads: receive record + WQE fetch,
+    // READ source, atomic operand).
+    for (op, ds, resp_reads) in [
+        ("write", 3, 0),
+        ("write_imm", 3, 2),
+        ("send", 2, 2),
+        ("send_imm", 2, 2),
+        ("read", 3, 1),
+        ("cas", 4, 1),
+        ("faa", 4, 1),
+    ] {
+        let v = json(&["explain", op, "--json"]);
+        assert_eq!(v["wqes"][0]["ds"], ds, "{op}");
+        assert_eq!(v["per_message_responder"]["dma_reads"], resp_reads, "{op}");
+    }
+}
+
+#[test]
 fn explain_rejects_what_the_driver_cannot_post() {
     fails_with(&["explain", "read", "--inline"], "cannot carry inline");
     fails_with(&["explain", "faa", "--size", "16"], "atomics move 8 bytes");

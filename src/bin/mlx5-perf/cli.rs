@@ -202,10 +202,12 @@ pub enum ExplainOp {
     /// RDMA WRITE.
     Write,
     /// RDMA WRITE with immediate.
+    #[value(name = "write_imm")]
     WriteImm,
     /// SEND.
     Send,
     /// SEND with immediate.
+    #[value(name = "send_imm")]
     SendImm,
     /// RDMA READ.
     Read,

@@ -5,7 +5,7 @@ use mlx5_direct::prm::DS;
 use mlx5_hw::{Dir, PcieCounters, Tlp, TlpKind};
 use serde_json::{json, Value};
 
-use crate::cli::{ExplainArgs, ExplainOp};
+use crate::cli::{ExplainArgs, ExplainOp, PostMode};
 use crate::probe::{self, Case, Observed};
 
 /// A count per message: an integer when it divides evenly, else a float.
@@ -129,15 +129,35 @@ fn print_totals(side: &str, c: &PcieCounters, n: u32) {
 }
 
 fn print_human(args: &ExplainArgs, o: &Observed, messages: u32) {
+    let (op, data) = match args.op {
+        ExplainOp::Write => ("RDMA WRITE", "gathered from"),
+        ExplainOp::WriteImm => ("RDMA WRITE with immediate", "gathered from"),
+        ExplainOp::Send => ("SEND", "gathered from"),
+        ExplainOp::SendImm => ("SEND with immediate", "gathered from"),
+        ExplainOp::Read => ("RDMA READ", "scattered to"),
+        ExplainOp::Cas => ("compare-and-swap", "result in"),
+        ExplainOp::Faa => ("fetch-and-add", "result in"),
+    };
+    let data = if args.inline {
+        "inline".to_string()
+    } else {
+        format!(
+            "{data} {} local entr{}",
+            args.sge,
+            if args.sge == 1 { "y" } else { "ies" }
+        )
+    };
+    let ring = match args.mode {
+        PostMode::Bf => "the last BlueFlame-copied",
+        PostMode::Db => "8-byte doorbell",
+    };
+    let cqe = match args.signal_every {
+        0 => "no CQE".to_string(),
+        k => format!("a CQE every {k} WR"),
+    };
     println!(
-        "# {:?}, {} bytes{}, {} SGE, {} WR per doorbell, CQE every {}, mode {:?} on the mlx5-hw model",
-        args.op,
-        args.size,
-        if args.inline { " inline" } else { "" },
-        args.sge,
-        args.batch,
-        args.signal_every,
-        args.mode
+        "# {op} of {} bytes, {data}, {} WR per doorbell ({ring}), {cqe}; posted by the driver on the mlx5-hw model",
+        args.size, args.batch
     );
     for (i, w) in o.wqes.iter().enumerate() {
         let ds = w.bytes.len() / DS;
