@@ -403,8 +403,11 @@ impl<B: Device> Side<B> {
             )
             .into());
         }
+        // The port's active MTU, as perftest uses by default (4096 on the model; often 1024
+        // on RoCE with a 1500-byte Ethernet MTU, where 4096 would be refused).
         let options = ConnectOptions {
             port,
+            path_mtu: self.ctx.port(port)?.active_mtu.min(4096),
             ..ConnectOptions::default()
         };
         for (qp, r) in self.qps.iter_mut().zip(&remote) {
