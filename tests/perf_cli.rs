@@ -378,3 +378,18 @@ fn clear_errors() {
         "built without the `verbs` feature",
     );
 }
+
+#[test]
+fn docs_pcie_md_shows_the_tables_the_tool_prints() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/pcie.md"))
+        .expect("docs/pcie.md");
+    for args in [&["pcie"][..], &["pcie", "--tlp-overhead", "kalia"][..]] {
+        let (ok, out, err) = perf(args);
+        assert!(ok, "{err}");
+        assert!(
+            doc.contains(&format!("```\n{out}```")),
+            "docs/pcie.md is stale: regenerate the table of `cargo run --release -- {}`:\n{out}",
+            args.join(" ")
+        );
+    }
+}
