@@ -573,8 +573,8 @@ impl<B: Device> Side<B> {
         Ok(())
     }
 
-    fn pcie(&self) -> Option<Counts> {
-        self.ctx.backend().pcie().map(Counts::from)
+    fn pcie(&self) -> Option<PcieCounters> {
+        self.ctx.backend().pcie()
     }
 }
 
@@ -820,21 +820,10 @@ pub fn serve<B: Device>(
         let before = side.pcie();
         peer.send(&Msg::Ready { size })?;
         server_body(&mut side, &mut peer, size)?;
-        let pcie = side.pcie().zip(before).map(|(a, b)| sub(a, b));
+        let pcie = side.pcie().zip(before).map(|(a, b)| Counts::from(a - b));
         peer.send(&Msg::Result { pcie })?;
     }
     Ok(())
-}
-
-fn sub(a: Counts, b: Counts) -> Counts {
-    Counts {
-        mmio_writes: a.mmio_writes - b.mmio_writes,
-        dma_reads: a.dma_reads - b.dma_reads,
-        completions: a.completions - b.completions,
-        dma_writes: a.dma_writes - b.dma_writes,
-        bytes_down: a.bytes_down - b.bytes_down,
-        bytes_up: a.bytes_up - b.bytes_up,
-    }
 }
 
 /// Receives the report as the client produces it.
@@ -864,7 +853,7 @@ pub fn client<B: Device>(
         }
         let before = side.pcie();
         let (stats, latencies, count) = client_body(&mut side, &mut peer, size, gbits)?;
-        let mine = side.pcie().zip(before).map(|(a, b)| sub(a, b));
+        let mine = side.pcie().zip(before).map(|(a, b)| Counts::from(a - b));
         peer.send(&Msg::Done { count })?;
         let theirs = match peer.recv()? {
             Msg::Result { pcie } => pcie,
