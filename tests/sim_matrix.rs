@@ -1,6 +1,6 @@
 //! The driver against the model, table-driven: every operation × inline / gather ×
 //! BlueFlame / doorbell × signaled / unsignaled with data checked at the target and
-//! completions at both ends; batches of 1 to 64; SQ, RQ and CQ wrapping with WQEs of 1 to 4
+//! completions at both ends; batches of 1 to 64; SQ, RQ and CQ wrapping with WQEs of 1 to 6
 //! WQEBBs; a full SQ; a CQ shared by several QPs; 128-byte CQEs; every error cause with
 //! its exact syndrome on both sides, the flush of the rest, then reset and reuse.
 //!
@@ -416,15 +416,18 @@ fn batches_of_1_to_64_ring_once_and_land_in_order() {
 }
 
 #[test]
-fn sq_rq_and_cq_wrap_many_times_with_wqes_of_1_to_4_wqebbs() {
+fn sq_rq_and_cq_wrap_many_times_with_wqes_of_1_to_6_wqebbs() {
     let config = QpConfig {
         sq_wqebbs: 16,
         rq_wqes: 8,
+        max_inline: 364,
         ..QpConfig::default()
     };
     let (mut a, mut b) = pair_sized(&config, 16, 64);
-    // SEND: 16 bytes of control + 4 of inline header + the data, in 64-byte WQEBBs.
-    let lens: [(usize, u32); 8] = [
+    // SEND: 16 bytes of control + 4 of inline header + the data, in 64-byte WQEBBs. WQEs
+    // over 256 bytes (5 and 6 WQEBBs) exceed the BlueFlame size and are always rung with
+    // the 8-byte doorbell.
+    let lens: [(usize, u32); 12] = [
         (1, 1),
         (44, 1),
         (45, 2),
@@ -432,21 +435,25 @@ fn sq_rq_and_cq_wrap_many_times_with_wqes_of_1_to_4_wqebbs() {
         (109, 3),
         (172, 3),
         (173, 4),
-        (220, 4),
+        (236, 4),
+        (237, 5),
+        (300, 5),
+        (301, 6),
+        (364, 6),
     ];
     let modes = [
         DoorbellMode::BlueFlame,
         DoorbellMode::Doorbell,
         DoorbellMode::BlueFlameLast,
     ];
-    let payload: Vec<u8> = (0..=255).collect();
+    let payload: Vec<u8> = (0..400).map(|i| (i * 13) as u8).collect();
     let mut wqebbs = 0;
     let mut straddled = 0;
     for i in 0..300u64 {
         let (len, bbs) = lens[i as usize % lens.len()];
         let data = &payload[i as usize % 16..][..len];
-        let slot = (i % 8) as usize * 256;
-        let rsge = b.mr.sge(DST + slot, 256);
+        let slot = (i % 8) as usize * 512;
+        let rsge = b.mr.sge(DST + slot, 512);
         b.qp.rq().unwrap().post(1000 + i, &[rsge]).unwrap();
         let sq = a.qp.sq();
         sq.set_mode(modes[i as usize % 3]);
@@ -467,8 +474,11 @@ fn sq_rq_and_cq_wrap_many_times_with_wqes_of_1_to_4_wqebbs() {
         );
         assert_eq!(bytes(&b, DST + slot, len), data, "send {i}");
     }
-    assert!(wqebbs / 16 >= 40, "the SQ wrapped {} times", wqebbs / 16);
-    assert_eq!(straddled, 9, "WQEs that ran past the ring end");
+    assert_eq!(
+        (wqebbs / 16, straddled),
+        (65, 37),
+        "SQ laps, WQEs that ran past the ring end"
+    );
     assert!(a.cq.consumer_index() >= 300 && b.cq.consumer_index() >= 300);
     assert_eq!(a.ctx.backend().nic().stats().bf_mismatch, 0);
 }
