@@ -18,7 +18,7 @@ use mlx5_hw::PcieCounters;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{AtomicType, BenchArgs, Kind, Mode, Test, Verb};
-use crate::exchange::{Peer, QpRecord};
+use crate::exchange::{ExchangeError, Peer, QpRecord};
 use crate::stats::{BwRow, LatRow, Latencies, Throughput};
 
 /// Boxed errors: the tool reports them and exits.
@@ -776,6 +776,33 @@ fn server_body<B: Device>(side: &mut Side<B>, peer: &mut Peer, size: usize) -> R
     Ok(count)
 }
 
+/// The flag that sets a [`Params`] field.
+fn flag(field: &str) -> &'static str {
+    match field {
+        "test.verb" | "test.kind" => "the test name",
+        "atomic_type" => "-A",
+        "sizes" => "-s / -a",
+        "iters" => "-n",
+        "duration" => "-D",
+        "inline_size" => "-I",
+        "tx_depth" => "-t",
+        "post_list" => "-l",
+        "cq_mod" => "-Q",
+        "qps" => "-q",
+        _ => "the test (derived from it)",
+    }
+}
+
+/// The handshake, with a mismatch also naming the flag to change.
+fn handshake(peer: &mut Peer, params: &Params) -> Result<(), Error> {
+    peer.handshake(params).map_err(|e| match &e {
+        ExchangeError::Mismatch { field, .. } => {
+            format!("{e} (set by {}; give both sides the same)", flag(field)).into()
+        }
+        _ => e.into(),
+    })
+}
+
 /// Opens both sides' QPs to each other: exchanges records, connects, pre-posts receives.
 fn setup<B: Device>(
     ctx: Context<B>,
@@ -810,7 +837,7 @@ pub fn serve<B: Device>(
     params: &Params,
     local: Local,
 ) -> Result<(), Error> {
-    peer.handshake(params)?;
+    handshake(&mut peer, params)?;
     let (mut side, _) = setup(ctx, &mut peer, params, local)?;
     for &size in &params.sizes {
         match peer.recv()? {
@@ -843,7 +870,7 @@ pub fn client<B: Device>(
     gbits: bool,
     sink: &mut dyn Sink,
 ) -> Result<(), Error> {
-    peer.handshake(params)?;
+    handshake(&mut peer, params)?;
     let (mut side, info) = setup(ctx, &mut peer, params, local)?;
     sink.header(&info, params);
     for &size in &params.sizes {
@@ -870,4 +897,44 @@ pub fn client<B: Device>(
         })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_compared_parameter_names_its_flag() {
+        let params = Params {
+            test: Test {
+                verb: Verb::Write,
+                kind: Kind::Bw,
+            },
+            atomic_type: AtomicType::FetchAndAdd,
+            sizes: vec![2],
+            iters: 1,
+            duration: None,
+            inline_size: 0,
+            tx_depth: 1,
+            rx_depth: 1,
+            post_list: 1,
+            cq_mod: 1,
+            qps: 1,
+        };
+        let serde_json::Value::Object(fields) = serde_json::to_value(&params).unwrap() else {
+            panic!("params are an object");
+        };
+        for (k, v) in fields {
+            let names: Vec<String> = match v {
+                serde_json::Value::Object(inner) => {
+                    inner.keys().map(|i| format!("{k}.{i}")).collect()
+                }
+                _ => vec![k],
+            };
+            for name in names {
+                let derived = name == "rx_depth";
+                assert_eq!(flag(&name) == flag("?"), derived, "{name}");
+            }
+        }
+    }
 }
