@@ -463,6 +463,10 @@ pub struct SendQueue<U: Uar> {
     wqe_cnt: u32,
     /// Producer count of WQEBBs (`cur_post`); its low 16 bits go into each WQE.
     pi: u32,
+    /// Producer count up to which the ring is known to be free: the retire counter as last
+    /// read, plus the ring size. Posts under it need no load of the counter the poller
+    /// writes; the counter only grows, so the cached value is never too high.
+    limit: u32,
     /// WQEs pushed since the last doorbell; when not 0, the `last_*` fields describe the
     /// last of them.
     pushed: u32,
@@ -512,6 +516,7 @@ impl<U: Uar> SendQueue<U> {
             staging: Staging::default(),
             wqe_cnt: desc.wqe_cnt,
             pi: 0,
+            limit: 0,
             pushed: 0,
             last_offset: 0,
             last_bytes: 0,
@@ -599,10 +604,27 @@ impl<U: Uar> SendQueue<U> {
 
     pub(crate) fn reset(&mut self) {
         self.pi = 0;
+        self.limit = 0;
         self.pushed = 0;
         self.ready = false;
         self.dbrec.write(Be32::new(0));
         self.shared.reset();
+    }
+
+    /// Re-reads the retire counter the poller advances when `needed` WQEBBs do not fit
+    /// under the cached limit; refuses with [`PostError::QueueFull`] if they still do not.
+    #[cold]
+    fn refresh_limit(&mut self, needed: u32) -> Result<(), PostError> {
+        self.limit = self
+            .shared
+            .tail
+            .load(Ordering::Acquire)
+            .wrapping_add(self.wqe_cnt);
+        let free = self.limit.wrapping_sub(self.pi);
+        if needed > free {
+            return Err(PostError::QueueFull { needed, free });
+        }
+        Ok(())
     }
 
     /// Builds one WQE in the ring without ringing the doorbell.
@@ -630,9 +652,8 @@ impl<U: Uar> SendQueue<U> {
             });
         }
         let bbs = prm::wqebbs(ds) as u32;
-        let free = self.free_wqebbs();
-        if bbs > free {
-            return Err(PostError::QueueFull { needed: bbs, free });
+        if self.limit.wrapping_sub(self.pi) < bbs {
+            self.refresh_limit(bbs)?;
         }
 
         let start = (self.pi as usize) * SEND_WQE_BB;
