@@ -64,8 +64,17 @@ fn raw_cqe() -> impl Strategy<Value = RawCqe> {
         })
 }
 
+/// 256 cases, or `PROPTEST_CASES`.
+fn config() -> ProptestConfig {
+    if std::env::var_os("PROPTEST_CASES").is_some() {
+        ProptestConfig::default()
+    } else {
+        ProptestConfig::with_cases(256)
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(config())]
 
     /// Every entry with the right owner bit and a valid opcode nibble is consumed exactly
     /// once and classified; none panics, none stalls the CQ. A CQE retires send WQEs only
