@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::cli::{ExplainOp, PcieArgs, PcieOp, PostMode};
 use crate::explain::per_message;
-use crate::probe::{self, Case};
+use crate::probe::{self, Case, PERFTEST_INLINE};
 
 /// Transaction-layer bandwidth of an x16 link per direction in bytes/s: GT/s x 16 lanes x
 /// 128/130 (encoding) / 8 bits. DLLPs and flow control are not subtracted, so rates derived
@@ -109,7 +109,7 @@ fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::bench::
     };
     let mut rows = Vec::new();
     for (step, p) in requester_steps(args.batch, args.signal_every) {
-        if p.inline && args.size > 220 {
+        if p.inline && args.size > PERFTEST_INLINE {
             continue;
         }
         let c = case(op, args.size, p, pcie);
@@ -180,7 +180,7 @@ fn op_name(op: PcieOp) -> &'static str {
 }
 
 fn header(args: &PcieArgs, pcie: &PcieConfig) -> Vec<String> {
-    vec![
+    let mut lines = vec![
         format!(
             "# PCIe cost per message, measured on the mlx5-hw model: {} of {} bytes",
             op_name(args.op),
@@ -191,7 +191,14 @@ fn header(args: &PcieArgs, pcie: &PcieConfig) -> Vec<String> {
             pcie.mwr_overhead, pcie.mrd_overhead, pcie.cpld_overhead, pcie.mps, pcie.mrrs, pcie.rcb
         ),
         "# max rate: x16 link, 8/16/32 GT/s x 16 lanes x 128/130 per direction (15.75/31.51/63.02 GB/s), DLLPs and flow control not subtracted: upper bounds".into(),
-    ]
+    ];
+    if args.size > PERFTEST_INLINE {
+        lines.push(format!(
+            "# inline rows left out: {} bytes is over the {PERFTEST_INLINE}-byte inline limit",
+            args.size
+        ));
+    }
+    lines
 }
 
 /// Runs `pcie`.
@@ -233,7 +240,7 @@ pub fn run(args: &PcieArgs) -> Result<(), crate::bench::Error> {
             println!("{line}");
         }
         println!(
-            "{:<10} {:<50} {:>5} {:>5} {:>5} {:>5} {:>8} {:>8} {:>7} {:>7} {:>7}",
+            "{:<10} {:<50} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>7} {:>7}",
             "side",
             "step",
             "MMIO",
@@ -247,7 +254,7 @@ pub fn run(args: &PcieArgs) -> Result<(), crate::bench::Error> {
             "Gen5"
         );
         println!(
-            "{:<10} {:<50} {:>5} {:>5} {:>5} {:>5} {:>8} {:>8} {:>23}",
+            "{:<10} {:<50} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>23}",
             "", "", "", "", "", "", "", "", "max [Mmsg/s]"
         );
         for r in &rows {
@@ -255,7 +262,7 @@ pub fn run(args: &PcieArgs) -> Result<(), crate::bench::Error> {
             let f = |x: u64| x as f64 / n;
             let g = rates(&r.cost, r.messages);
             println!(
-                "{:<10} {:<50} {:>5.3} {:>5.3} {:>5.3} {:>5.3} {:>8.1} {:>8.1} {:>7.1} {:>7.1} {:>7.1}",
+                "{:<10} {:<50} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>8.1} {:>8.1} {:>7.2} {:>7.2} {:>7.2}",
                 r.side,
                 r.step,
                 f(r.cost.mmio_writes),
@@ -290,7 +297,7 @@ fn plot_sizes(
     for (step, p) in requester_steps(args.batch, args.signal_every) {
         let mut points = Vec::new();
         for size in (8..=1024).step_by(8) {
-            if p.inline && size > 220 {
+            if p.inline && size > PERFTEST_INLINE {
                 break;
             }
             let c = case(op, size, p, pcie);
@@ -303,7 +310,7 @@ fn plot_sizes(
     crate::plot::lines(
         path,
         &format!(
-            "{}: requester link bytes per message, down + up (mlx5-hw model; inline up to 220 B)",
+            "{}: requester link bytes per message, down + up (mlx5-hw model; inline up to {PERFTEST_INLINE} B)",
             op_name(args.op)
         ),
         "message size [bytes]",

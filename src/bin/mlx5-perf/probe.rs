@@ -13,6 +13,10 @@ use mlx5_hw::{PcieConfig, PcieCounters, Tlp};
 use crate::cli::{ExplainOp, PostMode, TlpOverhead};
 use crate::traced::{MmioWrite, Traced};
 
+/// perftest's default inline limit for RDMA WRITE: the largest inline payload the tables and
+/// plots use, and the queue's inline limit unless a case needs more.
+pub const PERFTEST_INLINE: usize = 220;
+
 /// What to post.
 #[derive(Clone, Copy, Debug)]
 pub struct Case {
@@ -171,7 +175,11 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         rq_wqes: n.next_power_of_two().max(256),
         max_send_sge: case.sge.max(1) as u32,
         max_recv_sge: 1,
-        max_inline: if case.inline { case.size.max(220) } else { 220 } as u32,
+        max_inline: if case.inline {
+            case.size.max(PERFTEST_INLINE)
+        } else {
+            PERFTEST_INLINE
+        } as u32,
     };
     let (pd_a, pd_b) = (a.alloc_pd()?, b.alloc_pd()?);
     let (mut cq_a, mut cq_b) = (a.create_cq(2 * n + 16, 64)?, b.create_cq(2 * n + 16, 64)?);
