@@ -221,7 +221,8 @@ impl CqAttachments {
 #[derive(Debug)]
 pub struct CompletionQueue<U: Uar> {
     buf: CqBuf,
-    log_cnt: u32,
+    /// Number of entries (a power of two): the owner bit of a pass is `ci & cqe_cnt`.
+    cqe_cnt: u32,
     ci: u32,
     set_ci: DbRec,
     arm_db: DbRec,
@@ -259,7 +260,7 @@ impl<U: Uar> CompletionQueue<U> {
         set_ci.write(Be32::new(0));
         CompletionQueue {
             buf,
-            log_cnt: desc.cqe_cnt.trailing_zeros(),
+            cqe_cnt: desc.cqe_cnt,
             ci: 0,
             set_ci,
             arm_db,
@@ -279,7 +280,7 @@ impl<U: Uar> CompletionQueue<U> {
 
     /// Number of entries.
     pub fn capacity(&self) -> u32 {
-        1 << self.log_cnt
+        self.cqe_cnt
     }
 
     /// Consumer index (CQEs consumed since creation).
@@ -302,7 +303,7 @@ impl<U: Uar> CompletionQueue<U> {
         while n < out.len() {
             let entry = self.buf.entry(self.ci);
             let op_own = entry.op_own();
-            let owner = ((self.ci >> self.log_cnt) & 1) as u8;
+            let owner = (self.ci & self.cqe_cnt != 0) as u8;
             if op_own >> 4 == CqeOpcode::Invalid as u8 || op_own & 1 != owner {
                 break;
             }

@@ -317,9 +317,9 @@ unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
 /// The CQ buffer: `cqe_cnt` entries of `cqe_size` bytes, each ending with a `mlx5_cqe64`.
 #[derive(Debug)]
 pub(crate) struct CqBuf {
-    base: NonNull<u8>,
-    /// Byte offset of the `cqe64` of entry 0 (0 for 64-byte CQEs, 64 for 128-byte ones).
-    first: usize,
+    /// The `cqe64` of entry 0: the buffer start for 64-byte CQEs, 64 bytes in for 128-byte
+    /// ones.
+    first: NonNull<u8>,
     shift: u32,
     mask: u32,
 }
@@ -334,8 +334,8 @@ impl CqBuf {
     pub(crate) unsafe fn new(base: NonNull<u8>, cqe_cnt: u32, cqe_size: usize) -> Self {
         debug_assert!(cqe_cnt.is_power_of_two() && (cqe_size == 64 || cqe_size == 128));
         CqBuf {
-            base,
-            first: crate::prm::cqe64_offset(cqe_size),
+            // SAFETY: the `cqe64` offset (0 or 64) is inside the first entry.
+            first: unsafe { base.add(crate::prm::cqe64_offset(cqe_size)) },
             shift: cqe_size.trailing_zeros(),
             mask: cqe_cnt - 1,
         }
@@ -345,7 +345,7 @@ impl CqBuf {
     fn cqe(&self, index: u32) -> *mut u8 {
         let offset = ((index & self.mask) as usize) << self.shift;
         // SAFETY: masked entry inside the buffer (constructor contract).
-        unsafe { self.base.as_ptr().add(offset + self.first) }
+        unsafe { self.first.as_ptr().add(offset) }
     }
 
     /// Sets every entry to "invalid, owner 0", as rdma-core does at creation, so that

@@ -258,7 +258,8 @@ impl SqShared {
         // Only the poller writes `tail`. An outstanding WQE ends 1..=wqe_cnt WQEBBs past
         // it; a retired one (and every slot not starting a WQE of this lap) at or before it.
         let ahead = next.wrapping_sub(self.tail.load(Ordering::Relaxed));
-        if ahead == 0 || ahead > self.mask + 1 {
+        // `ahead` in 1..=wqe_cnt, as one unsigned compare.
+        if ahead.wrapping_sub(1) > self.mask {
             return None;
         }
         self.tail.store(next, Ordering::Release);
