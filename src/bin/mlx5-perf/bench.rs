@@ -830,15 +830,17 @@ fn setup<B: Device>(
     Ok((side, info))
 }
 
-/// The server: handshake, then each size as the client drives it.
+/// The server: handshake, `connected`, then each size as the client drives it.
 pub fn serve<B: Device>(
     ctx: Context<B>,
     mut peer: Peer,
     params: &Params,
     local: Local,
+    connected: impl FnOnce(&Setup),
 ) -> Result<(), Error> {
     handshake(&mut peer, params)?;
-    let (mut side, _) = setup(ctx, &mut peer, params, local)?;
+    let (mut side, info) = setup(ctx, &mut peer, params, local)?;
+    connected(&info);
     for &size in &params.sizes {
         match peer.recv()? {
             Msg::Ready { size: s } if s == size => {}

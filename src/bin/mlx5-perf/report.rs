@@ -111,7 +111,8 @@ fn stat_values(s: &Stats) -> Vec<String> {
     }
 }
 
-fn record_line(side: &str, r: &QpRecord) -> String {
+/// perftest's `local address:` / `remote address:` line.
+pub fn record_line(side: &str, r: &QpRecord) -> String {
     let gid: Vec<String> = r
         .gid
         .chunks(2)

@@ -73,7 +73,7 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
     let server_params = params.clone();
     let server = std::thread::spawn(move || -> Result<(), Error> {
         let (stream, _) = listener.accept()?;
-        bench::serve(server_ctx, Peer::new(stream), &server_params, local)
+        bench::serve(server_ctx, Peer::new(stream), &server_params, local, |_| {})
     });
     let ctx = Context::new(Sim::on_fabric(&fabric, config));
     let mut report = reporter(args, params, true, Some(link));
@@ -105,6 +105,8 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
 fn hardware(device: &str, params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
     use mlx5_direct::backend::verbs::{Verbs, VerbsOptions};
 
+    use crate::report::record_line;
+
     let ctx = Context::<Verbs>::open(&VerbsOptions {
         device: Some(device.to_string()),
         port: args.ib_port,
@@ -120,7 +122,14 @@ fn hardware(device: &str, params: &Params, local: Local, args: &BenchArgs) -> Re
             );
             let (stream, from) = listener.accept()?;
             eprintln!("mlx5-perf: client {from} connected");
-            bench::serve(ctx, Peer::new(stream), params, local)
+            bench::serve(ctx, Peer::new(stream), params, local, |setup| {
+                for (l, r) in setup.local.iter().zip(&setup.remote) {
+                    eprintln!("{}", record_line("local", l));
+                    eprintln!("{}", record_line("remote", r));
+                }
+            })?;
+            eprintln!("mlx5-perf: {} done", params.test.name());
+            Ok(())
         }
         Some(host) => {
             let stream = TcpStream::connect((host.as_str(), args.port))
