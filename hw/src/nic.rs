@@ -377,6 +377,7 @@ impl Nic {
                 rq_ci: 0,
                 rq_known_pi: 0,
                 fatal: false,
+                atomic_replay: None,
                 pcie: PcieCounters::default(),
             }));
             Ok(QpInfo {
@@ -458,6 +459,7 @@ impl Nic {
                     q.retries = 0;
                     q.rnr_retries = 0;
                     q.fatal = false;
+                    q.atomic_replay = None;
                 }
             }
             Ok(())
@@ -623,6 +625,13 @@ impl Nic {
             }
             Fault::LosePacketsAfter { qpn, skip, count } => {
                 n.faults.lose = Some(Budget { qpn, skip, count })
+            }
+            Fault::LoseResponses { qpn, count } => {
+                n.faults.lose_responses = Some(Budget {
+                    qpn,
+                    skip: 0,
+                    count,
+                })
             }
             Fault::DelayCqes(on) => n.faults.delay_cqes = on,
             Fault::Rnr { qpn, count } => {

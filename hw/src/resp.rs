@@ -18,6 +18,8 @@ pub(crate) struct Request<'a> {
     pub(crate) d: &'a Wqe,
     pub(crate) src_qpn: u32,
     pub(crate) src_lid: u16,
+    /// PSN of the first packet.
+    pub(crate) psn: u32,
     /// PSNs the message consumes.
     pub(crate) npkts: u32,
 }
@@ -69,7 +71,7 @@ pub(crate) fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Resp {
         Op::Send => send(nic, qpi, r),
         Op::Write => write(nic, qpi, r),
         Op::Read => read(nic, qpi, r),
-        Op::Atomic(a) => atomic(nic, qpi, r.d, a),
+        Op::Atomic(a) => atomic(nic, qpi, r, a),
         Op::Nop => Ok(Resp::Ack(0)),
     };
     match res {
@@ -99,6 +101,26 @@ pub(crate) fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Resp {
             fail(nic, qpi);
             Resp::Nak(f.req)
         }
+    }
+}
+
+/// Answer a duplicate of a request this QP has already executed (its response was lost):
+/// SEND, WRITE and NOP are acknowledged again without touching memory or receives, a READ
+/// reads the memory again, an atomic returns the saved original value without executing
+/// twice. IB responders keep `max_dest_rd_atomic` such results; the model keeps the last
+/// one, enough while at most one request is outstanding. A duplicate atomic older than
+/// that finds no result and is dropped (`None`), as a responder out of resources would.
+pub(crate) fn respond_again(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Option<Resp> {
+    match r.d.op {
+        Op::Read => {
+            nic.dma_read(Some(qpi), r.d.raddr, r.d.len, Purpose::ReadResponse);
+            Some(Resp::Ack(0))
+        }
+        Op::Atomic(_) => match nic.qp(qpi).atomic_replay {
+            Some((psn, orig)) if psn == r.psn => Some(Resp::Ack(orig)),
+            _ => None,
+        },
+        _ => Some(Resp::Ack(0)),
     }
 }
 
@@ -224,9 +246,10 @@ fn read(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failure
 fn atomic(
     nic: &mut NicState,
     qpi: usize,
-    d: &Wqe,
+    r: &Request<'_>,
     a: crate::wqe::AtomicArgs,
 ) -> Result<Resp, Failure> {
+    let d = r.d;
     let (pdn, _) = require(nic, qpi, Access::REMOTE_ATOMIC)?;
     let size = u64::from(a.size);
     if d.raddr % size != 0 {
@@ -242,6 +265,7 @@ fn atomic(
     };
     nic.dma_read(Some(qpi), d.raddr, size, Purpose::AtomicOperand);
     nic.dma_write(Some(qpi), d.raddr, size, Purpose::AtomicOperand);
+    nic.qp(qpi).atomic_replay = Some((r.psn, orig));
     Ok(Resp::Ack(orig))
 }
 

@@ -6,7 +6,7 @@ use crate::cqe::{cqe_op, synd, Cqe};
 use crate::host;
 use crate::pcie::Purpose;
 use crate::qp::{fail_head, fetch_sq, flush_sq, read_sq, sq_producer};
-use crate::resp::{respond, Request, Resp};
+use crate::resp::{respond, respond_again, Request, Resp};
 use crate::state::{take_fault, Dest, NicState, Stall, World};
 use crate::types::{Access, QpState};
 use crate::wqe::{decode, Ctrl, Op, Seg, Segs, BB};
@@ -301,7 +301,7 @@ fn exec(
     nic.stats.packets += u64::from(req_pkts);
     let lid = nic.lid;
     let lost = take_fault(&mut nic.faults.lose, qpn, req_pkts);
-    let Some((m, rqpi)) = (!lost).then(|| connected(w, n, qpn, &dest, psn)).flatten() else {
+    let Some(to) = (!lost).then(|| connected(w, n, qpn, &dest, psn)).flatten() else {
         w.nics[n].stats.packets_lost += u64::from(req_pkts);
         return Outcome::Lost;
     };
@@ -310,14 +310,31 @@ fn exec(
         d: &d,
         src_qpn: qpn,
         src_lid: lid,
+        psn,
         npkts,
     };
-    let orig = match respond(&mut w.nics[m], rqpi, &req) {
-        Resp::Ack(orig) => orig,
-        Resp::Rnr => return Outcome::Rnr,
-        Resp::Nak(s) => return Outcome::Fail(s),
+    let responder = &mut w.nics[to.nic];
+    let resp = if to.duplicate {
+        respond_again(responder, to.qpi, &req)
+    } else {
+        Some(respond(responder, to.qpi, &req))
+    };
+    let orig = match resp {
+        Some(Resp::Ack(orig)) => orig,
+        Some(Resp::Rnr) => return Outcome::Rnr,
+        Some(Resp::Nak(s)) => return Outcome::Fail(s),
+        None => {
+            w.nics[n].stats.packets_lost += u64::from(req_pkts);
+            return Outcome::Lost;
+        }
     };
     let nic = &mut w.nics[n];
+    if take_fault(&mut nic.faults.lose_responses, qpn, 1) {
+        // Executed at the responder, but the requester never hears: it times out and
+        // retransmits, and the responder answers the duplicate without executing again.
+        nic.stats.responses_lost += 1;
+        return Outcome::Lost;
+    }
     let q = nic.qp(qpi);
     q.sq_psn = psn.wrapping_add(npkts) & 0xff_ffff;
     match d.op {
@@ -344,16 +361,31 @@ fn exec(
     }
 }
 
+/// Where a request packet lands.
+struct Landing {
+    nic: usize,
+    qpi: usize,
+    /// The responder has already executed this PSN: its response was lost.
+    duplicate: bool,
+}
+
 /// The responder QP for a request, if the packet would reach a QP that accepts it: the
 /// destination routes, the QP exists in RTR/RTS, is connected back to the sender, and
-/// expects this PSN. Anything else is a silently dropped packet.
-fn connected(w: &World, n: usize, qpn: u32, dest: &Dest, psn: u32) -> Option<(usize, usize)> {
+/// expects this PSN or has already executed it (a duplicate, within half the 24-bit PSN
+/// space behind the expected one). Anything else is a silently dropped packet.
+fn connected(w: &World, n: usize, qpn: u32, dest: &Dest, psn: u32) -> Option<Landing> {
     let m = w.route(dest)?;
     let rqpi = w.nics[m].qp_index(dest.qpn)?;
     let r = w.nics[m].qps[rqpi].as_ref()?;
     let back = w.route(&r.dest) == Some(n);
     let ready = matches!(r.state, QpState::Rtr | QpState::Rts);
-    (ready && back && r.dest.qpn == qpn && r.rq_psn == psn).then_some((m, rqpi))
+    let behind = r.rq_psn.wrapping_sub(psn) & 0xff_ffff;
+    let duplicate = (1..=1 << 23).contains(&behind);
+    (ready && back && r.dest.qpn == qpn && (behind == 0 || duplicate)).then_some(Landing {
+        nic: m,
+        qpi: rqpi,
+        duplicate,
+    })
 }
 
 /// One timer step for a stalled QP: retransmit, or give up with RNR_RETRY_EXC /

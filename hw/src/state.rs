@@ -149,6 +149,9 @@ pub(crate) struct Qp {
     pub(crate) rq_known_pi: u16,
     /// A CQE of this QP was lost to a CQ in error.
     pub(crate) fatal: bool,
+    /// PSN and original value of the last atomic executed as responder, to answer a
+    /// duplicate of it.
+    pub(crate) atomic_replay: Option<(u32, u64)>,
     pub(crate) pcie: PcieCounters,
 }
 
@@ -189,6 +192,7 @@ pub(crate) struct Uar {
 pub(crate) struct Faults {
     pub(crate) drop_bf: bool,
     pub(crate) lose: Option<Budget>,
+    pub(crate) lose_responses: Option<Budget>,
     pub(crate) delay_cqes: bool,
     pub(crate) rnr: Option<Budget>,
 }

@@ -302,6 +302,16 @@ pub enum Fault {
         /// Packets to lose.
         count: u32,
     },
+    /// Lose the next `count` positive responses (ACK, READ response, atomic response) to
+    /// requester `qpn` (any QP of this NIC if `None`): the responder has executed the
+    /// request, the requester retransmits it on `progress()`, and the responder answers the
+    /// duplicate without executing it again.
+    LoseResponses {
+        /// Requester QP, or any.
+        qpn: Option<u32>,
+        /// Responses to lose.
+        count: u32,
+    },
     /// Hold CQE writes back until `progress()` (while true).
     DelayCqes(bool),
     /// Answer the next `count` messages needing a receive at responder `qpn` (any if `None`)
@@ -351,6 +361,8 @@ pub struct Stats {
     /// Request packets of messages that did not get through (fault, unreachable or
     /// non-ready peer, PSN mismatch); a message with one lost packet counts all of them.
     pub packets_lost: u64,
+    /// Positive responses to this NIC's requesters lost by `Fault::LoseResponses`.
+    pub responses_lost: u64,
     /// RNR NAKs sent by responders of this NIC.
     pub rnr_naks: u64,
     /// CQ arm doorbells accepted.

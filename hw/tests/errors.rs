@@ -646,6 +646,68 @@ fn chosen_packets_are_lost() {
 }
 
 #[test]
+fn lost_responses_are_answered_without_executing_twice() {
+    let (_f, mut a, mut b) = pair();
+    b.recv_at(0x100, 16);
+    b.mem.put_u64(DATA + 0x80, 10);
+    let (r, k) = (b.data(0x80), b.key);
+    let (l1, l2) = (a.data(0x10), a.data(0x20));
+    let fa = [raddr_seg(r, k), atomic_seg(5, 0), data_seg(8, a.key, l1)];
+    let read = [raddr_seg(r, k), data_seg(8, a.key, l2)];
+    let send = [inline_seg(b"once")];
+    let write = [raddr_seg(b.data(0x200), k), inline_seg(b"w")];
+    // Each WQE executes once at the responder and its response is lost; the retransmission
+    // on progress() is a duplicate, answered without executing again.
+    for (i, (op, segs)) in [
+        (SEND, &send[..]),
+        (WRITE, &write[..]),
+        (FA, &fa[..]),
+        (READ, &read[..]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        a.nic.inject(Fault::LoseResponses {
+            qpn: Some(a.qp.qpn),
+            count: 1,
+        });
+        a.post_op(op, 0, SIGNALED, 0, segs);
+        a.ring();
+        assert!(a.poll_send().is_none(), "WQE {i} waits for its response");
+        assert_eq!(a.nic.progress(), 1);
+        let c = a.poll_send().unwrap();
+        assert_eq!(
+            (c.opcode, c.send_opcode(), c.wqe_counter),
+            (REQ, op, i as u16)
+        );
+    }
+    assert_eq!(summary(&b.drain_recv()), vec![(RESP_SEND, 0, 0)]);
+    assert_eq!(b.read_data(0x100, 4), b"once");
+    assert_eq!(b.read_data(0x200, 1), b"w");
+    assert_eq!(b.mem.u64(DATA + 0x80), 15, "added once");
+    assert_eq!(a.mem.u64(DATA + 0x10), 10, "the saved original value");
+    assert_eq!(a.mem.u64(DATA + 0x20), 15);
+    let s = a.nic.stats();
+    assert_eq!((s.responses_lost, s.retransmits, s.packets_lost), (4, 4, 0));
+    // Responses lost for good: the retry count runs out, the WRITE still landed once.
+    a.nic.inject(Fault::LoseResponses {
+        qpn: None,
+        count: 10,
+    });
+    a.write_inline(b.data(0x300), b.key, b"x", 0);
+    a.ring();
+    for _ in 0..=Conn::default().retry_cnt {
+        a.nic.progress();
+    }
+    assert_eq!(
+        summary(&a.drain_send()),
+        vec![(REQ_ERR, TRANSPORT_RETRY_EXC_ERR, 4)]
+    );
+    assert_eq!(b.read_data(0x300, 1), b"x");
+    assert_eq!(b.state(), QpState::Rts);
+}
+
+#[test]
 fn retry_exhaustion_is_transport_retry_exc() {
     let conn = Conn {
         retry_cnt: 1,
