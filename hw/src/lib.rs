@@ -25,6 +25,7 @@
 
 mod cq;
 mod cqe;
+mod fence;
 mod host;
 mod mmio;
 mod nic;

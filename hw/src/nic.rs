@@ -7,7 +7,7 @@ use crate::qp::{fail, flush_rq};
 use crate::sq::retry;
 use crate::state::{
     Budget, Cq, Dest, Mr, MrSlot, NicState, Qp, Srq, World, CQN_BASE, CQ_UAR, INVALID_LKEY,
-    PDN_BASE, QPN_BASE, SRQN_BASE,
+    MAX_RD_ATOMIC, PDN_BASE, QPN_BASE, SRQN_BASE,
 };
 use crate::types::{
     Access, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr, QpInfo, QpParams,
@@ -46,9 +46,6 @@ const LOG_MAX_QP_WR: u8 = 15;
 const LOG_MAX_CQE: u8 = 22;
 const ALL_ACCESS: u32 = 0xf;
 const MAX_WQE: u32 = 63 * 16;
-/// Outstanding RDMA READ / atomic requests per QP, each direction (`log_max_ra_req_qp` and
-/// `log_max_ra_res_qp` of 4).
-const MAX_RD_ATOMIC: u8 = 16;
 
 fn aligned(addr: u64, align: u64) -> Result<(), HwError> {
     if addr == 0 || addr % align != 0 {

@@ -3,6 +3,7 @@
 
 use crate::cq::complete;
 use crate::cqe::{cqe_op, synd, Cqe};
+use crate::fence::InFlight;
 use crate::host;
 use crate::pcie::Purpose;
 use crate::qp::{fail_head, fetch_sq, flush_sq, read_sq, sq_producer};
@@ -20,6 +21,7 @@ pub(crate) struct Scratch {
     wqe: [u8; WQE_BUF],
     in_flight: InFlight,
 }
+
 /// `rnr_retry` value meaning "retry forever".
 const RNR_FOREVER: u8 = 7;
 
@@ -28,39 +30,6 @@ const RNR_FOREVER: u8 = 7;
 pub(crate) struct BfWqe<'a> {
     pub(crate) idx: u16,
     pub(crate) bytes: &'a [u8],
-}
-
-/// The local result buffers of the READ and atomic WQEs executed so far in one run of the
-/// send queue, back to back since the last fenced WQE. Real hardware pipelines such a run:
-/// a later unfenced WQE may gather its payload before those results arrive, so a gather
-/// that overlaps one of them is a missing fence (a driver bug the synchronous model would
-/// otherwise hide). At most `MAX_IN_FLIGHT` are remembered, the device's READ/atomic depth.
-pub(crate) struct InFlight {
-    n: usize,
-    spans: [(u64, u64); MAX_IN_FLIGHT],
-}
-
-const MAX_IN_FLIGHT: usize = 16;
-
-impl InFlight {
-    fn new() -> Self {
-        InFlight {
-            n: 0,
-            spans: [(0, 0); MAX_IN_FLIGHT],
-        }
-    }
-
-    fn push(&mut self, addr: u64, len: u64) {
-        self.spans[self.n % MAX_IN_FLIGHT] = (addr, addr + len);
-        self.n += 1;
-    }
-
-    fn overlaps(&self, addr: u64, len: u64) -> bool {
-        let end = addr + len;
-        self.spans[..self.n.min(MAX_IN_FLIGHT)]
-            .iter()
-            .any(|&(a, e)| addr < e && a < end)
-    }
 }
 
 /// Result of executing one WQE.
@@ -146,7 +115,7 @@ pub(crate) fn run_sq(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>)
             in_flight: InFlight::new(),
         })
     });
-    s.in_flight.n = 0;
+    s.in_flight.clear();
     let Scratch { wqe, in_flight } = &mut *s;
     run_sq_with(w, n, qpi, bf, wqe, in_flight);
     w.nics[n].scratch = Some(s);
@@ -261,7 +230,7 @@ fn exec(
     in_flight: &mut InFlight,
 ) -> Outcome {
     if ctrl.fenced() {
-        in_flight.n = 0;
+        in_flight.clear();
     }
     let d = match decode(ctrl, wqe) {
         Ok(d) => d,

@@ -9,6 +9,9 @@ pub(crate) const QPN_BASE: u32 = 0x100;
 pub(crate) const CQN_BASE: u32 = 0x40;
 pub(crate) const SRQN_BASE: u32 = 0x800;
 pub(crate) const PDN_BASE: u32 = 1;
+/// Outstanding RDMA READ / atomic requests per QP, each direction (`log_max_ra_req_qp` and
+/// `log_max_ra_res_qp` of 4).
+pub(crate) const MAX_RD_ATOMIC: u8 = 16;
 /// `MLX5_INVALID_LKEY`: receive scatter-list terminator, never a valid key.
 pub(crate) const INVALID_LKEY: u32 = 0x100;
 /// Offset of the send doorbell / BlueFlame register in a UAR page.
