@@ -299,8 +299,10 @@ struct Window {
 /// Polls between calls to the device's deferred work while nothing arrives.
 const IDLE_POLLS: u32 = 256;
 
-/// Empty polls between yields of the core on the model.
-const YIELD_SPINS: u32 = 1024;
+/// How long a wait on the model spins before it starts yielding the core: far longer than a
+/// model round trip on two free cores (well under a microsecond), so only a shared core
+/// yields.
+const YIELD_AFTER: Duration = Duration::from_micros(2);
 
 /// Idle polls between looks at the TCP connection (the peer's Done, or its end).
 const PEER_CHECK: u32 = 4096;
@@ -325,6 +327,8 @@ struct Side<B: Device> {
     recv_posted: Vec<u64>,
     remote: Vec<QpRecord>,
     idle: u32,
+    /// When the current run of empty polls began.
+    idle_since: Instant,
 }
 
 fn marker(i: u64) -> u8 {
@@ -367,6 +371,7 @@ impl<B: Device> Side<B> {
             recv_posted: vec![0; q as usize],
             remote: Vec::new(),
             idle: 0,
+            idle_since: Instant::now(),
         })
     }
 
@@ -464,18 +469,21 @@ impl<B: Device> Side<B> {
         }
         if n == 0 {
             self.idle = self.idle.wrapping_add(1);
-            self.waited(self.idle);
+            if self.idle == 1 {
+                self.idle_since = Instant::now();
+            }
+            self.waited(self.idle, self.idle_since);
         } else {
             self.idle = 0;
         }
         Ok(n)
     }
 
-    /// Called on the `spins`-th empty look while waiting: runs the device's timers now and
-    /// then and, on the model, lets the peer's thread have this core if it is waiting for it
-    /// (a busy machine; never on hardware).
-    fn waited(&self, spins: u32) {
-        if B::SHARES_CPU && spins % YIELD_SPINS == 0 {
+    /// Called on the `spins`-th empty look of a wait that began `since`: runs the device's
+    /// timers now and then and, on the model, once the wait is long, lets the peer's thread
+    /// have this core if it is waiting for it (a busy machine; never on hardware).
+    fn waited(&self, spins: u32, since: Instant) {
+        if B::SHARES_CPU && spins % 64 == 0 && since.elapsed() > YIELD_AFTER {
             std::thread::yield_now();
         }
         if spins % IDLE_POLLS == 0 {
@@ -617,7 +625,7 @@ fn await_ping<B: Device>(
     size: usize,
     i: u64,
 ) -> Result<bool, Error> {
-    let mut spins = 0u32;
+    let (mut spins, since) = (0u32, Instant::now());
     loop {
         let arrived = match side.params.test.verb {
             Verb::Write => side.mr.read_volatile_u8(side.recv_area(0) + size - 1) == marker(i),
@@ -631,7 +639,7 @@ fn await_ping<B: Device>(
         }
         spins = spins.wrapping_add(1);
         if side.params.test.verb == Verb::Write {
-            side.waited(spins);
+            side.waited(spins, since);
         }
         if spins % PEER_CHECK == 0 && peer.pending()? {
             return Ok(false);
