@@ -2,8 +2,9 @@
 //! in-memory reference executor.
 //!
 //! Each case builds 1 or 2 connected QP pairs (2 or 4 QPs) across two model NICs, with
-//! one CQ per NIC shared by all its QPs or a send and a receive CQ per QP, and random ring
-//! sizes, BlueFlame size and path MTU. It then runs a random list of actions: batches of
+//! one CQ per NIC shared by all its QPs or a send and a receive CQ per QP, receives from
+//! each QP's RQ or from an SRQ of its own, and random ring sizes, BlueFlame size and path
+//! MTU. It then runs a random list of actions: batches of
 //! send WRs (every RC opcode including masked atomics; inline data and gathers from 0 bytes
 //! to several WQEBBs, zero-length entries included; random signaling, solicited and fence
 //! flags; every doorbell mode), receives (posted before or after the SENDs that need them),
@@ -27,7 +28,7 @@ use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
 use mlx5_direct::sq::{MaskedCs32Args, MaskedCs64Args};
 use mlx5_direct::{
     Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, MemoryRegion, PostError,
-    Qp, QpConfig, SendFlags, SendOp, Sge, Status, WcOpcode,
+    Qp, QpConfig, SendFlags, SendOp, Sge, Srq, Status, WcOpcode,
 };
 use proptest::prelude::*;
 
@@ -51,6 +52,8 @@ const INV_POOL: usize = 4;
 struct Setup {
     pairs: usize,
     shared_cq: bool,
+    /// Each QP takes its receives from an SRQ of its own instead of its RQ.
+    srq: bool,
     log_sq: u8,
     log_rq: u8,
     bf_size: u32,
@@ -84,15 +87,17 @@ fn setup() -> impl Strategy<Value = Setup> {
     (
         1..=2usize,
         any::<bool>(),
+        any::<bool>(),
         4..=8u8,
         2..=4u8,
         prop_oneof![Just(0u32), Just(64), Just(256), Just(512)],
         prop_oneof![Just(256u32), Just(1024), Just(4096)],
     )
         .prop_map(
-            |(pairs, shared_cq, log_sq, log_rq, bf_size, path_mtu)| Setup {
+            |(pairs, shared_cq, srq, log_sq, log_rq, bf_size, path_mtu)| Setup {
                 pairs,
                 shared_cq,
+                srq,
                 log_sq,
                 log_rq,
                 bf_size,
@@ -417,6 +422,8 @@ struct Rig {
     /// The NIC (0 or 1) of each CQ: QP numbers are per NIC.
     cq_side: Vec<usize>,
     qps: Vec<Qp<Sim>>,
+    /// One per QP when the case uses SRQs.
+    srqs: Vec<Srq<Sim>>,
     mrs: Vec<MemoryRegion<Sim>>,
     inv: Vec<Vec<MemoryRegion<Sim>>>,
     inv_used: Vec<usize>,
@@ -467,12 +474,26 @@ impl Rig {
                 cq_of.push((2 * q, 2 * q + 1));
             }
         }
+        let srqs: Vec<Srq<Sim>> = if s.srq {
+            (0..nqps)
+                .map(|q| {
+                    pds[q % 2]
+                        .create_srq(config.rq_wqes, MAX_SGE as u32)
+                        .unwrap()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut qps: Vec<Qp<Sim>> = (0..nqps)
             .map(|q| {
                 let (s_cq, r_cq) = cq_of[q];
-                pds[q % 2]
-                    .create_qp(&cqs[s_cq], &cqs[r_cq], &config)
-                    .unwrap()
+                let (s_cq, r_cq) = (&cqs[s_cq], &cqs[r_cq]);
+                match srqs.get(q) {
+                    Some(srq) => pds[q % 2].create_qp_with_srq(s_cq, r_cq, srq, &config),
+                    None => pds[q % 2].create_qp(s_cq, r_cq, &config),
+                }
+                .unwrap()
             })
             .collect();
         let options = ConnectOptions {
@@ -510,6 +531,7 @@ impl Rig {
             cqs,
             cq_side,
             qps,
+            srqs,
             mrs,
             inv,
             inv_used: vec![0; nqps],
@@ -681,12 +703,9 @@ impl Rig {
         split_bits: u32,
         reference: &mut Reference,
     ) -> usize {
-        let Some(rq) = self.qps[q].rq() else {
-            unreachable!("every QP has its own RQ")
-        };
         let mut posted = 0;
         for k in 0..count {
-            if rq.free() == 0 {
+            if self.qps[q].rq().is_some_and(|rq| rq.free() == 0) {
                 break;
             }
             let area = R + (self.recv_posted[q] % self.rq_cap) * RECV_CAP;
@@ -710,7 +729,16 @@ impl Rig {
                 .collect();
             let wr_id = self.next_wr_id;
             self.next_wr_id += 1;
-            rq.post(wr_id, &sges).unwrap();
+            let r = match self.qps[q].rq() {
+                Some(rq) => rq.post(wr_id, &sges),
+                None => self.srqs[q].post(wr_id, &sges),
+            };
+            match r {
+                Ok(()) => {}
+                // An SRQ slot is reused only once its completion was polled.
+                Err(PostError::QueueFull { .. }) if self.qps[q].rq().is_none() => break,
+                Err(e) => panic!("receive refused: {e}"),
+            }
             reference.qps[q].recvs.push_back((wr_id, list));
             self.recv_posted[q] += 1;
             posted += 1;
