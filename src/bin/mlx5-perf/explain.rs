@@ -102,9 +102,9 @@ fn to_json(o: &Observed, messages: u32) -> Value {
 }
 
 fn print_tlps(side: &str, tlps: &[Tlp]) {
-    println!("TLPs at the {side} ({}):", tlps.len());
+    outln!("TLPs at the {side} ({}):", tlps.len());
     for t in tlps {
-        println!(
+        outln!(
             "  {:<4} {:<4} payload {:>5}  bytes {:>5}  {:?}",
             dir_name(t.dir),
             kind_name(t.kind),
@@ -117,7 +117,7 @@ fn print_tlps(side: &str, tlps: &[Tlp]) {
 
 fn print_totals(side: &str, c: &PcieCounters, n: u32) {
     let f = |x: u64| x as f64 / f64::from(n);
-    println!(
+    outln!(
         "per message, {side}: {} MMIO writes, {} DMA reads, {} CplD, {} DMA writes, {} bytes down, {} bytes up",
         f(c.mmio_writes),
         f(c.dma_reads),
@@ -155,13 +155,13 @@ fn print_human(args: &ExplainArgs, o: &Observed, messages: u32) {
         0 => "no CQE".to_string(),
         k => format!("a CQE every {k} WR"),
     };
-    println!(
+    outln!(
         "# {op} of {} bytes, {data}, {} WR per doorbell ({ring}), {cqe}; posted by the driver on the mlx5-hw model",
         args.size, args.batch
     );
     for (i, w) in o.wqes.iter().enumerate() {
         let ds = w.bytes.len() / DS;
-        println!(
+        outln!(
             "WQE {i} at WQEBB {} ({ds} DS, {} bytes):",
             w.pi,
             w.bytes.len()
@@ -173,13 +173,13 @@ fn print_human(args: &ExplainArgs, o: &Observed, messages: u32) {
             .enumerate()
         {
             let words: Vec<String> = chunk.chunks(4).map(hex).collect();
-            println!("  DS {k:>2}  {name:<15} {}", words.join(" "));
+            outln!("  DS {k:>2}  {name:<15} {}", words.join(" "));
         }
     }
-    println!("doorbell record (dbrec[1]): {}", o.dbrec);
-    println!("MMIO writes ({}):", o.mmio.len());
+    outln!("doorbell record (dbrec[1]): {}", o.dbrec);
+    outln!("MMIO writes ({}):", o.mmio.len());
     for m in &o.mmio {
-        println!(
+        outln!(
             "  UAR+{:#05x}  {:>2} bytes  {}",
             m.offset,
             m.bytes.len(),
@@ -207,7 +207,7 @@ pub fn run(args: &ExplainArgs) -> Result<(), crate::bench::Error> {
     };
     let o = probe::observe(&case)?;
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&to_json(&o, case.messages()))?
         );

@@ -8,6 +8,14 @@
 //! message. With `-d mlx5_0` (feature `verbs`) they run on hardware in perftest's
 //! server / client form.
 
+/// `println!` for results: a reader that went away (`| head`) ends the program quietly
+/// instead of a panic.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::print_line(format_args!($($arg)*))
+    };
+}
+
 mod bench;
 mod cli;
 mod cpu;
@@ -24,6 +32,18 @@ mod traced;
 use clap::Parser;
 
 use cli::{Cli, Command, Kind, Test, Verb};
+
+/// Writes one line to stdout; see [`outln`].
+fn print_line(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    if let Err(e) = writeln!(std::io::stdout().lock(), "{line}") {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("mlx5-perf: writing the results: {e}");
+        std::process::exit(1);
+    }
+}
 
 fn test(verb: Verb, kind: Kind) -> Test {
     Test { verb, kind }

@@ -234,12 +234,12 @@ pub fn run(args: &PcieArgs) -> Result<(), crate::bench::Error> {
                 .collect::<serde_json::Map<_, _>>(),
             "rows": out,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         for line in header(args, &pcie) {
-            println!("{line}");
+            outln!("{line}");
         }
-        println!(
+        outln!(
             "{:<10} {:<50} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>7} {:>7}",
             "side",
             "step",
@@ -253,15 +253,23 @@ pub fn run(args: &PcieArgs) -> Result<(), crate::bench::Error> {
             "Gen4",
             "Gen5"
         );
-        println!(
+        outln!(
             "{:<10} {:<50} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>23}",
-            "", "", "", "", "", "", "", "", "max [Mmsg/s]"
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "max [Mmsg/s]"
         );
         for r in &rows {
             let n = f64::from(r.messages);
             let f = |x: u64| x as f64 / n;
             let g = rates(&r.cost, r.messages);
-            println!(
+            outln!(
                 "{:<10} {:<50} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>8.1} {:>8.1} {:>7.2} {:>7.2} {:>7.2}",
                 r.side,
                 r.step,

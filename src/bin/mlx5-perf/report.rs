@@ -182,8 +182,8 @@ impl Reporter {
     fn print(&self, line: &str) {
         // Rows go to stdout; the bar (stderr) steps aside while one is printed.
         match &self.bar {
-            Some(bar) => bar.suspend(|| println!("{line}")),
-            None => println!("{line}"),
+            Some(bar) => bar.suspend(|| outln!("{line}")),
+            None => outln!("{line}"),
         }
     }
 
@@ -281,7 +281,7 @@ impl Reporter {
         }
         if self.format == Format::Json {
             let doc = json!({"header": self.header, "results": self.rows});
-            println!("{}", serde_json::to_string_pretty(&doc)?);
+            outln!("{}", serde_json::to_string_pretty(&doc)?);
         }
         if let Some(path) = &self.plot {
             let model = if self.origin.model {
