@@ -28,11 +28,17 @@ fn params(verb: &str, size: u64, iters: u64) -> Value {
     json!({"test": {"verb": verb, "kind": "lat"}, "sizes": [size], "iters": iters, "qps": 1})
 }
 
-fn mismatch(e: Result<(), ExchangeError>) -> (String, String, String) {
+fn mismatch(e: Result<(), ExchangeError>) -> Vec<(String, String, String)> {
     match e {
-        Err(ExchangeError::Mismatch { field, here, peer }) => (field, here, peer),
+        Err(ExchangeError::Mismatch(d)) => {
+            d.into_iter().map(|d| (d.field, d.here, d.peer)).collect()
+        }
         other => panic!("expected a mismatch, got {other:?}"),
     }
+}
+
+fn one(field: &str, here: &str, peer: &str) -> Vec<(String, String, String)> {
+    vec![(field.into(), here.into(), peer.into())]
 }
 
 #[test]
@@ -67,15 +73,8 @@ fn a_different_size_is_named_on_both_sides() {
         |mut p| p.handshake(&params("write", 2, 1000)),
         |mut p| p.handshake(&params("write", 64, 1000)),
     );
-    assert_eq!(
-        mismatch(server),
-        ("sizes".into(), "[2]".into(), "[64]".into())
-    );
-    let (field, here, peer) = mismatch(client);
-    assert_eq!(
-        (field.as_str(), here.as_str(), peer.as_str()),
-        ("sizes", "[64]", "[2]")
-    );
+    assert_eq!(mismatch(server), one("sizes", "[2]", "[64]"));
+    assert_eq!(mismatch(client), one("sizes", "[64]", "[2]"));
 }
 
 #[test]
@@ -92,6 +91,21 @@ fn a_nested_field_is_named_by_its_path() {
 }
 
 #[test]
+fn every_difference_is_listed() {
+    let (_, client) = pair(
+        |mut p| p.handshake(&params("send", 2, 1000)),
+        |mut p| p.handshake(&params("write", 8, 1000)),
+    );
+    assert_eq!(
+        mismatch(client),
+        vec![
+            ("sizes".into(), "[8]".into(), "[2]".into()),
+            ("test.verb".into(), "\"write\"".into(), "\"send\"".into()),
+        ]
+    );
+}
+
+#[test]
 fn a_field_only_the_peer_has_is_a_mismatch() {
     let (_, client) = pair(
         |mut p| {
@@ -101,10 +115,7 @@ fn a_field_only_the_peer_has_is_a_mismatch() {
         },
         |mut p| p.handshake(&params("write", 2, 1000)),
     );
-    assert_eq!(
-        mismatch(client),
-        ("duration".into(), "null".into(), "5".into())
-    );
+    assert_eq!(mismatch(client), one("duration", "null", "5"));
 }
 
 #[test]

@@ -804,8 +804,16 @@ fn flag(field: &str) -> &'static str {
 /// The handshake, with a mismatch also naming the flag to change.
 fn handshake(peer: &mut Peer, params: &Params) -> Result<(), Error> {
     peer.handshake(params).map_err(|e| match &e {
-        ExchangeError::Mismatch { field, .. } => {
-            format!("{e} (set by {}; give both sides the same)", flag(field)).into()
+        ExchangeError::Mismatch(differences) => {
+            let all: Vec<String> = differences
+                .iter()
+                .map(|d| format!("{d} (set by {})", flag(&d.field)))
+                .collect();
+            format!(
+                "parameter mismatch: {}; give both sides the same flags",
+                all.join("; ")
+            )
+            .into()
         }
         _ => e.into(),
     })

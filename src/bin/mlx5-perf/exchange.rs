@@ -30,15 +30,29 @@ pub enum ExchangeError {
         /// Theirs.
         peer: String,
     },
-    /// A test parameter differs.
-    Mismatch {
-        /// The parameter's name.
-        field: String,
-        /// Our value.
-        here: String,
-        /// The peer's value.
-        peer: String,
-    },
+    /// Test parameters differ (every difference, in field order).
+    Mismatch(Vec<Difference>),
+}
+
+/// One parameter that differs between the two sides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Difference {
+    /// The parameter's name (`outer.inner` for nested ones).
+    pub field: String,
+    /// Our value, as JSON.
+    pub here: String,
+    /// The peer's value, as JSON.
+    pub peer: String,
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "`{}` is {} on this side but {} on the peer",
+            self.field, self.here, self.peer
+        )
+    }
 }
 
 impl std::fmt::Display for ExchangeError {
@@ -53,10 +67,10 @@ impl std::fmt::Display for ExchangeError {
                     "version mismatch: this side runs {here:?}, the peer {peer:?}"
                 )
             }
-            ExchangeError::Mismatch { field, here, peer } => write!(
-                f,
-                "parameter mismatch: `{field}` is {here} on this side but {peer} on the peer"
-            ),
+            ExchangeError::Mismatch(d) => {
+                let all: Vec<String> = d.iter().map(Difference::to_string).collect();
+                write!(f, "parameter mismatch: {}", all.join("; "))
+            }
         }
     }
 }
@@ -184,12 +198,18 @@ impl Peer {
                 peer: theirs.version,
             });
         }
-        compare("", &mine.params, &theirs.params)
+        let mut differences = Vec::new();
+        compare("", &mine.params, &theirs.params, &mut differences);
+        if differences.is_empty() {
+            Ok(())
+        } else {
+            Err(ExchangeError::Mismatch(differences))
+        }
     }
 }
 
-/// Compares two JSON values field by field; the first difference is named by its path.
-fn compare(path: &str, here: &Value, peer: &Value) -> Result<(), ExchangeError> {
+/// Compares two JSON values field by field, collecting every difference by its path.
+fn compare(path: &str, here: &Value, peer: &Value, out: &mut Vec<Difference>) {
     match (here, peer) {
         (Value::Object(a), Value::Object(b)) => {
             let field = |k: &str| {
@@ -200,15 +220,14 @@ fn compare(path: &str, here: &Value, peer: &Value) -> Result<(), ExchangeError> 
                 }
             };
             for (k, v) in a {
-                compare(&field(k), v, b.get(k).unwrap_or(&Value::Null))?;
+                compare(&field(k), v, b.get(k).unwrap_or(&Value::Null), out);
             }
-            match b.keys().find(|k| !a.contains_key(*k)) {
-                Some(k) => compare(&field(k), &Value::Null, &b[k]),
-                None => Ok(()),
+            for (k, v) in b.iter().filter(|(k, _)| !a.contains_key(*k)) {
+                compare(&field(k), &Value::Null, v, out);
             }
         }
-        (a, b) if a == b => Ok(()),
-        (a, b) => Err(ExchangeError::Mismatch {
+        (a, b) if a == b => {}
+        (a, b) => out.push(Difference {
             field: path.to_string(),
             here: a.to_string(),
             peer: b.to_string(),
