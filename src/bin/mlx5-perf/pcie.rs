@@ -186,10 +186,7 @@ fn header(args: &PcieArgs, pcie: &PcieConfig) -> Vec<String> {
             op_name(args.op),
             args.size
         ),
-        format!(
-            "# TLP overhead MWr {} B, MRd {} B, CplD {} B; MPS {}, MRRS {}, RCB {}",
-            pcie.mwr_overhead, pcie.mrd_overhead, pcie.cpld_overhead, pcie.mps, pcie.mrrs, pcie.rcb
-        ),
+        format!("# {}", probe::describe_link(pcie)),
         "# max rate: x16 link, 8/16/32 GT/s x 16 lanes x 128/130 per direction (15.75/31.51/63.02 GB/s), DLLPs and flow control not subtracted: upper bounds".into(),
     ];
     if args.size > PERFTEST_INLINE {

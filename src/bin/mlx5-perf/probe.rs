@@ -93,6 +93,14 @@ pub fn link(overhead: TlpOverhead, mps: u32, mrrs: u32, rcb: u32) -> PcieConfig 
 
 use crate::bench::Error;
 
+/// The link parameters in words, for headers.
+pub fn describe_link(pcie: &PcieConfig) -> String {
+    format!(
+        "TLP overhead MWr {} B, MRd {} B, CplD {} B; MPS {}, MRRS {}, RCB {}",
+        pcie.mwr_overhead, pcie.mrd_overhead, pcie.cpld_overhead, pcie.mps, pcie.mrrs, pcie.rcb
+    )
+}
+
 /// Does the operation consume a receive at the responder?
 fn needs_receive(op: ExplainOp) -> bool {
     matches!(

@@ -58,15 +58,7 @@ fn reporter(args: &BenchArgs, params: &Params, model: bool, link: Option<String>
 fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
     let fabric = Fabric::new();
     let config = NicConfig::default();
-    let link = format!(
-        "TLP overhead MWr {} B, MRd {} B, CplD {} B; MPS {}, MRRS {}, RCB {}",
-        config.pcie.mwr_overhead,
-        config.pcie.mrd_overhead,
-        config.pcie.cpld_overhead,
-        config.pcie.mps,
-        config.pcie.mrrs,
-        config.pcie.rcb
-    );
+    let link = crate::probe::describe_link(&config.pcie);
     let listener = TcpListener::bind(("127.0.0.1", 0))?;
     let addr = listener.local_addr()?;
     let server_ctx = Context::new(Sim::on_fabric(&fabric, config.clone()));
