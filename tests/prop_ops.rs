@@ -695,7 +695,8 @@ impl Rig {
         posted
     }
 
-    /// Posts up to `count` receives at `q`; returns how many were posted.
+    /// Posts up to `count` receives at `q` (one by one, or with one `post_many` when the
+    /// top bit of `split_bits` is set); returns how many were posted.
     fn recv(
         &mut self,
         q: usize,
@@ -703,12 +704,10 @@ impl Rig {
         split_bits: u32,
         reference: &mut Reference,
     ) -> usize {
-        let mut posted = 0;
-        for k in 0..count {
-            if self.qps[q].rq().is_some_and(|rq| rq.free() == 0) {
-                break;
-            }
-            let area = R + (self.recv_posted[q] % self.rq_cap) * RECV_CAP;
+        let room = self.qps[q].rq().map_or(count, |rq| rq.free() as usize);
+        let mut wrs = Vec::new();
+        for k in 0..count.min(room) {
+            let area = R + ((self.recv_posted[q] + k) % self.rq_cap) * RECV_CAP;
             let pieces = 1 + (split_bits as usize >> (2 * k)) % MAX_SGE;
             let lens = split(
                 RECV_CAP,
@@ -727,22 +726,35 @@ impl Rig {
                 .iter()
                 .map(|&(o, l)| self.mrs[q].sge(o, l as u32))
                 .collect();
-            let wr_id = self.next_wr_id;
+            wrs.push((self.next_wr_id, sges, list));
             self.next_wr_id += 1;
-            let r = match self.qps[q].rq() {
-                Some(rq) => rq.post(wr_id, &sges),
-                None => self.srqs[q].post(wr_id, &sges),
-            };
-            match r {
-                Ok(()) => {}
-                // An SRQ slot is reused only once its completion was polled.
-                Err(PostError::QueueFull { .. }) if self.qps[q].rq().is_none() => break,
-                Err(e) => panic!("receive refused: {e}"),
-            }
-            reference.qps[q].recvs.push_back((wr_id, list));
-            self.recv_posted[q] += 1;
-            posted += 1;
         }
+        let posted = match self.qps[q].rq() {
+            Some(rq) if split_bits >> 31 == 1 => {
+                let n = rq.post_many(wrs.iter().map(|(id, sges, _)| (*id, sges.as_slice())));
+                n.unwrap_or_else(|(_, e)| panic!("receives refused: {e}"))
+            }
+            Some(rq) => {
+                for (id, sges, _) in &wrs {
+                    rq.post(*id, sges).unwrap();
+                }
+                wrs.len()
+            }
+            // An SRQ slot is reused only once its completion was polled: stop at the first
+            // one still in use.
+            None => wrs
+                .iter()
+                .take_while(|(id, sges, _)| match self.srqs[q].post(*id, sges) {
+                    Ok(()) => true,
+                    Err(PostError::QueueFull { .. }) => false,
+                    Err(e) => panic!("receive refused: {e}"),
+                })
+                .count(),
+        };
+        for (id, _, list) in wrs.into_iter().take(posted) {
+            reference.qps[q].recvs.push_back((id, list));
+        }
+        self.recv_posted[q] += posted;
         posted
     }
 
