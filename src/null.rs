@@ -1,8 +1,10 @@
 //! The "null device": a send queue and a CQ over plain memory with [`NullUar`] as the UAR.
 //!
 //! Nothing executes the WQEs: [`NullQueues::complete`] writes the CQEs a device would.
-//! This is what the CPU-cost benchmarks measure (post and poll cost without a device), and
-//! what the data path's byte-level unit tests inspect.
+//! This is what the CPU-cost benchmarks measure (post and poll cost without a device: the
+//! cases are [`CpuCase`], run by [`CpuBench`] for `benches/cpu.rs`, `examples/cpu_ops.rs`
+//! and `mlx5-perf cpu`; results in `docs/benchmarks.md`), and what the data path's
+//! byte-level unit tests inspect.
 
 use core::sync::atomic::AtomicBool;
 use std::sync::Arc;
