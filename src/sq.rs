@@ -640,6 +640,21 @@ impl<U: Uar> SendQueue<U> {
         data: Data<'_>,
         flags: SendFlags,
     ) -> Result<(), PostError> {
+        (self.last_offset, self.last_bytes) = self.write_wqe(wr_id, op, data, flags)?;
+        self.pushed += 1;
+        Ok(())
+    }
+
+    /// Validates and writes one WQE at the producer counter and records it for the poller;
+    /// returns its ring offset and size in bytes.
+    #[inline(always)]
+    fn write_wqe(
+        &mut self,
+        wr_id: u64,
+        op: SendOp,
+        data: Data<'_>,
+        flags: SendFlags,
+    ) -> Result<(usize, usize), PostError> {
         if !self.ready || self.errored.load(Ordering::Relaxed) {
             return Err(PostError::NotReadyToSend);
         }
@@ -718,10 +733,7 @@ impl<U: Uar> SendQueue<U> {
         slot.wr_id.store(wr_id, Ordering::Relaxed);
         slot.next_pi.store(next_pi, Ordering::Relaxed);
         self.pi = next_pi;
-        self.last_offset = start;
-        self.last_bytes = ds * DS;
-        self.pushed += 1;
-        Ok(())
+        Ok((start, ds * DS))
     }
 
     /// Validates the data part of a WQE and returns its size in DS.
@@ -777,13 +789,21 @@ impl<U: Uar> SendQueue<U> {
         if self.pushed == 0 {
             return 0;
         }
-        let bf_max = if self.pushed == 1 {
+        self.ring_last(self.last_offset, self.last_bytes, self.pushed);
+        core::mem::replace(&mut self.pushed, 0)
+    }
+
+    /// Rings the doorbell for `wqes` WQEs, the last of `bytes` bytes at ring `offset`, by
+    /// the doorbell policy.
+    #[inline(always)]
+    fn ring_last(&mut self, offset: usize, bytes: usize, wqes: u32) {
+        let bf_max = if wqes == 1 {
             self.bf_single
         } else {
             self.bf_batch
         };
-        let bf_chunks = if self.last_bytes <= bf_max {
-            self.last_bytes.div_ceil(SEND_WQE_BB)
+        let bf_chunks = if bytes <= bf_max {
+            bytes.div_ceil(SEND_WQE_BB)
         } else {
             0
         };
@@ -792,13 +812,13 @@ impl<U: Uar> SendQueue<U> {
             &self.dbrec,
             self.pi,
             &self.ring,
-            self.last_offset,
+            offset,
             bf_chunks,
         );
-        core::mem::replace(&mut self.pushed, 0)
     }
 
-    /// [`SendQueue::push`] then [`SendQueue::ring_doorbell`].
+    /// [`SendQueue::push`] then [`SendQueue::ring_doorbell`] (one doorbell for this WQE and
+    /// any pushed before it).
     #[inline(always)]
     pub fn post(
         &mut self,
@@ -807,8 +827,10 @@ impl<U: Uar> SendQueue<U> {
         data: Data<'_>,
         flags: SendFlags,
     ) -> Result<(), PostError> {
-        self.push(wr_id, op, data, flags)?;
-        self.ring_doorbell();
+        let (offset, bytes) = self.write_wqe(wr_id, op, data, flags)?;
+        // Rings this WQE and any pushed before it; no last-WQE state to store and reload.
+        let wqes = core::mem::replace(&mut self.pushed, 0) + 1;
+        self.ring_last(offset, bytes, wqes);
         Ok(())
     }
 
