@@ -8,7 +8,10 @@
 //! send WRs (every RC opcode including masked atomics; inline data and gathers from 0 bytes
 //! to several WQEBBs, zero-length entries included; random signaling, solicited and fence
 //! flags; every doorbell mode), receives (posted before or after the SENDs that need them),
-//! polls and model progress steps. At the end every pending message gets its receive, all
+//! polls, model progress steps and faults (lost request packets, lost responses, forced RNR
+//! NAKs, dropped BlueFlame data, held-back CQEs; losses stay below the retry count, so a
+//! fault may delay a WR but must not change any outcome: retransmitted WRITEs land once,
+//! replayed atomics do not apply twice). At the end every pending message gets its receive, all
 //! completions are drained, and the target memory, atomic results and completion streams
 //! (per QP, send and receive side apart) must equal the reference's exactly.
 //!
@@ -30,6 +33,7 @@ use mlx5_direct::{
     Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, MemoryRegion, PostError,
     Qp, QpConfig, SendFlags, SendOp, Sge, Srq, Status, WcOpcode,
 };
+use mlx5_hw::Fault;
 use proptest::prelude::*;
 
 /// Sources, READ and atomic results of the QP's own sends.
@@ -77,10 +81,30 @@ struct Wr {
 
 #[derive(Clone, Debug)]
 enum Action {
-    Post { qp: usize, mode: u8, wrs: Vec<Wr> },
-    Recv { qp: usize, count: u8, split: u32 },
-    Poll { cq: usize, max: u8 },
-    Progress { side: usize },
+    Post {
+        qp: usize,
+        mode: u8,
+        wrs: Vec<Wr>,
+    },
+    Recv {
+        qp: usize,
+        count: u8,
+        split: u32,
+    },
+    Poll {
+        cq: usize,
+        max: u8,
+    },
+    Progress {
+        side: usize,
+    },
+    /// A fault of the model on one NIC (see `Rig::fault`).
+    Fault {
+        side: usize,
+        kind: u8,
+        count: u8,
+        qp: usize,
+    },
 }
 
 fn setup() -> impl Strategy<Value = Setup> {
@@ -145,6 +169,8 @@ fn action() -> impl Strategy<Value = Action> {
             .prop_map(|(qp, count, split)| Action::Recv { qp, count, split }),
         2 => (0..8usize, 1..=16u8).prop_map(|(cq, max)| Action::Poll { cq, max }),
         1 => (0..2usize).prop_map(|side| Action::Progress { side }),
+        1 => (0..2usize, 0..7u8, 1..=3u8, 0..5usize)
+            .prop_map(|(side, kind, count, qp)| Action::Fault { side, kind, count, qp }),
     ]
 }
 
@@ -428,6 +454,9 @@ struct Rig {
     inv: Vec<Vec<MemoryRegion<Sim>>>,
     inv_used: Vec<usize>,
     recv_posted: Vec<usize>,
+    /// Packets and responses lost so far: kept below the retry count (7), so faults
+    /// delay but never fail a WR.
+    losses: u32,
     rq_cap: usize,
     sends: Vec<Vec<Completion>>,
     recvs: Vec<Vec<Completion>>,
@@ -536,6 +565,7 @@ impl Rig {
             inv,
             inv_used: vec![0; nqps],
             recv_posted: vec![0; nqps],
+            losses: 0,
             rq_cap: config.rq_wqes as usize,
             sends: vec![Vec::new(); nqps],
             recvs: vec![Vec::new(); nqps],
@@ -758,6 +788,35 @@ impl Rig {
         posted
     }
 
+    /// Injects a fault on NIC `side`, for one of its QPs (`qp` picks it; 4 means all):
+    /// lost request packets (from the next one or after a few), lost responses, forced RNR
+    /// NAKs, dropped BlueFlame data, CQEs held back. None of them may change the outcome.
+    fn fault(&mut self, side: usize, kind: u8, count: u32, qp: usize) {
+        let qps: Vec<u32> = (side..self.qps.len())
+            .step_by(2)
+            .map(|q| self.qps[q].qpn())
+            .collect();
+        let qpn = qps.get(qp).copied();
+        let lossy = matches!(kind, 0..=2);
+        if lossy && self.losses + count > 6 {
+            return;
+        }
+        self.losses += if lossy { count } else { 0 };
+        let fault = match kind {
+            0 => Fault::LosePackets { qpn, count },
+            1 => Fault::LosePacketsAfter {
+                qpn,
+                skip: count,
+                count,
+            },
+            2 => Fault::LoseResponses { qpn, count },
+            3 => Fault::Rnr { qpn, count },
+            4 => Fault::DropBlueFlame(count != 2),
+            _ => Fault::DelayCqes(count != 2),
+        };
+        self.ctxs[side].backend().nic().inject(fault);
+    }
+
     fn poll(&mut self, cq: usize, max: usize) {
         let mut out = [Completion::default(); 16];
         let n = self.cqs[cq].poll(&mut out[..max.min(16)]);
@@ -809,6 +868,12 @@ fn run_case(s: Setup, actions: Vec<Action>) {
             Action::Progress { side } => {
                 rig.ctxs[*side].backend().nic().progress();
             }
+            Action::Fault {
+                side,
+                kind,
+                count,
+                qp,
+            } => rig.fault(*side, *kind, u32::from(*count), *qp),
         }
     }
     // End: a signaled NOP on every QP retires its unsignaled tail; every message still
@@ -826,6 +891,9 @@ fn run_case(s: Setup, actions: Vec<Action>) {
         x: 0,
         y: 0,
     };
+    for ctx in &rig.ctxs {
+        ctx.backend().nic().inject(Fault::Clear);
+    }
     let mut nop_posted = vec![false; nqps];
     for _ in 0..10_000 {
         for (q, nop_posted) in nop_posted.iter_mut().enumerate() {
