@@ -1,5 +1,5 @@
-//! Faults injected into the model, end to end through the driver: lost packets, RNR,
-//! dropped BlueFlame data, delayed CQEs, CQ overrun. Each time the driver surfaces what
+//! Faults injected into the model, end to end through the driver: lost packets and lost
+//! responses, RNR, dropped BlueFlame data, delayed CQEs, CQ overrun. Each time the driver surfaces what
 //! happened (or, where the fault is invisible by design, loses nothing), the application
 //! recovers the QP and goes on, and a second QP on the same CQ keeps working throughout.
 
@@ -22,6 +22,7 @@ struct Rig {
     cq_b: Cq<Sim>,
     qa: Vec<Qp<Sim>>,
     qb: Vec<Qp<Sim>>,
+    mr_a: MemoryRegion<Sim>,
     mr_b: MemoryRegion<Sim>,
     options: ConnectOptions,
     next: u64,
@@ -43,6 +44,7 @@ impl Rig {
             .map(|_| pb.create_qp(&cq_b, &cq_b, &config).unwrap())
             .collect();
         let mut rig = Rig {
+            mr_a: pa.alloc_mr(4096, Access::ALL).unwrap(),
             mr_b: pb.alloc_mr(4096, Access::ALL).unwrap(),
             a,
             b,
@@ -429,4 +431,75 @@ fn cq_overrun_is_reported_and_the_application_rebuilds_the_victim() {
     let mut byte = [0u8];
     target.read(0, &mut byte);
     assert_eq!(byte, [8]);
+}
+
+#[test]
+fn lost_responses_and_lost_middle_packets_execute_exactly_once() {
+    let mut rig = Rig::new(ConnectOptions {
+        path_mtu: 256,
+        ..options(3, 7)
+    });
+    let victim = rig.qa[VICTIM].qpn();
+    // A fetch-and-add whose response is lost twice: retransmitted twice, answered from the
+    // responder's saved result; the counter moves once and the original value comes back.
+    rig.mr_b.write(512, &100u64.to_ne_bytes());
+    rig.nic_a().inject(Fault::LoseResponses {
+        qpn: Some(victim),
+        count: 2,
+    });
+    let result = rig.mr_a.sge(0, 8);
+    rig.qa[VICTIM]
+        .sq()
+        .post(
+            77,
+            SendOp::FetchAdd {
+                remote: rig.mr_b.remote(512),
+                add: 5,
+            },
+            Data::Sges(&[result]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    rig.bystander_works(40);
+    let (c, steps) = rig.wait_a(1);
+    assert_eq!(
+        (c[0].wr_id, c[0].opcode, c[0].status, steps),
+        (77, WcOpcode::FetchAdd, Status::Success, 2)
+    );
+    assert_eq!(rig.mr_b.read_u64(512), 105, "added once");
+    assert_eq!(rig.mr_a.read_u64(0), 100, "the original value");
+
+    // A 1000-byte WRITE is 4 packets at MTU 256: losing the third retransmits the message
+    // whole, once; the data is intact.
+    let data: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+    rig.mr_a.write(1024, &data);
+    rig.nic_a().inject(Fault::LosePacketsAfter {
+        qpn: Some(victim),
+        skip: 2,
+        count: 1,
+    });
+    let before = rig.nic_a().stats();
+    rig.qa[VICTIM]
+        .sq()
+        .post(
+            78,
+            SendOp::Write(rig.mr_b.remote(1024)),
+            Data::Sges(&[rig.mr_a.sge(1024, 1000)]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    let (c, steps) = rig.wait_a(1);
+    assert_eq!((c[0].wr_id, c[0].status, steps), (78, Status::Success, 1));
+    let s = rig.nic_a().stats();
+    assert_eq!(
+        (
+            s.packets - before.packets,
+            s.retransmits - before.retransmits
+        ),
+        (8, 1)
+    );
+    let mut got = vec![0u8; 1000];
+    rig.mr_b.read(1024, &mut got);
+    assert_eq!(got, data);
+    rig.bystander_works(41);
 }
