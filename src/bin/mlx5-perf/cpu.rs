@@ -40,11 +40,11 @@ pub fn run(args: &CpuArgs) -> Result<(), crate::bench::Error> {
         .map(measure)
         .collect::<Result<Vec<_>, _>>()?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        println!("CPU cost per operation, null device (median of {RUNS} runs of {OPS} operations)");
+        outln!("CPU cost per operation, null device (median of {RUNS} runs of {OPS} operations)");
         for row in &rows {
-            println!(
+            outln!(
                 "{:<30} {:>8.2} ns/op (min {:.2})",
                 row.case, row.ns_per_op, row.min_ns_per_op
             );

@@ -167,20 +167,4 @@ static const struct golden_value constants[] = {
 	CONST(IBV_LINK_LAYER_ETHERNET),
 };
 
-const struct golden_field *golden_ffi_fields(size_t *count)
-{
-	*count = COUNT(fields);
-	return fields;
-}
-
-const struct golden_struct *golden_ffi_structs(size_t *count)
-{
-	*count = COUNT(structs);
-	return structs;
-}
-
-const struct golden_value *golden_ffi_constants(size_t *count)
-{
-	*count = COUNT(constants);
-	return constants;
-}
+TABLE_ACCESSORS(golden_ffi)

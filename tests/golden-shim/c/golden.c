@@ -224,23 +224,7 @@ static const struct golden_value constants[] = {
 	CONST(IBV_WC_TM_RNDV_INCOMPLETE),
 };
 
-const struct golden_field *golden_fields(size_t *count)
-{
-	*count = COUNT(fields);
-	return fields;
-}
-
-const struct golden_struct *golden_structs(size_t *count)
-{
-	*count = COUNT(structs);
-	return structs;
-}
-
-const struct golden_value *golden_constants(size_t *count)
-{
-	*count = COUNT(constants);
-	return constants;
-}
+TABLE_ACCESSORS(golden)
 
 #define PUT(label, expr)                                     \
 	do {                                                 \

@@ -13,4 +13,23 @@
 #define STRUCT(s) { #s, sizeof(struct s) }
 #define CONST(c) { #c, (int64_t)(c) }
 
+/* The three accessors of one set of tables `fields`, `structs` and `constants`:
+ * <prefix>_fields, <prefix>_structs and <prefix>_constants, declared in golden.h. */
+#define TABLE_ACCESSORS(prefix)                                        \
+	const struct golden_field *prefix##_fields(size_t *count)      \
+	{                                                              \
+		*count = COUNT(fields);                                \
+		return fields;                                         \
+	}                                                              \
+	const struct golden_struct *prefix##_structs(size_t *count)    \
+	{                                                              \
+		*count = COUNT(structs);                               \
+		return structs;                                        \
+	}                                                              \
+	const struct golden_value *prefix##_constants(size_t *count)   \
+	{                                                              \
+		*count = COUNT(constants);                             \
+		return constants;                                      \
+	}
+
 #endif
