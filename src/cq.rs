@@ -264,12 +264,36 @@ pub struct CompletionQueue<U: Uar> {
     qps: QpTable,
 }
 
+/// The bits of `op_own` that say "opcode REQ, normal format, owner bit 1"; with the owner
+/// bit of the current pass XORed in, zero means a successful requester CQE that is ours.
+const REQ_NORMAL_MASK: u8 = 0xfd;
+const _: () = assert!(CqeOpcode::Req as u8 == 0 && CqeFormat::Normal as u8 == 0);
+
+/// QP number that no CQE carries (QPNs are 24-bit).
+const NO_QPN: u32 = u32::MAX;
+
 /// The poller's copy of the attached QPs, and the parsing that needs them.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct QpTable {
     qps: Vec<QpEntry>,
-    /// Index of the QP the last CQE named (consecutive CQEs usually share it).
+    /// Index of the QP the last CQE that was looked up named.
     last: usize,
+    /// The send queue of the QP the last requester CQE named, and that QP's number
+    /// ([`NO_QPN`] when none; `hot_sq` is then a placeholder): consecutive CQEs usually
+    /// name the same QP, which then costs one compare and no table access.
+    hot_qpn: u32,
+    hot_sq: Arc<SqShared>,
+}
+
+impl Default for QpTable {
+    fn default() -> Self {
+        QpTable {
+            qps: Vec::new(),
+            last: 0,
+            hot_qpn: NO_QPN,
+            hot_sq: Arc::new(SqShared::new(1)),
+        }
+    }
 }
 
 impl<U: Uar> CompletionQueue<U> {
@@ -334,11 +358,19 @@ impl<U: Uar> CompletionQueue<U> {
             let entry = self.buf.entry(self.ci);
             let op_own = entry.op_own();
             let owner = (self.ci & self.cqe_cnt != 0) as u8;
-            if op_own >> 4 == CqeOpcode::Invalid as u8 || op_own & 1 != owner {
+            // The common case in one compare: ours (owner bit of this pass), opcode REQ,
+            // normal format (an INVALID entry never matches: its opcode is not REQ).
+            // Its parse is inlined here; everything else goes through the full check.
+            let mismatch = op_own ^ owner;
+            if mismatch & REQ_NORMAL_MASK == 0 {
+                udma_from_device_barrier();
+                self.qps.parse_req(entry, &mut out[n]);
+            } else if mismatch & 1 != 0 || op_own >> 4 == CqeOpcode::Invalid as u8 {
                 break;
+            } else {
+                udma_from_device_barrier();
+                out[n] = self.qps.parse_other(entry, op_own);
             }
-            udma_from_device_barrier();
-            self.qps.parse(entry, op_own, &mut out[n]);
             self.ci = self.ci.wrapping_add(1);
             n += 1;
         }
@@ -360,6 +392,7 @@ impl<U: Uar> CompletionQueue<U> {
         self.qps.qps.clone_from(&entries);
         self.generation = generation;
         self.qps.last = 0;
+        self.qps.hot_qpn = NO_QPN;
     }
 
     /// Arms the CQ: one event for the next CQE (`solicited_only`: the next solicited or
@@ -396,15 +429,14 @@ impl QpTable {
         self.qps.get(i)
     }
 
-    #[inline(always)]
-    fn parse(&mut self, entry: CqeEntry<'_>, op_own: u8, out: &mut Completion) {
-        // The common case first, inlined into the poll loop: a requester CQE in the normal
-        // format. Everything else (same code for REQ in other formats) is out of line.
-        if op_own & 0xfc == (CqeOpcode::Req as u8) << 4 {
-            self.parse_req(entry, out);
-        } else {
-            *out = self.parse_other(entry, op_own);
-        }
+    /// The send queue of QP `qpn`, made the hot one (out of line: only when the QP differs
+    /// from the last requester CQE's).
+    #[inline(never)]
+    fn lookup_sq(&mut self, qpn: u32) -> Option<&SqShared> {
+        let sq = self.lookup(qpn)?.sq.clone();
+        self.hot_qpn = qpn;
+        self.hot_sq = sq;
+        Some(&self.hot_sq)
     }
 
     /// A requester (REQ) CQE at the consumer index, written straight into the caller's
@@ -415,12 +447,17 @@ impl QpTable {
         let sop = cqe.sop_drop_qpn.get();
         let qpn = sop & 0xff_ffff;
         let opcode = WcOpcode::from_send_opcode((sop >> 24) as u8);
-        let Some(qp) = self.lookup(qpn) else {
-            *out = unknown_qp(qpn, opcode);
-            return;
+        let sq = if qpn == self.hot_qpn {
+            &*self.hot_sq
+        } else {
+            let Some(sq) = self.lookup_sq(qpn) else {
+                *out = unknown_qp(qpn, opcode);
+                return;
+            };
+            sq
         };
         let counter = cqe.wqe_counter.get();
-        let Some(wr_id) = qp.sq.complete(counter) else {
+        let Some(wr_id) = sq.complete(counter) else {
             *out = unknown_wqe(qpn, opcode, counter);
             return;
         };

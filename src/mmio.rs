@@ -301,20 +301,24 @@ pub(crate) fn ring_send_doorbell<U: Uar>(
     wqe_offset: usize,
     bf_chunks: usize,
 ) {
+    // What the steps need, read before the barriers (which make the compiler reload
+    // everything after them); loads only, so the order of the stores is unchanged.
+    let (register, next) = (bf.offset, bf.offset ^ bf.size);
+    let first = ring.read_block(wqe_offset);
     udma_to_device_barrier();
     dbrec.write(crate::prm::qp_counter(pi));
     mmio_wc_start();
     if bf_chunks == 0 {
-        bf.uar
-            .write64(bf.offset, ring.read_block(wqe_offset)[0].to_ne_bytes());
+        bf.uar.write64(register, first[0].to_ne_bytes());
     } else {
-        for k in 0..bf_chunks {
+        bf.uar.write_block(register, &first);
+        for k in 1..bf_chunks {
             let block = ring.read_block(wqe_offset + k * SEND_WQE_BB);
-            bf.uar.write_block(bf.offset + k * SEND_WQE_BB, &block);
+            bf.uar.write_block(register + k * SEND_WQE_BB, &block);
         }
     }
     mmio_flush_writes();
-    bf.offset ^= bf.size;
+    bf.offset = next;
 }
 
 /// Arms a CQ (prm-facts §7.8): record word 1, then one 64-bit store to `UAR + 0x20`.

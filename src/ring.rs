@@ -70,7 +70,8 @@ impl Ring {
     }
 
     /// Where to build the WQE of `len` bytes (a multiple of 64, at most
-    /// [`MAX_WQE_BYTES`]) that starts at `offset` (a multiple of 64).
+    /// [`MAX_WQE_BYTES`]) that starts at `offset` (a multiple of 64), and that start as
+    /// an offset inside the ring.
     ///
     /// When the WQE fits before the ring end (always for a 64-byte WQE, and for nearly
     /// every other) the [`WqeBuf`] is the ring itself. When it would run past the end it is
@@ -83,11 +84,13 @@ impl Ring {
         offset: usize,
         len: usize,
         staging: &'a mut Staging,
-    ) -> WqeBuf<'a> {
+    ) -> (WqeBuf<'a>, usize) {
         debug_assert!(offset % SEND_WQE_BB == 0 && len % SEND_WQE_BB == 0);
         let start = offset & self.mask;
         let room = self.mask + 1 - start;
-        if len <= room {
+        // A one-WQEBB WQE always fits (`start` and the ring size are multiples of 64);
+        // said explicitly, so a constant `len` of 64 folds the wrap case away.
+        let buf = if len == SEND_WQE_BB || len <= room {
             WqeBuf {
                 ptr: self.at(start),
                 len,
@@ -108,7 +111,13 @@ impl Ring {
                 }),
                 _ring: core::marker::PhantomData,
             }
-        }
+        };
+        (buf, start)
+    }
+
+    /// Ring size in bytes.
+    pub(crate) fn size(&self) -> usize {
+        self.mask + 1
     }
 
     /// Reads the 64-byte block at `offset` (a multiple of 64) as eight words, for a
@@ -118,6 +127,15 @@ impl Ring {
         debug_assert!(offset % SEND_WQE_BB == 0);
         // SAFETY: a 64-aligned block inside the ring, written earlier by this CPU.
         unsafe { self.at(offset).cast::<[u64; 8]>().read() }
+    }
+
+    /// Size in bytes of the WQE at `offset` (a multiple of 64), from the DS count in its
+    /// control segment.
+    #[inline(always)]
+    pub(crate) fn wqe_bytes(&self, offset: usize) -> usize {
+        let [_, _, _, _, a, b, c, d, ..] = self.read_ds(offset);
+        let qpn_ds = crate::prm::QpnDs::from_bits(crate::prm::Be32::from_bytes([a, b, c, d]));
+        qpn_ds.ds() as usize * DS
     }
 
     /// Reads 16 bytes (used by `explain`-style dumps and tests of the ring contents).

@@ -247,6 +247,19 @@ impl SqShared {
         unsafe { self.slots.get_unchecked(index) }
     }
 
+    /// The slot of the WQE whose first WQEBB is ring slot `index`, which the caller
+    /// computed from a masked ring offset (so no mask and no bounds check here).
+    ///
+    /// # Safety
+    /// `index` must be less than the ring's WQEBB count (the length of `slots`, checked
+    /// by [`SendQueue::new`]).
+    #[inline(always)]
+    unsafe fn slot_at(&self, index: usize) -> &SqSlot {
+        debug_assert!(index < self.slots.len());
+        // SAFETY: in bounds by the caller's contract.
+        unsafe { self.slots.get_unchecked(index) }
+    }
+
     /// Retires the WQE whose first WQEBB index is `wqe_counter` (and every earlier one);
     /// returns its `wr_id`, or `None` if no outstanding WQE starts there (a duplicate CQE,
     /// one left from before a reset, or garbage): then nothing is retired, so the free
@@ -466,15 +479,15 @@ pub struct SendQueue<U: Uar> {
     pi: u32,
     /// Producer count up to which the ring is known to be free: the retire counter as last
     /// read, plus the ring size. Posts under it need no load of the counter the poller
-    /// writes; the counter only grows, so the cached value is never too high.
+    /// writes; the counter only grows, so the cached value is never too high. While the
+    /// queue is not ready it equals `pi` (no room), so the one room compare of the hot
+    /// path also sends every post of a queue that is not ready to the checking slow path.
     limit: u32,
-    /// WQEs pushed since the last doorbell; when not 0, the `last_*` fields describe the
-    /// last of them.
+    /// WQEs pushed since the last doorbell; when not 0, `last_offset` is the ring offset
+    /// of the last of them (its size is read back from its control segment).
     pushed: u32,
     /// Ring offset of the last pushed WQE.
     last_offset: usize,
-    /// Size in bytes of the last pushed WQE.
-    last_bytes: usize,
     qpn: u32,
     /// Control dword 1 with this QP's number, set once (`ds` filled in per WQE).
     qpn_ds: QpnDs,
@@ -510,6 +523,8 @@ impl<U: Uar> SendQueue<U> {
     ) -> Self {
         // SAFETY: forwarded from this function's contract.
         let ring = unsafe { Ring::new(desc.buf, desc.wqe_cnt as usize * SEND_WQE_BB) };
+        // `SqShared::slot_at` relies on this: one slot per WQEBB of the ring.
+        assert_eq!(shared.slots.len(), ring.size() / SEND_WQE_BB);
         // SAFETY: word 1 of the record the contract makes ours.
         let dbrec = unsafe { DbRec::new(desc.dbrec.add(prm::SND_DBR)) };
         let mut sq = SendQueue {
@@ -520,7 +535,6 @@ impl<U: Uar> SendQueue<U> {
             limit: 0,
             pushed: 0,
             last_offset: 0,
-            last_bytes: 0,
             qpn: desc.qpn,
             qpn_ds: QpnDs::new().with_qpn(desc.qpn),
             max_ds: (desc.max_wqe_size / DS).min(MAX_DS),
@@ -601,6 +615,11 @@ impl<U: Uar> SendQueue<U> {
 
     pub(crate) fn set_ready(&mut self, ready: bool) {
         self.ready = ready;
+        if !ready {
+            // No room until ready again (see `limit`); the next post after that re-reads
+            // the retire counter.
+            self.limit = self.pi;
+        }
     }
 
     pub(crate) fn reset(&mut self) {
@@ -613,9 +632,13 @@ impl<U: Uar> SendQueue<U> {
     }
 
     /// Re-reads the retire counter the poller advances when `needed` WQEBBs do not fit
-    /// under the cached limit; refuses with [`PostError::QueueFull`] if they still do not.
+    /// under the cached limit (or the queue is not ready: see `limit`); refuses with
+    /// [`PostError::NotReadyToSend`] or [`PostError::QueueFull`].
     #[cold]
     fn refresh_limit(&mut self, needed: u32) -> Result<(), PostError> {
+        if !self.ready {
+            return Err(PostError::NotReadyToSend);
+        }
         self.limit = self
             .shared
             .tail
@@ -640,7 +663,7 @@ impl<U: Uar> SendQueue<U> {
         data: Data<'_>,
         flags: SendFlags,
     ) -> Result<(), PostError> {
-        (self.last_offset, self.last_bytes) = self.write_wqe(wr_id, op, data, flags)?;
+        (self.last_offset, _) = self.write_wqe(wr_id, op, data, flags)?;
         self.pushed += 1;
         Ok(())
     }
@@ -655,38 +678,47 @@ impl<U: Uar> SendQueue<U> {
         data: Data<'_>,
         flags: SendFlags,
     ) -> Result<(usize, usize), PostError> {
-        if !self.ready || self.errored.load(Ordering::Relaxed) {
+        // The checks in order: ready (folded into the room check, see `limit`; an earlier
+        // refusal names it first through `refused`), not in error, data, size, room.
+        if self.errored.load(Ordering::Relaxed) {
             return Err(PostError::NotReadyToSend);
         }
         let shape = op.shape();
-        let data_ds = self.check_data(&shape, data)?;
+        let data_ds = match self.check_data(&shape, data) {
+            Ok(ds) => ds,
+            Err(e) => return Err(self.refused(e)),
+        };
         let ds = 1 + shape.remote.is_some() as usize + shape.args_ds + data_ds;
         if ds > self.max_ds {
-            return Err(PostError::WqeTooLarge {
+            return Err(self.refused(PostError::WqeTooLarge {
                 ds,
                 max_ds: self.max_ds,
-            });
+            }));
         }
         let bbs = prm::wqebbs(ds) as u32;
         if self.limit.wrapping_sub(self.pi) < bbs {
             self.refresh_limit(bbs)?;
         }
+        // Read once: ring stores could alias the queue as far as the compiler knows.
+        let pi = self.pi;
 
-        let start = (self.pi as usize) * SEND_WQE_BB;
         let ctrl = CtrlSeg {
             opmod_idx_opcode: OpmodIdxOpcode::new()
                 .with_opcode(shape.opcode as u8)
-                .with_wqe_index(self.pi as u16)
+                .with_wqe_index(pi as u16)
                 .with_opmod(shape.opmod),
             qpn_ds: self.qpn_ds.with_ds(ds as u8),
             fm_ce_se: flags.fm_ce_se(),
             imm: shape.imm,
             ..CtrlSeg::default()
         };
+        let (mut wqe, start) = self.ring.wqe(
+            pi as usize * SEND_WQE_BB,
+            bbs as usize * SEND_WQE_BB,
+            &mut self.staging,
+        );
         {
-            let wqe = &mut self
-                .ring
-                .wqe(start, bbs as usize * SEND_WQE_BB, &mut self.staging);
+            let wqe = &mut wqe;
             // SAFETY (every segment write below): the segments are the `ds` units counted
             // above in the same order (control, remote address, `args_ds` argument units,
             // then `data_ds` data units), so each ends within `ds * 16 <= bbs * 64` bytes.
@@ -727,13 +759,26 @@ impl<U: Uar> SendQueue<U> {
                 Data::Inline(_) => {}
             }
         }
+        drop(wqe);
 
-        let slot = self.shared.slot(self.pi);
-        let next_pi = self.pi.wrapping_add(bbs);
+        // SAFETY: `start` is a masked ring offset, so its WQEBB is a ring slot.
+        let slot = unsafe { self.shared.slot_at(start / SEND_WQE_BB) };
+        let next_pi = pi.wrapping_add(bbs);
         slot.wr_id.store(wr_id, Ordering::Relaxed);
         slot.next_pi.store(next_pi, Ordering::Relaxed);
         self.pi = next_pi;
         Ok((start, ds * DS))
+    }
+
+    /// What a post that failed a check before the room check is refused with: a queue
+    /// that is not ready refuses everything with [`PostError::NotReadyToSend`] first.
+    #[cold]
+    fn refused(&self, err: PostError) -> PostError {
+        if self.ready {
+            err
+        } else {
+            PostError::NotReadyToSend
+        }
     }
 
     /// Validates the data part of a WQE and returns its size in DS.
@@ -789,19 +834,20 @@ impl<U: Uar> SendQueue<U> {
         if self.pushed == 0 {
             return 0;
         }
-        self.ring_last(self.last_offset, self.last_bytes, self.pushed);
-        core::mem::replace(&mut self.pushed, 0)
-    }
-
-    /// Rings the doorbell for `wqes` WQEs, the last of `bytes` bytes at ring `offset`, by
-    /// the doorbell policy.
-    #[inline(always)]
-    fn ring_last(&mut self, offset: usize, bytes: usize, wqes: u32) {
-        let bf_max = if wqes == 1 {
+        let bytes = self.ring.wqe_bytes(self.last_offset);
+        let bf_max = if self.pushed == 1 {
             self.bf_single
         } else {
             self.bf_batch
         };
+        self.ring_last(self.last_offset, bytes, bf_max);
+        core::mem::replace(&mut self.pushed, 0)
+    }
+
+    /// Rings the doorbell for the WQEs up to the last one, of `bytes` bytes at ring
+    /// `offset`: BlueFlame if it is at most `bf_max` bytes.
+    #[inline(always)]
+    fn ring_last(&mut self, offset: usize, bytes: usize, bf_max: usize) {
         let bf_chunks = if bytes <= bf_max {
             bytes.div_ceil(SEND_WQE_BB)
         } else {
@@ -829,8 +875,13 @@ impl<U: Uar> SendQueue<U> {
     ) -> Result<(), PostError> {
         let (offset, bytes) = self.write_wqe(wr_id, op, data, flags)?;
         // Rings this WQE and any pushed before it; no last-WQE state to store and reload.
-        let wqes = core::mem::replace(&mut self.pushed, 0) + 1;
-        self.ring_last(offset, bytes, wqes);
+        let bf_max = if self.pushed == 0 {
+            self.bf_single
+        } else {
+            self.pushed = 0;
+            self.bf_batch
+        };
+        self.ring_last(offset, bytes, bf_max);
         Ok(())
     }
 
@@ -857,5 +908,101 @@ impl<U: Uar> SendQueue<U> {
     /// The UAR this queue rings.
     pub fn uar(&self) -> &U {
         &self.bf.uar
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::null::NullQueues;
+
+    const WRITE: SendOp = SendOp::Write(Remote {
+        addr: 0x1000,
+        rkey: 7,
+    });
+
+    /// Readiness is folded into the room check of the hot path (`limit`); a queue that is
+    /// not ready must still refuse first with `NotReadyToSend`, before any other check.
+    #[test]
+    fn a_queue_that_is_not_ready_refuses_everything_first() {
+        let mut q = NullQueues::new(4, 8, 16).unwrap();
+        q.sq.set_ready(false);
+        let big = [0u8; 17];
+        let refused = [
+            q.sq.post(1, WRITE, Data::Inline(&[1; 8]), SendFlags::SIGNALED),
+            q.sq.push(1, WRITE, Data::Inline(&[1; 8]), SendFlags::SIGNALED),
+            q.sq.post(1, WRITE, Data::Inline(&big), SendFlags::SIGNALED),
+            q.sq.post(
+                1,
+                SendOp::Read(Remote::default()),
+                Data::Inline(&[1]),
+                SendFlags::SIGNALED,
+            ),
+            q.sq.post(
+                1,
+                SendOp::Nop,
+                Data::Sges(&[Sge::default(); 5]),
+                SendFlags::SIGNALED,
+            ),
+        ];
+        for r in refused {
+            assert_eq!(r, Err(PostError::NotReadyToSend));
+        }
+        assert_eq!((q.sq.producer_count(), q.sq.ring_doorbell()), (0, 0));
+
+        // Ready again: the precise errors, then posts until the ring is full.
+        q.sq.set_ready(true);
+        assert_eq!(
+            q.sq.post(1, WRITE, Data::Inline(&big), SendFlags::SIGNALED),
+            Err(PostError::InlineTooLarge { len: 17, max: 16 })
+        );
+        for i in 0..4 {
+            q.sq.post(i, WRITE, Data::Inline(&[1; 8]), SendFlags::SIGNALED)
+                .unwrap();
+        }
+        assert_eq!(
+            q.sq.post(4, SendOp::Nop, Data::NONE, SendFlags::SIGNALED),
+            Err(PostError::QueueFull { needed: 1, free: 0 })
+        );
+        // Full and not ready: not ready is named.
+        q.sq.set_ready(false);
+        assert_eq!(
+            q.sq.post(4, SendOp::Nop, Data::NONE, SendFlags::SIGNALED),
+            Err(PostError::NotReadyToSend)
+        );
+        assert_eq!(q.sq.producer_count(), 4);
+    }
+
+    /// `ring_doorbell` reads the size of the last pushed WQE back from its control
+    /// segment: a batch whose last WQE fits the BlueFlame half is copied whole
+    /// (`BlueFlameLast`), one whose last WQE does not is rung with the 8-byte doorbell.
+    #[test]
+    fn the_last_pushed_wqe_size_comes_from_its_control_segment() {
+        let mut q = NullQueues::new(16, 8, 512).unwrap();
+        q.sq.set_mode(DoorbellMode::BlueFlameLast);
+        let reg = q.sq.register_offset();
+        q.sq.push(1, SendOp::Nop, Data::NONE, SendFlags::SIGNALED)
+            .unwrap();
+        q.sq.push(2, WRITE, Data::Inline(&[0x33; 20]), SendFlags::SIGNALED)
+            .unwrap();
+        let last = q.sq.producer_count() - 1;
+        assert_eq!(q.sq.ring_doorbell(), 2);
+        // The 64-byte last WQE, all of it in the register (ds = 4: ctrl, raddr, 2 inline).
+        let wqe = q.sq.wqe_bytes(last, 64);
+        assert_eq!(wqe[7] & 0x3f, 4);
+        for (k, chunk) in wqe.chunks(8).enumerate() {
+            assert_eq!(q.sq.uar().read64(reg + k * 8), chunk, "word {k}");
+        }
+        // Last WQE of 21 DS, 6 WQEBBs (> the 256-byte half): the doorbell, 8 bytes only.
+        let reg = q.sq.register_offset();
+        q.sq.push(3, SendOp::Nop, Data::NONE, SendFlags::SIGNALED)
+            .unwrap();
+        q.sq.push(4, WRITE, Data::Inline(&[0x44; 300]), SendFlags::SIGNALED)
+            .unwrap();
+        let last = q.sq.producer_count() - 6;
+        assert_eq!(q.sq.ring_doorbell(), 2);
+        let wqe = q.sq.wqe_bytes(last, 16);
+        assert_eq!(q.sq.uar().read64(reg), wqe[..8]);
+        assert_eq!(q.sq.uar().read64(reg + 8), [0; 8], "no BlueFlame copy");
     }
 }
