@@ -5,13 +5,16 @@
 //! order values are dropped in. The data-path parts ([`crate::sq::SendQueue`],
 //! [`crate::rq::RecvQueue`], [`crate::cq::CompletionQueue`]) are reached through `&mut`.
 
-use core::sync::atomic::AtomicBool;
+use core::sync::atomic::{AtomicBool, Ordering};
+use core::time::Duration;
+use std::collections::HashMap;
 use std::ops::{BitOr, Deref, DerefMut};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::backend::Backend;
 use crate::cq::{CompletionQueue, CqAttachments, QpEntry, RecvShared};
 use crate::error::Error;
+use crate::event::AsyncEvent;
 use crate::mem::Memory;
 use crate::rq::{RecvQueue, RqShared, SharedRecvQueue, SrqShared};
 use crate::sq::{Remote, SendQueue, Sge, SqShared};
@@ -220,16 +223,22 @@ impl Default for ConnectOptions {
     }
 }
 
+/// The error flags of a context's live QPs, by QPN: where a fatal asynchronous event is
+/// recorded.
+type QpFlags = Mutex<HashMap<u32, Arc<AtomicBool>>>;
+
 /// An opened device.
 #[derive(Debug)]
 pub struct Context<B: Backend> {
     backend: Arc<B>,
+    qps: Arc<QpFlags>,
 }
 
 impl<B: Backend> Clone for Context<B> {
     fn clone(&self) -> Self {
         Context {
             backend: self.backend.clone(),
+            qps: self.qps.clone(),
         }
     }
 }
@@ -239,7 +248,36 @@ impl<B: Backend> Context<B> {
     pub fn new(backend: B) -> Self {
         Context {
             backend: Arc::new(backend),
+            qps: Arc::default(),
         }
+    }
+
+    /// Takes the next asynchronous event of the device, if one is pending; never blocks.
+    /// A QP the event says the device moved to ERR reports [`QpState::Err`] from now on
+    /// (see [`crate::event`]).
+    pub fn poll_async_event(&self) -> Result<Option<AsyncEvent>, Error> {
+        let event = self.backend.poll_async_event()?;
+        Ok(self.record(event))
+    }
+
+    /// Waits up to `timeout` for the next asynchronous event (`None`: none came), recorded
+    /// as by [`Context::poll_async_event`].
+    pub fn wait_async_event(&self, timeout: Duration) -> Result<Option<AsyncEvent>, Error> {
+        let event = self.backend.wait_async_event(timeout)?;
+        Ok(self.record(event))
+    }
+
+    fn record(&self, event: Option<AsyncEvent>) -> Option<AsyncEvent> {
+        if let Some(qpn) = event.as_ref().and_then(AsyncEvent::failed_qp) {
+            if let Some(flag) = self.qp_flags().get(&qpn) {
+                flag.store(true, Ordering::Relaxed);
+            }
+        }
+        event
+    }
+
+    fn qp_flags(&self) -> MutexGuard<'_, HashMap<u32, Arc<AtomicBool>>> {
+        self.qps.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The backend (e.g. the model, for its PCIe counters and fault injection).
@@ -425,6 +463,7 @@ impl<B: Backend> ProtectionDomain<B> {
         };
         send_cq.inner.attachments.attach(entry.clone());
         recv_cq.inner.attachments.attach(entry);
+        ctx.qp_flags().insert(parts.qpn, errored.clone());
         Ok(Qp {
             sq,
             rq,
@@ -680,9 +719,11 @@ impl<B: Backend> Qp<B> {
         self.qpn
     }
 
-    /// The state as last set, or [`QpState::Err`] once a CQE reported an error on it.
+    /// The state as last set, or [`QpState::Err`] once a CQE reported an error on it or the
+    /// context handed out an asynchronous event saying the device moved it to ERR
+    /// ([`AsyncEvent::failed_qp`]). Recorded, not queried: no call to the device.
     pub fn state(&self) -> QpState {
-        if self.errored.load(core::sync::atomic::Ordering::Relaxed) {
+        if self.errored.load(Ordering::Relaxed) {
             QpState::Err
         } else {
             self.state
@@ -790,8 +831,7 @@ impl<B: Backend> Qp<B> {
         if let Some(rq) = &mut self.rq {
             rq.reset();
         }
-        self.errored
-            .store(false, core::sync::atomic::Ordering::Relaxed);
+        self.errored.store(false, Ordering::Relaxed);
         Ok(())
     }
 
@@ -805,5 +845,6 @@ impl<B: Backend> Drop for Qp<B> {
     fn drop(&mut self) {
         self.send_cq.attachments.detach(self.qpn);
         self.recv_cq.attachments.detach(self.qpn);
+        self.ctx().qp_flags().remove(&self.qpn);
     }
 }

@@ -74,6 +74,13 @@
 //! object its context, and each is destroyed when its last user goes (QP before CQ, MR before
 //! PD). [`Cq::destroy`] refuses with [`Error::Busy`] while a QP still uses the CQ. After an
 //! error CQE the QP is in error: poll its flush CQEs, then [`Qp::reset`] and connect again.
+//!
+//! ## Asynchronous events
+//!
+//! What no CQE can report (a CQ overrun, a QP the device moved to ERR, a port going down)
+//! arrives as an [`AsyncEvent`]: [`Context::poll_async_event`] takes one without blocking,
+//! [`Context::wait_async_event`] waits for one. A QP named by a fatal event reports
+//! [`QpState::Err`] from then on. See [`event`].
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -81,6 +88,7 @@ pub mod backend;
 pub mod cq;
 pub mod device;
 pub mod error;
+pub mod event;
 mod mem;
 pub mod mmio;
 pub mod null;
@@ -95,6 +103,7 @@ pub use device::{
     ProtectionDomain, Qp, QpConfig, QpState, Srq, Transition,
 };
 pub use error::{Error, PostError};
+pub use event::AsyncEvent;
 pub use rq::{RecvQueue, SharedRecvQueue};
 pub use sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, Sge};
 

@@ -6,10 +6,11 @@
 use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::{
-    Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, MemoryRegion, PostError,
-    Qp, QpConfig, QpState, SendFlags, SendOp, Status, WcOpcode,
+    Access, AsyncEvent, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, MemoryRegion,
+    PostError, Qp, QpConfig, QpState, SendFlags, SendOp, Status, WcOpcode,
 };
-use mlx5_hw::{Event, Fault};
+use mlx5_hw::Fault;
+use std::time::Duration;
 
 const VICTIM: usize = 0;
 const BYSTANDER: usize = 1;
@@ -399,19 +400,35 @@ fn cq_overrun_is_reported_and_the_application_rebuilds_the_victim() {
         write(&mut victim, w, 0).unwrap();
     }
     let nic = a.backend().nic();
-    assert_eq!(nic.poll_event(), Some(Event::CqError { cqn: small.cqn() }));
-    assert_eq!(nic.poll_event(), Some(Event::QpFatal { qpn: victim.qpn() }));
+    // No CQE can say so: the driver learns it from the asynchronous events, the CQ error
+    // first, then the QP that lost a completion to it. Until the application reads them
+    // the QP is still RTS as far as the driver knows.
+    assert_eq!(victim.state(), QpState::Rts);
+    assert_eq!(
+        a.poll_async_event(),
+        Ok(Some(AsyncEvent::CqError { cqn: small.cqn() }))
+    );
+    assert_eq!(
+        a.wait_async_event(Duration::ZERO),
+        Ok(Some(AsyncEvent::QpFatal { qpn: victim.qpn() }))
+    );
+    assert_eq!(a.poll_async_event(), Ok(None));
+    assert_eq!(victim.state(), QpState::Err);
+    assert_eq!(bystander.state(), QpState::Rts);
+    // Nothing on the completion channel, nothing at the peer.
     assert_eq!(nic.poll_event(), None);
+    assert_eq!(b.poll_async_event(), Ok(None));
     assert_eq!(nic.stats().cqes_dropped, 2);
     let c = drain(&mut small);
     assert_eq!(
         c.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(),
         (1..=4).map(|w| (w, Status::Success)).collect::<Vec<_>>()
     );
-    // The CQ writes nothing more, whatever happens on the victim.
-    let _ = write(&mut victim, 7, 0);
+    // The driver refuses further work on the fatal QP, and the CQ writes nothing more.
+    assert_eq!(write(&mut victim, 7, 0), Err(PostError::NotReadyToSend));
     nic.progress();
     assert_eq!(drain(&mut small), []);
+    assert_eq!(a.poll_async_event(), Ok(None));
     // The bystander's CQ is untouched.
     write(&mut bystander, 50, 64).unwrap();
     assert_eq!(drain(&mut other)[0].wr_id, 50);

@@ -18,8 +18,8 @@ use mlx5_direct::null::{NullQueues, NULL_QPN};
 use mlx5_direct::prm::{CqeOpcode, Opcode, Syndrome};
 use mlx5_direct::sq::{MaskedCs32Args, MaskedCs64Args, MAX_MESSAGE_SIZE};
 use mlx5_direct::{
-    Access, Completion, ConnectOptions, Data, Error, PostError, QpConfig, QpState, Remote,
-    SendFlags, SendOp, Sge, Status, WcOpcode,
+    Access, AsyncEvent, Completion, ConnectOptions, Data, Error, PostError, QpConfig, QpState,
+    Remote, SendFlags, SendOp, Sge, Status, WcOpcode,
 };
 use proptest::prelude::*;
 
@@ -703,5 +703,20 @@ fn a_region_dropped_under_a_waiting_wr_and_a_dropped_key_fail_cleanly() {
     assert_eq!(
         (c.wr_id, syndrome(c.status)),
         (2, Some(Syndrome::RemoteAccessErr))
+    );
+    assert_eq!(a.qp.state(), QpState::Err);
+    // The responder consumed no receive, so no CQE tells it: the access error arrives as
+    // an asynchronous event naming its QP, which the driver then reports in ERR.
+    assert_eq!(b.qp.state(), QpState::Rts);
+    assert_eq!(
+        b.ctx.poll_async_event(),
+        Ok(Some(AsyncEvent::QpAccessError { qpn: b.qp.qpn() }))
+    );
+    assert_eq!(b.qp.state(), QpState::Err);
+    assert_eq!(b.ctx.poll_async_event(), Ok(None));
+    assert_eq!(
+        a.ctx.poll_async_event(),
+        Ok(None),
+        "the error CQE said it all"
     );
 }

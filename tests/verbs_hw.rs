@@ -11,7 +11,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{bodies, side_on, Drive, Rig, Side};
+use common::{bodies, side_on, BugCheck, Drive, Rig, Side};
 use mlx5_direct::backend::verbs::{Verbs, VerbsOptions};
 use mlx5_direct::{Context, QpConfig};
 
@@ -22,6 +22,10 @@ impl Drive for Verbs {
 
     fn wait_cq_event(ctx: &Context<Verbs>, timeout: Duration) -> Option<u32> {
         ctx.backend().wait_cq_event(timeout).unwrap()
+    }
+
+    fn bug_check(_: &Context<Verbs>) -> BugCheck {
+        BugCheck::off()
     }
 }
 

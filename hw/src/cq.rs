@@ -5,7 +5,7 @@ use crate::cqe::Cqe;
 use crate::host;
 use crate::pcie::Purpose;
 use crate::state::{Arm, Delayed, NicState, CQ_UAR};
-use crate::types::Event;
+use crate::types::{AsyncEvent, Event};
 use crate::wqe::be32;
 
 /// `MLX5_CQ_DB_REQ_NOT_SOL`: arm for solicited (or error) CQEs only.
@@ -53,7 +53,7 @@ fn lost(nic: &mut NicState, qpi: usize) {
     if !q.fatal {
         q.fatal = true;
         let qpn = q.qpn;
-        nic.events.push_back(Event::QpFatal { qpn });
+        nic.async_events.push_back(AsyncEvent::QpFatal { qpn });
     }
 }
 
@@ -71,7 +71,7 @@ fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
             c.error = true;
             c.armed = None;
             let cqn = c.cqn;
-            nic.events.push_back(Event::CqError { cqn });
+            nic.async_events.push_back(AsyncEvent::CqError { cqn });
             nic.stats.cqes_dropped += 1;
             return false;
         }

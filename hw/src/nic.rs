@@ -10,8 +10,8 @@ use crate::state::{
     MAX_RD_ATOMIC, PDN_BASE, QPN_BASE, SRQN_BASE,
 };
 use crate::types::{
-    Access, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr, QpInfo, QpParams,
-    QpState, QpTransition, SrqParams, Stats,
+    Access, AsyncEvent, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr, QpInfo,
+    QpParams, QpState, QpTransition, SrqParams, Stats,
 };
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -123,7 +123,10 @@ impl Nic {
     fn with_world<R>(&self, f: impl FnOnce(&mut World, usize) -> R) -> R {
         let mut w = self.fabric.lock();
         let r = f(&mut w, self.idx);
-        if w.nics.iter().any(|n| !n.events.is_empty()) {
+        if w.nics
+            .iter()
+            .any(|n| !n.events.is_empty() || !n.async_events.is_empty())
+        {
             self.fabric.events.notify_all();
         }
         r
@@ -553,17 +556,38 @@ impl Nic {
         })
     }
 
-    /// Take the next asynchronous event, if any.
+    /// Take the next completion event, if any (the completion channel; asynchronous events
+    /// are [`Nic::poll_async_event`]).
     pub fn poll_event(&self) -> Option<Event> {
         self.with(|n| n.events.pop_front())
     }
 
-    /// Wait up to `timeout` for the next asynchronous event.
+    /// Wait up to `timeout` for the next completion event.
     pub fn wait_event(&self, timeout: Duration) -> Option<Event> {
+        self.wait(timeout, |n| n.events.pop_front())
+    }
+
+    /// Take the next affiliated asynchronous event, if any (CQ error, QP fatal, ...: what
+    /// the kernel delivers through the context's async fd).
+    pub fn poll_async_event(&self) -> Option<AsyncEvent> {
+        self.with(|n| n.async_events.pop_front())
+    }
+
+    /// Wait up to `timeout` for the next affiliated asynchronous event.
+    pub fn wait_async_event(&self, timeout: Duration) -> Option<AsyncEvent> {
+        self.wait(timeout, |n| n.async_events.pop_front())
+    }
+
+    /// Wait up to `timeout` until `take` finds something in this NIC's state.
+    fn wait<T>(
+        &self,
+        timeout: Duration,
+        mut take: impl FnMut(&mut NicState) -> Option<T>,
+    ) -> Option<T> {
         let deadline = Instant::now() + timeout;
         let mut w = self.fabric.lock();
         loop {
-            if let Some(e) = w.nics[self.idx].events.pop_front() {
+            if let Some(e) = take(&mut w.nics[self.idx]) {
                 return Some(e);
             }
             let now = Instant::now();

@@ -6,7 +6,7 @@ use crate::cqe::{synd, Cqe};
 use crate::host;
 use crate::pcie::Purpose;
 use crate::state::{NicState, Qp};
-use crate::types::QpState;
+use crate::types::{AsyncEvent, QpState};
 use crate::wqe::{Ctrl, BB};
 
 /// Read `out.len()` bytes of the send ring from BB counter `start`; BB k of the range is at
@@ -58,10 +58,18 @@ pub(crate) fn fail_head(nic: &mut NicState, qpi: usize, ctrl: Ctrl, syndrome: u8
     fail(nic, qpi);
 }
 
-/// Move QP `qpi` to ERR and flush its SQ and RQ.
+/// Move QP `qpi` to ERR and flush its SQ and RQ. A QP on an SRQ that enters ERR takes no
+/// more WQEs from it: `AsyncEvent::LastWqeReached` (SRQ WQEs are never flushed).
 pub(crate) fn fail(nic: &mut NicState, qpi: usize) {
     let q = nic.qp(qpi);
+    let entered = q.state != QpState::Err;
     q.state = QpState::Err;
+    if entered && q.srq.is_some() {
+        let qpn = q.qpn;
+        nic.async_events
+            .push_back(AsyncEvent::LastWqeReached { qpn });
+    }
+    let q = nic.qp(qpi);
     q.stall = None;
     flush_sq(nic, qpi);
     flush_rq(nic, qpi);

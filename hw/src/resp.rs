@@ -7,7 +7,7 @@ use crate::host;
 use crate::pcie::Purpose;
 use crate::qp::fail;
 use crate::state::{take_fault, NicState, INVALID_LKEY, SRQN_BASE};
-use crate::types::Access;
+use crate::types::{Access, AsyncEvent};
 use crate::wqe::{be16, be32, be64, opcode, Op, Segs, Wqe};
 use crate::xfer::{gather_to, Cursor, Span, Spans};
 
@@ -89,14 +89,22 @@ pub(crate) fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Resp {
             resp
         }
         Err(f) => {
-            if let Some((syndrome, wqe_counter, srqn)) = f.resp {
-                let qpn = nic.qp(qpi).qpn;
-                complete(
+            let qpn = nic.qp(qpi).qpn;
+            match f.resp {
+                Some((syndrome, wqe_counter, srqn)) => complete(
                     nic,
                     qpi,
                     true,
                     Cqe::resp_err(qpn, wqe_counter, srqn, syndrome),
-                );
+                ),
+                // No receive WQE consumed, no CQE to report the error: an affiliated
+                // asynchronous error names the QP instead.
+                None if f.req == synd::REMOTE_ACCESS_ERR => nic
+                    .async_events
+                    .push_back(AsyncEvent::QpAccessError { qpn }),
+                None => nic
+                    .async_events
+                    .push_back(AsyncEvent::QpRequestError { qpn }),
             }
             fail(nic, qpi);
             Resp::Nak(f.req)

@@ -1,7 +1,7 @@
 //! The model's internal state: every NIC on the fabric and the objects it owns.
 
 use crate::pcie::{Link, PcieCounters, Purpose};
-use crate::types::{Access, Event, NicConfig, QpState, Stats};
+use crate::types::{Access, AsyncEvent, Event, NicConfig, QpState, Stats};
 use std::collections::VecDeque;
 
 /// First numbers handed out; distinct ranges make swapped identifiers fail loudly.
@@ -250,7 +250,10 @@ pub(crate) struct NicState {
     pub(crate) srqs: Vec<Option<Srq>>,
     pub(crate) qps: Vec<Option<Qp>>,
     pub(crate) uars: Vec<Uar>,
+    /// Completion events (the completion channel).
     pub(crate) events: VecDeque<Event>,
+    /// Affiliated asynchronous events (the async event queue).
+    pub(crate) async_events: VecDeque<AsyncEvent>,
     pub(crate) faults: Faults,
     pub(crate) delayed: VecDeque<Delayed>,
     /// Buffers reused by every doorbell (taken while a send queue runs).
@@ -281,6 +284,7 @@ impl NicState {
             qps: Vec::new(),
             uars: Vec::new(),
             events: VecDeque::new(),
+            async_events: VecDeque::new(),
             faults: Faults::default(),
             delayed: VecDeque::new(),
             scratch: None,

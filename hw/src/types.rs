@@ -259,7 +259,8 @@ pub enum QpState {
     Err,
 }
 
-/// Asynchronous events (what an EQ would deliver).
+/// A completion event: what the kernel hands on through a completion channel
+/// (`ibv_get_cq_event`). Asynchronous events are [`AsyncEvent`], on their own queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// An armed CQ produced a qualifying CQE.
@@ -267,13 +268,43 @@ pub enum Event {
         /// The CQ.
         cqn: u32,
     },
-    /// CQ overrun: the CQ stopped writing CQEs.
+}
+
+/// An affiliated asynchronous event: what the kernel hands on through the context's async
+/// fd (`ibv_get_async_event`), each named after the EQE type the NIC writes and the
+/// `ibv_event_type` the kernel's mlx5 driver turns it into (`mlx5_ib_cq_event`,
+/// `mlx5_ib_qp_event`). Delivered by [`Nic::poll_async_event`](crate::Nic::poll_async_event),
+/// never mixed with completion events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AsyncEvent {
+    /// `MLX5_EVENT_TYPE_CQ_ERROR` → `IBV_EVENT_CQ_ERR`: CQ overrun; the CQ stopped writing
+    /// CQEs.
     CqError {
         /// The CQ.
         cqn: u32,
     },
-    /// A QP could not report its completions (its CQ is in error) and went to ERR.
+    /// `MLX5_EVENT_TYPE_WQ_CATAS_ERROR` → `IBV_EVENT_QP_FATAL`: the QP could not report a
+    /// completion (its CQ is in error) and went to ERR.
     QpFatal {
+        /// The QP.
+        qpn: u32,
+    },
+    /// `MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR` → `IBV_EVENT_QP_REQ_ERR`: as responder the QP
+    /// NAKed an invalid request that consumed no receive WQE (so no CQE reports it) and went
+    /// to ERR.
+    QpRequestError {
+        /// The QP.
+        qpn: u32,
+    },
+    /// `MLX5_EVENT_TYPE_WQ_ACCESS_ERROR` → `IBV_EVENT_QP_ACCESS_ERR`: as responder the QP
+    /// NAKed a remote access violation that consumed no receive WQE and went to ERR.
+    QpAccessError {
+        /// The QP.
+        qpn: u32,
+    },
+    /// `MLX5_EVENT_TYPE_SRQ_LAST_WQE` → `IBV_EVENT_QP_LAST_WQE_REACHED`: a QP attached to
+    /// an SRQ went to ERR and takes no more WQEs from it.
+    LastWqeReached {
         /// The QP.
         qpn: u32,
     },

@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use mlx5_hw::{Event, Fabric, Fault, Nic, NicConfig, QpState, QpTransition};
+use mlx5_hw::{AsyncEvent, Event, Fabric, Fault, Nic, NicConfig, QpState, QpTransition};
 use std::time::Duration;
 
 #[test]
@@ -286,11 +286,39 @@ fn cq_overrun_is_reported_and_stops_the_cq() {
         a.write_inline(b.data(i * 8), b.key, b"x", SIGNALED);
         a.ring();
     }
-    assert_eq!(a.nic.poll_event(), Some(Event::CqError { cqn: a.scq.cqn }));
-    assert_eq!(a.nic.poll_event(), Some(Event::QpFatal { qpn: a.qp.qpn }));
+    // Asynchronous events, on their own queue: no completion event.
+    assert_eq!(
+        a.nic.poll_async_event(),
+        Some(AsyncEvent::CqError { cqn: a.scq.cqn })
+    );
+    assert_eq!(
+        a.nic.poll_async_event(),
+        Some(AsyncEvent::QpFatal { qpn: a.qp.qpn })
+    );
+    assert_eq!(a.nic.poll_async_event(), None);
+    assert_eq!(a.nic.poll_event(), None);
     assert_eq!(a.state(), QpState::Err);
     let s = a.nic.stats();
     assert_eq!((s.cqes, s.cqes_dropped), (2, 1));
+}
+
+#[test]
+fn a_waiter_on_another_thread_wakes_for_the_cq_error() {
+    let (_f, mut a, b) = pair();
+    a.nic.shrink_cq(a.scq.cqn, 1).unwrap();
+    let nic = a.nic.clone();
+    let waiter = std::thread::spawn(move || nic.wait_async_event(Duration::from_secs(10)));
+    for i in 0..3 {
+        a.write_inline(b.data(i * 8), b.key, b"x", SIGNALED);
+        a.ring();
+    }
+    let cqn = a.scq.cqn;
+    assert_eq!(waiter.join().unwrap(), Some(AsyncEvent::CqError { cqn }));
+    assert_eq!(
+        a.nic.wait_async_event(Duration::ZERO),
+        Some(AsyncEvent::QpFatal { qpn: a.qp.qpn })
+    );
+    assert_eq!(a.nic.wait_async_event(Duration::from_millis(1)), None);
 }
 
 #[test]
@@ -306,6 +334,7 @@ fn overrun_ignore_overwrites_silently() {
         a.ring();
     }
     assert_eq!(a.nic.poll_event(), None);
+    assert_eq!(a.nic.poll_async_event(), None);
     assert_eq!(a.nic.stats().cqes, 3);
 }
 

@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use mlx5_hw::{Access, Fault, NicConfig, QpState};
+use mlx5_hw::{Access, AsyncEvent, Fault, NicConfig, QpState};
 
 const LOCAL_LENGTH_ERR: u8 = 0x01;
 const LOCAL_QP_OP_ERR: u8 = 0x02;
@@ -165,6 +165,17 @@ fn remote_error(op: u8, bad: impl Fn(&mut Side) -> (u64, u32), want: u8) {
         WR_FLUSH_ERR
     };
     assert_eq!(summary(&b.drain_recv()), vec![(RESP_ERR, resp, 0)]);
+    // An error no CQE reports is an affiliated asynchronous error naming the responder QP;
+    // the requester's error CQE needs none.
+    let qpn = b.qp.qpn;
+    let event = match (op, want) {
+        (WRITE_IMM, _) => None,
+        (_, REMOTE_ACCESS_ERR) => Some(AsyncEvent::QpAccessError { qpn }),
+        _ => Some(AsyncEvent::QpRequestError { qpn }),
+    };
+    assert_eq!(b.nic.poll_async_event(), event);
+    assert_eq!(b.nic.poll_async_event(), None);
+    assert_eq!(a.nic.poll_async_event(), None);
 }
 
 #[test]
@@ -229,6 +240,12 @@ fn qp_without_remote_write_rejects_writes() {
     let c = fails_then_flushes(&mut a, w);
     assert_eq!(c[0].syndrome, REMOTE_INVAL_REQ_ERR);
     assert_eq!(b.state(), QpState::Err);
+    let qpn = b.qp.qpn;
+    assert_eq!(
+        b.nic.poll_async_event(),
+        Some(AsyncEvent::QpRequestError { qpn })
+    );
+    assert_eq!(b.nic.poll_async_event(), None);
 }
 
 #[test]
@@ -370,6 +387,13 @@ fn srq_receive_error_names_the_srq() {
     let r = b.drain_recv();
     assert_eq!(summary(&r), vec![(RESP_ERR, LOCAL_LENGTH_ERR, 0)]);
     assert_eq!(r[0].srqn, b.srqn.unwrap());
+    // The CQE reports the error; the QP leaving the SRQ is the only asynchronous event.
+    let qpn = b.qp.qpn;
+    assert_eq!(
+        b.nic.poll_async_event(),
+        Some(AsyncEvent::LastWqeReached { qpn })
+    );
+    assert_eq!(b.nic.poll_async_event(), None);
 }
 
 #[test]
@@ -760,4 +784,15 @@ fn srq_wqes_are_not_flushed() {
         .unwrap();
     b.nic.progress();
     assert!(b.drain_recv().is_empty());
+    let qpn = b.qp.qpn;
+    assert_eq!(
+        b.nic.poll_async_event(),
+        Some(AsyncEvent::LastWqeReached { qpn }),
+        "a QP on an SRQ that enters ERR takes no more of its WQEs"
+    );
+    // Once per entry to ERR.
+    b.nic
+        .modify_qp(b.qp.qpn, &mlx5_hw::QpTransition::Err)
+        .unwrap();
+    assert_eq!(b.nic.poll_async_event(), None);
 }

@@ -11,9 +11,11 @@
 use crate::cq::CqDesc;
 use crate::device::{Access, DeviceCaps, Endpoint, PortInfo, QpConfig, Transition};
 use crate::error::Error;
+use crate::event::AsyncEvent;
 use crate::mmio::Uar;
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
+use core::time::Duration;
 
 #[cfg(feature = "verbs")]
 pub mod mlx5dv;
@@ -95,6 +97,10 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     ) -> Result<QpParts<Self>, Error>;
     /// Moves a QP to another state.
     fn modify_qp(&self, qp: &Self::Qp, transition: &Transition) -> Result<(), Error>;
+    /// Takes the next asynchronous event of the device, if one is pending; never blocks.
+    fn poll_async_event(&self) -> Result<Option<AsyncEvent>, Error>;
+    /// Waits up to `timeout` for the next asynchronous event (`None`: none came).
+    fn wait_async_event(&self, timeout: Duration) -> Result<Option<AsyncEvent>, Error>;
     /// The address a peer needs to reach `qpn` through `port`.
     fn endpoint(&self, port: u8, qpn: u32, psn: u32) -> Result<Endpoint, Error> {
         let info = self.port(port)?;

@@ -5,6 +5,7 @@
 //! very ring bytes and doorbell records the driver wrote and writes the CQEs it parses.
 
 use core::ptr::NonNull;
+use core::time::Duration;
 use std::sync::Arc;
 
 use mlx5_hw as hw;
@@ -13,6 +14,7 @@ use super::{Backend, QpParts};
 use crate::cq::CqDesc;
 use crate::device::{Access, Context, DeviceCaps, PortInfo, QpConfig, Transition};
 use crate::error::Error;
+use crate::event::AsyncEvent;
 use crate::mem::Memory;
 use crate::mmio::Uar;
 use crate::prm::{CQE_SIZE, DS, SEND_WQE_BB};
@@ -114,6 +116,17 @@ fn device_error(operation: &'static str) -> impl FnOnce(hw::HwError) -> Error {
             operation,
             reason: e.to_string(),
         },
+    }
+}
+
+/// The model's asynchronous event as the kernel would report it.
+fn async_event(event: hw::AsyncEvent) -> AsyncEvent {
+    match event {
+        hw::AsyncEvent::CqError { cqn } => AsyncEvent::CqError { cqn },
+        hw::AsyncEvent::QpFatal { qpn } => AsyncEvent::QpFatal { qpn },
+        hw::AsyncEvent::QpRequestError { qpn } => AsyncEvent::QpRequestError { qpn },
+        hw::AsyncEvent::QpAccessError { qpn } => AsyncEvent::QpAccessError { qpn },
+        hw::AsyncEvent::LastWqeReached { qpn } => AsyncEvent::LastWqeReached { qpn },
     }
 }
 
@@ -476,5 +489,13 @@ impl Backend for Sim {
         self.nic
             .modify_qp(qp.qpn, &t)
             .map_err(device_error("modify QP"))
+    }
+
+    fn poll_async_event(&self) -> Result<Option<AsyncEvent>, Error> {
+        Ok(self.nic.poll_async_event().map(async_event))
+    }
+
+    fn wait_async_event(&self, timeout: Duration) -> Result<Option<AsyncEvent>, Error> {
+        Ok(self.nic.wait_async_event(timeout).map(async_event))
     }
 }

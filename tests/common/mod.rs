@@ -20,16 +20,20 @@ pub struct Side<B: Backend = Sim> {
     pub cq: Cq<B>,
     pub qp: Qp<B>,
     pub mr: MemoryRegion<B>,
+    /// On the model: asserts, when the side is dropped, that its NIC counted no driver bug.
+    pub bugs: BugCheck,
 }
 
-/// What a test needs from a backend besides [`Backend`]: what to do while waiting, and how
-/// to wait for a completion event.
+/// What a test needs from a backend besides [`Backend`]: what to do while waiting, how to
+/// wait for a completion event, and how to check for driver bugs.
 pub trait Drive: Backend {
     /// Runs between polls that found nothing (the model's deferred work; a pause on
     /// hardware).
     fn progress(ctx: &Context<Self>);
     /// Waits up to `timeout` for a completion event; the CQN it is for.
     fn wait_cq_event(ctx: &Context<Self>, timeout: Duration) -> Option<u32>;
+    /// The driver-bug check of a side on `ctx` (none where nothing counts them).
+    fn bug_check(ctx: &Context<Self>) -> BugCheck;
 }
 
 impl Drive for Sim {
@@ -38,10 +42,99 @@ impl Drive for Sim {
     }
 
     fn wait_cq_event(ctx: &Context<Sim>, timeout: Duration) -> Option<u32> {
-        match ctx.backend().nic().wait_event(timeout)? {
-            mlx5_hw::Event::Completion { cqn } => Some(cqn),
-            other => panic!("expected a completion event, got {other:?}"),
+        let mlx5_hw::Event::Completion { cqn } = ctx.backend().nic().wait_event(timeout)?;
+        Some(cqn)
+    }
+
+    fn bug_check(ctx: &Context<Sim>) -> BugCheck {
+        BugCheck::on(ctx.backend().nic())
+    }
+}
+
+/// A model counter that only a driver bug moves (see `mlx5_hw::Stats`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DriverBug {
+    /// A BlueFlame copy that differs from the ring.
+    BfMismatch,
+    /// An unfenced gather of an earlier READ's or atomic's result buffer.
+    FenceHazards,
+    /// An arm repeating the `sn` of the arm that produced the last event.
+    StaleArms,
+    /// An arm doorbell whose word differs from the CQ doorbell record.
+    ArmDbrecMismatch,
+}
+
+impl DriverBug {
+    pub const ALL: [DriverBug; 4] = [
+        DriverBug::BfMismatch,
+        DriverBug::FenceHazards,
+        DriverBug::StaleArms,
+        DriverBug::ArmDbrecMismatch,
+    ];
+
+    fn count(self, s: &mlx5_hw::Stats) -> u64 {
+        match self {
+            DriverBug::BfMismatch => s.bf_mismatch,
+            DriverBug::FenceHazards => s.fence_hazards,
+            DriverBug::StaleArms => s.stale_arms,
+            DriverBug::ArmDbrecMismatch => s.arm_dbrec_mismatch,
         }
+    }
+}
+
+/// Asserts, when dropped, that a model NIC counted none of the [`DriverBug`]s except those
+/// a test provokes on purpose and allows with [`BugCheck::allow`]. Does nothing on
+/// hardware, or while the test is already failing.
+#[derive(Default)]
+pub struct BugCheck {
+    nic: Option<mlx5_hw::Nic>,
+    allowed: Vec<DriverBug>,
+}
+
+impl BugCheck {
+    /// Checks `nic`.
+    pub fn on(nic: &mlx5_hw::Nic) -> BugCheck {
+        BugCheck {
+            nic: Some(nic.clone()),
+            allowed: Vec::new(),
+        }
+    }
+
+    /// No check (hardware).
+    pub fn off() -> BugCheck {
+        BugCheck::default()
+    }
+
+    /// The test provokes `bug` on purpose: do not fail for it.
+    pub fn allow(&mut self, bug: DriverBug) {
+        self.allowed.push(bug);
+    }
+
+    /// The counts of the bugs not allowed, all zero when the driver behaved.
+    pub fn counts(&self) -> Vec<(DriverBug, u64)> {
+        let Some(nic) = &self.nic else {
+            return Vec::new();
+        };
+        let stats = nic.stats();
+        DriverBug::ALL
+            .into_iter()
+            .filter(|b| !self.allowed.contains(b))
+            .map(|b| (b, b.count(&stats)))
+            .collect()
+    }
+}
+
+impl Drop for BugCheck {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let bugs: Vec<_> = self.counts().into_iter().filter(|&(_, n)| n > 0).collect();
+        assert!(
+            bugs.is_empty(),
+            "the model counted driver bugs {bugs:?} (a test that provokes one on purpose \
+             says so with BugCheck::allow)"
+        );
     }
 }
 
@@ -87,7 +180,7 @@ pub fn side_sized(
 
 /// A side on `ctx`: a PD, a CQ of `cq_entries` entries of `cqe_size` bytes, a QP of `config`
 /// on it and a region of [`MR_LEN`] bytes with every right.
-pub fn side_on<B: Backend>(
+pub fn side_on<B: Drive>(
     ctx: Context<B>,
     config: &QpConfig,
     cq_entries: u32,
@@ -99,12 +192,14 @@ pub fn side_on<B: Backend>(
     let mr = pd
         .alloc_mr(MR_LEN, Access::LOCAL_WRITE | Access::ALL)
         .unwrap();
+    let bugs = B::bug_check(&ctx);
     Side {
         ctx,
         pd,
         cq,
         qp,
         mr,
+        bugs,
     }
 }
 

@@ -15,7 +15,10 @@
 //!   [`VerbsQp::doorbell_only`] says why, `SendQueue::effective_mode` says what is used.
 //! - Events: arm with `CompletionQueue::arm` (our own arm doorbell), wait with
 //!   [`Verbs::wait_cq_event`] (which acknowledges the event to libibverbs), then
-//!   `CompletionQueue::ack_event` to advance the arm sequence number.
+//!   `CompletionQueue::ack_event` to advance the arm sequence number. Asynchronous events
+//!   (CQ error, QP fatal, port changes, ...) come from the context's async fd
+//!   (`ibv_get_async_event`, acknowledged at once) through `Context::poll_async_event` /
+//!   `Context::wait_async_event` (`events.rs`).
 //! - Teardown: each handle destroys its object in `Drop` and holds the device context, which
 //!   is closed last; `device` orders QP before SRQ and CQ, MR before PD. Failures in `Drop`
 //!   are ignored, never panics.
@@ -33,6 +36,7 @@
 //! [`MappedUar`]: crate::mmio::MappedUar
 
 mod attr;
+mod events;
 mod objects;
 mod port;
 
@@ -217,11 +221,13 @@ impl Verbs {
             return Err(err);
         };
         let dev = Arc::new(DeviceCtx { ctx, channel });
-        // SAFETY: the channel's fd is ours; non-blocking so a wait never blocks past poll.
+        // SAFETY: the channel's and the context's async fds are ours; non-blocking so a
+        // read never blocks (a wait blocks in poll(2), with its timeout).
         unsafe {
-            let fd = (*channel.as_ptr()).fd;
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+            for fd in [(*channel.as_ptr()).fd, (*ctx.as_ptr()).async_fd] {
+                let flags = libc::fcntl(fd, libc::F_GETFL);
+                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+            }
         }
         let (caps, info) = query_device(&dev)?;
         if options.port == 0 || options.port > info.phys_port_cnt {
@@ -260,19 +266,9 @@ impl Verbs {
     /// call `CompletionQueue::ack_event` on the CQ before arming it again.
     pub fn wait_cq_event(&self, timeout: Duration) -> Result<Option<u32>, Error> {
         let channel = self.dev.channel.as_ptr();
-        let mut fds = libc::pollfd {
-            // SAFETY: the channel lives as long as `self.dev`.
-            fd: unsafe { (*channel).fd },
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = timeout.as_millis().min(c_int::MAX as u128) as c_int;
-        // SAFETY: one valid pollfd.
-        let ready = unsafe { libc::poll(&mut fds, 1, ms) };
-        if ready < 0 {
-            return Err(failed("wait for a CQ event", -1));
-        }
-        if ready == 0 {
+        // SAFETY: the channel lives as long as `self.dev`.
+        let fd = unsafe { (*channel).fd };
+        if !events::readable(fd, timeout, "wait for a CQ event")? {
             return Ok(None);
         }
         let mut cq: *mut ibv_cq = core::ptr::null_mut();
@@ -280,14 +276,8 @@ impl Verbs {
         // SAFETY: the channel is live; the out-pointers are valid.
         let rc = unsafe { ibv_get_cq_event(channel, &mut cq, &mut cq_context) };
         if rc != 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() == std::io::ErrorKind::WouldBlock {
-                return Ok(None);
-            }
-            return Err(Error::Device {
-                operation: "wait for a CQ event",
-                reason: err.to_string(),
-            });
+            events::nothing_pending("wait for a CQ event")?;
+            return Ok(None);
         }
         // SAFETY: `cq` is the CQ the event is for; one event is acknowledged once. Its
         // destruction waits for this acknowledgement, so it is still alive.

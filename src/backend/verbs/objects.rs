@@ -5,6 +5,7 @@
 use core::ffi::{c_int, c_void};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU8, Ordering};
+use core::time::Duration;
 use std::sync::Arc;
 
 use rdma_sys::{
@@ -26,6 +27,7 @@ use crate::backend::{Backend, QpParts};
 use crate::cq::CqDesc;
 use crate::device::{Access, DeviceCaps, PortInfo, QpConfig, Transition};
 use crate::error::Error;
+use crate::event::AsyncEvent;
 use crate::mmio::MappedUar;
 use crate::prm::{Be32, DS, SEND_WQE_BB, UAR_PAGE_SIZE};
 use crate::rq::RqDesc;
@@ -313,6 +315,9 @@ impl Backend for Verbs {
             stride: out.stride as usize,
             dbrec: NonNull::new(out.dbrec.cast::<Be32>()).ok_or(Error::OutOfMemory)?,
         };
+        // Asynchronous events hand back `srq_context`: make it the SRQN.
+        // SAFETY: a field of our live SRQ that libibverbs only passes back to us.
+        unsafe { (*srq.as_ptr()).srq_context = out.srqn as usize as *mut c_void };
         Ok((handle, desc, out.srqn))
     }
 
@@ -434,6 +439,14 @@ impl Backend for Verbs {
             return Err(failed("modify QP", rc));
         }
         Ok(())
+    }
+
+    fn poll_async_event(&self) -> Result<Option<AsyncEvent>, Error> {
+        self.next_async_event()
+    }
+
+    fn wait_async_event(&self, timeout: Duration) -> Result<Option<AsyncEvent>, Error> {
+        self.wait_next_async_event(timeout)
     }
 }
 
