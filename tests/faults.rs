@@ -3,6 +3,10 @@
 //! happened (or, where the fault is invisible by design, loses nothing), the application
 //! recovers the QP and goes on, and a second QP on the same CQ keeps working throughout.
 
+mod common;
+
+use common::BugCheck;
+
 use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::{
@@ -27,6 +31,8 @@ struct Rig {
     mr_b: MemoryRegion<Sim>,
     options: ConnectOptions,
     next: u64,
+    /// The model's driver-bug counters of both NICs stay 0.
+    _bugs: [BugCheck; 2],
 }
 
 impl Rig {
@@ -47,6 +53,10 @@ impl Rig {
         let mut rig = Rig {
             mr_a: pa.alloc_mr(4096, Access::ALL).unwrap(),
             mr_b: pb.alloc_mr(4096, Access::ALL).unwrap(),
+            _bugs: [
+                BugCheck::on(a.backend().nic()),
+                BugCheck::on(b.backend().nic()),
+            ],
             a,
             b,
             cq_a,
@@ -365,6 +375,10 @@ fn cq_overrun_is_reported_and_the_application_rebuilds_the_victim() {
     let fabric = Fabric::new();
     let a = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
     let b = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
+    let _bugs = [
+        BugCheck::on(a.backend().nic()),
+        BugCheck::on(b.backend().nic()),
+    ];
     let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
     let config = QpConfig::default();
     // The victim has a CQ of 4 entries (3 requested, rounded up with one spare); the
@@ -448,6 +462,11 @@ fn cq_overrun_is_reported_and_the_application_rebuilds_the_victim() {
     let mut byte = [0u8];
     target.read(0, &mut byte);
     assert_eq!(byte, [8]);
+}
+
+#[test]
+fn cq_overrun_is_an_asynchronous_cq_error() {
+    common::bodies::cq_overrun_is_an_asynchronous_cq_error(&Fabric::new());
 }
 
 #[test]

@@ -6,13 +6,17 @@
 //! - API misuse against the model: each refused with a typed error and nothing posted (no
 //!   WQE written, no doorbell rung).
 //! - Trouble on the device side reaches the application: a region dropped while a WR using
-//!   it waits, CQ overrun, flushes.
+//!   it waits, a dropped key at the responder (an asynchronous access error there), flushes.
+//! - The model's driver-bug counters, checked when every `common::Side` drops, see a misuse
+//!   (an arm repeated without acknowledging the event) and fail the test unless it opts out.
 //!
 //! Random WQE bytes into the model are in `hw/tests/hostile.rs`.
 
 mod common;
 
-use common::{assert_empty, pair, pair_with, poll_n, side, Side};
+use std::time::Duration;
+
+use common::{assert_empty, pair, pair_with, poll_n, side, Drive, DriverBug, Side};
 use mlx5_direct::backend::sim::{Fabric, Sim};
 use mlx5_direct::null::{NullQueues, NULL_QPN};
 use mlx5_direct::prm::{CqeOpcode, Opcode, Syndrome};
@@ -719,4 +723,51 @@ fn a_region_dropped_under_a_waiting_wr_and_a_dropped_key_fail_cleanly() {
         Ok(None),
         "the error CQE said it all"
     );
+}
+
+/// Arms `a`'s CQ, lets a completion fire the event, then arms again without
+/// `ack_event`: the same `sn`, a request for an event already delivered (a stale arm).
+fn arm_again_without_acknowledging(a: &mut Side, b: &Side) {
+    a.cq.arm(false);
+    a.qp.sq()
+        .post(
+            1,
+            SendOp::Write(b.mr.remote(0)),
+            Data::Inline(b"event"),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    let cqn = a.cq.cqn();
+    assert_eq!(Sim::wait_cq_event(&a.ctx, Duration::ZERO), Some(cqn));
+    poll_n(a, 1);
+    a.cq.arm(false);
+}
+
+#[test]
+fn the_driver_bug_check_counts_a_stale_arm_and_a_test_may_allow_it() {
+    let (mut a, b) = pair();
+    arm_again_without_acknowledging(&mut a, &b);
+    assert_eq!(
+        a.bugs.counts(),
+        vec![
+            (DriverBug::BfMismatch, 0),
+            (DriverBug::FenceHazards, 0),
+            (DriverBug::StaleArms, 1),
+            (DriverBug::ArmDbrecMismatch, 0)
+        ]
+    );
+    a.bugs.allow(DriverBug::StaleArms);
+    assert!(a
+        .bugs
+        .counts()
+        .iter()
+        .all(|&(bug, n)| bug != DriverBug::StaleArms && n == 0));
+}
+
+#[test]
+#[should_panic(expected = "the model counted driver bugs [(StaleArms, 1)]")]
+fn a_driver_bug_nobody_allowed_fails_the_test_when_the_side_drops() {
+    let (mut a, b) = pair();
+    arm_again_without_acknowledging(&mut a, &b);
+    drop(a);
 }

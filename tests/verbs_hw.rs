@@ -81,6 +81,7 @@ on_hardware!(
     armed_cq_raises_one_event_per_arm,
     a_batch_completes_in_every_doorbell_mode,
     operations_complete_on_128_byte_cqes,
+    cq_overrun_is_an_asynchronous_cq_error,
 );
 
 #[test]

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::{
-    Access, Completion, ConnectOptions, Data, DoorbellMode, PostError, QpConfig, QpState, Remote,
-    SendFlags, SendOp, Status, WcOpcode,
+    Access, AsyncEvent, Completion, ConnectOptions, Data, DoorbellMode, PostError, QpConfig,
+    QpState, Remote, SendFlags, SendOp, Status, WcOpcode,
 };
 
 use super::{assert_empty, connect, connect_with, poll_n, rig_pair, Drive, Rig, Side, MR_LEN};
@@ -495,4 +495,50 @@ pub fn an_unanswering_peer_exhausts_transport_retries<R: Rig>(rig: &R) {
     assert_eq!(c.wr_id, 1);
     assert_eq!(syndrome(c.status), Some(Syndrome::TransportRetryExcErr));
     assert_eq!(a.qp.state(), QpState::Err);
+}
+
+/// CQ overrun: more signaled completions than a small CQ holds, none polled. No CQE can
+/// report it; the device raises the CQ error as an asynchronous event, then the QP that lost
+/// a completion to it as fatal, and from that event on the driver reports the QP in ERR and
+/// refuses its posts. Its peer hears of nothing.
+pub fn cq_overrun_is_an_asynchronous_cq_error<R: Rig>(rig: &R) {
+    let config = QpConfig::default();
+    let mut a = rig.side_sized(&config, 3, 64);
+    let mut b = rig.side(&config);
+    connect(&mut a, &mut b);
+    let remote = b.mr.remote(0);
+    let capacity = a.cq.capacity();
+    for wr_id in 0..u64::from(capacity) + 2 {
+        a.qp.sq()
+            .post(
+                wr_id,
+                SendOp::Write(remote),
+                Data::Inline(b"overrun"),
+                SendFlags::SIGNALED,
+            )
+            .unwrap();
+    }
+    let (cqn, qpn) = (a.cq.cqn(), a.qp.qpn());
+    let timeout = Duration::from_secs(5);
+    assert_eq!(
+        a.ctx.wait_async_event(timeout),
+        Ok(Some(AsyncEvent::CqError { cqn }))
+    );
+    assert_eq!(
+        a.ctx.wait_async_event(timeout),
+        Ok(Some(AsyncEvent::QpFatal { qpn }))
+    );
+    assert_eq!(a.qp.state(), QpState::Err);
+    assert_eq!(
+        a.qp.sq().post(
+            99,
+            SendOp::Write(remote),
+            Data::Inline(b"refused"),
+            SendFlags::SIGNALED,
+        ),
+        Err(PostError::NotReadyToSend)
+    );
+    assert_eq!(a.ctx.wait_async_event(Duration::from_millis(50)), Ok(None));
+    assert_eq!(b.ctx.poll_async_event(), Ok(None));
+    assert_eq!(b.qp.state(), QpState::Rts);
 }
