@@ -353,11 +353,13 @@ impl<U: Uar> CompletionQueue<U> {
         if generation != self.generation {
             self.refresh(generation);
         }
+        // In a local: the barrier below makes the compiler reload every field after it.
+        let mut ci = self.ci;
         let mut n = 0;
         while n < out.len() {
-            let entry = self.buf.entry(self.ci);
+            let entry = self.buf.entry(ci);
             let op_own = entry.op_own();
-            let owner = (self.ci & self.cqe_cnt != 0) as u8;
+            let owner = (ci & self.cqe_cnt != 0) as u8;
             // The common case in one compare: ours (owner bit of this pass), opcode REQ,
             // normal format (an INVALID entry never matches: its opcode is not REQ).
             // Its parse is inlined here; everything else goes through the full check.
@@ -371,11 +373,12 @@ impl<U: Uar> CompletionQueue<U> {
                 udma_from_device_barrier();
                 out[n] = self.qps.parse_other(entry, op_own);
             }
-            self.ci = self.ci.wrapping_add(1);
+            ci = ci.wrapping_add(1);
             n += 1;
         }
         if n != 0 {
-            self.set_ci.write(prm::cq_set_ci(self.ci));
+            self.ci = ci;
+            self.set_ci.write(prm::cq_set_ci(ci));
         } else {
             self.uar.idle();
         }
@@ -429,14 +432,16 @@ impl QpTable {
         self.qps.get(i)
     }
 
-    /// The send queue of QP `qpn`, made the hot one (out of line: only when the QP differs
-    /// from the last requester CQE's).
+    /// Makes QP `qpn` the hot one; false if this CQ does not serve it (out of line: only
+    /// when the QP differs from the last requester CQE's).
     #[inline(never)]
-    fn lookup_sq(&mut self, qpn: u32) -> Option<&SqShared> {
-        let sq = self.lookup(qpn)?.sq.clone();
+    fn make_hot(&mut self, qpn: u32) -> bool {
+        let Some(sq) = self.lookup(qpn).map(|qp| qp.sq.clone()) else {
+            return false;
+        };
         self.hot_qpn = qpn;
         self.hot_sq = sq;
-        Some(&self.hot_sq)
+        true
     }
 
     /// A requester (REQ) CQE at the consumer index, written straight into the caller's
@@ -447,17 +452,12 @@ impl QpTable {
         let sop = cqe.sop_drop_qpn.get();
         let qpn = sop & 0xff_ffff;
         let opcode = WcOpcode::from_send_opcode((sop >> 24) as u8);
-        let sq = if qpn == self.hot_qpn {
-            &*self.hot_sq
-        } else {
-            let Some(sq) = self.lookup_sq(qpn) else {
-                *out = unknown_qp(qpn, opcode);
-                return;
-            };
-            sq
-        };
+        if qpn != self.hot_qpn && !self.make_hot(qpn) {
+            *out = unknown_qp(qpn, opcode);
+            return;
+        }
         let counter = cqe.wqe_counter.get();
-        let Some(wr_id) = sq.complete(counter) else {
+        let Some(wr_id) = self.hot_sq.complete(counter) else {
             *out = unknown_wqe(qpn, opcode, counter);
             return;
         };

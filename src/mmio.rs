@@ -289,36 +289,37 @@ pub(crate) struct BfReg<U> {
 }
 
 /// Rings the send doorbell: the exact sequence of design §4 / prm-facts §6.4, steps 2–7.
-/// `bf_chunks == 0`: the 8-byte doorbell, i.e. the first 8 bytes of the last WQE (at ring
-/// offset `wqe_offset`); otherwise BlueFlame: that WQE copied from the ring in `bf_chunks`
-/// 64-byte blocks.
+/// `last` is the last WQE: its ring offset and its first 64 bytes as written.
+/// `bf_chunks == 0`: the 8-byte doorbell, i.e. the first 8 bytes of that WQE; otherwise
+/// BlueFlame: the WQE copied in `bf_chunks` 64-byte blocks (the first one given, the rest
+/// read from the ring).
 #[inline(always)]
 pub(crate) fn ring_send_doorbell<U: Uar>(
     bf: &mut BfReg<U>,
     dbrec: &DbRec,
     pi: u32,
     ring: &Ring,
-    wqe_offset: usize,
+    last: (usize, &[u64; 8]),
     bf_chunks: usize,
 ) {
-    // What the steps need, read before the barriers (which make the compiler reload
-    // everything after them); loads only, so the order of the stores is unchanged.
-    let (register, next) = (bf.offset, bf.offset ^ bf.size);
-    let first = ring.read_block(wqe_offset);
+    let (wqe_offset, first) = last;
+    // Read before the barriers (which make the compiler reload everything after them); a
+    // load only, so the order of the stores is unchanged.
+    let register = bf.offset;
     udma_to_device_barrier();
     dbrec.write(crate::prm::qp_counter(pi));
     mmio_wc_start();
     if bf_chunks == 0 {
         bf.uar.write64(register, first[0].to_ne_bytes());
     } else {
-        bf.uar.write_block(register, &first);
+        bf.uar.write_block(register, first);
         for k in 1..bf_chunks {
             let block = ring.read_block(wqe_offset + k * SEND_WQE_BB);
             bf.uar.write_block(register + k * SEND_WQE_BB, &block);
         }
     }
     mmio_flush_writes();
-    bf.offset = next;
+    bf.offset ^= bf.size;
 }
 
 /// Arms a CQ (prm-facts §7.8): record word 1, then one 64-bit store to `UAR + 0x20`.

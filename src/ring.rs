@@ -272,6 +272,16 @@ impl WqeBuf<'_> {
         }
     }
 
+    /// The WQE's first 64 bytes as written so far.
+    #[inline(always)]
+    pub(crate) fn first_block(&self) -> [u64; 8] {
+        debug_assert!(self.len >= SEND_WQE_BB);
+        // SAFETY: the buffer holds `len` bytes, a whole number (at least one) of 64-byte
+        // WQEBBs (`Ring::wqe`); plain bytes, read unaligned (the staging buffer is only
+        // byte-aligned).
+        unsafe { self.ptr.cast::<[u64; 8]>().read_unaligned() }
+    }
+
     /// Copies `data` to byte `at` of the WQE.
     ///
     /// # Safety
@@ -338,7 +348,11 @@ pub(crate) struct CqBuf {
     /// The `cqe64` of entry 0: the buffer start for 64-byte CQEs, 64 bytes in for 128-byte
     /// ones.
     first: NonNull<u8>,
-    shift: u32,
+    /// Bytes per entry (64 or 128).
+    size: usize,
+    /// `(cqe_cnt - 1) * size`: an entry offset masked into the buffer (`size` is a power
+    /// of two).
+    byte_mask: usize,
     mask: u32,
 }
 
@@ -354,14 +368,16 @@ impl CqBuf {
         CqBuf {
             // SAFETY: the `cqe64` offset (0 or 64) is inside the first entry.
             first: unsafe { base.add(crate::prm::cqe64_offset(cqe_size)) },
-            shift: cqe_size.trailing_zeros(),
+            size: cqe_size,
+            byte_mask: (cqe_cnt as usize - 1) * cqe_size,
             mask: cqe_cnt - 1,
         }
     }
 
     #[inline(always)]
     fn cqe(&self, index: u32) -> *mut u8 {
-        let offset = ((index & self.mask) as usize) << self.shift;
+        // `(index mod cqe_cnt) * size` in two instructions: sizes are powers of two.
+        let offset = (index as usize).wrapping_mul(self.size) & self.byte_mask;
         // SAFETY: masked entry inside the buffer (constructor contract).
         unsafe { self.first.as_ptr().add(offset) }
     }

@@ -310,6 +310,16 @@ pub struct SqDesc {
     pub max_sge: usize,
 }
 
+/// A WQE just written, as the doorbell needs it.
+struct Written {
+    /// Ring offset.
+    offset: usize,
+    /// Size in bytes (DS × 16).
+    bytes: usize,
+    /// Its first 64 bytes (the 8-byte doorbell is the first word).
+    first: [u64; 8],
+}
+
 /// Everything a post needs to know about one WQE before writing it.
 struct Shape {
     opcode: Opcode,
@@ -463,6 +473,16 @@ fn effective_mode(mode: DoorbellMode, bf_size: usize) -> DoorbellMode {
     }
 }
 
+/// DS of `len` bytes of inline data (none at all when empty).
+#[inline(always)]
+fn inline_data_ds(len: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        InlineSeg::ds(len)
+    }
+}
+
 /// Largest total message length (`max_msg_sz`, 2 GiB).
 pub const MAX_MESSAGE_SIZE: u64 = 1 << 31;
 
@@ -489,10 +509,14 @@ pub struct SendQueue<U: Uar> {
     /// Ring offset of the last pushed WQE.
     last_offset: usize,
     qpn: u32,
-    /// Control dword 1 with this QP's number, set once (`ds` filled in per WQE).
+    /// Control dword 1 with this QP's number and DS 0, set once (DS ORed in per WQE).
     qpn_ds: QpnDs,
     max_ds: usize,
     max_inline: usize,
+    /// The largest inline payload that passes both the inline limit and the WQE size limit
+    /// after a control segment alone (`[0]`) or with a remote-address segment (`[1]`):
+    /// one compare for an inline SEND or WRITE.
+    inline_fit: [usize; 2],
     max_sge: usize,
     dbrec: DbRec,
     bf: BfReg<U>,
@@ -527,6 +551,13 @@ impl<U: Uar> SendQueue<U> {
         assert_eq!(shared.slots.len(), ring.size() / SEND_WQE_BB);
         // SAFETY: word 1 of the record the contract makes ours.
         let dbrec = unsafe { DbRec::new(desc.dbrec.add(prm::SND_DBR)) };
+        let max_ds = (desc.max_wqe_size / DS).min(MAX_DS);
+        // Inline units left after the control (and remote-address) segment: `16 d - 4`
+        // bytes fit in `d` of them with the 4-byte header.
+        let inline_fit = [1, 2].map(|fixed| match max_ds.saturating_sub(fixed) {
+            0 => 0,
+            units => desc.max_inline.min(units * DS - 4),
+        });
         let mut sq = SendQueue {
             ring,
             staging: Staging::default(),
@@ -537,8 +568,9 @@ impl<U: Uar> SendQueue<U> {
             last_offset: 0,
             qpn: desc.qpn,
             qpn_ds: QpnDs::new().with_qpn(desc.qpn),
-            max_ds: (desc.max_wqe_size / DS).min(MAX_DS),
+            max_ds,
             max_inline: desc.max_inline,
+            inline_fit,
             max_sge: desc.max_sge,
             dbrec,
             bf: BfReg {
@@ -663,13 +695,13 @@ impl<U: Uar> SendQueue<U> {
         data: Data<'_>,
         flags: SendFlags,
     ) -> Result<(), PostError> {
-        (self.last_offset, _) = self.write_wqe(wr_id, op, data, flags)?;
+        self.last_offset = self.write_wqe(wr_id, op, data, flags)?.offset;
         self.pushed += 1;
         Ok(())
     }
 
     /// Validates and writes one WQE at the producer counter and records it for the poller;
-    /// returns its ring offset and size in bytes.
+    /// returns where it is and what the doorbell needs of it.
     #[inline(always)]
     fn write_wqe(
         &mut self,
@@ -677,24 +709,37 @@ impl<U: Uar> SendQueue<U> {
         op: SendOp,
         data: Data<'_>,
         flags: SendFlags,
-    ) -> Result<(usize, usize), PostError> {
+    ) -> Result<Written, PostError> {
         // The checks in order: ready (folded into the room check, see `limit`; an earlier
         // refusal names it first through `refused`), not in error, data, size, room.
         if self.errored.load(Ordering::Relaxed) {
             return Err(PostError::NotReadyToSend);
         }
         let shape = op.shape();
-        let data_ds = match self.check_data(&shape, data) {
-            Ok(ds) => ds,
-            Err(e) => return Err(self.refused(e)),
+        let fixed_ds = 1 + shape.remote.is_some() as usize + shape.args_ds;
+        let ds = match data {
+            // Inline SEND / WRITE under `inline_fit`: every size check in one compare.
+            Data::Inline(bytes)
+                if shape.local_len.is_none()
+                    && bytes.len() <= self.inline_fit[shape.remote.is_some() as usize] =>
+            {
+                debug_assert_eq!(shape.args_ds, 0);
+                fixed_ds + inline_data_ds(bytes.len())
+            }
+            _ => {
+                let ds = match self.check_data(&shape, data) {
+                    Ok(data_ds) => fixed_ds + data_ds,
+                    Err(e) => return Err(self.refused(e)),
+                };
+                if ds > self.max_ds {
+                    return Err(self.refused(PostError::WqeTooLarge {
+                        ds,
+                        max_ds: self.max_ds,
+                    }));
+                }
+                ds
+            }
         };
-        let ds = 1 + shape.remote.is_some() as usize + shape.args_ds + data_ds;
-        if ds > self.max_ds {
-            return Err(self.refused(PostError::WqeTooLarge {
-                ds,
-                max_ds: self.max_ds,
-            }));
-        }
         let bbs = prm::wqebbs(ds) as u32;
         if self.limit.wrapping_sub(self.pi) < bbs {
             self.refresh_limit(bbs)?;
@@ -707,7 +752,8 @@ impl<U: Uar> SendQueue<U> {
                 .with_opcode(shape.opcode as u8)
                 .with_wqe_index(pi as u16)
                 .with_opmod(shape.opmod),
-            qpn_ds: self.qpn_ds.with_ds(ds as u8),
+            // `qpn_ds` has DS 0 and `ds <= max_ds <= 63`: OR it in (no field masking).
+            qpn_ds: QpnDs::from_bits(Be32::new(self.qpn_ds.into_bits().get() | ds as u32)),
             fm_ce_se: flags.fm_ce_se(),
             imm: shape.imm,
             ..CtrlSeg::default()
@@ -759,6 +805,8 @@ impl<U: Uar> SendQueue<U> {
                 Data::Inline(_) => {}
             }
         }
+        // Read while the stores are fresh (before any barrier), for the doorbell.
+        let first = wqe.first_block();
         drop(wqe);
 
         // SAFETY: `start` is a masked ring offset, so its WQEBB is a ring slot.
@@ -767,7 +815,11 @@ impl<U: Uar> SendQueue<U> {
         slot.wr_id.store(wr_id, Ordering::Relaxed);
         slot.next_pi.store(next_pi, Ordering::Relaxed);
         self.pi = next_pi;
-        Ok((start, ds * DS))
+        Ok(Written {
+            offset: start,
+            bytes: ds * DS,
+            first,
+        })
     }
 
     /// What a post that failed a check before the room check is refused with: a queue
@@ -795,11 +847,7 @@ impl<U: Uar> SendQueue<U> {
                         max: self.max_inline,
                     });
                 }
-                Ok(if bytes.is_empty() {
-                    0
-                } else {
-                    InlineSeg::ds(bytes.len())
-                })
+                Ok(inline_data_ds(bytes.len()))
             }
             Data::Sges(sges) => {
                 if sges.len() > self.max_sge {
@@ -834,22 +882,26 @@ impl<U: Uar> SendQueue<U> {
         if self.pushed == 0 {
             return 0;
         }
-        let bytes = self.ring.wqe_bytes(self.last_offset);
+        let last = Written {
+            offset: self.last_offset,
+            bytes: self.ring.wqe_bytes(self.last_offset),
+            first: self.ring.read_block(self.last_offset),
+        };
         let bf_max = if self.pushed == 1 {
             self.bf_single
         } else {
             self.bf_batch
         };
-        self.ring_last(self.last_offset, bytes, bf_max);
+        self.ring_last(&last, bf_max);
         core::mem::replace(&mut self.pushed, 0)
     }
 
-    /// Rings the doorbell for the WQEs up to the last one, of `bytes` bytes at ring
-    /// `offset`: BlueFlame if it is at most `bf_max` bytes.
+    /// Rings the doorbell for the WQEs up to `last`: BlueFlame if it is at most `bf_max`
+    /// bytes.
     #[inline(always)]
-    fn ring_last(&mut self, offset: usize, bytes: usize, bf_max: usize) {
-        let bf_chunks = if bytes <= bf_max {
-            bytes.div_ceil(SEND_WQE_BB)
+    fn ring_last(&mut self, last: &Written, bf_max: usize) {
+        let bf_chunks = if last.bytes <= bf_max {
+            last.bytes.div_ceil(SEND_WQE_BB)
         } else {
             0
         };
@@ -858,7 +910,7 @@ impl<U: Uar> SendQueue<U> {
             &self.dbrec,
             self.pi,
             &self.ring,
-            offset,
+            (last.offset, &last.first),
             bf_chunks,
         );
     }
@@ -873,7 +925,7 @@ impl<U: Uar> SendQueue<U> {
         data: Data<'_>,
         flags: SendFlags,
     ) -> Result<(), PostError> {
-        let (offset, bytes) = self.write_wqe(wr_id, op, data, flags)?;
+        let written = self.write_wqe(wr_id, op, data, flags)?;
         // Rings this WQE and any pushed before it; no last-WQE state to store and reload.
         let bf_max = if self.pushed == 0 {
             self.bf_single
@@ -881,7 +933,7 @@ impl<U: Uar> SendQueue<U> {
             self.pushed = 0;
             self.bf_batch
         };
-        self.ring_last(offset, bytes, bf_max);
+        self.ring_last(&written, bf_max);
         Ok(())
     }
 
@@ -971,6 +1023,52 @@ mod tests {
             Err(PostError::NotReadyToSend)
         );
         assert_eq!(q.sq.producer_count(), 4);
+    }
+
+    /// The one-compare bound for inline SEND / WRITE (`inline_fit`) accepts exactly what
+    /// the separate inline and WQE-size checks accept, and refusals keep their own error.
+    #[test]
+    fn inline_posts_at_the_size_limits() {
+        // 63 DS at most (1008-byte WQEs); inline limit above what 63 DS can hold.
+        let mut q = NullQueues::new(64, 8, 1000).unwrap();
+        let bytes = [0x77u8; 1001];
+        let mut post = |op, len: usize| {
+            q.sq.post(1, op, Data::Inline(&bytes[..len]), SendFlags::SIGNALED)
+        };
+        // ctrl + raddr + 61 units (4-byte header + 972 bytes) = 63 DS.
+        assert_eq!(post(WRITE, 972), Ok(()));
+        assert_eq!(
+            post(WRITE, 973),
+            Err(PostError::WqeTooLarge { ds: 64, max_ds: 63 })
+        );
+        // ctrl + 62 units (header + 988 bytes) = 63 DS.
+        assert_eq!(post(SendOp::Send, 988), Ok(()));
+        assert_eq!(
+            post(SendOp::Send, 989),
+            Err(PostError::WqeTooLarge { ds: 64, max_ds: 63 })
+        );
+        assert_eq!(
+            post(SendOp::Send, 1001),
+            Err(PostError::InlineTooLarge {
+                len: 1001,
+                max: 1000
+            })
+        );
+        assert_eq!(
+            post(SendOp::Read(Remote::default()), 8),
+            Err(PostError::InlineNotAllowed)
+        );
+        // A queue whose inline limit is the tighter one.
+        let mut q = NullQueues::new(64, 8, 12).unwrap();
+        assert_eq!(
+            q.sq.post(1, WRITE, Data::Inline(&bytes[..12]), SendFlags::SIGNALED),
+            Ok(())
+        );
+        assert_eq!(
+            q.sq.post(1, WRITE, Data::Inline(&bytes[..13]), SendFlags::SIGNALED),
+            Err(PostError::InlineTooLarge { len: 13, max: 12 })
+        );
+        assert_eq!(q.sq.producer_count(), 1);
     }
 
     /// `ring_doorbell` reads the size of the last pushed WQE back from its control
