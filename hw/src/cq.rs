@@ -53,7 +53,7 @@ fn lost(nic: &mut NicState, qpi: usize) {
     if !q.fatal {
         q.fatal = true;
         let qpn = q.qpn;
-        nic.async_events.push_back(AsyncEvent::QpFatal { qpn });
+        raise_async(nic, AsyncEvent::QpFatal { qpn });
     }
 }
 
@@ -71,7 +71,7 @@ fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
             c.error = true;
             c.armed = None;
             let cqn = c.cqn;
-            nic.async_events.push_back(AsyncEvent::CqError { cqn });
+            raise_async(nic, AsyncEvent::CqError { cqn });
             nic.stats.cqes_dropped += 1;
             return false;
         }
@@ -99,12 +99,24 @@ fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
     true
 }
 
-/// Deliver a completion event: EQE write + MSI-X on the link, then the event queue.
-fn raise(nic: &mut NicState, cqn: u32) {
+/// An EQE write and its MSI-X interrupt on the link (no QP's).
+fn eqe(nic: &mut NicState) {
     nic.dma_write(None, 0, EQE_SIZE, Purpose::Eqe);
     nic.dma_write(None, 0, MSIX_SIZE, Purpose::Msix);
+}
+
+/// Deliver a completion event: EQE + MSI-X, then the completion event queue.
+fn raise(nic: &mut NicState, cqn: u32) {
+    eqe(nic);
     nic.stats.events += 1;
     nic.events.push_back(Event::Completion { cqn });
+}
+
+/// Deliver an asynchronous event: EQE + MSI-X (the asynchronous EQ's), then the
+/// asynchronous event queue.
+pub(crate) fn raise_async(nic: &mut NicState, event: AsyncEvent) {
+    eqe(nic);
+    nic.async_events.push_back(event);
 }
 
 /// The CQ arm doorbell: `BE32(sn<<28 | cmd | ci)`, `BE32(cqn)` (prm-facts §7.8).

@@ -105,9 +105,9 @@ pub enum Purpose {
     AtomicResult,
     /// Completion queue entry.
     Cqe,
-    /// Event queue entry of a completion event.
+    /// Event queue entry of a completion or asynchronous event.
     Eqe,
-    /// MSI-X interrupt message of a completion event.
+    /// MSI-X interrupt message of a completion or asynchronous event.
     Msix,
 }
 

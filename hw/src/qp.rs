@@ -1,7 +1,7 @@
 //! QP error handling: the move to ERR and the flush of outstanding work (prm-facts §9),
 //! plus the send-ring helpers shared by execution and flush.
 
-use crate::cq::complete;
+use crate::cq::{complete, raise_async};
 use crate::cqe::{synd, Cqe};
 use crate::host;
 use crate::pcie::Purpose;
@@ -66,8 +66,7 @@ pub(crate) fn fail(nic: &mut NicState, qpi: usize) {
     q.state = QpState::Err;
     if entered && q.srq.is_some() {
         let qpn = q.qpn;
-        nic.async_events
-            .push_back(AsyncEvent::LastWqeReached { qpn });
+        raise_async(nic, AsyncEvent::LastWqeReached { qpn });
     }
     let q = nic.qp(qpi);
     q.stall = None;

@@ -1,7 +1,7 @@
 //! The responder side of RC: incoming SEND / WRITE / READ / atomic requests, receive WQE
 //! consumption (RQ ring or SRQ linked list), RNR, and responder errors (prm-facts §5, §9).
 
-use crate::cq::complete;
+use crate::cq::{complete, raise_async};
 use crate::cqe::{cqe_op, synd, Cqe};
 use crate::host;
 use crate::pcie::Purpose;
@@ -99,12 +99,10 @@ pub(crate) fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Resp {
                 ),
                 // No receive WQE consumed, no CQE to report the error: an affiliated
                 // asynchronous error names the QP instead.
-                None if f.req == synd::REMOTE_ACCESS_ERR => nic
-                    .async_events
-                    .push_back(AsyncEvent::QpAccessError { qpn }),
-                None => nic
-                    .async_events
-                    .push_back(AsyncEvent::QpRequestError { qpn }),
+                None if f.req == synd::REMOTE_ACCESS_ERR => {
+                    raise_async(nic, AsyncEvent::QpAccessError { qpn })
+                }
+                None => raise_async(nic, AsyncEvent::QpRequestError { qpn }),
             }
             fail(nic, qpi);
             Resp::Nak(f.req)

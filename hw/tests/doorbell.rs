@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use mlx5_hw::{AsyncEvent, Event, Fabric, Fault, Nic, NicConfig, QpState, QpTransition};
+use mlx5_hw::{AsyncEvent, Event, Fabric, Fault, Nic, NicConfig, Purpose, QpState, QpTransition};
 use std::time::Duration;
 
 #[test]
@@ -282,10 +282,28 @@ fn solicited_arm_fires_on_an_error_cqe() {
 fn cq_overrun_is_reported_and_stops_the_cq() {
     let (_f, mut a, b) = pair();
     a.nic.shrink_cq(a.scq.cqn, 1).unwrap();
+    a.nic.set_tlp_trace(true);
     for i in 0..3 {
         a.write_inline(b.data(i * 8), b.key, b"x", SIGNALED);
         a.ring();
     }
+    // Each asynchronous event is an EQE and an MSI-X write on the link, of no QP.
+    let events: Vec<_> = a
+        .nic
+        .take_tlps()
+        .iter()
+        .filter(|t| matches!(t.purpose, Purpose::Eqe | Purpose::Msix))
+        .map(|t| (t.purpose, t.payload, t.qpn))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            (Purpose::Eqe, 64, None),
+            (Purpose::Msix, 4, None),
+            (Purpose::Eqe, 64, None),
+            (Purpose::Msix, 4, None)
+        ]
+    );
     // Asynchronous events, on their own queue: no completion event.
     assert_eq!(
         a.nic.poll_async_event(),
