@@ -12,7 +12,7 @@ ir() {
         sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
 }
 for case in post_write8_inline_bf post_write8_inline_db post_write8_inline_batch32 \
-    poll_one_cqe poll_empty_cq; do
+    post_write8_inline_list32 poll_one_cqe poll_empty_cq; do
     a=$(ir "$case" "$n1")
     b=$(ir "$case" "$n2")
     echo "$case $(echo "scale=1; ($b - $a) / ($n2 - $n1)" | bc) instructions/op"

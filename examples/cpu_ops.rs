@@ -15,7 +15,8 @@ use mlx5_direct::null::{CpuBench, CpuCase};
 fn main() {
     let mut args = std::env::args().skip(1);
     let usage = "usage: cpu_ops <case> <operations>; cases: post_write8_inline_bf, \
-                 post_write8_inline_db, post_write8_inline_batch32, poll_one_cqe, poll_empty_cq";
+                 post_write8_inline_db, post_write8_inline_batch32, post_write8_inline_list32, \
+                 poll_one_cqe, poll_empty_cq";
     let case = args
         .next()
         .and_then(|name| CpuCase::from_name(&name))

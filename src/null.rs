@@ -16,7 +16,9 @@ use crate::mem::Memory;
 use crate::mmio::NullUar;
 use crate::prm::{CqeOpcode, Opcode, CQE_SIZE, SEND_WQE_BB};
 use crate::rq::RqShared;
-use crate::sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SqDesc, SqShared};
+use crate::sq::{
+    Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SendWr, SqDesc, SqShared,
+};
 
 /// QP number of the null device's QP.
 pub const NULL_QPN: u32 = 0x1234;
@@ -144,13 +146,17 @@ pub enum CpuCase {
     /// ([`DoorbellMode::BlueFlame`], which uses the 8-byte doorbell for batches as
     /// rdma-core does for post lists); the cost reported is per WQE.
     WriteBatch32,
+    /// One WQE of a list of [`CPU_BATCH`] such WRITEs posted with one
+    /// [`SendQueue::post_many`] call (one doorbell, as for [`CpuCase::WriteBatch32`]); the
+    /// cost reported is per WQE.
+    WriteList32,
     /// One successful requester CQE polled (`poll` into a one-entry slice).
     PollOne,
     /// One poll of an empty CQ.
     PollEmpty,
 }
 
-/// WQEs per batch in [`CpuCase::WriteBatch32`].
+/// WQEs per batch in [`CpuCase::WriteBatch32`] and [`CpuCase::WriteList32`].
 pub const CPU_BATCH: u32 = 32;
 
 /// The remote address the CPU-cost WRITEs name (never touched: nothing executes them).
@@ -161,10 +167,11 @@ const CPU_REMOTE: Remote = Remote {
 
 impl CpuCase {
     /// Every case, in report order.
-    pub const ALL: [CpuCase; 5] = [
+    pub const ALL: [CpuCase; 6] = [
         CpuCase::WriteInlineBf,
         CpuCase::WriteInlineDb,
         CpuCase::WriteBatch32,
+        CpuCase::WriteList32,
         CpuCase::PollOne,
         CpuCase::PollEmpty,
     ];
@@ -175,6 +182,7 @@ impl CpuCase {
             CpuCase::WriteInlineBf => "post_write8_inline_bf",
             CpuCase::WriteInlineDb => "post_write8_inline_db",
             CpuCase::WriteBatch32 => "post_write8_inline_batch32",
+            CpuCase::WriteList32 => "post_write8_inline_list32",
             CpuCase::PollOne => "poll_one_cqe",
             CpuCase::PollEmpty => "poll_empty_cq",
         }
@@ -237,9 +245,10 @@ impl CpuBench {
     /// Operations per timed chunk.
     fn chunk(&self) -> u64 {
         match self.case {
-            CpuCase::WriteInlineBf | CpuCase::WriteInlineDb | CpuCase::WriteBatch32 => {
-                CPU_SQ_WQEBBS as u64
-            }
+            CpuCase::WriteInlineBf
+            | CpuCase::WriteInlineDb
+            | CpuCase::WriteBatch32
+            | CpuCase::WriteList32 => CPU_SQ_WQEBBS as u64,
             CpuCase::PollOne => CPU_SQ_WQEBBS as u64,
             CpuCase::PollEmpty => u64::MAX,
         }
@@ -276,7 +285,10 @@ impl CpuBench {
     fn prepare(&mut self) {
         let q = &mut self.queues;
         match self.case {
-            CpuCase::WriteInlineBf | CpuCase::WriteInlineDb | CpuCase::WriteBatch32 => {
+            CpuCase::WriteInlineBf
+            | CpuCase::WriteInlineDb
+            | CpuCase::WriteBatch32
+            | CpuCase::WriteList32 => {
                 if q.sq.outstanding_wqebbs() != 0 {
                     let last = q.sq.producer_count().wrapping_sub(1) as u16;
                     q.complete(last, Opcode::RdmaWrite, CqeOpcode::Req, 0);
@@ -327,6 +339,22 @@ impl CpuBench {
                         }
                     }
                     sq.ring_doorbell();
+                    i = end;
+                }
+            }
+            CpuCase::WriteList32 => {
+                let mut i = 0;
+                while i < n {
+                    let end = n.min(i + CPU_BATCH as u64);
+                    let list = (i..end).map(|wr_id| SendWr {
+                        wr_id,
+                        op: write,
+                        data,
+                        flags,
+                    });
+                    if let Err((posted, _)) = sq.post_many(list) {
+                        return i + posted as u64;
+                    }
                     i = end;
                 }
             }

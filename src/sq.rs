@@ -152,6 +152,19 @@ impl Data<'static> {
     pub const NONE: Data<'static> = Data::Sges(&[]);
 }
 
+/// One work request of a list posted with [`SendQueue::post_many`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendWr<'a> {
+    /// Reported by the WQE's completion.
+    pub wr_id: u64,
+    /// The operation.
+    pub op: SendOp,
+    /// Its local data.
+    pub data: Data<'a>,
+    /// Its flags.
+    pub flags: SendFlags,
+}
+
 /// Per-WR flags.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SendFlags {
@@ -695,26 +708,78 @@ impl<U: Uar> SendQueue<U> {
         data: Data<'_>,
         flags: SendFlags,
     ) -> Result<(), PostError> {
-        self.last_offset = self.write_wqe(wr_id, op, data, flags)?.offset;
+        self.last_offset = self
+            .write_wqe(SendWr {
+                wr_id,
+                op,
+                data,
+                flags,
+            })?
+            .offset;
         self.pushed += 1;
         Ok(())
+    }
+
+    /// Posts a list of work requests with one doorbell, as `ibv_post_send` does with a
+    /// linked list: writes them in order, stops at the first one refused, then rings every
+    /// WQE written (and any pushed before). Returns how many were posted, or that count and
+    /// the refusal.
+    ///
+    /// Every check of [`SendQueue::push`] applies to each work request, except that whether
+    /// the QP is in error is read once per call: a QP that a CQE moves to error during the
+    /// call is indistinguishable from one moved just after it.
+    #[inline(always)]
+    pub fn post_many<'a>(
+        &mut self,
+        wrs: impl IntoIterator<Item = SendWr<'a>>,
+    ) -> Result<usize, (usize, PostError)> {
+        let errored = self.errored.load(Ordering::Relaxed);
+        let mut n = 0;
+        let mut result = Ok(());
+        let mut last_offset = self.last_offset;
+        for wr in wrs {
+            let written = if errored {
+                Err(PostError::NotReadyToSend)
+            } else {
+                self.write_checked(wr)
+            };
+            match written {
+                Ok(w) => last_offset = w.offset,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+            n += 1;
+        }
+        self.last_offset = last_offset;
+        self.pushed += n as u32;
+        self.ring_doorbell();
+        result.map(|()| n).map_err(|e| (n, e))
     }
 
     /// Validates and writes one WQE at the producer counter and records it for the poller;
     /// returns where it is and what the doorbell needs of it.
     #[inline(always)]
-    fn write_wqe(
-        &mut self,
-        wr_id: u64,
-        op: SendOp,
-        data: Data<'_>,
-        flags: SendFlags,
-    ) -> Result<Written, PostError> {
-        // The checks in order: ready (folded into the room check, see `limit`; an earlier
-        // refusal names it first through `refused`), not in error, data, size, room.
+    fn write_wqe(&mut self, wr: SendWr<'_>) -> Result<Written, PostError> {
         if self.errored.load(Ordering::Relaxed) {
             return Err(PostError::NotReadyToSend);
         }
+        self.write_checked(wr)
+    }
+
+    /// [`SendQueue::write_wqe`] once the QP is known not to be in error.
+    #[inline(always)]
+    fn write_checked(&mut self, wr: SendWr<'_>) -> Result<Written, PostError> {
+        let SendWr {
+            wr_id,
+            op,
+            data,
+            flags,
+        } = wr;
+        // The checks in order: ready (folded into the room check, see `limit`; an earlier
+        // refusal names it first through `refused`), not in error (by the caller), data,
+        // size, room.
         let shape = op.shape();
         let fixed_ds = 1 + shape.remote.is_some() as usize + shape.args_ds;
         let ds = match data {
@@ -925,7 +990,12 @@ impl<U: Uar> SendQueue<U> {
         data: Data<'_>,
         flags: SendFlags,
     ) -> Result<(), PostError> {
-        let written = self.write_wqe(wr_id, op, data, flags)?;
+        let written = self.write_wqe(SendWr {
+            wr_id,
+            op,
+            data,
+            flags,
+        })?;
         // Rings this WQE and any pushed before it; no last-WQE state to store and reload.
         let bf_max = if self.pushed == 0 {
             self.bf_single
@@ -967,6 +1037,7 @@ impl<U: Uar> SendQueue<U> {
 mod tests {
     use super::*;
     use crate::null::NullQueues;
+    use crate::prm::CqeOpcode;
 
     const WRITE: SendOp = SendOp::Write(Remote {
         addr: 0x1000,
@@ -1069,6 +1140,58 @@ mod tests {
             Err(PostError::InlineTooLarge { len: 13, max: 12 })
         );
         assert_eq!(q.sq.producer_count(), 1);
+    }
+
+    fn wr(wr_id: u64, data: Data<'_>) -> SendWr<'_> {
+        SendWr {
+            wr_id,
+            op: WRITE,
+            data,
+            flags: SendFlags::UNSIGNALED,
+        }
+    }
+
+    /// `post_many` writes in order, stops at the first refusal and rings once everything
+    /// written, earlier pushes included.
+    #[test]
+    fn post_many_rings_once_what_it_wrote() {
+        let mut q = NullQueues::new(16, 8, 16).unwrap();
+        q.sq.set_mode(DoorbellMode::Doorbell);
+        let reg = q.sq.register_offset();
+        assert_eq!(q.sq.post_many([]), Ok(0));
+        assert_eq!((q.sq.doorbell_record(), q.sq.register_offset()), (0, reg));
+
+        q.sq.push(1, SendOp::Nop, Data::NONE, SendFlags::SIGNALED)
+            .unwrap();
+        let list = [wr(2, Data::Inline(&[2; 8])), wr(3, Data::Inline(&[3; 16]))];
+        assert_eq!(q.sq.post_many(list), Ok(2));
+        assert_eq!(q.sq.doorbell_record(), 3);
+        assert_eq!(q.sq.uar().read64(reg), q.sq.wqe_bytes(2, 8)[..]);
+        assert_eq!(q.sq.ring_doorbell(), 0, "nothing left pending");
+
+        // Refused in the middle: the one before it is posted and rung, nothing after.
+        let reg = q.sq.register_offset();
+        let list = [
+            wr(4, Data::Inline(&[4; 8])),
+            wr(5, Data::Inline(&[5; 17])),
+            wr(6, Data::Inline(&[6; 8])),
+        ];
+        assert_eq!(
+            q.sq.post_many(list),
+            Err((1, PostError::InlineTooLarge { len: 17, max: 16 }))
+        );
+        assert_eq!((q.sq.producer_count(), q.sq.doorbell_record()), (4, 4));
+        assert_eq!(q.sq.uar().read64(reg), q.sq.wqe_bytes(3, 8)[..]);
+
+        // A QP in error (an error CQE was polled): nothing written.
+        q.complete(3, Opcode::RdmaWrite, CqeOpcode::ReqErr, 0x04);
+        let mut out = [crate::cq::Completion::default()];
+        assert_eq!(q.cq.poll(&mut out), 1);
+        assert_eq!(
+            q.sq.post_many([wr(7, Data::Inline(&[7; 8]))]),
+            Err((0, PostError::NotReadyToSend))
+        );
+        assert_eq!((q.sq.producer_count(), q.sq.doorbell_record()), (4, 4));
     }
 
     /// `ring_doorbell` reads the size of the last pushed WQE back from its control
