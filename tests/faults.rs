@@ -1,7 +1,9 @@
 //! Faults injected into the model, end to end through the driver: lost packets and lost
-//! responses, RNR, dropped BlueFlame data, delayed CQEs, CQ overrun. Each time the driver surfaces what
-//! happened (or, where the fault is invisible by design, loses nothing), the application
-//! recovers the QP and goes on, and a second QP on the same CQ keeps working throughout.
+//! responses, RNR, dropped BlueFlame data, delayed CQEs, CQ overrun and the asynchronous
+//! events that report it (and a QP on an SRQ entering ERR). Each time the driver surfaces
+//! what happened (or, where the fault is invisible by design, loses nothing), the
+//! application recovers the QP and goes on, and a second QP on the same CQ keeps working
+//! throughout.
 
 mod common;
 
@@ -538,4 +540,50 @@ fn lost_responses_and_lost_middle_packets_execute_exactly_once() {
     rig.mr_b.read(1024, &mut got);
     assert_eq!(got, data);
     rig.bystander_works(41);
+}
+
+#[test]
+fn a_qp_on_an_srq_entering_err_raises_last_wqe_reached_once() {
+    let fabric = Fabric::new();
+    let a = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
+    let b = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
+    let _bugs = [
+        BugCheck::on(a.backend().nic()),
+        BugCheck::on(b.backend().nic()),
+    ];
+    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+    let (cq_a, cq_b) = (a.create_cq(64, 64).unwrap(), b.create_cq(64, 64).unwrap());
+    let srq = pa.create_srq(16, 1).unwrap();
+    let config = QpConfig::default();
+    let mut qp = pa.create_qp_with_srq(&cq_a, &cq_a, &srq, &config).unwrap();
+    let mut peer = pb.create_qp(&cq_b, &cq_b, &config).unwrap();
+    let opts = ConnectOptions::default();
+    let (e, ep) = (qp.endpoint().unwrap(), peer.endpoint().unwrap());
+    qp.connect(&ep, &opts).unwrap();
+    peer.connect(&e, &opts).unwrap();
+    assert_eq!(a.poll_async_event(), Ok(None));
+    qp.to_error().unwrap();
+    assert_eq!(
+        a.poll_async_event(),
+        Ok(Some(AsyncEvent::LastWqeReached { qpn: qp.qpn() }))
+    );
+    assert_eq!(
+        AsyncEvent::LastWqeReached { qpn: qp.qpn() }.failed_qp(),
+        None
+    );
+    qp.to_error().unwrap();
+    assert_eq!(a.poll_async_event(), Ok(None), "once per entry to ERR");
+    // After a reset and a new connection, the next entry to ERR raises it again.
+    qp.reset().unwrap();
+    peer.reset().unwrap();
+    let (e, ep) = (qp.endpoint().unwrap(), peer.endpoint().unwrap());
+    qp.connect(&ep, &opts).unwrap();
+    peer.connect(&e, &opts).unwrap();
+    assert_eq!(qp.state(), QpState::Rts);
+    qp.to_error().unwrap();
+    assert_eq!(
+        a.poll_async_event(),
+        Ok(Some(AsyncEvent::LastWqeReached { qpn: qp.qpn() }))
+    );
+    assert_eq!(b.poll_async_event(), Ok(None));
 }
