@@ -68,17 +68,8 @@ fn raw_cqe() -> impl Strategy<Value = RawCqe> {
         })
 }
 
-/// 256 cases, or `PROPTEST_CASES`.
-fn config() -> ProptestConfig {
-    if std::env::var_os("PROPTEST_CASES").is_some() {
-        ProptestConfig::default()
-    } else {
-        ProptestConfig::with_cases(256)
-    }
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(common::proptest_config(256))]
 
     /// Every entry with the right owner bit and a valid opcode nibble is consumed exactly
     /// once and classified; none panics, none stalls the CQ. A CQE retires send WQEs only

@@ -51,6 +51,15 @@ impl Drive for Sim {
     }
 }
 
+/// `cases` proptest cases, or as many as `PROPTEST_CASES` asks for (see docs/testing.md).
+pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    if std::env::var_os("PROPTEST_CASES").is_some() {
+        proptest::test_runner::Config::default()
+    } else {
+        proptest::test_runner::Config::with_cases(cases)
+    }
+}
+
 /// A model counter that only a driver bug moves (see `mlx5_hw::Stats`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DriverBug {
