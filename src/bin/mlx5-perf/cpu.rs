@@ -46,7 +46,9 @@ pub fn run(args: &CpuArgs) -> Result<(), crate::bench::Error> {
         for row in &rows {
             outln!(
                 "{:<30} {:>8.2} ns/op (min {:.2})",
-                row.case, row.ns_per_op, row.min_ns_per_op
+                row.case,
+                row.ns_per_op,
+                row.min_ns_per_op
             );
         }
     }
