@@ -289,30 +289,30 @@ pub(crate) struct BfReg<U> {
 }
 
 /// Rings the send doorbell: the exact sequence of design §4 / prm-facts §6.4, steps 2–7.
-/// `last` is the last WQE: its ring offset and its first 64 bytes as written.
-/// `bf_chunks == 0`: the 8-byte doorbell, i.e. the first 8 bytes of that WQE; otherwise
-/// BlueFlame: the WQE copied in `bf_chunks` 64-byte blocks (the first one given, the rest
-/// read from the ring).
+/// `bf_chunks == 0`: the 8-byte doorbell, i.e. the first 8 bytes of the last WQE (at ring
+/// offset `wqe_offset`); otherwise BlueFlame: that WQE copied from the ring in `bf_chunks`
+/// 64-byte blocks.
 #[inline(always)]
 pub(crate) fn ring_send_doorbell<U: Uar>(
     bf: &mut BfReg<U>,
     dbrec: &DbRec,
     pi: u32,
     ring: &Ring,
-    last: (usize, &[u64; 8]),
+    wqe_offset: usize,
     bf_chunks: usize,
 ) {
-    let (wqe_offset, first) = last;
-    // Read before the barriers (which make the compiler reload everything after them); a
-    // load only, so the order of the stores is unchanged.
+    // Located before the barriers (which make the compiler reload everything after them);
+    // the WQE itself is read after them, as before: a load of bytes just stored, right
+    // after them, would stall on store forwarding. Loads only: the stores keep their order.
     let register = bf.offset;
+    let first = ring.block(wqe_offset);
     udma_to_device_barrier();
     dbrec.write(crate::prm::qp_counter(pi));
     mmio_wc_start();
     if bf_chunks == 0 {
-        bf.uar.write64(register, first[0].to_ne_bytes());
+        bf.uar.write64(register, first.read()[0].to_ne_bytes());
     } else {
-        bf.uar.write_block(register, first);
+        bf.uar.write_block(register, &first.read());
         for k in 1..bf_chunks {
             let block = ring.read_block(wqe_offset + k * SEND_WQE_BB);
             bf.uar.write_block(register + k * SEND_WQE_BB, &block);

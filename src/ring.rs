@@ -120,13 +120,23 @@ impl Ring {
         self.mask + 1
     }
 
+    /// The 64-byte block at `offset` (a multiple of 64), located now and read later (its
+    /// address stays in a register across barriers, which make the compiler reload the
+    /// ring's fields).
+    #[inline(always)]
+    pub(crate) fn block(&self, offset: usize) -> Block<'_> {
+        debug_assert!(offset % SEND_WQE_BB == 0);
+        Block {
+            ptr: self.at(offset).cast(),
+            _ring: core::marker::PhantomData,
+        }
+    }
+
     /// Reads the 64-byte block at `offset` (a multiple of 64) as eight words, for a
     /// BlueFlame copy.
     #[inline(always)]
     pub(crate) fn read_block(&self, offset: usize) -> [u64; 8] {
-        debug_assert!(offset % SEND_WQE_BB == 0);
-        // SAFETY: a 64-aligned block inside the ring, written earlier by this CPU.
-        unsafe { self.at(offset).cast::<[u64; 8]>().read() }
+        self.block(offset).read()
     }
 
     /// Size in bytes of the WQE at `offset` (a multiple of 64), from the DS count in its
@@ -143,6 +153,24 @@ impl Ring {
     pub(crate) fn read_ds(&self, offset: usize) -> [u8; DS] {
         // SAFETY: 16 bytes inside the ring, as in `write_ds`.
         unsafe { self.at(offset).cast::<[u8; DS]>().read_unaligned() }
+    }
+}
+
+/// A 64-byte block of a [`Ring`] (see [`Ring::block`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Block<'a> {
+    ptr: *const [u64; 8],
+    _ring: core::marker::PhantomData<&'a Ring>,
+}
+
+impl Block<'_> {
+    /// The block's eight words.
+    #[inline(always)]
+    pub(crate) fn read(self) -> [u64; 8] {
+        // SAFETY: a 64-aligned block inside the ring (`Ring::block` masks the offset; the
+        // base is 64-aligned), which the borrow keeps alive; plain bytes written earlier by
+        // this CPU.
+        unsafe { self.ptr.read() }
     }
 }
 
@@ -270,16 +298,6 @@ impl WqeBuf<'_> {
                 self.ptr.add(at + i * 8).cast::<u64>().write_unaligned(word);
             }
         }
-    }
-
-    /// The WQE's first 64 bytes as written so far.
-    #[inline(always)]
-    pub(crate) fn first_block(&self) -> [u64; 8] {
-        debug_assert!(self.len >= SEND_WQE_BB);
-        // SAFETY: the buffer holds `len` bytes, a whole number (at least one) of 64-byte
-        // WQEBBs (`Ring::wqe`); plain bytes, read unaligned (the staging buffer is only
-        // byte-aligned).
-        unsafe { self.ptr.cast::<[u64; 8]>().read_unaligned() }
     }
 
     /// Copies `data` to byte `at` of the WQE.

@@ -329,8 +329,6 @@ struct Written {
     offset: usize,
     /// Size in bytes (DS × 16).
     bytes: usize,
-    /// Its first 64 bytes (the 8-byte doorbell is the first word).
-    first: [u64; 8],
 }
 
 /// Everything a post needs to know about one WQE before writing it.
@@ -870,8 +868,6 @@ impl<U: Uar> SendQueue<U> {
                 Data::Inline(_) => {}
             }
         }
-        // Read while the stores are fresh (before any barrier), for the doorbell.
-        let first = wqe.first_block();
         drop(wqe);
 
         // SAFETY: `start` is a masked ring offset, so its WQEBB is a ring slot.
@@ -883,7 +879,6 @@ impl<U: Uar> SendQueue<U> {
         Ok(Written {
             offset: start,
             bytes: ds * DS,
-            first,
         })
     }
 
@@ -950,7 +945,6 @@ impl<U: Uar> SendQueue<U> {
         let last = Written {
             offset: self.last_offset,
             bytes: self.ring.wqe_bytes(self.last_offset),
-            first: self.ring.read_block(self.last_offset),
         };
         let bf_max = if self.pushed == 1 {
             self.bf_single
@@ -975,7 +969,7 @@ impl<U: Uar> SendQueue<U> {
             &self.dbrec,
             self.pi,
             &self.ring,
-            (last.offset, &last.first),
+            last.offset,
             bf_chunks,
         );
     }
