@@ -53,7 +53,7 @@ impl BitOr for Access {
 /// Device limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceCaps {
-    /// Largest send queue in WQEBBs.
+    /// Largest send queue in WQEBBs, and receive queue in WQEs (`ibv_device_attr.max_qp_wr`).
     pub max_sq_wqebbs: u32,
     /// Largest send WQE in bytes.
     pub max_wqe_size: u32,
@@ -167,6 +167,28 @@ pub struct QpConfig {
     pub max_recv_sge: u32,
     /// Largest inline payload.
     pub max_inline: u32,
+}
+
+impl QpConfig {
+    /// Checks the configuration against the device's limits, so that every backend refuses
+    /// an impossible QP with the same typed error before asking the device (rdma-core would
+    /// answer `EINVAL` with no word on which limit).
+    pub fn check(&self, caps: &DeviceCaps) -> Result<(), Error> {
+        if self.max_send_sge > caps.max_send_sge || self.max_recv_sge > caps.max_recv_sge {
+            return Err(Error::InvalidArgument("more SGEs than the device supports"));
+        }
+        if self.max_inline > caps.max_inline {
+            return Err(Error::InvalidArgument(
+                "inline size over the device maximum",
+            ));
+        }
+        if self.sq_wqebbs > caps.max_sq_wqebbs || self.rq_wqes > caps.max_sq_wqebbs {
+            return Err(Error::InvalidArgument(
+                "queue larger than the device supports",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for QpConfig {
@@ -428,6 +450,7 @@ impl<B: Backend> ProtectionDomain<B> {
         config: &QpConfig,
     ) -> Result<Qp<B>, Error> {
         let ctx = &self.inner.ctx;
+        config.check(&ctx.backend.caps())?;
         let parts = ctx.backend.create_qp(
             &self.inner.handle,
             &send_cq.inner.handle,

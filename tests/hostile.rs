@@ -286,7 +286,15 @@ fn sizes_at_the_maximum_pass_and_one_over_is_refused() {
             ..config
         },
         QpConfig {
+            max_recv_sge: caps.max_recv_sge + 1,
+            ..config
+        },
+        QpConfig {
             sq_wqebbs: caps.max_sq_wqebbs + 1,
+            ..config
+        },
+        QpConfig {
+            rq_wqes: caps.max_sq_wqebbs + 1,
             ..config
         },
     ] {

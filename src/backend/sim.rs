@@ -372,20 +372,6 @@ impl Backend for Sim {
         srq: Option<&SimSrq>,
         config: &QpConfig,
     ) -> Result<QpParts<Sim>, Error> {
-        let caps = self.nic.caps();
-        if config.max_send_sge > caps.max_send_sge || config.max_recv_sge > caps.max_recv_sge {
-            return Err(Error::InvalidArgument("more SGEs than the device supports"));
-        }
-        if config.max_inline > caps.max_inline {
-            return Err(Error::InvalidArgument(
-                "inline size over the device maximum",
-            ));
-        }
-        if config.sq_wqebbs > caps.max_qp_wr || config.rq_wqes > caps.max_qp_wr {
-            return Err(Error::InvalidArgument(
-                "queue larger than the device supports",
-            ));
-        }
         let log_sq = log2_ceil(config.sq_wqebbs);
         let (log_rq, rq_stride) = match srq {
             Some(_) => (0, DS),
@@ -422,7 +408,7 @@ impl Backend for Sim {
             bf_offset: info.bf_offset as usize,
             bf_size: info.bf_size as usize,
             qpn: info.qpn,
-            max_wqe_size: caps.max_sq_desc_sz as usize,
+            max_wqe_size: self.nic.caps().max_sq_desc_sz as usize,
             max_inline: config.max_inline as usize,
             max_sge: config.max_send_sge as usize,
         };
