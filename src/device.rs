@@ -245,15 +245,21 @@ impl Default for ConnectOptions {
     }
 }
 
-/// The error flags of a context's live QPs, by QPN: where a fatal asynchronous event is
-/// recorded.
-type QpFlags = Mutex<HashMap<u32, Arc<AtomicBool>>>;
+/// The error flags of a context's live QPs (by QPN) or CQs (by CQN): where an asynchronous
+/// error event is recorded.
+type ErrorFlags = Mutex<HashMap<u32, Arc<AtomicBool>>>;
+
+/// Locks `flags`, a poisoned lock included (a flag map has no invariant to break).
+fn lock_flags(flags: &ErrorFlags) -> MutexGuard<'_, HashMap<u32, Arc<AtomicBool>>> {
+    flags.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// An opened device.
 #[derive(Debug)]
 pub struct Context<B: Backend> {
     backend: Arc<B>,
-    qps: Arc<QpFlags>,
+    qps: Arc<ErrorFlags>,
+    cqs: Arc<ErrorFlags>,
 }
 
 impl<B: Backend> Clone for Context<B> {
@@ -261,6 +267,7 @@ impl<B: Backend> Clone for Context<B> {
         Context {
             backend: self.backend.clone(),
             qps: self.qps.clone(),
+            cqs: self.cqs.clone(),
         }
     }
 }
@@ -271,12 +278,13 @@ impl<B: Backend> Context<B> {
         Context {
             backend: Arc::new(backend),
             qps: Arc::default(),
+            cqs: Arc::default(),
         }
     }
 
     /// Takes the next asynchronous event of the device, if one is pending; never blocks.
-    /// A QP the event says the device moved to ERR reports [`QpState::Err`] from now on
-    /// (see [`crate::event`]).
+    /// A QP the event says the device moved to ERR reports [`QpState::Err`] from now on, a
+    /// CQ it says is in error reports [`Cq::is_error`] (see [`crate::event`]).
     pub fn poll_async_event(&self) -> Result<Option<AsyncEvent>, Error> {
         let event = self.backend.poll_async_event()?;
         Ok(self.record(event))
@@ -290,16 +298,17 @@ impl<B: Backend> Context<B> {
     }
 
     fn record(&self, event: Option<AsyncEvent>) -> Option<AsyncEvent> {
-        if let Some(qpn) = event.as_ref().and_then(AsyncEvent::failed_qp) {
-            if let Some(flag) = self.qp_flags().get(&qpn) {
+        let failed = event.as_ref().and_then(|e| {
+            e.failed_qp()
+                .map(|qpn| (&self.qps, qpn))
+                .or(e.failed_cq().map(|cqn| (&self.cqs, cqn)))
+        });
+        if let Some((flags, number)) = failed {
+            if let Some(flag) = lock_flags(flags).get(&number) {
                 flag.store(true, Ordering::Relaxed);
             }
         }
         event
-    }
-
-    fn qp_flags(&self) -> MutexGuard<'_, HashMap<u32, Arc<AtomicBool>>> {
-        self.qps.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The backend (e.g. the model, for its PCIe counters and fault injection).
@@ -338,12 +347,16 @@ impl<B: Backend> Context<B> {
         // SAFETY: the backend's description stays valid while `handle` lives, and the
         // queue is dropped before its `inner` (field order; `inner` holds the handle).
         let queue = unsafe { CompletionQueue::new(&desc, uar, attachments.clone()) };
+        let errored = Arc::new(AtomicBool::new(false));
+        lock_flags(&self.cqs).insert(desc.cqn, errored.clone());
         Ok(Cq {
             queue,
             inner: Arc::new(CqInner {
                 handle,
                 attachments,
-                _ctx: self.clone(),
+                cqn: desc.cqn,
+                errored,
+                ctx: self.clone(),
             }),
         })
     }
@@ -486,7 +499,7 @@ impl<B: Backend> ProtectionDomain<B> {
         };
         send_cq.inner.attachments.attach(entry.clone());
         recv_cq.inner.attachments.attach(entry);
-        ctx.qp_flags().insert(parts.qpn, errored.clone());
+        lock_flags(&ctx.qps).insert(parts.qpn, errored.clone());
         Ok(Qp {
             sq,
             rq,
@@ -650,7 +663,16 @@ impl<B: Backend> MemoryRegion<B> {
 struct CqInner<B: Backend> {
     handle: B::Cq,
     attachments: Arc<CqAttachments>,
-    _ctx: Context<B>,
+    cqn: u32,
+    /// Set when the context hands out [`AsyncEvent::CqError`] for this CQ.
+    errored: Arc<AtomicBool>,
+    ctx: Context<B>,
+}
+
+impl<B: Backend> Drop for CqInner<B> {
+    fn drop(&mut self) {
+        lock_flags(&self.ctx.cqs).remove(&self.cqn);
+    }
 }
 
 /// A completion queue: polling goes through [`CompletionQueue`] (`Deref`).
@@ -668,6 +690,13 @@ impl<B: Backend> Cq<B> {
             return Err((self, Error::Busy("CQ")));
         }
         Ok(())
+    }
+
+    /// Whether the device reported this CQ in error ([`AsyncEvent::CqError`], e.g. after
+    /// an overrun), as recorded when the event was read from the context. A CQ in error
+    /// writes no more CQEs; what it held is unreliable. Destroy it (after its QPs).
+    pub fn is_error(&self) -> bool {
+        self.inner.errored.load(Ordering::Relaxed)
     }
 }
 
@@ -868,6 +897,6 @@ impl<B: Backend> Drop for Qp<B> {
     fn drop(&mut self) {
         self.send_cq.attachments.detach(self.qpn);
         self.recv_cq.attachments.detach(self.qpn);
-        self.ctx().qp_flags().remove(&self.qpn);
+        lock_flags(&self.ctx().qps).remove(&self.qpn);
     }
 }

@@ -143,6 +143,14 @@ impl AsyncEvent {
             _ => None,
         }
     }
+
+    /// The CQ the device moved to error, for [`AsyncEvent::CqError`].
+    pub fn failed_cq(&self) -> Option<u32> {
+        match *self {
+            AsyncEvent::CqError { cqn } => Some(cqn),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for AsyncEvent {

@@ -520,10 +520,13 @@ pub fn cq_overrun_is_an_asynchronous_cq_error<R: Rig>(rig: &R) {
     }
     let (cqn, qpn) = (a.cq.cqn(), a.qp.qpn());
     let timeout = Duration::from_secs(5);
+    assert!(!a.cq.is_error(), "recorded only when the event is read");
     assert_eq!(
         a.ctx.wait_async_event(timeout),
         Ok(Some(AsyncEvent::CqError { cqn }))
     );
+    assert!(a.cq.is_error());
+    assert!(!b.cq.is_error());
     assert_eq!(
         a.ctx.wait_async_event(timeout),
         Ok(Some(AsyncEvent::QpFatal { qpn }))
