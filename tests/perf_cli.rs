@@ -336,11 +336,45 @@ fn sweeps_and_every_test_run() {
 }
 
 #[test]
-fn duration_mode_keeps_percentiles() {
-    let v = json(&["write_lat", "-D", "1", "--json"]);
+fn duration_mode_keeps_percentiles_and_skips_the_margins() {
+    let v = json(&["write_lat", "-D", "0.6", "--margin", "0.2", "--json"]);
+    assert_eq!(v["header"]["params"]["duration_ms"], 600);
+    assert_eq!(v["header"]["params"]["margin_ms"], 200);
     let r = &v["results"][0];
-    assert!(r["iterations"].as_u64().unwrap() > 0);
+    let sampled = r["iterations"].as_u64().unwrap();
+    assert!(sampled > 0 && sampled < r["messages_run"].as_u64().unwrap());
     assert!(r["p99_9"].as_f64().unwrap() >= r["p50"].as_f64().unwrap());
+    // perftest's default margin: a quarter of -D in whole seconds (none below 4 s).
+    let v = json(&["write_bw", "-D", "0.3", "--json"]);
+    assert_eq!(v["header"]["params"]["margin_ms"], 0);
+    let r = &v["results"][0];
+    assert_eq!(r["bw_peak"], Value::Null);
+    // The WRs still outstanding at the end complete after the window.
+    assert!(r["iterations"].as_u64().unwrap() <= r["messages_run"].as_u64().unwrap());
+    // The header says what is sampled.
+    let (ok, out, err) = perf(&["read_bw", "-D", "0.3", "-f", "0.1"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(
+            " Duration        : 0.3 s per size: 0.1 s warm-up, 0.1 s sampled, 0.1 s end margin"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_peak_is_not_measured_where_perftest_does_not_measure_it() {
+    for args in [
+        &["write_bw", "-n", "100", "-N", "--csv"][..],
+        &["write_bw", "-n", "20001", "-s", "8", "-Q", "128", "--csv"][..],
+    ] {
+        let (ok, out, err) = perf(args);
+        assert!(ok, "{err}");
+        let row = out.lines().nth(1).unwrap();
+        assert_eq!(row.split(',').nth(2), Some("n/a"), "{args:?}: {row}");
+    }
+    let v = json(&["write_bw", "-n", "20000", "-s", "8", "-Q", "128", "--json"]);
+    assert!(v["results"][0]["bw_peak"].as_f64().unwrap() > 0.0);
 }
 
 #[test]
@@ -372,6 +406,11 @@ fn clear_errors() {
     );
     fails_with(&["atomic_bw", "-s", "64"], "atomics move 8 bytes");
     fails_with(&["write_bw", "-l", "200"], "more than the TX depth");
+    fails_with(
+        &["write_bw", "-D", "2", "--margin", "1"],
+        "-D 2 s must be more than twice the margin (1 s)",
+    );
+    fails_with(&["write_lat", "--margin", "1"], "--duration");
     #[cfg(not(feature = "verbs"))]
     fails_with(
         &["write_lat", "-d", "mlx5_0"],

@@ -26,6 +26,7 @@ use cli::{AtomicType, Kind, Mode, Test, Verb};
 use exchange::Peer;
 use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
 use mlx5_direct::Context;
+use stats::BwUnit;
 
 fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
     Params {
@@ -33,7 +34,8 @@ fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
         atomic_type: AtomicType::FetchAndAdd,
         sizes: vec![size],
         iters,
-        duration: None,
+        duration_ms: None,
+        margin_ms: 0,
         inline_size: if verb == Verb::Write { 220 } else { 0 },
         tx_depth: if kind == Kind::Lat { 1 } else { 32 },
         rx_depth: 64,
@@ -60,33 +62,59 @@ impl Sink for Collect {
     }
 }
 
-/// Runs a server with `server` and a client with `client` on two NICs of one fabric.
-fn run(server: Params, client: Params) -> (Result<(), Error>, Result<(), Error>, Collect) {
+/// Runs a server with `server` and a client with `client` on two NICs of one fabric; the
+/// client's report, then the server's.
+fn run(server: Params, client: Params) -> (Result<(), Error>, Result<(), Error>, Collect, Collect) {
     let fabric: Arc<Fabric> = Fabric::new();
     let local = Local {
         mode: Mode::Auto,
         port: 1,
+        unit: BwUnit::MiBs,
+        peak: true,
     };
     let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
     let addr = listener.local_addr().unwrap();
     let server_ctx = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
     let thread = std::thread::spawn(move || {
         let (stream, _) = listener.accept().unwrap();
-        bench::serve(server_ctx, Peer::new(stream), &server, local, |_| {})
+        let mut sink = Collect::default();
+        let result = bench::serve(server_ctx, Peer::new(stream), &server, local, &mut sink);
+        (result, sink)
     });
     let ctx = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
     let mut sink = Collect::default();
     let stream = TcpStream::connect(addr).unwrap();
-    let c = bench::client(ctx, Peer::new(stream), &client, local, false, &mut sink);
-    (thread.join().unwrap(), c, sink)
+    let c = bench::client(ctx, Peer::new(stream), &client, local, &mut sink);
+    let (s, server_sink) = thread.join().unwrap();
+    (s, c, sink, server_sink)
+}
+
+/// [`run`] with the same parameters on both sides, both succeeding.
+fn run_ok(p: Params) -> (Collect, Collect) {
+    let (server, client, sink, served) = run(p.clone(), p);
+    server.unwrap();
+    client.unwrap();
+    (sink, served)
+}
+
+fn lat(row: &Row) -> &stats::LatRow {
+    match &row.stats {
+        Stats::Lat(l) => l,
+        Stats::Bw(_) => panic!("a latency row"),
+    }
+}
+
+fn bw(row: &Row) -> &stats::BwRow {
+    match &row.stats {
+        Stats::Bw(b) => b,
+        Stats::Lat(_) => panic!("a bandwidth row"),
+    }
 }
 
 #[test]
 fn write_lat_between_two_model_nics() {
     let p = params(Verb::Write, Kind::Lat, 8, 100);
-    let (server, client, sink) = run(p.clone(), p);
-    server.unwrap();
-    client.unwrap();
+    let (sink, _) = run_ok(p);
     let setup = sink.setup.unwrap();
     // Two NICs: LIDs 1 (server, attached first) and 2, each told the other's QP.
     assert_eq!((setup.local[0].lid, setup.remote[0].lid), (2, 1));
@@ -110,9 +138,7 @@ fn write_lat_between_two_model_nics() {
 #[test]
 fn send_bw_between_two_model_nics() {
     let p = params(Verb::Send, Kind::Bw, 256, 500);
-    let (server, client, sink) = run(p.clone(), p);
-    server.unwrap();
-    client.unwrap();
+    let (sink, _) = run_ok(p);
     let Stats::Bw(bw) = &sink.rows[0].stats else {
         panic!("a bandwidth row")
     };
@@ -126,7 +152,7 @@ fn send_bw_between_two_model_nics() {
 
 #[test]
 fn a_parameter_mismatch_stops_both_sides_and_names_the_flag() {
-    let (server, client, sink) = run(
+    let (server, client, sink, _) = run(
         params(Verb::Write, Kind::Bw, 64, 100),
         params(Verb::Write, Kind::Bw, 64, 200),
     );
@@ -146,7 +172,7 @@ fn a_parameter_mismatch_stops_both_sides_and_names_the_flag() {
 
 #[test]
 fn a_different_test_is_named() {
-    let (_, client, _) = run(
+    let (_, client, _, _) = run(
         params(Verb::Read, Kind::Lat, 8, 10),
         params(Verb::Write, Kind::Lat, 8, 10),
     );
@@ -155,4 +181,85 @@ fn a_different_test_is_named() {
         client.contains("`test.verb` is \"write\" on this side but \"read\""),
         "{client}"
     );
+}
+
+#[test]
+fn the_ping_pong_server_reports_its_own_latency() {
+    let p = params(Verb::Send, Kind::Lat, 8, 100);
+    let (sink, served) = run_ok(p);
+    // perftest's server times its consecutive answers: one sample fewer than iterations.
+    assert!(served.setup.is_some());
+    assert_eq!(served.rows.len(), 1);
+    let s = lat(&served.rows[0]);
+    assert_eq!((s.bytes, s.iterations), (8, 99));
+    assert!(s.t_min <= s.t_typical && s.t_typical <= s.t_max);
+    assert_eq!(served.rows[0].messages, 100);
+    assert!(served.rows[0].latencies.is_some());
+    assert_eq!(lat(&sink.rows[0]).iterations, 100);
+}
+
+#[test]
+fn the_write_bw_server_prints_the_clients_row() {
+    let p = params(Verb::Write, Kind::Bw, 64, 300);
+    let (sink, served) = run_ok(p);
+    assert_eq!(served.rows.len(), 1);
+    let (c, s) = (bw(&sink.rows[0]), bw(&served.rows[0]));
+    assert_eq!((s.bytes, s.iterations), (64, 300));
+    // The same numbers, through JSON (exact to the last bit or two).
+    let same = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs();
+    assert!(same(s.bw_peak.unwrap(), c.bw_peak.unwrap()));
+    assert!(same(s.bw_average, c.bw_average) && same(s.seconds, c.seconds));
+    assert!(same(s.msg_rate_mpps, c.msg_rate_mpps));
+    let (cp, sp) = (sink.rows[0].pcie.unwrap(), served.rows[0].pcie.unwrap());
+    assert_eq!(cp.server.dma_writes, sp.server.dma_writes);
+}
+
+#[test]
+fn the_send_bw_server_measures_what_it_receives() {
+    let p = params(Verb::Send, Kind::Bw, 256, 400);
+    let (_, served) = run_ok(p);
+    let s = bw(&served.rows[0]);
+    assert_eq!((s.bytes, s.iterations), (256, 400));
+    // A receiver has no posts to time a peak from (perftest: not measured).
+    assert_eq!(s.bw_peak, None);
+    assert!(s.bw_average > 0.0 && s.seconds > 0.0);
+}
+
+#[test]
+fn read_and_atomic_latency_servers_print_no_row() {
+    for verb in [Verb::Read, Verb::Atomic] {
+        let p = params(verb, Kind::Lat, 8, 20);
+        let (sink, served) = run_ok(p);
+        assert_eq!(sink.rows.len(), 1);
+        assert!(served.setup.is_some() && served.rows.is_empty());
+    }
+}
+
+#[test]
+fn duration_mode_samples_between_the_margins_only() {
+    for kind in [Kind::Lat, Kind::Bw] {
+        let mut p = params(Verb::Write, kind, 64, 1);
+        p.duration_ms = Some(300);
+        p.margin_ms = 100;
+        let (sink, served) = run_ok(p);
+        let row = &sink.rows[0];
+        let sampled = match kind {
+            Kind::Lat => lat(row).iterations,
+            Kind::Bw => {
+                let b = bw(row);
+                // The window is timed from the first look at the CQ inside it to the
+                // first look after it; no peak in duration mode.
+                assert!(b.seconds < 0.3, "{b:?}");
+                assert_eq!(b.bw_peak, None);
+                b.iterations
+            }
+        };
+        // Both margins ran and were not sampled.
+        assert!(
+            sampled > 0 && sampled < row.messages,
+            "{kind:?}: {sampled} of {}",
+            row.messages
+        );
+        assert_eq!(served.rows.len(), 1);
+    }
 }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::{AtomicType, BenchArgs, Kind, Mode, Test, Verb};
 use crate::exchange::{ExchangeError, Peer, QpRecord};
-use crate::stats::{BwRow, LatRow, Latencies, Throughput};
+use crate::stats::{BwRow, BwUnit, LatRow, Latencies, Phase, Schedule, Throughput};
 
 /// Boxed errors: the tool reports them and exits.
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -70,8 +70,10 @@ pub struct Params {
     pub sizes: Vec<usize>,
     /// Iterations per size and QP (`-n`).
     pub iters: u64,
-    /// Seconds per size instead of iterations (`-D`).
-    pub duration: Option<u64>,
+    /// Milliseconds per size instead of iterations (`-D`).
+    pub duration_ms: Option<u64>,
+    /// Duration mode: milliseconds of warm-up and of end margin, not sampled (`--margin`).
+    pub margin_ms: u64,
     /// Largest inline message (`-I`).
     pub inline_size: usize,
     /// Outstanding WRs per QP (`-t`).
@@ -88,6 +90,18 @@ pub struct Params {
 
 /// perftest's `-a` sizes.
 const ALL_SIZES: std::ops::RangeInclusive<u32> = 1..=23;
+
+/// perftest measures the bandwidth peak up to this many iterations per QP.
+const PEAK_MAX_ITERS: u64 = 20000;
+
+/// Whole milliseconds of `seconds` given for `flag`, or an error.
+fn millis(seconds: f64, flag: &str) -> Result<u64, String> {
+    if (0.0..1e9).contains(&seconds) {
+        Ok((seconds * 1e3).round() as u64)
+    } else {
+        Err(format!("{flag} must be a number of seconds, not {seconds}"))
+    }
+}
 
 impl Params {
     /// The parameters of `test` as the flags give them, checked.
@@ -132,15 +146,33 @@ impl Params {
         if a.iters == Some(0) {
             return Err("-n must be at least 1".into());
         }
-        if a.duration == Some(0) {
-            return Err("-D must be at least 1 second".into());
+        let duration_ms = a.duration.map(|d| millis(d, "-D")).transpose()?;
+        if duration_ms == Some(0) {
+            return Err("-D must be at least a millisecond".into());
+        }
+        // perftest's default margin: a quarter of the duration in whole seconds.
+        let margin_ms = match (a.margin, duration_ms) {
+            (Some(m), _) => millis(m, "--margin")?,
+            (None, Some(d)) => d / 4 / 1000 * 1000,
+            (None, None) => 0,
+        };
+        if let Some(d) = duration_ms {
+            if d <= 2 * margin_ms {
+                return Err(format!(
+                    "-D {} s must be more than twice the margin ({} s): nothing would be \
+                     sampled",
+                    d as f64 / 1e3,
+                    margin_ms as f64 / 1e3
+                ));
+            }
         }
         Ok(Params {
             test,
             atomic_type: a.atomic_type,
             sizes,
             iters: a.iters.unwrap_or(if lat { 1000 } else { 5000 }),
-            duration: a.duration,
+            duration_ms,
+            margin_ms,
             inline_size,
             tx_depth,
             rx_depth: if lat { 16 } else { 512 },
@@ -148,6 +180,22 @@ impl Params {
             cq_mod,
             qps: a.qps,
         })
+    }
+
+    /// The duration-mode schedule of a run starting now.
+    fn schedule(&self) -> Option<Schedule> {
+        self.duration_ms.map(|d| {
+            Schedule::new(
+                Instant::now(),
+                Duration::from_millis(d),
+                Duration::from_millis(self.margin_ms),
+            )
+        })
+    }
+
+    /// True when perftest would measure the bandwidth peak of this run.
+    fn peak_measured(&self) -> bool {
+        self.duration_ms.is_none() && self.iters <= PEAK_MAX_ITERS
     }
 
     fn max_size(&self) -> usize {
@@ -167,6 +215,10 @@ pub struct Local {
     pub mode: Mode,
     /// Device port.
     pub port: u8,
+    /// The unit of this side's bandwidth report.
+    pub unit: BwUnit,
+    /// False with `-N`: no bandwidth peak.
+    pub peak: bool,
 }
 
 /// Messages after the handshake.
@@ -177,6 +229,7 @@ enum Msg {
     Ready { size: usize },
     Done { count: u64 },
     Result { pcie: Option<Counts> },
+    Report { stats: Stats, pcie: Option<RowPcie> },
 }
 
 /// Link counters as exchanged.
@@ -210,7 +263,7 @@ impl From<PcieCounters> for Counts {
 }
 
 /// Link cost per message (or per ping-pong iteration).
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct PerMessage {
     /// MMIO writes.
     pub mmio_writes: f64,
@@ -241,7 +294,7 @@ impl PerMessage {
 }
 
 /// The PCIe cost of a row on each side's link.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct RowPcie {
     /// The client's NIC (the requester in bandwidth tests).
     pub client: PerMessage,
@@ -250,7 +303,7 @@ pub struct RowPcie {
 }
 
 /// One result row.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Stats {
     /// A latency row.
@@ -268,6 +321,9 @@ pub struct Row {
     pub pcie: Option<RowPcie>,
     /// The latency samples (latency tests), for the plot.
     pub latencies: Option<Latencies>,
+    /// Messages (ping-pong iterations) run in all; more than the row's iterations in
+    /// duration mode, whose margins are run and not sampled.
+    pub messages: u64,
 }
 
 /// What the client learnt while connecting, for the report header.
@@ -612,9 +668,28 @@ fn data_for<'a, B: Device>(
     }
 }
 
-/// When a duration-mode run ends.
-fn deadline(p: &Params) -> Option<Instant> {
-    p.duration.map(|s| Instant::now() + Duration::from_secs(s))
+/// True when a run with this `schedule` (duration mode) is over, or `i` iterations of
+/// `iters` are done (iteration mode).
+fn finished(schedule: Option<&Schedule>, i: u64, iters: u64) -> bool {
+    match schedule {
+        Some(s) => s.phase(Instant::now()) == Phase::End,
+        None => i >= iters,
+    }
+}
+
+/// Records a latency sample from `from` to `to` (halved for a ping-pong) unless duration
+/// mode's margins exclude it.
+fn sample(
+    lat: &mut Latencies,
+    schedule: Option<&Schedule>,
+    from: Instant,
+    to: Instant,
+    halves: bool,
+) {
+    if schedule.is_none_or(|s| s.sampled(from, to)) {
+        let ns = (to - from).as_nanos() as f64;
+        lat.record(if halves { ns / 2.0 } else { ns });
+    }
 }
 
 /// Waits for the peer's ping-pong message `i` on QP 0; false if a TCP message (the client's
@@ -647,46 +722,44 @@ fn await_ping<B: Device>(
     }
 }
 
-/// The client's half of one size: returns the statistics and messages counted.
+/// One side's own measurement of a size: statistics, latency samples (latency tests) and
+/// the messages run in all.
+type Measured = (Stats, Option<Latencies>, u64);
+
+/// The client's half of one size.
 fn client_body<B: Device>(
     side: &mut Side<B>,
     peer: &mut Peer,
     size: usize,
-    gbits: bool,
-) -> Result<(Stats, Option<Latencies>, u64), Error> {
+    local: Local,
+) -> Result<Measured, Error> {
     side.rebase()?;
     let p = side.params.clone();
     let mut payload = vec![0u8; size.max(1)];
     let mut sge = [mlx5_direct::Sge::default(); 1];
-    let end = deadline(&p);
-    let done = |i: u64| match end {
-        Some(t) => Instant::now() >= t,
-        None => i >= p.iters,
-    };
+    let schedule = p.schedule();
     match p.test.kind {
         Kind::Lat => {
             let mut lat = Latencies::new();
             let ping_pong = matches!(p.test.verb, Verb::Write | Verb::Send);
             let mut i = 0;
-            while !done(i) {
+            while !finished(schedule.as_ref(), i, p.iters) {
                 side.refill()?;
                 let op = side.op(0);
                 let data = data_for(side, size, &mut payload, &mut sge, i);
                 side.make_room(0, 1)?;
                 let t0 = Instant::now();
                 side.post(0, 1, false, op, data)?;
-                let ns = if ping_pong {
+                if ping_pong {
                     if !await_ping(side, peer, size, i)? {
                         return Err(peer_stopped(peer));
                     }
-                    t0.elapsed().as_nanos() as f64 / 2.0
                 } else {
                     while side.outstanding(0) > 0 {
                         side.pump()?;
                     }
-                    t0.elapsed().as_nanos() as f64
-                };
-                lat.record(ns);
+                }
+                sample(&mut lat, schedule.as_ref(), t0, Instant::now(), ping_pong);
                 side.pump()?;
                 i += 1;
             }
@@ -696,14 +769,18 @@ fn client_body<B: Device>(
         }
         Kind::Bw => {
             let nq = side.qps.len();
-            let mut tp = Throughput::start(u64::from(p.cq_mod));
+            let mut tp = match schedule {
+                Some(s) => Throughput::duration(s),
+                None => Throughput::iterations(local.peak && p.peak_measured()),
+            };
+            let mut posted = 0;
             loop {
                 for q in 0..nq {
                     let w = side.windows[q];
                     if w.closed {
                         continue;
                     }
-                    let remaining = match end {
+                    let remaining = match schedule {
                         Some(_) => u64::MAX,
                         None => p.iters - w.posted,
                     };
@@ -712,14 +789,16 @@ fn client_body<B: Device>(
                         continue;
                     }
                     let last =
-                        u64::from(count) == remaining || end.is_some_and(|t| Instant::now() >= t);
+                        u64::from(count) == remaining || finished(schedule.as_ref(), 0, p.iters);
                     let op = side.op(q);
                     let data = data_for(side, size, &mut payload, &mut sge, w.posted);
+                    tp.post(posted);
                     side.post(q, count, last, op, data)?;
+                    posted += u64::from(count);
                 }
                 let idle = side.pump()? == 0;
                 let completed: u64 = side.windows.iter().map(|w| w.completed).sum();
-                tp.mark(completed);
+                tp.look(completed);
                 // Nothing arrives for long: is the server still there?
                 if idle && side.idle % PEER_CHECK == 0 && peer.pending()? {
                     return Err(peer_stopped(peer));
@@ -729,32 +808,48 @@ fn client_body<B: Device>(
                     .iter()
                     .all(|w| w.closed && w.completed == w.posted)
                 {
-                    return Ok((
-                        Stats::Bw(tp.summary(size, completed, gbits)),
-                        None,
-                        completed,
-                    ));
+                    return Ok((Stats::Bw(tp.summary(size, local.unit)?), None, completed));
                 }
             }
         }
     }
 }
 
-/// The server's half of one size: serves until the client's Done; returns its count.
-fn server_body<B: Device>(side: &mut Side<B>, peer: &mut Peer, size: usize) -> Result<u64, Error> {
+/// The server's half of one size: serves until the client's Done. Returns the server's own
+/// measurement where perftest's server makes one (the ping-pong latency tests: the time
+/// between its consecutive answers; `send_bw`: the receive bandwidth), and the client's
+/// count of messages.
+fn server_body<B: Device>(
+    side: &mut Side<B>,
+    peer: &mut Peer,
+    size: usize,
+    local: Local,
+) -> Result<(Option<Measured>, u64), Error> {
     side.rebase()?;
     let p = side.params.clone();
     let mut payload = vec![0u8; size.max(1)];
     let mut sge = [mlx5_direct::Sge::default(); 1];
+    let schedule = p.schedule();
     let ping_pong = p.test.kind == Kind::Lat && matches!(p.test.verb, Verb::Write | Verb::Send);
     let receives = p.test.kind == Kind::Bw && p.test.verb == Verb::Send;
+    let mut lat = Latencies::new();
+    let mut tp = match schedule {
+        Some(s) => Throughput::duration(s),
+        None => Throughput::iterations(false),
+    };
     if ping_pong {
         let mut i = 0;
+        let mut answered: Option<Instant> = None;
         while await_ping(side, peer, size, i)? {
             side.refill()?;
             let op = side.op(0);
             let data = data_for(side, size, &mut payload, &mut sge, i);
             side.make_room(0, 1)?;
+            let now = Instant::now();
+            if let Some(before) = answered {
+                sample(&mut lat, schedule.as_ref(), before, now, true);
+            }
+            answered = Some(now);
             side.post(0, 1, false, op, data)?;
             side.pump()?;
             i += 1;
@@ -764,6 +859,7 @@ fn server_body<B: Device>(side: &mut Side<B>, peer: &mut Peer, size: usize) -> R
         let mut spins = 0u32;
         loop {
             side.pump()?;
+            tp.look(side.received.iter().sum());
             side.refill()?;
             spins = spins.wrapping_add(1);
             if spins % PEER_CHECK == 0 && peer.pending()? {
@@ -775,13 +871,19 @@ fn server_body<B: Device>(side: &mut Side<B>, peer: &mut Peer, size: usize) -> R
         Msg::Done { count } => count,
         m => return Err(format!("expected the client's Done, got {m:?}").into()),
     };
-    if receives {
+    let own = if ping_pong {
+        Some((Stats::Lat(lat.summary(size)), Some(lat), count))
+    } else if receives {
         while side.received.iter().sum::<u64>() < count {
             side.pump()?;
+            tp.look(side.received.iter().sum());
             side.refill()?;
         }
-    }
-    Ok(count)
+        Some((Stats::Bw(tp.summary(size, local.unit)?), None, count))
+    } else {
+        None
+    };
+    Ok((own, count))
 }
 
 /// The flag that sets a [`Params`] field.
@@ -791,7 +893,8 @@ fn flag(field: &str) -> &'static str {
         "atomic_type" => "-A",
         "sizes" => "-s / -a",
         "iters" => "-n",
-        "duration" => "-D",
+        "duration_ms" => "-D",
+        "margin_ms" => "--margin",
         "inline_size" => "-I",
         "tx_depth" => "-t",
         "post_list" => "-l",
@@ -846,17 +949,20 @@ fn setup<B: Device>(
     Ok((side, info))
 }
 
-/// The server: handshake, `connected`, then each size as the client drives it.
+/// The server: handshake, then each size as the client drives it, reported to `sink` as
+/// perftest's server reports it: its own measurement in the ping-pong latency tests and
+/// `send_bw`, the client's row in the other bandwidth tests, no row in `read_lat` and
+/// `atomic_lat` (the header only).
 pub fn serve<B: Device>(
     ctx: Context<B>,
     mut peer: Peer,
     params: &Params,
     local: Local,
-    connected: impl FnOnce(&Setup),
+    sink: &mut dyn Sink,
 ) -> Result<(), Error> {
     handshake(&mut peer, params)?;
     let (mut side, info) = setup(ctx, &mut peer, params, local)?;
-    connected(&info);
+    sink.header(&info, params);
     for &size in &params.sizes {
         match peer.recv()? {
             Msg::Ready { size: s } if s == size => {}
@@ -864,14 +970,36 @@ pub fn serve<B: Device>(
         }
         let before = side.pcie();
         peer.send(&Msg::Ready { size })?;
-        server_body(&mut side, &mut peer, size)?;
+        let (own, count) = server_body(&mut side, &mut peer, size, local)?;
         let pcie = side.pcie().zip(before).map(|(a, b)| Counts::from(a - b));
         peer.send(&Msg::Result { pcie })?;
+        let (stats, pcie) = match peer.recv()? {
+            Msg::Report { stats, pcie } => (stats, pcie),
+            m => return Err(format!("expected the client's report, got {m:?}").into()),
+        };
+        let row = match own {
+            Some((stats, latencies, messages)) => Some(Row {
+                stats,
+                pcie,
+                latencies,
+                messages,
+            }),
+            None if params.test.kind == Kind::Bw => Some(Row {
+                stats,
+                pcie,
+                latencies: None,
+                messages: count,
+            }),
+            None => None,
+        };
+        if let Some(row) = row {
+            sink.row(row)?;
+        }
     }
     Ok(())
 }
 
-/// Receives the report as the client produces it.
+/// Receives a side's report.
 pub trait Sink {
     /// Connected: the header.
     fn header(&mut self, setup: &Setup, params: &Params);
@@ -879,13 +1007,12 @@ pub trait Sink {
     fn row(&mut self, row: Row) -> Result<(), Error>;
 }
 
-/// The client: handshake, then each size, reported to `sink`.
+/// The client: handshake, then each size, reported to `sink` (and to the server).
 pub fn client<B: Device>(
     ctx: Context<B>,
     mut peer: Peer,
     params: &Params,
     local: Local,
-    gbits: bool,
     sink: &mut dyn Sink,
 ) -> Result<(), Error> {
     handshake(&mut peer, params)?;
@@ -897,7 +1024,7 @@ pub fn client<B: Device>(
             m => return Err(format!("expected Ready for {size} bytes, got {m:?}").into()),
         }
         let before = side.pcie();
-        let (stats, latencies, count) = client_body(&mut side, &mut peer, size, gbits)?;
+        let (stats, latencies, count) = client_body(&mut side, &mut peer, size, local)?;
         let mine = side.pcie().zip(before).map(|(a, b)| Counts::from(a - b));
         peer.send(&Msg::Done { count })?;
         let theirs = match peer.recv()? {
@@ -908,10 +1035,15 @@ pub fn client<B: Device>(
             client: PerMessage::new(c, count),
             server: PerMessage::new(s, count),
         });
+        peer.send(&Msg::Report {
+            stats: stats.clone(),
+            pcie,
+        })?;
         sink.row(Row {
             stats,
             pcie,
             latencies,
+            messages: count,
         })?;
     }
     Ok(())
@@ -931,7 +1063,8 @@ mod tests {
             atomic_type: AtomicType::FetchAndAdd,
             sizes: vec![2],
             iters: 1,
-            duration: None,
+            duration_ms: None,
+            margin_ms: 0,
             inline_size: 0,
             tx_depth: 1,
             rx_depth: 1,

@@ -148,9 +148,18 @@ pub struct BenchArgs {
     /// Iterations (default 1000; 5000 for bandwidth).
     #[arg(short = 'n', long = "iters")]
     pub iters: Option<u64>,
-    /// Run for this many seconds instead of a number of iterations.
+    /// Run for this many seconds instead of a number of iterations (fractions allowed);
+    /// only the time between the two margins is sampled.
     #[arg(short = 'D', long = "duration")]
-    pub duration: Option<u64>,
+    pub duration: Option<f64>,
+    /// Duration mode: seconds of warm-up before sampling and of running on after it
+    /// (default: a quarter of -D rounded down to whole seconds, as perftest).
+    #[arg(short = 'f', long = "margin", requires = "duration")]
+    pub margin: Option<f64>,
+    /// Do not measure the bandwidth peak (it is measured in iteration mode up to 20000
+    /// iterations per QP).
+    #[arg(short = 'N', long = "noPeak")]
+    pub no_peak: bool,
     /// Largest message sent inline (default 220 for WRITE, 236 for SEND, 0 otherwise).
     #[arg(short = 'I', long = "inline_size")]
     pub inline: Option<usize>,

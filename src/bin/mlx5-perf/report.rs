@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::bench::{Error, Params, PerMessage, Row, Setup, Sink, Stats};
 use crate::cli::{Kind, Verb};
 use crate::exchange::QpRecord;
-use crate::stats::Latencies;
+use crate::stats::{BwUnit, Latencies};
 
 /// Output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,10 +47,13 @@ const LAT_COLUMNS: [&str; 11] = [
     "99.99%[usec]",
 ];
 
+/// The BW peak cell when the peak is not measured.
+const NOT_MEASURED: &str = "n/a";
+
 const PCIE_COLUMNS: [&str; 6] = ["MMIO", "MRd", "CplD", "MWr", "B_down", "B_up"];
 
-fn bw_columns(gbits: bool) -> [&'static str; 5] {
-    if gbits {
+fn bw_columns(unit: BwUnit) -> [&'static str; 5] {
+    if unit == BwUnit::Gbits {
         [
             "#bytes",
             "#iterations",
@@ -104,7 +107,8 @@ fn stat_values(s: &Stats) -> Vec<String> {
         Stats::Bw(r) => vec![
             r.bytes.to_string(),
             r.iterations.to_string(),
-            format!("{:.2}", r.bw_peak),
+            r.bw_peak
+                .map_or_else(|| NOT_MEASURED.to_string(), |p| format!("{p:.2}")),
             format!("{:.2}", r.bw_average),
             format!("{:.6}", r.msg_rate_mpps),
         ],
@@ -112,7 +116,7 @@ fn stat_values(s: &Stats) -> Vec<String> {
 }
 
 /// perftest's `local address:` / `remote address:` line.
-pub fn record_line(side: &str, r: &QpRecord) -> String {
+fn record_line(side: &str, r: &QpRecord) -> String {
     let gid: Vec<String> = r
         .gid
         .chunks(2)
@@ -129,14 +133,16 @@ pub fn record_line(side: &str, r: &QpRecord) -> String {
     )
 }
 
-/// The client's report sink.
+/// A side's report sink.
 pub struct Reporter {
     format: Format,
     origin: Origin,
-    gbits: bool,
+    unit: BwUnit,
     plot: Option<PathBuf>,
     kind: Kind,
     columns: Vec<String>,
+    /// The column names are printed (before the first row).
+    columns_printed: bool,
     header: Value,
     rows: Vec<Value>,
     bar: Option<ProgressBar>,
@@ -150,7 +156,7 @@ impl Reporter {
         format: Format,
         origin: Origin,
         params: &Params,
-        gbits: bool,
+        unit: BwUnit,
         plot: Option<PathBuf>,
     ) -> Self {
         let bar = (params.sizes.len() > 1 && format != Format::Json).then(|| {
@@ -167,10 +173,11 @@ impl Reporter {
         Reporter {
             format,
             origin,
-            gbits,
+            unit,
             plot,
             kind: params.test.kind,
             columns: Vec::new(),
+            columns_printed: false,
             header: Value::Null,
             rows: Vec::new(),
             bar,
@@ -235,8 +242,13 @@ impl Reporter {
                 _ => " Latency         : post to completion".into(),
             });
         }
-        if let Some(d) = params.duration {
-            h.push(format!(" Duration        : {d} s per size"));
+        if let Some(d) = params.duration_ms {
+            let m = params.margin_ms as f64 / 1e3;
+            h.push(format!(
+                " Duration        : {} s per size: {m} s warm-up, {} s sampled, {m} s end margin",
+                d as f64 / 1e3,
+                (d - 2 * params.margin_ms) as f64 / 1e3,
+            ));
         }
         if let Some(link) = &self.origin.link {
             h.push(format!(
@@ -261,7 +273,7 @@ impl Reporter {
     fn column_names(&self) -> Vec<String> {
         let mut c: Vec<String> = match self.kind {
             Kind::Lat => LAT_COLUMNS.iter().map(|s| s.to_string()).collect(),
-            Kind::Bw => bw_columns(self.gbits)
+            Kind::Bw => bw_columns(self.unit)
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
@@ -300,7 +312,7 @@ impl Reporter {
                     path,
                     &format!("bandwidth against message size{model}"),
                     "message size [bytes]",
-                    if self.gbits {
+                    if self.unit == BwUnit::Gbits {
                         "BW average [Gb/sec]"
                     } else {
                         "BW average [MiB/sec]"
@@ -330,19 +342,25 @@ impl Sink for Reporter {
             "remote": setup.remote,
             "time": "CLOCK_MONOTONIC",
         });
-        match self.format {
-            Format::Text => {
-                for line in self.header_lines(setup, params) {
-                    self.print(&line);
-                }
-                self.print(&self.columns.join("  "));
+        if self.format == Format::Text {
+            for line in self.header_lines(setup, params) {
+                self.print(&line);
             }
-            Format::Csv => self.print(&self.columns.join(",")),
-            Format::Json => {}
         }
     }
 
-    fn row(&mut self, row: Row) -> Result<(), Error> {
+    fn row(&mut self, mut row: Row) -> Result<(), Error> {
+        if let Stats::Bw(b) = &row.stats {
+            row.stats = Stats::Bw(b.in_unit(self.unit));
+        }
+        if !self.columns_printed {
+            self.columns_printed = true;
+            match self.format {
+                Format::Text => self.print(&self.columns.join("  ")),
+                Format::Csv => self.print(&self.columns.join(",")),
+                Format::Json => {}
+            }
+        }
         let mut values = stat_values(&row.stats);
         if let Some(p) = &row.pcie {
             for side in [&p.client, &p.server] {
@@ -362,6 +380,7 @@ impl Sink for Reporter {
             Format::Json => {
                 let mut v = serde_json::to_value(&row.stats)?;
                 v["pcie_per_message"] = serde_json::to_value(row.pcie)?;
+                v["messages_run"] = row.messages.into();
                 self.rows.push(v);
             }
         }

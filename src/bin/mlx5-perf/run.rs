@@ -6,10 +6,11 @@ use std::net::{TcpListener, TcpStream};
 use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
 use mlx5_direct::Context;
 
-use crate::bench::{self, Error, Local, Params};
+use crate::bench::{self, Error, Local, Params, Row, Setup, Sink};
 use crate::cli::{BenchArgs, Test};
 use crate::exchange::Peer;
 use crate::report::{Format, Origin, Reporter};
+use crate::stats::BwUnit;
 
 /// Runs `test` as the flags say.
 pub fn bench(test: Test, args: &BenchArgs) -> Result<(), Error> {
@@ -17,6 +18,8 @@ pub fn bench(test: Test, args: &BenchArgs) -> Result<(), Error> {
     let local = Local {
         mode: args.mode,
         port: args.ib_port,
+        unit: BwUnit::new(args.report_gbits),
+        peak: !args.no_peak,
     };
     match &args.device {
         None if args.host.is_some() => Err(
@@ -49,9 +52,20 @@ fn reporter(args: &BenchArgs, params: &Params, model: bool, link: Option<String>
         format(args),
         origin,
         params,
-        args.report_gbits,
+        BwUnit::new(args.report_gbits),
         args.plot.clone(),
     )
+}
+
+/// Drops a report.
+struct Quiet;
+
+impl Sink for Quiet {
+    fn header(&mut self, _: &Setup, _: &Params) {}
+
+    fn row(&mut self, _: Row) -> Result<(), Error> {
+        Ok(())
+    }
 }
 
 /// Both sides on model NICs of one fabric: the server in a thread, the client here.
@@ -65,20 +79,20 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
     let server_params = params.clone();
     let server = std::thread::spawn(move || -> Result<(), Error> {
         let (stream, _) = listener.accept()?;
-        bench::serve(server_ctx, Peer::new(stream), &server_params, local, |_| {})
+        // One table: the client's. The server's own report is for a server on its own host.
+        bench::serve(
+            server_ctx,
+            Peer::new(stream),
+            &server_params,
+            local,
+            &mut Quiet,
+        )
     });
     let ctx = Context::new(Sim::on_fabric(&fabric, config));
     let mut report = reporter(args, params, true, Some(link));
-    let client = TcpStream::connect(addr).map_err(Error::from).and_then(|s| {
-        bench::client(
-            ctx,
-            Peer::new(s),
-            params,
-            local,
-            args.report_gbits,
-            &mut report,
-        )
-    });
+    let client = TcpStream::connect(addr)
+        .map_err(Error::from)
+        .and_then(|s| bench::client(ctx, Peer::new(s), params, local, &mut report));
     let server = server
         .join()
         .map_err(|_| Error::from("the server thread panicked"))?;
@@ -97,8 +111,6 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
 fn hardware(device: &str, params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
     use mlx5_direct::backend::verbs::{Verbs, VerbsOptions};
 
-    use crate::report::record_line;
-
     let ctx = Context::<Verbs>::open(&VerbsOptions {
         device: Some(device.to_string()),
         port: args.ib_port,
@@ -114,27 +126,15 @@ fn hardware(device: &str, params: &Params, local: Local, args: &BenchArgs) -> Re
             );
             let (stream, from) = listener.accept()?;
             eprintln!("mlx5-perf: client {from} connected");
-            bench::serve(ctx, Peer::new(stream), params, local, |setup| {
-                for (l, r) in setup.local.iter().zip(&setup.remote) {
-                    eprintln!("{}", record_line("local", l));
-                    eprintln!("{}", record_line("remote", r));
-                }
-            })?;
-            eprintln!("mlx5-perf: {} done", params.test.name());
-            Ok(())
+            let mut report = reporter(args, params, false, None);
+            bench::serve(ctx, Peer::new(stream), params, local, &mut report)?;
+            report.finish()
         }
         Some(host) => {
             let stream = TcpStream::connect((host.as_str(), args.port))
                 .map_err(|e| format!("connect to {host}:{}: {e}", args.port))?;
             let mut report = reporter(args, params, false, None);
-            bench::client(
-                ctx,
-                Peer::new(stream),
-                params,
-                local,
-                args.report_gbits,
-                &mut report,
-            )?;
+            bench::client(ctx, Peer::new(stream), params, local, &mut report)?;
             report.finish()
         }
     }

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Latency samples in nanoseconds.
 #[derive(Debug)]
@@ -91,7 +91,7 @@ impl Latencies {
 }
 
 /// A latency row (microseconds).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LatRow {
     /// Message size.
     pub bytes: usize,
@@ -119,92 +119,263 @@ pub struct LatRow {
     pub p99_99: f64,
 }
 
-/// Completion progress of a bandwidth run: (messages completed, when).
+/// perftest's duration-mode states: a warm-up margin, the sampling window, an end margin,
+/// then the end of the run (perftest's START, SAMPLE, STOP_SAMPLE and END states).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    /// The warm-up margin: nothing is counted.
+    Warmup,
+    /// The sampling window: the statistics come from here only.
+    Sample,
+    /// The end margin: still running, nothing is counted.
+    Cooldown,
+    /// The run is over.
+    End,
+}
+
+/// The phases of one duration-mode run: `margin`, `total - 2 * margin` of sampling,
+/// `margin`, from `start`.
+#[derive(Clone, Copy, Debug)]
+pub struct Schedule {
+    start: Instant,
+    total: Duration,
+    margin: Duration,
+}
+
+impl Schedule {
+    /// A run of `total` starting at `start` with `margin` at each end (`total > 2 * margin`,
+    /// checked with the flags).
+    pub fn new(start: Instant, total: Duration, margin: Duration) -> Self {
+        Schedule {
+            start,
+            total,
+            margin,
+        }
+    }
+
+    /// The phase at `at`.
+    pub fn phase(&self, at: Instant) -> Phase {
+        let t = at.saturating_duration_since(self.start);
+        if t < self.margin {
+            Phase::Warmup
+        } else if t < self.total.saturating_sub(self.margin) {
+            Phase::Sample
+        } else if t < self.total {
+            Phase::Cooldown
+        } else {
+            Phase::End
+        }
+    }
+
+    /// True when a sample that began at `from` and ended at `to` lies inside the sampling
+    /// window.
+    pub fn sampled(&self, from: Instant, to: Instant) -> bool {
+        self.phase(from) == Phase::Sample && self.phase(to) == Phase::Sample
+    }
+}
+
+/// The bandwidth unit of a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BwUnit {
+    /// 2^20 bytes per second (perftest's default).
+    #[serde(rename = "MiB/sec")]
+    MiBs,
+    /// 10^9 bits per second (`--report_gbits`).
+    #[serde(rename = "Gb/sec")]
+    Gbits,
+}
+
+impl BwUnit {
+    /// The unit `--report_gbits` asks for.
+    pub fn new(gbits: bool) -> Self {
+        if gbits {
+            BwUnit::Gbits
+        } else {
+            BwUnit::MiBs
+        }
+    }
+
+    /// Bytes per second in this unit.
+    fn per_second(self) -> f64 {
+        match self {
+            BwUnit::MiBs => (1u64 << 20) as f64,
+            BwUnit::Gbits => 1e9 / 8.0,
+        }
+    }
+}
+
+/// A message count and when it was reached.
+type Event = (u64, Instant);
+
+/// A bandwidth run's accounting, as perftest's `print_report_bw` does it.
+///
+/// Iteration mode: the average is over the time from the first post (a receiver: the first
+/// arrival) to the last completion. The peak, when measured, is perftest's: the size over
+/// the shortest time per message of any stretch from one post to a later completion
+/// (`(t_completion - t_post) / messages in between`, minimised over every post and every
+/// later CQE). Duration mode: completions counted from the first look at the CQ in the
+/// sampling window to the first look after it, over the time between those looks; no peak.
 #[derive(Debug)]
 pub struct Throughput {
-    start: Instant,
-    marks: Vec<(u64, Instant)>,
-    every: u64,
+    schedule: Option<Schedule>,
+    window_start: Option<(u64, Instant)>,
+    window_end: Option<(u64, Instant)>,
+    first: Option<Instant>,
+    last: (u64, Option<Instant>),
+    /// Peak measurement: (messages posted before, when) for each post, (messages completed,
+    /// when) for each look at the CQ that found completions.
+    trace: Option<(Vec<Event>, Vec<Event>)>,
 }
 
 impl Throughput {
-    /// Starts the clock; a mark is kept at most every `every` messages.
-    pub fn start(every: u64) -> Self {
-        let start = Instant::now();
+    /// Iteration mode, with perftest's peak when `peak`.
+    pub fn iterations(peak: bool) -> Self {
         Throughput {
-            start,
-            marks: vec![(0, start)],
-            every: every.max(1),
+            schedule: None,
+            window_start: None,
+            window_end: None,
+            first: None,
+            last: (0, None),
+            trace: peak.then(|| (Vec::new(), Vec::new())),
         }
     }
 
-    /// `completed` messages have completed by now.
-    pub fn mark(&mut self, completed: u64) {
-        if self
-            .marks
-            .last()
-            .is_some_and(|m| completed >= m.0 + self.every)
-        {
-            self.marks.push((completed, Instant::now()));
+    /// Duration mode over `schedule`.
+    pub fn duration(schedule: Schedule) -> Self {
+        Throughput {
+            schedule: Some(schedule),
+            ..Throughput::iterations(false)
         }
     }
 
-    /// The row for `completed` messages of `bytes`, ended now.
-    pub fn summary(mut self, bytes: usize, completed: u64, gbits: bool) -> BwRow {
-        let end = Instant::now();
-        self.marks.push((completed, end));
-        let unit = |b: f64, t: Duration| {
-            let per_s = b / t.as_secs_f64().max(f64::MIN_POSITIVE);
-            if gbits {
-                per_s * 8.0 / 1e9
-            } else {
-                per_s / (1u64 << 20) as f64
+    /// A post list is about to be posted, after `posted` messages.
+    pub fn post(&mut self, posted: u64) {
+        if self.first.is_none() || self.trace.is_some() {
+            self.post_at(posted, Instant::now());
+        }
+    }
+
+    /// A look at the CQ found `completed` messages done in all.
+    pub fn look(&mut self, completed: u64) {
+        if completed > self.last.0 || self.schedule.is_some() {
+            self.look_at(completed, Instant::now());
+        }
+    }
+
+    /// [`Throughput::post`] at `at`.
+    pub fn post_at(&mut self, posted: u64, at: Instant) {
+        self.first.get_or_insert(at);
+        if let Some((posts, _)) = &mut self.trace {
+            posts.push((posted, at));
+        }
+    }
+
+    /// [`Throughput::look`] at `at`.
+    pub fn look_at(&mut self, completed: u64, at: Instant) {
+        if let Some(schedule) = &self.schedule {
+            let phase = schedule.phase(at);
+            if phase == Phase::Sample && self.window_start.is_none() {
+                self.window_start = Some((completed, at));
+            }
+            if phase >= Phase::Cooldown && self.window_end.is_none() {
+                self.window_start.get_or_insert((completed, at));
+                self.window_end = Some((completed, at));
+            }
+        }
+        if completed > self.last.0 {
+            self.first.get_or_insert(at);
+            self.last = (completed, Some(at));
+            if let Some((_, done)) = &mut self.trace {
+                done.push((completed, at));
+            }
+        }
+    }
+
+    /// The row for messages of `bytes`, in `unit`.
+    pub fn summary(&self, bytes: usize, unit: BwUnit) -> Result<BwRow, String> {
+        let (count, time) = match (self.schedule, self.window_start, self.window_end) {
+            (Some(_), Some((c0, t0)), Some((c1, t1))) if t1 > t0 => (c1 - c0, t1 - t0),
+            (Some(_), ..) => {
+                return Err(
+                    "no look at the CQ fell inside the sampling window (the machine \
+                            was too busy): give a longer -D or a shorter --margin"
+                        .into(),
+                )
+            }
+            (None, ..) => {
+                let (count, last) = self.last;
+                let time = match (self.first, last) {
+                    (Some(first), Some(last)) => last.saturating_duration_since(first),
+                    _ => Duration::ZERO,
+                };
+                (count, time)
             }
         };
-        let total = end - self.start;
-        // Peak: the best rate between two marks at least a hundredth of the run apart.
-        let span = (completed / 100).max(self.every).min(completed.max(1));
-        let mut peak = 0f64;
-        let mut i = 0;
-        for j in 1..self.marks.len() {
-            while i + 1 < j && self.marks[j].0 - self.marks[i + 1].0 >= span {
-                i += 1;
-            }
-            let ((c0, t0), (c1, t1)) = (self.marks[i], self.marks[j]);
-            if c1 - c0 >= span && t1 > t0 {
-                peak = peak.max(unit(((c1 - c0) * bytes as u64) as f64, t1 - t0));
-            }
-        }
-        let avg = unit((completed * bytes as u64) as f64, total);
-        BwRow {
+        let secs = time.as_secs_f64().max(f64::MIN_POSITIVE);
+        let rate = |b: f64| b / unit.per_second();
+        let peak = self.trace.as_ref().and_then(|(posts, done)| {
+            shortest_per_message(posts, done).map(|ns| rate(bytes as f64 / (ns / 1e9)))
+        });
+        Ok(BwRow {
             bytes,
-            iterations: completed,
-            bw_peak: peak.max(avg),
-            bw_average: avg,
-            msg_rate_mpps: completed as f64 / total.as_secs_f64().max(f64::MIN_POSITIVE) / 1e6,
-            unit: if gbits { "Gb/sec" } else { "MiB/sec" },
-            seconds: total.as_secs_f64(),
-        }
+            iterations: count,
+            bw_peak: peak,
+            bw_average: rate(count as f64 * bytes as f64 / secs),
+            msg_rate_mpps: count as f64 / secs / 1e6,
+            unit,
+            seconds: time.as_secs_f64(),
+        })
     }
 }
 
+/// perftest's peak: the least `(t_done - t_post) / (completed - posted)` in nanoseconds
+/// over every post and every later look that found messages of that post or later done.
+fn shortest_per_message(posts: &[Event], done: &[Event]) -> Option<f64> {
+    let mut best = f64::INFINITY;
+    let mut from = 0;
+    for &(posted, t_post) in posts {
+        while from < done.len() && done[from].0 <= posted {
+            from += 1;
+        }
+        for &(completed, t_done) in &done[from..] {
+            let ns = t_done.saturating_duration_since(t_post).as_nanos() as f64;
+            best = best.min(ns / (completed - posted) as f64);
+        }
+    }
+    (best.is_finite() && best > 0.0).then_some(best)
+}
+
 /// A bandwidth row.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BwRow {
     /// Message size.
     pub bytes: usize,
-    /// Messages completed.
+    /// Messages counted (duration mode: in the sampling window).
     pub iterations: u64,
-    /// Best rate over a hundredth of the run.
-    pub bw_peak: f64,
-    /// Bytes over the whole run.
+    /// perftest's peak (None when not measured: duration mode, `-N`, more than 20000
+    /// iterations, a receiver).
+    pub bw_peak: Option<f64>,
+    /// Bytes over the measured time.
     pub bw_average: f64,
     /// Messages per second, millions.
     pub msg_rate_mpps: f64,
-    /// `MiB/sec` or `Gb/sec`.
-    pub unit: &'static str,
-    /// Run time.
+    /// The unit of the two bandwidths.
+    pub unit: BwUnit,
+    /// The measured time.
     pub seconds: f64,
+}
+
+impl BwRow {
+    /// The row in `unit`.
+    pub fn in_unit(&self, unit: BwUnit) -> BwRow {
+        let f = self.unit.per_second() / unit.per_second();
+        BwRow {
+            bw_peak: self.bw_peak.map(|p| p * f),
+            bw_average: self.bw_average * f,
+            unit,
+            ..self.clone()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -221,6 +392,93 @@ mod tests {
         assert_eq!((r.t_min, r.t_max, r.t_avg), (1.0, 4.0, 2.5));
         assert!((r.t_stdev - 1.25f64.sqrt()).abs() < 1e-12);
         assert_eq!(r.iterations, 4);
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs()
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_schedule_has_perftests_four_states() {
+        let t0 = Instant::now();
+        let s = Schedule::new(t0, ms(1000), ms(250));
+        let at = |n| s.phase(t0 + ms(n));
+        assert_eq!(
+            [at(0), at(249), at(250), at(749), at(750), at(999), at(1000)],
+            [
+                Phase::Warmup,
+                Phase::Warmup,
+                Phase::Sample,
+                Phase::Sample,
+                Phase::Cooldown,
+                Phase::Cooldown,
+                Phase::End
+            ]
+        );
+        // A sample straddling either edge of the window is not taken.
+        assert!(s.sampled(t0 + ms(250), t0 + ms(749)));
+        assert!(!s.sampled(t0 + ms(249), t0 + ms(300)));
+        assert!(!s.sampled(t0 + ms(700), t0 + ms(750)));
+        // No margin: everything until the end is sampled.
+        let s = Schedule::new(t0, ms(1000), ms(0));
+        assert_eq!(s.phase(t0), Phase::Sample);
+        assert_eq!(s.phase(t0 + ms(1000)), Phase::End);
+    }
+
+    #[test]
+    fn duration_mode_counts_the_window_only() {
+        let t0 = Instant::now();
+        let mut tp = Throughput::duration(Schedule::new(t0, ms(1000), ms(250)));
+        // Warm-up completions are not counted, nor those of the end margin.
+        tp.look_at(100, t0 + ms(100));
+        tp.look_at(300, t0 + ms(300));
+        tp.look_at(500, t0 + ms(500));
+        tp.look_at(800, t0 + ms(800));
+        tp.look_at(900, t0 + ms(900));
+        let row = tp.summary(1 << 20, BwUnit::MiBs).unwrap();
+        assert_eq!((row.iterations, row.seconds), (500, 0.5));
+        assert!(close(row.bw_average, 1000.0));
+        assert_eq!(row.bw_peak, None);
+        // No look inside the window: an error, not a number.
+        let mut tp = Throughput::duration(Schedule::new(t0, ms(1000), ms(250)));
+        tp.look_at(100, t0 + ms(100));
+        tp.look_at(900, t0 + ms(900));
+        assert!(tp.summary(8, BwUnit::MiBs).is_err());
+    }
+
+    #[test]
+    fn the_peak_is_perftests_shortest_time_per_message() {
+        let t0 = Instant::now();
+        let ns = |n| t0 + Duration::from_nanos(n);
+        let mut tp = Throughput::iterations(true);
+        // Four single posts, a CQE every two messages.
+        for (posted, at) in [(0, 0), (1, 10), (2, 20), (3, 30)] {
+            tp.post_at(posted, ns(at));
+        }
+        tp.look_at(2, ns(40));
+        tp.look_at(2, ns(60));
+        tp.look_at(4, ns(200));
+        // Post 0 to the CQE of message 1: 40 ns for 2 messages, the least of
+        // 20, 50 (post 0), 30, 63.3 (post 1), 90 (post 2), 170 (post 3).
+        let row = tp.summary(1000, BwUnit::Gbits).unwrap();
+        assert!(close(row.bw_peak.unwrap(), 1000.0 * 8.0 / 20.0));
+        // The average: 4 messages from the first post to the last completion.
+        assert_eq!((row.iterations, row.seconds), (4, 200e-9));
+        assert!(close(row.bw_average, 4000.0 * 8.0 / 200.0));
+        assert!(close(row.msg_rate_mpps, 4.0 / 200e-9 / 1e6));
+        // Converted for a reader who asked for the other unit.
+        let mib = row.in_unit(BwUnit::MiBs);
+        assert_eq!(mib.unit, BwUnit::MiBs);
+        assert!(close(mib.bw_peak.unwrap(), 1000.0 / 20e-9 / 1048576.0));
+        // Not asked for: no peak.
+        let mut tp = Throughput::iterations(false);
+        tp.post_at(0, ns(0));
+        tp.look_at(1, ns(10));
+        assert_eq!(tp.summary(8, BwUnit::MiBs).unwrap().bw_peak, None);
     }
 
     #[test]
