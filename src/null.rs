@@ -213,8 +213,9 @@ const CPU_CQES: u32 = 1024;
 ///   timed chunk polls up to that many, one call each, every one retiring its WQE;
 /// - [`CpuCase::PollEmpty`]: nothing to prepare; every call finds an invalid entry.
 ///
-/// The timed chunk is the non-inlined function `CpuBench::timed_chunk`, so an instruction
-/// counter can be limited to it (`valgrind --tool=callgrind --toggle-collect=...`).
+/// The timed chunk is the non-inlined function `CpuBench::timed_chunk` (with the loop it
+/// calls), so an instruction counter can be limited to it (`valgrind --tool=callgrind
+/// --toggle-collect=...`).
 #[derive(Debug)]
 pub struct CpuBench {
     queues: NullQueues,
@@ -311,68 +312,130 @@ impl CpuBench {
     }
 
     /// `n` operations of the case; returns how many were done before the first that did
-    /// not behave as expected (`n` when all did).
+    /// not behave as expected (`n` when all did). Each kind of loop is a function of its
+    /// own (called once per chunk), so that each is compiled on its own, as in an
+    /// application, and not in one function holding every case's registers.
     #[inline(never)]
     fn timed_chunk(&mut self, n: u64) -> u64 {
         let sq = &mut self.queues.sq;
-        let cq = &mut self.queues.cq;
-        let data = Data::Inline(&[0x5a; 8]);
-        let write = SendOp::Write(CPU_REMOTE);
-        let flags = SendFlags::SIGNALED;
-        // Each loop stops at the first unexpected result, so the loop itself costs only
-        // its counter (the two-`N` difference of the harness keeps it in the count).
         match self.case {
-            CpuCase::WriteInlineBf | CpuCase::WriteInlineDb => {
-                for i in 0..n {
-                    if sq.post(i, write, data, flags).is_err() {
-                        return i;
-                    }
-                }
-            }
-            CpuCase::WriteBatch32 => {
-                let mut i = 0;
-                while i < n {
-                    let end = n.min(i + CPU_BATCH as u64);
-                    for wr_id in i..end {
-                        if sq.push(wr_id, write, data, flags).is_err() {
-                            return wr_id;
-                        }
-                    }
-                    sq.ring_doorbell();
-                    i = end;
-                }
-            }
-            CpuCase::WriteList32 => {
-                let mut i = 0;
-                while i < n {
-                    let end = n.min(i + CPU_BATCH as u64);
-                    let list = (i..end).map(|wr_id| SendWr {
-                        wr_id,
-                        op: write,
-                        data,
-                        flags,
-                    });
-                    if let Err((posted, _)) = sq.post_many(list) {
-                        return i + posted as u64;
-                    }
-                    i = end;
-                }
-            }
-            CpuCase::PollOne => {
-                for i in 0..n {
-                    if cq.poll(&mut self.out) != 1 {
-                        return i;
-                    }
-                }
-            }
-            CpuCase::PollEmpty => {
-                for i in 0..n {
-                    if cq.poll(&mut self.out) != 0 {
-                        return i;
-                    }
-                }
-            }
+            CpuCase::WriteInlineBf | CpuCase::WriteInlineDb => post_chunk(sq, n),
+            CpuCase::WriteBatch32 => batch_chunk(sq, n),
+            CpuCase::WriteList32 => list_chunk(sq, n),
+            CpuCase::PollOne => poll_chunk::<1>(&mut self.queues.cq, &mut self.out, n),
+            CpuCase::PollEmpty => poll_chunk::<0>(&mut self.queues.cq, &mut self.out, n),
         }
-        n
+    }
+}
+
+// The timed loops. Each stops at the first unexpected result, so the loop itself costs only
+// its counter (the two-`N` difference of the harness keeps it in the count). The WRITE and
+// its data are constants, as at an application's call site.
+
+/// The WRITE every post case posts, and its data.
+const CPU_WRITE: (SendOp, Data<'static>, SendFlags) = (
+    SendOp::Write(CPU_REMOTE),
+    Data::Inline(&[0x5a; 8]),
+    SendFlags::SIGNALED,
+);
+
+/// `n` × `post`.
+#[inline(never)]
+fn post_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
+    let (write, data, flags) = CPU_WRITE;
+    for i in 0..n {
+        if sq.post(i, write, data, flags).is_err() {
+            return i;
+        }
+    }
+    n
+}
+
+/// `n` operations in runs of [`CPU_BATCH`]: `run(start, end)` does operations
+/// `start..end` and returns, if one failed, how many were done in all.
+#[inline(always)]
+fn in_batches(n: u64, mut run: impl FnMut(u64, u64) -> Result<(), u64>) -> u64 {
+    let mut i = 0;
+    while i < n {
+        let end = n.min(i + CPU_BATCH as u64);
+        if let Err(done) = run(i, end) {
+            return done;
+        }
+        i = end;
+    }
+    n
+}
+
+/// `n` × `push`, with a `ring_doorbell` after every [`CPU_BATCH`].
+#[inline(never)]
+fn batch_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
+    let (write, data, flags) = CPU_WRITE;
+    in_batches(n, |start, end| {
+        for wr_id in start..end {
+            sq.push(wr_id, write, data, flags).map_err(|_| wr_id)?;
+        }
+        sq.ring_doorbell();
+        Ok(())
+    })
+}
+
+/// `n` WRs in `post_many` lists of [`CPU_BATCH`].
+#[inline(never)]
+fn list_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
+    let (op, data, flags) = CPU_WRITE;
+    in_batches(n, |start, end| {
+        let list = (start..end).map(|wr_id| SendWr {
+            wr_id,
+            op,
+            data,
+            flags,
+        });
+        match sq.post_many(list) {
+            Ok(_) => Ok(()),
+            Err((posted, _)) => Err(start + posted as u64),
+        }
+    })
+}
+
+/// `n` polls into `out`, each expected to return `EXPECT` completions.
+#[inline(never)]
+fn poll_chunk<const EXPECT: usize>(
+    cq: &mut CompletionQueue<NullUar>,
+    out: &mut [Completion; 1],
+    n: u64,
+) -> u64 {
+    for i in 0..n {
+        if cq.poll(out) != EXPECT {
+            return i;
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every case does what it says, over more than one chunk (`run` itself panics when an
+    /// operation does not behave as the case expects).
+    #[test]
+    fn every_cpu_case_runs_its_operations() {
+        for case in CpuCase::ALL {
+            let mut bench = CpuBench::new(case).unwrap();
+            bench.run(600);
+            let q = &bench.queues;
+            let (posted, polled) = (q.sq.producer_count(), q.cq.consumer_index());
+            match case {
+                // 600 one-WQEBB WRITEs; one CQE polled per full ring (before chunks 2, 3).
+                CpuCase::WriteInlineBf
+                | CpuCase::WriteInlineDb
+                | CpuCase::WriteBatch32
+                | CpuCase::WriteList32 => assert_eq!((posted, polled), (600, 2), "{case:?}"),
+                // Three chunks of NOPs (256, 256, 256) posted, 600 of their CQEs polled.
+                CpuCase::PollOne => assert_eq!((posted, polled), (768, 600)),
+                CpuCase::PollEmpty => assert_eq!((posted, polled), (0, 0)),
+            }
+            assert_eq!(CpuCase::from_name(case.name()), Some(case));
+        }
     }
 }

@@ -36,8 +36,19 @@ impl Ring {
 
     #[inline(always)]
     fn at(&self, offset: usize) -> *mut u8 {
-        // SAFETY: masked into the ring (constructor contract).
-        unsafe { self.base.as_ptr().add(offset & self.mask) }
+        self.view().at(offset)
+    }
+
+    /// The ring by value, for a run of WQE writes: the compiler keeps a value's fields in
+    /// registers, where it must reload a borrowed ring's after every store into the ring
+    /// (which could alias them as far as it knows).
+    #[inline(always)]
+    pub(crate) fn view(&self) -> RingView<'_> {
+        RingView {
+            base: self.base,
+            mask: self.mask,
+            _ring: core::marker::PhantomData,
+        }
     }
 
     /// Writes one 16-byte unit. `offset` is a multiple of 16, so the unit never straddles the
@@ -67,52 +78,6 @@ impl Ring {
                 self.write_ds(offset + u * DS, unit);
             }
         }
-    }
-
-    /// Where to build the WQE of `len` bytes (a multiple of 64, at most
-    /// [`MAX_WQE_BYTES`]) that starts at `offset` (a multiple of 64), and that start as
-    /// an offset inside the ring.
-    ///
-    /// When the WQE fits before the ring end (always for a 64-byte WQE, and for nearly
-    /// every other) the [`WqeBuf`] is the ring itself. When it would run past the end it is
-    /// `staging`, copied into the ring in two parts (the second at slot 0) when the
-    /// `WqeBuf` is dropped: the split at `qend` that rdma-core does per segment, done once
-    /// per WQE and off the common path.
-    #[inline(always)]
-    pub(crate) fn wqe<'a>(
-        &'a self,
-        offset: usize,
-        len: usize,
-        staging: &'a mut Staging,
-    ) -> (WqeBuf<'a>, usize) {
-        debug_assert!(offset % SEND_WQE_BB == 0 && len % SEND_WQE_BB == 0);
-        let start = offset & self.mask;
-        let room = self.mask + 1 - start;
-        // A one-WQEBB WQE always fits (`start` and the ring size are multiples of 64);
-        // said explicitly, so a constant `len` of 64 folds the wrap case away.
-        let buf = if len == SEND_WQE_BB || len <= room {
-            WqeBuf {
-                ptr: self.at(start),
-                len,
-                wrap: None,
-                _ring: core::marker::PhantomData,
-            }
-        } else {
-            // Only a staged WQE needs these (the direct case is inside the ring by the
-            // check above): the staging buffer holds it, and its tail fits before `start`.
-            assert!(len <= MAX_WQE_BYTES && len <= self.mask + 1);
-            WqeBuf {
-                ptr: staging.0.as_mut_ptr(),
-                len,
-                wrap: Some(Wrap {
-                    start: self.at(start),
-                    room,
-                    base: self.base.as_ptr(),
-                }),
-                _ring: core::marker::PhantomData,
-            }
-        };
-        (buf, start)
     }
 
     /// Ring size in bytes.
@@ -153,6 +118,88 @@ impl Ring {
     pub(crate) fn read_ds(&self, offset: usize) -> [u8; DS] {
         // SAFETY: 16 bytes inside the ring, as in `write_ds`.
         unsafe { self.at(offset).cast::<[u8; DS]>().read_unaligned() }
+    }
+}
+
+/// A [`Ring`] by value (see [`Ring::view`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RingView<'a> {
+    base: NonNull<u8>,
+    mask: usize,
+    _ring: core::marker::PhantomData<&'a Ring>,
+}
+
+impl<'a> RingView<'a> {
+    #[inline(always)]
+    fn at(self, offset: usize) -> *mut u8 {
+        // SAFETY: masked into the ring (the borrowed ring's constructor contract).
+        unsafe { self.base.as_ptr().add(offset & self.mask) }
+    }
+}
+
+/// Where WQEs are built: a borrowed [`Ring`] (its fields loaded where used) or a
+/// [`RingView`] (loaded once, kept in registers over a run of WQEs).
+pub(crate) trait WqeRing<'a>: Copy {
+    /// The ring's base and mask.
+    fn view(self) -> RingView<'a>;
+
+    /// Where to build the WQE of `len` bytes (a multiple of 64, at most
+    /// [`MAX_WQE_BYTES`]) that starts at `offset` (a multiple of 64), and that start as
+    /// an offset inside the ring.
+    ///
+    /// When the WQE fits before the ring end (always for a 64-byte WQE, and for nearly
+    /// every other) the [`WqeBuf`] is the ring itself. When it would run past the end it is
+    /// `staging`, copied into the ring in two parts (the second at slot 0) when the
+    /// `WqeBuf` is dropped: the split at `qend` that rdma-core does per segment, done once
+    /// per WQE and off the common path.
+    #[inline(always)]
+    fn wqe<'s>(self, offset: usize, len: usize, staging: &'s mut Staging) -> (WqeBuf<'s>, usize)
+    where
+        'a: 's,
+    {
+        let view = self.view();
+        debug_assert!(offset % SEND_WQE_BB == 0 && len % SEND_WQE_BB == 0);
+        let start = offset & view.mask;
+        let room = view.mask + 1 - start;
+        // A one-WQEBB WQE always fits (`start` and the ring size are multiples of 64);
+        // said explicitly, so a constant `len` of 64 folds the wrap case away.
+        let buf = if len == SEND_WQE_BB || len <= room {
+            WqeBuf {
+                ptr: view.at(start),
+                len,
+                wrap: None,
+                _ring: core::marker::PhantomData,
+            }
+        } else {
+            // Only a staged WQE needs these (the direct case is inside the ring by the
+            // check above): the staging buffer holds it, and its tail fits before `start`.
+            assert!(len <= MAX_WQE_BYTES && len <= view.mask + 1);
+            WqeBuf {
+                ptr: staging.0.as_mut_ptr(),
+                len,
+                wrap: Some(Wrap {
+                    start: view.at(start),
+                    room,
+                    base: view.base.as_ptr(),
+                }),
+                _ring: core::marker::PhantomData,
+            }
+        };
+        (buf, start)
+    }
+}
+
+impl<'a> WqeRing<'a> for &'a Ring {
+    #[inline(always)]
+    fn view(self) -> RingView<'a> {
+        Ring::view(self)
+    }
+}
+
+impl<'a> WqeRing<'a> for RingView<'a> {
+    #[inline(always)]
+    fn view(self) -> RingView<'a> {
+        self
     }
 }
 

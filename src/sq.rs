@@ -23,7 +23,7 @@ use crate::prm::{
     MaskedCs32, MaskedCs64, MaskedFa32, MaskedFa64, Opcode, OpmodIdxOpcode, QpnDs, RaddrSeg, DS,
     MAX_DS, SEND_WQE_BB,
 };
-use crate::ring::{Ring, Staging, WqeBuf};
+use crate::ring::{Ring, Staging, WqeBuf, WqeRing};
 
 /// A gather or scatter entry: `len` bytes at `addr` in memory registered with `lkey`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -234,6 +234,26 @@ pub(crate) struct SqShared {
     tail: AtomicU32,
 }
 
+/// Where a WQE write finds the `wr_id` slots: through the shared state (loaded where
+/// used: a single post) or as a slice (loaded once: a post list).
+trait Slots<'a>: Copy {
+    fn slots(self) -> &'a [SqSlot];
+}
+
+impl<'a> Slots<'a> for &'a SqShared {
+    #[inline(always)]
+    fn slots(self) -> &'a [SqSlot] {
+        &self.slots
+    }
+}
+
+impl<'a> Slots<'a> for &'a [SqSlot] {
+    #[inline(always)]
+    fn slots(self) -> &'a [SqSlot] {
+        self
+    }
+}
+
 /// What the poller needs about the WQE starting at one WQEBB.
 #[derive(Debug, Default)]
 struct SqSlot {
@@ -257,19 +277,6 @@ impl SqShared {
         debug_assert!(index < self.slots.len());
         // SAFETY: `slots` has `mask + 1` entries (both set in `new`, never changed), so a
         // masked counter is always in bounds; this is the hot path of every post and poll.
-        unsafe { self.slots.get_unchecked(index) }
-    }
-
-    /// The slot of the WQE whose first WQEBB is ring slot `index`, which the caller
-    /// computed from a masked ring offset (so no mask and no bounds check here).
-    ///
-    /// # Safety
-    /// `index` must be less than the ring's WQEBB count (the length of `slots`, checked
-    /// by [`SendQueue::new`]).
-    #[inline(always)]
-    unsafe fn slot_at(&self, index: usize) -> &SqSlot {
-        debug_assert!(index < self.slots.len());
-        // SAFETY: in bounds by the caller's contract.
         unsafe { self.slots.get_unchecked(index) }
     }
 
@@ -475,51 +482,15 @@ impl SendOp {
     }
 }
 
-/// `mode` as it takes effect on a register with a BlueFlame half of `bf_size` bytes.
-fn effective_mode(mode: DoorbellMode, bf_size: usize) -> DoorbellMode {
-    match (mode, bf_size) {
-        (_, 0) | (DoorbellMode::Doorbell, _) => DoorbellMode::Doorbell,
-        (DoorbellMode::Auto, _) => DoorbellMode::BlueFlameLast,
-        (mode, _) => mode,
-    }
-}
-
-/// DS of `len` bytes of inline data (none at all when empty).
-#[inline(always)]
-fn inline_data_ds(len: usize) -> usize {
-    if len == 0 {
-        0
-    } else {
-        InlineSeg::ds(len)
-    }
-}
-
-/// Largest total message length (`max_msg_sz`, 2 GiB).
-pub const MAX_MESSAGE_SIZE: u64 = 1 << 31;
-
-/// A QP's send queue. Posting takes `&mut self`: no locks, no allocation.
-///
-/// [`SendQueue::push`] writes one WQE into the ring; [`SendQueue::ring_doorbell`] hands every
-/// pushed WQE to the device with one doorbell (a batch); [`SendQueue::post`] does both.
-#[derive(Debug)]
-pub struct SendQueue<U: Uar> {
-    ring: Ring,
-    staging: Staging,
+/// What writing a WQE reads of its queue besides the ring and the counters, by value: a
+/// run of writes (a post list) then keeps it in registers, where fields of the queue would
+/// be reloaded after every store into the ring (which could alias them as far as the
+/// compiler knows).
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    /// Number of WQEBBs in the ring.
     wqe_cnt: u32,
-    /// Producer count of WQEBBs (`cur_post`); its low 16 bits go into each WQE.
-    pi: u32,
-    /// Producer count up to which the ring is known to be free: the retire counter as last
-    /// read, plus the ring size. Posts under it need no load of the counter the poller
-    /// writes; the counter only grows, so the cached value is never too high. While the
-    /// queue is not ready it equals `pi` (no room), so the one room compare of the hot
-    /// path also sends every post of a queue that is not ready to the checking slow path.
-    limit: u32,
-    /// WQEs pushed since the last doorbell; when not 0, `last_offset` is the ring offset
-    /// of the last of them (its size is read back from its control segment).
-    pushed: u32,
-    /// Ring offset of the last pushed WQE.
-    last_offset: usize,
-    qpn: u32,
+    ready: bool,
     /// Control dword 1 with this QP's number and DS 0, set once (DS ORed in per WQE).
     qpn_ds: QpnDs,
     max_ds: usize,
@@ -529,246 +500,38 @@ pub struct SendQueue<U: Uar> {
     /// one compare for an inline SEND or WRITE.
     inline_fit: [usize; 2],
     max_sge: usize,
-    dbrec: DbRec,
-    bf: BfReg<U>,
-    mode: DoorbellMode,
-    /// `mode` resolved against the register (see [`SendQueue::effective_mode`]).
-    effective: DoorbellMode,
-    /// Largest WQE (bytes) BlueFlame-copied when it is rung alone (0: never).
-    bf_single: usize,
-    /// Largest last WQE (bytes) of a batch BlueFlame-copied (0: never).
-    bf_batch: usize,
-    ready: bool,
-    shared: Arc<SqShared>,
-    errored: Arc<AtomicBool>,
 }
 
-impl<U: Uar> SendQueue<U> {
-    /// A send queue over the described memory.
+/// The counters WQE writes advance (a run of writes works on a copy: see [`Limits`]).
+#[derive(Clone, Copy, Debug)]
+struct Cursor {
+    /// Producer count of WQEBBs (`cur_post`); its low 16 bits go into each WQE.
+    pi: u32,
+    /// Producer count up to which the ring is known to be free: the retire counter as last
+    /// read, plus the ring size. Posts under it need no load of the counter the poller
+    /// writes; the counter only grows, so the cached value is never too high. While the
+    /// queue is not ready it equals `pi` (no room), so the one room compare of the hot
+    /// path also sends every post of a queue that is not ready to the checking slow path.
+    limit: u32,
+}
+
+impl Limits {
+    /// Validates and writes one WQE at the producer counter `cur.pi` and records it for
+    /// the poller in `slots`, once the QP is known not to be in error; returns where it is
+    /// and what the doorbell needs of it.
     ///
     /// # Safety
-    /// Every pointer in `desc` must be valid as described (ring of `wqe_cnt * 64` bytes,
-    /// 64-byte aligned; doorbell record of two words) for the life of the queue, written on
-    /// the CPU side only through it, and `uar` must be the UAR page holding `desc.bf_offset`.
-    pub(crate) unsafe fn new(
-        desc: &SqDesc,
-        uar: U,
-        shared: Arc<SqShared>,
-        errored: Arc<AtomicBool>,
-    ) -> Self {
-        // SAFETY: forwarded from this function's contract.
-        let ring = unsafe { Ring::new(desc.buf, desc.wqe_cnt as usize * SEND_WQE_BB) };
-        // `SqShared::slot_at` relies on this: one slot per WQEBB of the ring.
-        assert_eq!(shared.slots.len(), ring.size() / SEND_WQE_BB);
-        // SAFETY: word 1 of the record the contract makes ours.
-        let dbrec = unsafe { DbRec::new(desc.dbrec.add(prm::SND_DBR)) };
-        let max_ds = (desc.max_wqe_size / DS).min(MAX_DS);
-        // Inline units left after the control (and remote-address) segment: `16 d - 4`
-        // bytes fit in `d` of them with the 4-byte header.
-        let inline_fit = [1, 2].map(|fixed| match max_ds.saturating_sub(fixed) {
-            0 => 0,
-            units => desc.max_inline.min(units * DS - 4),
-        });
-        let mut sq = SendQueue {
-            ring,
-            staging: Staging::default(),
-            wqe_cnt: desc.wqe_cnt,
-            pi: 0,
-            limit: 0,
-            pushed: 0,
-            last_offset: 0,
-            qpn: desc.qpn,
-            qpn_ds: QpnDs::new().with_qpn(desc.qpn),
-            max_ds,
-            max_inline: desc.max_inline,
-            inline_fit,
-            max_sge: desc.max_sge,
-            dbrec,
-            bf: BfReg {
-                uar,
-                offset: desc.bf_offset,
-                size: desc.bf_size,
-            },
-            mode: DoorbellMode::Auto,
-            effective: DoorbellMode::Doorbell,
-            bf_single: 0,
-            bf_batch: 0,
-            ready: false,
-            shared,
-            errored,
-        };
-        sq.set_mode(DoorbellMode::Auto);
-        sq
-    }
-
-    /// Chooses how doorbells are rung.
-    pub fn set_mode(&mut self, mode: DoorbellMode) {
-        self.mode = mode;
-        self.effective = effective_mode(mode, self.bf.size);
-        (self.bf_single, self.bf_batch) = match self.effective {
-            DoorbellMode::BlueFlame => (self.bf.size, 0),
-            DoorbellMode::BlueFlameLast => (self.bf.size, self.bf.size),
-            _ => (0, 0),
-        };
-    }
-
-    /// The mode actually in effect: BlueFlame modes fall back to the doorbell when the
-    /// register has no BlueFlame (`bf.size == 0`).
-    pub fn effective_mode(&self) -> DoorbellMode {
-        self.effective
-    }
-
-    /// Number of WQEBBs in the ring.
-    pub fn wqebbs(&self) -> u32 {
-        self.wqe_cnt
-    }
-
-    /// WQEBBs free for new WQEs (those not yet retired by a CQE are in use).
-    pub fn free_wqebbs(&self) -> u32 {
-        self.wqe_cnt
-            - self
-                .pi
-                .wrapping_sub(self.shared.tail.load(Ordering::Acquire))
-    }
-
-    /// WQEBBs whose WQEs have not completed yet.
-    pub fn outstanding_wqebbs(&self) -> u32 {
-        self.wqe_cnt - self.free_wqebbs()
-    }
-
-    /// Producer count (WQEBBs posted since the queue was created or reset).
-    pub fn producer_count(&self) -> u32 {
-        self.pi
-    }
-
-    /// The QP number.
-    pub fn qpn(&self) -> u32 {
-        self.qpn
-    }
-
-    /// Largest inline payload accepted.
-    pub fn max_inline(&self) -> usize {
-        self.max_inline
-    }
-
-    /// Largest gather list accepted.
-    pub fn max_sge(&self) -> usize {
-        self.max_sge
-    }
-
-    pub(crate) fn set_ready(&mut self, ready: bool) {
-        self.ready = ready;
-        if !ready {
-            // No room until ready again (see `limit`); the next post after that re-reads
-            // the retire counter.
-            self.limit = self.pi;
-        }
-    }
-
-    pub(crate) fn reset(&mut self) {
-        self.pi = 0;
-        self.limit = 0;
-        self.pushed = 0;
-        self.ready = false;
-        self.dbrec.write(Be32::new(0));
-        self.shared.reset();
-    }
-
-    /// Re-reads the retire counter the poller advances when `needed` WQEBBs do not fit
-    /// under the cached limit (or the queue is not ready: see `limit`); refuses with
-    /// [`PostError::NotReadyToSend`] or [`PostError::QueueFull`].
-    #[cold]
-    fn refresh_limit(&mut self, needed: u32) -> Result<(), PostError> {
-        if !self.ready {
-            return Err(PostError::NotReadyToSend);
-        }
-        self.limit = self
-            .shared
-            .tail
-            .load(Ordering::Acquire)
-            .wrapping_add(self.wqe_cnt);
-        let free = self.limit.wrapping_sub(self.pi);
-        if needed > free {
-            return Err(PostError::QueueFull { needed, free });
-        }
-        Ok(())
-    }
-
-    /// Builds one WQE in the ring without ringing the doorbell.
-    ///
-    /// The WQE reaches the device with the next [`SendQueue::ring_doorbell`]. On error
-    /// nothing is written.
+    /// `ring` and `slots` must be one queue's: one slot per WQEBB of the ring.
     #[inline(always)]
-    pub fn push(
-        &mut self,
-        wr_id: u64,
-        op: SendOp,
-        data: Data<'_>,
-        flags: SendFlags,
-    ) -> Result<(), PostError> {
-        self.last_offset = self
-            .write_wqe(SendWr {
-                wr_id,
-                op,
-                data,
-                flags,
-            })?
-            .offset;
-        self.pushed += 1;
-        Ok(())
-    }
-
-    /// Posts a list of work requests with one doorbell, as `ibv_post_send` does with a
-    /// linked list: writes them in order, stops at the first one refused, then rings every
-    /// WQE written (and any pushed before). Returns how many were posted, or that count and
-    /// the refusal.
-    ///
-    /// Every check of [`SendQueue::push`] applies to each work request, except that whether
-    /// the QP is in error is read once per call: a QP that a CQE moves to error during the
-    /// call is indistinguishable from one moved just after it.
-    #[inline(always)]
-    pub fn post_many<'a>(
-        &mut self,
-        wrs: impl IntoIterator<Item = SendWr<'a>>,
-    ) -> Result<usize, (usize, PostError)> {
-        let errored = self.errored.load(Ordering::Relaxed);
-        let mut n = 0;
-        let mut result = Ok(());
-        let mut last_offset = self.last_offset;
-        for wr in wrs {
-            let written = if errored {
-                Err(PostError::NotReadyToSend)
-            } else {
-                self.write_checked(wr)
-            };
-            match written {
-                Ok(w) => last_offset = w.offset,
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }
-            n += 1;
-        }
-        self.last_offset = last_offset;
-        self.pushed += n as u32;
-        self.ring_doorbell();
-        result.map(|()| n).map_err(|e| (n, e))
-    }
-
-    /// Validates and writes one WQE at the producer counter and records it for the poller;
-    /// returns where it is and what the doorbell needs of it.
-    #[inline(always)]
-    fn write_wqe(&mut self, wr: SendWr<'_>) -> Result<Written, PostError> {
-        if self.errored.load(Ordering::Relaxed) {
-            return Err(PostError::NotReadyToSend);
-        }
-        self.write_checked(wr)
-    }
-
-    /// [`SendQueue::write_wqe`] once the QP is known not to be in error.
-    #[inline(always)]
-    fn write_checked(&mut self, wr: SendWr<'_>) -> Result<Written, PostError> {
+    unsafe fn write<'r>(
+        &self,
+        ring: impl WqeRing<'r>,
+        staging: &mut Staging,
+        slots: impl Slots<'r>,
+        tail: &AtomicU32,
+        cur: &mut Cursor,
+        wr: SendWr<'_>,
+    ) -> Result<Written, PostError> {
         let SendWr {
             wr_id,
             op,
@@ -804,11 +567,10 @@ impl<U: Uar> SendQueue<U> {
             }
         };
         let bbs = prm::wqebbs(ds) as u32;
-        if self.limit.wrapping_sub(self.pi) < bbs {
-            self.refresh_limit(bbs)?;
+        let pi = cur.pi;
+        if cur.limit.wrapping_sub(pi) < bbs {
+            self.refresh_limit(tail, cur, bbs)?;
         }
-        // Read once: ring stores could alias the queue as far as the compiler knows.
-        let pi = self.pi;
 
         let ctrl = CtrlSeg {
             opmod_idx_opcode: OpmodIdxOpcode::new()
@@ -821,10 +583,10 @@ impl<U: Uar> SendQueue<U> {
             imm: shape.imm,
             ..CtrlSeg::default()
         };
-        let (mut wqe, start) = self.ring.wqe(
+        let (mut wqe, start) = ring.wqe(
             pi as usize * SEND_WQE_BB,
             bbs as usize * SEND_WQE_BB,
-            &mut self.staging,
+            staging,
         );
         {
             let wqe = &mut wqe;
@@ -870,12 +632,16 @@ impl<U: Uar> SendQueue<U> {
         }
         drop(wqe);
 
-        // SAFETY: `start` is a masked ring offset, so its WQEBB is a ring slot.
-        let slot = unsafe { self.shared.slot_at(start / SEND_WQE_BB) };
+        let index = start / SEND_WQE_BB;
+        let slots = slots.slots();
+        debug_assert!(index < slots.len());
+        // SAFETY: `start` is a masked ring offset, so its WQEBB is a ring slot, and there is
+        // one slot per WQEBB (this function's contract).
+        let slot = unsafe { slots.get_unchecked(index) };
         let next_pi = pi.wrapping_add(bbs);
         slot.wr_id.store(wr_id, Ordering::Relaxed);
         slot.next_pi.store(next_pi, Ordering::Relaxed);
-        self.pi = next_pi;
+        cur.pi = next_pi;
         Ok(Written {
             offset: start,
             bytes: ds * DS,
@@ -884,13 +650,49 @@ impl<U: Uar> SendQueue<U> {
 
     /// What a post that failed a check before the room check is refused with: a queue
     /// that is not ready refuses everything with [`PostError::NotReadyToSend`] first.
-    #[cold]
+    #[inline(always)]
     fn refused(&self, err: PostError) -> PostError {
-        if self.ready {
-            err
-        } else {
-            PostError::NotReadyToSend
+        #[cold]
+        fn refused(ready: bool, err: PostError) -> PostError {
+            if ready {
+                err
+            } else {
+                PostError::NotReadyToSend
+            }
         }
+        refused(self.ready, err)
+    }
+
+    /// Re-reads the retire counter `tail` the poller advances when `needed` WQEBBs do not
+    /// fit under the cached limit (or the queue is not ready: see `SendQueue::limit`);
+    /// refuses with [`PostError::NotReadyToSend`] or [`PostError::QueueFull`].
+    #[inline(always)]
+    fn refresh_limit(
+        &self,
+        tail: &AtomicU32,
+        cur: &mut Cursor,
+        needed: u32,
+    ) -> Result<(), PostError> {
+        #[cold]
+        fn refresh(
+            tail: &AtomicU32,
+            wqe_cnt: u32,
+            ready: bool,
+            pi: u32,
+            needed: u32,
+        ) -> Result<u32, PostError> {
+            if !ready {
+                return Err(PostError::NotReadyToSend);
+            }
+            let limit = tail.load(Ordering::Acquire).wrapping_add(wqe_cnt);
+            let free = limit.wrapping_sub(pi);
+            if needed > free {
+                return Err(PostError::QueueFull { needed, free });
+            }
+            Ok(limit)
+        }
+        cur.limit = refresh(tail, self.wqe_cnt, self.ready, cur.pi, needed)?;
+        Ok(())
     }
 
     /// Validates the data part of a WQE and returns its size in DS.
@@ -933,6 +735,283 @@ impl<U: Uar> SendQueue<U> {
             }
         }
     }
+}
+
+/// `mode` as it takes effect on a register with a BlueFlame half of `bf_size` bytes.
+fn effective_mode(mode: DoorbellMode, bf_size: usize) -> DoorbellMode {
+    match (mode, bf_size) {
+        (_, 0) | (DoorbellMode::Doorbell, _) => DoorbellMode::Doorbell,
+        (DoorbellMode::Auto, _) => DoorbellMode::BlueFlameLast,
+        (mode, _) => mode,
+    }
+}
+
+/// DS of `len` bytes of inline data (none at all when empty).
+#[inline(always)]
+fn inline_data_ds(len: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        InlineSeg::ds(len)
+    }
+}
+
+/// Largest total message length (`max_msg_sz`, 2 GiB).
+pub const MAX_MESSAGE_SIZE: u64 = 1 << 31;
+
+/// A QP's send queue. Posting takes `&mut self`: no locks, no allocation.
+///
+/// [`SendQueue::push`] writes one WQE into the ring; [`SendQueue::ring_doorbell`] hands every
+/// pushed WQE to the device with one doorbell (a batch); [`SendQueue::post`] does both.
+#[derive(Debug)]
+pub struct SendQueue<U: Uar> {
+    ring: Ring,
+    staging: Staging,
+    k: Limits,
+    c: Cursor,
+    /// WQEs pushed since the last doorbell; when not 0, `last_offset` is the ring offset
+    /// of the last of them (its size is read back from its control segment).
+    pushed: u32,
+    /// Ring offset of the last pushed WQE.
+    last_offset: usize,
+    qpn: u32,
+    dbrec: DbRec,
+    bf: BfReg<U>,
+    mode: DoorbellMode,
+    /// `mode` resolved against the register (see [`SendQueue::effective_mode`]).
+    effective: DoorbellMode,
+    /// Largest WQE (bytes) BlueFlame-copied when it is rung alone (0: never).
+    bf_single: usize,
+    /// Largest last WQE (bytes) of a batch BlueFlame-copied (0: never).
+    bf_batch: usize,
+    shared: Arc<SqShared>,
+    errored: Arc<AtomicBool>,
+}
+
+impl<U: Uar> SendQueue<U> {
+    /// A send queue over the described memory.
+    ///
+    /// # Safety
+    /// Every pointer in `desc` must be valid as described (ring of `wqe_cnt * 64` bytes,
+    /// 64-byte aligned; doorbell record of two words) for the life of the queue, written on
+    /// the CPU side only through it, and `uar` must be the UAR page holding `desc.bf_offset`.
+    pub(crate) unsafe fn new(
+        desc: &SqDesc,
+        uar: U,
+        shared: Arc<SqShared>,
+        errored: Arc<AtomicBool>,
+    ) -> Self {
+        // SAFETY: forwarded from this function's contract.
+        let ring = unsafe { Ring::new(desc.buf, desc.wqe_cnt as usize * SEND_WQE_BB) };
+        // `Limits::write` relies on this: one slot per WQEBB of the ring.
+        assert_eq!(shared.slots.len(), ring.size() / SEND_WQE_BB);
+        // SAFETY: word 1 of the record the contract makes ours.
+        let dbrec = unsafe { DbRec::new(desc.dbrec.add(prm::SND_DBR)) };
+        let max_ds = (desc.max_wqe_size / DS).min(MAX_DS);
+        // Inline units left after the control (and remote-address) segment: `16 d - 4`
+        // bytes fit in `d` of them with the 4-byte header.
+        let inline_fit = [1, 2].map(|fixed| match max_ds.saturating_sub(fixed) {
+            0 => 0,
+            units => desc.max_inline.min(units * DS - 4),
+        });
+        let mut sq = SendQueue {
+            ring,
+            staging: Staging::default(),
+            k: Limits {
+                wqe_cnt: desc.wqe_cnt,
+                ready: false,
+                qpn_ds: QpnDs::new().with_qpn(desc.qpn),
+                max_ds,
+                max_inline: desc.max_inline,
+                inline_fit,
+                max_sge: desc.max_sge,
+            },
+            c: Cursor { pi: 0, limit: 0 },
+            pushed: 0,
+            last_offset: 0,
+            qpn: desc.qpn,
+            dbrec,
+            bf: BfReg {
+                uar,
+                offset: desc.bf_offset,
+                size: desc.bf_size,
+            },
+            mode: DoorbellMode::Auto,
+            effective: DoorbellMode::Doorbell,
+            bf_single: 0,
+            bf_batch: 0,
+            shared,
+            errored,
+        };
+        sq.set_mode(DoorbellMode::Auto);
+        sq
+    }
+
+    /// Chooses how doorbells are rung.
+    pub fn set_mode(&mut self, mode: DoorbellMode) {
+        self.mode = mode;
+        self.effective = effective_mode(mode, self.bf.size);
+        (self.bf_single, self.bf_batch) = match self.effective {
+            DoorbellMode::BlueFlame => (self.bf.size, 0),
+            DoorbellMode::BlueFlameLast => (self.bf.size, self.bf.size),
+            _ => (0, 0),
+        };
+    }
+
+    /// The mode actually in effect: BlueFlame modes fall back to the doorbell when the
+    /// register has no BlueFlame (`bf.size == 0`).
+    pub fn effective_mode(&self) -> DoorbellMode {
+        self.effective
+    }
+
+    /// Number of WQEBBs in the ring.
+    pub fn wqebbs(&self) -> u32 {
+        self.k.wqe_cnt
+    }
+
+    /// WQEBBs free for new WQEs (those not yet retired by a CQE are in use).
+    pub fn free_wqebbs(&self) -> u32 {
+        self.k.wqe_cnt
+            - self
+                .c
+                .pi
+                .wrapping_sub(self.shared.tail.load(Ordering::Acquire))
+    }
+
+    /// WQEBBs whose WQEs have not completed yet.
+    pub fn outstanding_wqebbs(&self) -> u32 {
+        self.k.wqe_cnt - self.free_wqebbs()
+    }
+
+    /// Producer count (WQEBBs posted since the queue was created or reset).
+    pub fn producer_count(&self) -> u32 {
+        self.c.pi
+    }
+
+    /// The QP number.
+    pub fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// Largest inline payload accepted.
+    pub fn max_inline(&self) -> usize {
+        self.k.max_inline
+    }
+
+    /// Largest gather list accepted.
+    pub fn max_sge(&self) -> usize {
+        self.k.max_sge
+    }
+
+    pub(crate) fn set_ready(&mut self, ready: bool) {
+        self.k.ready = ready;
+        if !ready {
+            // No room until ready again (see `limit`); the next post after that re-reads
+            // the retire counter.
+            self.c.limit = self.c.pi;
+        }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.c.pi = 0;
+        self.c.limit = 0;
+        self.pushed = 0;
+        self.k.ready = false;
+        self.dbrec.write(Be32::new(0));
+        self.shared.reset();
+    }
+
+    /// Builds one WQE in the ring without ringing the doorbell.
+    ///
+    /// The WQE reaches the device with the next [`SendQueue::ring_doorbell`]. On error
+    /// nothing is written.
+    #[inline(always)]
+    pub fn push(
+        &mut self,
+        wr_id: u64,
+        op: SendOp,
+        data: Data<'_>,
+        flags: SendFlags,
+    ) -> Result<(), PostError> {
+        self.last_offset = self
+            .write_wqe(SendWr {
+                wr_id,
+                op,
+                data,
+                flags,
+            })?
+            .offset;
+        self.pushed += 1;
+        Ok(())
+    }
+
+    /// Posts a list of work requests with one doorbell, as `ibv_post_send` does with a
+    /// linked list: writes them in order, stops at the first one refused, then rings every
+    /// WQE written (and any pushed before). Returns how many were posted, or that count and
+    /// the refusal.
+    ///
+    /// Every check of [`SendQueue::push`] applies to each work request, except that whether
+    /// the QP is in error is read once per call: a QP that a CQE moves to error during the
+    /// call is indistinguishable from one moved just after it.
+    #[inline(always)]
+    pub fn post_many<'a>(
+        &mut self,
+        wrs: impl IntoIterator<Item = SendWr<'a>>,
+    ) -> Result<usize, (usize, PostError)> {
+        let errored = self.errored.load(Ordering::Relaxed);
+        let mut n = 0;
+        let mut result = Ok(());
+        let mut last_offset = self.last_offset;
+        // Everything the loop reads, in locals (see `Limits`).
+        let (k, ring, slots, tail) = (
+            self.k,
+            self.ring.view(),
+            &self.shared.slots[..],
+            &self.shared.tail,
+        );
+        let mut cur = self.c;
+        for wr in wrs {
+            let written = if errored {
+                Err(PostError::NotReadyToSend)
+            } else {
+                // SAFETY: as in `write_wqe`.
+                unsafe { k.write(ring, &mut self.staging, slots, tail, &mut cur, wr) }
+            };
+            match written {
+                Ok(w) => last_offset = w.offset,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+            n += 1;
+        }
+        self.c = cur;
+        self.last_offset = last_offset;
+        self.pushed += n as u32;
+        self.ring_doorbell();
+        result.map(|()| n).map_err(|e| (n, e))
+    }
+
+    /// Validates and writes one WQE at the producer counter and records it for the poller;
+    /// returns where it is and what the doorbell needs of it.
+    #[inline(always)]
+    fn write_wqe(&mut self, wr: SendWr<'_>) -> Result<Written, PostError> {
+        if self.errored.load(Ordering::Relaxed) {
+            return Err(PostError::NotReadyToSend);
+        }
+        // SAFETY: the queue's own ring and slots (one per WQEBB, checked in `new`).
+        unsafe {
+            self.k.write(
+                &self.ring,
+                &mut self.staging,
+                &*self.shared,
+                &self.shared.tail,
+                &mut self.c,
+                wr,
+            )
+        }
+    }
 
     /// Hands every WQE pushed since the last doorbell to the device: doorbell record, then
     /// one 8-byte doorbell or a BlueFlame copy of the last WQE (see [`DoorbellMode`]).
@@ -967,7 +1046,7 @@ impl<U: Uar> SendQueue<U> {
         ring_send_doorbell(
             &mut self.bf,
             &self.dbrec,
-            self.pi,
+            self.c.pi,
             &self.ring,
             last.offset,
             bf_chunks,
