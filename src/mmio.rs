@@ -16,7 +16,7 @@
 use core::ptr::NonNull;
 
 use crate::prm::{Be32, SEND_WQE_BB, UAR_PAGE_SIZE};
-use crate::ring::Ring;
+use crate::ring::{Block, Ring};
 
 /// Orders the CPU's stores to host memory (WQEs, receive WQEs) before a later store that
 /// tells the device about them (a doorbell record). Without it the device could read the
@@ -289,23 +289,23 @@ pub(crate) struct BfReg<U> {
 }
 
 /// Rings the send doorbell: the exact sequence of design §4 / prm-facts §6.4, steps 2–7.
-/// `bf_chunks == 0`: the 8-byte doorbell, i.e. the first 8 bytes of the last WQE (at ring
-/// offset `wqe_offset`); otherwise BlueFlame: that WQE copied from the ring in `bf_chunks`
-/// 64-byte blocks.
+/// `last` is the last WQE: its ring offset and its first block. `bf_chunks == 0`: the
+/// 8-byte doorbell, i.e. the first 8 bytes of that WQE; otherwise BlueFlame: the WQE copied
+/// from the ring in `bf_chunks` 64-byte blocks.
 #[inline(always)]
 pub(crate) fn ring_send_doorbell<U: Uar>(
     bf: &mut BfReg<U>,
     dbrec: &DbRec,
     pi: u32,
     ring: &Ring,
-    wqe_offset: usize,
+    last: (usize, Block<'_>),
     bf_chunks: usize,
 ) {
-    // Located before the barriers (which make the compiler reload everything after them);
-    // the WQE itself is read after them, as before: a load of bytes just stored, right
-    // after them, would stall on store forwarding. Loads only: the stores keep their order.
+    let (wqe_offset, first) = last;
+    // Read before the barriers (which make the compiler reload everything after them); the
+    // WQE itself is read after them: a load of bytes just stored, right after them, would
+    // stall on store forwarding. Loads only: the stores keep their order.
     let register = bf.offset;
-    let first = ring.block(wqe_offset);
     udma_to_device_barrier();
     dbrec.write(crate::prm::qp_counter(pi));
     mmio_wc_start();

@@ -90,11 +90,7 @@ impl Ring {
     /// ring's fields).
     #[inline(always)]
     pub(crate) fn block(&self, offset: usize) -> Block<'_> {
-        debug_assert!(offset % SEND_WQE_BB == 0);
-        Block {
-            ptr: self.at(offset).cast(),
-            _ring: core::marker::PhantomData,
-        }
+        self.view().block(offset)
     }
 
     /// Reads the 64-byte block at `offset` (a multiple of 64) as eight words, for a
@@ -134,6 +130,16 @@ impl<'a> RingView<'a> {
     fn at(self, offset: usize) -> *mut u8 {
         // SAFETY: masked into the ring (the borrowed ring's constructor contract).
         unsafe { self.base.as_ptr().add(offset & self.mask) }
+    }
+
+    /// See [`Ring::block`].
+    #[inline(always)]
+    pub(crate) fn block(self, offset: usize) -> Block<'a> {
+        debug_assert!(offset % SEND_WQE_BB == 0);
+        Block {
+            ptr: self.at(offset).cast(),
+            _ring: core::marker::PhantomData,
+        }
     }
 }
 

@@ -23,7 +23,7 @@ use crate::prm::{
     MaskedCs32, MaskedCs64, MaskedFa32, MaskedFa64, Opcode, OpmodIdxOpcode, QpnDs, RaddrSeg, DS,
     MAX_DS, SEND_WQE_BB,
 };
-use crate::ring::{Ring, Staging, WqeBuf, WqeRing};
+use crate::ring::{Block, Ring, Staging, WqeBuf, WqeRing};
 
 /// A gather or scatter entry: `len` bytes at `addr` in memory registered with `lkey`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -331,11 +331,14 @@ pub struct SqDesc {
 }
 
 /// A WQE just written, as the doorbell needs it.
-struct Written {
+struct Written<'r> {
     /// Ring offset.
     offset: usize,
     /// Size in bytes (DS × 16).
     bytes: usize,
+    /// Its first 64 bytes in the ring (located while the ring's address is at hand, read
+    /// by the doorbell).
+    first: Block<'r>,
 }
 
 /// Everything a post needs to know about one WQE before writing it.
@@ -523,15 +526,15 @@ impl Limits {
     /// # Safety
     /// `ring` and `slots` must be one queue's: one slot per WQEBB of the ring.
     #[inline(always)]
-    unsafe fn write<'r>(
+    unsafe fn write<'r, 's>(
         &self,
         ring: impl WqeRing<'r>,
         staging: &mut Staging,
-        slots: impl Slots<'r>,
+        slots: impl Slots<'s>,
         tail: &AtomicU32,
         cur: &mut Cursor,
         wr: SendWr<'_>,
-    ) -> Result<Written, PostError> {
+    ) -> Result<Written<'r>, PostError> {
         let SendWr {
             wr_id,
             op,
@@ -645,6 +648,7 @@ impl Limits {
         Ok(Written {
             offset: start,
             bytes: ds * DS,
+            first: ring.view().block(start),
         })
     }
 
@@ -737,6 +741,25 @@ impl Limits {
     }
 }
 
+/// Rings the doorbell for the WQEs up to `last` (producer count `pi`): BlueFlame if it is
+/// at most `bf_max` bytes.
+#[inline(always)]
+fn ring_last<U: Uar>(
+    bf: &mut BfReg<U>,
+    dbrec: &DbRec,
+    pi: u32,
+    ring: &Ring,
+    last: &Written<'_>,
+    bf_max: usize,
+) {
+    let bf_chunks = if last.bytes <= bf_max {
+        last.bytes.div_ceil(SEND_WQE_BB)
+    } else {
+        0
+    };
+    ring_send_doorbell(bf, dbrec, pi, ring, (last.offset, last.first), bf_chunks);
+}
+
 /// `mode` as it takes effect on a register with a BlueFlame half of `bf_size` bytes.
 fn effective_mode(mode: DoorbellMode, bf_size: usize) -> DoorbellMode {
     match (mode, bf_size) {
@@ -786,6 +809,27 @@ pub struct SendQueue<U: Uar> {
     bf_batch: usize,
     shared: Arc<SqShared>,
     errored: Arc<AtomicBool>,
+}
+
+/// `SendQueue::write_parts` of one work request on the fields of the queue `$sq`: the
+/// result borrows its ring alone, so the doorbell can still take the register.
+macro_rules! write_wqe {
+    ($sq:expr, $wr_id:expr, $op:expr, $data:expr, $flags:expr) => {
+        Self::write_parts(
+            &$sq.k,
+            &$sq.ring,
+            &mut $sq.staging,
+            &$sq.shared,
+            &mut $sq.c,
+            &$sq.errored,
+            SendWr {
+                wr_id: $wr_id,
+                op: $op,
+                data: $data,
+                flags: $flags,
+            },
+        )
+    };
 }
 
 impl<U: Uar> SendQueue<U> {
@@ -933,14 +977,7 @@ impl<U: Uar> SendQueue<U> {
         data: Data<'_>,
         flags: SendFlags,
     ) -> Result<(), PostError> {
-        self.last_offset = self
-            .write_wqe(SendWr {
-                wr_id,
-                op,
-                data,
-                flags,
-            })?
-            .offset;
+        self.last_offset = write_wqe!(self, wr_id, op, data, flags)?.offset;
         self.pushed += 1;
         Ok(())
     }
@@ -994,23 +1031,23 @@ impl<U: Uar> SendQueue<U> {
     }
 
     /// Validates and writes one WQE at the producer counter and records it for the poller;
-    /// returns where it is and what the doorbell needs of it.
+    /// returns where it is and what the doorbell needs of it. Takes the queue's fields (see
+    /// `write_wqe!`), so that the result borrows the ring alone.
     #[inline(always)]
-    fn write_wqe(&mut self, wr: SendWr<'_>) -> Result<Written, PostError> {
-        if self.errored.load(Ordering::Relaxed) {
+    fn write_parts<'r>(
+        k: &Limits,
+        ring: &'r Ring,
+        staging: &mut Staging,
+        shared: &SqShared,
+        c: &mut Cursor,
+        errored: &AtomicBool,
+        wr: SendWr<'_>,
+    ) -> Result<Written<'r>, PostError> {
+        if errored.load(Ordering::Relaxed) {
             return Err(PostError::NotReadyToSend);
         }
         // SAFETY: the queue's own ring and slots (one per WQEBB, checked in `new`).
-        unsafe {
-            self.k.write(
-                &self.ring,
-                &mut self.staging,
-                &*self.shared,
-                &self.shared.tail,
-                &mut self.c,
-                wr,
-            )
-        }
+        unsafe { k.write(ring, staging, shared, &shared.tail, c, wr) }
     }
 
     /// Hands every WQE pushed since the last doorbell to the device: doorbell record, then
@@ -1024,33 +1061,22 @@ impl<U: Uar> SendQueue<U> {
         let last = Written {
             offset: self.last_offset,
             bytes: self.ring.wqe_bytes(self.last_offset),
+            first: self.ring.block(self.last_offset),
         };
         let bf_max = if self.pushed == 1 {
             self.bf_single
         } else {
             self.bf_batch
         };
-        self.ring_last(&last, bf_max);
-        core::mem::replace(&mut self.pushed, 0)
-    }
-
-    /// Rings the doorbell for the WQEs up to `last`: BlueFlame if it is at most `bf_max`
-    /// bytes.
-    #[inline(always)]
-    fn ring_last(&mut self, last: &Written, bf_max: usize) {
-        let bf_chunks = if last.bytes <= bf_max {
-            last.bytes.div_ceil(SEND_WQE_BB)
-        } else {
-            0
-        };
-        ring_send_doorbell(
+        ring_last(
             &mut self.bf,
             &self.dbrec,
             self.c.pi,
             &self.ring,
-            last.offset,
-            bf_chunks,
+            &last,
+            bf_max,
         );
+        core::mem::replace(&mut self.pushed, 0)
     }
 
     /// [`SendQueue::push`] then [`SendQueue::ring_doorbell`] (one doorbell for this WQE and
@@ -1063,12 +1089,7 @@ impl<U: Uar> SendQueue<U> {
         data: Data<'_>,
         flags: SendFlags,
     ) -> Result<(), PostError> {
-        let written = self.write_wqe(SendWr {
-            wr_id,
-            op,
-            data,
-            flags,
-        })?;
+        let written = write_wqe!(self, wr_id, op, data, flags)?;
         // Rings this WQE and any pushed before it; no last-WQE state to store and reload.
         let bf_max = if self.pushed == 0 {
             self.bf_single
@@ -1076,7 +1097,14 @@ impl<U: Uar> SendQueue<U> {
             self.pushed = 0;
             self.bf_batch
         };
-        self.ring_last(&written, bf_max);
+        ring_last(
+            &mut self.bf,
+            &self.dbrec,
+            self.c.pi,
+            &self.ring,
+            &written,
+            bf_max,
+        );
         Ok(())
     }
 
