@@ -220,7 +220,7 @@ impl Block<'_> {
     /// The block's eight words.
     #[inline(always)]
     pub(crate) fn read(self) -> [u64; 8] {
-        // SAFETY: a 64-aligned block inside the ring (`Ring::block` masks the offset; the
+        // SAFETY: a 64-aligned block inside the ring (`RingView::block` masks the offset; the
         // base is 64-aligned), which the borrow keeps alive; plain bytes written earlier by
         // this CPU.
         unsafe { self.ptr.read() }

@@ -541,9 +541,9 @@ impl Limits {
             data,
             flags,
         } = wr;
-        // The checks in order: ready (folded into the room check, see `limit`; an earlier
-        // refusal names it first through `refused`), not in error (by the caller), data,
-        // size, room.
+        // The checks in order: ready (folded into the room check, see `Cursor::limit`; an
+        // earlier refusal names it first through `refused`), not in error (by the caller),
+        // data, size, room.
         let shape = op.shape();
         let fixed_ds = 1 + shape.remote.is_some() as usize + shape.args_ds;
         let ds = match data {
@@ -654,6 +654,8 @@ impl Limits {
 
     /// What a post that failed a check before the room check is refused with: a queue
     /// that is not ready refuses everything with [`PostError::NotReadyToSend`] first.
+    /// (Out of line with values only, here and in `refresh_limit`: no address of the
+    /// limits or counters escapes, so a post list can keep them in registers.)
     #[inline(always)]
     fn refused(&self, err: PostError) -> PostError {
         #[cold]
@@ -668,7 +670,7 @@ impl Limits {
     }
 
     /// Re-reads the retire counter `tail` the poller advances when `needed` WQEBBs do not
-    /// fit under the cached limit (or the queue is not ready: see `SendQueue::limit`);
+    /// fit under the cached limit (or the queue is not ready: see `Cursor::limit`);
     /// refuses with [`PostError::NotReadyToSend`] or [`PostError::QueueFull`].
     #[inline(always)]
     fn refresh_limit(
@@ -950,7 +952,7 @@ impl<U: Uar> SendQueue<U> {
     pub(crate) fn set_ready(&mut self, ready: bool) {
         self.k.ready = ready;
         if !ready {
-            // No room until ready again (see `limit`); the next post after that re-reads
+            // No room until ready again (see `Cursor::limit`); the next post after that re-reads
             // the retire counter.
             self.c.limit = self.c.pi;
         }
