@@ -105,7 +105,7 @@ pub use device::{
 pub use error::{Error, PostError};
 pub use event::AsyncEvent;
 pub use rq::{RecvQueue, SharedRecvQueue};
-pub use sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, Sge};
+pub use sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(all(doctest, feature = "sim"))]
