@@ -37,11 +37,21 @@ struct Rig {
     _bugs: [BugCheck; 2],
 }
 
+/// Two model NICs on one fabric, each with the check that its driver-bug counters stay 0.
+fn two_nics() -> (Context<Sim>, Context<Sim>, [BugCheck; 2]) {
+    let fabric = Fabric::new();
+    let a = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
+    let b = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
+    let bugs = [
+        BugCheck::on(a.backend().nic()),
+        BugCheck::on(b.backend().nic()),
+    ];
+    (a, b, bugs)
+}
+
 impl Rig {
     fn new(options: ConnectOptions) -> Rig {
-        let fabric = Fabric::new();
-        let a = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
-        let b = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
+        let (a, b, bugs) = two_nics();
         let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
         let cq_a = a.create_cq(256, 64).unwrap();
         let cq_b = b.create_cq(256, 64).unwrap();
@@ -55,10 +65,7 @@ impl Rig {
         let mut rig = Rig {
             mr_a: pa.alloc_mr(4096, Access::ALL).unwrap(),
             mr_b: pb.alloc_mr(4096, Access::ALL).unwrap(),
-            _bugs: [
-                BugCheck::on(a.backend().nic()),
-                BugCheck::on(b.backend().nic()),
-            ],
+            _bugs: bugs,
             a,
             b,
             cq_a,
@@ -374,13 +381,7 @@ fn delayed_cqes_arrive_later_in_order_and_complete() {
 
 #[test]
 fn cq_overrun_is_reported_and_the_application_rebuilds_the_victim() {
-    let fabric = Fabric::new();
-    let a = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
-    let b = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
-    let _bugs = [
-        BugCheck::on(a.backend().nic()),
-        BugCheck::on(b.backend().nic()),
-    ];
+    let (a, b, _bugs) = two_nics();
     let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
     let config = QpConfig::default();
     // The victim has a CQ of 4 entries (3 requested, rounded up with one spare); the
@@ -544,13 +545,7 @@ fn lost_responses_and_lost_middle_packets_execute_exactly_once() {
 
 #[test]
 fn a_qp_on_an_srq_entering_err_raises_last_wqe_reached_once() {
-    let fabric = Fabric::new();
-    let a = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
-    let b = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
-    let _bugs = [
-        BugCheck::on(a.backend().nic()),
-        BugCheck::on(b.backend().nic()),
-    ];
+    let (a, b, _bugs) = two_nics();
     let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
     let (cq_a, cq_b) = (a.create_cq(64, 64).unwrap(), b.create_cq(64, 64).unwrap());
     let srq = pa.create_srq(16, 1).unwrap();
