@@ -115,8 +115,9 @@ pub struct MappedUar {
     base: NonNull<u8>,
 }
 
-// SAFETY: the page is device memory with no thread affinity; the data path using it is
-// `&mut`-exclusive (one SQ per register), so there are no concurrent stores through one value.
+// SAFETY: the page is device memory with no thread affinity; each value is used by one
+// `&mut`-exclusive queue. A register several QPs share gets stores from several values; the
+// verbs backend keeps those to single 8-byte stores (`backend/verbs/bfreg.rs`).
 unsafe impl Send for MappedUar {}
 
 impl MappedUar {

@@ -9,10 +9,12 @@
 //!   the context's completion channel), RC QP (`mlx5dv_create_qp` with scatter-to-CQE
 //!   disabled: the poller does not parse data scattered into CQEs), SRQ. Each is described by
 //!   `mlx5dv_init_obj` as the same [`SqDesc`] / [`RqDesc`] / [`CqDesc`] the model backend
-//!   produces, with a [`MappedUar`] for its UAR page (`objects.rs`).
+//!   produces, with a [`VerbsUar`] for its UAR page (`objects.rs`).
 //! - BlueFlame: rdma-core's `MLX5_SHUT_UP_BF` (set and not "0") or a QP without a BlueFlame
 //!   register (`mlx5dv_qp.bf.size == 0`) means 8-byte doorbells only;
-//!   [`VerbsQp::doorbell_only`] says why, `SendQueue::effective_mode` says what is used.
+//!   [`VerbsQp::doorbell_only`] says why, `SendQueue::effective_mode` says what is asked
+//!   for. A register libmlx5 gave to several live QPs rings 8-byte doorbells while it is
+//!   shared, since this data path takes no lock (`bfreg.rs`).
 //! - Events: arm with `CompletionQueue::arm` (our own arm doorbell), wait with
 //!   [`Verbs::wait_cq_event`] (which acknowledges the event to libibverbs), then
 //!   `CompletionQueue::ack_event` to advance the arm sequence number. Asynchronous events
@@ -33,9 +35,9 @@
 //! [`SqDesc`]: crate::sq::SqDesc
 //! [`RqDesc`]: crate::rq::RqDesc
 //! [`CqDesc`]: crate::cq::CqDesc
-//! [`MappedUar`]: crate::mmio::MappedUar
 
 mod attr;
+mod bfreg;
 mod events;
 mod objects;
 mod port;
@@ -52,6 +54,7 @@ use rdma_sys::{
 };
 
 pub use attr::Addressing;
+pub use bfreg::VerbsUar;
 pub use objects::{VerbsCq, VerbsMr, VerbsPd, VerbsQp, VerbsSrq};
 pub use port::{GidType, LinkLayer, VerbsPort};
 
@@ -60,6 +63,8 @@ use super::mlx5dv::{
     MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP, MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD,
     MLX5DV_CONTEXT_FLAGS_CQE_V1, MLX5DV_CONTEXT_MASK_CQE_COMPRESION,
 };
+use bfreg::BfRegisters;
+
 use crate::device::{Context, DeviceCaps};
 use crate::error::Error;
 use crate::prm::DS;
@@ -133,6 +138,8 @@ pub struct VerbsDeviceInfo {
 struct DeviceCtx {
     ctx: NonNull<ibv_context>,
     channel: NonNull<ibv_comp_channel>,
+    /// The BlueFlame registers the context's live QPs use.
+    bf_regs: BfRegisters,
 }
 
 // SAFETY: a verbs context and completion channel may be used from any thread (libibverbs
@@ -220,7 +227,11 @@ impl Verbs {
             unsafe { ibv_close_device(ctx.as_ptr()) };
             return Err(err);
         };
-        let dev = Arc::new(DeviceCtx { ctx, channel });
+        let dev = Arc::new(DeviceCtx {
+            ctx,
+            channel,
+            bf_regs: BfRegisters::new(is_set(std::env::var_os("MLX5_SINGLE_THREADED"))),
+        });
         // SAFETY: the channel's and the context's async fds are ours; non-blocking so a
         // read never blocks (a wait blocks in poll(2), with its timeout).
         unsafe {

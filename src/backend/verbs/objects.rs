@@ -4,7 +4,7 @@
 
 use core::ffi::{c_int, c_void};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use core::time::Duration;
 use std::sync::Arc;
 
@@ -16,6 +16,7 @@ use rdma_sys::{
 };
 
 use super::attr::{self, Addressing};
+use super::bfreg::VerbsUar;
 use super::{failed, DeviceCtx, Verbs, MAX_WQE_FORMAT};
 use crate::backend::mlx5dv::{
     mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp, mlx5dv_init_obj,
@@ -28,7 +29,6 @@ use crate::cq::CqDesc;
 use crate::device::{Access, DeviceCaps, PortInfo, QpConfig, Transition};
 use crate::error::Error;
 use crate::event::AsyncEvent;
-use crate::mmio::MappedUar;
 use crate::prm::{Be32, DS, SEND_WQE_BB, UAR_PAGE_SIZE};
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
@@ -91,6 +91,9 @@ pub struct VerbsQp {
     port: AtomicU8,
     bf_size: u32,
     shut_up_bf: bool,
+    /// The BlueFlame register's address, and the flag set while another live QP uses it.
+    bf_reg: usize,
+    bf_shared: Arc<AtomicBool>,
     _dev: Arc<DeviceCtx>,
 }
 
@@ -117,7 +120,20 @@ verbs_handle! {
     VerbsMr { mr: ibv_dereg_mr },
     VerbsCq { cq: ibv_destroy_cq },
     VerbsSrq { srq: ibv_destroy_srq },
-    VerbsQp { qp: ibv_destroy_qp },
+}
+
+// SAFETY: as for the handles above.
+unsafe impl Send for VerbsQp {}
+// SAFETY: as above.
+unsafe impl Sync for VerbsQp {}
+
+impl Drop for VerbsQp {
+    fn drop(&mut self) {
+        // SAFETY: created by this backend and destroyed once, before the context (held by
+        // `_dev`). A failure cannot be reported from `Drop`; it is ignored.
+        unsafe { ibv_destroy_qp(self.qp.as_ptr()) };
+        self._dev.bf_regs.detach(self.bf_reg);
+    }
 }
 
 impl VerbsCq {
@@ -134,6 +150,11 @@ impl VerbsQp {
             Some("MLX5_SHUT_UP_BF is set")
         } else if self.bf_size == 0 {
             Some("the device gave this QP no BlueFlame register (mlx5dv_qp.bf.size is 0)")
+        } else if self.bf_shared.load(Ordering::Relaxed) {
+            Some(
+                "another live QP of this context uses the same BlueFlame register (libmlx5 \
+                 would lock it; MLX5_SINGLE_THREADED=1 keeps BlueFlame there)",
+            )
         } else {
             None
         }
@@ -156,7 +177,7 @@ fn checked_wqe_size(max_inline: u32, max_sge: u32) -> usize {
 }
 
 impl Backend for Verbs {
-    type Uar = MappedUar;
+    type Uar = VerbsUar;
     type Pd = VerbsPd;
     type Mr = VerbsMr;
     type Cq = VerbsCq;
@@ -216,7 +237,7 @@ impl Backend for Verbs {
         &self,
         entries: u32,
         cqe_size: usize,
-    ) -> Result<(VerbsCq, CqDesc, MappedUar), Error> {
+    ) -> Result<(VerbsCq, CqDesc, VerbsUar), Error> {
         if entries > self.caps.max_cqe {
             return Err(Error::InvalidArgument("CQ larger than the device supports"));
         }
@@ -265,7 +286,7 @@ impl Backend for Verbs {
         };
         // SAFETY: the CQ's UAR page is mapped by the context, which the CQ (and so the
         // queue) keeps alive; the arm doorbell at 0x20 belongs to this CQ's writes.
-        let uar = unsafe { MappedUar::new(uar) };
+        let uar = unsafe { VerbsUar::cq(uar) };
         Ok((handle, desc, uar))
     }
 
@@ -367,10 +388,15 @@ impl Backend for Verbs {
             port: AtomicU8::new(self.port),
             bf_size: 0,
             shut_up_bf,
+            // No register yet: detaching address 0 (never a register) does nothing.
+            bf_reg: 0,
+            bf_shared: Arc::default(),
             _dev: self.dev.clone(),
         };
         init_obj(&mut obj, MLX5DV_OBJ_QP, "describe QP")?;
         handle.bf_size = out.bf.size;
+        handle.bf_reg = out.bf.reg as usize;
+        handle.bf_shared = self.dev.bf_regs.attach(handle.bf_reg);
         if out.sq.stride as usize != SEND_WQE_BB {
             return Err(Error::Device {
                 operation: "describe QP",
@@ -381,6 +407,7 @@ impl Backend for Verbs {
         let qpn = unsafe { (*qp.as_ptr()).qp_num };
         let dbrec = NonNull::new(out.dbrec.cast::<Be32>()).ok_or(Error::OutOfMemory)?;
         let (uar, bf_offset) = uar_page(out.bf.reg)?;
+        let bf_shared = handle.bf_shared.clone();
         let sq = SqDesc {
             buf: NonNull::new(out.sq.buf.cast()).ok_or(Error::OutOfMemory)?,
             wqe_cnt: out.sq.wqe_cnt,
@@ -407,8 +434,8 @@ impl Backend for Verbs {
             sq,
             rq,
             // SAFETY: the QP's UAR page is mapped by the context, which the QP keeps alive;
-            // the register at `bf_offset` is this QP's.
-            uar: unsafe { MappedUar::new(uar) },
+            // the register at `bf_offset` is this QP's, or shared under `bf_shared`'s rule.
+            uar: unsafe { VerbsUar::qp(uar, bf_offset, out.bf.size as usize, bf_shared) },
         })
     }
 
