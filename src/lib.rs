@@ -66,7 +66,10 @@
 //! Control objects are `Send + Sync` and reference counted. The data path takes `&mut`:
 //! one thread posts on a QP's [`SendQueue`], one polls a [`Cq`]; they may be different
 //! threads (a QP and its CQ are separate values). Send-side bookkeeping shared with the
-//! poller uses atomics, never a lock.
+//! poller uses atomics, never a lock. Several QPs on several threads may share one hardware
+//! BlueFlame register (libmlx5 hands shared registers out and locks them); the `verbs`
+//! backend then rings 8-byte doorbells on that register instead of locking (see
+//! `docs/hardware.md`).
 //!
 //! ## Teardown
 //!
