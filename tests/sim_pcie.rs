@@ -26,6 +26,27 @@ fn measure(
     (pcie(a) - a0, pcie(b) - b0)
 }
 
+/// Posts one RDMA WRITE of `data` to `b`'s region in `mode`, signaled or not, and measures it
+/// (see [`measure`]).
+fn measure_write(
+    a: &mut Side,
+    b: &mut Side,
+    mode: DoorbellMode,
+    data: Data<'_>,
+    signaled: bool,
+) -> (PcieCounters, PcieCounters) {
+    let remote = b.mr.remote(0);
+    let flags = if signaled {
+        SendFlags::SIGNALED
+    } else {
+        SendFlags::UNSIGNALED
+    };
+    measure(a, b, usize::from(signaled), |sq| {
+        sq.set_mode(mode);
+        sq.post(1, SendOp::Write(remote), data, flags).unwrap();
+    })
+}
+
 fn counts(mmio: u64, rd: u64, cpl: u64, wr: u64, down: u64, up: u64) -> [u64; 6] {
     [mmio, rd, cpl, wr, down, up]
 }
@@ -44,17 +65,14 @@ fn got(c: &PcieCounters) -> [u64; 6] {
 #[test]
 fn doorbell_wqe_fetch_gather_and_cqe() {
     let (mut a, mut b) = pair();
-    let (remote, sge) = (b.mr.remote(0), a.mr.sge(0, 32));
-    let (req, resp) = measure(&mut a, &mut b, 1, |sq| {
-        sq.set_mode(DoorbellMode::Doorbell);
-        sq.post(
-            1,
-            SendOp::Write(remote),
-            Data::Sges(&[sge]),
-            SendFlags::SIGNALED,
-        )
-        .unwrap();
-    });
+    let sge = a.mr.sge(0, 32);
+    let (req, resp) = measure_write(
+        &mut a,
+        &mut b,
+        DoorbellMode::Doorbell,
+        Data::Sges(&[sge]),
+        true,
+    );
     // Down: doorbell 8+24, WQEBB 64+20, payload 32+20. Up: two read requests 24 each,
     // CQE 64+24.
     assert_eq!(got(&req), counts(1, 2, 2, 1, 32 + 84 + 52, 24 + 24 + 88));
@@ -65,17 +83,13 @@ fn doorbell_wqe_fetch_gather_and_cqe() {
 #[test]
 fn inline_removes_the_payload_read() {
     let (mut a, mut b) = pair();
-    let remote = b.mr.remote(0);
-    let (req, _) = measure(&mut a, &mut b, 1, |sq| {
-        sq.set_mode(DoorbellMode::Doorbell);
-        sq.post(
-            1,
-            SendOp::Write(remote),
-            Data::Inline(&[7; 32]),
-            SendFlags::SIGNALED,
-        )
-        .unwrap();
-    });
+    let (req, _) = measure_write(
+        &mut a,
+        &mut b,
+        DoorbellMode::Doorbell,
+        Data::Inline(&[7; 32]),
+        true,
+    );
     // 1 ctrl + 1 raddr + ceil((4 + 32) / 16) = 5 DS: two WQEBBs fetched, one 128-byte
     // completion.
     assert_eq!(got(&req), counts(1, 1, 1, 1, 32 + 148, 24 + 88));
@@ -84,46 +98,25 @@ fn inline_removes_the_payload_read() {
 #[test]
 fn blueflame_inline_needs_no_dma_read_and_unsignaled_no_cqe() {
     let (mut a, mut b) = pair();
-    let remote = b.mr.remote(0);
-    let (req, _) = measure(&mut a, &mut b, 1, |sq| {
-        sq.set_mode(DoorbellMode::BlueFlame);
-        sq.post(
-            1,
-            SendOp::Write(remote),
-            Data::Inline(&[7; 8]),
-            SendFlags::SIGNALED,
-        )
-        .unwrap();
-    });
+    let bf = DoorbellMode::BlueFlame;
+    let (req, _) = measure_write(&mut a, &mut b, bf, Data::Inline(&[7; 8]), true);
     assert_eq!(got(&req), counts(1, 0, 0, 1, 64 + 24, 88));
 
-    let (req, _) = measure(&mut a, &mut b, 0, |sq| {
-        sq.post(
-            2,
-            SendOp::Write(remote),
-            Data::Inline(&[7; 8]),
-            SendFlags::UNSIGNALED,
-        )
-        .unwrap();
-    });
+    let (req, _) = measure_write(&mut a, &mut b, bf, Data::Inline(&[7; 8]), false);
     assert_eq!(got(&req), counts(1, 0, 0, 0, 88, 0));
 }
 
 #[test]
 fn a_128_byte_blueflame_wqe_is_two_chunks() {
     let (mut a, mut b) = pair();
-    let remote = b.mr.remote(0);
     // 1 ctrl + 1 raddr + ceil((4 + 80) / 16) = 6 DS: 96 bytes, two 64-byte chunks.
-    let (req, _) = measure(&mut a, &mut b, 1, |sq| {
-        sq.set_mode(DoorbellMode::BlueFlame);
-        sq.post(
-            1,
-            SendOp::Write(remote),
-            Data::Inline(&[1; 80]),
-            SendFlags::SIGNALED,
-        )
-        .unwrap();
-    });
+    let (req, _) = measure_write(
+        &mut a,
+        &mut b,
+        DoorbellMode::BlueFlame,
+        Data::Inline(&[1; 80]),
+        true,
+    );
     assert_eq!(got(&req), counts(2, 0, 0, 1, 2 * 88, 88));
 }
 
