@@ -261,10 +261,10 @@ impl DbRec {
 
     #[inline(always)]
     pub(crate) fn write(&self, value: Be32) {
-        // SAFETY: valid, 4-byte aligned and exclusively ours (constructor contract).
         // Volatile: the reader is the device, which the compiler cannot see. One 32-bit
         // store of the wire bytes (a `Be32` is a byte array; storing it as one would go
         // through the stack).
+        // SAFETY: valid, 4-byte aligned and exclusively ours (constructor contract).
         unsafe {
             self.word
                 .as_ptr()

@@ -252,10 +252,10 @@ impl CqeEntry<'_> {
     /// The whole `cqe64`, read after ownership was established.
     #[inline(always)]
     pub(crate) fn read(self) -> Cqe64 {
+        // A plain (not volatile) read lets the compiler load only the fields the caller uses.
         // SAFETY: a 64-byte entry inside the buffer that the device handed to software (the
         // owner bit was checked and a from-device barrier, also a compiler barrier, issued by
-        // the caller), so the device no longer writes it; `Cqe64` is plain bytes. A plain
-        // (not volatile) read lets the compiler load only the fields the caller uses.
+        // the caller), so the device no longer writes it; `Cqe64` is plain bytes.
         unsafe { self.cqe.cast::<Cqe64>().read() }
     }
 
@@ -342,10 +342,10 @@ impl WqeBuf<'_> {
         let words = core::mem::size_of::<T>() / 8;
         let src: *const u64 = (&seg as *const T).cast();
         for i in 0..words {
+            // Whole 8-byte stores let the compiler build each word in a register instead of
+            // storing the segment's fields one by one.
             // SAFETY: word `i` of a local `T` of `words * 8` plain bytes, and of the
-            // buffer's `size_of::<T>()` bytes at `at` (caller's contract). Whole 8-byte
-            // stores let the compiler build each word in a register instead of storing
-            // the segment's fields one by one.
+            // buffer's `size_of::<T>()` bytes at `at` (caller's contract).
             unsafe {
                 let word = src.add(i).read_unaligned();
                 self.ptr.add(at + i * 8).cast::<u64>().write_unaligned(word);

@@ -593,11 +593,11 @@ impl Limits {
         );
         {
             let wqe = &mut wqe;
+            // The control segment as one 16-byte value: the compiler then folds the constant
+            // bytes (signature, stream id, often `fm_ce_se` and `imm`) into whole-word stores.
             // SAFETY (every segment write below): the segments are the `ds` units counted
             // above in the same order (control, remote address, `args_ds` argument units,
             // then `data_ds` data units), so each ends within `ds * 16 <= bbs * 64` bytes.
-            // As one 16-byte value: the compiler then folds the constant bytes (signature,
-            // stream id, often `fm_ce_se` and `imm`) into whole-word stores.
             unsafe { wqe.seg(0, u128::from_ne_bytes(ctrl.to_bytes())) };
             let mut at = DS;
             if let Some(remote) = shape.remote {
