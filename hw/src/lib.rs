@@ -41,6 +41,6 @@ mod xfer;
 pub use nic::{Fabric, Nic};
 pub use pcie::{Dir, PcieConfig, PcieCounters, Purpose, Tlp, TlpKind, DLLP_BYTES};
 pub use types::{
-    Access, AsyncEvent, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr, QpInfo,
-    QpParams, QpState, QpTransition, SrqParams, Stats,
+    Access, AsyncEvent, BugClass, Caps, CqInfo, CqParams, DriverBug, Event, Fault, HwError,
+    NicConfig, PortAttr, QpInfo, QpParams, QpState, QpTransition, SrqParams, Stats,
 };

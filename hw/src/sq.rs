@@ -43,6 +43,11 @@ enum Outcome {
 
 /// A send doorbell for QP index `qpi`: `ctrl8` is the doorbell (ctrl bytes 0..7) and `bf`
 /// the complete BlueFlame copy, if any.
+///
+/// The producer is doorbell record word 1; the MMIO is a kick that must name the same
+/// producer: `idx + ceil(ds/4)` (rdma-core and UCX ring with the last WQE's ctrl), or `idx`
+/// itself when `ds` is 0 (NVSHMEM IBGDA and UCX GDAKI ring with the producer and `ds` 0).
+/// The opcode and opmod bytes are ignored (GDAKI shifts a 64-bit producer into them).
 pub(crate) fn doorbell(w: &mut World, n: usize, qpi: usize, ctrl8: &[u8], bf: Option<&[u8]>) {
     let nic = &mut w.nics[n];
     let c = Ctrl::parse(ctrl8);
@@ -51,17 +56,25 @@ pub(crate) fn doorbell(w: &mut World, n: usize, qpi: usize, ctrl8: &[u8], bf: Op
         nic.stats.bad_doorbells += 1;
         return;
     }
-    nic.stats.doorbells += 1;
     if q.state == QpState::Err {
+        nic.stats.doorbells += 1;
         flush_sq(nic, qpi);
         return;
     }
-    let ci = q.sq_ci;
-    let Some(pi) = sq_producer(q).filter(|&pi| c.idx.wrapping_sub(ci) < pi.wrapping_sub(ci)) else {
-        // Stale or missing doorbell record, or an index outside the posted range.
+    let named = if c.ds == 0 {
+        c.idx
+    } else {
+        c.idx.wrapping_add(c.nbb())
+    };
+    let Some(pi) = sq_producer(q).filter(|&pi| pi != q.sq_pi || pi == named) else {
+        // More BBs outstanding than the ring holds, or a record that announces nothing new
+        // while the MMIO names new work: a forgotten record update, which a ConnectX
+        // ignores (ROCm rocm-xio PR 100: a producer written to the wrong record word).
         nic.stats.bad_doorbells += 1;
         return;
     };
+    nic.stats.doorbells += 1;
+    nic.stats.ambiguous_doorbells += u64::from(named != pi);
     let fetched = q.advance_producer(pi);
     let end = c.idx.wrapping_add(c.nbb());
     let bf_fits = |b: &&[u8]| {
@@ -88,10 +101,14 @@ pub(crate) fn doorbell(w: &mut World, n: usize, qpi: usize, ctrl8: &[u8], bf: Op
         None => fetch_sq(nic, qpi, fetched, pi),
     }
     if nic.qp(qpi).state != QpState::Rts {
-        // INIT or RTR: the send queue is not active.
-        let ctrl = head_ctrl(nic, qpi);
-        nic.stats.wqes += 1;
-        fail_head(nic, qpi, ctrl, synd::LOCAL_QP_OP_ERR);
+        // INIT or RTR: the send queue is not active. The IB rule makes posting to it an
+        // immediate error of the verbs layer; what the NIC does with a doorbell is unknown.
+        nic.stats.doorbells_before_rts += 1;
+        if nic.qp(qpi).sq_ci != pi {
+            let ctrl = head_ctrl(nic, qpi);
+            nic.stats.wqes += 1;
+            fail_head(nic, qpi, ctrl, synd::LOCAL_QP_OP_ERR);
+        }
         return;
     }
     run_sq(w, n, qpi, bf);

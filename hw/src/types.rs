@@ -374,8 +374,16 @@ pub struct Stats {
     pub bf_dropped: u64,
     /// MMIO writes to no register, of a bad size, or to an unknown UAR.
     pub bad_mmio: u64,
-    /// Doorbells naming another QP, or a WQE index outside the posted range.
+    /// Send doorbells ignored: naming another QP, a QP in RESET, or a doorbell record that
+    /// announces no new work (stale) or more than the ring holds.
     pub bad_doorbells: u64,
+    /// Send doorbells executed up to the doorbell record although the producer the MMIO
+    /// names (`idx + ceil(ds/4)`, or `idx` when `ds` is 0) differs from it, e.g. a doorbell
+    /// carrying the first WQE of a batch (a driver bug; what hardware does is unknown).
+    pub ambiguous_doorbells: u64,
+    /// Send doorbells rung while the QP was in INIT or RTR (a driver bug; the model fails
+    /// the head WQE, what hardware does is unknown).
+    pub doorbells_before_rts: u64,
     /// WQEs completed or failed by execution (not flushed ones; retransmissions not counted).
     pub wqes: u64,
     /// Unfenced WQEs whose gather overlapped the result buffer of an earlier READ or atomic
@@ -406,4 +414,88 @@ pub struct Stats {
     pub arm_dbrec_mismatch: u64,
     /// Completion events raised.
     pub events: u64,
+}
+
+/// Which way a driver bug the model counts shows on hardware.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BugClass {
+    /// Hardware would reject or ignore the same input: the work does not happen there
+    /// either.
+    Rejected,
+    /// No public source pins what hardware does; the model picks one outcome (see
+    /// `docs/model.md`, "Driver bugs").
+    Unknown,
+}
+
+/// A driver bug the model detects and counts in [`Stats`]. A correct driver moves none of
+/// these counters; tests assert every one of them stays zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DriverBug {
+    /// [`Stats::bad_mmio`].
+    BadMmio,
+    /// [`Stats::bad_doorbells`].
+    BadDoorbell,
+    /// [`Stats::ambiguous_doorbells`].
+    AmbiguousDoorbell,
+    /// [`Stats::doorbells_before_rts`].
+    DoorbellBeforeRts,
+    /// [`Stats::bf_mismatch`].
+    BfMismatch,
+    /// [`Stats::bf_incomplete`].
+    BfIncomplete,
+    /// [`Stats::fence_hazards`].
+    FenceHazard,
+    /// [`Stats::stale_arms`].
+    StaleArm,
+    /// [`Stats::arm_dbrec_mismatch`].
+    ArmDbrecMismatch,
+}
+
+impl DriverBug {
+    /// Every driver bug the model counts.
+    pub const ALL: [DriverBug; 9] = [
+        DriverBug::BadMmio,
+        DriverBug::BadDoorbell,
+        DriverBug::AmbiguousDoorbell,
+        DriverBug::DoorbellBeforeRts,
+        DriverBug::BfMismatch,
+        DriverBug::BfIncomplete,
+        DriverBug::FenceHazard,
+        DriverBug::StaleArm,
+        DriverBug::ArmDbrecMismatch,
+    ];
+
+    /// Whether hardware is known to reject it, or behaves in an unknown way.
+    pub fn class(self) -> BugClass {
+        match self {
+            DriverBug::BadMmio | DriverBug::BadDoorbell => BugClass::Rejected,
+            _ => BugClass::Unknown,
+        }
+    }
+}
+
+impl Stats {
+    /// The counter of `bug`.
+    pub fn bug(&self, bug: DriverBug) -> u64 {
+        match bug {
+            DriverBug::BadMmio => self.bad_mmio,
+            DriverBug::BadDoorbell => self.bad_doorbells,
+            DriverBug::AmbiguousDoorbell => self.ambiguous_doorbells,
+            DriverBug::DoorbellBeforeRts => self.doorbells_before_rts,
+            DriverBug::BfMismatch => self.bf_mismatch,
+            DriverBug::BfIncomplete => self.bf_incomplete,
+            DriverBug::FenceHazard => self.fence_hazards,
+            DriverBug::StaleArm => self.stale_arms,
+            DriverBug::ArmDbrecMismatch => self.arm_dbrec_mismatch,
+        }
+    }
+
+    /// The sum of the counters of every driver bug of `class`.
+    pub fn bugs(&self, class: BugClass) -> u64 {
+        DriverBug::ALL
+            .into_iter()
+            .filter(|b| b.class() == class)
+            .map(|b| self.bug(b))
+            .sum()
+    }
 }

@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use mlx5_hw::{Access, AsyncEvent, Fault, NicConfig, QpState};
+use mlx5_hw::{Access, AsyncEvent, BugClass, Fault, NicConfig, QpState};
 
 const LOCAL_LENGTH_ERR: u8 = 0x01;
 const LOCAL_QP_OP_ERR: u8 = 0x02;
@@ -554,6 +554,8 @@ fn send_in_init_is_local_qp_op_err() {
         vec![(REQ_ERR, LOCAL_QP_OP_ERR, 0)]
     );
     assert_eq!(a.state(), QpState::Err);
+    let s = nic.stats();
+    assert_eq!((s.doorbells_before_rts, s.bugs(BugClass::Unknown)), (1, 1));
 }
 
 #[test]
