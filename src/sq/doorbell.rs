@@ -1,0 +1,51 @@
+//! How a batch of WQEs is handed to the device: the doorbell modes and the final ring.
+
+use crate::mmio::{ring_send_doorbell, BfReg, DbRec, Uar};
+use crate::prm::SEND_WQE_BB;
+use crate::ring::Ring;
+
+use super::write::Written;
+
+/// How a batch of WQEs is handed to the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DoorbellMode {
+    /// Always the 8-byte doorbell; the device DMA-reads every WQE from the ring.
+    Doorbell,
+    /// rdma-core's rule: BlueFlame when exactly one WQE is rung and it fits the BlueFlame
+    /// half; the 8-byte doorbell for batches.
+    BlueFlame,
+    /// BlueFlame-copy the last WQE of every batch when it fits; the device fetches the rest.
+    BlueFlameLast,
+    /// [`DoorbellMode::BlueFlameLast`] when the register has BlueFlame, else
+    /// [`DoorbellMode::Doorbell`].
+    #[default]
+    Auto,
+}
+
+/// Rings the doorbell for the WQEs up to `last` (producer count `pi`): BlueFlame if it is
+/// at most `bf_max` bytes.
+#[inline(always)]
+pub(super) fn ring_last<U: Uar>(
+    bf: &mut BfReg<U>,
+    dbrec: &DbRec,
+    pi: u32,
+    ring: &Ring,
+    last: &Written<'_>,
+    bf_max: usize,
+) {
+    let bf_chunks = if last.bytes <= bf_max {
+        last.bytes.div_ceil(SEND_WQE_BB)
+    } else {
+        0
+    };
+    ring_send_doorbell(bf, dbrec, pi, ring, (last.offset, last.first), bf_chunks);
+}
+
+/// `mode` as it takes effect on a register with a BlueFlame half of `bf_size` bytes.
+pub(super) fn effective_mode(mode: DoorbellMode, bf_size: usize) -> DoorbellMode {
+    match (mode, bf_size) {
+        (_, 0) | (DoorbellMode::Doorbell, _) => DoorbellMode::Doorbell,
+        (DoorbellMode::Auto, _) => DoorbellMode::BlueFlameLast,
+        (mode, _) => mode,
+    }
+}

@@ -1,0 +1,392 @@
+//! The send queue: WQEs built in the ring, doorbells, BlueFlame.
+//!
+//! Layouts: `prm` (control, remote-address, atomic, data and inline segments). Sequence:
+//! [`crate::mmio`]. Facts: `shared/docs/prm-facts.md` §1–§4, §6.
+//!
+//! **Wrap.** A WQE starts on a WQEBB boundary and may run past the ring end; it then
+//! continues at slot 0, inline data split at the end (rdma-core's behaviour). We do not pad
+//! with a NOP: a pad WQE costs ring space, a DMA read and, with BlueFlame, an extra MMIO
+//! write, while the device already reads WQEs wrap-aware.
+//!
+//! **Accounting.** The queue counts WQEBBs exactly. Every WQE records its `wr_id` and the
+//! producer count after it at its first slot; a CQE for that WQE (signaled, error or flush)
+//! retires it and every earlier unsignaled one. A post that does not fit is refused with
+//! [`PostError::QueueFull`]; nothing is ever overwritten.
+
+use core::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::error::PostError;
+use crate::mmio::{BfReg, DbRec, Uar};
+use crate::prm::{self, Be32, QpnDs, DS, MAX_DS, SEND_WQE_BB};
+use crate::ring::{Ring, Staging};
+
+mod doorbell;
+mod shared;
+#[cfg(test)]
+mod tests;
+mod wr;
+mod write;
+
+pub use doorbell::DoorbellMode;
+pub use shared::SqDesc;
+pub(crate) use shared::SqShared;
+pub use wr::{Data, MaskedCs32Args, MaskedCs64Args, Remote, SendFlags, SendOp, SendWr, Sge};
+
+use doorbell::{effective_mode, ring_last};
+use write::{Cursor, Limits, Written};
+
+/// Largest total message length (`max_msg_sz`, 2 GiB).
+pub const MAX_MESSAGE_SIZE: u64 = 1 << 31;
+
+/// A QP's send queue. Posting takes `&mut self`: no locks, no allocation.
+///
+/// [`SendQueue::push`] writes one WQE into the ring; [`SendQueue::ring_doorbell`] hands every
+/// pushed WQE to the device with one doorbell (a batch); [`SendQueue::post`] does both.
+#[derive(Debug)]
+pub struct SendQueue<U: Uar> {
+    ring: Ring,
+    staging: Staging,
+    k: Limits,
+    c: Cursor,
+    /// WQEs pushed since the last doorbell; when not 0, `last_offset` is the ring offset
+    /// of the last of them (its size is read back from its control segment).
+    pushed: u32,
+    /// Ring offset of the last pushed WQE.
+    last_offset: usize,
+    qpn: u32,
+    dbrec: DbRec,
+    bf: BfReg<U>,
+    mode: DoorbellMode,
+    /// `mode` resolved against the register (see [`SendQueue::effective_mode`]).
+    effective: DoorbellMode,
+    /// Largest WQE (bytes) BlueFlame-copied when it is rung alone (0: never).
+    bf_single: usize,
+    /// Largest last WQE (bytes) of a batch BlueFlame-copied (0: never).
+    bf_batch: usize,
+    shared: Arc<SqShared>,
+    errored: Arc<AtomicBool>,
+}
+
+/// `SendQueue::write_parts` of one work request on the fields of the queue `$sq`: the
+/// result borrows its ring alone, so the doorbell can still take the register.
+macro_rules! write_wqe {
+    ($sq:expr, $wr_id:expr, $op:expr, $data:expr, $flags:expr) => {
+        Self::write_parts(
+            &$sq.k,
+            &$sq.ring,
+            &mut $sq.staging,
+            &$sq.shared,
+            &mut $sq.c,
+            &$sq.errored,
+            SendWr {
+                wr_id: $wr_id,
+                op: $op,
+                data: $data,
+                flags: $flags,
+            },
+        )
+    };
+}
+
+impl<U: Uar> SendQueue<U> {
+    /// A send queue over the described memory.
+    ///
+    /// # Safety
+    /// Every pointer in `desc` must be valid as described (ring of `wqe_cnt * 64` bytes,
+    /// 64-byte aligned; doorbell record of two words) for the life of the queue, written on
+    /// the CPU side only through it, and `uar` must be the UAR page holding `desc.bf_offset`.
+    pub(crate) unsafe fn new(
+        desc: &SqDesc,
+        uar: U,
+        shared: Arc<SqShared>,
+        errored: Arc<AtomicBool>,
+    ) -> Self {
+        // SAFETY: forwarded from this function's contract.
+        let ring = unsafe { Ring::new(desc.buf, desc.wqe_cnt as usize * SEND_WQE_BB) };
+        // `Limits::write` relies on this: one slot per WQEBB of the ring.
+        assert_eq!(shared.slots.len(), ring.size() / SEND_WQE_BB);
+        // SAFETY: word 1 of the record the contract makes ours.
+        let dbrec = unsafe { DbRec::new(desc.dbrec.add(prm::SND_DBR)) };
+        let max_ds = (desc.max_wqe_size / DS).min(MAX_DS);
+        // Inline units left after the control (and remote-address) segment: `16 d - 4`
+        // bytes fit in `d` of them with the 4-byte header.
+        let inline_fit = [1, 2].map(|fixed| match max_ds.saturating_sub(fixed) {
+            0 => 0,
+            units => desc.max_inline.min(units * DS - 4),
+        });
+        let mut sq = SendQueue {
+            ring,
+            staging: Staging::default(),
+            k: Limits {
+                wqe_cnt: desc.wqe_cnt,
+                ready: false,
+                qpn_ds: QpnDs::new().with_qpn(desc.qpn),
+                max_ds,
+                max_inline: desc.max_inline,
+                inline_fit,
+                max_sge: desc.max_sge,
+            },
+            c: Cursor { pi: 0, limit: 0 },
+            pushed: 0,
+            last_offset: 0,
+            qpn: desc.qpn,
+            dbrec,
+            bf: BfReg {
+                uar,
+                offset: desc.bf_offset,
+                size: desc.bf_size,
+            },
+            mode: DoorbellMode::Auto,
+            effective: DoorbellMode::Doorbell,
+            bf_single: 0,
+            bf_batch: 0,
+            shared,
+            errored,
+        };
+        sq.set_mode(DoorbellMode::Auto);
+        sq
+    }
+
+    /// Chooses how doorbells are rung.
+    pub fn set_mode(&mut self, mode: DoorbellMode) {
+        self.mode = mode;
+        self.effective = effective_mode(mode, self.bf.size);
+        (self.bf_single, self.bf_batch) = match self.effective {
+            DoorbellMode::BlueFlame => (self.bf.size, 0),
+            DoorbellMode::BlueFlameLast => (self.bf.size, self.bf.size),
+            _ => (0, 0),
+        };
+    }
+
+    /// The mode actually in effect: BlueFlame modes fall back to the doorbell when the
+    /// register has no BlueFlame (`bf.size == 0`).
+    pub fn effective_mode(&self) -> DoorbellMode {
+        self.effective
+    }
+
+    /// Number of WQEBBs in the ring.
+    pub fn wqebbs(&self) -> u32 {
+        self.k.wqe_cnt
+    }
+
+    /// WQEBBs free for new WQEs (those not yet retired by a CQE are in use).
+    pub fn free_wqebbs(&self) -> u32 {
+        self.k.wqe_cnt
+            - self
+                .c
+                .pi
+                .wrapping_sub(self.shared.tail.load(Ordering::Acquire))
+    }
+
+    /// WQEBBs whose WQEs have not completed yet.
+    pub fn outstanding_wqebbs(&self) -> u32 {
+        self.k.wqe_cnt - self.free_wqebbs()
+    }
+
+    /// Producer count (WQEBBs posted since the queue was created or reset).
+    pub fn producer_count(&self) -> u32 {
+        self.c.pi
+    }
+
+    /// The QP number.
+    pub fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// Largest inline payload accepted.
+    pub fn max_inline(&self) -> usize {
+        self.k.max_inline
+    }
+
+    /// Largest gather list accepted.
+    pub fn max_sge(&self) -> usize {
+        self.k.max_sge
+    }
+
+    pub(crate) fn set_ready(&mut self, ready: bool) {
+        self.k.ready = ready;
+        if !ready {
+            // No room until ready again (see `Cursor::limit`); the next post after that re-reads
+            // the retire counter.
+            self.c.limit = self.c.pi;
+        }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.c.pi = 0;
+        self.c.limit = 0;
+        self.pushed = 0;
+        self.k.ready = false;
+        self.dbrec.write(Be32::new(0));
+        self.shared.reset();
+    }
+
+    /// Builds one WQE in the ring without ringing the doorbell.
+    ///
+    /// The WQE reaches the device with the next [`SendQueue::ring_doorbell`]. On error
+    /// nothing is written.
+    #[inline(always)]
+    pub fn push(
+        &mut self,
+        wr_id: u64,
+        op: SendOp,
+        data: Data<'_>,
+        flags: SendFlags,
+    ) -> Result<(), PostError> {
+        self.last_offset = write_wqe!(self, wr_id, op, data, flags)?.offset;
+        self.pushed += 1;
+        Ok(())
+    }
+
+    /// Posts a list of work requests with one doorbell, as `ibv_post_send` does with a
+    /// linked list: writes them in order, stops at the first one refused, then rings every
+    /// WQE written (and any pushed before). Returns how many were posted, or that count and
+    /// the refusal.
+    ///
+    /// Every check of [`SendQueue::push`] applies to each work request, except that whether
+    /// the QP is in error is read once per call: a QP that a CQE moves to error during the
+    /// call is indistinguishable from one moved just after it.
+    #[inline(always)]
+    pub fn post_many<'a>(
+        &mut self,
+        wrs: impl IntoIterator<Item = SendWr<'a>>,
+    ) -> Result<usize, (usize, PostError)> {
+        let errored = self.errored.load(Ordering::Relaxed);
+        let mut n = 0;
+        let mut result = Ok(());
+        let mut last_offset = self.last_offset;
+        // Everything the loop reads, in locals (see `Limits`).
+        let (k, ring, slots, tail) = (
+            self.k,
+            self.ring.view(),
+            &self.shared.slots[..],
+            &self.shared.tail,
+        );
+        let mut cur = self.c;
+        for wr in wrs {
+            let written = if errored {
+                Err(PostError::NotReadyToSend)
+            } else {
+                // SAFETY: as in `write_wqe`.
+                unsafe { k.write(ring, &mut self.staging, slots, tail, &mut cur, wr) }
+            };
+            match written {
+                Ok(w) => last_offset = w.offset,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+            n += 1;
+        }
+        self.c = cur;
+        self.last_offset = last_offset;
+        self.pushed += n as u32;
+        self.ring_doorbell();
+        result.map(|()| n).map_err(|e| (n, e))
+    }
+
+    /// Validates and writes one WQE at the producer counter and records it for the poller;
+    /// returns where it is and what the doorbell needs of it. Takes the queue's fields (see
+    /// `write_wqe!`), so that the result borrows the ring alone.
+    #[inline(always)]
+    fn write_parts<'r>(
+        k: &Limits,
+        ring: &'r Ring,
+        staging: &mut Staging,
+        shared: &SqShared,
+        c: &mut Cursor,
+        errored: &AtomicBool,
+        wr: SendWr<'_>,
+    ) -> Result<Written<'r>, PostError> {
+        if errored.load(Ordering::Relaxed) {
+            return Err(PostError::NotReadyToSend);
+        }
+        // SAFETY: the queue's own ring and slots (one per WQEBB, checked in `new`).
+        unsafe { k.write(ring, staging, shared, &shared.tail, c, wr) }
+    }
+
+    /// Hands every WQE pushed since the last doorbell to the device: doorbell record, then
+    /// one 8-byte doorbell or a BlueFlame copy of the last WQE (see [`DoorbellMode`]).
+    /// Returns the number of WQEs rung.
+    #[inline(always)]
+    pub fn ring_doorbell(&mut self) -> u32 {
+        if self.pushed == 0 {
+            return 0;
+        }
+        let last = Written {
+            offset: self.last_offset,
+            bytes: self.ring.wqe_bytes(self.last_offset),
+            first: self.ring.block(self.last_offset),
+        };
+        let bf_max = if self.pushed == 1 {
+            self.bf_single
+        } else {
+            self.bf_batch
+        };
+        ring_last(
+            &mut self.bf,
+            &self.dbrec,
+            self.c.pi,
+            &self.ring,
+            &last,
+            bf_max,
+        );
+        core::mem::replace(&mut self.pushed, 0)
+    }
+
+    /// [`SendQueue::push`] then [`SendQueue::ring_doorbell`] (one doorbell for this WQE and
+    /// any pushed before it).
+    #[inline(always)]
+    pub fn post(
+        &mut self,
+        wr_id: u64,
+        op: SendOp,
+        data: Data<'_>,
+        flags: SendFlags,
+    ) -> Result<(), PostError> {
+        let written = write_wqe!(self, wr_id, op, data, flags)?;
+        // Rings this WQE and any pushed before it; no last-WQE state to store and reload.
+        let bf_max = if self.pushed == 0 {
+            self.bf_single
+        } else {
+            self.pushed = 0;
+            self.bf_batch
+        };
+        ring_last(
+            &mut self.bf,
+            &self.dbrec,
+            self.c.pi,
+            &self.ring,
+            &written,
+            bf_max,
+        );
+        Ok(())
+    }
+
+    /// The value of the send doorbell record as last written.
+    pub fn doorbell_record(&self) -> u32 {
+        self.dbrec.read().get()
+    }
+
+    /// The current offset of the doorbell / BlueFlame register (toggles between halves).
+    pub fn register_offset(&self) -> usize {
+        self.bf.offset
+    }
+
+    /// Copies the `len` bytes of ring content starting at WQEBB counter `pi` (wrap-aware), e.g.
+    /// to show a posted WQE.
+    pub fn wqe_bytes(&self, pi: u32, len: usize) -> Vec<u8> {
+        let start = pi as usize * SEND_WQE_BB;
+        (0..len.div_ceil(DS))
+            .flat_map(|u| self.ring.read_ds(start + u * DS))
+            .take(len)
+            .collect()
+    }
+
+    /// The UAR this queue rings.
+    pub fn uar(&self) -> &U {
+        &self.bf.uar
+    }
+}

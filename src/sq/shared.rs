@@ -1,0 +1,111 @@
+//! What a send queue shares with the CQ that completes it, and the queue's description.
+
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use crate::prm::Be32;
+
+/// State shared between a send queue (poster) and the CQ that completes it (poller).
+#[derive(Debug)]
+pub(crate) struct SqShared {
+    pub(super) mask: u32,
+    /// Per first WQEBB of a WQE: what its CQE needs (one array, one bounds check).
+    pub(super) slots: Box<[SqSlot]>,
+    /// Producer count up to which every WQE has completed.
+    pub(super) tail: AtomicU32,
+}
+
+/// Where a WQE write finds the `wr_id` slots: through the shared state (loaded where
+/// used: a single post) or as a slice (loaded once: a post list).
+pub(super) trait Slots<'a>: Copy {
+    fn slots(self) -> &'a [SqSlot];
+}
+
+impl<'a> Slots<'a> for &'a SqShared {
+    #[inline(always)]
+    fn slots(self) -> &'a [SqSlot] {
+        &self.slots
+    }
+}
+
+impl<'a> Slots<'a> for &'a [SqSlot] {
+    #[inline(always)]
+    fn slots(self) -> &'a [SqSlot] {
+        self
+    }
+}
+
+/// What the poller needs about the WQE starting at one WQEBB.
+#[derive(Debug, Default)]
+pub(super) struct SqSlot {
+    pub(super) wr_id: AtomicU64,
+    /// Producer count after the WQE.
+    pub(super) next_pi: AtomicU32,
+}
+
+impl SqShared {
+    pub(crate) fn new(wqe_cnt: u32) -> Self {
+        SqShared {
+            mask: wqe_cnt - 1,
+            slots: (0..wqe_cnt).map(|_| SqSlot::default()).collect(),
+            tail: AtomicU32::new(0),
+        }
+    }
+
+    #[inline(always)]
+    fn slot(&self, counter: u32) -> &SqSlot {
+        let index = (counter & self.mask) as usize;
+        debug_assert!(index < self.slots.len());
+        // SAFETY: `slots` has `mask + 1` entries (both set in `new`, never changed), so a
+        // masked counter is always in bounds; this is the hot path of every post and poll.
+        unsafe { self.slots.get_unchecked(index) }
+    }
+
+    /// Retires the WQE whose first WQEBB index is `wqe_counter` (and every earlier one);
+    /// returns its `wr_id`, or `None` if no outstanding WQE starts there (a duplicate CQE,
+    /// one left from before a reset, or garbage): then nothing is retired, so the free
+    /// count can never run past the ring.
+    #[inline(always)]
+    pub(crate) fn complete(&self, wqe_counter: u16) -> Option<u64> {
+        let slot = self.slot(wqe_counter as u32);
+        let next = slot.next_pi.load(Ordering::Relaxed);
+        // Only the poller writes `tail`. An outstanding WQE ends 1..=wqe_cnt WQEBBs past
+        // it; a retired one (and every slot not starting a WQE of this lap) at or before it.
+        let ahead = next.wrapping_sub(self.tail.load(Ordering::Relaxed));
+        // `ahead` in 1..=wqe_cnt, as one unsigned compare.
+        if ahead.wrapping_sub(1) > self.mask {
+            return None;
+        }
+        self.tail.store(next, Ordering::Release);
+        Some(slot.wr_id.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn reset(&self) {
+        for slot in self.slots.iter() {
+            slot.next_pi.store(0, Ordering::Relaxed);
+        }
+        self.tail.store(0, Ordering::Release);
+    }
+}
+
+/// Description of a send queue as `mlx5dv_init_obj` (or the model) hands it over.
+#[derive(Debug)]
+pub struct SqDesc {
+    /// First byte of the SQ ring (64-byte aligned).
+    pub buf: core::ptr::NonNull<u8>,
+    /// Number of 64-byte WQEBBs (a power of two).
+    pub wqe_cnt: u32,
+    /// The QP doorbell record (word 1 is the send counter).
+    pub dbrec: core::ptr::NonNull<Be32>,
+    /// Offset of the QP's doorbell / BlueFlame register in its UAR page.
+    pub bf_offset: usize,
+    /// BlueFlame half size in bytes; 0 = no BlueFlame.
+    pub bf_size: usize,
+    /// QP number.
+    pub qpn: u32,
+    /// Largest WQE the device accepts, in bytes (`max_sq_desc_sz`; at most 63 DS).
+    pub max_wqe_size: usize,
+    /// Largest inline payload to accept.
+    pub max_inline: usize,
+    /// Largest gather list to accept.
+    pub max_sge: usize,
+}

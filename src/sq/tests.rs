@@ -1,0 +1,193 @@
+//! Unit tests of the send queue over plain memory.
+
+use super::*;
+use crate::null::NullQueues;
+use crate::prm::{CqeOpcode, Opcode};
+
+const WRITE: SendOp = SendOp::Write(Remote {
+    addr: 0x1000,
+    rkey: 7,
+});
+
+/// Readiness is folded into the room check of the hot path (`limit`); a queue that is
+/// not ready must still refuse first with `NotReadyToSend`, before any other check.
+#[test]
+fn a_queue_that_is_not_ready_refuses_everything_first() {
+    let mut q = NullQueues::new(4, 8, 16).unwrap();
+    q.sq.set_ready(false);
+    let big = [0u8; 17];
+    let refused = [
+        q.sq.post(1, WRITE, Data::Inline(&[1; 8]), SendFlags::SIGNALED),
+        q.sq.push(1, WRITE, Data::Inline(&[1; 8]), SendFlags::SIGNALED),
+        q.sq.post(1, WRITE, Data::Inline(&big), SendFlags::SIGNALED),
+        q.sq.post(
+            1,
+            SendOp::Read(Remote::default()),
+            Data::Inline(&[1]),
+            SendFlags::SIGNALED,
+        ),
+        q.sq.post(
+            1,
+            SendOp::Nop,
+            Data::Sges(&[Sge::default(); 5]),
+            SendFlags::SIGNALED,
+        ),
+    ];
+    for r in refused {
+        assert_eq!(r, Err(PostError::NotReadyToSend));
+    }
+    assert_eq!((q.sq.producer_count(), q.sq.ring_doorbell()), (0, 0));
+
+    // Ready again: the precise errors, then posts until the ring is full.
+    q.sq.set_ready(true);
+    assert_eq!(
+        q.sq.post(1, WRITE, Data::Inline(&big), SendFlags::SIGNALED),
+        Err(PostError::InlineTooLarge { len: 17, max: 16 })
+    );
+    for i in 0..4 {
+        q.sq.post(i, WRITE, Data::Inline(&[1; 8]), SendFlags::SIGNALED)
+            .unwrap();
+    }
+    assert_eq!(
+        q.sq.post(4, SendOp::Nop, Data::NONE, SendFlags::SIGNALED),
+        Err(PostError::QueueFull { needed: 1, free: 0 })
+    );
+    // Full and not ready: not ready is named.
+    q.sq.set_ready(false);
+    assert_eq!(
+        q.sq.post(4, SendOp::Nop, Data::NONE, SendFlags::SIGNALED),
+        Err(PostError::NotReadyToSend)
+    );
+    assert_eq!(q.sq.producer_count(), 4);
+}
+
+/// The one-compare bound for inline SEND / WRITE (`inline_fit`) accepts exactly what
+/// the separate inline and WQE-size checks accept, and refusals keep their own error.
+#[test]
+fn inline_posts_at_the_size_limits() {
+    // 63 DS at most (1008-byte WQEs); inline limit above what 63 DS can hold.
+    let mut q = NullQueues::new(64, 8, 1000).unwrap();
+    let bytes = [0x77u8; 1001];
+    let mut post = |op, len: usize| {
+        q.sq.post(1, op, Data::Inline(&bytes[..len]), SendFlags::SIGNALED)
+    };
+    // ctrl + raddr + 61 units (4-byte header + 972 bytes) = 63 DS.
+    assert_eq!(post(WRITE, 972), Ok(()));
+    assert_eq!(
+        post(WRITE, 973),
+        Err(PostError::WqeTooLarge { ds: 64, max_ds: 63 })
+    );
+    // ctrl + 62 units (header + 988 bytes) = 63 DS.
+    assert_eq!(post(SendOp::Send, 988), Ok(()));
+    assert_eq!(
+        post(SendOp::Send, 989),
+        Err(PostError::WqeTooLarge { ds: 64, max_ds: 63 })
+    );
+    assert_eq!(
+        post(SendOp::Send, 1001),
+        Err(PostError::InlineTooLarge {
+            len: 1001,
+            max: 1000
+        })
+    );
+    assert_eq!(
+        post(SendOp::Read(Remote::default()), 8),
+        Err(PostError::InlineNotAllowed)
+    );
+    // A queue whose inline limit is the tighter one.
+    let mut q = NullQueues::new(64, 8, 12).unwrap();
+    assert_eq!(
+        q.sq.post(1, WRITE, Data::Inline(&bytes[..12]), SendFlags::SIGNALED),
+        Ok(())
+    );
+    assert_eq!(
+        q.sq.post(1, WRITE, Data::Inline(&bytes[..13]), SendFlags::SIGNALED),
+        Err(PostError::InlineTooLarge { len: 13, max: 12 })
+    );
+    assert_eq!(q.sq.producer_count(), 1);
+}
+
+fn wr(wr_id: u64, data: Data<'_>) -> SendWr<'_> {
+    SendWr {
+        wr_id,
+        op: WRITE,
+        data,
+        flags: SendFlags::UNSIGNALED,
+    }
+}
+
+/// `post_many` writes in order, stops at the first refusal and rings once everything
+/// written, earlier pushes included.
+#[test]
+fn post_many_rings_once_what_it_wrote() {
+    let mut q = NullQueues::new(16, 8, 16).unwrap();
+    q.sq.set_mode(DoorbellMode::Doorbell);
+    let reg = q.sq.register_offset();
+    assert_eq!(q.sq.post_many([]), Ok(0));
+    assert_eq!((q.sq.doorbell_record(), q.sq.register_offset()), (0, reg));
+
+    q.sq.push(1, SendOp::Nop, Data::NONE, SendFlags::SIGNALED)
+        .unwrap();
+    let list = [wr(2, Data::Inline(&[2; 8])), wr(3, Data::Inline(&[3; 16]))];
+    assert_eq!(q.sq.post_many(list), Ok(2));
+    assert_eq!(q.sq.doorbell_record(), 3);
+    assert_eq!(q.sq.uar().read64(reg), q.sq.wqe_bytes(2, 8)[..]);
+    assert_eq!(q.sq.ring_doorbell(), 0, "nothing left pending");
+
+    // Refused in the middle: the one before it is posted and rung, nothing after.
+    let reg = q.sq.register_offset();
+    let list = [
+        wr(4, Data::Inline(&[4; 8])),
+        wr(5, Data::Inline(&[5; 17])),
+        wr(6, Data::Inline(&[6; 8])),
+    ];
+    assert_eq!(
+        q.sq.post_many(list),
+        Err((1, PostError::InlineTooLarge { len: 17, max: 16 }))
+    );
+    assert_eq!((q.sq.producer_count(), q.sq.doorbell_record()), (4, 4));
+    assert_eq!(q.sq.uar().read64(reg), q.sq.wqe_bytes(3, 8)[..]);
+
+    // A QP in error (an error CQE was polled): nothing written.
+    q.complete(3, Opcode::RdmaWrite, CqeOpcode::ReqErr, 0x04);
+    let mut out = [crate::cq::Completion::default()];
+    assert_eq!(q.cq.poll(&mut out), 1);
+    assert_eq!(
+        q.sq.post_many([wr(7, Data::Inline(&[7; 8]))]),
+        Err((0, PostError::NotReadyToSend))
+    );
+    assert_eq!((q.sq.producer_count(), q.sq.doorbell_record()), (4, 4));
+}
+
+/// `ring_doorbell` reads the size of the last pushed WQE back from its control
+/// segment: a batch whose last WQE fits the BlueFlame half is copied whole
+/// (`BlueFlameLast`), one whose last WQE does not is rung with the 8-byte doorbell.
+#[test]
+fn the_last_pushed_wqe_size_comes_from_its_control_segment() {
+    let mut q = NullQueues::new(16, 8, 512).unwrap();
+    q.sq.set_mode(DoorbellMode::BlueFlameLast);
+    let reg = q.sq.register_offset();
+    q.sq.push(1, SendOp::Nop, Data::NONE, SendFlags::SIGNALED)
+        .unwrap();
+    q.sq.push(2, WRITE, Data::Inline(&[0x33; 20]), SendFlags::SIGNALED)
+        .unwrap();
+    let last = q.sq.producer_count() - 1;
+    assert_eq!(q.sq.ring_doorbell(), 2);
+    // The 64-byte last WQE, all of it in the register (ds = 4: ctrl, raddr, 2 inline).
+    let wqe = q.sq.wqe_bytes(last, 64);
+    assert_eq!(wqe[7] & 0x3f, 4);
+    for (k, chunk) in wqe.chunks(8).enumerate() {
+        assert_eq!(q.sq.uar().read64(reg + k * 8), chunk, "word {k}");
+    }
+    // Last WQE of 21 DS, 6 WQEBBs (> the 256-byte half): the doorbell, 8 bytes only.
+    let reg = q.sq.register_offset();
+    q.sq.push(3, SendOp::Nop, Data::NONE, SendFlags::SIGNALED)
+        .unwrap();
+    q.sq.push(4, WRITE, Data::Inline(&[0x44; 300]), SendFlags::SIGNALED)
+        .unwrap();
+    let last = q.sq.producer_count() - 6;
+    assert_eq!(q.sq.ring_doorbell(), 2);
+    let wqe = q.sq.wqe_bytes(last, 16);
+    assert_eq!(q.sq.uar().read64(reg), wqe[..8]);
+    assert_eq!(q.sq.uar().read64(reg + 8), [0; 8], "no BlueFlame copy");
+}

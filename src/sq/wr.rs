@@ -1,0 +1,335 @@
+//! Work requests: the operations, their data and flags, and what each one writes after the
+//! control segment.
+
+use crate::prm::{
+    self, AtomicSeg, Be32, Be64, CqUpdate, FenceMode, FmCeSe, MaskedCs32, MaskedCs64, MaskedFa32,
+    MaskedFa64, Opcode,
+};
+use crate::ring::WqeBuf;
+
+/// A gather or scatter entry: `len` bytes at `addr` in memory registered with `lkey`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    /// Virtual address.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u32,
+    /// Local key of the memory region.
+    pub lkey: u32,
+}
+
+/// The remote side of an RDMA or atomic operation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Remote {
+    /// Remote virtual address.
+    pub addr: u64,
+    /// Remote key.
+    pub rkey: u32,
+}
+
+/// A send-queue operation (RC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendOp {
+    /// SEND.
+    Send,
+    /// SEND with immediate data (host order; delivered unchanged to the receiver).
+    SendImm(u32),
+    /// SEND that invalidates `rkey` at the responder.
+    SendInv(u32),
+    /// RDMA WRITE.
+    Write(Remote),
+    /// RDMA WRITE with immediate (consumes a receive at the responder).
+    WriteImm(Remote, u32),
+    /// RDMA READ into the gather list.
+    Read(Remote),
+    /// 8-byte compare-and-swap; the original value lands in the single 8-byte local entry.
+    CompareSwap {
+        /// Target (8-byte aligned).
+        remote: Remote,
+        /// Value compared with the target.
+        compare: u64,
+        /// Value stored if equal.
+        swap: u64,
+    },
+    /// 8-byte fetch-and-add; the original value lands in the single 8-byte local entry.
+    FetchAdd {
+        /// Target (8-byte aligned).
+        remote: Remote,
+        /// Value added.
+        add: u64,
+    },
+    /// Masked compare-and-swap on a 4-byte target.
+    MaskedCompareSwap32 {
+        /// Target (4-byte aligned).
+        remote: Remote,
+        /// Arguments.
+        args: MaskedCs32Args,
+    },
+    /// Masked compare-and-swap on an 8-byte target.
+    MaskedCompareSwap64 {
+        /// Target (8-byte aligned).
+        remote: Remote,
+        /// Arguments.
+        args: MaskedCs64Args,
+    },
+    /// Masked fetch-and-add on a 4-byte target.
+    MaskedFetchAdd32 {
+        /// Target (4-byte aligned).
+        remote: Remote,
+        /// Value added.
+        add: u32,
+        /// Bits at which carries stop.
+        field_boundary: u32,
+    },
+    /// Masked fetch-and-add on an 8-byte target.
+    MaskedFetchAdd64 {
+        /// Target (8-byte aligned).
+        remote: Remote,
+        /// Value added.
+        add: u64,
+        /// Bits at which carries stop.
+        field_boundary: u64,
+    },
+    /// NOP (a control segment alone); useful as a fence or to request a CQE.
+    Nop,
+}
+
+/// Arguments of a 4-byte masked compare-and-swap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MaskedCs32Args {
+    /// Value compared.
+    pub compare: u32,
+    /// Bits compared.
+    pub compare_mask: u32,
+    /// Value stored.
+    pub swap: u32,
+    /// Bits stored.
+    pub swap_mask: u32,
+}
+
+/// Arguments of an 8-byte masked compare-and-swap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MaskedCs64Args {
+    /// Value compared.
+    pub compare: u64,
+    /// Bits compared.
+    pub compare_mask: u64,
+    /// Value stored.
+    pub swap: u64,
+    /// Bits stored.
+    pub swap_mask: u64,
+}
+
+/// Where a send's local data comes from (or, for READ and atomics, goes to).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Data<'a> {
+    /// A gather (or, for READ and atomics, scatter) list of registered memory.
+    Sges(&'a [Sge]),
+    /// Bytes copied into the WQE itself (SEND and WRITE only).
+    Inline(&'a [u8]),
+}
+
+impl Data<'static> {
+    /// No data.
+    pub const NONE: Data<'static> = Data::Sges(&[]);
+}
+
+/// One work request of a list posted with [`SendQueue::post_many`](super::SendQueue::post_many).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendWr<'a> {
+    /// Reported by the WQE's completion.
+    pub wr_id: u64,
+    /// The operation.
+    pub op: SendOp,
+    /// Its local data.
+    pub data: Data<'a>,
+    /// Its flags.
+    pub flags: SendFlags,
+}
+
+/// Per-WR flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendFlags {
+    /// Ask for a CQE (`MLX5_WQE_CTRL_CQ_UPDATE`). Without it the WQE completes silently
+    /// unless it fails, and is retired by the next signaled CQE.
+    pub signaled: bool,
+    /// Wait for earlier READs and atomics of this QP (`MLX5_WQE_CTRL_FENCE`).
+    pub fence: bool,
+    /// Solicited event at the responder (`MLX5_WQE_CTRL_SOLICITED`).
+    pub solicited: bool,
+}
+
+impl SendFlags {
+    /// Signaled, nothing else.
+    pub const SIGNALED: SendFlags = SendFlags {
+        signaled: true,
+        fence: false,
+        solicited: false,
+    };
+    /// Unsignaled, nothing else.
+    pub const UNSIGNALED: SendFlags = SendFlags {
+        signaled: false,
+        fence: false,
+        solicited: false,
+    };
+
+    #[inline(always)]
+    pub(super) fn fm_ce_se(self) -> FmCeSe {
+        FmCeSe::new()
+            .with_ce(if self.signaled {
+                CqUpdate::Always
+            } else {
+                CqUpdate::Never
+            })
+            .with_solicited(self.solicited)
+            .with_fm(if self.fence {
+                FenceMode::SmallAndFence
+            } else {
+                FenceMode::None
+            })
+    }
+}
+
+/// Everything a post needs to know about one WQE before writing it.
+pub(super) struct Shape {
+    pub(super) opcode: Opcode,
+    pub(super) opmod: u8,
+    pub(super) imm: Be32,
+    pub(super) remote: Option<Remote>,
+    pub(super) args_ds: usize,
+    /// For READ and atomics: required local-buffer length (0 = any, READ).
+    pub(super) local_len: Option<u32>,
+}
+
+impl SendOp {
+    #[inline(always)]
+    pub(super) fn shape(&self) -> Shape {
+        let plain = |opcode, imm: u32, remote| Shape {
+            opcode,
+            opmod: 0,
+            imm: Be32::new(imm),
+            remote,
+            args_ds: 0,
+            local_len: None,
+        };
+        let atomic = |opcode, opmod, remote, args_ds, len| Shape {
+            opcode,
+            opmod,
+            imm: Be32::new(0),
+            remote: Some(remote),
+            args_ds,
+            local_len: Some(len),
+        };
+        match *self {
+            SendOp::Send => plain(Opcode::Send, 0, None),
+            SendOp::SendImm(imm) => plain(Opcode::SendImm, imm, None),
+            SendOp::SendInv(rkey) => plain(Opcode::SendInval, rkey, None),
+            SendOp::Write(r) => plain(Opcode::RdmaWrite, 0, Some(r)),
+            SendOp::WriteImm(r, imm) => plain(Opcode::RdmaWriteImm, imm, Some(r)),
+            SendOp::Read(r) => Shape {
+                local_len: Some(0),
+                ..plain(Opcode::RdmaRead, 0, Some(r))
+            },
+            SendOp::CompareSwap { remote, .. } => atomic(Opcode::AtomicCs, 0, remote, 1, 8),
+            SendOp::FetchAdd { remote, .. } => atomic(Opcode::AtomicFa, 0, remote, 1, 8),
+            SendOp::MaskedCompareSwap32 { remote, .. } => atomic(
+                Opcode::AtomicMaskedCs,
+                prm::OPMOD_MASKED_ATOMIC_4B,
+                remote,
+                1,
+                4,
+            ),
+            SendOp::MaskedCompareSwap64 { remote, .. } => atomic(
+                Opcode::AtomicMaskedCs,
+                prm::OPMOD_MASKED_ATOMIC_8B,
+                remote,
+                2,
+                8,
+            ),
+            SendOp::MaskedFetchAdd32 { remote, .. } => atomic(
+                Opcode::AtomicMaskedFa,
+                prm::OPMOD_MASKED_ATOMIC_4B,
+                remote,
+                1,
+                4,
+            ),
+            SendOp::MaskedFetchAdd64 { remote, .. } => atomic(
+                Opcode::AtomicMaskedFa,
+                prm::OPMOD_MASKED_ATOMIC_8B,
+                remote,
+                1,
+                8,
+            ),
+            SendOp::Nop => plain(Opcode::Nop, 0, None),
+        }
+    }
+
+    /// Writes the atomic argument segment(s) at byte `offset` of the WQE.
+    ///
+    /// # Safety
+    /// The WQE must have room for `self.shape().args_ds` units at `offset`.
+    #[inline(always)]
+    pub(super) unsafe fn write_args(&self, wqe: &mut WqeBuf<'_>, offset: usize) {
+        // SAFETY: each arm writes exactly `args_ds` units of its shape (caller's contract).
+        unsafe {
+            match *self {
+                SendOp::CompareSwap { compare, swap, .. } => wqe.seg(
+                    offset,
+                    AtomicSeg {
+                        swap_add: Be64::new(swap),
+                        compare: Be64::new(compare),
+                    },
+                ),
+                SendOp::FetchAdd { add, .. } => wqe.seg(
+                    offset,
+                    AtomicSeg {
+                        swap_add: Be64::new(add),
+                        compare: Be64::new(0),
+                    },
+                ),
+                SendOp::MaskedCompareSwap32 { args, .. } => wqe.seg(
+                    offset,
+                    MaskedCs32 {
+                        swap: Be32::new(args.swap),
+                        compare: Be32::new(args.compare),
+                        swap_mask: Be32::new(args.swap_mask),
+                        compare_mask: Be32::new(args.compare_mask),
+                    },
+                ),
+                SendOp::MaskedCompareSwap64 { args, .. } => wqe.seg(
+                    offset,
+                    MaskedCs64 {
+                        swap: Be64::new(args.swap),
+                        compare: Be64::new(args.compare),
+                        swap_mask: Be64::new(args.swap_mask),
+                        compare_mask: Be64::new(args.compare_mask),
+                    },
+                ),
+                SendOp::MaskedFetchAdd32 {
+                    add,
+                    field_boundary,
+                    ..
+                } => wqe.seg(
+                    offset,
+                    MaskedFa32 {
+                        add: Be32::new(add),
+                        field_boundary: Be32::new(field_boundary),
+                        reserved: Be64::new(0),
+                    },
+                ),
+                SendOp::MaskedFetchAdd64 {
+                    add,
+                    field_boundary,
+                    ..
+                } => wqe.seg(
+                    offset,
+                    MaskedFa64 {
+                        add: Be64::new(add),
+                        field_boundary: Be64::new(field_boundary),
+                    },
+                ),
+                _ => {}
+            }
+        }
+    }
+}

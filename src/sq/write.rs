@@ -1,0 +1,292 @@
+//! Writing one WQE into the ring: the checks, the segments and the record for the poller.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use crate::error::PostError;
+use crate::prm::{
+    self, Be32, Be64, CtrlSeg, DataSeg, InlineSeg, OpmodIdxOpcode, QpnDs, RaddrSeg, DS, SEND_WQE_BB,
+};
+use crate::ring::{Block, Staging, WqeRing};
+
+use super::shared::Slots;
+use super::wr::{Data, SendWr, Shape};
+use super::MAX_MESSAGE_SIZE;
+
+/// A WQE just written, as the doorbell needs it.
+pub(super) struct Written<'r> {
+    /// Ring offset.
+    pub(super) offset: usize,
+    /// Size in bytes (DS × 16).
+    pub(super) bytes: usize,
+    /// Its first 64 bytes in the ring (located while the ring's address is at hand, read
+    /// by the doorbell).
+    pub(super) first: Block<'r>,
+}
+
+/// What writing a WQE reads of its queue besides the ring and the counters, by value: a
+/// run of writes (a post list) then keeps it in registers, where fields of the queue would
+/// be reloaded after every store into the ring (which could alias them as far as the
+/// compiler knows).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Limits {
+    /// Number of WQEBBs in the ring.
+    pub(super) wqe_cnt: u32,
+    pub(super) ready: bool,
+    /// Control dword 1 with this QP's number and DS 0, set once (DS ORed in per WQE).
+    pub(super) qpn_ds: QpnDs,
+    pub(super) max_ds: usize,
+    pub(super) max_inline: usize,
+    /// The largest inline payload that passes both the inline limit and the WQE size limit
+    /// after a control segment alone (`[0]`) or with a remote-address segment (`[1]`):
+    /// one compare for an inline SEND or WRITE.
+    pub(super) inline_fit: [usize; 2],
+    pub(super) max_sge: usize,
+}
+
+/// The counters WQE writes advance (a run of writes works on a copy: see [`Limits`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Cursor {
+    /// Producer count of WQEBBs (`cur_post`); its low 16 bits go into each WQE.
+    pub(super) pi: u32,
+    /// Producer count up to which the ring is known to be free: the retire counter as last
+    /// read, plus the ring size. Posts under it need no load of the counter the poller
+    /// writes; the counter only grows, so the cached value is never too high. While the
+    /// queue is not ready it equals `pi` (no room), so the one room compare of the hot
+    /// path also sends every post of a queue that is not ready to the checking slow path.
+    pub(super) limit: u32,
+}
+
+impl Limits {
+    /// Validates and writes one WQE at the producer counter `cur.pi` and records it for
+    /// the poller in `slots`, once the QP is known not to be in error; returns where it is
+    /// and what the doorbell needs of it.
+    ///
+    /// # Safety
+    /// `ring` and `slots` must be one queue's: one slot per WQEBB of the ring.
+    #[inline(always)]
+    pub(super) unsafe fn write<'r, 's>(
+        &self,
+        ring: impl WqeRing<'r>,
+        staging: &mut Staging,
+        slots: impl Slots<'s>,
+        tail: &AtomicU32,
+        cur: &mut Cursor,
+        wr: SendWr<'_>,
+    ) -> Result<Written<'r>, PostError> {
+        let SendWr {
+            wr_id,
+            op,
+            data,
+            flags,
+        } = wr;
+        // The checks in order: ready (folded into the room check, see `Cursor::limit`; an
+        // earlier refusal names it first through `refused`), not in error (by the caller),
+        // data, size, room.
+        let shape = op.shape();
+        let fixed_ds = 1 + shape.remote.is_some() as usize + shape.args_ds;
+        let ds = match data {
+            // Inline SEND / WRITE under `inline_fit`: every size check in one compare.
+            Data::Inline(bytes)
+                if shape.local_len.is_none()
+                    && bytes.len() <= self.inline_fit[shape.remote.is_some() as usize] =>
+            {
+                debug_assert_eq!(shape.args_ds, 0);
+                fixed_ds + inline_data_ds(bytes.len())
+            }
+            _ => {
+                let ds = match self.check_data(&shape, data) {
+                    Ok(data_ds) => fixed_ds + data_ds,
+                    Err(e) => return Err(self.refused(e)),
+                };
+                if ds > self.max_ds {
+                    return Err(self.refused(PostError::WqeTooLarge {
+                        ds,
+                        max_ds: self.max_ds,
+                    }));
+                }
+                ds
+            }
+        };
+        let bbs = prm::wqebbs(ds) as u32;
+        let pi = cur.pi;
+        if cur.limit.wrapping_sub(pi) < bbs {
+            self.refresh_limit(tail, cur, bbs)?;
+        }
+
+        let ctrl = CtrlSeg {
+            opmod_idx_opcode: OpmodIdxOpcode::new()
+                .with_opcode(shape.opcode as u8)
+                .with_wqe_index(pi as u16)
+                .with_opmod(shape.opmod),
+            // `qpn_ds` has DS 0 and `ds <= max_ds <= 63`: OR it in (no field masking).
+            qpn_ds: QpnDs::from_bits(Be32::new(self.qpn_ds.into_bits().get() | ds as u32)),
+            fm_ce_se: flags.fm_ce_se(),
+            imm: shape.imm,
+            ..CtrlSeg::default()
+        };
+        let (mut wqe, start) = ring.wqe(
+            pi as usize * SEND_WQE_BB,
+            bbs as usize * SEND_WQE_BB,
+            staging,
+        );
+        {
+            let wqe = &mut wqe;
+            // The control segment as one 16-byte value: the compiler then folds the constant
+            // bytes (signature, stream id, often `fm_ce_se` and `imm`) into whole-word stores.
+            // SAFETY (every segment write below): the segments are the `ds` units counted
+            // above in the same order (control, remote address, `args_ds` argument units,
+            // then `data_ds` data units), so each ends within `ds * 16 <= bbs * 64` bytes.
+            unsafe { wqe.seg(0, u128::from_ne_bytes(ctrl.to_bytes())) };
+            let mut at = DS;
+            if let Some(remote) = shape.remote {
+                let raddr = RaddrSeg {
+                    raddr: Be64::new(remote.addr),
+                    rkey: Be32::new(remote.rkey),
+                    reserved: Be32::new(0),
+                };
+                // SAFETY: see above.
+                unsafe { wqe.seg(at, raddr) };
+                at += DS;
+            }
+            // SAFETY: see above (`args_ds` units).
+            unsafe { op.write_args(wqe, at) };
+            at += shape.args_ds * DS;
+            match data {
+                Data::Sges(sges) => {
+                    for sge in sges.iter().filter(|s| s.len != 0) {
+                        // SAFETY: see above (one unit per non-empty entry).
+                        unsafe { wqe.seg(at, DataSeg::new(sge.len, sge.lkey, sge.addr)) };
+                        at += DS;
+                    }
+                }
+                Data::Inline(bytes) if !bytes.is_empty() => {
+                    let header = InlineSeg::new(bytes.len() as u32);
+                    // SAFETY: see above: `InlineSeg::ds` units hold the 4-byte header and
+                    // the bytes.
+                    unsafe {
+                        wqe.bytes(at, &header.byte_count.to_bytes());
+                        wqe.bytes(at + 4, bytes);
+                    }
+                }
+                Data::Inline(_) => {}
+            }
+        }
+        drop(wqe);
+
+        let index = start / SEND_WQE_BB;
+        let slots = slots.slots();
+        debug_assert!(index < slots.len());
+        // SAFETY: `start` is a masked ring offset, so its WQEBB is a ring slot, and there is
+        // one slot per WQEBB (this function's contract).
+        let slot = unsafe { slots.get_unchecked(index) };
+        let next_pi = pi.wrapping_add(bbs);
+        slot.wr_id.store(wr_id, Ordering::Relaxed);
+        slot.next_pi.store(next_pi, Ordering::Relaxed);
+        cur.pi = next_pi;
+        Ok(Written {
+            offset: start,
+            bytes: ds * DS,
+            first: ring.view().block(start),
+        })
+    }
+
+    /// What a post that failed a check before the room check is refused with: a queue
+    /// that is not ready refuses everything with [`PostError::NotReadyToSend`] first.
+    /// (Out of line with values only, here and in `refresh_limit`: no address of the
+    /// limits or counters escapes, so a post list can keep them in registers.)
+    #[inline(always)]
+    fn refused(&self, err: PostError) -> PostError {
+        #[cold]
+        fn refused(ready: bool, err: PostError) -> PostError {
+            if ready {
+                err
+            } else {
+                PostError::NotReadyToSend
+            }
+        }
+        refused(self.ready, err)
+    }
+
+    /// Re-reads the retire counter `tail` the poller advances when `needed` WQEBBs do not
+    /// fit under the cached limit (or the queue is not ready: see `Cursor::limit`);
+    /// refuses with [`PostError::NotReadyToSend`] or [`PostError::QueueFull`].
+    #[inline(always)]
+    fn refresh_limit(
+        &self,
+        tail: &AtomicU32,
+        cur: &mut Cursor,
+        needed: u32,
+    ) -> Result<(), PostError> {
+        #[cold]
+        fn refresh(
+            tail: &AtomicU32,
+            wqe_cnt: u32,
+            ready: bool,
+            pi: u32,
+            needed: u32,
+        ) -> Result<u32, PostError> {
+            if !ready {
+                return Err(PostError::NotReadyToSend);
+            }
+            let limit = tail.load(Ordering::Acquire).wrapping_add(wqe_cnt);
+            let free = limit.wrapping_sub(pi);
+            if needed > free {
+                return Err(PostError::QueueFull { needed, free });
+            }
+            Ok(limit)
+        }
+        cur.limit = refresh(tail, self.wqe_cnt, self.ready, cur.pi, needed)?;
+        Ok(())
+    }
+
+    /// Validates the data part of a WQE and returns its size in DS.
+    #[inline(always)]
+    fn check_data(&self, shape: &Shape, data: Data<'_>) -> Result<usize, PostError> {
+        match data {
+            Data::Inline(bytes) => {
+                if shape.local_len.is_some() {
+                    return Err(PostError::InlineNotAllowed);
+                }
+                if bytes.len() > self.max_inline {
+                    return Err(PostError::InlineTooLarge {
+                        len: bytes.len(),
+                        max: self.max_inline,
+                    });
+                }
+                Ok(inline_data_ds(bytes.len()))
+            }
+            Data::Sges(sges) => {
+                if sges.len() > self.max_sge {
+                    return Err(PostError::TooManySges {
+                        count: sges.len(),
+                        max: self.max_sge,
+                    });
+                }
+                let total: u64 = sges.iter().map(|s| s.len as u64).sum();
+                if total > MAX_MESSAGE_SIZE {
+                    return Err(PostError::MessageTooLarge { len: total });
+                }
+                if let Some(len) = shape.local_len.filter(|l| *l != 0) {
+                    let remote = shape.remote.map_or(0, |r| r.addr);
+                    if remote % len as u64 != 0 {
+                        return Err(PostError::MisalignedAtomic { addr: remote });
+                    }
+                    if sges.len() != 1 || sges[0].len != len {
+                        return Err(PostError::AtomicResultBuffer { len });
+                    }
+                }
+                Ok(sges.iter().filter(|s| s.len != 0).count())
+            }
+        }
+    }
+}
+
+/// DS of `len` bytes of inline data (none at all when empty).
+#[inline(always)]
+fn inline_data_ds(len: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        InlineSeg::ds(len)
+    }
+}
