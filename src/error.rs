@@ -114,7 +114,7 @@ pub enum Error {
         /// What was attempted.
         operation: &'static str,
         /// The QP's state.
-        state: crate::device::QpState,
+        state: crate::types::QpState,
     },
     /// The object is still in use by another (e.g. a CQ serving a QP).
     Busy(&'static str),

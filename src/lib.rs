@@ -99,16 +99,17 @@ pub mod prm;
 mod ring;
 pub mod rq;
 pub mod sq;
+pub mod types;
 
 pub use cq::{Completion, CompletionQueue, Status, WcError, WcOpcode};
-pub use device::{
-    Access, ConnectOptions, Context, Cq, DeviceCaps, Endpoint, MemoryRegion, PortInfo,
-    ProtectionDomain, Qp, QpConfig, QpState, Srq, Transition,
-};
+pub use device::{Context, Cq, MemoryRegion, ProtectionDomain, Qp, Srq};
 pub use error::{Error, PostError};
 pub use event::AsyncEvent;
 pub use rq::{RecvQueue, SharedRecvQueue};
 pub use sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge};
+pub use types::{
+    Access, ConnectOptions, DeviceCaps, Endpoint, PortInfo, QpConfig, QpState, Transition,
+};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(all(doctest, feature = "sim"))]

@@ -9,12 +9,12 @@
 //!   `mlx5dv` holds its hand-written mlx5dv FFI declarations.
 
 use crate::cq::CqDesc;
-use crate::device::{Access, DeviceCaps, Endpoint, PortInfo, QpConfig, Transition};
 use crate::error::Error;
 use crate::event::AsyncEvent;
 use crate::mmio::Uar;
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
+use crate::types::{Access, DeviceCaps, Endpoint, PortInfo, QpConfig, Transition};
 use core::time::Duration;
 
 #[cfg(feature = "verbs")]

@@ -12,7 +12,6 @@ use mlx5_hw as hw;
 
 use super::{Backend, QpParts};
 use crate::cq::CqDesc;
-use crate::device::{Access, Context, DeviceCaps, PortInfo, QpConfig, Transition};
 use crate::error::Error;
 use crate::event::AsyncEvent;
 use crate::mem::Memory;
@@ -20,6 +19,7 @@ use crate::mmio::Uar;
 use crate::prm::{CQE_SIZE, DS, SEND_WQE_BB};
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
+use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, Transition};
 
 pub use mlx5_hw::{Fabric, NicConfig};
 
@@ -70,13 +70,6 @@ impl Sim {
 impl Default for Sim {
     fn default() -> Self {
         Sim::new()
-    }
-}
-
-impl Context<Sim> {
-    /// Opens a model NIC on a fabric of its own.
-    pub fn open_sim() -> Self {
-        Context::new(Sim::new())
     }
 }
 

@@ -6,8 +6,8 @@
 
 use rdma_sys::{ibv_mtu, ibv_qp_attr, ibv_qp_attr_mask as m, ibv_qp_state};
 
-use crate::device::Transition;
 use crate::error::Error;
+use crate::types::Transition;
 
 /// How a port reaches its peers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,7 +137,7 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{Access, Endpoint};
+    use crate::types::{Access, Endpoint};
 
     const IB: PathInfo = PathInfo {
         port: 2,

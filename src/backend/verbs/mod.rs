@@ -65,9 +65,9 @@ use super::mlx5dv::{
 };
 use bfreg::BfRegisters;
 
-use crate::device::{Context, DeviceCaps};
 use crate::error::Error;
 use crate::prm::DS;
+use crate::types::DeviceCaps;
 
 /// The largest WQE the mlx5 format can describe (6-bit DS count: 63 × 16 bytes). rdma-core
 /// v44 does not report the device's own limit (`max_sq_desc_sz`); QP creation checks it.
@@ -195,13 +195,6 @@ pub struct Verbs {
     gid_index: Option<u32>,
     caps: DeviceCaps,
     info: VerbsDeviceInfo,
-}
-
-impl Context<Verbs> {
-    /// Opens a ConnectX device (`-d mlx5_0 -i port -x gid_index` in perftest's terms).
-    pub fn open(options: &VerbsOptions) -> Result<Self, Error> {
-        Ok(Context::new(Verbs::open(options)?))
-    }
 }
 
 impl Verbs {

@@ -26,12 +26,12 @@ use crate::backend::mlx5dv::{
 };
 use crate::backend::{Backend, QpParts};
 use crate::cq::CqDesc;
-use crate::device::{Access, DeviceCaps, PortInfo, QpConfig, Transition};
 use crate::error::Error;
 use crate::event::AsyncEvent;
 use crate::prm::{Be32, DS, SEND_WQE_BB, UAR_PAGE_SIZE};
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
+use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, Transition};
 
 /// The UAR page holding `reg` and the register's offset in it.
 fn uar_page(reg: *mut c_void) -> Result<(NonNull<u8>, usize), Error> {
