@@ -48,7 +48,7 @@ pub enum Command {
     /// The PCIe cost per message of each posting optimisation, measured on the model.
     Pcie(PcieArgs),
     /// The driver's CPU cost per post and per poll against a null device.
-    Cpu(crate::cpu::CpuArgs),
+    Cpu(CpuArgs),
 }
 
 /// The operation a benchmark measures.
@@ -318,4 +318,12 @@ pub struct PcieArgs {
     /// Also write an SVG plot of link bytes per message against message size per mode.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+}
+
+/// `mlx5-perf cpu`.
+#[derive(Args, Debug, Clone)]
+pub struct CpuArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }

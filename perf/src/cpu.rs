@@ -3,20 +3,13 @@
 //!
 //! The cases are `mlx5_direct::null::CpuCase`, run by `mlx5_direct::null::CpuBench` (the
 //! same code as `benches/cpu.rs`); only the operations themselves are timed. Each case runs
-//! [`RUNS`] times; the median per-operation time is reported. Instruction counts come from
+//! `RUNS` times; the median per-operation time is reported. Instruction counts come from
 //! `benches/callgrind.sh` (see `docs/benchmarks.md`).
 
-use clap::Args;
 use mlx5_direct::null::{CpuBench, CpuCase};
 use serde::Serialize;
 
-/// `mlx5-perf cpu`.
-#[derive(Args, Debug, Clone)]
-pub struct CpuArgs {
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
-}
+use crate::cli::CpuArgs;
 
 /// Timed runs per case; the median is reported.
 const RUNS: usize = 15;
@@ -34,7 +27,7 @@ struct Row {
 }
 
 /// Runs `cpu`.
-pub fn run(args: &CpuArgs) -> Result<(), crate::bench::Error> {
+pub fn run(args: &CpuArgs) -> Result<(), crate::Error> {
     let rows = CpuCase::ALL
         .into_iter()
         .map(measure)
@@ -55,7 +48,7 @@ pub fn run(args: &CpuArgs) -> Result<(), crate::bench::Error> {
     Ok(())
 }
 
-fn measure(case: CpuCase) -> Result<Row, crate::bench::Error> {
+fn measure(case: CpuCase) -> Result<Row, crate::Error> {
     let mut bench = CpuBench::new(case)?;
     bench.run(OPS); // warm up caches and branch predictors
     let mut ns: Vec<f64> = (0..RUNS)

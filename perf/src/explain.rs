@@ -193,7 +193,7 @@ fn print_human(args: &ExplainArgs, o: &Observed, messages: u32) {
 }
 
 /// Runs `explain`.
-pub fn run(args: &ExplainArgs) -> Result<(), crate::bench::Error> {
+pub fn run(args: &ExplainArgs) -> Result<(), crate::Error> {
     let case = Case {
         op: args.op,
         size: args.size,

@@ -1,49 +1,11 @@
 //! `mlx5-perf`: perftest-compatible RDMA benchmarks over the mlx5-direct data path, a
-//! per-message PCIe report and a WQE-level explanation of each operation.
-//!
-//! Without `-d`, the benchmarks run on the built-in device model: both ends in this process,
-//! one thread each, connected over TCP on 127.0.0.1 like two hosts. The numbers are then
-//! CPU-side numbers (the driver plus the model's software, which runs synchronously in the
-//! posting thread), not a NIC's; each row adds the PCIe transactions the model counted per
-//! message. With `-d mlx5_0` (feature `verbs`) they run on hardware in perftest's
-//! server / client form.
-
-/// `println!` for results: a reader that went away (`| head`) ends the program quietly
-/// instead of a panic.
-macro_rules! outln {
-    ($($arg:tt)*) => {
-        $crate::print_line(format_args!($($arg)*))
-    };
-}
-
-mod bench;
-mod cli;
-mod cpu;
-mod exchange;
-mod explain;
-mod pcie;
-mod plot;
-mod probe;
-mod report;
-mod run;
-mod stats;
-mod traced;
+//! per-message PCIe report and a WQE-level explanation of each operation. The modules live
+//! in the package's library (`lib.rs`); this is the command line.
 
 use clap::Parser;
 
-use cli::{Cli, Command, Kind, Test, Verb};
-
-/// Writes one line to stdout; see [`outln`].
-fn print_line(line: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    if let Err(e) = writeln!(std::io::stdout().lock(), "{line}") {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
-        }
-        eprintln!("mlx5-perf: writing the results: {e}");
-        std::process::exit(1);
-    }
-}
+use mlx5_perf::cli::{Cli, Command, Kind, Test, Verb};
+use mlx5_perf::{cpu, explain, pcie, run};
 
 fn test(verb: Verb, kind: Kind) -> Test {
     Test { verb, kind }

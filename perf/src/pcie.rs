@@ -102,7 +102,7 @@ fn requester_steps(batch: u32, k: u32) -> Vec<(String, Posting)> {
     ]
 }
 
-fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::bench::Error> {
+fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> {
     let op = match args.op {
         PcieOp::Write => ExplainOp::Write,
         PcieOp::Send => ExplainOp::Send,
@@ -199,7 +199,7 @@ fn header(args: &PcieArgs, pcie: &PcieConfig) -> Vec<String> {
 }
 
 /// Runs `pcie`.
-pub fn run(args: &PcieArgs) -> Result<(), crate::bench::Error> {
+pub fn run(args: &PcieArgs) -> Result<(), crate::Error> {
     let pcie = probe::link(args.tlp_overhead, args.mps, args.mrrs, args.rcb);
     let rows = measure(args, pcie)?;
     if args.json {
@@ -293,7 +293,7 @@ fn plot_sizes(
     args: &PcieArgs,
     pcie: PcieConfig,
     path: &std::path::Path,
-) -> Result<(), crate::bench::Error> {
+) -> Result<(), crate::Error> {
     let op = match args.op {
         PcieOp::Write => ExplainOp::Write,
         PcieOp::Send => ExplainOp::Send,

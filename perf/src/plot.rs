@@ -5,7 +5,7 @@ use std::path::Path;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use crate::bench::Error;
+use crate::Error;
 
 const COLORS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),

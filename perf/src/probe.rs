@@ -91,7 +91,7 @@ pub fn link(overhead: TlpOverhead, mps: u32, mrrs: u32, rcb: u32) -> PcieConfig 
     }
 }
 
-use crate::bench::Error;
+use crate::Error;
 
 /// The link parameters in words, for headers.
 pub fn describe_link(pcie: &PcieConfig) -> String {

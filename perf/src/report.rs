@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 
-use crate::bench::{Error, Params, PerMessage, Row, Setup, Sink, Stats};
+use crate::bench::{Params, PerMessage, Row, Setup, Sink, Stats};
 use crate::cli::{Kind, Verb};
 use crate::exchange::QpRecord;
 use crate::stats::{BwUnit, Latencies};
+use crate::Error;
 
 /// Output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,11 +6,12 @@ use std::net::{TcpListener, TcpStream};
 use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
 use mlx5_direct::Context;
 
-use crate::bench::{self, Error, Local, Params, Row, Setup, Sink};
+use crate::bench::{self, Local, Params, Row, Setup, Sink};
 use crate::cli::{BenchArgs, Test};
 use crate::exchange::Peer;
 use crate::report::{Format, Origin, Reporter};
 use crate::stats::BwUnit;
+use crate::Error;
 
 /// Runs `test` as the flags say.
 pub fn bench(test: Test, args: &BenchArgs) -> Result<(), Error> {

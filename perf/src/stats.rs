@@ -17,6 +17,12 @@ pub struct Latencies {
     max: f64,
 }
 
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies::new()
+    }
+}
+
 impl Latencies {
     /// No samples yet.
     pub fn new() -> Self {

@@ -1,15 +1,10 @@
 //! The `mlx5-perf` TCP exchange on its own: two threads over 127.0.0.1 (an OS-chosen port)
 //! handshake, and every kind of disagreement is an error naming what differs, on both sides.
-#![cfg(feature = "cli")]
-
-#[allow(dead_code)] // the tool's module; the test uses part of it
-#[path = "../src/bin/mlx5-perf/exchange.rs"]
-mod exchange;
 
 use std::net::{TcpListener, TcpStream};
 use std::thread;
 
-use exchange::{ExchangeError, Peer, QpRecord};
+use mlx5_perf::exchange::{ExchangeError, Peer, QpRecord};
 use serde_json::{json, Value};
 
 /// Runs `server` and `client` on the two ends of a fresh connection.

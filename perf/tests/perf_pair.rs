@@ -1,32 +1,16 @@
 //! The `mlx5-perf` benchmark protocol between two model NICs of one fabric, one thread per
 //! side, over TCP on 127.0.0.1 with an OS-chosen port: what runs without hardware exactly as
-//! a server and a client on two hosts would. The tool's own modules are compiled in.
-#![cfg(feature = "cli")]
-#![allow(dead_code)] // the tool's modules; the tests use part of them
-
-#[path = "../src/bin/mlx5-perf/bench.rs"]
-mod bench;
-#[path = "../src/bin/mlx5-perf/cli.rs"]
-mod cli;
-/// `cli` names the `cpu` subcommand's arguments; that subcommand is not under test here.
-mod cpu {
-    #[derive(clap::Args, Debug, Clone)]
-    pub struct CpuArgs {}
-}
-#[path = "../src/bin/mlx5-perf/exchange.rs"]
-mod exchange;
-#[path = "../src/bin/mlx5-perf/stats.rs"]
-mod stats;
+//! a server and a client on two hosts would.
 
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 
-use bench::{Error, Local, Params, Row, Setup, Sink, Stats};
-use cli::{AtomicType, Kind, Mode, Test, Verb};
-use exchange::Peer;
 use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
 use mlx5_direct::Context;
-use stats::BwUnit;
+use mlx5_perf::bench::{self, Error, Local, Params, Row, Setup, Sink, Stats};
+use mlx5_perf::cli::{AtomicType, Kind, Mode, Test, Verb};
+use mlx5_perf::exchange::Peer;
+use mlx5_perf::stats::{BwRow, BwUnit, LatRow};
 
 fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
     Params {
@@ -97,14 +81,14 @@ fn run_ok(p: Params) -> (Collect, Collect) {
     (sink, served)
 }
 
-fn lat(row: &Row) -> &stats::LatRow {
+fn lat(row: &Row) -> &LatRow {
     match &row.stats {
         Stats::Lat(l) => l,
         Stats::Bw(_) => panic!("a latency row"),
     }
 }
 
-fn bw(row: &Row) -> &stats::BwRow {
+fn bw(row: &Row) -> &BwRow {
     match &row.stats {
         Stats::Bw(b) => b,
         Stats::Lat(_) => panic!("a bandwidth row"),

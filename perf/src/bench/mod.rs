@@ -1,0 +1,416 @@
+//! The benchmarks, generic over the backend: one side's resources, the client's and the
+//! server's loops, and the per-size protocol over the [`Peer`] connection.
+//!
+//! - `*_lat` WRITE and SEND: ping-pong. Each side answers the other's message; a sample is
+//!   half the round trip, as in perftest. The WRITE side spins on the last byte of its buffer.
+//! - `*_lat` READ and atomic: the client alone, a sample is post to completion.
+//! - `*_bw`: the client keeps up to `-t` WRs outstanding per QP, posts `-l` WRs per doorbell
+//!   and asks for a CQE every `-Q` WRs; the SEND server keeps receives posted.
+
+use std::time::Instant;
+
+use mlx5_direct::backend::Backend;
+use mlx5_direct::Context;
+use mlx5_hw::PcieCounters;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::{Kind, Mode, Verb};
+use crate::exchange::{ExchangeError, Peer, QpRecord};
+use crate::stats::{BwUnit, Latencies, Throughput};
+pub use crate::Error;
+
+mod params;
+mod row;
+mod side;
+#[cfg(test)]
+mod tests;
+
+pub use params::Params;
+pub use row::{Counts, PerMessage, Row, RowPcie, Setup, Stats};
+use side::{await_ping, data_for, finished, peer_stopped, sample, Side, PEER_CHECK};
+
+/// What the benchmarks need from a backend beyond [`Backend`].
+pub trait Device: Backend {
+    /// The link counters, when the device counts them (the model).
+    fn pcie(&self) -> Option<PcieCounters>;
+    /// Runs deferred device work (the model's timers: RNR and transport retries); nothing
+    /// on hardware, where the NIC has its own clock.
+    fn progress(&self);
+    /// True when the peer's device work runs on a CPU thread of this process (the model):
+    /// a waiting thread then yields often, so a ping-pong survives sharing a core.
+    const SHARES_CPU: bool;
+}
+
+impl Device for mlx5_direct::backend::sim::Sim {
+    fn pcie(&self) -> Option<PcieCounters> {
+        Some(self.nic().pcie())
+    }
+
+    fn progress(&self) {
+        self.nic().progress();
+    }
+
+    const SHARES_CPU: bool = true;
+}
+
+#[cfg(feature = "verbs")]
+impl Device for mlx5_direct::backend::verbs::Verbs {
+    fn pcie(&self) -> Option<PcieCounters> {
+        None
+    }
+
+    fn progress(&self) {}
+
+    const SHARES_CPU: bool = false;
+}
+
+/// Settings that are each side's own business (not compared).
+#[derive(Clone, Copy, Debug)]
+pub struct Local {
+    /// Doorbell mode.
+    pub mode: Mode,
+    /// Device port.
+    pub port: u8,
+    /// The unit of this side's bandwidth report.
+    pub unit: BwUnit,
+    /// False with `-N`: no bandwidth peak.
+    pub peak: bool,
+}
+
+/// Messages after the handshake.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "msg", rename_all = "snake_case")]
+enum Msg {
+    Qps { qps: Vec<QpRecord> },
+    Ready { size: usize },
+    Done { count: u64 },
+    Result { pcie: Option<Counts> },
+    Report { stats: Stats, pcie: Option<RowPcie> },
+}
+
+/// One side's own measurement of a size: statistics, latency samples (latency tests) and
+/// the messages run in all.
+type Measured = (Stats, Option<Latencies>, u64);
+
+/// The client's half of one size.
+fn client_body<B: Device>(
+    side: &mut Side<B>,
+    peer: &mut Peer,
+    size: usize,
+    local: Local,
+) -> Result<Measured, Error> {
+    side.rebase()?;
+    let p = side.params.clone();
+    let mut payload = vec![0u8; size.max(1)];
+    let mut sge = [mlx5_direct::Sge::default(); 1];
+    let schedule = p.schedule();
+    match p.test.kind {
+        Kind::Lat => {
+            let mut lat = Latencies::new();
+            let ping_pong = matches!(p.test.verb, Verb::Write | Verb::Send);
+            let mut i = 0;
+            while !finished(schedule.as_ref(), i, p.iters) {
+                side.refill()?;
+                let op = side.op(0);
+                let data = data_for(side, size, &mut payload, &mut sge, i);
+                side.make_room(0, 1)?;
+                let t0 = Instant::now();
+                side.post(0, 1, false, op, data)?;
+                if ping_pong {
+                    if !await_ping(side, peer, size, i)? {
+                        return Err(peer_stopped(peer));
+                    }
+                } else {
+                    while side.outstanding(0) > 0 {
+                        side.pump()?;
+                    }
+                }
+                sample(&mut lat, schedule.as_ref(), t0, Instant::now(), ping_pong);
+                side.pump()?;
+                i += 1;
+            }
+            side.drain()?;
+            let stats = Stats::Lat(lat.summary(size));
+            Ok((stats, Some(lat), i))
+        }
+        Kind::Bw => {
+            let nq = side.qps.len();
+            let mut tp = match schedule {
+                Some(s) => Throughput::duration(s),
+                None => Throughput::iterations(local.peak && p.peak_measured()),
+            };
+            let mut posted = 0;
+            loop {
+                for q in 0..nq {
+                    let w = side.windows[q];
+                    if w.closed {
+                        continue;
+                    }
+                    let remaining = match schedule {
+                        Some(_) => u64::MAX,
+                        None => p.iters - w.posted,
+                    };
+                    let count = u64::from(p.post_list).min(remaining) as u32;
+                    if side.outstanding(q) + u64::from(count) > u64::from(p.tx_depth) {
+                        continue;
+                    }
+                    let last =
+                        u64::from(count) == remaining || finished(schedule.as_ref(), 0, p.iters);
+                    let op = side.op(q);
+                    let data = data_for(side, size, &mut payload, &mut sge, w.posted);
+                    tp.post(posted);
+                    side.post(q, count, last, op, data)?;
+                    posted += u64::from(count);
+                }
+                let idle = side.pump()? == 0;
+                let completed: u64 = side.windows.iter().map(|w| w.completed).sum();
+                tp.look(completed);
+                // Nothing arrives for long: is the server still there?
+                if idle && side.idle % PEER_CHECK == 0 && peer.pending()? {
+                    return Err(peer_stopped(peer));
+                }
+                if side
+                    .windows
+                    .iter()
+                    .all(|w| w.closed && w.completed == w.posted)
+                {
+                    return Ok((Stats::Bw(tp.summary(size, local.unit)?), None, completed));
+                }
+            }
+        }
+    }
+}
+
+/// The server's half of one size: serves until the client's Done. Returns the server's own
+/// measurement where perftest's server makes one (the ping-pong latency tests: the time
+/// between its consecutive answers; `send_bw`: the receive bandwidth), and the client's
+/// count of messages.
+fn server_body<B: Device>(
+    side: &mut Side<B>,
+    peer: &mut Peer,
+    size: usize,
+    local: Local,
+) -> Result<(Option<Measured>, u64), Error> {
+    side.rebase()?;
+    let p = side.params.clone();
+    let mut payload = vec![0u8; size.max(1)];
+    let mut sge = [mlx5_direct::Sge::default(); 1];
+    let schedule = p.schedule();
+    let ping_pong = p.test.kind == Kind::Lat && matches!(p.test.verb, Verb::Write | Verb::Send);
+    let receives = p.test.kind == Kind::Bw && p.test.verb == Verb::Send;
+    let mut lat = Latencies::new();
+    let mut tp = match schedule {
+        Some(s) => Throughput::duration(s),
+        None => Throughput::iterations(false),
+    };
+    if ping_pong {
+        let mut i = 0;
+        let mut answered: Option<Instant> = None;
+        while await_ping(side, peer, size, i)? {
+            side.refill()?;
+            let op = side.op(0);
+            let data = data_for(side, size, &mut payload, &mut sge, i);
+            side.make_room(0, 1)?;
+            let now = Instant::now();
+            if let Some(before) = answered {
+                sample(&mut lat, schedule.as_ref(), before, now, true);
+            }
+            answered = Some(now);
+            side.post(0, 1, false, op, data)?;
+            side.pump()?;
+            i += 1;
+        }
+        side.drain()?;
+    } else if receives {
+        let mut spins = 0u32;
+        loop {
+            side.pump()?;
+            tp.look(side.received.iter().sum());
+            side.refill()?;
+            spins = spins.wrapping_add(1);
+            if spins % PEER_CHECK == 0 && peer.pending()? {
+                break;
+            }
+        }
+    }
+    let count = match peer.recv()? {
+        Msg::Done { count } => count,
+        m => return Err(format!("expected the client's Done, got {m:?}").into()),
+    };
+    let own = if ping_pong {
+        Some((Stats::Lat(lat.summary(size)), Some(lat), count))
+    } else if receives {
+        while side.received.iter().sum::<u64>() < count {
+            side.pump()?;
+            tp.look(side.received.iter().sum());
+            side.refill()?;
+        }
+        Some((Stats::Bw(tp.summary(size, local.unit)?), None, count))
+    } else {
+        None
+    };
+    Ok((own, count))
+}
+
+/// The flag that sets a [`Params`] field.
+fn flag(field: &str) -> &'static str {
+    match field {
+        "test.verb" | "test.kind" => "the test name",
+        "atomic_type" => "-A",
+        "sizes" => "-s / -a",
+        "iters" => "-n",
+        "duration_ms" => "-D",
+        "margin_ms" => "--margin",
+        "inline_size" => "-I",
+        "tx_depth" => "-t",
+        "post_list" => "-l",
+        "cq_mod" => "-Q",
+        "qps" => "-q",
+        _ => "the test (derived from it)",
+    }
+}
+
+/// The handshake, with a mismatch also naming the flag to change.
+fn handshake(peer: &mut Peer, params: &Params) -> Result<(), Error> {
+    peer.handshake(params).map_err(|e| match &e {
+        ExchangeError::Mismatch(differences) => {
+            let all: Vec<String> = differences
+                .iter()
+                .map(|d| format!("{d} (set by {})", flag(&d.field)))
+                .collect();
+            format!(
+                "parameter mismatch: {}; give both sides the same flags",
+                all.join("; ")
+            )
+            .into()
+        }
+        _ => e.into(),
+    })
+}
+
+/// Opens both sides' QPs to each other: exchanges records, connects, pre-posts receives.
+fn setup<B: Device>(
+    ctx: Context<B>,
+    peer: &mut Peer,
+    params: &Params,
+    local: Local,
+) -> Result<(Side<B>, Setup), Error> {
+    let mut side = Side::new(ctx, params, local)?;
+    let mine = side.records(local.port)?;
+    let theirs = match peer.swap(&Msg::Qps { qps: mine.clone() })? {
+        Msg::Qps { qps } => qps,
+        m => return Err(format!("expected the peer's QPs, got {m:?}").into()),
+    };
+    side.connect(theirs.clone(), local.port)?;
+    side.refill()?;
+    let port = side.ctx.port(local.port)?;
+    let mode = side.qps[0].sq().effective_mode();
+    let info = Setup {
+        device: side.ctx.backend().name().to_string(),
+        mode,
+        mtu: port.active_mtu,
+        local: mine,
+        remote: theirs,
+    };
+    Ok((side, info))
+}
+
+/// The server: handshake, then each size as the client drives it, reported to `sink` as
+/// perftest's server reports it: its own measurement in the ping-pong latency tests and
+/// `send_bw`, the client's row in the other bandwidth tests, no row in `read_lat` and
+/// `atomic_lat` (the header only).
+pub fn serve<B: Device>(
+    ctx: Context<B>,
+    mut peer: Peer,
+    params: &Params,
+    local: Local,
+    sink: &mut dyn Sink,
+) -> Result<(), Error> {
+    handshake(&mut peer, params)?;
+    let (mut side, info) = setup(ctx, &mut peer, params, local)?;
+    sink.header(&info, params);
+    for &size in &params.sizes {
+        match peer.recv()? {
+            Msg::Ready { size: s } if s == size => {}
+            m => return Err(format!("expected Ready for {size} bytes, got {m:?}").into()),
+        }
+        let before = side.pcie();
+        peer.send(&Msg::Ready { size })?;
+        let (own, count) = server_body(&mut side, &mut peer, size, local)?;
+        let pcie = side.pcie().zip(before).map(|(a, b)| Counts::from(a - b));
+        peer.send(&Msg::Result { pcie })?;
+        let (stats, pcie) = match peer.recv()? {
+            Msg::Report { stats, pcie } => (stats, pcie),
+            m => return Err(format!("expected the client's report, got {m:?}").into()),
+        };
+        let row = match own {
+            Some((stats, latencies, messages)) => Some(Row {
+                stats,
+                pcie,
+                latencies,
+                messages,
+            }),
+            None if params.test.kind == Kind::Bw => Some(Row {
+                stats,
+                pcie,
+                latencies: None,
+                messages: count,
+            }),
+            None => None,
+        };
+        if let Some(row) = row {
+            sink.row(row)?;
+        }
+    }
+    Ok(())
+}
+
+/// Receives a side's report.
+pub trait Sink {
+    /// Connected: the header.
+    fn header(&mut self, setup: &Setup, params: &Params);
+    /// One size done.
+    fn row(&mut self, row: Row) -> Result<(), Error>;
+}
+
+/// The client: handshake, then each size, reported to `sink` (and to the server).
+pub fn client<B: Device>(
+    ctx: Context<B>,
+    mut peer: Peer,
+    params: &Params,
+    local: Local,
+    sink: &mut dyn Sink,
+) -> Result<(), Error> {
+    handshake(&mut peer, params)?;
+    let (mut side, info) = setup(ctx, &mut peer, params, local)?;
+    sink.header(&info, params);
+    for &size in &params.sizes {
+        match peer.swap(&Msg::Ready { size })? {
+            Msg::Ready { size: s } if s == size => {}
+            m => return Err(format!("expected Ready for {size} bytes, got {m:?}").into()),
+        }
+        let before = side.pcie();
+        let (stats, latencies, count) = client_body(&mut side, &mut peer, size, local)?;
+        let mine = side.pcie().zip(before).map(|(a, b)| Counts::from(a - b));
+        peer.send(&Msg::Done { count })?;
+        let theirs = match peer.recv()? {
+            Msg::Result { pcie } => pcie,
+            m => return Err(format!("expected the server's result, got {m:?}").into()),
+        };
+        let pcie = mine.zip(theirs).map(|(c, s)| RowPcie {
+            client: PerMessage::new(c, count),
+            server: PerMessage::new(s, count),
+        });
+        peer.send(&Msg::Report {
+            stats: stats.clone(),
+            pcie,
+        })?;
+        sink.row(Row {
+            stats,
+            pcie,
+            latencies,
+            messages: count,
+        })?;
+    }
+    Ok(())
+}

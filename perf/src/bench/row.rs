@@ -1,0 +1,117 @@
+//! What one size's run produces: link counters, statistics and the row the report prints.
+
+use mlx5_direct::DoorbellMode;
+use mlx5_hw::PcieCounters;
+use serde::{Deserialize, Serialize};
+
+use crate::exchange::QpRecord;
+use crate::stats::{BwRow, LatRow, Latencies};
+
+/// Link counters as exchanged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// MMIO writes (CPU to NIC).
+    pub mmio_writes: u64,
+    /// DMA read requests.
+    pub dma_reads: u64,
+    /// Read completions (CplD).
+    pub completions: u64,
+    /// DMA writes.
+    pub dma_writes: u64,
+    /// Link bytes host to NIC.
+    pub bytes_down: u64,
+    /// Link bytes NIC to host.
+    pub bytes_up: u64,
+}
+
+impl From<PcieCounters> for Counts {
+    fn from(c: PcieCounters) -> Self {
+        Counts {
+            mmio_writes: c.mmio_writes,
+            dma_reads: c.dma_reads,
+            completions: c.completions,
+            dma_writes: c.dma_writes,
+            bytes_down: c.bytes_down,
+            bytes_up: c.bytes_up,
+        }
+    }
+}
+
+/// Link cost per message (or per ping-pong iteration).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct PerMessage {
+    /// MMIO writes.
+    pub mmio_writes: f64,
+    /// DMA read requests (MRd).
+    pub dma_reads: f64,
+    /// Read completions (CplD).
+    pub completions: f64,
+    /// DMA writes (MWr up).
+    pub dma_writes: f64,
+    /// Link bytes host to NIC.
+    pub bytes_down: f64,
+    /// Link bytes NIC to host.
+    pub bytes_up: f64,
+}
+
+impl PerMessage {
+    pub(super) fn new(c: Counts, n: u64) -> Self {
+        let f = |x: u64| x as f64 / n.max(1) as f64;
+        PerMessage {
+            mmio_writes: f(c.mmio_writes),
+            dma_reads: f(c.dma_reads),
+            completions: f(c.completions),
+            dma_writes: f(c.dma_writes),
+            bytes_down: f(c.bytes_down),
+            bytes_up: f(c.bytes_up),
+        }
+    }
+}
+
+/// The PCIe cost of a row on each side's link.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct RowPcie {
+    /// The client's NIC (the requester in bandwidth tests).
+    pub client: PerMessage,
+    /// The server's NIC (the responder in bandwidth tests).
+    pub server: PerMessage,
+}
+
+/// One result row.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Stats {
+    /// A latency row.
+    Lat(LatRow),
+    /// A bandwidth row.
+    Bw(BwRow),
+}
+
+/// One size's results.
+#[derive(Debug)]
+pub struct Row {
+    /// Statistics.
+    pub stats: Stats,
+    /// PCIe per message, on the model.
+    pub pcie: Option<RowPcie>,
+    /// The latency samples (latency tests), for the plot.
+    pub latencies: Option<Latencies>,
+    /// Messages (ping-pong iterations) run in all; more than the row's iterations in
+    /// duration mode, whose margins are run and not sampled.
+    pub messages: u64,
+}
+
+/// What the client learnt while connecting, for the report header.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// Device name.
+    pub device: String,
+    /// The doorbell mode in effect.
+    pub mode: DoorbellMode,
+    /// Active MTU.
+    pub mtu: u32,
+    /// Our QPs.
+    pub local: Vec<QpRecord>,
+    /// The peer's QPs.
+    pub remote: Vec<QpRecord>,
+}

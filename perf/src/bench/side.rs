@@ -1,0 +1,396 @@
+//! One side of a benchmark: its device, CQ, QPs and buffer, and the posting and polling
+//! loops of each test.
+
+use std::time::{Duration, Instant};
+
+use mlx5_direct::{
+    Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, Endpoint, MemoryRegion,
+    Qp, QpConfig, Remote, SendFlags, SendOp, WcOpcode,
+};
+
+use super::{Device, Error, Local, Msg, Params};
+use crate::cli::{AtomicType, Mode, Verb};
+use crate::exchange::{Peer, QpRecord};
+use crate::stats::{Latencies, Phase, Schedule};
+use mlx5_hw::PcieCounters;
+
+/// A WR's send-queue bookkeeping for one QP.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Window {
+    pub(super) posted: u64,
+    pub(super) completed: u64,
+    /// Signaled WRs posted and not completed.
+    pub(super) signaled: u64,
+    /// The last WR is posted.
+    pub(super) closed: bool,
+}
+
+/// Polls between calls to the device's deferred work while nothing arrives.
+const IDLE_POLLS: u32 = 256;
+
+/// How long a wait on the model spins before it starts yielding the core: far longer than a
+/// model round trip on two free cores (well under a microsecond), so only a shared core
+/// yields.
+const YIELD_AFTER: Duration = Duration::from_micros(2);
+
+/// Idle polls between looks at the TCP connection (the peer's Done, or its end).
+pub(super) const PEER_CHECK: u32 = 4096;
+
+/// The error to report when the peer spoke (or hung up) in the middle of a test.
+pub(super) fn peer_stopped(peer: &mut Peer) -> Error {
+    match peer.recv::<Msg>() {
+        Err(e) => format!("the peer stopped during the test: {e}").into(),
+        Ok(m) => format!("unexpected message from the peer during the test: {m:?}").into(),
+    }
+}
+
+/// One side: device, CQ (sends and receives), QPs and their buffer.
+pub(super) struct Side<B: Device> {
+    pub(super) ctx: Context<B>,
+    pub(super) cq: Cq<B>,
+    pub(super) qps: Vec<Qp<B>>,
+    pub(super) mr: MemoryRegion<B>,
+    pub(super) params: Params,
+    pub(super) windows: Vec<Window>,
+    pub(super) received: Vec<u64>,
+    pub(super) recv_posted: Vec<u64>,
+    pub(super) remote: Vec<QpRecord>,
+    pub(super) idle: u32,
+    /// When the current run of empty polls began.
+    pub(super) idle_since: Instant,
+}
+
+fn marker(i: u64) -> u8 {
+    (i % 255 + 1) as u8
+}
+
+impl<B: Device> Side<B> {
+    pub(super) fn new(ctx: Context<B>, params: &Params, local: Local) -> Result<Self, Error> {
+        let pd = ctx.alloc_pd()?;
+        let q = params.qps;
+        let cq = ctx.create_cq(q * (params.tx_depth + params.rx_depth) + 16, 64)?;
+        // ctrl + raddr + inline header and data, in WQEBBs.
+        let bbs = (36 + params.inline_size).div_ceil(64).max(1) as u32;
+        let config = QpConfig {
+            sq_wqebbs: (params.tx_depth * bbs).next_power_of_two().max(64),
+            rq_wqes: params.rx_depth.next_power_of_two(),
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline: params.inline_size as u32,
+        };
+        let mut qps = Vec::new();
+        for _ in 0..q {
+            let mut qp = pd.create_qp(&cq, &cq, &config)?;
+            qp.sq().set_mode(match local.mode {
+                Mode::Bf => DoorbellMode::BlueFlame,
+                Mode::Db => DoorbellMode::Doorbell,
+                Mode::Auto => DoorbellMode::Auto,
+            });
+            qps.push(qp);
+        }
+        let mr = pd.alloc_mr(params.slot() * q as usize, Access::ALL)?;
+        Ok(Side {
+            ctx,
+            cq,
+            qps,
+            mr,
+            params: params.clone(),
+            windows: vec![Window::default(); q as usize],
+            received: vec![0; q as usize],
+            recv_posted: vec![0; q as usize],
+            remote: Vec::new(),
+            idle: 0,
+            idle_since: Instant::now(),
+        })
+    }
+
+    pub(super) fn recv_area(&self, q: usize) -> usize {
+        q * self.params.slot()
+    }
+
+    pub(super) fn send_area(&self, q: usize) -> usize {
+        self.recv_area(q) + self.params.slot() / 2
+    }
+
+    pub(super) fn records(&self, port: u8) -> Result<Vec<QpRecord>, Error> {
+        let mut out = Vec::new();
+        for (q, qp) in self.qps.iter().enumerate() {
+            let ep = self.ctx.backend().endpoint(port, qp.qpn(), 0)?;
+            out.push(QpRecord {
+                lid: ep.lid,
+                qpn: ep.qpn,
+                psn: ep.psn,
+                rkey: self.mr.rkey(),
+                addr: self.mr.addr() + self.recv_area(q) as u64,
+                gid: ep.gid,
+            });
+        }
+        Ok(out)
+    }
+
+    pub(super) fn connect(&mut self, remote: Vec<QpRecord>, port: u8) -> Result<(), Error> {
+        if remote.len() != self.qps.len() {
+            return Err(format!(
+                "the peer has {} QPs, this side {}",
+                remote.len(),
+                self.qps.len()
+            )
+            .into());
+        }
+        // The port's active MTU, as perftest uses by default (4096 on the model; often 1024
+        // on RoCE with a 1500-byte Ethernet MTU, where 4096 would be refused).
+        let options = ConnectOptions {
+            port,
+            path_mtu: self.ctx.port(port)?.active_mtu.min(4096),
+            ..ConnectOptions::default()
+        };
+        for (qp, r) in self.qps.iter_mut().zip(&remote) {
+            let ep = Endpoint {
+                lid: r.lid,
+                gid: r.gid,
+                qpn: r.qpn,
+                psn: r.psn,
+            };
+            qp.connect(&ep, &options)?;
+        }
+        self.remote = remote;
+        Ok(())
+    }
+
+    /// Keeps `rx_depth` receives posted on every QP (SEND tests), each for the largest size,
+    /// so a receive posted during one size still fits the next.
+    pub(super) fn refill(&mut self) -> Result<(), Error> {
+        let len = (self.params.slot() / 2) as u32;
+        if self.params.test.verb != Verb::Send {
+            return Ok(());
+        }
+        for q in 0..self.qps.len() {
+            let sge = [self.mr.sge(self.recv_area(q), len)];
+            let rq = self.qps[q].rq().ok_or("QP without a receive queue")?;
+            while self.recv_posted[q] - self.received[q] < u64::from(self.params.rx_depth) {
+                rq.post(self.recv_posted[q], &sge)?;
+                self.recv_posted[q] += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Polls the CQ once; returns how many completions it took.
+    pub(super) fn pump(&mut self) -> Result<usize, Error> {
+        let mut done = [Completion::default(); 32];
+        let n = self.cq.poll(&mut done);
+        for c in &done[..n] {
+            if !c.status.is_ok() {
+                return Err(format!("completion error on QP {:#x}: {:?}", c.qpn, c.status).into());
+            }
+            let q = self
+                .qps
+                .iter()
+                .position(|qp| qp.qpn() == c.qpn)
+                .ok_or("completion for an unknown QP")?;
+            if matches!(c.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm) {
+                self.received[q] += 1;
+            } else {
+                let w = &mut self.windows[q];
+                w.completed = c.wr_id + 1;
+                w.signaled -= 1;
+            }
+        }
+        if n == 0 {
+            self.idle = self.idle.wrapping_add(1);
+            if self.idle == 1 {
+                self.idle_since = Instant::now();
+            }
+            self.waited(self.idle, self.idle_since);
+        } else {
+            self.idle = 0;
+        }
+        Ok(n)
+    }
+
+    /// Called on the `spins`-th empty look of a wait that began `since`: runs the device's
+    /// timers now and then and, on the model, once the wait is long, lets the peer's thread
+    /// have this core if it is waiting for it (a busy machine; never on hardware).
+    pub(super) fn waited(&self, spins: u32, since: Instant) {
+        if B::SHARES_CPU && spins % 64 == 0 && since.elapsed() > YIELD_AFTER {
+            std::thread::yield_now();
+        }
+        if spins % IDLE_POLLS == 0 {
+            self.ctx.backend().progress();
+        }
+    }
+
+    pub(super) fn op(&self, q: usize) -> SendOp {
+        let r = &self.remote[q];
+        let remote = Remote {
+            addr: r.addr,
+            rkey: r.rkey,
+        };
+        match (self.params.test.verb, self.params.atomic_type) {
+            (Verb::Write, _) => SendOp::Write(remote),
+            (Verb::Send, _) => SendOp::Send,
+            (Verb::Read, _) => SendOp::Read(remote),
+            (Verb::Atomic, AtomicType::FetchAndAdd) => SendOp::FetchAdd { remote, add: 1 },
+            (Verb::Atomic, AtomicType::CmpAndSwap) => SendOp::CompareSwap {
+                remote,
+                compare: 0,
+                swap: 0,
+            },
+        }
+    }
+
+    /// Posts `count` WRs on QP `q` with one doorbell; `last` closes the QP's stream (its last
+    /// WR is signaled so everything completes).
+    pub(super) fn post(
+        &mut self,
+        q: usize,
+        count: u32,
+        last: bool,
+        op: SendOp,
+        data: Data<'_>,
+    ) -> Result<(), Error> {
+        let p = &self.params;
+        let w = &mut self.windows[q];
+        let sq = self.qps[q].sq();
+        for j in 0..count {
+            let n = w.posted;
+            let end = j + 1 == count;
+            let outstanding = n + 1 - w.completed;
+            // Also signal when the next batch could not be posted without a completion and
+            // none is on its way, so moderation never deadlocks the window.
+            let signal = (n + 1) % u64::from(p.cq_mod) == 0
+                || (end && last)
+                || (end
+                    && w.signaled == 0
+                    && outstanding + u64::from(p.post_list) > u64::from(p.tx_depth));
+            let flags = if signal {
+                SendFlags::SIGNALED
+            } else {
+                SendFlags::UNSIGNALED
+            };
+            sq.push(n, op, data, flags)?;
+            w.posted += 1;
+            w.signaled += u64::from(signal);
+        }
+        sq.ring_doorbell();
+        w.closed |= last;
+        Ok(())
+    }
+
+    /// Starts a new size: WR and receive counts from zero. Everything posted before has
+    /// completed (each size ends drained), so WR ids can start over.
+    pub(super) fn rebase(&mut self) -> Result<(), Error> {
+        if (0..self.qps.len()).any(|q| self.outstanding(q) > 0) {
+            return Err("WRs still outstanding at the start of a size".into());
+        }
+        self.windows.fill(Window::default());
+        for (posted, received) in self.recv_posted.iter_mut().zip(&mut self.received) {
+            *posted -= *received;
+            *received = 0;
+        }
+        Ok(())
+    }
+
+    pub(super) fn outstanding(&self, q: usize) -> u64 {
+        self.windows[q].posted - self.windows[q].completed
+    }
+
+    /// Waits until QP `q` may have `count` more WRs outstanding.
+    pub(super) fn make_room(&mut self, q: usize, count: u32) -> Result<(), Error> {
+        while self.outstanding(q) + u64::from(count) > u64::from(self.params.tx_depth) {
+            self.pump()?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn drain(&mut self) -> Result<(), Error> {
+        while (0..self.qps.len()).any(|q| self.outstanding(q) > 0) {
+            self.pump()?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn pcie(&self) -> Option<PcieCounters> {
+        self.ctx.backend().pcie()
+    }
+}
+
+/// The message payload for iteration `i` (inline), or the local buffer with the marker.
+pub(super) fn data_for<'a, B: Device>(
+    side: &Side<B>,
+    size: usize,
+    payload: &'a mut [u8],
+    sge: &'a mut [mlx5_direct::Sge; 1],
+    i: u64,
+) -> Data<'a> {
+    let p = &side.params;
+    match p.test.verb {
+        Verb::Write | Verb::Send if size <= p.inline_size => {
+            payload[size - 1] = marker(i);
+            Data::Inline(&payload[..size])
+        }
+        Verb::Atomic => {
+            sge[0] = side.mr.sge(side.send_area(0), 8);
+            Data::Sges(&sge[..])
+        }
+        _ => {
+            side.mr.write(side.send_area(0) + size - 1, &[marker(i)]);
+            sge[0] = side.mr.sge(side.send_area(0), size as u32);
+            Data::Sges(&sge[..])
+        }
+    }
+}
+
+/// True when a run with this `schedule` (duration mode) is over, or `i` iterations of
+/// `iters` are done (iteration mode).
+pub(super) fn finished(schedule: Option<&Schedule>, i: u64, iters: u64) -> bool {
+    match schedule {
+        Some(s) => s.phase(Instant::now()) == Phase::End,
+        None => i >= iters,
+    }
+}
+
+/// Records a latency sample from `from` to `to` (halved for a ping-pong) unless duration
+/// mode's margins exclude it.
+pub(super) fn sample(
+    lat: &mut Latencies,
+    schedule: Option<&Schedule>,
+    from: Instant,
+    to: Instant,
+    halves: bool,
+) {
+    if schedule.is_none_or(|s| s.sampled(from, to)) {
+        let ns = (to - from).as_nanos() as f64;
+        lat.record(if halves { ns / 2.0 } else { ns });
+    }
+}
+
+/// Waits for the peer's ping-pong message `i` on QP 0; false if a TCP message (the client's
+/// Done) or the end of the connection came instead.
+pub(super) fn await_ping<B: Device>(
+    side: &mut Side<B>,
+    peer: &mut Peer,
+    size: usize,
+    i: u64,
+) -> Result<bool, Error> {
+    let (mut spins, since) = (0u32, Instant::now());
+    loop {
+        let arrived = match side.params.test.verb {
+            Verb::Write => side.mr.read_volatile_u8(side.recv_area(0) + size - 1) == marker(i),
+            _ => {
+                side.pump()?;
+                side.received[0] > i
+            }
+        };
+        if arrived {
+            return Ok(true);
+        }
+        spins = spins.wrapping_add(1);
+        if side.params.test.verb == Verb::Write {
+            side.waited(spins, since);
+        }
+        if spins % PEER_CHECK == 0 && peer.pending()? {
+            return Ok(false);
+        }
+    }
+}

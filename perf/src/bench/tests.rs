@@ -1,0 +1,38 @@
+//! The handshake's parameter comparison.
+
+use super::*;
+use crate::cli::{AtomicType, Test};
+
+#[test]
+fn every_compared_parameter_names_its_flag() {
+    let params = Params {
+        test: Test {
+            verb: Verb::Write,
+            kind: Kind::Bw,
+        },
+        atomic_type: AtomicType::FetchAndAdd,
+        sizes: vec![2],
+        iters: 1,
+        duration_ms: None,
+        margin_ms: 0,
+        inline_size: 0,
+        tx_depth: 1,
+        rx_depth: 1,
+        post_list: 1,
+        cq_mod: 1,
+        qps: 1,
+    };
+    let serde_json::Value::Object(fields) = serde_json::to_value(&params).unwrap() else {
+        panic!("params are an object");
+    };
+    for (k, v) in fields {
+        let names: Vec<String> = match v {
+            serde_json::Value::Object(inner) => inner.keys().map(|i| format!("{k}.{i}")).collect(),
+            _ => vec![k],
+        };
+        for name in names {
+            let derived = name == "rx_depth";
+            assert_eq!(flag(&name) == flag("?"), derived, "{name}");
+        }
+    }
+}
