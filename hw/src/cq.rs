@@ -3,7 +3,7 @@
 
 use crate::cqe::Cqe;
 use crate::host;
-use crate::pcie::Purpose;
+use crate::pcie::{Ctx, Purpose};
 use crate::state::{Arm, Delayed, NicState, CQ_UAR};
 use crate::types::{AsyncEvent, Event};
 use crate::wqe::be32;
@@ -13,6 +13,8 @@ const ARM_SOLICITED: u32 = 1;
 /// Size of an event queue entry and of an MSI-X message, for accounting.
 const EQE_SIZE: u64 = 64;
 const MSIX_SIZE: u64 = 4;
+/// The EQ doorbell the kernel writes per interrupt (`eq_update_ci`: one 32-bit write).
+const EQ_DOORBELL_SIZE: u32 = 4;
 
 /// Report a completion of QP index `qpi` on its send or receive CQ. A CQE lost to a CQ in
 /// error marks the QP fatal (the caller then moves it to ERR).
@@ -59,6 +61,8 @@ fn lost(nic: &mut NicState, qpi: usize) {
 
 /// Write one CQE now. Returns false if the CQ is (or just went) into error.
 fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
+    let cqn = nic.cq(cq).cqn;
+    nic.context(qp, Ctx::Cq(cqn));
     let c = nic.cq(cq);
     if c.error {
         nic.stats.cqes_dropped += 1;
@@ -70,7 +74,6 @@ fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
         if c.pi.wrapping_sub(ci) & 0xff_ffff >= cnt {
             c.error = true;
             c.armed = None;
-            let cqn = c.cqn;
             raise_async(nic, AsyncEvent::CqError { cqn });
             nic.stats.cqes_dropped += 1;
             return false;
@@ -85,7 +88,6 @@ fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
         c.armed = None;
         c.fired_sn = Some(a.sn);
     }
-    let cqn = c.cqn;
     if size == 128 {
         // No scatter-to-CQE: the first half carries no data.
         host::write(base, &[0u8; 64]);
@@ -99,10 +101,14 @@ fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
     true
 }
 
-/// An EQE write and its MSI-X interrupt on the link (no QP's).
+/// An EQE write and its MSI-X interrupt on the link (no QP's), and the driver's EQ
+/// doorbell when counted (`PcieConfig::eq_rearm`).
 fn eqe(nic: &mut NicState) {
     nic.dma_write(None, 0, EQE_SIZE, Purpose::Eqe);
     nic.dma_write(None, 0, MSIX_SIZE, Purpose::Msix);
+    if nic.link.cfg().eq_rearm {
+        nic.mmio(None, EQ_DOORBELL_SIZE, Purpose::EqArm);
+    }
 }
 
 /// Deliver a completion event: EQE + MSI-X, then the completion event queue.

@@ -39,7 +39,9 @@ mod wqe;
 mod xfer;
 
 pub use nic::{Fabric, Nic};
-pub use pcie::{Dir, PcieConfig, PcieCounters, Purpose, Tlp, TlpKind, DLLP_BYTES};
+pub use pcie::{
+    Completions, ContextCache, Dir, PcieConfig, PcieCounters, Purpose, Tlp, TlpKind, DLLP_BYTES,
+};
 pub use types::{
     Access, AsyncEvent, BugClass, Caps, CqInfo, CqParams, DriverBug, Event, Fault, HwError,
     NicConfig, PortAttr, QpInfo, QpParams, QpState, QpTransition, SrqParams, Stats,

@@ -87,11 +87,16 @@ fn blueflame(
     let len = usize::from(h.buf[7] & 0x3f) * 16;
     // Lend the half's buffer to the doorbell (no copy); a chunk cannot arrive meanwhile.
     let wqe = std::mem::take(&mut h.buf);
-    if nic.faults.drop_bf {
+    let keep = if nic.faults.drop_bf {
         nic.stats.bf_dropped += 1;
-        doorbell(w, n, qpi, &wqe[..DB_SIZE], None);
+        false
+    } else if nic.link.bf_evicted() {
+        // Gone from the NIC before use: the doorbell fetches the WQE from the ring.
+        nic.stats.bf_evicted += 1;
+        false
     } else {
-        doorbell(w, n, qpi, &wqe[..DB_SIZE], Some(&wqe[..len]));
-    }
+        true
+    };
+    doorbell(w, n, qpi, &wqe[..DB_SIZE], keep.then_some(&wqe[..len]));
     w.nics[n].uars[uar].halves[half].buf = wqe;
 }

@@ -620,7 +620,7 @@ impl Nic {
 
     /// Change the link parameters (counters are kept).
     pub fn set_pcie_config(&self, cfg: PcieConfig) {
-        self.with(|n| n.link.cfg = cfg);
+        self.with(|n| n.link.set_cfg(cfg));
     }
 
     /// Start (or stop and discard) recording every TLP.

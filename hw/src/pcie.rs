@@ -1,9 +1,58 @@
 //! PCIe link accounting: every transaction layer packet on the NIC's link, as an analyser
 //! sitting between the root port and the NIC would count it.
 
+use std::collections::HashMap;
 use std::ops::{Add, Sub};
 
-/// Link parameters. Overheads are bytes per TLP on the wire beyond the payload
+/// How a root complex splits the completions answering one read request.
+///
+/// Either way the first completion ends at a read-completion-boundary (RCB) aligned address
+/// and the later ones are whole RCB multiples until the last (PCIe Base Specification,
+/// "Data Return for Read Requests"); the variants differ in how many RCBs one completion
+/// carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completions {
+    /// One completion per RCB block: "observed on several older chipsets" (pcie-model's
+    /// `rcb_chunks=True`), and the read completion size of Kalia et al. (ATC'16).
+    Rcb,
+    /// Completions as large as MPS allows, each still ending on an RCB boundary: what
+    /// pcie-bench's model assumes by default (`rcb_chunks=False`, `ceil(len / MPS)`
+    /// completions for an aligned read).
+    Mps,
+}
+
+/// A cache of QP, CQ and memory-key contexts in the NIC, backed by context memory in host
+/// RAM (ICM): a context not in the cache is read from the host by DMA before the NIC can
+/// use it. One LRU over all kinds; the sizes default to the contexts' sizes in the command
+/// interface (`mlx5_ifc.h`: `qpc` 0x740 bits, `cqc` 0x200, `mkc` 0x200). The cache's real
+/// size, organisation and entry sizes are not public: every field is a knob.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContextCache {
+    /// Contexts the cache holds (of any kind); 0 caches nothing.
+    pub entries: u32,
+    /// Bytes read on a QP context miss.
+    pub qpc_bytes: u32,
+    /// Bytes read on a CQ context miss.
+    pub cqc_bytes: u32,
+    /// Bytes read on a memory-key context miss.
+    pub mkc_bytes: u32,
+}
+
+impl ContextCache {
+    /// A cache of `entries` contexts with the command-interface context sizes (232, 64 and
+    /// 64 bytes).
+    pub fn new(entries: u32) -> Self {
+        ContextCache {
+            entries,
+            qpc_bytes: 0x740 / 8,
+            cqc_bytes: 0x200 / 8,
+            mkc_bytes: 0x200 / 8,
+        }
+    }
+}
+
+/// Link parameters, and the NIC-side traffic the classic per-message accounting leaves out
+/// (each off by default). Overheads are bytes per TLP on the wire beyond the payload
 /// (framing, sequence number, header, LCRC).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PcieConfig {
@@ -13,6 +62,8 @@ pub struct PcieConfig {
     pub mrrs: u32,
     /// Read completion boundary.
     pub rcb: u32,
+    /// How read completions are split (RCB-sized or up to MPS).
+    pub completions: Completions,
     /// Overhead of a memory write TLP.
     pub mwr_overhead: u32,
     /// Overhead of a memory read request TLP.
@@ -22,25 +73,49 @@ pub struct PcieConfig {
     /// Count data link layer packets: for every TLP, the receiving side returns one Ack and
     /// one UpdateFC DLLP of [`DLLP_BYTES`] each (no coalescing: an upper bound).
     pub dllps: bool,
+    /// Every this many complete BlueFlame WQEs (0: never), the NIC has evicted the pushed
+    /// copy before using it (Kalia et al., ATC'16, section 3.5, under load) and reads the
+    /// WQE from the ring by DMA instead (`Stats::bf_evicted`). Deterministic: the Nth,
+    /// 2Nth, ... copy of the NIC is evicted.
+    pub bf_evict_every: u32,
+    /// Count the driver's EQ doorbell after each event: the kernel's `eq_update_ci` writes
+    /// 4 bytes to the EQ's doorbell once per interrupt it handles (one 4-byte MMIO down per
+    /// event, `Purpose::EqArm`).
+    pub eq_rearm: bool,
+    /// The NIC's context cache (`None`: every context is on chip, no reads).
+    pub context_cache: Option<ContextCache>,
+    /// Count the NIC's re-read of the send WQEs it retransmits (the model re-executes them
+    /// from the ring either way; with this off the re-read is free).
+    pub retry_refetch: bool,
 }
 
 impl PcieConfig {
-    /// MPS 256, MRRS 512, RCB 128, 24/24/20 bytes of overhead (64-bit addresses), no DLLPs.
+    /// The parameters of pcie-bench's model (Neugebauer et al., SIGCOMM'18, pcie-model's
+    /// defaults): MPS 256, MRRS 512, RCB 128 with completions up to MPS
+    /// ([`Completions::Mps`]), 24/24/20 bytes of overhead (64-bit addresses), no DLLPs;
+    /// none of the optional NIC traffic.
     pub fn pcie_bench() -> Self {
         PcieConfig {
             mps: 256,
             mrrs: 512,
             rcb: 128,
+            completions: Completions::Mps,
             mwr_overhead: 24,
             mrd_overhead: 24,
             cpld_overhead: 20,
             dllps: false,
+            bf_evict_every: 0,
+            eq_rearm: false,
+            context_cache: None,
+            retry_refetch: false,
         }
     }
 
-    /// As `pcie_bench` but with the 26/26/22 overheads of Kalia et al. (ATC'16).
+    /// Kalia et al. (ATC'16): the 26/26/22 overheads and RCB-sized (128-byte) completions,
+    /// their read completion size; otherwise as [`PcieConfig::pcie_bench`].
     pub fn kalia() -> Self {
         PcieConfig {
+            completions: Completions::Rcb,
             mwr_overhead: 26,
             mrd_overhead: 26,
             cpld_overhead: 22,
@@ -50,6 +125,7 @@ impl PcieConfig {
 }
 
 impl Default for PcieConfig {
+    /// [`PcieConfig::pcie_bench`].
     fn default() -> Self {
         Self::pcie_bench()
     }
@@ -109,6 +185,16 @@ pub enum Purpose {
     Eqe,
     /// MSI-X interrupt message of a completion or asynchronous event.
     Msix,
+    /// The driver's 4-byte EQ doorbell after handling an event (`PcieConfig::eq_rearm`).
+    EqArm,
+    /// Send WQE re-read for a retransmission (`PcieConfig::retry_refetch`).
+    WqeRefetch,
+    /// QP context read on a context-cache miss.
+    QpContext,
+    /// CQ context read on a context-cache miss.
+    CqContext,
+    /// Memory-key context read on a context-cache miss.
+    MkeyContext,
 }
 
 /// One traced TLP.
@@ -234,6 +320,23 @@ fn chunk(addr: u64, left: u64, max: u64, align: u64) -> u64 {
     left.min(max).min(to_boundary)
 }
 
+/// Payload of the completion starting at `addr` with `left` bytes of the request to go.
+fn completion(addr: u64, left: u64, mps: u64, rcb: u64, split: Completions) -> u64 {
+    match split {
+        Completions::Rcb => chunk(addr, left, mps, rcb),
+        Completions::Mps if left <= mps => left,
+        Completions::Mps => {
+            // The largest completion within MPS that ends on an RCB boundary.
+            let end = (addr + mps) / rcb * rcb;
+            if end > addr {
+                end - addr
+            } else {
+                mps
+            }
+        }
+    }
+}
+
 /// The link of one NIC: configuration, counters and the optional trace.
 ///
 /// A TLP serving a QP is counted once, in that QP's counters; the NIC-wide total is the sum
@@ -241,9 +344,55 @@ fn chunk(addr: u64, left: u64, max: u64, align: u64) -> u64 {
 /// Counting each TLP once keeps the per-WQE cost of the model low.
 #[derive(Debug)]
 pub(crate) struct Link {
-    pub(crate) cfg: PcieConfig,
+    cfg: PcieConfig,
     pub(crate) other: PcieCounters,
     trace: Option<Vec<Tlp>>,
+    contexts: Lru,
+    /// Complete BlueFlame copies seen (for `bf_evict_every`).
+    bf_copies: u64,
+}
+
+/// A context the NIC may have to read from host memory: a QP by number, a CQ by number, a
+/// memory key by index (key >> 8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Ctx {
+    Qp(u32),
+    Cq(u32),
+    Mkey(u32),
+}
+
+/// Base of the (made-up) host addresses of the context tables: each context sits at its
+/// size rounded up to a power of two, so its read splits like an aligned one.
+const ICM_BASE: u64 = 0x7e00_0000_0000;
+
+/// The contexts cached, each with the time of its last use.
+#[derive(Debug, Default)]
+struct Lru {
+    used: HashMap<Ctx, u64>,
+    clock: u64,
+}
+
+impl Lru {
+    /// Use `c` in a cache of `entries`; true if it was cached (a hit). A miss evicts the
+    /// least recently used context when the cache is full.
+    fn touch(&mut self, c: Ctx, entries: u32) -> bool {
+        self.clock += 1;
+        if let Some(t) = self.used.get_mut(&c) {
+            *t = self.clock;
+            return true;
+        }
+        if entries == 0 {
+            return false;
+        }
+        if self.used.len() >= entries as usize {
+            let oldest = self.used.iter().min_by_key(|(_, t)| **t).map(|(c, _)| *c);
+            if let Some(o) = oldest {
+                self.used.remove(&o);
+            }
+        }
+        self.used.insert(c, self.clock);
+        false
+    }
 }
 
 impl Link {
@@ -252,7 +401,56 @@ impl Link {
             cfg,
             other: PcieCounters::default(),
             trace: None,
+            contexts: Lru::default(),
+            bf_copies: 0,
         }
+    }
+
+    pub(crate) fn cfg(&self) -> &PcieConfig {
+        &self.cfg
+    }
+
+    /// Change the configuration; a different context cache starts empty.
+    pub(crate) fn set_cfg(&mut self, cfg: PcieConfig) {
+        if cfg.context_cache != self.cfg.context_cache {
+            self.contexts = Lru::default();
+        }
+        self.cfg = cfg;
+    }
+
+    /// Count one complete BlueFlame copy; true if `bf_evict_every` evicts it.
+    pub(crate) fn bf_evicted(&mut self) -> bool {
+        let every = u64::from(self.cfg.bf_evict_every);
+        if every == 0 {
+            return false;
+        }
+        self.bf_copies += 1;
+        self.bf_copies % every == 0
+    }
+
+    /// The NIC uses context `c` for `qp`: with a context cache, a miss reads it from host
+    /// memory. Returns true on a miss.
+    pub(crate) fn context(
+        &mut self,
+        qp: Option<&mut PcieCounters>,
+        qpn: Option<u32>,
+        c: Ctx,
+    ) -> bool {
+        let Some(cc) = self.cfg.context_cache else {
+            return false;
+        };
+        if self.contexts.touch(c, cc.entries) {
+            return false;
+        }
+        let (kind, id, bytes, purpose) = match c {
+            Ctx::Qp(n) => (0, n, cc.qpc_bytes, Purpose::QpContext),
+            Ctx::Cq(n) => (1, n, cc.cqc_bytes, Purpose::CqContext),
+            Ctx::Mkey(n) => (2, n, cc.mkc_bytes, Purpose::MkeyContext),
+        };
+        let stride = u64::from(bytes.max(1)).next_power_of_two();
+        let addr = ICM_BASE + (kind << 40) + u64::from(id) * stride;
+        self.dma_read(qp, qpn, addr, bytes.into(), purpose);
+        true
     }
 
     pub(crate) fn set_trace(&mut self, on: bool) {
@@ -312,7 +510,8 @@ impl Link {
     }
 
     /// A DMA read of `[addr, addr+len)`: MRd requests of at most MRRS bytes not crossing
-    /// 4 KiB, each answered by CplDs of at most MPS bytes split at RCB-aligned boundaries.
+    /// 4 KiB, each answered by CplDs of at most MPS bytes that end on RCB-aligned addresses
+    /// (one per RCB block with [`Completions::Rcb`]), the last at the request's end.
     pub(crate) fn dma_read(
         &mut self,
         mut qp: Option<&mut PcieCounters>,
@@ -331,7 +530,7 @@ impl Link {
             let req_end = addr + chunk(addr, end - addr, mrrs, PAGE);
             self.emit(&mut qp, qpn, (Dir::Up, TlpKind::MRd), 0, purpose);
             while addr < req_end {
-                let n = chunk(addr, req_end - addr, mps, rcb) as u32;
+                let n = completion(addr, req_end - addr, mps, rcb, self.cfg.completions) as u32;
                 self.emit(&mut qp, qpn, (Dir::Down, TlpKind::CplD), n, purpose);
                 addr += u64::from(n);
             }
@@ -361,21 +560,47 @@ impl Link {
 mod tests {
     use super::*;
 
-    #[test]
-    fn read_splits_at_mrrs_and_rcb() {
-        let mut l = Link::new(PcieConfig::default());
-        l.dma_read(None, None, 0x10000, 1024, Purpose::SendWqeFetch);
-        assert_eq!(l.other.dma_reads, 2);
-        assert_eq!(l.other.completions, 8);
-        assert_eq!(l.other.bytes_up, 48);
-        assert_eq!(l.other.bytes_down, 1024 + 8 * 20);
+    fn link(completions: Completions) -> Link {
+        Link::new(PcieConfig {
+            completions,
+            ..PcieConfig::default()
+        })
     }
 
     #[test]
-    fn unaligned_read_touches_two_rcb_blocks() {
-        let mut l = Link::new(PcieConfig::default());
-        l.dma_read(None, None, 0x10070, 32, Purpose::Gather);
-        assert_eq!((l.other.dma_reads, l.other.completions), (1, 2));
+    fn read_splits_at_mrrs_then_rcb_or_mps() {
+        // 1024 bytes: 2 MRd of 512, answered by 128-byte or 256-byte completions.
+        for (split, cpls) in [(Completions::Rcb, 8), (Completions::Mps, 4)] {
+            let mut l = link(split);
+            l.dma_read(None, None, 0x10000, 1024, Purpose::SendWqeFetch);
+            assert_eq!(l.other.dma_reads, 2);
+            assert_eq!(l.other.completions, cpls);
+            assert_eq!(l.other.bytes_up, 48);
+            assert_eq!(l.other.bytes_down, 1024 + cpls * 20);
+        }
+    }
+
+    #[test]
+    fn unaligned_reads() {
+        // 32 bytes across an RCB boundary: two RCB blocks, or one completion of the whole
+        // request.
+        for (split, cpls) in [(Completions::Rcb, 2), (Completions::Mps, 1)] {
+            let mut l = link(split);
+            l.dma_read(None, None, 0x10070, 32, Purpose::Gather);
+            assert_eq!((l.other.dma_reads, l.other.completions), (1, cpls));
+        }
+        // 512 bytes from 0x40 with MPS completions: the first ends at the last RCB boundary
+        // within MPS (0x40..0x100, 192 bytes), then 256, then the 64 left.
+        let mut l = link(Completions::Mps);
+        l.set_trace(true);
+        l.dma_read(None, None, 0x10040, 512, Purpose::Gather);
+        let cpls: Vec<u32> = l
+            .take_trace()
+            .iter()
+            .filter(|t| t.kind == TlpKind::CplD)
+            .map(|t| t.payload)
+            .collect();
+        assert_eq!(cpls, [192, 256, 64]);
     }
 
     #[test]

@@ -21,6 +21,11 @@ pub(crate) fn read_sq(q: &Qp, start: u16, out: &mut [u8]) {
 
 /// Account the NIC's fetch of BBs `[from, to)`: one DMA read per contiguous ring span.
 pub(crate) fn fetch_sq(nic: &mut NicState, qpi: usize, from: u16, to: u16) {
+    read_ring(nic, qpi, from, to, Purpose::SendWqeFetch);
+}
+
+/// Account a DMA read of send-ring BBs `[from, to)` for `purpose`, one per contiguous span.
+pub(crate) fn read_ring(nic: &mut NicState, qpi: usize, from: u16, to: u16, purpose: Purpose) {
     let q = nic.qp(qpi);
     let cnt = 1u32 << q.log_sq;
     let buf = q.sq_buf;
@@ -29,12 +34,7 @@ pub(crate) fn fetch_sq(nic: &mut NicState, qpi: usize, from: u16, to: u16) {
     while left > 0 {
         let run = left.min(cnt - slot);
         let addr = buf + u64::from(slot) * BB as u64;
-        nic.dma_read(
-            Some(qpi),
-            addr,
-            u64::from(run) * BB as u64,
-            Purpose::SendWqeFetch,
-        );
+        nic.dma_read(Some(qpi), addr, u64::from(run) * BB as u64, purpose);
         left -= run;
         slot = 0;
     }

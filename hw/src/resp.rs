@@ -141,8 +141,15 @@ fn require(nic: &mut NicState, qpi: usize, right: Access) -> Result<(u32, Access
     }
 }
 
-fn check_remote(nic: &NicState, pdn: u32, d: &Wqe, len: u64, right: Access) -> Result<(), Failure> {
-    if nic.check_mr(d.rkey, pdn, d.raddr, len, right) {
+fn check_remote(
+    nic: &mut NicState,
+    qpi: usize,
+    pdn: u32,
+    d: &Wqe,
+    len: u64,
+    right: Access,
+) -> Result<(), Failure> {
+    if nic.check_mr(qpi, d.rkey, pdn, d.raddr, len, right) {
         Ok(())
     } else {
         Err(Failure::nak(synd::REMOTE_ACCESS_ERR))
@@ -158,7 +165,7 @@ fn send(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failure
         return Err(rv.fail(synd::REMOTE_INVAL_REQ_ERR, synd::LOCAL_LENGTH_ERR));
     }
     for s in rv.spans.used(len) {
-        if !nic.check_mr(s.key, rv.pdn, s.addr, s.len, Access::LOCAL_WRITE) {
+        if !nic.check_mr(qpi, s.key, rv.pdn, s.addr, s.len, Access::LOCAL_WRITE) {
             return Err(rv.fail(synd::REMOTE_OP_ERR, synd::LOCAL_PROT_ERR));
         }
     }
@@ -228,7 +235,7 @@ fn write(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failur
     } else {
         None
     };
-    if let Err(f) = check_remote(nic, pdn, d, d.len, Access::REMOTE_WRITE) {
+    if let Err(f) = check_remote(nic, qpi, pdn, d, d.len, Access::REMOTE_WRITE) {
         return Err(match &rv {
             Some(rv) => rv.fail(f.req, synd::LOCAL_ACCESS_ERR),
             None => f,
@@ -244,7 +251,7 @@ fn write(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failur
 
 fn read(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failure> {
     let (pdn, _) = require(nic, qpi, Access::REMOTE_READ)?;
-    check_remote(nic, pdn, r.d, r.d.len, Access::REMOTE_READ)?;
+    check_remote(nic, qpi, pdn, r.d, r.d.len, Access::REMOTE_READ)?;
     nic.dma_read(Some(qpi), r.d.raddr, r.d.len, Purpose::ReadResponse);
     Ok(Resp::Ack(0))
 }
@@ -261,7 +268,7 @@ fn atomic(
     if d.raddr % size != 0 {
         return Err(Failure::nak(synd::REMOTE_INVAL_REQ_ERR));
     }
-    check_remote(nic, pdn, d, size, Access::REMOTE_ATOMIC)?;
+    check_remote(nic, qpi, pdn, d, size, Access::REMOTE_ATOMIC)?;
     let orig = if a.size == 8 {
         host::atomic_update64(d.raddr, |old| a.apply(old))
     } else {

@@ -5,8 +5,8 @@ use crate::cq::complete;
 use crate::cqe::{cqe_op, synd, Cqe};
 use crate::fence::InFlight;
 use crate::host;
-use crate::pcie::Purpose;
-use crate::qp::{fail_head, fetch_sq, flush_sq, read_sq, sq_producer};
+use crate::pcie::{Ctx, Purpose};
+use crate::qp::{fail_head, fetch_sq, flush_sq, read_ring, read_sq, sq_producer};
 use crate::resp::{respond, respond_again, Request, Resp};
 use crate::state::{take_fault, Dest, NicState, Stall, World};
 use crate::types::{Access, QpState};
@@ -155,6 +155,7 @@ fn run_sq_with(
         let cons = q.sq_ci;
         let left = q.sq_pi.wrapping_sub(cons);
         let qpn = q.qpn;
+        nic.context(Some(qpi), Ctx::Qp(qpn));
         let len = load_wqe(nic, qpi, cons, bf, buf);
         let ctrl = Ctrl::parse(buf);
         let valid = ctrl.qpn == qpn && ctrl.idx == cons && ctrl.nbb() <= left;
@@ -270,7 +271,7 @@ fn exec(
         let mut hazard = false;
         for seg in Segs::new(wqe, d.data).flatten() {
             if let Seg::Ptr { len, lkey, addr } = seg {
-                if !nic.check_mr(lkey, pdn, addr, len.into(), need) {
+                if !nic.check_mr(qpi, lkey, pdn, addr, len.into(), need) {
                     return Outcome::Fail(synd::LOCAL_PROT_ERR);
                 }
                 if !remote_result {
@@ -300,6 +301,7 @@ fn exec(
         npkts,
     };
     let responder = &mut w.nics[to.nic];
+    responder.context(Some(to.qpi), Ctx::Qp(dest.qpn));
     let resp = if to.duplicate {
         respond_again(responder, to.qpi, &req)
     } else {
@@ -401,6 +403,12 @@ pub(crate) fn retry(w: &mut World, n: usize, qpi: usize) -> bool {
         Stall::Lost => q.retries += 1,
     }
     nic.stats.retransmits += 1;
+    if nic.link.cfg().retry_refetch {
+        // The NIC reads again every WQE it is about to send again.
+        let q = nic.qp(qpi);
+        let (ci, pi) = (q.sq_ci, q.sq_pi);
+        read_ring(nic, qpi, ci, pi, Purpose::WqeRefetch);
+    }
     run_sq(w, n, qpi, None);
     true
 }

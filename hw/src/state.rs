@@ -1,6 +1,6 @@
 //! The model's internal state: every NIC on the fabric and the objects it owns.
 
-use crate::pcie::{Link, PcieCounters, Purpose};
+use crate::pcie::{Ctx, Link, PcieCounters, Purpose};
 use crate::types::{Access, AsyncEvent, Event, NicConfig, QpState, Stats};
 use std::collections::VecDeque;
 
@@ -335,8 +335,17 @@ impl NicState {
     }
 
     /// True if `[addr, addr+len)` is covered by live key `key` of PD `pdn` with rights `need`.
-    /// Zero-length accesses need no key (IB rule).
-    pub(crate) fn check_mr(&self, key: u32, pdn: u32, addr: u64, len: u64, need: Access) -> bool {
+    /// Zero-length accesses need no key (IB rule). Looking a registered key up uses its
+    /// context, for QP index `qp`.
+    pub(crate) fn check_mr(
+        &mut self,
+        qp: usize,
+        key: u32,
+        pdn: u32,
+        addr: u64,
+        len: u64,
+        need: Access,
+    ) -> bool {
         if len == 0 {
             return true;
         }
@@ -344,14 +353,25 @@ impl NicState {
             return false;
         };
         let Some(mr) = &slot.mr else { return false };
-        slot.variant == key as u8
+        let ok = slot.variant == key as u8
             && !mr.invalid
             && mr.pdn == pdn
             && mr.access.contains(need)
             && addr >= mr.addr
             && addr
                 .checked_add(len)
-                .is_some_and(|end| end <= mr.addr + mr.len)
+                .is_some_and(|end| end <= mr.addr + mr.len);
+        self.context(Some(qp), Ctx::Mkey(key >> 8));
+        ok
+    }
+
+    /// The NIC uses context `c` for QP index `qp` (or the NIC only): a context-cache miss
+    /// reads it (`PcieConfig::context_cache`).
+    pub(crate) fn context(&mut self, qp: Option<usize>, c: Ctx) {
+        let (cnt, qpn) = qp_counters(&mut self.qps, qp);
+        if self.link.context(cnt, qpn, c) {
+            self.stats.context_misses += 1;
+        }
     }
 
     /// Account a DMA read for QP index `qp` (or the NIC only).

@@ -372,6 +372,9 @@ pub struct Stats {
     pub bf_incomplete: u64,
     /// BlueFlame copies discarded by `Fault::DropBlueFlame`.
     pub bf_dropped: u64,
+    /// BlueFlame copies evicted before use (`PcieConfig::bf_evict_every`): the WQE was read
+    /// from the ring instead.
+    pub bf_evicted: u64,
     /// MMIO writes to no register, of a bad size, or to an unknown UAR.
     pub bad_mmio: u64,
     /// Send doorbells ignored: naming another QP, a QP in RESET, or a doorbell record that
@@ -414,6 +417,8 @@ pub struct Stats {
     pub arm_dbrec_mismatch: u64,
     /// Completion events raised.
     pub events: u64,
+    /// Context-cache misses (`PcieConfig::context_cache`), each a DMA read of a context.
+    pub context_misses: u64,
 }
 
 /// Which way a driver bug the model counts shows on hardware.

@@ -1,9 +1,14 @@
-//! Exact PCIe accounting per posting mode (defaults: MPS 256, MRRS 512, RCB 128,
-//! MWr/MRd overhead 24, CplD overhead 20).
+//! Exact PCIe accounting per posting mode (defaults, `PcieConfig::pcie_bench()`: MPS 256,
+//! MRRS 512, RCB 128 with completions up to MPS, MWr/MRd overhead 24, CplD overhead 20),
+//! and of the optional traffic: RCB-sized completions, BlueFlame eviction, EQ re-arm, the
+//! context cache and the WQE re-fetch on retransmission.
 
 mod common;
 use common::*;
-use mlx5_hw::{Dir, NicConfig, PcieConfig, PcieCounters, Purpose, TlpKind};
+use mlx5_hw::{
+    Completions, ContextCache, Dir, Fault, Nic, NicConfig, PcieConfig, PcieCounters, Purpose,
+    TlpKind,
+};
 
 #[allow(clippy::too_many_arguments)]
 fn counters(
@@ -140,30 +145,47 @@ fn write_1000_from_0x40(a: &mut Side, b: &mut Side) {
     a.ring();
 }
 
+/// The requester's counters of [`write_1000_from_0x40`] with `cpls` gather completions in
+/// `mrds` read requests (plus the doorbell, the 64-byte WQE fetch and the CQE).
+fn write_1000(mrds: u64, cpls: u64) -> PcieCounters {
+    counters(
+        1,
+        1 + mrds,
+        1 + cpls,
+        1,
+        32 + 84 + 1000 + cpls * 20,
+        24 * (1 + mrds) + 88,
+        8 + 64 + 1000,
+        64,
+    )
+}
+
+/// Sets the link of both NICs.
+fn set_links(a: &Side, b: &Side, cfg: PcieConfig) {
+    a.nic.set_pcie_config(cfg);
+    b.nic.set_pcie_config(cfg);
+}
+
+/// The default link with `completions`.
+fn split(completions: Completions) -> PcieConfig {
+    PcieConfig {
+        completions,
+        ..PcieConfig::default()
+    }
+}
+
 #[test]
 fn large_transfers_split_at_mrrs_rcb_and_mps() {
     let (_f, mut a, mut b) = pair();
-    // A 1000-byte gather from offset 0x40: MRd [0x40, 0x240) and [0x240, 0x428) (MRRS 512),
-    // each answered by CplDs cut at 128-byte boundaries: 64+128+128+128+64 and
-    // 64+128+128+128+40. At the responder, MWr of at most MPS: 256+256+256+232.
+    // A 1000-byte gather from offset 0x40: MRd [0x40, 0x240) and [0x240, 0x428) (MRRS 512).
+    // Completions up to MPS, each ending on a 128-byte boundary: 192+256+64 and
+    // 192+256+40. At the responder, MWr of at most MPS: 256+256+256+232.
     let (da, db) = measure(&mut a, &mut b, write_1000_from_0x40);
-    assert_eq!(
-        da,
-        counters(
-            1,
-            1 + 2,
-            1 + 10,
-            1,
-            32 + 84 + 1000 + 10 * 20,
-            24 * 3 + 88,
-            8 + 64 + 1000,
-            64
-        )
-    );
+    assert_eq!(da, write_1000(2, 6));
     assert_eq!(db, counters(0, 0, 0, 4, 0, 1000 + 4 * 24, 0, 1000));
-    // A 600-byte READ: the responder reads [0x400, 0x658) as 512 + 88 (5 CplDs), the
-    // requester writes the result as 256 + 256 + 88.
-    let (da, db) = measure(&mut a, &mut b, |a, b| {
+    // A 600-byte READ: the responder reads [0x400, 0x658) as 512 + 88 (256+256 and 88: 3
+    // CplDs), the requester writes the result as 256 + 256 + 88.
+    let read_600 = |a: &mut Side, b: &mut Side| {
         let dst = a.data(0);
         a.post_op(
             READ,
@@ -173,37 +195,48 @@ fn large_transfers_split_at_mrrs_rcb_and_mps() {
             &[raddr_seg(b.data(0x400), b.key), data_seg(600, a.key, dst)],
         );
         a.ring();
-    });
-    assert_eq!(db, counters(0, 2, 5, 0, 600 + 5 * 20, 48, 600, 0));
+    };
+    let (da, db) = measure(&mut a, &mut b, read_600);
+    assert_eq!(db, counters(0, 2, 3, 0, 600 + 3 * 20, 48, 600, 0));
     assert_eq!(
         da,
         counters(1, 1, 1, 3, 32 + 84, 24 + 600 + 3 * 24, 72, 600)
     );
+    // RCB-sized completions (Kalia's 128 bytes): the gather's completions are cut at every
+    // 128-byte boundary, 64+128+128+128+64 and 64+128+128+128+40; the READ's 512 + 88 are
+    // 4 + 1 completions.
+    set_links(&a, &b, split(Completions::Rcb));
+    let (da, _) = measure(&mut a, &mut b, write_1000_from_0x40);
+    assert_eq!(da, write_1000(2, 10));
+    let (_, db) = measure(&mut a, &mut b, read_600);
+    assert_eq!(db, counters(0, 2, 5, 0, 600 + 5 * 20, 48, 600, 0));
     // The same gather on a link with MPS 128, MRRS 256, RCB 64: 4 MRd (256, 256, 256, 232)
-    // answered by 16 CplDs of 64 (the last 40), and 8 MWr at the responder (7 x 128 + 104).
-    let small = PcieConfig {
-        mps: 128,
-        mrrs: 256,
-        rcb: 64,
-        ..PcieConfig::default()
-    };
-    a.nic.set_pcie_config(small);
-    b.nic.set_pcie_config(small);
-    let (da, db) = measure(&mut a, &mut b, write_1000_from_0x40);
+    // answered by 16 CplDs of 64 (the last 40) with RCB-sized completions, or by 8 of 128
+    // (the last 104) with completions up to MPS; 8 MWr at the responder (7 x 128 + 104).
+    for (completions, cpls) in [(Completions::Rcb, 16), (Completions::Mps, 8)] {
+        let small = PcieConfig {
+            mps: 128,
+            mrrs: 256,
+            rcb: 64,
+            ..split(completions)
+        };
+        set_links(&a, &b, small);
+        let (da, db) = measure(&mut a, &mut b, write_1000_from_0x40);
+        assert_eq!(da, write_1000(4, cpls));
+        assert_eq!(db, counters(0, 0, 0, 8, 0, 1000 + 8 * 24, 0, 1000));
+    }
+}
+
+#[test]
+fn presets_name_their_completion_split() {
+    assert_eq!(PcieConfig::pcie_bench().completions, Completions::Mps);
+    assert_eq!(PcieConfig::kalia().completions, Completions::Rcb);
+    assert_eq!(PcieConfig::default(), PcieConfig::pcie_bench());
+    let k = PcieConfig::kalia();
     assert_eq!(
-        da,
-        counters(
-            1,
-            1 + 4,
-            1 + 16,
-            1,
-            32 + 84 + 1000 + 16 * 20,
-            24 * 5 + 88,
-            8 + 64 + 1000,
-            64
-        )
+        (k.mps, k.mrrs, k.rcb, k.mwr_overhead, k.cpld_overhead),
+        (256, 512, 128, 26, 22)
     );
-    assert_eq!(db, counters(0, 0, 0, 8, 0, 1000 + 8 * 24, 0, 1000));
 }
 
 #[test]
@@ -221,20 +254,24 @@ fn destroyed_qp_traffic_stays_in_the_nic_total() {
 #[test]
 fn batch_of_16_on_one_doorbell() {
     let (_f, mut a, mut b) = pair();
-    let (da, db) = measure(&mut a, &mut b, |a, b| {
-        for i in 0..16 {
-            let flags = if i == 15 { SIGNALED } else { 0 };
-            a.write_inline(b.data(i * 8), b.key, &[i as u8; 8], flags);
-        }
-        a.ring();
-    });
-    // 1024 bytes of ring: 2 MRd (MRRS 512) answered by 8 CplD of 128 (RCB).
-    assert_eq!(
-        da,
-        counters(1, 2, 8, 1, 32 + 8 * 148, 48 + 88, 8 + 1024, 64)
-    );
-    assert_eq!(db, counters(0, 0, 0, 16, 0, 16 * 32, 0, 128));
-    assert_eq!(a.drain_send().len(), 1);
+    // 1024 bytes of ring: 2 MRd (MRRS 512) answered by 4 CplD of 256 (MPS), or by 8 of
+    // 128 (RCB).
+    for (completions, cpls) in [(Completions::Mps, 4), (Completions::Rcb, 8)] {
+        set_links(&a, &b, split(completions));
+        let (da, db) = measure(&mut a, &mut b, |a, b| {
+            for i in 0..16 {
+                let flags = if i == 15 { SIGNALED } else { 0 };
+                a.write_inline(b.data(i * 8), b.key, &[i as u8; 8], flags);
+            }
+            a.ring();
+        });
+        assert_eq!(
+            da,
+            counters(1, 2, cpls, 1, 32 + 1024 + cpls * 20, 48 + 88, 8 + 1024, 64)
+        );
+        assert_eq!(db, counters(0, 0, 0, 16, 0, 16 * 32, 0, 128));
+        assert_eq!(a.drain_send().len(), 1);
+    }
 }
 
 #[test]
@@ -318,4 +355,229 @@ fn trace_and_kalia_overheads_and_dllps() {
     assert_eq!((c.dllps, c.dllp_bytes_down, c.dllp_bytes_up), (8, 32, 32));
     assert_eq!((c.bytes_down, c.bytes_up), (34 + 86, 26 + 90));
     assert!(a.nic.take_tlps().is_empty());
+}
+
+/// Two NICs on one fabric with the link `pcie`, and `n` connected QP pairs between them
+/// (each side with its own PD, CQs and region).
+fn pairs(n: usize, pcie: PcieConfig) -> (Vec<Side>, Vec<Side>) {
+    let f = mlx5_hw::Fabric::new();
+    let cfg = NicConfig {
+        pcie,
+        ..NicConfig::default()
+    };
+    let (na, nb) = (Nic::new(&f, cfg.clone()), Nic::new(&f, cfg));
+    let a: Vec<Side> = (0..n).map(|_| Side::new(&na, Cfg::default())).collect();
+    let b: Vec<Side> = (0..n).map(|_| Side::new(&nb, Cfg::default())).collect();
+    for (x, y) in a.iter().zip(&b) {
+        connect_one(x, y, Conn::default());
+        connect_one(y, x, Conn::default());
+    }
+    (a, b)
+}
+
+#[test]
+fn blueflame_copies_evicted_every_third_are_fetched_from_the_ring() {
+    let cfg = PcieConfig {
+        bf_evict_every: 3,
+        ..PcieConfig::default()
+    };
+    let (mut a, mut b) = pairs(1, cfg);
+    let (a, b) = (&mut a[0], &mut b[0]);
+    let (da, db) = measure(a, b, |a, b| {
+        for i in 0..6 {
+            a.write_inline(b.data(i * 8), b.key, &[i as u8; 8], 0);
+            a.ring_bf();
+        }
+    });
+    // Six 64-byte chunks down; the 3rd and 6th WQE read back from the ring (MRd 24 up,
+    // CplD 64+20 down each).
+    assert_eq!(
+        da,
+        counters(6, 2, 2, 0, 6 * 88 + 2 * 84, 2 * 24, 6 * 64 + 2 * 64, 0)
+    );
+    assert_eq!(db, counters(0, 0, 0, 6, 0, 6 * 32, 0, 48));
+    let s = a.nic.stats();
+    assert_eq!((s.bf_writes, s.bf_used, s.bf_evicted), (6, 4, 2));
+    assert_eq!(
+        (0..6).map(|i| b.read_data(i * 8, 1)[0]).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4, 5]
+    );
+}
+
+#[test]
+fn eq_rearm_is_one_4_byte_mmio_per_event() {
+    for eq_rearm in [false, true] {
+        let cfg = PcieConfig {
+            eq_rearm,
+            ..PcieConfig::default()
+        };
+        let (mut a, mut b) = pairs(1, cfg);
+        let (a, b) = (&mut a[0], &mut b[0]);
+        a.arm(false, 0, false);
+        a.nic.set_tlp_trace(true);
+        let before = a.nic.pcie();
+        a.write_inline(b.data(0), b.key, b"x", SIGNALED);
+        a.ring();
+        let d = a.nic.pcie() - before;
+        assert!(a.nic.poll_event().is_some());
+        // The QP's doorbell, fetch and CQE; then, of no QP, the EQE (64+24 up), the MSI-X
+        // (4+24 up) and, when counted, the driver's EQ doorbell (4+24 down).
+        let n = u64::from(eq_rearm);
+        let qp = counters(1, 1, 1, 1, 32 + 84, 24 + 88, 8 + 64, 64);
+        let event = counters(n, 0, 0, 2, 28 * n, 88 + 28, 4 * n, 68);
+        assert_eq!(d, qp + event);
+        let tail: Vec<_> = a
+            .nic
+            .take_tlps()
+            .iter()
+            .skip(4)
+            .map(|t| (t.dir, t.kind, t.payload, t.purpose, t.qpn))
+            .collect();
+        let mut want = vec![
+            (Dir::Up, TlpKind::MWr, 64, Purpose::Eqe, None),
+            (Dir::Up, TlpKind::MWr, 4, Purpose::Msix, None),
+        ];
+        if eq_rearm {
+            want.push((Dir::Down, TlpKind::MWr, 4, Purpose::EqArm, None));
+        }
+        assert_eq!(tail, want);
+    }
+}
+
+/// `c` added up `k` times.
+fn times(c: PcieCounters, k: u64) -> PcieCounters {
+    (0..k).fold(PcieCounters::default(), |t, _| t + c)
+}
+
+#[test]
+fn context_misses_read_each_kind_from_host_memory() {
+    // A cache of no entries: every use of a context reads it.
+    let cfg = PcieConfig {
+        context_cache: Some(ContextCache::new(0)),
+        ..PcieConfig::default()
+    };
+    let (mut a, mut b) = pairs(1, cfg);
+    let (a, b) = (&mut a[0], &mut b[0]);
+    a.nic.set_tlp_trace(true);
+    let (da, db) = measure(a, b, |a, b| {
+        a.post_op(
+            WRITE,
+            0,
+            SIGNALED,
+            0,
+            &[raddr_seg(b.data(0), b.key), data_seg(32, a.key, a.data(0))],
+        );
+        a.ring();
+    });
+    let reads: Vec<_> = a
+        .nic
+        .take_tlps()
+        .iter()
+        .filter(|t| t.kind == TlpKind::CplD)
+        .map(|t| (t.purpose, t.payload))
+        .collect();
+    assert_eq!(
+        reads,
+        [
+            (Purpose::SendWqeFetch, 64),
+            (Purpose::QpContext, 232),
+            (Purpose::MkeyContext, 64),
+            (Purpose::Gather, 32),
+            (Purpose::CqContext, 64),
+        ]
+    );
+    // The row-1 message (doorbell, WQE, gather, CQE) plus QPC 232+20, mkey 64+20 and CQC
+    // 64+20 down, and their three requests up.
+    assert_eq!(
+        da,
+        counters(
+            1,
+            5,
+            5,
+            1,
+            32 + 84 + 52 + 252 + 84 + 84,
+            5 * 24 + 88,
+            8 + 64 + 32 + 232 + 64 + 64,
+            64
+        )
+    );
+    // The responder reads the QP's context and the rkey's before writing the payload.
+    assert_eq!(db, counters(0, 2, 2, 1, 252 + 84, 48 + 56, 232 + 64, 32));
+    assert_eq!(
+        (a.nic.stats().context_misses, b.nic.stats().context_misses),
+        (3, 2)
+    );
+}
+
+/// One unsignaled 8-byte inline WRITE on each QP pair in turn; the link counters of both
+/// NICs for the round.
+fn round_robin(a: &mut [Side], b: &[Side]) -> (PcieCounters, PcieCounters) {
+    let (a0, b0) = (a[0].nic.pcie(), b[0].nic.pcie());
+    for (x, y) in a.iter_mut().zip(b) {
+        x.write_inline(y.data(0), y.key, &[1; 8], 0);
+        x.ring();
+    }
+    (a[0].nic.pcie() - a0, b[0].nic.pcie() - b0)
+}
+
+#[test]
+fn context_cache_misses_grow_with_the_qps_in_use() {
+    // Per message: doorbell + WQE fetch at the requester, the payload at the responder.
+    let req = counters(1, 1, 1, 0, 32 + 84, 24, 8 + 64, 0);
+    let resp = counters(0, 0, 0, 1, 0, 32, 0, 8);
+    let qpc = counters(0, 1, 1, 0, 232 + 20, 24, 232, 0);
+    let mkc = counters(0, 1, 1, 0, 64 + 20, 24, 64, 0);
+    // 8 cached contexts. Round robin over n QPs: the requester uses n QP contexts, the
+    // responder n QP and n key contexts. In LRU order a cyclic working set larger than the
+    // cache misses on every use.
+    for (n, req_miss, resp_miss) in [(1, 0, 0), (4, 0, 0), (5, 0, 1), (8, 0, 1), (9, 1, 1)] {
+        let cfg = PcieConfig {
+            context_cache: Some(ContextCache::new(8)),
+            ..PcieConfig::default()
+        };
+        let (mut a, b) = pairs(n, cfg);
+        let n = n as u64;
+        // Cold: every context is read once.
+        let (da, db) = round_robin(&mut a, &b);
+        assert_eq!(da, times(req + qpc, n), "cold requester, {n} QPs");
+        assert_eq!(db, times(resp + qpc + mkc, n), "cold responder, {n} QPs");
+        // Warm: reads only where the working set exceeds the cache.
+        let (da, db) = round_robin(&mut a, &b);
+        assert_eq!(da, times(req, n) + times(qpc, n * req_miss), "{n} QPs");
+        assert_eq!(
+            db,
+            times(resp, n) + times(qpc + mkc, n * resp_miss),
+            "{n} QPs"
+        );
+    }
+}
+
+#[test]
+fn retransmission_refetches_the_wqe_when_counted() {
+    for (retry_refetch, n) in [(false, 0), (true, 1)] {
+        let cfg = PcieConfig {
+            retry_refetch,
+            ..PcieConfig::default()
+        };
+        let (mut a, mut b) = pairs(1, cfg);
+        let (a, b) = (&mut a[0], &mut b[0]);
+        a.nic.inject(Fault::LosePackets {
+            qpn: None,
+            count: 1,
+        });
+        a.write_inline(b.data(0), b.key, b"again", SIGNALED);
+        a.ring();
+        a.nic.set_tlp_trace(true);
+        let (da, _) = measure(a, b, |a, _| {
+            a.nic.progress();
+        });
+        assert_eq!(a.nic.stats().retransmits, 1);
+        // The retransmission: the 64-byte WQE read again (when counted), then the CQE.
+        assert_eq!(da, counters(0, n, n, 1, 84 * n, 24 * n + 88, 64 * n, 64));
+        let purposes: Vec<_> = a.nic.take_tlps().iter().map(|t| t.purpose).collect();
+        let mut want = vec![Purpose::WqeRefetch; 2 * n as usize];
+        want.push(Purpose::Cqe);
+        assert_eq!(purposes, want);
+        assert_eq!(b.read_data(0, 5), b"again");
+    }
 }

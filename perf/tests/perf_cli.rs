@@ -1,6 +1,7 @@
 //! `mlx5-perf` end to end: the binary run on the model, its JSON and CSV parsed, exact PCIe
 //! numbers checked against `tests/sim_pcie.rs` (MWr/MRd 24 B, CplD 20 B, MPS 256, MRRS 512,
-//! RCB 128), the benchmarks run over the TCP exchange between two model NICs.
+//! RCB 128, completions up to MPS), the benchmarks run over the TCP exchange between two
+//! model NICs.
 
 use std::process::Command;
 
