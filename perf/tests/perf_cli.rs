@@ -142,7 +142,7 @@ fn explain_batch_of_sixteen_averages_over_the_batch() {
             1.0,
             2.0,
             1.0,
-            (32 + 8 * (128 + 20)) as f64,
+            (32 + 4 * (256 + 20)) as f64,
             (2 * 24 + 88) as f64
         ]
     );
@@ -159,8 +159,8 @@ fn explain_batch_with_blueflame_copies_the_last_wqe() {
     assert_eq!(mmio.len(), 1);
     let last = wqes[3]["hex"].as_str().unwrap();
     assert_eq!(&mmio[0]["hex"].as_str().unwrap()[..last.len()], last);
-    // The first three WQEs are fetched by DMA (3 WQEBBs, one read), the last is not; one
-    // CQE per WR.
+    // The first three WQEs are fetched by DMA (3 WQEBBs, one read answered by one
+    // completion of 192 bytes), the last is not; one CQE per WR.
     let total = per_message(&v).map(|x| x * 4.0);
     assert_eq!(
         total,
@@ -168,7 +168,7 @@ fn explain_batch_with_blueflame_copies_the_last_wqe() {
             1.0,
             1.0,
             4.0,
-            (88 + 3 * 64 + 20 * 2) as f64,
+            (88 + 3 * 64 + 20) as f64,
             (24 + 4 * 88) as f64
         ]
     );
