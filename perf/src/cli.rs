@@ -235,13 +235,23 @@ pub enum PostMode {
     Db,
 }
 
-/// TLP overhead presets of the model.
+/// Link presets of the model: TLP overheads and how read completions are split.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum TlpOverhead {
-    /// MWr/MRd 24 B, CplD 20 B (64-bit addresses, as pcie-bench counts them).
+    /// MWr/MRd 24 B, CplD 20 B (64-bit addresses), completions up to MPS: pcie-bench's
+    /// model.
     PcieBench,
-    /// MWr/MRd 26 B, CplD 22 B (Kalia et al., ATC'16).
+    /// MWr/MRd 26 B, CplD 22 B, 128-byte (RCB-sized) completions (Kalia et al., ATC'16).
     Kalia,
+}
+
+/// How the host splits read completions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompletionSplit {
+    /// One completion per read completion boundary (RCB) block.
+    Rcb,
+    /// Completions as large as MPS allows, each ending on an RCB boundary.
+    Mps,
 }
 
 /// `mlx5-perf explain`.
@@ -312,6 +322,27 @@ pub struct PcieArgs {
     /// Read completion boundary.
     #[arg(long, default_value_t = 128)]
     pub rcb: u32,
+    /// How read completions are split [default: the preset's: mps for pcie-bench, rcb for
+    /// kalia].
+    #[arg(long, value_enum)]
+    pub completions: Option<CompletionSplit>,
+    /// The NIC evicts every Nth BlueFlame copy before use and reads that WQE by DMA (0:
+    /// never).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub bf_evict_every: u32,
+    /// Count the driver's 4-byte EQ doorbell after each event.
+    #[arg(long)]
+    pub eq_rearm: bool,
+    /// A context cache of this many QP/CQ/memory-key contexts; a miss reads the context by
+    /// DMA (default: no cache, no reads).
+    #[arg(long, value_name = "ENTRIES")]
+    pub ctx_cache: Option<u32>,
+    /// Count the WQE re-read of a retransmission.
+    #[arg(long)]
+    pub retry_refetch: bool,
+    /// Post round robin over this many QP pairs (one doorbell's WRs per QP in turn).
+    #[arg(long, default_value_t = 1)]
+    pub qps: u32,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -203,6 +203,9 @@ pub fn run(args: &ExplainArgs) -> Result<(), crate::Error> {
         mode: args.mode,
         batch: args.batch,
         rounds: 1,
+        qps: 1,
+        arm: false,
+        lose: 0,
         pcie: probe::link(args.tlp_overhead, 256, 512, 128),
     };
     let o = probe::observe(&case)?;

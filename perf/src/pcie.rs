@@ -1,10 +1,10 @@
 //! `mlx5-perf pcie`: the PCIe transactions and link bytes one message costs, step by step
 //! through the posting optimisations, measured by posting with the driver on the model.
 
-use mlx5_hw::{PcieConfig, PcieCounters};
+use mlx5_hw::{Completions, ContextCache, PcieConfig, PcieCounters};
 use serde_json::{json, Value};
 
-use crate::cli::{ExplainOp, PcieArgs, PcieOp, PostMode};
+use crate::cli::{CompletionSplit, ExplainOp, PcieArgs, PcieOp, PostMode};
 use crate::explain::per_message;
 use crate::probe::{self, Case, PERFTEST_INLINE};
 
@@ -17,7 +17,8 @@ pub const GENERATIONS: [(&str, f64); 3] = [
     ("gen5", 32e9 * 16.0 * 128.0 / 130.0 / 8.0),
 ];
 
-/// One requester configuration: (mode, inline, signal_every, batch, rounds).
+/// One requester configuration: (mode, inline, signal_every, batch, rounds), and whether
+/// the CQ is armed and how many request packets are lost.
 #[derive(Clone, Copy, Debug)]
 struct Posting {
     mode: PostMode,
@@ -25,6 +26,23 @@ struct Posting {
     signal_every: u32,
     batch: u32,
     rounds: u32,
+    arm: bool,
+    lose: u32,
+}
+
+impl Posting {
+    /// `batch` WRs per doorbell, `rounds` doorbells, no event, no loss.
+    fn new(mode: PostMode, inline: bool, signal_every: u32, batch: u32, rounds: u32) -> Self {
+        Posting {
+            mode,
+            inline,
+            signal_every,
+            batch,
+            rounds,
+            arm: false,
+            lose: 0,
+        }
+    }
 }
 
 /// One row of the table.
@@ -35,7 +53,7 @@ struct Row {
     cost: PcieCounters,
 }
 
-fn case(op: ExplainOp, size: usize, p: Posting, pcie: PcieConfig) -> Case {
+fn case(op: ExplainOp, size: usize, p: Posting, pcie: PcieConfig, qps: u32) -> Case {
     Case {
         op,
         size,
@@ -45,58 +63,80 @@ fn case(op: ExplainOp, size: usize, p: Posting, pcie: PcieConfig) -> Case {
         mode: p.mode,
         batch: p.batch,
         rounds: p.rounds,
+        qps,
+        arm: p.arm,
+        // The loss of each QP's first packet.
+        lose: p.lose * qps,
         pcie,
     }
 }
 
+/// The link of the preset with the sizes, the completion split and the optional traffic
+/// asked for.
+fn link(args: &PcieArgs) -> PcieConfig {
+    let base = probe::link(args.tlp_overhead, args.mps, args.mrrs, args.rcb);
+    PcieConfig {
+        completions: match args.completions {
+            None => base.completions,
+            Some(CompletionSplit::Rcb) => Completions::Rcb,
+            Some(CompletionSplit::Mps) => Completions::Mps,
+        },
+        bf_evict_every: args.bf_evict_every,
+        eq_rearm: args.eq_rearm,
+        context_cache: args.ctx_cache.map(ContextCache::new),
+        retry_refetch: args.retry_refetch,
+        ..base
+    }
+}
+
+/// Row 1's posting.
+fn textbook() -> Posting {
+    Posting::new(PostMode::Db, false, 1, 1, 1)
+}
+
 /// The requester steps of the table, labelled.
 fn requester_steps(batch: u32, k: u32) -> Vec<(String, Posting)> {
-    let single = |mode, inline, signal_every| Posting {
-        mode,
-        inline,
-        signal_every,
-        batch: 1,
-        rounds: 1,
-    };
     vec![
+        ("doorbell, DMA gather, signaled CQE".into(), textbook()),
+        ("+ inline".into(), Posting::new(PostMode::Db, true, 1, 1, 1)),
         (
-            "doorbell, DMA gather, signaled CQE".into(),
-            single(PostMode::Db, false, 1),
+            "+ BlueFlame".into(),
+            Posting::new(PostMode::Bf, true, 1, 1, 1),
         ),
-        ("+ inline".into(), single(PostMode::Db, true, 1)),
-        ("+ BlueFlame".into(), single(PostMode::Bf, true, 1)),
         (
             "+ unsignaled (no CQE)".into(),
-            single(PostMode::Bf, true, 0),
+            Posting::new(PostMode::Bf, true, 0, 1, 1),
         ),
         (
             format!("doorbell batching of {batch} (inline, signaled)"),
-            Posting {
-                mode: PostMode::Db,
-                inline: true,
-                signal_every: 1,
-                batch,
-                rounds: 1,
-            },
+            Posting::new(PostMode::Db, true, 1, batch, 1),
         ),
         (
             format!("batch of {batch}, last WQE BlueFlame, CQE per batch"),
-            Posting {
-                mode: PostMode::Bf,
-                inline: true,
-                signal_every: batch,
-                batch,
-                rounds: 1,
-            },
+            Posting::new(PostMode::Bf, true, batch, batch, 1),
         ),
         (
             format!("completion every {k} (inline, BlueFlame)"),
+            Posting::new(PostMode::Bf, true, k, 1, k),
+        ),
+    ]
+}
+
+/// Row 1 with traffic the research rows leave out: a completion event, a retransmission.
+fn beyond_steps() -> [(&'static str, Posting); 2] {
+    [
+        (
+            "row 1 + completion event (CQ armed)",
             Posting {
-                mode: PostMode::Bf,
-                inline: true,
-                signal_every: k,
-                batch: 1,
-                rounds: k,
+                arm: true,
+                ..textbook()
+            },
+        ),
+        (
+            "row 1, request lost once, retransmitted",
+            Posting {
+                lose: 1,
+                ..textbook()
             },
         ),
     ]
@@ -108,11 +148,15 @@ fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> 
         PcieOp::Send => ExplainOp::Send,
     };
     let mut rows = Vec::new();
-    for (step, p) in requester_steps(args.batch, args.signal_every) {
+    let beyond = beyond_steps().map(|(step, p)| (step.to_string(), p));
+    for (step, p) in requester_steps(args.batch, args.signal_every)
+        .into_iter()
+        .chain(beyond)
+    {
         if p.inline && args.size > PERFTEST_INLINE {
             continue;
         }
-        let c = case(op, args.size, p, pcie);
+        let c = case(op, args.size, p, pcie, args.qps);
         let o = probe::observe(&c)?;
         rows.push(Row {
             side: "requester",
@@ -121,13 +165,6 @@ fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> 
             cost: o.requester,
         });
     }
-    let one = Posting {
-        mode: PostMode::Db,
-        inline: false,
-        signal_every: 1,
-        batch: 1,
-        rounds: 1,
-    };
     for (step, op, size) in [
         (
             "inbound SEND (receive WQE fetched)",
@@ -138,11 +175,12 @@ fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> 
         ("inbound READ", ExplainOp::Read, args.size),
         ("inbound atomic (fetch-and-add)", ExplainOp::Faa, 8),
     ] {
-        let o = probe::observe(&case(op, size, one, pcie))?;
+        let c = case(op, size, textbook(), pcie, args.qps);
+        let o = probe::observe(&c)?;
         rows.push(Row {
             side: "responder",
             step: step.into(),
-            messages: 1,
+            messages: c.messages(),
             cost: o.responder,
         });
     }
@@ -187,8 +225,15 @@ fn header(args: &PcieArgs, pcie: &PcieConfig) -> Vec<String> {
             args.size
         ),
         format!("# {}", probe::describe_link(pcie)),
+        format!("# optional NIC traffic: {}", probe::describe_options(pcie)),
         "# max rate: x16 link, 8/16/32 GT/s x 16 lanes x 128/130 per direction (15.75/31.51/63.02 GB/s), DLLPs and flow control not subtracted: upper bounds".into(),
     ];
+    if args.qps > 1 {
+        lines.push(format!(
+            "# each row posted round robin over {} QP pairs (one doorbell's WRs per QP in turn)",
+            args.qps
+        ));
+    }
     if args.size > PERFTEST_INLINE {
         lines.push(format!(
             "# inline rows left out: {} bytes is over the {PERFTEST_INLINE}-byte inline limit",
@@ -200,7 +245,7 @@ fn header(args: &PcieArgs, pcie: &PcieConfig) -> Vec<String> {
 
 /// Runs `pcie`.
 pub fn run(args: &PcieArgs) -> Result<(), crate::Error> {
-    let pcie = probe::link(args.tlp_overhead, args.mps, args.mrrs, args.rcb);
+    let pcie = link(args);
     let rows = measure(args, pcie)?;
     if args.json {
         let out: Vec<Value> = rows
@@ -226,7 +271,10 @@ pub fn run(args: &PcieArgs) -> Result<(), crate::Error> {
                 "mps": pcie.mps, "mrrs": pcie.mrrs, "rcb": pcie.rcb,
                 "mwr_overhead": pcie.mwr_overhead, "mrd_overhead": pcie.mrd_overhead,
                 "cpld_overhead": pcie.cpld_overhead,
+                "completions": format!("{:?}", pcie.completions).to_lowercase(),
+                "optional": probe::describe_options(&pcie),
             },
+            "qps": args.qps,
             "link_bytes_per_s": GENERATIONS.iter().map(|(g, bw)| (g.to_string(), json!(bw)))
                 .collect::<serde_json::Map<_, _>>(),
             "rows": out,
@@ -305,7 +353,7 @@ fn plot_sizes(
             if p.inline && size > PERFTEST_INLINE {
                 break;
             }
-            let c = case(op, size, p, pcie);
+            let c = case(op, size, p, pcie, args.qps);
             let o = probe::observe(&c)?;
             let bytes = (o.requester.bytes_down + o.requester.bytes_up) as f64;
             points.push((size as f64, bytes / f64::from(c.messages())));

@@ -8,7 +8,7 @@ use mlx5_direct::{
     Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, QpConfig, SendFlags,
     SendOp, Sge,
 };
-use mlx5_hw::{PcieConfig, PcieCounters, Tlp};
+use mlx5_hw::{Completions, Fault, PcieConfig, PcieCounters, Tlp};
 
 use crate::cli::{ExplainOp, PostMode, TlpOverhead};
 use crate::traced::{MmioWrite, Traced};
@@ -34,16 +34,28 @@ pub struct Case {
     pub mode: PostMode,
     /// WRs per doorbell.
     pub batch: u32,
-    /// Doorbells rung.
+    /// Doorbells rung on each QP.
     pub rounds: u32,
-    /// Link parameters.
+    /// QP pairs, posted to round robin: each round rings every QP's doorbell in turn.
+    pub qps: u32,
+    /// Arm the requester's CQ before each doorbell (one completion event per doorbell).
+    pub arm: bool,
+    /// Request packets the requester's NIC loses (each retransmitted).
+    pub lose: u32,
+    /// Link parameters. With a context cache, one unmeasured pass of the same posts warms
+    /// it first.
     pub pcie: PcieConfig,
 }
 
 impl Case {
-    /// Messages posted in all.
-    pub fn messages(&self) -> u32 {
+    /// Messages posted on each QP.
+    fn per_qp(&self) -> u32 {
         self.batch * self.rounds
+    }
+
+    /// Messages posted in all (measured pass).
+    pub fn messages(&self) -> u32 {
+        self.per_qp() * self.qps
     }
 }
 
@@ -59,9 +71,9 @@ pub struct Wqe {
 /// What posting a case cost.
 #[derive(Clone, Debug)]
 pub struct Observed {
-    /// The WQEs posted, in order.
+    /// The WQEs posted on the first QP, in order.
     pub wqes: Vec<Wqe>,
-    /// The send doorbell record after posting.
+    /// The first QP's send doorbell record after posting.
     pub dbrec: u32,
     /// The requester's MMIO stores.
     pub mmio: Vec<MmioWrite>,
@@ -95,10 +107,42 @@ use crate::Error;
 
 /// The link parameters in words, for headers.
 pub fn describe_link(pcie: &PcieConfig) -> String {
+    let completions = match pcie.completions {
+        Completions::Mps => "completions up to MPS",
+        Completions::Rcb => "a completion per RCB",
+    };
     format!(
-        "TLP overhead MWr {} B, MRd {} B, CplD {} B; MPS {}, MRRS {}, RCB {}",
+        "TLP overhead MWr {} B, MRd {} B, CplD {} B; MPS {}, MRRS {}, RCB {}, {completions}",
         pcie.mwr_overhead, pcie.mrd_overhead, pcie.cpld_overhead, pcie.mps, pcie.mrrs, pcie.rcb
     )
+}
+
+/// The optional NIC traffic counted, in words, for headers ("none" when off).
+pub fn describe_options(pcie: &PcieConfig) -> String {
+    let mut on = Vec::new();
+    if pcie.bf_evict_every != 0 {
+        on.push(format!(
+            "1 BlueFlame copy in {} evicted (WQE read by DMA)",
+            pcie.bf_evict_every
+        ));
+    }
+    if pcie.eq_rearm {
+        on.push("EQ doorbell per event (4 B)".into());
+    }
+    if let Some(c) = pcie.context_cache {
+        on.push(format!(
+            "context cache of {} (misses read QPC {} B, CQC {} B, mkey {} B), warmed by one pass",
+            c.entries, c.qpc_bytes, c.cqc_bytes, c.mkc_bytes
+        ));
+    }
+    if pcie.retry_refetch {
+        on.push("WQE re-read per retransmission".into());
+    }
+    if on.is_empty() {
+        "none".into()
+    } else {
+        on.join("; ")
+    }
 }
 
 /// Does the operation consume a receive at the responder?
@@ -126,6 +170,9 @@ fn check(case: &Case) -> Result<(), Error> {
     }
     if case.batch == 0 || case.rounds == 0 {
         return Err("--batch must be at least 1".into());
+    }
+    if case.qps == 0 {
+        return Err("--qps must be at least 1".into());
     }
     Ok(())
 }
@@ -177,10 +224,12 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
     let a = Context::new(Traced::new(Sim::on_fabric(&fabric, config.clone())));
     let b = Context::new(Sim::on_fabric(&fabric, config));
     let n = case.messages();
+    let per_qp = case.per_qp();
     let qp_config = QpConfig {
-        sq_wqebbs: (n * 4).next_power_of_two().max(64),
+        // Room for the warming pass and the measured one.
+        sq_wqebbs: (per_qp * 8).next_power_of_two().max(64),
         // 256 receives of one 16-byte entry: 4 KiB, so the SQ that follows is page aligned.
-        rq_wqes: n.next_power_of_two().max(256),
+        rq_wqes: per_qp.next_power_of_two().max(256),
         max_send_sge: case.sge.max(1) as u32,
         max_recv_sge: 1,
         max_inline: if case.inline {
@@ -191,21 +240,24 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
     };
     let (pd_a, pd_b) = (a.alloc_pd()?, b.alloc_pd()?);
     let (mut cq_a, mut cq_b) = (a.create_cq(2 * n + 16, 64)?, b.create_cq(2 * n + 16, 64)?);
-    let mut qp_a = pd_a.create_qp(&cq_a, &cq_a, &qp_config)?;
-    let mut qp_b = pd_b.create_qp(&cq_b, &cq_b, &qp_config)?;
+    let mode = match case.mode {
+        PostMode::Bf => DoorbellMode::BlueFlameLast,
+        PostMode::Db => DoorbellMode::Doorbell,
+    };
+    let mut pairs = Vec::new();
+    for _ in 0..case.qps {
+        let mut qp_a = pd_a.create_qp(&cq_a, &cq_a, &qp_config)?;
+        let mut qp_b = pd_b.create_qp(&cq_b, &cq_b, &qp_config)?;
+        qp_a.connect(&qp_b.endpoint()?, &ConnectOptions::default())?;
+        qp_b.connect(&qp_a.endpoint()?, &ConnectOptions::default())?;
+        qp_a.sq().set_mode(mode);
+        pairs.push((qp_a, qp_b));
+    }
     let len = case.size.max(64);
     let (mr_a, mr_b) = (
         pd_a.alloc_mr(len, Access::ALL)?,
         pd_b.alloc_mr(len, Access::ALL)?,
     );
-    qp_a.connect(&qp_b.endpoint()?, &ConnectOptions::default())?;
-    qp_b.connect(&qp_a.endpoint()?, &ConnectOptions::default())?;
-    if needs_receive(case.op) {
-        let rq = qp_b.rq().ok_or("no receive queue")?;
-        for i in 0..n {
-            rq.post(u64::from(i), &[mr_b.sge(0, case.size as u32)])?;
-        }
-    }
     let remote = mr_b.remote(0);
     let op = match case.op {
         ExplainOp::Write => SendOp::Write(remote),
@@ -227,42 +279,73 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
     } else {
         Data::Sges(&sges)
     };
-    let sq = qp_a.sq();
-    sq.set_mode(match case.mode {
-        PostMode::Bf => DoorbellMode::BlueFlameLast,
-        PostMode::Db => DoorbellMode::Doorbell,
-    });
-
     let (nic_a, nic_b) = (a.backend().inner().nic(), b.backend().nic());
+
+    // One pass: receives for it, then `rounds` rounds ringing each QP's doorbell once, then
+    // every completion polled. The measured pass may lose packets and arm the CQ before each
+    // doorbell (the model runs the doorbell's work before it returns, so the arm's event has
+    // fired when the next arm comes; acknowledging it advances the arm sequence number).
+    // Returns the CQEs polled and the first QP's producer count before the pass.
+    let mut pass = |measured: bool| -> Result<(usize, u32), Error> {
+        let pi0 = pairs[0].0.sq().producer_count();
+        if measured && case.lose > 0 {
+            nic_a.inject(Fault::LosePackets {
+                qpn: None,
+                count: case.lose,
+            });
+        }
+        if needs_receive(case.op) {
+            for (_, qp_b) in pairs.iter_mut() {
+                let rq = qp_b.rq().ok_or("no receive queue")?;
+                for i in 0..per_qp {
+                    rq.post(u64::from(i), &[mr_b.sge(0, case.size as u32)])?;
+                }
+            }
+        }
+        let mut signaled = 0;
+        for round in 0..case.rounds {
+            for (qp_a, _) in pairs.iter_mut() {
+                let sq = qp_a.sq();
+                for k in 0..case.batch {
+                    let i = round * case.batch + k;
+                    let signal = case.signal_every != 0 && (i + 1) % case.signal_every == 0;
+                    signaled += usize::from(signal);
+                    let flags = if signal {
+                        SendFlags::SIGNALED
+                    } else {
+                        SendFlags::UNSIGNALED
+                    };
+                    sq.push(u64::from(i), op, data, flags)?;
+                }
+                if measured && case.arm {
+                    cq_a.arm(false);
+                }
+                sq.ring_doorbell();
+                if measured && case.arm {
+                    cq_a.ack_event();
+                }
+            }
+        }
+        let cqes = poll_all(&mut cq_a, signaled, nic_a)?;
+        if needs_receive(case.op) {
+            poll_all(&mut cq_b, n as usize, nic_b)?;
+        }
+        Ok((cqes, pi0))
+    };
+    if case.pcie.context_cache.is_some() {
+        pass(false)?;
+    }
     for nic in [nic_a, nic_b] {
         nic.set_tlp_trace(true);
         nic.take_tlps();
     }
     a.backend().take_mmio();
     let before = (nic_a.pcie(), nic_b.pcie());
-    let pi0 = sq.producer_count();
-    let mut signaled = 0;
-    for i in 0..n {
-        let signal = case.signal_every != 0 && (i + 1) % case.signal_every == 0;
-        signaled += usize::from(signal);
-        let flags = if signal {
-            SendFlags::SIGNALED
-        } else {
-            SendFlags::UNSIGNALED
-        };
-        sq.push(u64::from(i), op, data, flags)?;
-        if (i + 1) % case.batch == 0 {
-            sq.ring_doorbell();
-        }
-    }
-    let cqes = poll_all(&mut cq_a, signaled, nic_a)?;
-    if needs_receive(case.op) {
-        poll_all(&mut cq_b, n as usize, nic_b)?;
-    }
+    let (cqes, pi0) = pass(true)?;
     let requester = nic_a.pcie() - before.0;
     let responder = nic_b.pcie() - before.1;
 
-    let sq = qp_a.sq();
+    let sq = pairs[0].0.sq();
     let mut wqes = Vec::new();
     let mut pi = pi0;
     while pi != sq.producer_count() {

@@ -249,7 +249,110 @@ fn pcie_table_steps_and_rates() {
     let send = step("inbound SEND");
     assert_eq!(send["per_message"]["dma_reads"], 2);
     assert_eq!(send["per_message"]["dma_writes"], 2);
-    assert_eq!(rows.len(), 11);
+    assert_eq!(rows.len(), 13);
+}
+
+/// The row of `v` whose step starts with `name`.
+fn row<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["step"].as_str().unwrap().starts_with(name))
+        .unwrap_or_else(|| panic!("no row {name}"))
+}
+
+#[test]
+fn pcie_options_add_the_traffic_the_research_rows_miss() {
+    let plain = json(&["pcie", "--json"]);
+    let all = json(&[
+        "pcie",
+        "--json",
+        "--eq-rearm",
+        "--retry-refetch",
+        "--bf-evict-every",
+        "2",
+        "--completions",
+        "rcb",
+    ]);
+    // Row 1 with an armed CQ: the arm doorbell (8+24 down), the EQE (64+24 up) and the
+    // MSI-X (4+24 up); with --eq-rearm the driver's 4-byte EQ doorbell too (4+24 down).
+    let event = "row 1 + completion event";
+    assert_eq!(
+        per_message(row(&plain, event)),
+        [2.0, 2.0, 3.0, 176.0, 252.0]
+    );
+    assert_eq!(per_message(row(&all, event)), [3.0, 2.0, 3.0, 204.0, 252.0]);
+    // Row 1 lost once: the payload gathered again (24 up, 8+20 down); with --retry-refetch
+    // the 64-byte WQE read again too (24 up, 64+20 down).
+    let lost = "row 1, request lost once";
+    assert_eq!(
+        per_message(row(&plain, lost)),
+        [1.0, 3.0, 1.0, 172.0, 160.0]
+    );
+    assert_eq!(per_message(row(&all, lost)), [1.0, 4.0, 1.0, 256.0, 184.0]);
+    // Every second BlueFlame copy of the completion-every-32 row is fetched from the ring.
+    let every = "completion every 32";
+    assert_eq!(per_message(row(&plain, every))[1], 0.0);
+    assert_eq!(per_message(row(&all, every))[1], 0.5);
+    // 32 WQEs of one doorbell: 2048 bytes, 8 completions of 256 or 16 of 128.
+    let batch = "doorbell batching of 32";
+    assert_eq!(row(&plain, batch)["per_message"]["completions"], 0.25);
+    assert_eq!(row(&all, batch)["per_message"]["completions"], 0.5);
+    assert_eq!(plain["link"]["completions"], "mps");
+    assert_eq!(plain["link"]["optional"], "none");
+    assert_eq!(all["link"]["completions"], "rcb");
+}
+
+#[test]
+fn pcie_cost_per_message_grows_with_the_qps_past_the_context_cache() {
+    // An 8-entry context cache, messages round robin over n QP pairs, measured after a
+    // warming pass. Row 1's requester uses n QP contexts, one key and one CQ: up to 6 QPs
+    // they stay cached, from 7 every message reads its QP context (232+20 down, 24 up). The
+    // responder of a WRITE uses n QP contexts and one key: it misses from 8 QPs.
+    let at = |n: &str| json(&["pcie", "--json", "--ctx-cache", "8", "--qps", n]);
+    let (six, seven, eight) = (at("6"), at("7"), at("8"));
+    let textbook = "doorbell, DMA gather";
+    assert_eq!(
+        per_message(row(&six, textbook)),
+        [1.0, 2.0, 1.0, 144.0, 136.0]
+    );
+    assert_eq!(
+        per_message(row(&seven, textbook)),
+        [1.0, 3.0, 1.0, 144.0 + 252.0, 136.0 + 24.0]
+    );
+    let write = "inbound WRITE";
+    assert_eq!(per_message(row(&seven, write)), [0.0, 0.0, 1.0, 0.0, 32.0]);
+    assert_eq!(
+        per_message(row(&eight, write)),
+        [0.0, 1.0, 1.0, 252.0, 56.0]
+    );
+    assert_eq!(row(&eight, write)["messages"], 8);
+    assert_eq!(eight["qps"], 8);
+}
+
+#[test]
+fn pcie_headers_name_the_link_and_the_options() {
+    for (args, link, options) in [
+        (&["pcie"][..], "RCB 128, completions up to MPS", "none"),
+        (
+            &["pcie", "--tlp-overhead", "kalia"][..],
+            "RCB 128, a completion per RCB",
+            "none",
+        ),
+        (
+            &["pcie", "--eq-rearm", "--ctx-cache", "4"][..],
+            "completions up to MPS",
+            "EQ doorbell per event (4 B); context cache of 4 (misses read QPC 232 B, CQC 64 B, \
+             mkey 64 B), warmed by one pass",
+        ),
+    ] {
+        let (ok, out, err) = perf(args);
+        assert!(ok, "{err}");
+        assert!(out.contains(link), "{args:?}: {out}");
+        let want = format!("# optional NIC traffic: {options}\n");
+        assert!(out.contains(&want), "{args:?}: {out}");
+    }
 }
 
 #[test]
@@ -422,7 +525,20 @@ fn clear_errors() {
 fn docs_pcie_md_shows_the_tables_the_tool_prints() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/pcie.md"))
         .expect("docs/pcie.md");
-    for args in [&["pcie"][..], &["pcie", "--tlp-overhead", "kalia"][..]] {
+    for args in [
+        &["pcie"][..],
+        &["pcie", "--tlp-overhead", "kalia"][..],
+        &["pcie", "--completions", "rcb"][..],
+        &[
+            "pcie",
+            "--bf-evict-every",
+            "2",
+            "--eq-rearm",
+            "--retry-refetch",
+        ][..],
+        &["pcie", "--ctx-cache", "64", "--qps", "32"][..],
+        &["pcie", "--ctx-cache", "64", "--qps", "128"][..],
+    ] {
         let (ok, out, err) = perf(args);
         assert!(ok, "{err}");
         assert!(
