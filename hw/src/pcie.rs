@@ -64,6 +64,10 @@ pub struct PcieConfig {
     pub rcb: u32,
     /// How read completions are split (RCB-sized or up to MPS).
     pub completions: Completions,
+    /// Split the NIC's writes at MPS-aligned addresses (a write starting mid-block then
+    /// begins with a short TLP) instead of in MPS steps from the start address. Which one a
+    /// ConnectX does is not public (review C10); both stay within 4 KiB pages.
+    pub mps_aligned_writes: bool,
     /// Overhead of a memory write TLP.
     pub mwr_overhead: u32,
     /// Overhead of a memory read request TLP.
@@ -100,6 +104,7 @@ impl PcieConfig {
             mrrs: 512,
             rcb: 128,
             completions: Completions::Mps,
+            mps_aligned_writes: false,
             mwr_overhead: 24,
             mrd_overhead: 24,
             cpld_overhead: 20,
@@ -537,7 +542,8 @@ impl Link {
         }
     }
 
-    /// A DMA write of `[addr, addr+len)`: MWr TLPs of at most MPS bytes not crossing 4 KiB.
+    /// A DMA write of `[addr, addr+len)`: MWr TLPs of at most MPS bytes not crossing 4 KiB
+    /// (nor, with `mps_aligned_writes`, an MPS-aligned address).
     pub(crate) fn dma_write(
         &mut self,
         mut qp: Option<&mut PcieCounters>,
@@ -547,9 +553,14 @@ impl Link {
         purpose: Purpose,
     ) {
         let mps = u64::from(self.cfg.mps);
+        let align = if self.cfg.mps_aligned_writes {
+            mps.min(PAGE)
+        } else {
+            PAGE
+        };
         let end = addr + len;
         while addr < end {
-            let n = chunk(addr, end - addr, mps, PAGE) as u32;
+            let n = chunk(addr, end - addr, mps, align) as u32;
             self.emit(&mut qp, qpn, (Dir::Up, TlpKind::MWr), n, purpose);
             addr += u64::from(n);
         }
@@ -610,6 +621,32 @@ mod tests {
         // 128 up to the page boundary, then 256 + 128.
         assert_eq!(l.other.dma_writes, 3);
         assert_eq!(l.other.payload_up, 512);
+    }
+
+    #[test]
+    fn writes_split_from_the_start_or_at_mps_aligned_addresses() {
+        // (start, length, MWr payloads from the start, at MPS-aligned addresses)
+        for (addr, len, from_start, aligned) in [
+            (
+                0x10010,
+                1000,
+                &[256, 256, 256, 232][..],
+                &[240, 256, 256, 248][..],
+            ),
+            (0x10010, 256, &[256][..], &[240, 16][..]),
+            (0x10100, 512, &[256, 256][..], &[256, 256][..]),
+        ] {
+            for (mps_aligned_writes, want) in [(false, from_start), (true, aligned)] {
+                let mut l = Link::new(PcieConfig {
+                    mps_aligned_writes,
+                    ..PcieConfig::default()
+                });
+                l.set_trace(true);
+                l.dma_write(None, None, addr, len, Purpose::Scatter);
+                let got: Vec<u32> = l.take_trace().iter().map(|t| t.payload).collect();
+                assert_eq!(got, want, "{addr:#x}+{len}, aligned {mps_aligned_writes}");
+            }
+        }
     }
 
     #[test]

@@ -368,6 +368,10 @@ impl NicState {
     /// The NIC uses context `c` for QP index `qp` (or the NIC only): a context-cache miss
     /// reads it (`PcieConfig::context_cache`).
     pub(crate) fn context(&mut self, qp: Option<usize>, c: Ctx) {
+        if self.link.cfg().context_cache.is_none() {
+            // The common case: no lookup of the QP's counters per WQE.
+            return;
+        }
         let (cnt, qpn) = qp_counters(&mut self.qps, qp);
         if self.link.context(cnt, qpn, c) {
             self.stats.context_misses += 1;
