@@ -51,6 +51,24 @@ pub enum Command {
     Cpu(CpuArgs),
 }
 
+impl Command {
+    /// The benchmark this command runs and its flags (None for the other subcommands).
+    pub fn bench(&self) -> Option<(Test, &BenchArgs)> {
+        let (verb, kind, args) = match self {
+            Command::WriteLat(a) => (Verb::Write, Kind::Lat, a),
+            Command::WriteBw(a) => (Verb::Write, Kind::Bw, a),
+            Command::SendLat(a) => (Verb::Send, Kind::Lat, a),
+            Command::SendBw(a) => (Verb::Send, Kind::Bw, a),
+            Command::ReadLat(a) => (Verb::Read, Kind::Lat, a),
+            Command::ReadBw(a) => (Verb::Read, Kind::Bw, a),
+            Command::AtomicLat(a) => (Verb::Atomic, Kind::Lat, a),
+            Command::AtomicBw(a) => (Verb::Atomic, Kind::Bw, a),
+            Command::Explain(_) | Command::Pcie(_) | Command::Cpu(_) => return None,
+        };
+        Some((Test { verb, kind }, args))
+    }
+}
+
 /// The operation a benchmark measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -139,13 +157,14 @@ pub struct BenchArgs {
     /// GID index (default: RoCE v2 on Ethernet, 0 on InfiniBand).
     #[arg(short = 'x', long = "gid-index")]
     pub gid_index: Option<u32>,
-    /// Message size in bytes (default 2 for latency, 65536 for bandwidth; atomics: 8).
-    #[arg(short = 's', long = "size")]
+    /// Message size in bytes, decimal, hex (0x...) or with a K / M suffix, as perftest
+    /// parses it (default 2 for latency, 65536 for bandwidth; atomics: 8).
+    #[arg(short = 's', long = "size", value_parser = parse_size)]
     pub size: Option<usize>,
-    /// Run all sizes 2..2^23 (atomics: 8 only).
+    /// Run all sizes 2..2^23 (not with atomics or -D, as perftest).
     #[arg(short = 'a', long = "all")]
     pub all: bool,
-    /// Iterations (default 1000; 5000 for bandwidth).
+    /// Iterations, at least 5 (default 5000 for write_bw, 1000 otherwise, as perftest).
     #[arg(short = 'n', long = "iters")]
     pub iters: Option<u64>,
     /// Run for this many seconds instead of a number of iterations (fractions allowed);
@@ -156,26 +175,40 @@ pub struct BenchArgs {
     /// (default: a quarter of -D rounded down to whole seconds, as perftest).
     #[arg(short = 'f', long = "margin", requires = "duration")]
     pub margin: Option<f64>,
-    /// Do not measure the bandwidth peak (it is measured in iteration mode up to 20000
-    /// iterations per QP).
+    /// Do not measure the bandwidth peak (bandwidth tests; it is measured in iteration mode
+    /// up to 20000 iterations per QP).
     #[arg(short = 'N', long = "noPeak")]
     pub no_peak: bool,
-    /// Largest message sent inline (default 220 for WRITE, 236 for SEND, 0 otherwise).
+    /// Largest message sent inline (default: 220 in write_lat, 236 in send_lat, 0 in the
+    /// bandwidth tests, as perftest).
     #[arg(short = 'I', long = "inline_size")]
     pub inline: Option<usize>,
-    /// Outstanding WRs per QP (default 1 for latency, 128 for bandwidth).
+    /// Outstanding WRs per QP (default 1 for latency, 128 for bandwidth; lowered to -n in
+    /// iteration mode, as perftest).
     #[arg(short = 't', long = "tx-depth")]
     pub tx_depth: Option<u32>,
-    /// Post list: WRs per doorbell.
+    /// Post list: WRs per doorbell (bandwidth tests; -n must be a multiple of it).
     #[arg(short = 'l', long = "post_list", default_value_t = 1)]
     pub post_list: u32,
-    /// CQ moderation: a completion every this many WRs (default 1 for latency, 100 for
-    /// bandwidth; at most the TX depth).
+    /// CQ moderation: a completion every this many WRs (default 100, 1 for messages over
+    /// 8 KiB, the post list with -l; at most the TX depth; as perftest).
     #[arg(short = 'Q', long = "cq-mod")]
     pub cq_mod: Option<u32>,
+    /// Outstanding READs / atomics per QP (READ and atomic tests; default the device's
+    /// maximum, as perftest).
+    #[arg(short = 'o', long = "outs")]
+    pub outs: Option<u32>,
+    /// Receive queue depth (SEND tests; default 512, lowered to -n and made even, as
+    /// perftest).
+    #[arg(short = 'r', long = "rx-depth")]
+    pub rx_depth: Option<u32>,
     /// Number of QPs (bandwidth tests).
     #[arg(short = 'q', long = "qp", default_value_t = 1)]
     pub qps: u32,
+    /// CQEs taken per poll call (1..65535; perftest's default 16, without its dynamic
+    /// polling).
+    #[arg(long = "cqe_poll", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
+    pub cqe_poll: u16,
     /// TCP port of the exchange.
     #[arg(short = 'p', long = "port", default_value_t = 18515)]
     pub port: u16,
@@ -186,9 +219,13 @@ pub struct BenchArgs {
     /// CPU frequency, so there is no frequency warning to silence.
     #[arg(short = 'F', long = "CPU-freq")]
     pub cpu_freq: bool,
-    /// Atomic operation.
-    #[arg(short = 'A', long = "atomic_type", value_enum, default_value_t = AtomicType::FetchAndAdd)]
-    pub atomic_type: AtomicType,
+    /// Atomic operation (atomic tests; default FETCH_AND_ADD).
+    #[arg(short = 'A', long = "atomic_type", value_enum)]
+    pub atomic_type: Option<AtomicType>,
+    /// Connection type: RC only here (UC and UD come with issue 14, XRC and DC with
+    /// issue 15).
+    #[arg(short = 'c', long = "connection", default_value = "RC")]
+    pub connection: String,
     /// Doorbell mode.
     #[arg(long, value_enum, default_value_t = Mode::Auto)]
     pub mode: Mode,
@@ -202,6 +239,32 @@ pub struct BenchArgs {
     /// (bandwidth tests with -a).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+}
+
+/// A message size as perftest's `-s` reads it: an optional `K` or `M` suffix, then
+/// `strtol` with base 0 (`0x` hex, a leading `0` octal, else decimal).
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let (digits, factor) = match text.strip_suffix('K') {
+        Some(d) => (d, 1024),
+        None => match text.strip_suffix('M') {
+            Some(d) => (d, 1024 * 1024),
+            None => (text, 1),
+        },
+    };
+    let parsed = if let Some(hex) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        usize::from_str_radix(hex, 16)
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        usize::from_str_radix(&digits[1..], 8)
+    } else {
+        digits.parse()
+    };
+    parsed
+        .ok()
+        .and_then(|n| n.checked_mul(factor))
+        .ok_or_else(|| format!("{text:?} is not a size (decimal, 0x hex, or with K / M)"))
 }
 
 /// Operations `explain` knows.

@@ -4,27 +4,17 @@
 
 use clap::Parser;
 
-use mlx5_perf::cli::{Cli, Command, Kind, Test, Verb};
+use mlx5_perf::cli::{Cli, Command};
 use mlx5_perf::{cpu, explain, pcie, run};
-
-fn test(verb: Verb, kind: Kind) -> Test {
-    Test { verb, kind }
-}
 
 fn main() {
     let cli = Cli::parse();
-    let result = match &cli.command {
-        Command::WriteLat(a) => run::bench(test(Verb::Write, Kind::Lat), a),
-        Command::WriteBw(a) => run::bench(test(Verb::Write, Kind::Bw), a),
-        Command::SendLat(a) => run::bench(test(Verb::Send, Kind::Lat), a),
-        Command::SendBw(a) => run::bench(test(Verb::Send, Kind::Bw), a),
-        Command::ReadLat(a) => run::bench(test(Verb::Read, Kind::Lat), a),
-        Command::ReadBw(a) => run::bench(test(Verb::Read, Kind::Bw), a),
-        Command::AtomicLat(a) => run::bench(test(Verb::Atomic, Kind::Lat), a),
-        Command::AtomicBw(a) => run::bench(test(Verb::Atomic, Kind::Bw), a),
-        Command::Explain(a) => explain::run(a),
-        Command::Pcie(a) => pcie::run(a),
-        Command::Cpu(a) => cpu::run(a),
+    let result = match (&cli.command, cli.command.bench()) {
+        (_, Some((test, args))) => run::bench(test, args),
+        (Command::Explain(a), None) => explain::run(a),
+        (Command::Pcie(a), None) => pcie::run(a),
+        (Command::Cpu(a), None) => cpu::run(a),
+        (_, None) => unreachable!("every other subcommand is a benchmark"),
     };
     if let Err(e) = result {
         eprintln!("mlx5-perf: {e}");

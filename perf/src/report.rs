@@ -7,7 +7,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 
 use crate::bench::{Params, PerMessage, Row, Setup, Sink, Stats};
-use crate::cli::{Kind, Verb};
+use crate::cli::{AtomicType, Kind, Verb};
 use crate::exchange::QpRecord;
 use crate::stats::{BwUnit, Latencies};
 use crate::Error;
@@ -32,6 +32,8 @@ pub struct Origin {
     pub requested_mode: String,
     /// The TLP overheads in use (model).
     pub link: Option<String>,
+    /// The GID index given with `-x`.
+    pub gid_index: Option<u32>,
 }
 
 const LAT_COLUMNS: [&str; 11] = [
@@ -47,6 +49,10 @@ const LAT_COLUMNS: [&str; 11] = [
     "90%[usec]",
     "99.99%[usec]",
 ];
+
+/// perftest's `RESULT_LINE`.
+const RULE: &str =
+    "---------------------------------------------------------------------------------------";
 
 /// The BW peak cell when the peak is not measured.
 const NOT_MEASURED: &str = "n/a";
@@ -116,22 +122,59 @@ fn stat_values(s: &Stats) -> Vec<String> {
     }
 }
 
-/// perftest's `local address:` / `remote address:` line.
-fn record_line(side: &str, r: &QpRecord) -> String {
-    let gid: Vec<String> = r
-        .gid
-        .chunks(2)
-        .map(|c| format!("{:02x}{:02x}", c[0], c[1]))
-        .collect();
-    format!(
-        " {side} address: LID {:#06x} QPN {:#08x} PSN {:#08x} RKey {:#010x} VAddr {:#018x} GID {}",
-        r.lid,
-        r.qpn,
-        r.psn,
-        r.rkey,
-        r.addr,
-        gid.join(":")
-    )
+/// C's `%#0{width}x`: zero-padded hex with `0x` before nonzero values only (C's `#` flag
+/// adds no prefix to 0), the prefix counted in the width.
+fn c_hex(value: u64, width: usize) -> String {
+    if value == 0 {
+        format!("{:0width$}", 0)
+    } else {
+        format!("{value:#0width$x}")
+    }
+}
+
+/// perftest's `local address:` / `remote address:` line (`BASIC_ADDR_FMT`, then
+/// `READ_FMT` in READ tests and `RDMA_FMT` in WRITE and READ tests), and its `GID:` line
+/// (`PERF_GID_FMT`, the bytes in decimal) when a GID is in use.
+fn record_lines(side: &str, r: &QpRecord, verb: Verb, out_reads: u8, gid: bool) -> Vec<String> {
+    let mut line = format!(
+        " {side} address: LID {} QPN {} PSN {}",
+        c_hex(r.lid.into(), 4),
+        c_hex(r.qpn.into(), 6),
+        c_hex(r.psn.into(), 6)
+    );
+    if verb == Verb::Read {
+        line += &format!(" OUT {}", c_hex(out_reads.into(), 4));
+    }
+    if matches!(verb, Verb::Read | Verb::Write) {
+        line += &format!(
+            " RKey {} VAddr {}",
+            c_hex(r.rkey.into(), 8),
+            c_hex(r.addr, 16)
+        );
+    }
+    let mut lines = vec![line];
+    if gid {
+        let bytes: Vec<String> = r.gid.iter().map(|b| format!("{b:02}")).collect();
+        lines.push(format!(" GID: {}", bytes.join(":")));
+    }
+    lines
+}
+
+/// perftest's name of an atomic operation (`atomicTypesStr`).
+fn atomic_name(t: AtomicType) -> &'static str {
+    match t {
+        AtomicType::FetchAndAdd => "FETCH_AND_ADD",
+        AtomicType::CmpAndSwap => "CMP_AND_SWAP",
+    }
+}
+
+/// perftest's `Link type`: InfiniBand ports have a LID, RoCE ports report LID 0.
+fn link_type(setup: &Setup) -> &'static str {
+    if setup.local.first().is_some_and(|r| r.lid == 0) {
+        "Ethernet"
+    } else {
+        "IB"
+    }
 }
 
 /// A side's report sink.
@@ -196,18 +239,20 @@ impl Reporter {
     }
 
     fn header_lines(&self, setup: &Setup, params: &Params) -> Vec<String> {
-        let rule = "-".repeat(87);
-        let test = match params.test.verb {
-            Verb::Write => "RDMA_Write",
-            Verb::Send => "Send",
-            Verb::Read => "RDMA_Read",
-            Verb::Atomic => "Atomic",
+        let rule = RULE.to_string();
+        let verb = params.test.verb;
+        let test = match verb {
+            Verb::Write => "RDMA_Write".to_string(),
+            Verb::Send => "Send".to_string(),
+            Verb::Read => "RDMA_Read".to_string(),
+            Verb::Atomic => format!("Atomic {}", atomic_name(params.atomic_type)),
         };
         let kind = match params.test.kind {
             Kind::Lat => "Latency",
             Kind::Bw if params.post_list > 1 => "Post List BW",
             Kind::Bw => "BW",
         };
+        let bw = params.test.kind == Kind::Bw;
         let mut h = vec![
             rule.clone(),
             format!("                    {test} {kind} Test"),
@@ -215,28 +260,50 @@ impl Reporter {
         if self.origin.model {
             h.push(" ON THE MODEL: CPU-side numbers of the driver and the mlx5-hw model's software, both ends in this process; not a NIC's latency or bandwidth".into());
         }
-        h.push(format!(" Device          : {}", setup.device));
+        h.push(format!(
+            " Dual-port       : OFF\t\tDevice         : {}",
+            setup.device
+        ));
         h.push(format!(
             " Number of qps   : {}\t\tTransport type : IB",
             params.qps
         ));
         h.push(" Connection type : RC\t\tUsing SRQ      : OFF".into());
-        h.push(format!(" TX depth        : {}", params.tx_depth));
+        h.push(" PCIe relax order: OFF\t\tLock-free      : ON".into());
+        h.push(" ibv_wr* API     : OFF\t\tUsing Enhanced Reorder      : OFF".into());
+        if !setup.server {
+            h.push(format!(" TX depth        : {}", params.tx_depth));
+        }
         if params.post_list > 1 {
             h.push(format!(" Post List       : {}", params.post_list));
         }
-        if params.test.kind == Kind::Bw {
+        if verb == Verb::Send && setup.server {
+            h.push(format!(" RX depth        : {}", params.rx_depth));
+        }
+        if bw {
             h.push(format!(" CQ Moderation   : {}", params.cq_mod));
+            h.push(format!(" CQE Poll Batch  : {}", setup.cqe_poll));
         }
         h.push(format!(" Mtu             : {}[B]", setup.mtu));
-        h.push(format!(" Max inline data : {}[B]", params.inline_size));
+        let link = link_type(setup);
+        h.push(format!(" Link type       : {link}"));
+        if let Some(x) = self.origin.gid_index {
+            h.push(format!(" GID index       : {x}"));
+        }
+        if matches!(verb, Verb::Read | Verb::Atomic) {
+            h.push(format!(" Outstand reads  : {}", setup.out_reads));
+        } else {
+            h.push(format!(" Max inline data : {}[B]", params.inline_size));
+        }
+        h.push(" rdma_cm QPs\t : OFF".into());
+        h.push(" Data ex. method : Ethernet".into());
         h.push(format!(
             " Doorbell mode   : {:?} (asked: {})",
             setup.mode, self.origin.requested_mode
         ));
         h.push(" Time            : CLOCK_MONOTONIC (std::time::Instant)".into());
         if params.test.kind == Kind::Lat {
-            h.push(match params.test.verb {
+            h.push(match verb {
                 Verb::Write | Verb::Send => {
                     " Latency         : half the round trip of a ping-pong".into()
                 }
@@ -261,11 +328,15 @@ impl Reporter {
                 }
             ));
         }
+        h.push(rule.clone());
+        // perftest prints the GID lines when a GID index is in use: given with -x, or
+        // chosen on RoCE (LID 0).
+        let gid = self.origin.gid_index.is_some() || link == "Ethernet";
         for r in &setup.local {
-            h.push(record_line("local", r));
+            h.extend(record_lines("local", r, verb, setup.out_reads, gid));
         }
         for r in &setup.remote {
-            h.push(record_line("remote", r));
+            h.extend(record_lines("remote", r, verb, setup.out_reads, gid));
         }
         h.push(rule);
         h
@@ -291,6 +362,10 @@ impl Reporter {
     pub fn finish(mut self) -> Result<(), Error> {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
+        }
+        if self.format == Format::Text && self.columns_printed {
+            // perftest's closing rule under the table.
+            self.print(RULE);
         }
         if self.format == Format::Json {
             let doc = json!({"header": self.header, "results": self.rows});

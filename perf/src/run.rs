@@ -21,6 +21,7 @@ pub fn bench(test: Test, args: &BenchArgs) -> Result<(), Error> {
         port: args.ib_port,
         unit: BwUnit::new(args.report_gbits),
         peak: !args.no_peak,
+        cqe_poll: args.cqe_poll,
     };
     match &args.device {
         None if args.host.is_some() => Err(
@@ -48,6 +49,7 @@ fn reporter(args: &BenchArgs, params: &Params, model: bool, link: Option<String>
         model,
         requested_mode: format!("{:?}", args.mode).to_lowercase(),
         link,
+        gid_index: args.gid_index,
     };
     Reporter::new(
         format(args),

@@ -379,11 +379,13 @@ fn write_bw_json_over_the_tcp_exchange() {
     assert_eq!(r["iterations"], 200);
     assert!(r["bw_average"].as_f64().unwrap() > 0.0);
     assert!(r["bw_peak"].as_f64().unwrap() >= r["bw_average"].as_f64().unwrap());
-    // One BlueFlame copy per WR (64 inline bytes: a 96-byte WQE, two chunks), 64 bytes
-    // written at the responder in one MWr.
+    // perftest's bandwidth tests send nothing inline: one BlueFlame copy per WR (ctrl,
+    // raddr and a data segment: one 64-byte chunk), one DMA read of the 64-byte payload,
+    // 64 bytes written at the responder in one MWr.
+    assert_eq!(h["params"]["inline_size"], 0);
     let p = &r["pcie_per_message"];
-    assert_eq!(p["client"]["mmio_writes"], 2.0);
-    assert_eq!(p["client"]["dma_reads"], 0.0);
+    assert_eq!(p["client"]["mmio_writes"], 1.0);
+    assert_eq!(p["client"]["dma_reads"], 1.0);
     assert_eq!(p["server"]["dma_writes"], 1.0);
     assert_eq!(p["server"]["bytes_up"], 88.0);
 }
@@ -412,7 +414,7 @@ fn send_lat_csv_has_one_row_per_size() {
 #[test]
 fn sweeps_and_every_test_run() {
     for (test, extra) in [
-        ("write_lat", &["-a", "-n", "3"][..]),
+        ("write_lat", &["-a", "-n", "5"][..]),
         ("read_lat", &["-n", "20"][..]),
         ("atomic_lat", &["-n", "20", "-A", "CMP_AND_SWAP"][..]),
         (
@@ -480,13 +482,74 @@ fn the_peak_is_not_measured_where_perftest_does_not_measure_it() {
     assert!(v["results"][0]["bw_peak"].as_f64().unwrap() > 0.0);
 }
 
+/// The lines of `out` from `first` up to the next perftest rule.
+fn block<'a>(out: &'a str, first: &str) -> Vec<&'a str> {
+    let rule = "-".repeat(87);
+    out.lines()
+        .skip_while(|l| !l.starts_with(first))
+        .take_while(|l| *l != rule)
+        .collect()
+}
+
+#[test]
+fn the_header_prints_perftests_lines() {
+    let (ok, out, err) = perf(&["read_bw", "-n", "100", "-s", "8"]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[1], "                    RDMA_Read BW Test");
+    for line in [
+        " Dual-port       : OFF\t\tDevice         : mlx5-hw model",
+        " Number of qps   : 1\t\tTransport type : IB",
+        " Connection type : RC\t\tUsing SRQ      : OFF",
+        " PCIe relax order: OFF\t\tLock-free      : ON",
+        " ibv_wr* API     : OFF\t\tUsing Enhanced Reorder      : OFF",
+        " TX depth        : 100",
+        " CQ Moderation   : 100",
+        " CQE Poll Batch  : 16",
+        " Mtu             : 4096[B]",
+        " Link type       : IB",
+        " Outstand reads  : 16",
+        " rdma_cm QPs\t : OFF",
+        " Data ex. method : Ethernet",
+    ] {
+        assert!(lines.contains(&line), "{line:?} missing:\n{out}");
+    }
+    assert!(!out.contains("Max inline data"), "{out}");
+    // The address block: perftest's formats (C's %#x: no 0x before a zero).
+    let addresses = block(&out, " local address:");
+    assert_eq!(addresses.len(), 2, "{out}");
+    let local = addresses[0];
+    assert!(local.starts_with(" local address: LID 0x0"), "{local}");
+    assert!(local.contains(" OUT 0x10 RKey 0x"), "{local}");
+    assert!(addresses[1].starts_with(" remote address: LID 0x0"));
+    // The table ends with a rule, as perftest's does.
+    assert_eq!(lines.last(), Some(&"-".repeat(87).as_str()));
+    // The atomic type is in the title; SEND and atomics print no RKey; -x prints the GID.
+    let (ok, out, err) = perf(&["atomic_lat", "-n", "5", "-A", "CMP_AND_SWAP", "-x", "0"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("                    Atomic CMP_AND_SWAP Latency Test\n"));
+    assert!(out.contains("\n GID index       : 0\n"), "{out}");
+    let addresses = block(&out, " local address:");
+    assert_eq!(addresses.len(), 4, "{out}");
+    assert!(!addresses[0].contains("RKey"));
+    assert!(
+        addresses[1].starts_with(" GID: 254:128:00:00:"),
+        "{}",
+        addresses[1]
+    );
+    let (ok, out, _) = perf(&["write_lat", "-n", "5"]);
+    assert!(ok);
+    assert!(out.contains("\n Max inline data : 220[B]\n"));
+    assert!(!out.contains("CQ Moderation"));
+}
+
 #[test]
 fn plots_are_svg() {
     let dir = std::env::temp_dir().join(format!("mlx5-perf-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for (args, file) in [
         (&["write_lat", "-n", "100"][..], "lat.svg"),
-        (&["write_bw", "-a", "-n", "2", "--csv"][..], "bw.svg"),
+        (&["write_bw", "-a", "-n", "5", "--csv"][..], "bw.svg"),
         (&["pcie"][..], "pcie.svg"),
     ] {
         let path = dir.join(file);

@@ -26,6 +26,7 @@ fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
         post_list: 1,
         cq_mod: if kind == Kind::Lat { 1 } else { 8 },
         qps: 1,
+        out_reads: 0,
     }
 }
 
@@ -55,6 +56,7 @@ fn run(server: Params, client: Params) -> (Result<(), Error>, Result<(), Error>,
         port: 1,
         unit: BwUnit::MiBs,
         peak: true,
+        cqe_poll: 16,
     };
     let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
     let addr = listener.local_addr().unwrap();

@@ -75,6 +75,8 @@ pub struct Local {
     pub unit: BwUnit,
     /// False with `-N`: no bandwidth peak.
     pub peak: bool,
+    /// CQEs taken per poll call (`--cqe_poll`; perftest's `CTX_POLL_BATCH` is 16).
+    pub cqe_poll: u16,
 }
 
 /// Messages after the handshake.
@@ -266,6 +268,8 @@ fn flag(field: &str) -> &'static str {
         "post_list" => "-l",
         "cq_mod" => "-Q",
         "qps" => "-q",
+        "rx_depth" => "-r",
+        "out_reads" => "-o",
         _ => "the test (derived from it)",
     }
 }
@@ -294,6 +298,7 @@ fn setup<B: Device>(
     peer: &mut Peer,
     params: &Params,
     local: Local,
+    server: bool,
 ) -> Result<(Side<B>, Setup), Error> {
     let mut side = Side::new(ctx, params, local)?;
     let mine = side.records(local.port)?;
@@ -311,7 +316,18 @@ fn setup<B: Device>(
         mtu: port.active_mtu,
         local: mine,
         remote: theirs,
+        server,
+        out_reads: side.out_reads(),
+        cqe_poll: local.cqe_poll,
     };
+    let max = side.ctx.caps().max_rd_atomic;
+    if params.out_reads > u32::from(max) {
+        eprintln!(
+            "mlx5-perf: -o {}: the number of outstanding reads is above the device's maximum \
+             {max}; using {max}",
+            params.out_reads
+        );
+    }
     Ok((side, info))
 }
 
@@ -327,7 +343,7 @@ pub fn serve<B: Device>(
     sink: &mut dyn Sink,
 ) -> Result<(), Error> {
     handshake(&mut peer, params)?;
-    let (mut side, info) = setup(ctx, &mut peer, params, local)?;
+    let (mut side, info) = setup(ctx, &mut peer, params, local, true)?;
     sink.header(&info, params);
     for &size in &params.sizes {
         match peer.recv()? {
@@ -382,7 +398,7 @@ pub fn client<B: Device>(
     sink: &mut dyn Sink,
 ) -> Result<(), Error> {
     handshake(&mut peer, params)?;
-    let (mut side, info) = setup(ctx, &mut peer, params, local)?;
+    let (mut side, info) = setup(ctx, &mut peer, params, local, false)?;
     sink.header(&info, params);
     for &size in &params.sizes {
         match peer.swap(&Msg::Ready { size })? {

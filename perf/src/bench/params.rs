@@ -34,6 +34,8 @@ pub struct Params {
     pub cq_mod: u32,
     /// QPs (`-q`).
     pub qps: u32,
+    /// Outstanding READs / atomics per QP (`-o`; 0: the device's maximum).
+    pub out_reads: u32,
 }
 
 /// perftest's `-a` sizes.
@@ -51,36 +53,152 @@ fn millis(seconds: f64, flag: &str) -> Result<u64, String> {
     }
 }
 
+/// perftest's ranges (`perftest_parameters.h`: `MIN_ITER`..`MAX_ITER`, `MAX_TX`,
+/// `MAX_CQ_MOD`, `MAX_RX`, `MAX_QP_NUM`, `MAX_INLINE`).
+const ITERS: std::ops::RangeInclusive<u64> = 5..=1 << 32;
+const TX_DEPTH: std::ops::RangeInclusive<u32> = 1..=15000;
+const CQ_MOD: std::ops::RangeInclusive<u32> = 1..=1024;
+const RX_DEPTH: std::ops::RangeInclusive<u32> = 1..=16384;
+const QPS: std::ops::RangeInclusive<u32> = 1..=16384;
+const MAX_INLINE: usize = 1024;
+
+/// perftest's default CQ moderation, and the size above which it turns moderation off
+/// (`DEF_CQ_MOD`, `MSG_SIZE_CQ_MOD_LIMIT`).
+const DEF_CQ_MOD: u32 = 100;
+const CQ_MOD_SIZE_LIMIT: usize = 8192;
+
+/// `value` of `flag` within `range`, or perftest's range error.
+fn in_range<T: PartialOrd + std::fmt::Display>(
+    value: T,
+    range: std::ops::RangeInclusive<T>,
+    name: &str,
+) -> Result<T, String> {
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{name} should be between {} and {}",
+            range.start(),
+            range.end()
+        ))
+    }
+}
+
 impl Params {
-    /// The parameters of `test` as the flags give them, checked.
+    /// The parameters of `test` as the flags give them, checked, with perftest's defaults
+    /// and its dependencies between them (`init_perftest_params`, the `parser` and
+    /// `force_dependecies` of perftest's `perftest_parameters.c`, in that order).
     pub fn new(test: Test, a: &BenchArgs) -> Result<Params, String> {
         let lat = test.kind == Kind::Lat;
         let atomic = test.verb == Verb::Atomic;
-        let sizes = if atomic {
-            if a.size.is_some_and(|s| s != 8) {
-                return Err("atomics move 8 bytes: -s must be 8 (or left out)".into());
+        let receives = test.verb == Verb::Send;
+        let iteration_mode = a.duration.is_none();
+        match a.connection.as_str() {
+            "RC" => {}
+            "UC" | "UD" => return Err(format!("-c {}: mlx5-perf runs RC only; UC and UD come with issue 14", a.connection)),
+            "XRC" | "DC" => return Err(format!("-c {}: mlx5-perf runs RC only; XRC and DC come with issue 15", a.connection)),
+            other => return Err(format!("-c {other}: not a connection type of mlx5 (RC, UC, UD, XRC or DC); mlx5-perf runs RC")),
+        }
+        // The parser's per-flag checks.
+        if a.atomic_type.is_some() && !atomic {
+            return Err(
+                "-A: you are not running the atomic_lat/bw test (perftest refuses it too)".into(),
+            );
+        }
+        if lat && a.no_peak {
+            return Err("-N: NoPeak only valid for BW tests".into());
+        }
+        if lat && a.qps > 1 {
+            return Err("-q: multiple QPs only available on bw tests".into());
+        }
+        let qps = in_range(a.qps, QPS, "-q (num of QPs)")?;
+        let iters = a
+            .iters
+            .map(|n| in_range(n, ITERS, "-n (iteration num)"))
+            .transpose()?
+            .unwrap_or(if test.verb == Verb::Write && !lat {
+                5000
+            } else {
+                1000
+            });
+        let tx_depth = a
+            .tx_depth
+            .map(|t| in_range(t, TX_DEPTH, "-t (tx depth)"))
+            .transpose()?
+            .unwrap_or(if lat { 1 } else { 128 });
+        let asked_cq_mod = a
+            .cq_mod
+            .map(|q| in_range(q, CQ_MOD, "-Q (CQ moderation)"))
+            .transpose()?;
+        if let Some(i) = a.inline {
+            if matches!(test.verb, Verb::Read | Verb::Atomic) {
+                return Err("-I: inline feature not available on READ/Atomic verbs".into());
             }
-            vec![8]
-        } else if a.all {
-            ALL_SIZES.map(|k| 1usize << k).collect()
+            in_range(i, 0..=MAX_INLINE, "-I (max inline)")?;
+        }
+        if a.outs.is_some() && !matches!(test.verb, Verb::Read | Verb::Atomic) {
+            return Err(
+                "-o: setting outstanding reads only available on READ and atomic verbs".into(),
+            );
+        }
+        if let Some(r) = a.rx_depth {
+            in_range(r, RX_DEPTH, "-r (rx depth)")?;
+            if !receives && r > 1 {
+                return Err("-r: on RDMA verbs rx depth can be only 1".into());
+            }
+        }
+        let duration_ms = a.duration.map(|d| millis(d, "-D")).transpose()?;
+        if duration_ms == Some(0) {
+            return Err("-D must be at least a millisecond".into());
+        }
+        // force_dependecies, in its order.
+        let mut tx_depth = tx_depth;
+        let mut rx_depth = if receives {
+            a.rx_depth.unwrap_or(512)
         } else {
-            vec![a.size.unwrap_or(if lat { 2 } else { 65536 })]
+            1
         };
-        if sizes.iter().any(|&s| s == 0 || s > 1 << 31) {
-            return Err("-s must be between 1 and 2^31".into());
+        if iteration_mode {
+            tx_depth = tx_depth.min(iters.min(u64::from(u32::MAX)) as u32);
+            if receives {
+                rx_depth = rx_depth.min(iters.min(u64::from(u32::MAX)) as u32);
+            }
         }
-        let inline_size = a.inline.unwrap_or(match test.verb {
-            Verb::Write => 220,
-            Verb::Send => 236,
-            _ => 0,
-        });
-        if inline_size > 0 && matches!(test.verb, Verb::Read | Verb::Atomic) {
-            return Err("READ and atomics cannot send inline: -I must be 0".into());
+        let size = a.size.unwrap_or(if lat { 2 } else { 65536 });
+        let mut cq_mod = asked_cq_mod.unwrap_or(DEF_CQ_MOD);
+        if !lat && size > CQ_MOD_SIZE_LIMIT && !a.all && asked_cq_mod.is_none() {
+            cq_mod = 1;
         }
-        let tx_depth = a.tx_depth.unwrap_or(if lat { 1 } else { 128 });
-        let cq_mod = a.cq_mod.unwrap_or(if lat { 1 } else { 100 }).min(tx_depth);
-        if tx_depth == 0 || cq_mod == 0 || a.post_list == 0 || a.qps == 0 {
-            return Err("-t, -Q, -l and -q must be at least 1".into());
+        cq_mod = cq_mod.min(tx_depth);
+        if atomic && (a.all || a.size.is_some_and(|s| s != 8)) {
+            return Err("atomics move 8 bytes: message size cannot be changed for Atomic tests (-s 8 only, no -a)".into());
+        }
+        if a.post_list == 0 {
+            return Err("-l must be at least 1".into());
+        }
+        if a.post_list > 1 {
+            if lat {
+                return Err("-l: post list is supported in BW tests only".into());
+            }
+            if iteration_mode && iters % u64::from(a.post_list) != 0 {
+                return Err(format!(
+                    "-n {iters} must be a multiple of the post list size -l {}",
+                    a.post_list
+                ));
+            }
+            match asked_cq_mod {
+                None => cq_mod = a.post_list,
+                Some(q) if a.post_list % q != 0 => {
+                    return Err(format!(
+                        "-l {}: post list size must be a multiple of CQ moderation -Q {q}",
+                        a.post_list
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        if duration_ms.is_some() && a.all {
+            return Err("-D: duration mode doesn't support running on all sizes (-a)".into());
         }
         if a.post_list > tx_depth {
             return Err(format!(
@@ -88,16 +206,25 @@ impl Params {
                 a.post_list
             ));
         }
-        if lat && (a.qps > 1 || a.post_list > 1) {
-            return Err("latency tests use one QP and one WR per doorbell (-q 1, -l 1)".into());
+        // perftest's workaround for an odd receive depth in SEND tests.
+        if receives && rx_depth % 2 == 1 && !a.all {
+            rx_depth += 1;
         }
-        if a.iters == Some(0) {
-            return Err("-n must be at least 1".into());
+        let sizes = if atomic {
+            vec![8]
+        } else if a.all {
+            ALL_SIZES.map(|k| 1usize << k).collect()
+        } else {
+            vec![size]
+        };
+        if sizes.iter().any(|&s| s == 0 || s > 1 << 31) {
+            return Err("-s must be between 1 and 2^31".into());
         }
-        let duration_ms = a.duration.map(|d| millis(d, "-D")).transpose()?;
-        if duration_ms == Some(0) {
-            return Err("-D must be at least a millisecond".into());
-        }
+        let inline_size = a.inline.unwrap_or(match (test.verb, test.kind) {
+            (Verb::Write, Kind::Lat) => 220,
+            (Verb::Send, Kind::Lat) => 236,
+            _ => 0,
+        });
         // perftest's default margin: a quarter of the duration in whole seconds.
         let margin_ms = match (a.margin, duration_ms) {
             (Some(m), _) => millis(m, "--margin")?,
@@ -116,17 +243,18 @@ impl Params {
         }
         Ok(Params {
             test,
-            atomic_type: a.atomic_type,
+            atomic_type: a.atomic_type.unwrap_or(AtomicType::FetchAndAdd),
             sizes,
-            iters: a.iters.unwrap_or(if lat { 1000 } else { 5000 }),
+            iters,
             duration_ms,
             margin_ms,
             inline_size,
             tx_depth,
-            rx_depth: if lat { 16 } else { 512 },
+            rx_depth,
             post_list: a.post_list,
             cq_mod,
-            qps: a.qps,
+            qps,
+            out_reads: a.outs.unwrap_or(0),
         })
     }
 

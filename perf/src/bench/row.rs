@@ -114,4 +114,11 @@ pub struct Setup {
     pub local: Vec<QpRecord>,
     /// The peer's QPs.
     pub remote: Vec<QpRecord>,
+    /// True on the server (perftest's server prints no TX depth and, in SEND tests, its RX
+    /// depth).
+    pub server: bool,
+    /// Outstanding READs / atomics per QP in effect (`-o` or the device's maximum).
+    pub out_reads: u8,
+    /// CQEs taken per poll call.
+    pub cqe_poll: u16,
 }

@@ -58,6 +58,8 @@ pub(super) struct Side<B: Device> {
     pub(super) idle: u32,
     /// When the current run of empty polls began.
     pub(super) idle_since: Instant,
+    /// The poll buffer: `--cqe_poll` completions.
+    done: Vec<Completion>,
 }
 
 fn marker(i: u64) -> u8 {
@@ -101,6 +103,7 @@ impl<B: Device> Side<B> {
             remote: Vec::new(),
             idle: 0,
             idle_since: Instant::now(),
+            done: vec![Completion::default(); usize::from(local.cqe_poll.max(1))],
         })
     }
 
@@ -142,6 +145,7 @@ impl<B: Device> Side<B> {
         let options = ConnectOptions {
             port,
             path_mtu: self.ctx.port(port)?.active_mtu.min(4096),
+            rd_atomic: self.out_reads(),
             ..ConnectOptions::default()
         };
         for (qp, r) in self.qps.iter_mut().zip(&remote) {
@@ -155,6 +159,17 @@ impl<B: Device> Side<B> {
         }
         self.remote = remote;
         Ok(())
+    }
+
+    /// Outstanding READs / atomics per QP: `-o`, at most the device's maximum, which is also
+    /// the default (perftest's `ctx_set_out_reads`).
+    pub(super) fn out_reads(&self) -> u8 {
+        let max = self.ctx.caps().max_rd_atomic;
+        match u8::try_from(self.params.out_reads) {
+            Ok(0) => max,
+            Ok(n) => n.min(max),
+            Err(_) => max,
+        }
     }
 
     /// Keeps `rx_depth` receives posted on every QP (SEND tests), each for the largest size,
@@ -177,9 +192,8 @@ impl<B: Device> Side<B> {
 
     /// Polls the CQ once; returns how many completions it took.
     pub(super) fn pump(&mut self) -> Result<usize, Error> {
-        let mut done = [Completion::default(); 32];
-        let n = self.cq.poll(&mut done);
-        for c in &done[..n] {
+        let n = self.cq.poll(&mut self.done);
+        for c in &self.done[..n] {
             if !c.status.is_ok() {
                 return Err(format!("completion error on QP {:#x}: {:?}", c.qpn, c.status).into());
             }

@@ -1,0 +1,194 @@
+//! perftest's defaults and refusals, flag by flag: the same command line gives the same
+//! experiment (`init_perftest_params`, `parser` and `force_dependecies` of perftest 6.29's
+//! `src/perftest_parameters.c`). Parsed as the binary parses them, no run.
+
+use clap::Parser;
+
+use mlx5_perf::bench::Params;
+use mlx5_perf::cli::{parse_size, AtomicType, Cli};
+
+fn params(line: &str) -> Result<Params, String> {
+    let argv = std::iter::once("mlx5-perf").chain(line.split_whitespace());
+    let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+    let (test, args) = cli.command.bench().expect("a benchmark");
+    Params::new(test, args)
+}
+
+fn ok(line: &str) -> Params {
+    params(line).unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
+fn refused(line: &str, message: &str) {
+    match params(line) {
+        Ok(p) => panic!("{line} should be refused, got {p:?}"),
+        Err(e) => assert!(e.contains(message), "{line}: {e:?} lacks {message:?}"),
+    }
+}
+
+#[test]
+fn inline_is_on_in_the_latency_tests_only() {
+    let inline = |line| ok(line).inline_size;
+    assert_eq!(inline("write_lat"), 220);
+    assert_eq!(inline("send_lat"), 236);
+    for test in [
+        "write_bw",
+        "send_bw",
+        "read_lat",
+        "read_bw",
+        "atomic_lat",
+        "atomic_bw",
+    ] {
+        assert_eq!(inline(test), 0, "{test}");
+    }
+    assert_eq!(inline("write_bw -I 64"), 64);
+    assert_eq!(inline("send_lat -I 0"), 0);
+    refused("read_bw -I 8", "not available on READ/Atomic");
+    refused("write_bw -I 1025", "between 0 and 1024");
+}
+
+#[test]
+fn iterations_are_5000_for_write_bw_only() {
+    for (test, n) in [
+        ("write_bw", 5000),
+        ("send_bw", 1000),
+        ("read_bw", 1000),
+        ("atomic_bw", 1000),
+        ("write_lat", 1000),
+        ("send_lat", 1000),
+        ("read_lat", 1000),
+        ("atomic_lat", 1000),
+    ] {
+        assert_eq!(ok(test).iters, n, "{test}");
+    }
+    assert_eq!(ok("write_lat -n 5").iters, 5);
+    refused(
+        "write_lat -n 4",
+        "-n (iteration num) should be between 5 and 4294967296",
+    );
+    refused("write_bw -n 4294967297", "between 5 and");
+}
+
+#[test]
+fn the_tx_depth_is_lowered_to_the_iterations() {
+    assert_eq!(ok("write_bw").tx_depth, 128);
+    assert_eq!(ok("write_bw -n 100 -t 200").tx_depth, 100);
+    assert_eq!(ok("atomic_bw -n 10").tx_depth, 10);
+    // Not in duration mode.
+    assert_eq!(ok("write_bw -n 10 -D 1").tx_depth, 128);
+    assert_eq!(ok("write_lat").tx_depth, 1);
+    refused(
+        "write_bw -t 15001",
+        "-t (tx depth) should be between 1 and 15000",
+    );
+}
+
+#[test]
+fn cq_moderation_follows_perftests_rules() {
+    let q = |line| ok(line).cq_mod;
+    // 100 for small messages, lowered to the TX depth.
+    assert_eq!(q("write_bw -s 8"), 100);
+    assert_eq!(q("write_bw -s 8192"), 100);
+    assert_eq!(q("write_bw -s 8 -t 64"), 64);
+    assert_eq!(q("write_bw -s 8 -n 20"), 20);
+    // 1 above 8 KiB (so the default 64 KiB write_bw), unless -Q or -a.
+    assert_eq!(q("write_bw"), 1);
+    assert_eq!(q("send_bw -s 8193"), 1);
+    assert_eq!(q("write_bw -s 65536 -Q 10"), 10);
+    assert_eq!(q("write_bw -a"), 100);
+    // The post list's size when -l is given without -Q.
+    assert_eq!(q("write_bw -s 8 -l 8"), 8);
+    assert_eq!(q("write_bw -l 40"), 40);
+    assert_eq!(q("write_bw -s 8 -l 32 -n 3200 -Q 16"), 16);
+    refused(
+        "write_bw -s 8 -l 32 -n 3200 -Q 10",
+        "multiple of CQ moderation",
+    );
+    refused(
+        "write_bw -Q 0",
+        "-Q (CQ moderation) should be between 1 and 1024",
+    );
+    refused("write_bw -Q 1025", "between 1 and 1024");
+}
+
+#[test]
+fn post_list_rules() {
+    refused(
+        "write_bw -n 1000 -l 3",
+        "must be a multiple of the post list size",
+    );
+    refused("write_lat -l 2", "post list is supported in BW tests only");
+    assert_eq!(ok("write_bw -n 999 -l 3 -Q 3").post_list, 3);
+    // Duration mode has no iteration count to divide.
+    assert_eq!(ok("write_bw -D 1 -l 3 -Q 3").post_list, 3);
+}
+
+#[test]
+fn refusals_where_perftest_refuses() {
+    refused("write_lat -N", "NoPeak only valid for BW tests");
+    refused(
+        "write_bw -A CMP_AND_SWAP",
+        "not running the atomic_lat/bw test",
+    );
+    assert_eq!(
+        ok("atomic_lat -A CMP_AND_SWAP").atomic_type,
+        AtomicType::CmpAndSwap
+    );
+    assert_eq!(ok("atomic_bw").atomic_type, AtomicType::FetchAndAdd);
+    refused("atomic_bw -a", "cannot be changed for Atomic tests");
+    refused("atomic_lat -s 16", "cannot be changed for Atomic tests");
+    assert_eq!(ok("atomic_lat -s 8").sizes, [8]);
+    refused("write_bw -a -D 2", "doesn't support running on all sizes");
+    refused("send_lat -q 2", "multiple QPs only available on bw tests");
+    refused("write_bw -q 16385", "between 1 and 16384");
+}
+
+#[test]
+fn sizes_take_suffixes_and_hex() {
+    assert_eq!(ok("write_bw -s 4K").sizes, [4096]);
+    assert_eq!(ok("write_bw -s 2M").sizes, [2 << 20]);
+    assert_eq!(ok("write_bw -s 0x1000").sizes, [4096]);
+    assert_eq!(ok("write_bw -s 0x10K").sizes, [16 << 10]);
+    // strtol with base 0: a leading 0 is octal.
+    assert_eq!(parse_size("010"), Ok(8));
+    assert_eq!(parse_size("0"), Ok(0));
+    assert!(parse_size("4k").is_err());
+    assert!(parse_size("12x").is_err());
+    assert_eq!(ok("write_lat").sizes, [2]);
+    assert_eq!(ok("send_bw").sizes, [65536]);
+    assert_eq!(ok("write_lat -a").sizes.len(), 23);
+}
+
+#[test]
+fn outstanding_reads_default_to_the_device_maximum() {
+    // 0 stands for the device's maximum, resolved when the QPs connect.
+    assert_eq!(ok("read_bw").out_reads, 0);
+    assert_eq!(ok("read_lat -o 4").out_reads, 4);
+    assert_eq!(ok("atomic_bw -o 2").out_reads, 2);
+    refused("write_bw -o 4", "only available on READ and atomic verbs");
+}
+
+#[test]
+fn rx_depth_is_512_lowered_to_the_iterations_and_even() {
+    assert_eq!(ok("send_bw").rx_depth, 512);
+    assert_eq!(ok("send_lat").rx_depth, 512);
+    assert_eq!(ok("send_bw -n 100").rx_depth, 100);
+    assert_eq!(ok("send_bw -r 33").rx_depth, 34);
+    assert_eq!(ok("send_bw -n 7").rx_depth, 8);
+    // -a keeps an odd depth (perftest's workaround is for RUN_REGULAR only).
+    assert_eq!(ok("send_bw -a -r 33").rx_depth, 33);
+    // RDMA verbs post no receives.
+    assert_eq!(ok("write_bw").rx_depth, 1);
+    assert_eq!(ok("read_bw -r 1").rx_depth, 1);
+    refused("write_bw -r 2", "on RDMA verbs rx depth can be only 1");
+    refused("send_bw -r 16385", "between 1 and 16384");
+}
+
+#[test]
+fn connection_types_other_than_rc_name_their_issue() {
+    assert_eq!(ok("write_bw -c RC").qps, 1);
+    refused("send_bw -c UD", "issue 14");
+    refused("write_bw -c UC", "issue 14");
+    refused("write_bw -c DC", "issue 15");
+    refused("read_bw -c XRC", "issue 15");
+    refused("write_bw -c SRD", "not a connection type of mlx5");
+}
