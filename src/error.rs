@@ -120,6 +120,14 @@ pub enum Error {
     Busy(&'static str),
     /// Memory for queues or a region could not be allocated or mapped.
     OutOfMemory,
+    /// An environment variable makes the library drive the device in a way this driver
+    /// cannot follow; unset it.
+    Environment {
+        /// The variable.
+        variable: &'static str,
+        /// What it would change.
+        reason: &'static str,
+    },
     /// The device or library refused: the operation and the reason (errno text or the
     /// model's error).
     Device {
@@ -141,6 +149,9 @@ impl fmt::Display for Error {
             }
             Error::Busy(what) => write!(f, "{what} is still in use"),
             Error::OutOfMemory => f.write_str("out of memory for queues or regions"),
+            Error::Environment { variable, reason } => {
+                write!(f, "{variable} is set: {reason}; unset it")
+            }
             Error::Device { operation, reason } => write!(f, "{operation} failed: {reason}"),
         }
     }

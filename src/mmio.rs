@@ -24,6 +24,8 @@ use crate::ring::{Block, Ring};
 ///
 /// x86-64 keeps stores in order (TSO), so only the compiler must be stopped; aarch64 needs
 /// `dmb oshst` (store-store, outer shareable: the device is an observer there).
+/// The aarch64 barriers here are rdma-core master's; v44 uses the stronger `dsb st` /
+/// `dsb ld` (`util/udma_barrier.h`), and both are accepted upstream.
 #[inline(always)]
 pub fn udma_to_device_barrier() {
     #[cfg(target_arch = "aarch64")]
@@ -158,8 +160,10 @@ impl Uar for MappedUar {
 }
 
 /// Stores a 64-byte block at `dst` in address order with the widest plain stores the
-/// baseline target has: four 16-byte SSE2 stores on x86-64 (as rdma-core's
-/// `mmio_memcpy_x64`), eight 8-byte stores elsewhere. Volatile: the target is a device
+/// baseline target has: four 16-byte SSE2 stores on x86-64 (as UCX's BlueFlame copy;
+/// rdma-core's `mmio_memcpy_x64` uses eight 8-byte stores there, one NEON `vst4q` on
+/// aarch64: the write-combining buffer merges either into one 64-byte write), eight 8-byte
+/// stores elsewhere. Volatile: the target is a device
 /// register (or stands for one) and each store must happen exactly once. Never `memcpy`,
 /// which may use any access size or order.
 ///

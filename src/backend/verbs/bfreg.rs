@@ -1,36 +1,68 @@
 //! BlueFlame registers shared between QPs, and the UAR type of the `verbs` backend.
 //!
-//! The kernel gives each QP a BlueFlame register (`bfreg`) of the context's UAR pages: a few
-//! "low latency" registers belong to one QP each, the rest are shared by several QPs, and
-//! libmlx5 takes a spin lock around every doorbell and BlueFlame copy on a shared register
-//! (`need_lock`) because a BlueFlame copy is several 64-byte stores that two threads must not
-//! interleave at one address. `mlx5dv_qp` does not say which kind a QP got, and this data
-//! path takes no locks. So the backend counts the live QPs of its context on each register:
-//! while two or more use one, their BlueFlame copies become the 8-byte doorbell (the first 8
-//! bytes of the WQE's first chunk, exactly what doorbell mode writes), which is one atomic
-//! 64-bit store and needs no lock. `MLX5_SINGLE_THREADED=1` (libmlx5's switch for the same
-//! lock) keeps BlueFlame on shared registers: the application then promises that one thread
-//! posts on all of them.
+//! libmlx5 gives each QP a BlueFlame register (`bfreg`) of the context's UAR pages. With
+//! current kernels (dynamic UARs, rdma-core's default of 16 registers on 4 KiB pages) the
+//! first QPs get registers of their own (verbs.c `mlx5_get_qp_uar`); once they run out,
+//! QPs share registers and libmlx5 takes a spin lock around every doorbell and BlueFlame copy
+//! on a shared one (`need_lock`), because a BlueFlame copy is several 64-byte stores that two
+//! threads must not interleave at one address. `mlx5dv_qp` does not say which kind a QP
+//! got, and this data path takes no locks. So the backend counts the live QPs of its context
+//! on each register: while two or more use one, their BlueFlame copies become the 8-byte
+//! doorbell (the first 8 bytes of the WQE's first chunk, exactly what doorbell mode writes),
+//! which is one atomic 64-bit store and needs no lock.
+//!
+//! `MLX5_SINGLE_THREADED=1` (libmlx5's switch for the same lock, parsed as mlx5.c
+//! `single_threaded_app`: exactly "1") keeps BlueFlame on shared registers: the application
+//! then promises that one thread posts on all of them. libmlx5 keeps the half in use in the
+//! register (`struct mlx5_bf.offset`, toggled by every post on it, qp.c `post_send_db`); so
+//! does this backend while the register is shared: each copy goes to the register's half
+//! and flips it, whichever QP posts ([`RegState`]). A register used by one QP follows that
+//! QP's own toggle, at no extra cost.
 
+use core::cell::Cell;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::mmio::{MappedUar, Uar};
 
+/// What the QPs on one register share: whether more than one live QP uses it, and the
+/// register's BlueFlame half while it is shared.
+#[derive(Debug, Default)]
+pub(super) struct RegState {
+    /// Set while two or more live QPs of the context use the register.
+    shared: AtomicBool,
+    /// Offset (0 or the half size) of the half the next BlueFlame copy on the shared
+    /// register goes to (`MLX5_SINGLE_THREADED=1` only).
+    half: AtomicUsize,
+}
+
+impl RegState {
+    /// Whether another live QP uses the register too.
+    pub(super) fn is_shared(&self) -> bool {
+        self.shared.load(Ordering::Relaxed)
+    }
+}
+
 /// The BlueFlame registers live QPs of one context use, by address.
 #[derive(Debug)]
 pub(super) struct BfRegisters {
     regs: Mutex<HashMap<usize, Register>>,
-    /// `MLX5_SINGLE_THREADED` is set: a shared register keeps BlueFlame.
+    /// `MLX5_SINGLE_THREADED=1`: a shared register keeps BlueFlame.
     single_threaded: bool,
 }
 
 #[derive(Debug)]
 struct Register {
     users: u32,
-    shared: Arc<AtomicBool>,
+    state: Arc<RegState>,
+}
+
+/// libmlx5's `single_threaded_app` (mlx5.c): the variable counts only when it is exactly
+/// "1".
+pub(super) fn single_threaded(var: Option<&std::ffi::OsStr>) -> bool {
+    var.is_some_and(|v| v == "1")
 }
 
 impl BfRegisters {
@@ -41,18 +73,21 @@ impl BfRegisters {
         }
     }
 
-    /// A new QP uses the register at `reg`; returns the flag that says, while it is set, that
-    /// another live QP uses it too.
-    pub(super) fn attach(&self, reg: usize) -> Arc<AtomicBool> {
+    /// Whether shared registers keep BlueFlame (`MLX5_SINGLE_THREADED=1`).
+    pub(super) fn single_threaded(&self) -> bool {
+        self.single_threaded
+    }
+
+    /// A new QP uses the register at `reg`; returns the register's shared state.
+    pub(super) fn attach(&self, reg: usize) -> Arc<RegState> {
         let mut regs = self.regs.lock().unwrap_or_else(PoisonError::into_inner);
         let r = regs.entry(reg).or_insert_with(|| Register {
             users: 0,
-            shared: Arc::new(AtomicBool::new(false)),
+            state: Arc::default(),
         });
         r.users += 1;
-        r.shared
-            .store(r.users > 1 && !self.single_threaded, Ordering::Relaxed);
-        r.shared.clone()
+        r.publish();
+        r.state.clone()
     }
 
     /// A QP that used the register at `reg` is destroyed.
@@ -60,11 +95,19 @@ impl BfRegisters {
         let mut regs = self.regs.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(r) = regs.get_mut(&reg) {
             r.users -= 1;
-            r.shared.store(r.users > 1, Ordering::Relaxed);
+            r.publish();
             if r.users == 0 {
                 regs.remove(&reg);
             }
         }
+    }
+}
+
+impl Register {
+    /// Publishes whether the register is shared: the one rule of both
+    /// [`BfRegisters::attach`] and [`BfRegisters::detach`].
+    fn publish(&self) {
+        self.state.shared.store(self.users > 1, Ordering::Relaxed);
     }
 }
 
@@ -75,8 +118,13 @@ pub struct VerbsUar {
     /// The register's offset in the page and its half size (0 for a CQ's page).
     reg: usize,
     half: usize,
-    /// Set while another live QP uses the register: BlueFlame copies become doorbells.
-    shared: Arc<AtomicBool>,
+    /// The register's state among the QPs using it.
+    state: Arc<RegState>,
+    /// `MLX5_SINGLE_THREADED=1`: copies on a shared register stay BlueFlame copies.
+    single_threaded: bool,
+    /// The half of the register's the copy in progress goes to (shared register, single
+    /// threaded).
+    copy_half: Cell<usize>,
 }
 
 impl VerbsUar {
@@ -85,17 +133,12 @@ impl VerbsUar {
     /// # Safety
     /// As [`MappedUar::new`].
     pub(super) unsafe fn cq(base: NonNull<u8>) -> Self {
-        VerbsUar {
-            // SAFETY: forwarded from this function's contract.
-            page: unsafe { MappedUar::new(base) },
-            reg: 0,
-            half: 0,
-            shared: Arc::new(AtomicBool::new(false)),
-        }
+        // SAFETY: forwarded from this function's contract.
+        unsafe { VerbsUar::qp(base, 0, 0, Arc::default(), false) }
     }
 
-    /// A QP's page, its register at `reg` with halves of `half` bytes, and the register's
-    /// sharing flag from [`BfRegisters::attach`].
+    /// A QP's page, its register at `reg` with halves of `half` bytes, the register's state
+    /// from [`BfRegisters::attach`] and whether shared registers keep BlueFlame.
     ///
     /// # Safety
     /// As [`MappedUar::new`].
@@ -103,15 +146,40 @@ impl VerbsUar {
         base: NonNull<u8>,
         reg: usize,
         half: usize,
-        shared: Arc<AtomicBool>,
+        state: Arc<RegState>,
+        single_threaded: bool,
     ) -> Self {
         VerbsUar {
             // SAFETY: forwarded from this function's contract.
             page: unsafe { MappedUar::new(base) },
             reg,
             half,
-            shared,
+            state,
+            single_threaded,
+            copy_half: Cell::new(0),
         }
+    }
+
+    /// A chunk of a BlueFlame copy on a register other live QPs use too.
+    #[cold]
+    fn write_shared_block(&self, offset: usize, block: &[u64; 8]) {
+        // The chunk's place in its half (a copy never spans halves: at most `half` bytes).
+        let within = (offset - self.reg) % self.half;
+        if !self.single_threaded {
+            if within == 0 {
+                // The first chunk: its first 8 bytes are the doorbell.
+                self.page.write64(offset, block[0].to_ne_bytes());
+            }
+            return;
+        }
+        if within == 0 {
+            // One toggle per register, as libmlx5's `mlx5_bf.offset`: this copy takes the
+            // register's half and leaves the other one to the next copy of any QP on it.
+            let half = self.state.half.fetch_xor(self.half, Ordering::Relaxed);
+            self.copy_half.set(half);
+        }
+        self.page
+            .write_block(self.reg + self.copy_half.get() + within, block);
     }
 }
 
@@ -123,11 +191,10 @@ impl Uar for VerbsUar {
 
     #[inline(always)]
     fn write_block(&self, offset: usize, block: &[u64; 8]) {
-        if !self.shared.load(Ordering::Relaxed) {
+        if !self.state.is_shared() {
             self.page.write_block(offset, block);
-        } else if offset == self.reg || offset == self.reg + self.half {
-            // The first chunk of a copy: its first 8 bytes are the doorbell.
-            self.page.write64(offset, block[0].to_ne_bytes());
+        } else {
+            self.write_shared_block(offset, block);
         }
     }
 }
@@ -138,52 +205,115 @@ mod tests {
 
     #[test]
     fn a_register_is_shared_while_two_live_qps_use_it() {
-        let regs = BfRegisters::new(false);
-        let a = regs.attach(0x1800);
-        assert!(!a.load(Ordering::Relaxed));
-        let other = regs.attach(0x2800);
-        let b = regs.attach(0x1800);
-        assert!(a.load(Ordering::Relaxed) && b.load(Ordering::Relaxed));
-        assert!(!other.load(Ordering::Relaxed));
-        regs.detach(0x1800);
-        assert!(!a.load(Ordering::Relaxed), "one user left");
-        regs.detach(0x1800);
-        let c = regs.attach(0x1800);
-        assert!(!c.load(Ordering::Relaxed), "a fresh entry");
+        for single_threaded in [false, true] {
+            let regs = BfRegisters::new(single_threaded);
+            let a = regs.attach(0x1800);
+            assert!(!a.is_shared());
+            let other = regs.attach(0x2800);
+            let b = regs.attach(0x1800);
+            assert!(a.is_shared() && b.is_shared());
+            assert!(!other.is_shared());
+            regs.detach(0x1800);
+            assert!(!a.is_shared(), "one user left");
+            let b = regs.attach(0x1800);
+            assert!(
+                a.is_shared() && b.is_shared(),
+                "detach undid exactly one attach"
+            );
+            regs.detach(0x1800);
+            regs.detach(0x1800);
+            let c = regs.attach(0x1800);
+            assert!(!c.is_shared(), "a fresh entry");
+            regs.detach(0x0);
+            assert!(
+                !c.is_shared(),
+                "detaching an unknown register changes nothing"
+            );
+        }
     }
 
     #[test]
-    fn single_threaded_keeps_blueflame_on_a_shared_register() {
-        let regs = BfRegisters::new(true);
-        let a = regs.attach(0x1800);
-        let b = regs.attach(0x1800);
-        assert!(!a.load(Ordering::Relaxed) && !b.load(Ordering::Relaxed));
+    fn single_threaded_counts_only_when_exactly_one() {
+        let parse = |v: Option<&str>| single_threaded(v.map(std::ffi::OsStr::new));
+        assert!(parse(Some("1")));
+        for v in [
+            None,
+            Some("0"),
+            Some(""),
+            Some("yes"),
+            Some("01"),
+            Some("1 "),
+        ] {
+            assert!(!parse(v), "{v:?}");
+        }
     }
 
     /// A 4 KiB page of plain memory standing in for the UAR page.
     #[repr(C, align(4096))]
     struct Page([u8; 4096]);
 
+    fn words(page: &Page, at: usize) -> [u64; 8] {
+        core::array::from_fn(|i| {
+            u64::from_ne_bytes(page.0[at + 8 * i..at + 8 * i + 8].try_into().unwrap())
+        })
+    }
+
+    fn block(tag: u64) -> [u64; 8] {
+        core::array::from_fn(|i| tag << 8 | i as u64)
+    }
+
+    /// Two QPs' UARs on one register at 0x800 with 256-byte halves.
+    fn two_qps(page: &mut Page, single_threaded: bool) -> (VerbsUar, VerbsUar) {
+        let base = NonNull::from(&mut page.0).cast::<u8>();
+        let regs = BfRegisters::new(single_threaded);
+        // SAFETY: `page` outlives both values and is only read after their stores.
+        unsafe {
+            (
+                VerbsUar::qp(base, 0x800, 256, regs.attach(0x800), single_threaded),
+                VerbsUar::qp(base, 0x800, 256, regs.attach(0x800), single_threaded),
+            )
+        }
+    }
+
+    #[test]
+    fn a_register_of_one_qp_takes_the_copy_where_the_qp_says() {
+        let mut page = Box::new(Page([0; 4096]));
+        let base = NonNull::from(&mut page.0).cast::<u8>();
+        let regs = BfRegisters::new(false);
+        // SAFETY: `page` outlives `uar` and is only read after the stores.
+        let uar = unsafe { VerbsUar::qp(base, 0x800, 256, regs.attach(0x800), false) };
+        uar.write_block(0x900, &block(1));
+        assert_eq!(words(&page, 0x900), block(1));
+        assert_eq!(words(&page, 0x800), [0; 8]);
+    }
+
     #[test]
     fn a_shared_register_turns_blueflame_copies_into_doorbells() {
         let mut page = Box::new(Page([0; 4096]));
-        let base = NonNull::from(&mut page.0).cast::<u8>();
-        let shared = Arc::new(AtomicBool::new(false));
-        // SAFETY: `page` outlives `uar` and is only read after the stores.
-        let uar = unsafe { VerbsUar::qp(base, 0x800, 256, shared.clone()) };
-        let block: [u64; 8] = core::array::from_fn(|i| 0x1111_1111_1111_1111 * (i as u64 + 1));
-        let words = |page: &Page, at: usize| -> Vec<u64> {
-            (0..8)
-                .map(|i| u64::from_ne_bytes(page.0[at + 8 * i..at + 8 * i + 8].try_into().unwrap()))
-                .collect()
-        };
-        uar.write_block(0x800, &block);
-        assert_eq!(words(&page, 0x800), block);
-        shared.store(true, Ordering::Relaxed);
+        let (a, _b) = two_qps(&mut page, false);
         // The second half, chunk 0 then chunk 1: only the doorbell word is stored.
-        uar.write_block(0x900, &block);
-        uar.write_block(0x940, &block);
-        assert_eq!(words(&page, 0x900), [block[0], 0, 0, 0, 0, 0, 0, 0]);
+        a.write_block(0x900, &block(1));
+        a.write_block(0x940, &block(1));
+        assert_eq!(words(&page, 0x900), [block(1)[0], 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(words(&page, 0x940), [0; 8]);
+    }
+
+    #[test]
+    fn single_threaded_copies_alternate_the_halves_of_the_register_not_of_each_qp() {
+        let mut page = Box::new(Page([0; 4096]));
+        let (a, b) = two_qps(&mut page, true);
+        // Each QP's own toggle says half 0 for its first copy; the register says 0 then 1.
+        a.write_block(0x800, &block(1));
+        a.write_block(0x840, &block(2));
+        b.write_block(0x800, &block(3));
+        b.write_block(0x840, &block(4));
+        assert_eq!(
+            [0x800, 0x840, 0x900, 0x940].map(|at| words(&page, at)),
+            [block(1), block(2), block(3), block(4)]
+        );
+        // A's own toggle now says half 1; the register's next half is 0.
+        a.write_block(0x900, &block(5));
+        assert_eq!(words(&page, 0x800), block(5));
+        assert_eq!(words(&page, 0x900), block(3), "B's copy untouched");
     }
 }

@@ -14,7 +14,10 @@
 //!   register (`mlx5dv_qp.bf.size == 0`) means 8-byte doorbells only;
 //!   [`VerbsQp::doorbell_only`] says why, `SendQueue::effective_mode` says what is asked
 //!   for. A register libmlx5 gave to several live QPs rings 8-byte doorbells while it is
-//!   shared, since this data path takes no lock (`bfreg.rs`).
+//!   shared, since this data path takes no lock, unless `MLX5_SINGLE_THREADED=1`: then its
+//!   copies alternate the register's halves (`bfreg.rs`).
+//! - Refused at open: `MLX5_QP_SIGNATURE` / `MLX5_SRQ_SIGNATURE` in the environment
+//!   ([`Error::Environment`]); docs/hardware.md lists every libmlx5 variable.
 //! - Events: arm with `CompletionQueue::arm` (our own arm doorbell), wait with
 //!   [`Verbs::wait_cq_event`] (which acknowledges the event to libibverbs), then
 //!   `CompletionQueue::ack_event` to advance the arm sequence number. Asynchronous events
@@ -35,6 +38,13 @@
 //! [`SqDesc`]: crate::sq::SqDesc
 //! [`RqDesc`]: crate::rq::RqDesc
 //! [`CqDesc`]: crate::cq::CqDesc
+
+// The MMIO path assumes what these two give: a single 64-bit store per doorbell and the
+// barriers of `crate::mmio`. Elsewhere rdma-core uses other means (s390x: MIO instructions in
+// util/mmio.c; 32-bit targets: an out-of-line `mmio_write64_be` there), which this driver
+// does not have.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+compile_error!("the `verbs` backend supports x86_64 and aarch64 only (see docs/hardware.md)");
 
 mod attr;
 mod bfreg;
@@ -186,6 +196,31 @@ fn is_set(var: Option<std::ffi::OsString>) -> bool {
     var.is_some_and(|v| v != "0")
 }
 
+/// libmlx5 variables that change the WQE formats this driver writes, refused at open. Both
+/// count when present with any value, even "0" (verbs.c `qp_sig_enabled` /
+/// `srq_sig_enabled`): the QP or SRQ is then created with `MLX5_QP_FLAG_SIGNATURE` /
+/// `MLX5_SRQ_FLAG_SIGNATURE`, the kernel sets `wq_signature` in its context, every receive
+/// WQE starts with a 16-byte signature segment (`mlx5_rwqe_sig`) and the device checks a
+/// signature byte in every send WQE, none of which this driver writes.
+const REFUSED_VARS: [(&str, &str); 2] = [
+    (
+        "MLX5_QP_SIGNATURE",
+        "libmlx5 would create QPs that check WQE signatures this driver does not write",
+    ),
+    (
+        "MLX5_SRQ_SIGNATURE",
+        "libmlx5 would create SRQs that check WQE signatures this driver does not write",
+    ),
+];
+
+/// The first refused variable `var` finds set ([`REFUSED_VARS`]).
+fn refuse_environment(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<(), Error> {
+    match REFUSED_VARS.iter().find(|(name, _)| var(name).is_some()) {
+        Some(&(variable, reason)) => Err(Error::Environment { variable, reason }),
+        None => Ok(()),
+    }
+}
+
 /// A ConnectX NIC through rdma-core.
 #[derive(Debug)]
 pub struct Verbs {
@@ -200,6 +235,7 @@ pub struct Verbs {
 impl Verbs {
     /// Opens the device `options` names (or the first mlx5 one) and checks its port.
     pub fn open(options: &VerbsOptions) -> Result<Self, Error> {
+        refuse_environment(|name| std::env::var_os(name))?;
         let list = port::DeviceList::get()?;
         let (name, device) = list.choose(options.device.as_deref())?;
         // SAFETY: a device from the live list.
@@ -223,7 +259,9 @@ impl Verbs {
         let dev = Arc::new(DeviceCtx {
             ctx,
             channel,
-            bf_regs: BfRegisters::new(is_set(std::env::var_os("MLX5_SINGLE_THREADED"))),
+            bf_regs: BfRegisters::new(bfreg::single_threaded(
+                std::env::var_os("MLX5_SINGLE_THREADED").as_deref(),
+            )),
         });
         // SAFETY: the channel's and the context's async fds are ours; non-blocking so a
         // read never blocks (a wait blocks in poll(2), with its timeout).
@@ -357,5 +395,23 @@ mod tests {
         assert!(!is_set(Some("0".into())));
         assert!(is_set(Some("1".into())));
         assert!(is_set(Some("".into())));
+    }
+
+    #[test]
+    fn signature_variables_are_refused_whatever_their_value() {
+        let only = |set: &'static str, value: &'static str| {
+            move |name: &str| (name == set).then(|| value.into())
+        };
+        assert_eq!(refuse_environment(|_| None), Ok(()));
+        assert_eq!(refuse_environment(only("MLX5_SHUT_UP_BF", "1")), Ok(()));
+        for variable in ["MLX5_QP_SIGNATURE", "MLX5_SRQ_SIGNATURE"] {
+            for value in ["1", "0", ""] {
+                let err = refuse_environment(only(variable, value)).unwrap_err();
+                assert!(
+                    matches!(err, Error::Environment { variable: v, .. } if v == variable),
+                    "{variable}={value:?}: {err:?}"
+                );
+            }
+        }
     }
 }

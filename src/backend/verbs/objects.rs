@@ -4,7 +4,7 @@
 
 use core::ffi::{c_int, c_void};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU8, Ordering};
 use core::time::Duration;
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ use rdma_sys::{
 };
 
 use super::attr::{self, Addressing};
-use super::bfreg::VerbsUar;
+use super::bfreg::{RegState, VerbsUar};
 use super::{failed, DeviceCtx, Verbs, MAX_WQE_FORMAT};
 use crate::backend::mlx5dv::{
     mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp, mlx5dv_init_obj,
@@ -91,9 +91,11 @@ pub struct VerbsQp {
     port: AtomicU8,
     bf_size: u32,
     shut_up_bf: bool,
-    /// The BlueFlame register's address, and the flag set while another live QP uses it.
+    /// The BlueFlame register's address, and its state among the QPs using it.
     bf_reg: usize,
-    bf_shared: Arc<AtomicBool>,
+    bf_state: Arc<RegState>,
+    /// `MLX5_SINGLE_THREADED=1`: a shared register keeps BlueFlame.
+    single_threaded: bool,
     _dev: Arc<DeviceCtx>,
 }
 
@@ -150,7 +152,7 @@ impl VerbsQp {
             Some("MLX5_SHUT_UP_BF is set")
         } else if self.bf_size == 0 {
             Some("the device gave this QP no BlueFlame register (mlx5dv_qp.bf.size is 0)")
-        } else if self.bf_shared.load(Ordering::Relaxed) {
+        } else if self.bf_state.is_shared() && !self.single_threaded {
             Some(
                 "another live QP of this context uses the same BlueFlame register (libmlx5 \
                  would lock it; MLX5_SINGLE_THREADED=1 keeps BlueFlame there)",
@@ -390,13 +392,14 @@ impl Backend for Verbs {
             shut_up_bf,
             // No register yet: detaching address 0 (never a register) does nothing.
             bf_reg: 0,
-            bf_shared: Arc::default(),
+            bf_state: Arc::default(),
+            single_threaded: self.dev.bf_regs.single_threaded(),
             _dev: self.dev.clone(),
         };
         init_obj(&mut obj, MLX5DV_OBJ_QP, "describe QP")?;
         handle.bf_size = out.bf.size;
         handle.bf_reg = out.bf.reg as usize;
-        handle.bf_shared = self.dev.bf_regs.attach(handle.bf_reg);
+        handle.bf_state = self.dev.bf_regs.attach(handle.bf_reg);
         if out.sq.stride as usize != SEND_WQE_BB {
             return Err(Error::Device {
                 operation: "describe QP",
@@ -407,7 +410,7 @@ impl Backend for Verbs {
         let qpn = unsafe { (*qp.as_ptr()).qp_num };
         let dbrec = NonNull::new(out.dbrec.cast::<Be32>()).ok_or(Error::OutOfMemory)?;
         let (uar, bf_offset) = uar_page(out.bf.reg)?;
-        let bf_shared = handle.bf_shared.clone();
+        let bf_state = handle.bf_state.clone();
         let sq = SqDesc {
             buf: NonNull::new(out.sq.buf.cast()).ok_or(Error::OutOfMemory)?,
             wqe_cnt: out.sq.wqe_cnt,
@@ -434,8 +437,16 @@ impl Backend for Verbs {
             sq,
             rq,
             // SAFETY: the QP's UAR page is mapped by the context, which the QP keeps alive;
-            // the register at `bf_offset` is this QP's, or shared under `bf_shared`'s rule.
-            uar: unsafe { VerbsUar::qp(uar, bf_offset, out.bf.size as usize, bf_shared) },
+            // the register at `bf_offset` is this QP's, or shared under `bf_state`'s rule.
+            uar: unsafe {
+                VerbsUar::qp(
+                    uar,
+                    bf_offset,
+                    out.bf.size as usize,
+                    bf_state,
+                    self.dev.bf_regs.single_threaded(),
+                )
+            },
         })
     }
 
