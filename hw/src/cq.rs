@@ -1,10 +1,10 @@
 //! Completion queues: CQE writes with ownership, overrun detection, arming and events
 //! (prm-facts §7.1, §7.8).
 
-use crate::cqe::Cqe;
+use crate::cqe::{cqe_op, Cqe, CQE_SE};
 use crate::host;
 use crate::pcie::{Ctx, Purpose};
-use crate::state::{Arm, Delayed, NicState, CQ_UAR};
+use crate::state::{Arm, Cq, Delayed, NicState, CQ_UAR};
 use crate::types::{AsyncEvent, Event};
 use crate::wqe::be32;
 
@@ -88,10 +88,8 @@ fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
         c.armed = None;
         c.fired_sn = Some(a.sn);
     }
-    if size == 128 {
-        // No scatter-to-CQE: the first half carries no data.
-        host::write(base, &[0u8; 64]);
-    }
+    // A 128-byte CQE's first half carries scatter-to-CQE data only, which the model never
+    // uses: it is left as it was (the link still sees one write of the whole entry).
     host::write_cqe(base + size - 64, &cqe.encode(owner));
     nic.dma_write(qp, base, size, Purpose::Cqe);
     nic.stats.cqes += 1;
@@ -162,14 +160,33 @@ pub(crate) fn arm(nic: &mut NicState, uar: u32, data: &[u8]) {
     if c.error {
         return;
     }
-    if c.pi & 0xff_ffff != ci {
+    let solicited = cmd == ARM_SOLICITED;
+    if c.pi & 0xff_ffff != ci && (!solicited || unpolled_solicited(c, ci)) {
         c.armed = None;
         c.fired_sn = Some(sn);
         raise(nic, cqn);
     } else {
-        c.armed = Some(Arm {
-            solicited: cmd == ARM_SOLICITED,
-            sn,
-        });
+        c.armed = Some(Arm { solicited, sn });
     }
+}
+
+/// True if a CQE written past consumer index `ci` is solicited or an error: what a
+/// solicited-only arm waits for.
+fn unpolled_solicited(c: &Cq, ci: u32) -> bool {
+    let cnt = 1u32 << c.log_cnt;
+    let size = u64::from(c.cqe_size);
+    let mut at = ci;
+    while at & 0xff_ffff != c.pi & 0xff_ffff {
+        let mut op_own = [0u8; 1];
+        host::read(
+            c.buf + u64::from(at & (cnt - 1)) * size + size - 1,
+            &mut op_own,
+        );
+        let opcode = op_own[0] >> 4;
+        if op_own[0] & CQE_SE != 0 || opcode == cqe_op::REQ_ERR || opcode == cqe_op::RESP_ERR {
+            return true;
+        }
+        at = at.wrapping_add(1);
+    }
+    false
 }

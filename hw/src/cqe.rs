@@ -14,6 +14,12 @@ pub(crate) mod synd {
     pub(crate) const RNR_RETRY_EXC_ERR: u8 = 0x16;
 }
 
+/// `byte_cnt` of every requester CQE but READ's. Nothing public pins what ConnectX writes
+/// there (rdma-core's `handle_good_req` reads it only for RDMA READ and hard-codes 8 for
+/// CS/FA), so the model writes a value no message length can have (above 2^31): a driver
+/// that reads it fails its tests.
+pub(crate) const REQ_BYTE_CNT_POISON: u32 = 0x8bad_f00d;
+
 /// The vendor syndrome (`vendor_err_synd`, byte 54) mlx5 hardware reports with `syndrome`,
 /// where one has been seen in public logs of ConnectX-4..7 adapters (kernel `mlx5_poll_one`
 /// messages, UCX `ib_mlx5_log` lines, `ibv_wc.vendor_err` dumps); 0 where none is known.
@@ -30,6 +36,9 @@ fn vendor_syndrome(syndrome: u8) -> u8 {
         _ => 0,
     }
 }
+
+/// `op_own` bit 1: the solicited-event flag of a responder CQE.
+pub(crate) const CQE_SE: u8 = 0x02;
 
 /// CQE opcodes (`op_own >> 4`).
 pub(crate) mod cqe_op {
@@ -55,10 +64,6 @@ pub(crate) struct Cqe {
     pub(crate) byte_cnt: u32,
     /// Raw immediate or invalidated rkey, as on the wire.
     pub(crate) imm: [u8; 4],
-    /// Source QP (responder).
-    pub(crate) src_qpn: u32,
-    /// Source LID (responder).
-    pub(crate) slid: u16,
     pub(crate) srqn: u32,
     /// Solicited event (responder).
     pub(crate) se: bool,
@@ -105,8 +110,8 @@ impl Cqe {
             let w = u32::from(self.send_opcode) << 24 | (self.qpn & 0xff_ffff);
             b[56..60].copy_from_slice(&w.to_be_bytes());
         } else {
-            b[22..24].copy_from_slice(&self.slid.to_be_bytes());
-            b[24..28].copy_from_slice(&(self.src_qpn & 0xff_ffff).to_be_bytes());
+            // slid (22..24) and flags_rqpn (24..28) stay 0: defined for UD only, and the
+            // model has RC QPs only.
             b[32..36].copy_from_slice(&self.srqn.to_be_bytes());
             b[36..40].copy_from_slice(&self.imm);
             b[44..48].copy_from_slice(&self.byte_cnt.to_be_bytes());
@@ -114,7 +119,7 @@ impl Cqe {
             b[56..60].copy_from_slice(&w.to_be_bytes());
         }
         b[60..62].copy_from_slice(&self.wqe_counter.to_be_bytes());
-        b[63] = self.opcode << 4 | u8::from(self.se) << 1 | u8::from(owner);
+        b[63] = self.opcode << 4 | if self.se { CQE_SE } else { 0 } | u8::from(owner);
         b
     }
 }

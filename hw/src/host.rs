@@ -47,29 +47,47 @@ pub(crate) fn write_cqe(addr: u64, cqe: &[u8; 64]) {
     own.store(cqe[63], Ordering::Release);
 }
 
-/// Atomically apply `f` to the host-endian 8-byte word at `addr` (8-byte aligned,
-/// checked by the caller); returns the original value.
-pub(crate) fn atomic_update64(addr: u64, f: impl Fn(u64) -> u64) -> u64 {
-    // SAFETY: `addr` is 8-byte aligned and inside a registered MR with atomic rights.
-    let cell = unsafe { &*(addr as *const AtomicU64) };
-    let mut old = cell.load(Ordering::Acquire);
-    loop {
-        match cell.compare_exchange_weak(old, f(old), Ordering::AcqRel, Ordering::Acquire) {
-            Ok(v) => return v,
-            Err(v) => old = v,
-        }
+/// The host-order 4- or 8-byte word at `addr` (aligned to `size`, checked by the
+/// caller), read as one access: a DMA read of an atomic's operand.
+pub(crate) fn load(addr: u64, size: u8) -> u64 {
+    match size {
+        8 => cell64(addr).load(Ordering::Acquire),
+        _ => cell32(addr).load(Ordering::Acquire).into(),
     }
 }
 
-/// As [`atomic_update64`] for a 4-byte aligned 4-byte word.
-pub(crate) fn atomic_update32(addr: u64, f: impl Fn(u32) -> u32) -> u32 {
-    // SAFETY: `addr` is 4-byte aligned and inside a registered MR with atomic rights.
-    let cell = unsafe { &*(addr as *const AtomicU32) };
-    let mut old = cell.load(Ordering::Acquire);
-    loop {
-        match cell.compare_exchange_weak(old, f(old), Ordering::AcqRel, Ordering::Acquire) {
-            Ok(v) => return v,
-            Err(v) => old = v,
-        }
+/// Store the low `size` bytes of `v` (4 or 8) in host order at `addr` (aligned to `size`)
+/// as one access: a DMA write of an atomic's result, or a CPU store.
+pub(crate) fn store(addr: u64, size: u8, v: u64) {
+    match size {
+        8 => cell64(addr).store(v, Ordering::Release),
+        _ => cell32(addr).store(v as u32, Ordering::Release),
     }
+}
+
+/// Atomically apply `f` to the host-order 4- or 8-byte word at `addr` (aligned to
+/// `size`); returns the original value (a PCIe AtomicOp).
+pub(crate) fn atomic_update(addr: u64, size: u8, f: impl Fn(u64) -> u64) -> u64 {
+    let (rmw, read) = (Ordering::AcqRel, Ordering::Acquire);
+    // `fetch_update` only fails when the closure returns `None`, which it never does.
+    match size {
+        8 => cell64(addr)
+            .fetch_update(rmw, read, |old| Some(f(old)))
+            .unwrap_or_else(|v| v),
+        _ => cell32(addr)
+            .fetch_update(rmw, read, |old| Some(f(old.into()) as u32))
+            .map_or_else(u64::from, u64::from),
+    }
+}
+
+fn cell64<'a>(addr: u64) -> &'a AtomicU64 {
+    // SAFETY: `addr` is 8-byte aligned and inside a registered MR with atomic rights
+    // (checked by the caller), valid until the MR is deregistered (module contract); the
+    // CPU may access the word concurrently, hence atomic accesses.
+    unsafe { &*(addr as *const AtomicU64) }
+}
+
+fn cell32<'a>(addr: u64) -> &'a AtomicU32 {
+    // SAFETY: as `cell64`, for a 4-byte aligned word.
+    unsafe { &*(addr as *const AtomicU32) }
 }

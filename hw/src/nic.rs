@@ -46,6 +46,8 @@ const LOG_MAX_QP_WR: u8 = 15;
 const LOG_MAX_CQE: u8 = 22;
 const ALL_ACCESS: u32 = 0xf;
 const MAX_WQE: u32 = 63 * 16;
+/// The largest `max_msg_sz` a NIC can be given: what one pointer segment addresses.
+const MAX_MSG_LIMIT: u32 = 1 << 31;
 
 fn aligned(addr: u64, align: u64) -> Result<(), HwError> {
     if addr == 0 || addr % align != 0 {
@@ -105,6 +107,7 @@ impl Nic {
             NicConfig {
                 bf_size: bf,
                 ports: config.ports.max(1),
+                max_msg_sz: config.max_msg_sz.min(MAX_MSG_LIMIT),
                 ..config
             },
         ));
@@ -149,7 +152,7 @@ impl Nic {
             max_inline: MAX_WQE - 16 - 16 - 4,
             bf_size: n.cfg.bf_size,
             max_rd_atomic: MAX_RD_ATOMIC,
-            max_msg_sz: 1 << 31,
+            max_msg_sz: n.cfg.max_msg_sz,
         })
     }
 
@@ -225,10 +228,26 @@ impl Nic {
                 len,
                 access,
                 invalid: false,
+                remote_invalidate: false,
             });
             let key = (i as u32) << 8 | u32::from(s.variant);
             debug_assert_ne!(key, INVALID_LKEY);
             Ok(key)
+        })
+    }
+
+    /// Let a SEND with invalidate from a peer invalidate `key`, as the mkey context's
+    /// remote-invalidate enable (`en_rinval`) does. The kernel sets it only for
+    /// fast-registration MRs (`set_reg_mkey_seg` in drivers/infiniband/hw/mlx5/wr.c) and
+    /// type-2 memory windows (`mlx5_ib_alloc_mw`), never for `ibv_reg_mr` keys, so keys of
+    /// [`Nic::reg_mr`] start without it. This stands in for those key types, which the
+    /// model does not have.
+    pub fn allow_remote_invalidate(&self, key: u32) -> Result<(), HwError> {
+        self.with(|n| {
+            n.mr_mut(key)
+                .ok_or(HwError::NoSuchObject)?
+                .remote_invalidate = true;
+            Ok(())
         })
     }
 
@@ -368,6 +387,8 @@ impl Nic {
                 sq_psn: 0,
                 retry_cnt: 0,
                 rnr_retry: 0,
+                max_rd_atomic: 0,
+                max_dest_rd_atomic: 0,
                 sq_ci: 0,
                 sq_pi: 0,
                 sq_fetched: 0,
@@ -429,6 +450,7 @@ impl Nic {
                     };
                     q.rq_psn = rq_psn & 0xff_ffff;
                     q.mtu = path_mtu;
+                    q.max_dest_rd_atomic = max_dest_rd_atomic;
                     q.state = QpState::Rtr;
                 }
                 QpTransition::Rts {
@@ -445,6 +467,7 @@ impl Nic {
                     q.sq_psn = sq_psn & 0xff_ffff;
                     q.retry_cnt = retry_cnt;
                     q.rnr_retry = rnr_retry;
+                    q.max_rd_atomic = max_rd_atomic;
                     q.state = QpState::Rts;
                 }
                 QpTransition::Err => fail(n, qpi),
@@ -662,6 +685,7 @@ impl Nic {
                     count,
                 })
             }
+            Fault::HostStoreInAtomic { value } => n.faults.host_store = Some(value),
             Fault::Clear => n.faults = Default::default(),
         });
     }

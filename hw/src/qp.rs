@@ -74,7 +74,8 @@ pub(crate) fn fail(nic: &mut NicState, qpi: usize) {
     flush_rq(nic, qpi);
 }
 
-/// Complete every SQ WQE up to the producer with WR_FLUSH_ERR, signaled or not.
+/// Complete every SQ WQE up to the producer with WR_FLUSH_ERR, signaled or not, except
+/// those asking for a CQE only on the first error (CE = 1).
 pub(crate) fn flush_sq(nic: &mut NicState, qpi: usize) -> usize {
     let q = nic.qp(qpi);
     let Some(pi) = sq_producer(q) else {
@@ -93,8 +94,10 @@ pub(crate) fn flush_sq(nic: &mut NicState, qpi: usize) -> usize {
         q.sq_ci = q
             .sq_ci
             .wrapping_add(ctrl.nbb().min(pi.wrapping_sub(q.sq_ci)));
-        complete(nic, qpi, false, cqe);
-        n += 1;
+        if !ctrl.only_first_error() {
+            complete(nic, qpi, false, cqe);
+            n += 1;
+        }
     }
     n
 }

@@ -8,7 +8,7 @@ use crate::pcie::Purpose;
 use crate::qp::fail;
 use crate::state::{take_fault, NicState, INVALID_LKEY, SRQN_BASE};
 use crate::types::{Access, AsyncEvent};
-use crate::wqe::{be16, be32, be64, opcode, Op, Segs, Wqe};
+use crate::wqe::{be16, be32, be64, opcode, Op, Segs, Wqe, ZERO_LENGTH_MEANS};
 use crate::xfer::{gather_to, Cursor, Span, Spans};
 
 /// One request message as the responder sees it.
@@ -16,8 +16,6 @@ pub(crate) struct Request<'a> {
     /// The requester's WQE bytes (inline payload lives here).
     pub(crate) wqe: &'a [u8],
     pub(crate) d: &'a Wqe,
-    pub(crate) src_qpn: u32,
-    pub(crate) src_lid: u16,
     /// PSN of the first packet.
     pub(crate) psn: u32,
     /// PSNs the message consumes.
@@ -174,7 +172,9 @@ fn send(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failure
     let qp_pdn = nic.qp(qpi).pdn;
     let inval_key = u32::from_be_bytes(ctrl.imm);
     if inval && !invalidate(nic, inval_key, qp_pdn) {
-        return Err(rv.fail(synd::REMOTE_INVAL_REQ_ERR, synd::LOCAL_QP_OP_ERR));
+        // rxe's RESPST_ERR_INVALIDATE_RKEY (class J): the receive completes with
+        // IB_WC_REM_INV_REQ_ERR and the QP goes to error; the requester sees the NAK.
+        return Err(rv.fail(synd::REMOTE_INVAL_REQ_ERR, synd::REMOTE_INVAL_REQ_ERR));
     }
     Cursor::new(rv.spans.as_slice()).put_gather(r.wqe, Segs::new(r.wqe, r.d.data));
     for s in rv.spans.used(len) {
@@ -189,17 +189,14 @@ fn send(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failure
     Ok(Resp::Ack(0))
 }
 
-/// Invalidate memory key `key` if it is a live MR of PD `pdn`.
+/// Invalidate memory key `key` if it is a live MR of PD `pdn` that allows remote
+/// invalidation (a plain registration never does).
 fn invalidate(nic: &mut NicState, key: u32, pdn: u32) -> bool {
-    let slot = nic.mrs.get_mut((key >> 8) as usize);
-    match slot {
-        Some(s) if s.variant == key as u8 => match &mut s.mr {
-            Some(mr) if mr.pdn == pdn && !mr.invalid => {
-                mr.invalid = true;
-                true
-            }
-            _ => false,
-        },
+    match nic.mr_mut(key) {
+        Some(mr) if mr.pdn == pdn && mr.remote_invalidate && !mr.invalid => {
+            mr.invalid = true;
+            true
+        }
         _ => false,
     }
 }
@@ -212,8 +209,6 @@ fn recv_cqe(nic: &mut NicState, qpi: usize, r: &Request<'_>, rv: &Recv, op: u8, 
         wqe_counter: rv.counter,
         byte_cnt: r.d.len as u32,
         imm,
-        src_qpn: r.src_qpn,
-        slid: r.src_lid,
         srqn: rv.srqn,
         se: r.d.ctrl.solicited(),
         ..Cqe::default()
@@ -269,12 +264,21 @@ fn atomic(
         return Err(Failure::nak(synd::REMOTE_INVAL_REQ_ERR));
     }
     check_remote(nic, qpi, pdn, d, size, Access::REMOTE_ATOMIC)?;
-    let orig = if a.size == 8 {
-        host::atomic_update64(d.raddr, |old| a.apply(old))
+    let store = nic.faults.host_store.take();
+    let orig = if nic.cfg.pcie_atomic_ops {
+        // One AtomicOp on the host: a CPU store either precedes it or follows it.
+        if let Some(v) = store {
+            host::store(d.raddr, a.size, v);
+        }
+        host::atomic_update(d.raddr, a.size, |old| a.apply(old))
     } else {
-        u64::from(host::atomic_update32(d.raddr, |old| {
-            a.apply(old.into()) as u32
-        }))
+        // A DMA read, then a DMA write: a CPU store between them is overwritten.
+        let old = host::load(d.raddr, a.size);
+        if let Some(v) = store {
+            host::store(d.raddr, a.size, v);
+        }
+        host::store(d.raddr, a.size, a.apply(old));
+        old
     };
     nic.dma_read(Some(qpi), d.raddr, size, Purpose::AtomicOperand);
     nic.dma_write(Some(qpi), d.raddr, size, Purpose::AtomicOperand);
@@ -305,6 +309,7 @@ fn take_recv(nic: &mut NicState, qpi: usize) -> Option<Recv> {
             let pdn = q.pdn;
             nic.dma_read(Some(qpi), addr, stride, Purpose::RecvWqeFetch);
             let (spans, _) = read_recv(addr, stride as usize, 0);
+            nic.stats.zero_length_segments += spans.zero_length;
             Some(Recv {
                 counter,
                 srqn: 0,
@@ -326,6 +331,7 @@ fn take_recv(nic: &mut NicState, qpi: usize) -> Option<Recv> {
             s.consumed = s.consumed.wrapping_add(1);
             let pdn = s.pdn;
             nic.dma_read(Some(qpi), addr, stride, Purpose::RecvWqeFetch);
+            nic.stats.zero_length_segments += spans.zero_length;
             Some(Recv {
                 counter: index,
                 srqn,
@@ -348,7 +354,8 @@ fn refresh(nic: &mut NicState, qpi: usize, dbrec: u64, known: u16, consumed: u16
 }
 
 /// Parse a receive WQE at `addr`: data segments from byte `skip`, ended early by the
-/// `MLX5_INVALID_LKEY` terminator. Returns the spans and the SRQ `next_wqe_index`.
+/// `MLX5_INVALID_LKEY` terminator; a `byte_count` of 0 is 2^31 bytes (only the bytes a
+/// message fills are key-checked). Returns the spans and the SRQ `next_wqe_index`.
 fn read_recv(addr: u64, stride: usize, skip: usize) -> (Spans, u16) {
     let mut b = [0u8; 1024];
     let w = &mut b[..stride];
@@ -359,14 +366,18 @@ fn read_recv(addr: u64, stride: usize, skip: usize) -> (Spans, u16) {
         if lkey == INVALID_LKEY {
             break;
         }
-        let len = be32(seg, 0);
-        if len != 0 {
-            spans.push(Span {
-                addr: be64(seg, 8),
-                len: len.into(),
-                key: lkey,
-            });
-        }
+        let len = match be32(seg, 0) {
+            0 => {
+                spans.zero_length += 1;
+                ZERO_LENGTH_MEANS
+            }
+            n => n,
+        };
+        spans.push(Span {
+            addr: be64(seg, 8),
+            len: len.into(),
+            key: lkey,
+        });
     }
     (spans, be16(w, 2))
 }

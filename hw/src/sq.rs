@@ -2,7 +2,7 @@
 //! operations against the responder, transport retry and RNR retry (prm-facts §1, §6, §11).
 
 use crate::cq::complete;
-use crate::cqe::{cqe_op, synd, Cqe};
+use crate::cqe::{cqe_op, synd, Cqe, REQ_BYTE_CNT_POISON};
 use crate::fence::InFlight;
 use crate::host;
 use crate::pcie::{Ctx, Purpose};
@@ -250,34 +250,29 @@ fn exec(
     if ctrl.fenced() {
         in_flight.clear();
     }
-    let d = match decode(ctrl, wqe) {
+    let nic = &mut w.nics[n];
+    let max_msg = nic.cfg.max_msg_sz.into();
+    let d = match decode(ctrl, wqe, max_msg, &mut nic.stats.zero_length_segments) {
         Ok(d) => d,
         Err(s) => return Outcome::Fail(s),
     };
     if d.op == Op::Nop {
-        return Outcome::Done(0);
+        return Outcome::Done(REQ_BYTE_CNT_POISON);
     }
-    let nic = &mut w.nics[n];
     let q = nic.qp(qpi);
     let (pdn, qpn, mtu, psn) = (q.pdn, q.qpn, q.mtu, q.sq_psn);
-    let dest = q.dest;
+    let (dest, depth) = (q.dest, q.max_rd_atomic);
     let remote_result = matches!(d.op, Op::Read | Op::Atomic(_));
-    let need = if remote_result {
-        Access::LOCAL_WRITE
-    } else {
-        Access::NONE
-    };
-    if d.ptr_segs > 0 {
+    // READ and atomic result buffers are checked when the response arrives (below).
+    if d.ptr_segs > 0 && !remote_result {
         let mut hazard = false;
         for seg in Segs::new(wqe, d.data).flatten() {
             if let Seg::Ptr { len, lkey, addr } = seg {
-                if !nic.check_mr(qpi, lkey, pdn, addr, len.into(), need) {
+                if !nic.check_mr(qpi, lkey, pdn, addr, len.into(), Access::NONE) {
                     return Outcome::Fail(synd::LOCAL_PROT_ERR);
                 }
-                if !remote_result {
-                    hazard |= in_flight.overlaps(addr, len.into());
-                    nic.dma_read(Some(qpi), addr, len.into(), Purpose::Gather);
-                }
+                hazard |= in_flight.overlaps(addr, len.into());
+                nic.dma_read(Some(qpi), addr, len.into(), Purpose::Gather);
             }
         }
         nic.stats.fence_hazards += u64::from(hazard);
@@ -286,7 +281,6 @@ fn exec(
     let npkts = ((d.len + u64::from(mtu) - 1) >> mtu.trailing_zeros()).max(1) as u32;
     let req_pkts = if remote_result { 1 } else { npkts };
     nic.stats.packets += u64::from(req_pkts);
-    let lid = nic.lid;
     let lost = take_fault(&mut nic.faults.lose, qpn, req_pkts);
     let Some(to) = (!lost).then(|| connected(w, n, qpn, &dest, psn)).flatten() else {
         w.nics[n].stats.packets_lost += u64::from(req_pkts);
@@ -295,11 +289,14 @@ fn exec(
     let req = Request {
         wqe,
         d: &d,
-        src_qpn: qpn,
-        src_lid: lid,
         psn,
         npkts,
     };
+    if remote_result
+        && rd_atomic_depth(depth) > rd_atomic_depth(w.nics[to.nic].qp(to.qpi).max_dest_rd_atomic)
+    {
+        w.nics[n].stats.rd_atomic_depth_mismatch += 1;
+    }
     let responder = &mut w.nics[to.nic];
     responder.context(Some(to.qpi), Ctx::Qp(dest.qpn));
     let resp = if to.duplicate {
@@ -325,9 +322,31 @@ fn exec(
     }
     let q = nic.qp(qpi);
     q.sq_psn = psn.wrapping_add(npkts) & 0xff_ffff;
+    if !remote_result {
+        return Outcome::Done(REQ_BYTE_CNT_POISON);
+    }
+    // The response has been executed at the responder (an atomic has changed its target);
+    // its local destination is checked as it lands.
+    let spans = Spans::from_segs(Segs::new(wqe, d.data));
+    if spans
+        .used(d.len)
+        .any(|s| !nic.check_mr(qpi, s.key, pdn, s.addr, s.len, Access::LOCAL_WRITE))
+    {
+        return Outcome::Fail(synd::LOCAL_PROT_ERR);
+    }
     match d.op {
-        Op::Read => {
-            let spans = Spans::from_segs(Segs::new(wqe, d.data));
+        Op::Atomic(a) => {
+            let dst = spans.as_slice()[0].addr;
+            let size = usize::from(a.size);
+            host::write(
+                dst,
+                &atomic_result(orig, a.size, nic.cfg.atomic_8b_host_order)[..size],
+            );
+            nic.dma_write(Some(qpi), dst, size as u64, Purpose::AtomicResult);
+            in_flight.push(dst, size as u64);
+            Outcome::Done(REQ_BYTE_CNT_POISON)
+        }
+        _ => {
             Cursor::new(spans.as_slice()).put_host(d.raddr, d.len);
             for s in spans.used(d.len) {
                 nic.dma_write(Some(qpi), s.addr, s.len, Purpose::Scatter);
@@ -335,18 +354,26 @@ fn exec(
             }
             Outcome::Done(d.len as u32)
         }
-        Op::Atomic(a) => {
-            let spans = Spans::from_segs(Segs::new(wqe, d.data));
-            let dst = spans.as_slice()[0].addr;
-            let size = usize::from(a.size);
-            // Host byte order (atomic_req_8B_endianness_mode = 1).
-            host::write(dst, &orig.to_ne_bytes()[..size]);
-            nic.dma_write(Some(qpi), dst, size as u64, Purpose::AtomicResult);
-            in_flight.push(dst, size as u64);
-            Outcome::Done(a.size.into())
-        }
-        _ => Outcome::Done(0),
     }
+}
+
+/// The bytes an atomic's original value `orig` (`size` 4 or 8) lands as in the requester's
+/// buffer: host order for 8-byte atomics when `atomic_req_8B_endianness_mode` is 1
+/// (`host_order_8b`), big-endian otherwise. 4-byte (masked) results are always big-endian:
+/// UCX keeps the 4-byte size in `ext_atomic_arg_sizes_be` whatever the mode
+/// (dv/ib_mlx5dv_md.c) and byte-swaps those results (`uct_rc_ep_atomic_handler_32_be1`).
+fn atomic_result(orig: u64, size: u8, host_order_8b: bool) -> [u8; 8] {
+    if size == 8 && host_order_8b {
+        orig.to_ne_bytes()
+    } else {
+        (orig << (64 - 8 * u32::from(size))).to_be_bytes()
+    }
+}
+
+/// The READ/atomic depth mlx5 applies for a configured value: a power of two
+/// (`fls(n - 1)`), so 0 behaves as 1.
+fn rd_atomic_depth(n: u8) -> u8 {
+    n.max(1).next_power_of_two()
 }
 
 /// Where a request packet lands.

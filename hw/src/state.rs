@@ -45,6 +45,8 @@ pub(crate) struct Mr {
     pub(crate) access: Access,
     /// Invalidated by a SEND_INVAL; unusable until deregistered.
     pub(crate) invalid: bool,
+    /// A SEND_INVAL may invalidate it (`en_rinval`; `Nic::allow_remote_invalidate`).
+    pub(crate) remote_invalidate: bool,
 }
 
 /// A memory-key slot: key = slot << 8 | variant.
@@ -137,6 +139,9 @@ pub(crate) struct Qp {
     pub(crate) sq_psn: u32,
     pub(crate) retry_cnt: u8,
     pub(crate) rnr_retry: u8,
+    /// Outgoing READ/atomic depth (RTS) and incoming depth (RTR), as set.
+    pub(crate) max_rd_atomic: u8,
+    pub(crate) max_dest_rd_atomic: u8,
     /// First BB of the next WQE to execute (16-bit BB counter).
     pub(crate) sq_ci: u16,
     /// Producer known from the last doorbell.
@@ -198,6 +203,8 @@ pub(crate) struct Faults {
     pub(crate) lose_responses: Option<Budget>,
     pub(crate) delay_cqes: bool,
     pub(crate) rnr: Option<Budget>,
+    /// `Fault::HostStoreInAtomic`: a CPU store into the next atomic's target.
+    pub(crate) host_store: Option<u64>,
 }
 
 /// A per-QP fault budget: let `skip` units pass, then hit `count`.
@@ -332,6 +339,15 @@ impl NicState {
 
     pub(crate) fn srq(&mut self, i: usize) -> &mut Srq {
         self.srqs[i].as_mut().expect("live SRQ index")
+    }
+
+    /// The live MR named by `key`, if any.
+    pub(crate) fn mr_mut(&mut self, key: u32) -> Option<&mut Mr> {
+        let slot = self.mrs.get_mut((key >> 8) as usize)?;
+        if slot.variant != key as u8 {
+            return None;
+        }
+        slot.mr.as_mut()
     }
 
     /// True if `[addr, addr+len)` is covered by live key `key` of PD `pdn` with rights `need`.

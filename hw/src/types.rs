@@ -109,6 +109,20 @@ pub struct NicConfig {
     pub pcie: PcieConfig,
     /// Number of ports (all share the NIC's LID).
     pub ports: u8,
+    /// `atomic_req_8B_endianness_mode` of the HCA atomic caps: true (mode 1, what the
+    /// kernel's `handle_hca_cap_atomic` sets whenever the device supports it) writes the
+    /// results of 8-byte atomics (standard and masked) to the requester's buffer in host
+    /// byte order; false (mode 0) writes them big-endian. Results of 4-byte masked atomics
+    /// are big-endian in both modes.
+    pub atomic_8b_host_order: bool,
+    /// PCIe AtomicOps enabled between the NIC and the host (a firmware setting, off by
+    /// default): the responder's atomic is then one atomic operation on host memory, atomic
+    /// against CPU threads too. Off, it is a DMA read followed by a DMA write, atomic only
+    /// against other atomics through the same HCA (`IB_ATOMIC_HCA`).
+    pub pcie_atomic_ops: bool,
+    /// Largest message in bytes (`1 << log_max_msg`; ConnectX-4..7 report 2^30). At most
+    /// 2^31; larger values mean 2^31.
+    pub max_msg_sz: u32,
 }
 
 impl Default for NicConfig {
@@ -117,6 +131,9 @@ impl Default for NicConfig {
             bf_size: 256,
             pcie: PcieConfig::default(),
             ports: 1,
+            atomic_8b_host_order: true,
+            pcie_atomic_ops: false,
+            max_msg_sz: 1 << 30,
         }
     }
 }
@@ -353,6 +370,14 @@ pub enum Fault {
         /// Messages to refuse.
         count: u32,
     },
+    /// The next atomic a responder of this NIC executes without PCIe AtomicOps finds a CPU
+    /// store of `value` (host order, 4 or 8 bytes as the atomic) to its target between its
+    /// DMA read and its DMA write: the NIC's write then overwrites it and the store is lost.
+    /// With `NicConfig::pcie_atomic_ops` the store lands before the atomic, which sees it.
+    HostStoreInAtomic {
+        /// The value the CPU stores.
+        value: u64,
+    },
     /// Remove every pending fault.
     Clear,
 }
@@ -419,6 +444,13 @@ pub struct Stats {
     pub events: u64,
     /// Context-cache misses (`PcieConfig::context_cache`), each a DMA read of a context.
     pub context_misses: u64,
+    /// Data segments with `byte_count` 0, which mlx5 reads as 2^31 bytes (send gather and
+    /// receive scatter; a driver bug unless meant).
+    pub zero_length_segments: u64,
+    /// READ or atomic requests sent by a QP whose `max_rd_atomic` exceeds the responder's
+    /// `max_dest_rd_atomic` (a connection set-up bug: hardware that pipelines would NAK
+    /// the excess; the model never has more than one outstanding).
+    pub rd_atomic_depth_mismatch: u64,
 }
 
 /// Which way a driver bug the model counts shows on hardware.

@@ -26,8 +26,10 @@ const INLINE_SEG: u32 = 0x8000_0000;
 const CE_CQ_UPDATE: u8 = 0x08;
 /// `fm_ce_se` bit: solicited event.
 const SOLICITED: u8 = 0x02;
-/// Largest total gather/scatter length of one message.
-pub(crate) const MAX_MSG: u64 = 1 << 31;
+/// What a pointer segment's `byte_count` of 0 means on mlx5: 2^31 bytes (the 31-bit
+/// length field's zero encodes its full range, as the ionic provider documents for its
+/// SGEs; rdma-core's mlx5 provider skips zero-length SGEs rather than emit one).
+pub(crate) const ZERO_LENGTH_MEANS: u32 = 1 << 31;
 
 /// The `N` bytes at `off` (one bounds check, one load).
 fn bytes<const N: usize>(b: &[u8], off: usize) -> [u8; N] {
@@ -89,6 +91,12 @@ impl Ctrl {
         self.fm_ce_se & CE_CQ_UPDATE != 0
     }
 
+    /// CE = 1, `MLX5_COMP_ONLY_FIRST_ERR` (DPDK's mlx5_prm.h): a CQE only if this WQE is
+    /// the first to fail, so no flush CQE.
+    pub(crate) fn only_first_error(&self) -> bool {
+        (self.fm_ce_se >> 2) & 3 == 1
+    }
+
     /// FM is FENCE, STRONG_ORDERING or SMALL_AND_FENCE: wait for earlier READs and atomics
     /// (INITIATOR_SMALL only waits for a preceding UMR).
     pub(crate) fn fenced(&self) -> bool {
@@ -105,7 +113,7 @@ impl Ctrl {
 pub(crate) enum Seg {
     /// Inline bytes at `off..off+len` of the WQE.
     Inline { off: usize, len: u32 },
-    /// Pointer segment `mlx5_wqe_data_seg`.
+    /// Pointer segment `mlx5_wqe_data_seg`; a `byte_count` of 0 is `len` 2^31.
     Ptr { len: u32, lkey: u32, addr: u64 },
 }
 
@@ -154,7 +162,7 @@ impl Iterator for Segs<'_> {
         } else {
             self.pos = p + 16;
             Some(Ok(Seg::Ptr {
-                len: bc,
+                len: if bc == 0 { ZERO_LENGTH_MEANS } else { bc },
                 lkey: be32(self.wqe, p + 4),
                 addr: be64(self.wqe, p + 8),
             }))
@@ -245,10 +253,12 @@ pub(crate) struct Wqe {
 }
 
 /// Decode and validate the structure of `wqe` (exactly `ds*16` bytes, ctrl first, already
-/// parsed into `ctrl`). Memory keys are checked later, by the caller. Inlined into its one
-/// caller: returning the `Wqe` through memory cost a store-forwarding stall per WQE.
+/// parsed into `ctrl`) against the largest message `max_msg`; pointer segments with
+/// `byte_count` 0 are added to `zero_segs`. Memory keys are checked later, by the caller.
+/// Inlined into its one caller: returning the `Wqe` through memory cost a
+/// store-forwarding stall per WQE.
 #[inline(always)]
-pub(crate) fn decode(ctrl: Ctrl, wqe: &[u8]) -> Result<Wqe, u8> {
+pub(crate) fn decode(ctrl: Ctrl, wqe: &[u8], max_msg: u64, zero_segs: &mut u64) -> Result<Wqe, u8> {
     use opcode::*;
     let ds = usize::from(ctrl.ds);
     if ds == 0 || wqe.len() != ds * 16 {
@@ -312,11 +322,15 @@ pub(crate) fn decode(ctrl: Ctrl, wqe: &[u8]) -> Result<Wqe, u8> {
     for seg in Segs::new(wqe, data) {
         let seg = seg?;
         ptr_segs += u32::from(matches!(seg, Seg::Ptr { .. }));
-        match (op, seg) {
-            (Op::Read | Op::Atomic(_), Seg::Inline { .. }) => return Err(synd::LOCAL_QP_OP_ERR),
-            (Op::Nop, _) | (_, Seg::Inline { .. }) => {}
-            (_, Seg::Ptr { len: 0, .. }) => return Err(synd::LOCAL_LENGTH_ERR),
-            _ => {}
+        *zero_segs += u64::from(matches!(
+            seg,
+            Seg::Ptr {
+                len: ZERO_LENGTH_MEANS,
+                ..
+            }
+        ));
+        if matches!((op, seg), (Op::Read | Op::Atomic(_), Seg::Inline { .. })) {
+            return Err(synd::LOCAL_QP_OP_ERR);
         }
         len += u64::from(seg.len());
         count += 1;
@@ -329,7 +343,7 @@ pub(crate) fn decode(ctrl: Ctrl, wqe: &[u8]) -> Result<Wqe, u8> {
     if op == Op::Nop {
         len = 0;
     }
-    if len > MAX_MSG {
+    if len > max_msg {
         return Err(synd::LOCAL_LENGTH_ERR);
     }
     Ok(Wqe {
@@ -425,7 +439,7 @@ mod tests {
         let mut w = [0u8; 16];
         w[3] = opcode::SEND;
         w[7] = 1;
-        let d = decode(Ctrl::parse(&w), &w).unwrap();
+        let d = decode(Ctrl::parse(&w), &w, 1 << 30, &mut 0).unwrap();
         assert_eq!((d.op, d.len), (Op::Send, 0));
     }
 }

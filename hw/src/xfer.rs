@@ -20,6 +20,8 @@ pub(crate) const MAX_SPANS: usize = 64;
 pub(crate) struct Spans {
     n: usize,
     s: [Span; MAX_SPANS],
+    /// Entries parsed from a `byte_count` of 0 (2^31 bytes).
+    pub(crate) zero_length: u64,
 }
 
 impl Spans {
@@ -27,6 +29,7 @@ impl Spans {
         Spans {
             n: 0,
             s: [Span::default(); MAX_SPANS],
+            zero_length: 0,
         }
     }
 

@@ -332,10 +332,11 @@ fn malformed_wqes_are_local_qp_op_err() {
 }
 
 #[test]
-fn message_longer_than_2_gib_is_local_length_err() {
+fn message_longer_than_the_limit_is_local_length_err() {
     let (_f, mut a, b) = pair();
     let l = a.data(0);
-    // Two gather entries of 2^31 - 1 bytes: rejected before any key or memory is touched.
+    // Two gather entries of 2^31 - 1 bytes (over any max_msg_sz): rejected before any key
+    // or memory is touched.
     let w = a.wqe(
         WRITE,
         0,
@@ -362,11 +363,15 @@ fn send_inval_of_a_foreign_key_errors_on_both_sides() {
     // SAFETY: `b.mem` outlives the key.
     let foreign = unsafe { b.nic.reg_mr(pd, addr, 64, all_access()) }.unwrap();
     let w = a.wqe(SEND_INVAL, 0, SIGNALED, foreign, &[inline_seg(b"x")]);
+    b.nic.allow_remote_invalidate(foreign).unwrap();
     let c = fails_then_flushes(&mut a, w);
     assert_eq!(summary(&c)[0], (REQ_ERR, REMOTE_INVAL_REQ_ERR, 0));
     assert_eq!(
         summary(&b.drain_recv()),
-        vec![(RESP_ERR, LOCAL_QP_OP_ERR, 0), (RESP_ERR, WR_FLUSH_ERR, 1)]
+        vec![
+            (RESP_ERR, REMOTE_INVAL_REQ_ERR, 0),
+            (RESP_ERR, WR_FLUSH_ERR, 1)
+        ]
     );
     assert_eq!(b.state(), QpState::Err);
     // The key was not invalidated.

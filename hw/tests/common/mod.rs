@@ -120,6 +120,7 @@ pub struct Cqe {
     pub byte_cnt: u32,
     pub imm: u32,
     pub flags_rqpn: u32,
+    pub slid: u16,
     pub srqn: u32,
 }
 
@@ -393,6 +394,7 @@ impl Side {
             byte_cnt: be(44),
             imm: be(36),
             flags_rqpn: be(24),
+            slid: u16::from_be_bytes([c[22], c[23]]),
             srqn: be(32),
         };
         let ci = ci + 1;
