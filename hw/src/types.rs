@@ -445,7 +445,7 @@ pub struct Stats {
     /// Context-cache misses (`PcieConfig::context_cache`), each a DMA read of a context.
     pub context_misses: u64,
     /// Data segments with `byte_count` 0, which mlx5 reads as 2^31 bytes (send gather and
-    /// receive scatter; a driver bug unless meant).
+    /// receive scatter).
     pub zero_length_segments: u64,
     /// READ or atomic requests sent by a QP whose `max_rd_atomic` exceeds the responder's
     /// `max_dest_rd_atomic` (a connection set-up bug: hardware that pipelines would NAK
@@ -486,11 +486,15 @@ pub enum DriverBug {
     StaleArm,
     /// [`Stats::arm_dbrec_mismatch`].
     ArmDbrecMismatch,
+    /// [`Stats::zero_length_segments`].
+    ZeroLengthSegment,
+    /// [`Stats::rd_atomic_depth_mismatch`].
+    RdAtomicDepthMismatch,
 }
 
 impl DriverBug {
     /// Every driver bug the model counts.
-    pub const ALL: [DriverBug; 9] = [
+    pub const ALL: [DriverBug; 11] = [
         DriverBug::BadMmio,
         DriverBug::BadDoorbell,
         DriverBug::AmbiguousDoorbell,
@@ -500,12 +504,18 @@ impl DriverBug {
         DriverBug::FenceHazard,
         DriverBug::StaleArm,
         DriverBug::ArmDbrecMismatch,
+        DriverBug::ZeroLengthSegment,
+        DriverBug::RdAtomicDepthMismatch,
     ];
 
     /// Whether hardware is known to reject it, or behaves in an unknown way.
     pub fn class(self) -> BugClass {
         match self {
-            DriverBug::BadMmio | DriverBug::BadDoorbell => BugClass::Rejected,
+            // A responder that pipelines NAKs the excess READs/atomics (rxe:
+            // RESPST_ERR_TOO_MANY_RDMA_ATM_REQ).
+            DriverBug::BadMmio | DriverBug::BadDoorbell | DriverBug::RdAtomicDepthMismatch => {
+                BugClass::Rejected
+            }
             _ => BugClass::Unknown,
         }
     }
@@ -524,6 +534,8 @@ impl Stats {
             DriverBug::FenceHazard => self.fence_hazards,
             DriverBug::StaleArm => self.stale_arms,
             DriverBug::ArmDbrecMismatch => self.arm_dbrec_mismatch,
+            DriverBug::ZeroLengthSegment => self.zero_length_segments,
+            DriverBug::RdAtomicDepthMismatch => self.rd_atomic_depth_mismatch,
         }
     }
 
