@@ -192,13 +192,17 @@ pub struct Completion {
     pub opcode: WcOpcode,
     /// Success or the error.
     pub status: Status,
-    /// Bytes received (responder) or read (RDMA READ); 8 for atomics.
+    /// Bytes received (responder), read (RDMA READ, from the CQE), or the operand size of
+    /// an atomic (8, or 4 for 4-byte masked atomics; from the posted WQE, as rdma-core does:
+    /// the CQE's byte count is not defined there). 0 for every other requester completion
+    /// and for errors.
     pub byte_len: u32,
     /// Immediate data, host order as the sender gave it.
     pub imm: Option<u32>,
     /// The rkey a SEND with invalidate invalidated.
     pub invalidated_rkey: Option<u32>,
-    /// Source QP (responder).
+    /// Source QP of a receive: defined for UD only. On the RC QPs of this crate it is
+    /// whatever the device writes (the model writes 0); do not rely on it.
     pub src_qp: u32,
     /// The sender asked for a solicited event.
     pub solicited: bool,
@@ -457,7 +461,22 @@ impl QpTable {
             return;
         }
         let counter = cqe.wqe_counter.get();
-        let Some(wr_id) = self.hot_sq.complete(counter) else {
+        // `byte_cnt` means something for READ only (rdma-core's `handle_good_req`); the
+        // atomics' lengths are their operand sizes.
+        let done = match opcode {
+            WcOpcode::RdmaRead => self
+                .hot_sq
+                .complete(counter)
+                .map(|id| (id, cqe.byte_cnt.get())),
+            WcOpcode::CompareSwap | WcOpcode::FetchAdd => {
+                self.hot_sq.complete(counter).map(|id| (id, 8))
+            }
+            WcOpcode::MaskedCompareSwap | WcOpcode::MaskedFetchAdd => {
+                self.hot_sq.complete_masked_atomic(counter)
+            }
+            _ => self.hot_sq.complete(counter).map(|id| (id, 0)),
+        };
+        let Some((wr_id, byte_len)) = done else {
             *out = unknown_wqe(qpn, opcode, counter);
             return;
         };
@@ -465,7 +484,7 @@ impl QpTable {
             wr_id,
             qpn,
             opcode,
-            byte_len: cqe.byte_cnt.get(),
+            byte_len,
             ..Completion::default()
         };
     }

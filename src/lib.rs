@@ -71,6 +71,16 @@
 //! backend then rings 8-byte doorbells on that register instead of locking (see
 //! `docs/hardware.md`).
 //!
+//! ## Atomics
+//!
+//! An atomic's original value lands in its local entry in the byte order the device uses
+//! for that kind: 8-byte results in host order on a device in the kernel's default mode
+//! ([`DeviceCaps::atomic_8b_host_order`]), 4-byte masked results big-endian always.
+//! [`SendOp::atomic_result`] decodes the entry; the table is on [`SendOp`]. An atomic is
+//! atomic only against other atomics through the same HCA (`IBV_ATOMIC_HCA`): without PCIe
+//! AtomicOps the device reads the target by DMA and writes it back by DMA, so a CPU store to
+//! the same word in between is lost. Never update one word from both the CPU and the NIC.
+//!
 //! ## Teardown
 //!
 //! Drop values in any order: a QP keeps its CQs, SRQ and PD alive, a region its PD, every

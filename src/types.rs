@@ -55,6 +55,12 @@ pub struct DeviceCaps {
     pub bf_size: u32,
     /// Outstanding READ / atomic operations per QP.
     pub max_rd_atomic: u8,
+    /// The device writes the results of 8-byte atomics (standard and masked) in host byte
+    /// order (`atomic_req_8B_endianness_mode` 1, which the kernel sets whenever the device
+    /// supports it and reports as `IBV_ATOMIC_HCA`); false: big-endian. 4-byte masked
+    /// results are big-endian either way. [`SendOp::atomic_result`](crate::SendOp::atomic_result)
+    /// decodes them.
+    pub atomic_8b_host_order: bool,
 }
 
 /// A port's addressing.
@@ -66,6 +72,8 @@ pub struct PortInfo {
     pub gid: [u8; 16],
     /// Active MTU in bytes.
     pub active_mtu: u32,
+    /// Largest message in bytes (`ibv_port_attr.max_msg_sz`; ConnectX ports report 2^30).
+    pub max_msg_size: u32,
 }
 
 /// Everything a peer needs to connect to a QP.

@@ -51,8 +51,6 @@ const MAX_RQ: usize = 16;
 const MR_LEN: usize = R + MAX_RQ * RECV_CAP;
 const MAX_INLINE: usize = 512;
 const MAX_SGE: usize = 4;
-/// Regions per QP that the peer may invalidate with SEND_INV.
-const INV_POOL: usize = 4;
 
 #[derive(Clone, Debug)]
 struct Setup {
@@ -225,10 +223,7 @@ struct RefOp {
 }
 
 fn needs_receive(op: &SendOp) -> bool {
-    matches!(
-        op,
-        SendOp::Send | SendOp::SendImm(_) | SendOp::SendInv(_) | SendOp::WriteImm(..)
-    )
+    matches!(op, SendOp::Send | SendOp::SendImm(_) | SendOp::WriteImm(..))
 }
 
 #[derive(Default)]
@@ -358,7 +353,7 @@ impl Reference {
 
     fn execute(&mut self, q: usize, p: usize, op: RefOp) {
         let mut byte_len = 0;
-        let recv = |this: &mut Self, opcode, len, imm, inv: Option<u32>, data: Option<&[u8]>| {
+        let recv = |this: &mut Self, opcode, len, imm, data: Option<&[u8]>| {
             let (wr_id, list) = this.qps[p].recvs.pop_front().expect("receive");
             if let Some(data) = data {
                 this.scatter(p, &list, data);
@@ -370,34 +365,27 @@ impl Reference {
                 status: Status::Success,
                 byte_len: len as u32,
                 imm,
-                invalidated_rkey: inv,
-                src_qp: this.qpns[q],
+                invalidated_rkey: None,
+                // Defined for UD only; the rig does not compare it.
+                src_qp: 0,
                 solicited: op.solicited,
             });
         };
         let opcode = match op.op {
-            SendOp::Send | SendOp::SendImm(_) | SendOp::SendInv(_) => {
+            SendOp::Send | SendOp::SendImm(_) => {
                 let data = self.gather(q, &op.source);
-                let (imm, inv) = match op.op {
-                    SendOp::SendImm(i) => (Some(i), None),
-                    SendOp::SendInv(k) => (None, Some(k)),
-                    _ => (None, None),
+                let imm = match op.op {
+                    SendOp::SendImm(i) => Some(i),
+                    _ => None,
                 };
-                recv(self, WcOpcode::Recv, data.len(), imm, inv, Some(&data));
+                recv(self, WcOpcode::Recv, data.len(), imm, Some(&data));
                 WcOpcode::Send
             }
             SendOp::Write(_) | SendOp::WriteImm(..) => {
                 let data = self.gather(q, &op.source);
                 self.qps[p].mem[T + op.remote..T + op.remote + data.len()].copy_from_slice(&data);
                 if let SendOp::WriteImm(_, imm) = op.op {
-                    recv(
-                        self,
-                        WcOpcode::RecvRdmaWithImm,
-                        data.len(),
-                        Some(imm),
-                        None,
-                        None,
-                    );
+                    recv(self, WcOpcode::RecvRdmaWithImm, data.len(), Some(imm), None);
                 }
                 WcOpcode::RdmaWrite
             }
@@ -417,9 +405,15 @@ impl Reference {
                 let Source::Gather(list) = &op.source else {
                     unreachable!()
                 };
+                // The hardware rule, not the model's: 8-byte results in host order (the
+                // kernel's atomic_req_8B_endianness_mode 1), 4-byte masked results
+                // big-endian (UCX's ext_atomic_arg_sizes_be; docs/model.md).
                 let off = list[0].0;
-                self.qps[q].mem[off..off + n as usize]
-                    .copy_from_slice(&old.to_ne_bytes()[..n as usize]);
+                let result = match n {
+                    8 => old.to_ne_bytes().to_vec(),
+                    _ => (old as u32).to_be_bytes().to_vec(),
+                };
+                self.qps[q].mem[off..off + n as usize].copy_from_slice(&result);
                 byte_len = n;
                 match atomic {
                     SendOp::CompareSwap { .. } => WcOpcode::CompareSwap,
@@ -453,8 +447,6 @@ struct Rig {
     /// One per QP when the case uses SRQs.
     srqs: Vec<Srq<Sim>>,
     mrs: Vec<MemoryRegion<Sim>>,
-    inv: Vec<Vec<MemoryRegion<Sim>>>,
-    inv_used: Vec<usize>,
     recv_posted: Vec<usize>,
     /// Packets and responses lost so far: kept below the retry count (7), so faults
     /// delay but never fail a WR.
@@ -542,16 +534,11 @@ impl Rig {
             qps[q].connect(&peer, &options).unwrap();
         }
         let mut mrs = Vec::new();
-        let mut inv = Vec::new();
         for (q, qp) in qps.iter().enumerate() {
             let mr = pds[q % 2].alloc_mr(MR_LEN, Access::ALL).unwrap();
             let init = bytes(q as u64 + 1, MR_LEN);
             mr.write(0, &init);
             mrs.push(mr);
-            let pool: Vec<_> = (0..INV_POOL)
-                .map(|_| pds[q % 2].alloc_mr(64, Access::ALL).unwrap())
-                .collect();
-            inv.push(pool);
             reference.qpns.push(qp.qpn());
             reference.qps.push(RefQp {
                 mem: init,
@@ -569,8 +556,6 @@ impl Rig {
             qps,
             srqs,
             mrs,
-            inv,
-            inv_used: vec![0; nqps],
             recv_posted: vec![0; nqps],
             losses: 0,
             rq_cap: config.rq_wqes as usize,
@@ -612,10 +597,8 @@ impl Rig {
         let op = match wr.kind {
             0 => SendOp::Send,
             1 => SendOp::SendImm(x as u32),
-            2 if self.inv_used[q] < INV_POOL => {
-                self.inv_used[q] += 1;
-                SendOp::SendInv(self.inv[p][self.inv_used[q] - 1].rkey())
-            }
+            // SEND_INV of a key this crate registered is always refused (none may be
+            // invalidated remotely; tests/sim_errors.rs): a plain SEND here.
             2 => SendOp::Send,
             3 => SendOp::Write(r),
             4 => SendOp::WriteImm(r, y as u32),
@@ -752,9 +735,6 @@ impl Rig {
                 }
                 Err(PostError::QueueFull { needed, free }) => {
                     assert!(needed > free);
-                    if let SendOp::SendInv(_) = op.op {
-                        self.inv_used[q] -= 1;
-                    }
                     break;
                 }
                 Err(e) => panic!("post of {op:?} refused: {e}"),
@@ -866,7 +846,10 @@ impl Rig {
                 .position(|q| q % 2 == side && self.qps[q].qpn() == c.qpn)
                 .expect("completion for a QP of this NIC");
             match c.opcode {
-                WcOpcode::Recv | WcOpcode::RecvRdmaWithImm => self.recvs[q].push(*c),
+                // The source QP is defined for UD only: not compared on these RC QPs.
+                WcOpcode::Recv | WcOpcode::RecvRdmaWithImm => {
+                    self.recvs[q].push(Completion { src_qp: 0, ..*c })
+                }
                 _ => self.sends[q].push(*c),
             }
         }

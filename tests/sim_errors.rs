@@ -12,6 +12,11 @@ fn bad_rkey_fails_then_flushes_then_reset_reuses_the_qp() {
 }
 
 #[test]
+fn send_inv_of_a_registered_key_is_refused() {
+    bodies::send_inv_of_a_registered_key_is_refused(&Fabric::new());
+}
+
+#[test]
 fn receive_too_small_fails_on_both_sides() {
     bodies::receive_too_small_fails_on_both_sides(&Fabric::new());
 }

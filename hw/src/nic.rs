@@ -153,6 +153,7 @@ impl Nic {
             bf_size: n.cfg.bf_size,
             max_rd_atomic: MAX_RD_ATOMIC,
             max_msg_sz: n.cfg.max_msg_sz,
+            atomic_8b_host_order: n.cfg.atomic_8b_host_order,
         })
     }
 

@@ -86,6 +86,8 @@ pub struct Caps {
     pub max_rd_atomic: u8,
     /// Maximum message size.
     pub max_msg_sz: u32,
+    /// 8-byte atomic results in host byte order (`NicConfig::atomic_8b_host_order`).
+    pub atomic_8b_host_order: bool,
 }
 
 /// Port attributes.

@@ -244,6 +244,7 @@ impl Backend for Sim {
             max_inline: c.max_inline,
             bf_size: c.bf_size,
             max_rd_atomic: c.max_rd_atomic,
+            atomic_8b_host_order: c.atomic_8b_host_order,
         }
     }
 
@@ -253,6 +254,7 @@ impl Backend for Sim {
             lid: p.lid,
             gid: p.gid,
             active_mtu: p.active_mtu,
+            max_msg_size: self.nic.caps().max_msg_sz,
         })
     }
 

@@ -36,8 +36,10 @@ pub use wr::{Data, MaskedCs32Args, MaskedCs64Args, Remote, SendFlags, SendOp, Se
 use doorbell::{effective_mode, ring_last};
 use write::{Cursor, Limits, Written};
 
-/// Largest total message length (`max_msg_sz`, 2 GiB).
-pub const MAX_MESSAGE_SIZE: u64 = 1 << 31;
+/// Largest total message length: 1 GiB, the `max_msg_sz` ConnectX-4..7 ports report
+/// (`1 << log_max_msg`, 30). [`PortInfo::max_msg_size`](crate::PortInfo::max_msg_size) is
+/// the opened device's value.
+pub const MAX_MESSAGE_SIZE: u64 = 1 << 30;
 
 /// A QP's send queue. Posting takes `&mut self`: no locks, no allocation.
 ///

@@ -40,6 +40,10 @@ pub(super) struct SqSlot {
     pub(super) wr_id: AtomicU64,
     /// Producer count after the WQE.
     pub(super) next_pi: AtomicU32,
+    /// Operand size of a masked atomic (4 or 8): its completion's `byte_len`, which the
+    /// CQE does not carry. Written and read for masked atomics only (it fits the slot's
+    /// padding).
+    pub(super) operand: AtomicU32,
 }
 
 impl SqShared {
@@ -66,6 +70,24 @@ impl SqShared {
     /// count can never run past the ring.
     #[inline(always)]
     pub(crate) fn complete(&self, wqe_counter: u16) -> Option<u64> {
+        self.retire(wqe_counter, |slot| slot.wr_id.load(Ordering::Relaxed))
+    }
+
+    /// As [`SqShared::complete`], for a masked atomic: its `wr_id` and operand size.
+    #[inline(always)]
+    pub(crate) fn complete_masked_atomic(&self, wqe_counter: u16) -> Option<(u64, u32)> {
+        self.retire(wqe_counter, |slot| {
+            (
+                slot.wr_id.load(Ordering::Relaxed),
+                slot.operand.load(Ordering::Relaxed),
+            )
+        })
+    }
+
+    /// Retires the WQE starting at `wqe_counter` and returns what `read` takes from its
+    /// slot, read before the retirement lets the poster reuse the slot.
+    #[inline(always)]
+    fn retire<T>(&self, wqe_counter: u16, read: impl FnOnce(&SqSlot) -> T) -> Option<T> {
         let slot = self.slot(wqe_counter as u32);
         let next = slot.next_pi.load(Ordering::Relaxed);
         // Only the poller writes `tail`. An outstanding WQE ends 1..=wqe_cnt WQEBBs past
@@ -75,8 +97,9 @@ impl SqShared {
         if ahead.wrapping_sub(1) > self.mask {
             return None;
         }
+        let out = read(slot);
         self.tail.store(next, Ordering::Release);
-        Some(slot.wr_id.load(Ordering::Relaxed))
+        Some(out)
     }
 
     pub(crate) fn reset(&self) {

@@ -28,13 +28,39 @@ pub struct Remote {
 }
 
 /// A send-queue operation (RC).
+///
+/// # Atomics
+///
+/// Every atomic writes the target's original value to its single local entry, in the byte
+/// order the device uses for that kind ([`SendOp::atomic_result`] decodes it):
+///
+/// | Operation | Entry | `atomic_8b_host_order` (the kernel's default) | otherwise |
+/// |---|---|---|---|
+/// | [`CompareSwap`](SendOp::CompareSwap), [`FetchAdd`](SendOp::FetchAdd) | 8 bytes | host order | big-endian |
+/// | [`MaskedCompareSwap64`](SendOp::MaskedCompareSwap64), [`MaskedFetchAdd64`](SendOp::MaskedFetchAdd64) | 8 bytes | host order | big-endian |
+/// | [`MaskedCompareSwap32`](SendOp::MaskedCompareSwap32), [`MaskedFetchAdd32`](SendOp::MaskedFetchAdd32) | 4 bytes | big-endian | big-endian |
+///
+/// `atomic_8b_host_order` is [`DeviceCaps::atomic_8b_host_order`](crate::DeviceCaps). The
+/// target itself is read and written in host order, and the completion's `byte_len` is the
+/// entry size.
+///
+/// Atomicity: an atomic is atomic against other atomics through the same HCA
+/// (`IBV_ATOMIC_HCA`, all the mlx5 kernel driver advertises), not against the CPU. Unless
+/// PCIe AtomicOps are enabled (a firmware setting, off by default) the responder reads the
+/// target by DMA and writes the new value by DMA, so a CPU store (or CPU atomic) to the
+/// target between the two is lost. Do not mix CPU and NIC updates of one word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SendOp {
     /// SEND.
     Send,
     /// SEND with immediate data (host order; delivered unchanged to the receiver).
     SendImm(u32),
-    /// SEND that invalidates `rkey` at the responder.
+    /// SEND that invalidates `rkey` at the responder. Only keys that allow remote
+    /// invalidation can be invalidated: fast-registration MRs and type-2 memory windows. No
+    /// key registered through this crate is one (an `ibv_reg_mr` key never is), so today
+    /// every SEND_INV is refused: the responder's receive completes with a remote invalid
+    /// request error, this WQE completes with
+    /// [`Syndrome::RemoteInvalReqErr`](crate::prm::Syndrome), and both QPs go to error.
     SendInv(u32),
     /// RDMA WRITE.
     Write(Remote),
@@ -261,6 +287,39 @@ impl SendOp {
                 8,
             ),
             SendOp::Nop => plain(Opcode::Nop, 0, None),
+        }
+    }
+
+    /// For an atomic, the size of the original value it writes to its local entry (4 or 8,
+    /// also its completion's `byte_len`); `None` for any other operation.
+    pub fn atomic_size(&self) -> Option<u32> {
+        match self.shape() {
+            Shape {
+                args_ds: 1..,
+                local_len,
+                ..
+            } => local_len,
+            _ => None,
+        }
+    }
+
+    /// For an atomic, the original value from the bytes of its local entry (`entry`, at
+    /// least [`SendOp::atomic_size`] long), in the byte order the device writes for this kind
+    /// (see [Atomics](SendOp#atomics)): `host_order_8b` is
+    /// [`DeviceCaps::atomic_8b_host_order`](crate::DeviceCaps). `None` for any other
+    /// operation or a shorter entry.
+    pub fn atomic_result(&self, entry: &[u8], host_order_8b: bool) -> Option<u64> {
+        match (self.atomic_size()?, entry) {
+            (8, &[a, b, c, d, e, f, g, h, ..]) => {
+                let bytes = [a, b, c, d, e, f, g, h];
+                Some(if host_order_8b {
+                    u64::from_ne_bytes(bytes)
+                } else {
+                    u64::from_be_bytes(bytes)
+                })
+            }
+            (4, &[a, b, c, d, ..]) => Some(u32::from_be_bytes([a, b, c, d]).into()),
+            _ => None,
         }
     }
 

@@ -139,6 +139,15 @@ impl Rig for std::sync::Arc<Fabric> {
     }
 }
 
+/// Model NICs built with a configuration other than the default.
+impl Rig for (std::sync::Arc<Fabric>, NicConfig) {
+    type B = Sim;
+    fn side_sized(&self, config: &QpConfig, cq_entries: u32, cqe_size: usize) -> Side {
+        let ctx = Context::new(Sim::on_fabric(&self.0, self.1.clone()));
+        side_on(ctx, config, cq_entries, cqe_size)
+    }
+}
+
 pub const MR_LEN: usize = 1 << 16;
 
 pub fn side(fabric: &std::sync::Arc<Fabric>, config: &QpConfig) -> Side {

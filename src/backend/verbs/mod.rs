@@ -360,6 +360,8 @@ fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error>
         max_inline: max_wqe_size - 2 * DS as u32 - 4,
         bf_size: if shut_up_bf { 0 } else { BF_HALF },
         max_rd_atomic: attr.max_qp_rd_atom.clamp(0, 255) as u8,
+        // mlx5 reports IBV_ATOMIC_HCA only in host-endianness mode (get_atomic_caps).
+        atomic_8b_host_order: attr.atomic_cap != 0,
     };
     let comp = dv.comp_mask & MLX5DV_CONTEXT_MASK_CQE_COMPRESION != 0;
     let info = VerbsDeviceInfo {

@@ -200,6 +200,7 @@ impl Backend for Verbs {
             lid: p.lid,
             gid: p.gid,
             active_mtu: p.active_mtu,
+            max_msg_size: p.max_msg_size,
         })
     }
 

@@ -181,6 +181,8 @@ pub struct VerbsPort {
     pub active_mtu: u32,
     /// Largest MTU the port supports, in bytes.
     pub max_mtu: u32,
+    /// Largest message in bytes (`max_msg_sz`).
+    pub max_msg_size: u32,
     /// Entries in the GID table.
     pub gid_table_len: u32,
     /// The GID index this backend uses on this port.
@@ -313,6 +315,7 @@ pub(crate) fn query_port(
         lid: attr.lid,
         active_mtu: mtu_bytes(attr.active_mtu),
         max_mtu: mtu_bytes(attr.max_mtu),
+        max_msg_size: attr.max_msg_sz,
         gid_table_len,
         gid_index: index,
         gid: gid_at(index)?,
@@ -369,6 +372,7 @@ mod tests {
             lid: 0,
             active_mtu: 1024,
             max_mtu: 4096,
+            max_msg_size: 1 << 30,
             gid_table_len: 8,
             gid_index: 3,
             gid: V4,
