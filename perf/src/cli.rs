@@ -131,6 +131,21 @@ pub enum Mode {
     Auto,
 }
 
+/// perftest's `--output`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Output {
+    /// The average bandwidth.
+    #[value(name = "bandwidth")]
+    Bandwidth,
+    /// The average message rate.
+    #[value(name = "message_rate")]
+    MessageRate,
+    /// The average latency.
+    #[value(name = "latency")]
+    Latency,
+}
+
 /// The atomic operation (perftest's `-A`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 pub enum AtomicType {
@@ -226,6 +241,59 @@ pub struct BenchArgs {
     /// issue 15).
     #[arg(short = 'c', long = "connection", default_value = "RC")]
     pub connection: String,
+    /// Path MTU in bytes (256, 512, 1024, 2048 or 4096; default the port's active MTU).
+    #[arg(short = 'm', long = "mtu")]
+    pub mtu: Option<u32>,
+    /// Local ACK timeout exponent (4.096 us x 2^N; 0..31).
+    #[arg(short = 'u', long = "qp-timeout", default_value_t = 14, value_parser = clap::value_parser!(u8).range(..32))]
+    pub qp_timeout: u8,
+    /// Service level: only 0 (the driver's connect options carry no SL yet).
+    #[arg(short = 'S', long = "sl", default_value_t = 0)]
+    pub sl: u8,
+    /// GRH traffic class (RoCE, and InfiniBand with -x; the model ignores it).
+    #[arg(long = "tclass", default_value_t = 0)]
+    pub tclass: u8,
+    /// GRH flow label: only 0 (the driver's connect options carry no flow label yet).
+    #[arg(long = "flow_label", default_value_t = 0)]
+    pub flow_label: u32,
+    /// P_Key index: only 0 (the driver's connect options carry no P_Key index yet).
+    #[arg(long = "pkey_index", default_value_t = 0)]
+    pub pkey_index: u16,
+    /// Print one number per size instead of the report, for scripts: `bandwidth` or
+    /// `message_rate` (bandwidth tests), `latency` (the average; latency tests).
+    #[arg(long = "output", value_enum, conflicts_with_all = ["json", "csv"])]
+    pub output: Option<Output>,
+    /// Also write perftest's JSON report (`test_info` and `results`) to a file.
+    #[arg(long = "out_json")]
+    pub out_json: bool,
+    /// The file of --out_json.
+    #[arg(long = "out_json_file", default_value = "perftest_out.json")]
+    pub out_json_file: PathBuf,
+    /// Fail (exit status 1) when the average bandwidth is below this (bandwidth tests, in
+    /// the report's unit).
+    #[arg(short = 'w', long = "limit_bw")]
+    pub limit_bw: Option<f64>,
+    /// With -w: also fail when the message rate (Mpps) is below this.
+    #[arg(short = 'y', long = "limit_msgrate", requires = "limit_bw")]
+    pub limit_msgrate: Option<f64>,
+    /// Latency tests: spin this many microseconds between an iteration's end and the next
+    /// post (perftest's gap, which lands inside its next sample).
+    #[arg(long = "latency_gap", default_value_t = 0)]
+    pub latency_gap: u64,
+    /// Latency statistics computed as perftest computes them: samples are the gaps
+    /// between consecutive posts (halved in the ping-pong tests), the two largest dropped,
+    /// the median of the rest, each deviation truncated to whole microseconds.
+    #[arg(long = "perftest-stats")]
+    pub perftest_stats: bool,
+    /// Print every sorted sample of perftest's statistics before the row (latency tests).
+    #[arg(short = 'H', long = "report-histogrm", alias = "report-histogram")]
+    pub histogram: bool,
+    /// Print every sample of perftest's statistics in order before the row (latency tests).
+    #[arg(short = 'U', long = "report-unsorted")]
+    pub unsorted: bool,
+    /// Print the version and exit.
+    #[arg(short = 'V', long = "version")]
+    pub version: bool,
     /// Doorbell mode.
     #[arg(long, value_enum, default_value_t = Mode::Auto)]
     pub mode: Mode,
@@ -239,6 +307,135 @@ pub struct BenchArgs {
     /// (bandwidth tests with -a).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+}
+
+/// perftest flags mlx5-perf refuses with a reason instead of clap's "unexpected argument".
+const REFUSED: &[(&[&str], &str)] = &[
+    (
+        &[
+            "--use_hugepages",
+            "--odp",
+            "--use-null-mr",
+            "--mmap",
+            "--mmap-offset",
+            "--mr_per_qp",
+            "--payload_file_path",
+            "--use_cuda",
+            "--cuda_mem_type",
+            "--use_cuda_bus_id",
+            "--use_cuda_dmabuf",
+            "--use_cuda_pcie_mapping",
+            "--use_data_direct",
+            "--gpu_touch",
+            "--use_rocm",
+            "--use_rocm_dmabuf",
+            "--use_neuron",
+            "--use_neuron_dmabuf",
+            "--use_hl",
+            "--use_mlu",
+            "--use_mlu_dmabuf",
+            "--use_opencl",
+            "--opencl_platform_id",
+            "--use_musa",
+            "--use_musa_bus_id",
+            "--use_musa_dmabuf",
+            "--use_musa_pcie_mapping",
+            "--use_ib_dm_dmabuf",
+            "--tph_mem",
+            "--cpu_id",
+            "--ph",
+            "--pin_cores",
+            "--numa_node",
+            "--disable_numa",
+        ],
+        "memory and placement flags come with the memory issue (issue 17)",
+    ),
+    (
+        &["--log_dci_streams", "--log_active_dci_streams"],
+        "DC flags come with the DC issue (issue 15)",
+    ),
+    (
+        &["-g", "--mcg", "-M", "--MGID", "--connectionless"],
+        "multicast runs on UD, which comes with the UC/UD issue (issue 14)",
+    ),
+    (
+        &[
+            "-R",
+            "--rdma_cm",
+            "-z",
+            "--comm_rdma_cm",
+            "--retry_count",
+            "-T",
+            "--tos",
+        ],
+        "rdma_cm is not supported: mlx5-perf connects its QPs itself and exchanges over \
+         TCP (docs/benchmarks.md, \"rdma_cm\"); run the same command without it",
+    ),
+    (
+        &["-C", "--report-cycles"],
+        "no cycle counter is read: every time comes from CLOCK_MONOTONIC, in usec",
+    ),
+    (
+        &["-O", "--dualport", "--report-per-port"],
+        "dual-port runs are not implemented (one port per run; -i picks it)",
+    ),
+    (
+        &[
+            "-b",
+            "--bidirectional",
+            "--report-both",
+            "--reversed",
+            "--run_infinitely",
+            "--rate_limit",
+            "--rate_units",
+            "--rate_limit_type",
+            "--burst_size",
+            "--typical_pkt_size",
+            "--write_with_imm",
+            "--send_with_imm",
+            "--use-srq",
+            "--recv_post_list",
+            "--data_validation",
+            "--data_validation_debug",
+            "--perform_warm_up",
+            "-W",
+            "--report-counters",
+            "--cpu_util",
+            "-e",
+            "--events",
+            "-X",
+            "--vector",
+            "--wait_destroy",
+            "--disable_dynamic_polling",
+            "--dlid",
+            "--force-link",
+            "--ipv6",
+            "--ipv6-addr",
+            "--bind_source_ip",
+            "--dont_xchg_versions",
+            "--no_enhanced_reorder",
+            "--use_ooo",
+            "--use_old_post_send",
+            "--no_lock",
+            "--disable_pcie_relaxed",
+            "--unsolicited_write",
+            "--congest_type",
+            "-L",
+            "--hop_limit",
+        ],
+        "not implemented in mlx5-perf yet (docs/perftest-parity.md lists each perftest \
+         flag and its state)",
+    ),
+];
+
+/// The reason mlx5-perf refuses the perftest flag `arg` (`--name`, `--name=value` or
+/// `-x`), if it is one it refuses.
+pub fn refusal(arg: &str) -> Option<String> {
+    let name = arg.split_once('=').map_or(arg, |(n, _)| n);
+    REFUSED
+        .iter()
+        .find(|(flags, _)| flags.contains(&name))
+        .map(|(_, why)| format!("{name}: {why}"))
 }
 
 /// A message size as perftest's `-s` reads it: an optional `K` or `M` suffix, then

@@ -25,6 +25,7 @@ pub mod cpu;
 pub mod exchange;
 pub mod explain;
 pub mod pcie;
+pub mod perftest_out;
 pub mod plot;
 pub mod probe;
 pub mod report;

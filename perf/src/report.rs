@@ -7,9 +7,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 
 use crate::bench::{Params, PerMessage, Row, Setup, Sink, Stats};
-use crate::cli::{AtomicType, Kind, Verb};
+use crate::cli::{Kind, Output, Verb};
 use crate::exchange::QpRecord;
-use crate::stats::{BwUnit, Latencies};
+use crate::perftest_out::{self, kind_name, link_type, verb_name};
+use crate::stats::{c_g, BwUnit, Latencies};
 use crate::Error;
 
 /// Output format.
@@ -21,6 +22,8 @@ pub enum Format {
     Csv,
     /// One JSON object at the end.
     Json,
+    /// perftest's `--output`: one number per size, nothing else.
+    Number(Output),
 }
 
 /// What the header says about where the numbers come from.
@@ -34,6 +37,26 @@ pub struct Origin {
     pub link: Option<String>,
     /// The GID index given with `-x`.
     pub gid_index: Option<u32>,
+    /// False with `-N` (no warning about the peak then, as perftest).
+    pub peak: bool,
+}
+
+/// What the report does besides printing: perftest's JSON file, pass/fail limits and
+/// per-sample lines.
+#[derive(Clone, Debug)]
+pub struct Extras {
+    /// `--out_json`: rewrite this file with perftest's JSON after each row.
+    pub out_json: Option<PathBuf>,
+    /// `--output` (also selects the JSON file's one key).
+    pub output: Option<Output>,
+    /// `-w`: the least average bandwidth, in the report's unit.
+    pub limit_bw: Option<f64>,
+    /// `-y` (with `-w`): the least message rate, Mpps.
+    pub limit_msgrate: Option<f64>,
+    /// `-H`: perftest's sorted samples before each row.
+    pub histogram: bool,
+    /// `-U`: perftest's samples in order before each row.
+    pub unsorted: bool,
 }
 
 const LAT_COLUMNS: [&str; 11] = [
@@ -160,23 +183,6 @@ fn record_lines(side: &str, r: &QpRecord, verb: Verb, out_reads: u8, gid: bool) 
     lines
 }
 
-/// perftest's name of an atomic operation (`atomicTypesStr`).
-fn atomic_name(t: AtomicType) -> &'static str {
-    match t {
-        AtomicType::FetchAndAdd => "FETCH_AND_ADD",
-        AtomicType::CmpAndSwap => "CMP_AND_SWAP",
-    }
-}
-
-/// perftest's `Link type`: InfiniBand ports have a LID, RoCE ports report LID 0.
-fn link_type(setup: &Setup) -> &'static str {
-    if setup.local.first().is_some_and(|r| r.lid == 0) {
-        "Ethernet"
-    } else {
-        "IB"
-    }
-}
-
 /// A side's report sink.
 pub struct Reporter {
     format: Format,
@@ -192,6 +198,11 @@ pub struct Reporter {
     bar: Option<ProgressBar>,
     last_latencies: Option<(usize, Latencies)>,
     bw_points: Vec<(f64, f64)>,
+    extras: Extras,
+    /// perftest's `test_info` block, from the header.
+    test_info: String,
+    /// The first limit a row missed.
+    below_limit: Option<String>,
 }
 
 impl Reporter {
@@ -202,18 +213,20 @@ impl Reporter {
         params: &Params,
         unit: BwUnit,
         plot: Option<PathBuf>,
+        extras: Extras,
     ) -> Self {
-        let bar = (params.sizes.len() > 1 && format != Format::Json).then(|| {
-            let bar = ProgressBar::with_draw_target(
-                Some(params.sizes.len() as u64),
-                ProgressDrawTarget::stderr(),
-            );
-            bar.set_style(
-                ProgressStyle::with_template("{bar:40} {pos}/{len} sizes, {elapsed} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            bar
-        });
+        let bar =
+            (params.sizes.len() > 1 && matches!(format, Format::Text | Format::Csv)).then(|| {
+                let bar = ProgressBar::with_draw_target(
+                    Some(params.sizes.len() as u64),
+                    ProgressDrawTarget::stderr(),
+                );
+                bar.set_style(
+                    ProgressStyle::with_template("{bar:40} {pos}/{len} sizes, {elapsed} {msg}")
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                );
+                bar
+            });
         Reporter {
             format,
             origin,
@@ -227,6 +240,9 @@ impl Reporter {
             bar,
             last_latencies: None,
             bw_points: Vec::new(),
+            extras,
+            test_info: String::new(),
+            below_limit: None,
         }
     }
 
@@ -241,22 +257,21 @@ impl Reporter {
     fn header_lines(&self, setup: &Setup, params: &Params) -> Vec<String> {
         let rule = RULE.to_string();
         let verb = params.test.verb;
-        let test = match verb {
-            Verb::Write => "RDMA_Write".to_string(),
-            Verb::Send => "Send".to_string(),
-            Verb::Read => "RDMA_Read".to_string(),
-            Verb::Atomic => format!("Atomic {}", atomic_name(params.atomic_type)),
-        };
-        let kind = match params.test.kind {
-            Kind::Lat => "Latency",
-            Kind::Bw if params.post_list > 1 => "Post List BW",
-            Kind::Bw => "BW",
-        };
         let bw = params.test.kind == Kind::Bw;
-        let mut h = vec![
-            rule.clone(),
-            format!("                    {test} {kind} Test"),
-        ];
+        let mut h = Vec::new();
+        if let Some(why) = params
+            .peak_skipped(setup.server)
+            .filter(|_| self.origin.peak)
+        {
+            h.push(" WARNING: BW peak won't be measured in this run.".into());
+            h.push(format!(" (perftest's rule: {why})"));
+        }
+        h.push(rule.clone());
+        h.push(format!(
+            "                    {} {} Test",
+            verb_name(params),
+            kind_name(params)
+        ));
         if self.origin.model {
             h.push(" ON THE MODEL: CPU-side numbers of the driver and the mlx5-hw model's software, both ends in this process; not a NIC's latency or bandwidth".into());
         }
@@ -371,6 +386,9 @@ impl Reporter {
             let doc = json!({"header": self.header, "results": self.rows});
             outln!("{}", serde_json::to_string_pretty(&doc)?);
         }
+        if let Some(why) = self.below_limit.take() {
+            return Err(why.into());
+        }
         if let Some(path) = &self.plot {
             let model = if self.origin.model {
                 " (model, CPU-side)"
@@ -402,6 +420,61 @@ impl Reporter {
     }
 }
 
+impl Reporter {
+    /// perftest's `-U` / `-H` lines: `#, usec`, then `i, value` per sample (in order, or
+    /// sorted without the two largest), then the rule and the column names again.
+    fn print_samples(&self, samples: &[f64]) {
+        if self.format != Format::Text {
+            return;
+        }
+        if self.extras.unsorted {
+            self.print("#, usec");
+            for (i, x) in samples.iter().enumerate() {
+                self.print(&format!("{}, {}", i + 1, c_g(*x)));
+            }
+        }
+        if self.extras.histogram {
+            let mut sorted = samples.to_vec();
+            sorted.sort_by(f64::total_cmp);
+            sorted.truncate(sorted.len().saturating_sub(2));
+            self.print("#, usec");
+            for (i, x) in sorted.iter().enumerate() {
+                self.print(&format!("{}, {}", i + 1, c_g(*x)));
+            }
+        }
+        self.print(RULE);
+        self.print(&self.columns.join("  "));
+    }
+
+    /// perftest's `-w` / `-y` check of a bandwidth row; the first miss fails the run.
+    fn check_limits(&mut self, stats: &Stats) {
+        let Stats::Bw(b) = stats else { return };
+        let Some(limit) = self.extras.limit_bw else {
+            return;
+        };
+        let miss = if b.bw_average < limit {
+            Some(format!(
+                "Error: BW result is below bw limit ({:.2} < {limit} {})",
+                b.bw_average,
+                b.unit.label()
+            ))
+        } else {
+            self.extras
+                .limit_msgrate
+                .filter(|&m| b.msg_rate_mpps < m)
+                .map(|m| {
+                    format!(
+                        "Error: Msg rate is below msg_rate limit ({:.6} < {m} Mpps)",
+                        b.msg_rate_mpps
+                    )
+                })
+        };
+        if self.below_limit.is_none() {
+            self.below_limit = miss;
+        }
+    }
+}
+
 impl Sink for Reporter {
     fn header(&mut self, setup: &Setup, params: &Params) {
         self.columns = self.column_names();
@@ -423,6 +496,7 @@ impl Sink for Reporter {
                 self.print(&line);
             }
         }
+        self.test_info = perftest_out::test_info(params, setup, self.origin.gid_index);
     }
 
     fn row(&mut self, mut row: Row) -> Result<(), Error> {
@@ -434,8 +508,21 @@ impl Sink for Reporter {
             match self.format {
                 Format::Text => self.print(&self.columns.join("  ")),
                 Format::Csv => self.print(&self.columns.join(",")),
-                Format::Json => {}
+                Format::Json | Format::Number(_) => {}
             }
+        }
+        if let Some(samples) = &row.samples {
+            self.print_samples(samples);
+        }
+        self.check_limits(&row.stats);
+        if let Some(path) = &self.extras.out_json {
+            let doc = format!(
+                "{{\n{}{}}}\n",
+                self.test_info,
+                perftest_out::results(&row.stats, self.extras.output)
+            );
+            std::fs::write(path, doc)
+                .map_err(|e| format!("--out_json_file {}: {e}", path.display()))?;
         }
         let mut values = stat_values(&row.stats);
         if let Some(p) = &row.pcie {
@@ -453,6 +540,7 @@ impl Sink for Reporter {
                 self.print(&cells.join("  "));
             }
             Format::Csv => self.print(&values.join(",")),
+            Format::Number(output) => self.print(&perftest_out::number(&row.stats, output)),
             Format::Json => {
                 let mut v = serde_json::to_value(&row.stats)?;
                 v["pcie_per_message"] = serde_json::to_value(row.pcie)?;

@@ -9,20 +9,14 @@ use mlx5_direct::Context;
 use crate::bench::{self, Local, Params, Row, Setup, Sink};
 use crate::cli::{BenchArgs, Test};
 use crate::exchange::Peer;
-use crate::report::{Format, Origin, Reporter};
+use crate::report::{Extras, Format, Origin, Reporter};
 use crate::stats::BwUnit;
 use crate::Error;
 
 /// Runs `test` as the flags say.
 pub fn bench(test: Test, args: &BenchArgs) -> Result<(), Error> {
     let params = Params::new(test, args)?;
-    let local = Local {
-        mode: args.mode,
-        port: args.ib_port,
-        unit: BwUnit::new(args.report_gbits),
-        peak: !args.no_peak,
-        cqe_poll: args.cqe_poll,
-    };
+    let local = Local::new(args);
     match &args.device {
         None if args.host.is_some() => Err(
             "the model runs both ends in this process: no host to connect to (give -d DEVICE \
@@ -35,7 +29,9 @@ pub fn bench(test: Test, args: &BenchArgs) -> Result<(), Error> {
 }
 
 fn format(args: &BenchArgs) -> Format {
-    if args.json {
+    if let Some(output) = args.output {
+        Format::Number(output)
+    } else if args.json {
         Format::Json
     } else if args.csv {
         Format::Csv
@@ -50,6 +46,15 @@ fn reporter(args: &BenchArgs, params: &Params, model: bool, link: Option<String>
         requested_mode: format!("{:?}", args.mode).to_lowercase(),
         link,
         gid_index: args.gid_index,
+        peak: !args.no_peak,
+    };
+    let extras = Extras {
+        out_json: args.out_json.then(|| args.out_json_file.clone()),
+        output: args.output,
+        limit_bw: args.limit_bw,
+        limit_msgrate: args.limit_msgrate,
+        histogram: args.histogram,
+        unsorted: args.unsorted,
     };
     Reporter::new(
         format(args),
@@ -57,6 +62,7 @@ fn reporter(args: &BenchArgs, params: &Params, model: bool, link: Option<String>
         params,
         BwUnit::new(args.report_gbits),
         args.plot.clone(),
+        extras,
     )
 }
 

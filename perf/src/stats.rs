@@ -51,8 +51,14 @@ impl Latencies {
         self.hist.saturating_record(ns.round().max(1.0) as u64);
     }
 
-    /// The latency row, in microseconds.
-    pub fn summary(&self, bytes: usize) -> LatRow {
+    /// Samples recorded.
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+
+    /// The latency row, in microseconds; `iterations` is what `#iterations` shows
+    /// (perftest's: `-n` in iteration mode, the sampled iterations with `-D`).
+    pub fn summary(&self, bytes: usize, iterations: u64) -> LatRow {
         let us = |ns: f64| ns / 1e3;
         let q = |p: f64| us(self.hist.value_at_quantile(p) as f64);
         let stdev = if self.n > 0 {
@@ -62,7 +68,7 @@ impl Latencies {
         };
         LatRow {
             bytes,
-            iterations: self.n,
+            iterations,
             t_min: if self.n > 0 { us(self.min) } else { 0.0 },
             t_max: us(self.max),
             t_typical: q(0.5),
@@ -93,6 +99,80 @@ impl Latencies {
             out[i].2 += v.count_at_value();
         }
         out
+    }
+}
+
+/// perftest's latency samples from the times of consecutive posts, in microseconds: each
+/// gap, halved in the ping-pong tests (`print_report_lat`: `tposted[i + 1] - tposted[i]`
+/// over `rtt_factor`), so one sample fewer than posts.
+pub fn perftest_samples(posts: &[Instant], halves: bool) -> Vec<f64> {
+    let rtt = if halves { 2.0 } else { 1.0 };
+    posts
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_nanos() as f64 / 1e3 / rtt)
+        .collect()
+}
+
+/// perftest's statistics of `samples` (microseconds), as `print_report_lat` computes them:
+/// sorted, the two largest left out of the mean, median and deviation
+/// (`LAT_MEASURE_TAIL`); `t_max` the second-largest sample (`delta[kept]`);
+/// `t_typical` the median; each deviation truncated to a whole microsecond (an `int`)
+/// before it is squared; the percentiles the sample at `ceil(kept * p)`. `p50`, `p90` and
+/// `p99_99`, which perftest does not print, by the same index rule. None below 3 samples.
+pub fn perftest_summary(samples: &[f64], bytes: usize, iterations: u64) -> Option<LatRow> {
+    let mut d = samples.to_vec();
+    d.sort_by(f64::total_cmp);
+    let kept = d.len().checked_sub(2).filter(|&k| k > 0)?;
+    // get_median(kept, d): the mean of the middle two when kept - 1 is odd.
+    let median = if (kept - 1) % 2 == 1 {
+        (d[kept / 2] + d[kept / 2 - 1]) / 2.0
+    } else {
+        d[kept / 2]
+    };
+    let average = d[..kept].iter().sum::<f64>() / kept as f64;
+    let stdev_sum: f64 = d[..kept]
+        .iter()
+        .map(|&x| ((average - x) as i64 as f64).powi(2))
+        .sum();
+    let at = |p: f64| d[((kept as f64 * p).ceil() as usize).min(kept)];
+    Some(LatRow {
+        bytes,
+        iterations,
+        t_min: d[0],
+        t_max: d[kept],
+        t_typical: median,
+        t_avg: average,
+        t_stdev: (stdev_sum / kept as f64).sqrt(),
+        p50: median,
+        p90: at(0.9),
+        p99: at(0.99),
+        p99_9: at(0.999),
+        p99_99: at(0.9999),
+    })
+}
+
+/// C's `printf("%g")`: six significant digits, trailing zeros dropped, an exponent below
+/// 1e-4 and from 1e6 (perftest's `-H` / `-U` lines).
+pub fn c_g(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let exp = format!("{x:.5e}");
+    let (mantissa, e) = exp.split_once('e').unwrap_or((&exp, "0"));
+    let e: i32 = e.parse().unwrap_or(0);
+    let trim = |t: &str| {
+        if t.contains('.') {
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            t.to_string()
+        }
+    };
+    if !(-4..6).contains(&e) {
+        let sign = if e < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), e.abs())
+    } else {
+        let decimals = (5 - e).max(0) as usize;
+        trim(&format!("{x:.decimals$}"))
     }
 }
 
@@ -198,6 +278,14 @@ impl BwUnit {
             BwUnit::Gbits
         } else {
             BwUnit::MiBs
+        }
+    }
+
+    /// The unit as the report's column names write it.
+    pub fn label(self) -> &'static str {
+        match self {
+            BwUnit::MiBs => "MiB/sec",
+            BwUnit::Gbits => "Gb/sec",
         }
     }
 
@@ -394,7 +482,7 @@ mod tests {
         for ns in [1000.0, 2000.0, 3000.0, 4000.0] {
             l.record(ns);
         }
-        let r = l.summary(8);
+        let r = l.summary(8, 4);
         assert_eq!((r.t_min, r.t_max, r.t_avg), (1.0, 4.0, 2.5));
         assert!((r.t_stdev - 1.25f64.sqrt()).abs() < 1e-12);
         assert_eq!(r.iterations, 4);
@@ -485,6 +573,56 @@ mod tests {
         tp.post_at(0, ns(0));
         tp.look_at(1, ns(10));
         assert_eq!(tp.summary(8, BwUnit::MiBs).unwrap().bw_peak, None);
+    }
+
+    #[test]
+    fn perftests_statistics_drop_two_and_truncate_the_deviation() {
+        // Ten samples: the two largest (50, 90) are left out of the mean, median and
+        // deviation; t_max is delta[kept], the second-largest.
+        let samples = [1.2, 1.0, 1.4, 1.1, 90.0, 1.3, 2.9, 1.5, 50.0, 1.6];
+        let r = perftest_summary(&samples, 2, 11).unwrap();
+        let kept = [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 2.9];
+        let avg = kept.iter().sum::<f64>() / 8.0;
+        assert_eq!((r.t_min, r.t_max, r.iterations), (1.0, 50.0, 11));
+        assert!((r.t_avg - avg).abs() < 1e-12);
+        // 8 kept, kept - 1 odd: the mean of d[4] and d[3].
+        assert!((r.t_typical - 1.35).abs() < 1e-12);
+        // avg 1.5: every deviation truncates to 0 except 1.5 - 2.9 = -1.4 -> -1.
+        assert!((r.t_stdev - (1.0f64 / 8.0).sqrt()).abs() < 1e-12);
+        // ceil(8 * 0.99) = 8: delta[8], t_max; ceil(8 * 0.9) = 8 too; ceil(8 * 0.5) = 4.
+        assert_eq!((r.p99, r.p99_9, r.p90), (50.0, 50.0, 50.0));
+        // An odd count: the middle one.
+        let r = perftest_summary(&[3.0, 1.0, 2.0, 8.0, 9.0], 2, 6).unwrap();
+        assert_eq!((r.t_typical, r.t_max), (2.0, 8.0));
+        assert!(perftest_summary(&[1.0, 2.0], 2, 3).is_none());
+    }
+
+    #[test]
+    fn samples_are_gaps_between_posts() {
+        let t0 = Instant::now();
+        let posts: Vec<Instant> = [0, 4000, 10000]
+            .iter()
+            .map(|&ns| t0 + Duration::from_nanos(ns))
+            .collect();
+        assert_eq!(perftest_samples(&posts, true), [2.0, 3.0]);
+        assert_eq!(perftest_samples(&posts, false), [4.0, 6.0]);
+    }
+
+    #[test]
+    fn c_g_formats_as_printf() {
+        for (x, want) in [
+            (1.0, "1"),
+            (0.5, "0.5"),
+            (1.23456789, "1.23457"),
+            (123456.7, "123457"),
+            (1234567.0, "1.23457e+06"),
+            (0.0001, "0.0001"),
+            (0.00001234, "1.234e-05"),
+            (100.0, "100"),
+            (0.0, "0"),
+        ] {
+            assert_eq!(c_g(x), want, "{x}");
+        }
     }
 
     #[test]

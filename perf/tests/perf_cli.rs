@@ -544,6 +544,244 @@ fn the_header_prints_perftests_lines() {
 }
 
 #[test]
+fn output_prints_one_number_per_size() {
+    for (args, lines) in [
+        (&["write_bw", "-n", "100", "--output", "bandwidth"][..], 1),
+        (
+            &[
+                "write_bw",
+                "-n",
+                "100",
+                "-s",
+                "8",
+                "--output",
+                "message_rate",
+            ][..],
+            1,
+        ),
+        (&["send_lat", "-n", "20", "--output", "latency"][..], 1),
+        (
+            &["write_lat", "-a", "-n", "5", "--output", "latency"][..],
+            23,
+        ),
+    ] {
+        let (ok, out, err) = perf(args);
+        assert!(ok, "{args:?}: {err}");
+        let numbers: Vec<f64> = out.lines().map(|l| l.parse().unwrap()).collect();
+        assert_eq!(numbers.len(), lines, "{args:?}: {out}");
+        // C's %lf: six decimals.
+        assert!(out
+            .lines()
+            .all(|l| l.split('.').nth(1).map(str::len) == Some(6)));
+        assert!(numbers.iter().all(|&x| x > 0.0));
+    }
+}
+
+#[test]
+fn out_json_writes_perftests_file() {
+    let dir = std::env::temp_dir().join(format!("mlx5-perf-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("out.json");
+    let f = file.to_str().unwrap();
+    let read =
+        || -> Value { serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap() };
+    let (ok, _, err) = perf(&[
+        "write_bw",
+        "-n",
+        "100",
+        "-s",
+        "8",
+        "-N",
+        "--out_json",
+        "--out_json_file",
+        f,
+    ]);
+    assert!(ok, "{err}");
+    let v = read();
+    let info = &v["test_info"];
+    assert_eq!(info["test"], "RDMA_Write_BW_Test");
+    assert_eq!(info["TX_depth"], 100);
+    assert_eq!(info["CQ_Moderation"], 100);
+    assert_eq!(info["Max_inline_data"], 0);
+    assert_eq!(info["Connection_type"], "RC");
+    let r = &v["results"];
+    assert_eq!(
+        (r["MsgSize"].as_u64(), r["n_iterations"].as_u64()),
+        (Some(8), Some(100))
+    );
+    // Not measured: 0.00, as perftest prints it.
+    assert_eq!(r["BW_peak"].as_f64(), Some(0.0));
+    assert!(r["BW_average"].as_f64().unwrap() > 0.0 && r["MsgRate"].as_f64().unwrap() > 0.0);
+    // A sweep leaves the last size (perftest rewrites the file per row).
+    let (ok, _, err) = perf(&[
+        "atomic_lat",
+        "-n",
+        "20",
+        "-A",
+        "CMP_AND_SWAP",
+        "--out_json",
+        "--out_json_file",
+        f,
+    ]);
+    assert!(ok, "{err}");
+    let v = read();
+    assert_eq!(v["test_info"]["test"], "Atomic_CMP_AND_SWAP_Latency_Test");
+    assert_eq!(v["test_info"]["Outstand_reads"], 16);
+    let r = &v["results"];
+    for k in [
+        "MsgSize",
+        "n_iterations",
+        "t_min",
+        "t_max",
+        "t_typical",
+        "t_avg",
+        "t_stdev",
+        "percentile_99",
+        "percentile_99.9",
+    ] {
+        assert!(r[k].is_number(), "{k}: {r}");
+    }
+    assert_eq!(r["n_iterations"], 20);
+    let (ok, _, _) = perf(&[
+        "send_lat",
+        "-n",
+        "20",
+        "--output",
+        "latency",
+        "--out_json",
+        "--out_json_file",
+        f,
+    ]);
+    assert!(ok);
+    assert!(read()["results"]["avg_lat"].as_f64().unwrap() > 0.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn limits_fail_the_run() {
+    fails_with(
+        &["write_bw", "-n", "100", "-w", "1e12"],
+        "Error: BW result is below bw limit",
+    );
+    fails_with(
+        &["write_bw", "-n", "100", "-w", "0", "-y", "1e9"],
+        "Error: Msg rate is below msg_rate limit",
+    );
+    let (ok, _, err) = perf(&["write_bw", "-n", "100", "-w", "0.001", "-y", "0.0000001"]);
+    assert!(ok, "{err}");
+}
+
+#[test]
+fn perftest_statistics_and_samples() {
+    // -U: the 9 gaps between 10 posts in order; -H: the 7 kept, sorted; then the rule
+    // and the columns again, and the row with -n as #iterations.
+    let (ok, out, err) = perf(&[
+        "write_lat",
+        "-n",
+        "10",
+        "-U",
+        "-H",
+        "--perftest-stats",
+        "--csv",
+    ]);
+    assert!(ok, "{err}");
+    assert!(!out.contains("#, usec"), "samples are text-only: {out}");
+    let (ok, out, err) = perf(&["write_lat", "-n", "10", "-U", "-H", "--perftest-stats"]);
+    assert!(ok, "{err}");
+    let blocks: Vec<&str> = out.split("#, usec\n").collect();
+    assert_eq!(blocks.len(), 3, "{out}");
+    let unsorted: Vec<f64> = blocks[1]
+        .lines()
+        .map(|l| l.split(", ").nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(unsorted.len(), 9);
+    let sorted: Vec<f64> = blocks[2]
+        .lines()
+        .take_while(|l| !l.starts_with('-'))
+        .map(|l| l.split(", ").nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(sorted.len(), 7);
+    assert!(sorted.windows(2).all(|w| w[0] <= w[1]));
+    let row = out.lines().rev().nth(1).unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[..2], ["2", "10"]);
+    // t_min is the least gap, t_max perftest's delta[kept]: the second-largest gap, the
+    // one after the last -H line (%g keeps 6 digits).
+    let mut all = unsorted.clone();
+    all.sort_by(f64::total_cmp);
+    assert_eq!(all[..7], sorted[..]);
+    let t_min: f64 = cells[2].parse().unwrap();
+    let t_max: f64 = cells[3].parse().unwrap();
+    assert!(
+        (t_min - all[0]).abs() <= 1e-3 * all[0].max(1.0),
+        "{t_min} {all:?}"
+    );
+    assert!(
+        (t_max - all[7]).abs() <= 1e-3 * all[7].max(1.0),
+        "{t_max} {all:?}"
+    );
+    // Our statistics: #iterations is -n too.
+    let v = json(&["read_lat", "-n", "30", "--json"]);
+    assert_eq!(v["results"][0]["iterations"], 30);
+}
+
+#[test]
+fn the_latency_gap_lands_in_perftests_samples() {
+    // A 200 us spin before each post: perftest's samples (gaps between posts, halved)
+    // are at least 100 us.
+    let v = json(&[
+        "write_lat",
+        "-n",
+        "6",
+        "--latency_gap",
+        "200",
+        "--perftest-stats",
+        "--json",
+    ]);
+    assert!(v["results"][0]["t_min"].as_f64().unwrap() >= 100.0, "{v}");
+}
+
+#[test]
+fn mtu_and_timeout_reach_the_qp() {
+    let (ok, out, err) = perf(&[
+        "write_bw", "-n", "50", "-m", "1024", "-u", "18", "--tclass", "32",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("\n Mtu             : 1024[B]\n"), "{out}");
+}
+
+#[test]
+fn perftest_flags_not_taken_say_why() {
+    fails_with(
+        &["write_bw", "--use_cuda=0"],
+        "--use_cuda: memory and placement flags come with the memory issue (issue 17)",
+    );
+    fails_with(&["write_bw", "--log_dci_streams", "2"], "issue 15");
+    fails_with(&["send_bw", "-g"], "issue 14");
+    fails_with(&["write_lat", "-R"], "rdma_cm is not supported");
+    fails_with(&["write_lat", "-C"], "CLOCK_MONOTONIC");
+    let (ok, out, _) = perf(&["send_bw", "-V"]);
+    assert!(ok);
+    assert_eq!(out, format!("Version: {}\n", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn the_header_says_why_the_peak_is_not_measured() {
+    let (ok, out, err) = perf(&["write_bw", "-D", "0.2", "-s", "8"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with(
+            " WARNING: BW peak won't be measured in this run.\n (perftest's rule: duration mode"
+        ),
+        "{out}"
+    );
+    // Not with -N: the user asked.
+    let (ok, out, _) = perf(&["write_bw", "-D", "0.2", "-s", "8", "-N"]);
+    assert!(ok);
+    assert!(!out.contains("WARNING"));
+}
+
+#[test]
 fn plots_are_svg() {
     let dir = std::env::temp_dir().join(format!("mlx5-perf-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

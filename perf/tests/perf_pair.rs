@@ -5,12 +5,13 @@
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 
+use clap::Parser;
 use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
 use mlx5_direct::Context;
 use mlx5_perf::bench::{self, Error, Local, Params, Row, Setup, Sink, Stats};
-use mlx5_perf::cli::{AtomicType, Kind, Mode, Test, Verb};
+use mlx5_perf::cli::{AtomicType, Cli, Kind, Test, Verb};
 use mlx5_perf::exchange::Peer;
-use mlx5_perf::stats::{BwRow, BwUnit, LatRow};
+use mlx5_perf::stats::{BwRow, LatRow};
 
 fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
     Params {
@@ -51,13 +52,8 @@ impl Sink for Collect {
 /// client's report, then the server's.
 fn run(server: Params, client: Params) -> (Result<(), Error>, Result<(), Error>, Collect, Collect) {
     let fabric: Arc<Fabric> = Fabric::new();
-    let local = Local {
-        mode: Mode::Auto,
-        port: 1,
-        unit: BwUnit::MiBs,
-        peak: true,
-        cqe_poll: 16,
-    };
+    let cli = Cli::try_parse_from(["mlx5-perf", "write_bw"]).unwrap();
+    let local = Local::new(cli.command.bench().unwrap().1);
     let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
     let addr = listener.local_addr().unwrap();
     let server_ctx = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));

@@ -192,3 +192,32 @@ fn connection_types_other_than_rc_name_their_issue() {
     refused("read_bw -c XRC", "issue 15");
     refused("write_bw -c SRD", "not a connection type of mlx5");
 }
+
+#[test]
+fn fabric_flags_take_what_the_driver_carries() {
+    assert!(params("write_bw -m 1024 -u 20 --tclass 96").is_ok());
+    refused("write_bw -m 1000", "256, 512, 1024, 2048 or 4096");
+    assert!(params("write_bw -u 32").is_err());
+    assert!(params("write_bw -S 0 --flow_label 0 --pkey_index 0").is_ok());
+    refused("write_bw -S 3", "-S (service level) 3: only 0 is supported");
+    refused("write_bw --flow_label 7", "--flow_label 7: only 0");
+    refused("write_bw --pkey_index 1", "--pkey_index 1: only 0");
+}
+
+#[test]
+fn reporting_flags_belong_to_their_kind_of_test() {
+    assert!(params("write_bw --output bandwidth").is_ok());
+    assert!(params("send_bw --output message_rate").is_ok());
+    assert!(params("read_lat --output latency").is_ok());
+    refused("write_bw --output latency", "bandwidth or message_rate");
+    refused("write_lat --output bandwidth", "can be latency");
+    refused("write_lat -w 10", "BW tests only");
+    refused("write_bw --latency_gap 5", "only on latency tests");
+    refused("write_bw --perftest-stats", "only on latency tests");
+    refused("write_bw -H", "only on latency tests");
+    refused("send_bw -U", "only on latency tests");
+    // -y is checked with -w only in perftest: here it needs -w.
+    assert!(params("write_bw -y 1").is_err());
+    assert!(params("write_bw -w 1 -y 1").is_ok());
+    assert!(params("write_bw --output bandwidth --json").is_err());
+}

@@ -7,16 +7,16 @@
 //! - `*_bw`: the client keeps up to `-t` WRs outstanding per QP, posts `-l` WRs per doorbell
 //!   and asks for a CQE every `-Q` WRs; the SEND server keeps receives posted.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mlx5_direct::backend::Backend;
 use mlx5_direct::Context;
 use mlx5_hw::PcieCounters;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{Kind, Mode, Verb};
+use crate::cli::{BenchArgs, Kind, Mode, Verb};
 use crate::exchange::{ExchangeError, Peer, QpRecord};
-use crate::stats::{BwUnit, Latencies, Throughput};
+use crate::stats::{perftest_samples, perftest_summary, BwUnit, Latencies, Phase, Throughput};
 pub use crate::Error;
 
 mod params;
@@ -27,7 +27,7 @@ mod tests;
 
 pub use params::Params;
 pub use row::{Counts, PerMessage, Row, RowPcie, Setup, Stats};
-use side::{await_ping, data_for, finished, peer_stopped, sample, Side, PEER_CHECK};
+use side::{await_ping, data_for, finished, peer_stopped, sample, spin, Side, PEER_CHECK};
 
 /// What the benchmarks need from a backend beyond [`Backend`].
 pub trait Device: Backend {
@@ -77,6 +77,64 @@ pub struct Local {
     pub peak: bool,
     /// CQEs taken per poll call (`--cqe_poll`; perftest's `CTX_POLL_BATCH` is 16).
     pub cqe_poll: u16,
+    /// Path MTU (`-m`; None: the port's active MTU).
+    pub mtu: Option<u32>,
+    /// Local ACK timeout exponent (`-u`).
+    pub qp_timeout: u8,
+    /// GRH traffic class (`--tclass`).
+    pub traffic_class: u8,
+    /// Latency tests: spin this long before each post (`--latency_gap`).
+    pub latency_gap: Duration,
+    /// Latency tests: perftest's statistics (`--perftest-stats`) instead of ours.
+    pub perftest_stats: bool,
+    /// Latency tests: keep perftest's samples for the report (`-H`, `-U`).
+    pub keep_samples: bool,
+}
+
+impl Local {
+    /// This side's settings as the flags give them.
+    pub fn new(a: &BenchArgs) -> Local {
+        Local {
+            mode: a.mode,
+            port: a.ib_port,
+            unit: BwUnit::new(a.report_gbits),
+            peak: !a.no_peak,
+            cqe_poll: a.cqe_poll,
+            mtu: a.mtu,
+            qp_timeout: a.qp_timeout,
+            traffic_class: a.tclass,
+            latency_gap: Duration::from_micros(a.latency_gap),
+            perftest_stats: a.perftest_stats,
+            keep_samples: a.histogram || a.unsorted,
+        }
+    }
+
+    /// True when the times of the posts are kept (perftest's samples).
+    fn times_posts(&self) -> bool {
+        self.perftest_stats || self.keep_samples
+    }
+
+    /// The latency row of `lat`, or perftest's from the times of the posts, and perftest's
+    /// samples when asked for.
+    fn lat_row(
+        &self,
+        lat: &Latencies,
+        posts: &[Instant],
+        halves: bool,
+        size: usize,
+        iterations: u64,
+    ) -> Result<(Stats, Option<Vec<f64>>), Error> {
+        let samples = perftest_samples(posts, halves);
+        let row = if self.perftest_stats {
+            perftest_summary(&samples, size, iterations).ok_or(
+                "--perftest-stats: fewer than 3 gaps between posts (perftest leaves the two \
+                 largest out)",
+            )?
+        } else {
+            lat.summary(size, iterations)
+        };
+        Ok((Stats::Lat(row), self.keep_samples.then_some(samples)))
+    }
 }
 
 /// Messages after the handshake.
@@ -90,9 +148,9 @@ enum Msg {
     Report { stats: Stats, pcie: Option<RowPcie> },
 }
 
-/// One side's own measurement of a size: statistics, latency samples (latency tests) and
-/// the messages run in all.
-type Measured = (Stats, Option<Latencies>, u64);
+/// One side's own measurement of a size: statistics, latency samples (latency tests),
+/// perftest's samples (with `-H` / `-U`) and the messages run in all.
+type Measured = (Stats, Option<Latencies>, Option<Vec<f64>>, u64);
 
 /// The client's half of one size.
 fn client_body<B: Device>(
@@ -109,6 +167,7 @@ fn client_body<B: Device>(
     match p.test.kind {
         Kind::Lat => {
             let mut lat = Latencies::new();
+            let mut posts = Vec::new();
             let ping_pong = matches!(p.test.verb, Verb::Write | Verb::Send);
             let mut i = 0;
             while !finished(schedule.as_ref(), i, p.iters) {
@@ -116,7 +175,11 @@ fn client_body<B: Device>(
                 let op = side.op(0);
                 let data = data_for(side, size, &mut payload, &mut sge, i);
                 side.make_room(0, 1)?;
+                spin(local.latency_gap);
                 let t0 = Instant::now();
+                if local.times_posts() && schedule.is_none_or(|s| s.phase(t0) == Phase::Sample) {
+                    posts.push(t0);
+                }
                 side.post(0, 1, false, op, data)?;
                 if ping_pong {
                     if !await_ping(side, peer, size, i)? {
@@ -132,8 +195,9 @@ fn client_body<B: Device>(
                 i += 1;
             }
             side.drain()?;
-            let stats = Stats::Lat(lat.summary(size));
-            Ok((stats, Some(lat), i))
+            let iterations = if schedule.is_some() { lat.count() } else { i };
+            let (stats, samples) = local.lat_row(&lat, &posts, ping_pong, size, iterations)?;
+            Ok((stats, Some(lat), samples, i))
         }
         Kind::Bw => {
             let nq = side.qps.len();
@@ -176,7 +240,8 @@ fn client_body<B: Device>(
                     .iter()
                     .all(|w| w.closed && w.completed == w.posted)
                 {
-                    return Ok((Stats::Bw(tp.summary(size, local.unit)?), None, completed));
+                    let stats = Stats::Bw(tp.summary(size, local.unit)?);
+                    return Ok((stats, None, None, completed));
                 }
             }
         }
@@ -201,6 +266,7 @@ fn server_body<B: Device>(
     let ping_pong = p.test.kind == Kind::Lat && matches!(p.test.verb, Verb::Write | Verb::Send);
     let receives = p.test.kind == Kind::Bw && p.test.verb == Verb::Send;
     let mut lat = Latencies::new();
+    let mut posts = Vec::new();
     let mut tp = match schedule {
         Some(s) => Throughput::duration(s),
         None => Throughput::iterations(false),
@@ -216,6 +282,9 @@ fn server_body<B: Device>(
             let now = Instant::now();
             if let Some(before) = answered {
                 sample(&mut lat, schedule.as_ref(), before, now, true);
+            }
+            if local.times_posts() {
+                posts.push(now);
             }
             answered = Some(now);
             side.post(0, 1, false, op, data)?;
@@ -240,14 +309,20 @@ fn server_body<B: Device>(
         m => return Err(format!("expected the client's Done, got {m:?}").into()),
     };
     let own = if ping_pong {
-        Some((Stats::Lat(lat.summary(size)), Some(lat), count))
+        let iterations = if schedule.is_some() {
+            lat.count()
+        } else {
+            count
+        };
+        let (stats, samples) = local.lat_row(&lat, &posts, true, size, iterations)?;
+        Some((stats, Some(lat), samples, count))
     } else if receives {
         while side.received.iter().sum::<u64>() < count {
             side.pump()?;
             tp.look(side.received.iter().sum());
             side.refill()?;
         }
-        Some((Stats::Bw(tp.summary(size, local.unit)?), None, count))
+        Some((Stats::Bw(tp.summary(size, local.unit)?), None, None, count))
     } else {
         None
     };
@@ -308,12 +383,11 @@ fn setup<B: Device>(
     };
     side.connect(theirs.clone(), local.port)?;
     side.refill()?;
-    let port = side.ctx.port(local.port)?;
     let mode = side.qps[0].sq().effective_mode();
     let info = Setup {
         device: side.ctx.backend().name().to_string(),
         mode,
-        mtu: port.active_mtu,
+        mtu: side.path_mtu(local.port)?,
         local: mine,
         remote: theirs,
         server,
@@ -360,16 +434,18 @@ pub fn serve<B: Device>(
             m => return Err(format!("expected the client's report, got {m:?}").into()),
         };
         let row = match own {
-            Some((stats, latencies, messages)) => Some(Row {
+            Some((stats, latencies, samples, messages)) => Some(Row {
                 stats,
                 pcie,
                 latencies,
+                samples,
                 messages,
             }),
             None if params.test.kind == Kind::Bw => Some(Row {
                 stats,
                 pcie,
                 latencies: None,
+                samples: None,
                 messages: count,
             }),
             None => None,
@@ -406,7 +482,7 @@ pub fn client<B: Device>(
             m => return Err(format!("expected Ready for {size} bytes, got {m:?}").into()),
         }
         let before = side.pcie();
-        let (stats, latencies, count) = client_body(&mut side, &mut peer, size, local)?;
+        let (stats, latencies, samples, count) = client_body(&mut side, &mut peer, size, local)?;
         let mine = side.pcie().zip(before).map(|(a, b)| Counts::from(a - b));
         peer.send(&Msg::Done { count })?;
         let theirs = match peer.recv()? {
@@ -425,6 +501,7 @@ pub fn client<B: Device>(
             stats,
             pcie,
             latencies,
+            samples,
             messages: count,
         })?;
     }

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{AtomicType, BenchArgs, Kind, Test, Verb};
+use crate::cli::{AtomicType, BenchArgs, Kind, Output, Test, Verb};
 use crate::stats::Schedule;
 
 /// The parameters both sides must agree on (compared field by field in the handshake).
@@ -84,6 +84,58 @@ fn in_range<T: PartialOrd + std::fmt::Display>(
     }
 }
 
+/// `-m`, `-S`, `--flow_label`, `--pkey_index`: what the driver's connect options carry.
+fn check_fabric(a: &BenchArgs) -> Result<(), String> {
+    if let Some(m) = a.mtu {
+        if ![256, 512, 1024, 2048, 4096].contains(&m) {
+            return Err(format!("-m {m}: the MTU is 256, 512, 1024, 2048 or 4096"));
+        }
+    }
+    for (value, flag) in [
+        (u32::from(a.sl), "-S (service level)"),
+        (a.flow_label, "--flow_label"),
+        (u32::from(a.pkey_index), "--pkey_index"),
+    ] {
+        if value != 0 {
+            return Err(format!(
+                "{flag} {value}: only 0 is supported; the driver's ConnectOptions carry no \
+                 such field yet, and a value the QP would not get is refused rather than \
+                 ignored"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The reporting flags each kind of test takes, as perftest's parser allows them.
+fn check_reporting(lat: bool, a: &BenchArgs) -> Result<(), String> {
+    match (a.output, lat) {
+        (Some(Output::Latency), false) => {
+            return Err("--output: the output for BW tests can be bandwidth or message_rate".into())
+        }
+        (Some(Output::Bandwidth | Output::MessageRate), true) => {
+            return Err("--output: the output for LAT tests can be latency".into())
+        }
+        _ => {}
+    }
+    if lat && (a.limit_bw.is_some() || a.limit_msgrate.is_some()) {
+        return Err("-w / -y: bandwidth limits apply to BW tests only".into());
+    }
+    if !lat {
+        for (given, flag) in [
+            (a.latency_gap > 0, "--latency_gap"),
+            (a.perftest_stats, "--perftest-stats"),
+            (a.histogram, "-H"),
+            (a.unsorted, "-U"),
+        ] {
+            if given {
+                return Err(format!("{flag}: available only on latency tests"));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Params {
     /// The parameters of `test` as the flags give them, checked, with perftest's defaults
     /// and its dependencies between them (`init_perftest_params`, the `parser` and
@@ -100,6 +152,8 @@ impl Params {
             other => return Err(format!("-c {other}: not a connection type of mlx5 (RC, UC, UD, XRC or DC); mlx5-perf runs RC")),
         }
         // The parser's per-flag checks.
+        check_fabric(a)?;
+        check_reporting(lat, a)?;
         if a.atomic_type.is_some() && !atomic {
             return Err(
                 "-A: you are not running the atomic_lat/bw test (perftest refuses it too)".into(),
@@ -271,7 +325,23 @@ impl Params {
 
     /// True when perftest would measure the bandwidth peak of this run.
     pub(super) fn peak_measured(&self) -> bool {
-        self.duration_ms.is_none() && self.iters <= PEAK_MAX_ITERS
+        self.peak_skipped(false).is_none()
+    }
+
+    /// Why perftest would not measure the bandwidth peak of this bandwidth test (on the
+    /// `server` side when true), if it would not (`-N` aside).
+    pub fn peak_skipped(&self, server: bool) -> Option<&'static str> {
+        if self.test.kind != Kind::Bw {
+            None
+        } else if self.duration_ms.is_some() {
+            Some("duration mode (-D) measures the average over the sampling window only")
+        } else if self.iters > PEAK_MAX_ITERS {
+            Some("more than 20000 iterations per QP (the peak search keeps a time per post)")
+        } else if server && self.test.verb == Verb::Send {
+            Some("the send_bw server receives: it has no posts to time a peak from")
+        } else {
+            None
+        }
     }
 
     fn max_size(&self) -> usize {

@@ -96,6 +96,8 @@ pub struct Row {
     pub pcie: Option<RowPcie>,
     /// The latency samples (latency tests), for the plot.
     pub latencies: Option<Latencies>,
+    /// perftest's latency samples in microseconds, in order (with `-H` / `-U`).
+    pub samples: Option<Vec<f64>>,
     /// Messages (ping-pong iterations) run in all; more than the row's iterations in
     /// duration mode, whose margins are run and not sampled.
     pub messages: u64,

@@ -60,6 +60,8 @@ pub(super) struct Side<B: Device> {
     pub(super) idle_since: Instant,
     /// The poll buffer: `--cqe_poll` completions.
     done: Vec<Completion>,
+    /// This side's own settings.
+    pub(super) local: Local,
 }
 
 fn marker(i: u64) -> u8 {
@@ -104,6 +106,7 @@ impl<B: Device> Side<B> {
             idle: 0,
             idle_since: Instant::now(),
             done: vec![Completion::default(); usize::from(local.cqe_poll.max(1))],
+            local,
         })
     }
 
@@ -140,11 +143,11 @@ impl<B: Device> Side<B> {
             )
             .into());
         }
-        // The port's active MTU, as perftest uses by default (4096 on the model; often 1024
-        // on RoCE with a 1500-byte Ethernet MTU, where 4096 would be refused).
         let options = ConnectOptions {
             port,
-            path_mtu: self.ctx.port(port)?.active_mtu.min(4096),
+            path_mtu: self.path_mtu(port)?,
+            timeout: self.local.qp_timeout,
+            traffic_class: self.local.traffic_class,
             rd_atomic: self.out_reads(),
             ..ConnectOptions::default()
         };
@@ -159,6 +162,20 @@ impl<B: Device> Side<B> {
         }
         self.remote = remote;
         Ok(())
+    }
+
+    /// The path MTU: `-m`, at most the port's active MTU, which is also the default (4096
+    /// on the model; often 1024 on RoCE with a 1500-byte Ethernet MTU, where 4096 would be
+    /// refused).
+    pub(super) fn path_mtu(&self, port: u8) -> Result<u32, Error> {
+        let active = self.ctx.port(port)?.active_mtu.min(4096);
+        match self.local.mtu {
+            Some(m) if m > active => {
+                Err(format!("-m {m}: more than the port's active MTU ({active})").into())
+            }
+            Some(m) => Ok(m),
+            None => Ok(active),
+        }
     }
 
     /// Outstanding READs / atomics per QP: `-o`, at most the device's maximum, which is also
@@ -352,6 +369,17 @@ pub(super) fn data_for<'a, B: Device>(
             sge[0] = side.mr.sge(side.send_area(0), size as u32);
             Data::Sges(&sge[..])
         }
+    }
+}
+
+/// Spins for `gap` (perftest's `--latency_gap`: a busy wait, not a sleep).
+pub(super) fn spin(gap: Duration) {
+    if gap.is_zero() {
+        return;
+    }
+    let end = Instant::now() + gap;
+    while Instant::now() < end {
+        std::hint::spin_loop();
     }
 }
 
