@@ -169,14 +169,15 @@ fn a_different_test_is_named() {
 fn the_ping_pong_server_reports_its_own_latency() {
     let p = params(Verb::Send, Kind::Lat, 8, 100);
     let (sink, served) = run_ok(p);
-    // perftest's server times its consecutive answers: one sample fewer than iterations.
+    // perftest's server times its consecutive answers: one sample fewer than iterations,
+    // and #iterations is -n, as perftest prints it.
     assert!(served.setup.is_some());
     assert_eq!(served.rows.len(), 1);
     let s = lat(&served.rows[0]);
-    assert_eq!((s.bytes, s.iterations), (8, 99));
+    assert_eq!((s.bytes, s.iterations), (8, 100));
     assert!(s.t_min <= s.t_typical && s.t_typical <= s.t_max);
     assert_eq!(served.rows[0].messages, 100);
-    assert!(served.rows[0].latencies.is_some());
+    assert_eq!(served.rows[0].latencies.as_ref().map(|l| l.count()), Some(99));
     assert_eq!(lat(&sink.rows[0]).iterations, 100);
 }
 
