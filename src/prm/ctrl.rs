@@ -122,6 +122,18 @@ pub struct OpmodIdxOpcode {
     pub opmod: u8,
 }
 
+impl OpmodIdxOpcode {
+    /// The dword from its three fields as one expression: the same bits as `new()` with
+    /// the three setters (unit test), but inlined into a caller in another crate, where the
+    /// generated setters are calls.
+    #[inline(always)]
+    pub const fn pack(opcode: u8, wqe_index: u16, opmod: u8) -> Self {
+        Self::from_bits(Be32::new(
+            ((opmod as u32) << 24) | ((wqe_index as u32) << 8) | opcode as u32,
+        ))
+    }
+}
+
 /// Ctrl dword 1, `qpn_ds`: QPN (31..8) and the WQE size in 16-byte units (5..0).
 #[bitfield(u32, repr = Be32, from = Be32::new, into = Be32::get)]
 #[derive(PartialEq, Eq)]
@@ -134,6 +146,15 @@ pub struct QpnDs {
     /// Send queue number of the QP.
     #[bits(24)]
     pub qpn: u32,
+}
+
+impl QpnDs {
+    /// The dword from its two fields as one expression (as [`OpmodIdxOpcode::pack`]); the
+    /// QPN is masked to 24 bits and `ds` to 6, as the setters do.
+    #[inline(always)]
+    pub const fn pack(qpn: u32, ds: u8) -> Self {
+        Self::from_bits(Be32::new(((qpn & 0xff_ffff) << 8) | (ds & 0x3f) as u32))
+    }
 }
 
 /// Completion mode, bits 3..2 of `fm_ce_se`.
@@ -265,11 +286,8 @@ impl CtrlSeg {
         imm: Be32,
     ) -> Self {
         CtrlSeg {
-            opmod_idx_opcode: OpmodIdxOpcode::new()
-                .with_opcode(opcode)
-                .with_wqe_index(wqe_index)
-                .with_opmod(opmod),
-            qpn_ds: QpnDs::new().with_qpn(qpn).with_ds(ds),
+            opmod_idx_opcode: OpmodIdxOpcode::pack(opcode, wqe_index, opmod),
+            qpn_ds: QpnDs::pack(qpn, ds),
             signature: 0,
             dci_stream_channel_id: [0; 2],
             fm_ce_se,
@@ -287,6 +305,7 @@ impl CtrlSeg {
     }
 
     /// The segment's 16 bytes in wire order.
+    #[inline(always)]
     pub fn to_bytes(&self) -> [u8; CTRL_SEG_SIZE] {
         let mut out = [0u8; CTRL_SEG_SIZE];
         out[0..8].copy_from_slice(&self.doorbell_bytes());
@@ -324,6 +343,23 @@ mod tests {
             seg.fm_ce_se.into_bits(),
             WQE_CTRL_CQ_UPDATE | WQE_CTRL_SOLICITED | WQE_CTRL_FENCE
         );
+    }
+
+    /// The one-expression constructors set the same bits as the generated setters, at the
+    /// field limits (QPN and DS values wider than their fields are masked the same way).
+    #[test]
+    fn packed_dwords_match_the_setters() {
+        for (opcode, index, opmod) in [(0, 0, 0), (0x08, 0xbeef, 0x5a), (0xff, 0xffff, 0xff)] {
+            let set = OpmodIdxOpcode::new()
+                .with_opcode(opcode)
+                .with_wqe_index(index)
+                .with_opmod(opmod);
+            assert_eq!(OpmodIdxOpcode::pack(opcode, index, opmod), set);
+        }
+        for (qpn, ds) in [(0, 0), (0x12_3456, 3), (0xff_ffff, 63)] {
+            assert_eq!(QpnDs::pack(qpn, ds), QpnDs::new().with_qpn(qpn).with_ds(ds));
+        }
+        assert_eq!(QpnDs::pack(0x1ff_ffff, 0x7f).into_bits().get(), 0xffff_ff3f);
     }
 
     #[test]

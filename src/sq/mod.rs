@@ -123,7 +123,7 @@ impl<U: Uar> SendQueue<U> {
             k: Limits {
                 wqe_cnt: desc.wqe_cnt,
                 ready: false,
-                qpn_ds: QpnDs::new().with_qpn(desc.qpn),
+                qpn_ds: QpnDs::pack(desc.qpn, 0),
                 max_ds,
                 max_inline: desc.max_inline,
                 inline_fit,

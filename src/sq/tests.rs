@@ -191,3 +191,28 @@ fn the_last_pushed_wqe_size_comes_from_its_control_segment() {
     assert_eq!(q.sq.uar().read64(reg), wqe[..8]);
     assert_eq!(q.sq.uar().read64(reg + 8), [0; 8], "no BlueFlame copy");
 }
+
+/// Byte 11 of the control segment (`fm_ce_se`) for every combination of the flags: rdma-core's
+/// `MLX5_WQE_CTRL_CQ_UPDATE`, `_SOLICITED` and `_FENCE` bits (golden-tested constants).
+#[test]
+fn flags_set_the_fm_ce_se_bits() {
+    let mut q = NullQueues::new(16, 16, 16).unwrap();
+    for bits in 0..8u8 {
+        let flags = SendFlags {
+            signaled: bits & 1 != 0,
+            solicited: bits & 2 != 0,
+            fence: bits & 4 != 0,
+        };
+        let pi = q.sq.producer_count();
+        q.sq.post(0, SendOp::Nop, Data::NONE, flags).unwrap();
+        let expect = [
+            (flags.signaled, prm::WQE_CTRL_CQ_UPDATE),
+            (flags.solicited, prm::WQE_CTRL_SOLICITED),
+            (flags.fence, prm::WQE_CTRL_FENCE),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .fold(0, |b, (_, bit)| b | bit);
+        assert_eq!(q.sq.wqe_bytes(pi, 16)[11], expect, "{flags:?}");
+    }
+}

@@ -2,8 +2,7 @@
 //! control segment.
 
 use crate::prm::{
-    self, AtomicSeg, Be32, Be64, CqUpdate, FenceMode, FmCeSe, MaskedCs32, MaskedCs64, MaskedFa32,
-    MaskedFa64, Opcode,
+    self, AtomicSeg, Be32, Be64, FmCeSe, MaskedCs32, MaskedCs64, MaskedFa32, MaskedFa64, Opcode,
 };
 use crate::ring::WqeBuf;
 
@@ -199,20 +198,15 @@ impl SendFlags {
         solicited: false,
     };
 
+    /// `fm_ce_se` of these flags: `MLX5_WQE_CTRL_CQ_UPDATE`, `_SOLICITED` and `_FENCE`
+    /// (fence mode `SMALL_AND_FENCE`, rdma-core's for `IBV_SEND_FENCE`), as one expression.
     #[inline(always)]
     pub(super) fn fm_ce_se(self) -> FmCeSe {
-        FmCeSe::new()
-            .with_ce(if self.signaled {
-                CqUpdate::Always
-            } else {
-                CqUpdate::Never
-            })
-            .with_solicited(self.solicited)
-            .with_fm(if self.fence {
-                FenceMode::SmallAndFence
-            } else {
-                FenceMode::None
-            })
+        FmCeSe::from_bits(
+            (self.signaled as u8 * prm::WQE_CTRL_CQ_UPDATE)
+                | (self.solicited as u8 * prm::WQE_CTRL_SOLICITED)
+                | (self.fence as u8 * prm::WQE_CTRL_FENCE),
+        )
     }
 }
 

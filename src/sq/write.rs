@@ -115,15 +115,13 @@ impl Limits {
         }
 
         let ctrl = CtrlSeg {
-            opmod_idx_opcode: OpmodIdxOpcode::new()
-                .with_opcode(shape.opcode as u8)
-                .with_wqe_index(pi as u16)
-                .with_opmod(shape.opmod),
+            opmod_idx_opcode: OpmodIdxOpcode::pack(shape.opcode as u8, pi as u16, shape.opmod),
             // `qpn_ds` has DS 0 and `ds <= max_ds <= 63`: OR it in (no field masking).
             qpn_ds: QpnDs::from_bits(Be32::new(self.qpn_ds.into_bits().get() | ds as u32)),
+            signature: 0,
+            dci_stream_channel_id: [0; 2],
             fm_ce_se: flags.fm_ce_se(),
             imm: shape.imm,
-            ..CtrlSeg::default()
         };
         let (mut wqe, start) = ring.wqe(
             pi as usize * SEND_WQE_BB,
