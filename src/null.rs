@@ -2,9 +2,9 @@
 //!
 //! Nothing executes the WQEs: [`NullQueues::complete`] writes the CQEs a device would.
 //! This is what the CPU-cost benchmarks measure (post and poll cost without a device: the
-//! cases are [`CpuCase`], run by [`CpuBench`] for `benches/cpu.rs`, `examples/cpu_ops.rs`
-//! and `mlx5-perf cpu`; results in `docs/benchmarks.md`), and what the data path's
-//! byte-level unit tests inspect.
+//! cases are [`CpuCase`], prepared by [`CpuBench`] for the timed loops of the `cpu-bench`
+//! workspace package, which `mlx5-perf cpu` also runs; results in `docs/benchmarks.md`),
+//! and what the data path's byte-level unit tests inspect.
 
 use core::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -16,9 +16,7 @@ use crate::mem::Memory;
 use crate::mmio::NullUar;
 use crate::prm::{CqeOpcode, Opcode, CQE_SIZE, SEND_WQE_BB};
 use crate::rq::RqShared;
-use crate::sq::{
-    Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SendWr, SqDesc, SqShared,
-};
+use crate::sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SqDesc, SqShared};
 
 /// QP number of the null device's QP.
 pub const NULL_QPN: u32 = 0x1234;
@@ -132,9 +130,10 @@ impl NullQueues {
     }
 }
 
-/// The CPU-cost cases: what `benches/cpu.rs` (criterion), `examples/cpu_ops.rs` (the
-/// instruction-count harness run under callgrind) and `mlx5-perf cpu` measure. One
-/// definition serves all three.
+/// The CPU-cost cases as the null device prepares them: what the timed loops of the
+/// `cpu-bench` workspace package (package `mlx5-cpu-bench`, which uses this crate as an
+/// application does) post or poll between the device's untimed steps. That package adds
+/// the other dimension, whether the work request is a constant or read at run time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CpuCase {
     /// One 8-byte inline RDMA WRITE, signaled, posted alone with BlueFlame
@@ -147,8 +146,8 @@ pub enum CpuCase {
     /// rdma-core does for post lists); the cost reported is per WQE.
     WriteBatch32,
     /// One WQE of a list of [`CPU_BATCH`] such WRITEs posted with one
-    /// [`SendQueue::post_many`] call (one doorbell, as for [`CpuCase::WriteBatch32`]); the
-    /// cost reported is per WQE.
+    /// [`SendQueue::post_many`](crate::sq::SendQueue::post_many) call (one doorbell, as for
+    /// [`CpuCase::WriteBatch32`]); the cost reported is per WQE.
     WriteList32,
     /// One successful requester CQE polled (`poll` into a one-entry slice).
     PollOne,
@@ -160,10 +159,13 @@ pub enum CpuCase {
 pub const CPU_BATCH: u32 = 32;
 
 /// The remote address the CPU-cost WRITEs name (never touched: nothing executes them).
-const CPU_REMOTE: Remote = Remote {
+pub const CPU_REMOTE: Remote = Remote {
     addr: 0x1000,
     rkey: 0x100,
 };
+
+/// The 8 inline bytes of every CPU-cost WRITE.
+pub const CPU_PAYLOAD: [u8; 8] = [0x5a; 8];
 
 impl CpuCase {
     /// Every case, in report order.
@@ -176,7 +178,7 @@ impl CpuCase {
         CpuCase::PollEmpty,
     ];
 
-    /// A short stable name (used by the bench, the harness and `mlx5-perf cpu --json`).
+    /// A short stable name (the harness adds a suffix for run-time work requests).
     pub fn name(self) -> &'static str {
         match self {
             CpuCase::WriteInlineBf => "post_write8_inline_bf",
@@ -188,9 +190,9 @@ impl CpuCase {
         }
     }
 
-    /// The case called `name` (see [`CpuCase::name`]).
-    pub fn from_name(name: &str) -> Option<CpuCase> {
-        CpuCase::ALL.into_iter().find(|c| c.name() == name)
+    /// Whether the case posts (the rest poll).
+    pub fn posts(self) -> bool {
+        !matches!(self, CpuCase::PollOne | CpuCase::PollEmpty)
     }
 }
 
@@ -204,7 +206,7 @@ const CPU_CQES: u32 = 1024;
 /// A CPU-cost case over a [`NullQueues`], ready to run.
 ///
 /// [`CpuBench::run`] alternates an untimed step that does the device's share and a timed
-/// chunk of operations:
+/// chunk of operations (a function the caller gives: the harness's own loops):
 /// - post cases: the timed chunk fills the send ring (256 WQEBBs); the untimed step writes
 ///   one CQE for the last WQE and polls it, which retires the whole ring, so a post never
 ///   meets a full queue and never pays for completions;
@@ -212,10 +214,6 @@ const CPU_CQES: u32 = 1024;
 ///   full (256) and writes a requester CQE for each, owner bit of the current pass; the
 ///   timed chunk polls up to that many, one call each, every one retiring its WQE;
 /// - [`CpuCase::PollEmpty`]: nothing to prepare; every call finds an invalid entry.
-///
-/// The timed chunk is the non-inlined function `CpuBench::timed_chunk` (with the loop it
-/// calls), so an instruction counter can be limited to it (`valgrind --tool=callgrind
-/// --toggle-collect=...`).
 #[derive(Debug)]
 pub struct CpuBench {
     queues: NullQueues,
@@ -243,32 +241,38 @@ impl CpuBench {
         self.case
     }
 
+    /// The queues (to check what a run did).
+    pub fn queues(&self) -> &NullQueues {
+        &self.queues
+    }
+
     /// Operations per timed chunk.
     fn chunk(&self) -> u64 {
         match self.case {
-            CpuCase::WriteInlineBf
-            | CpuCase::WriteInlineDb
-            | CpuCase::WriteBatch32
-            | CpuCase::WriteList32 => CPU_SQ_WQEBBS as u64,
-            CpuCase::PollOne => CPU_SQ_WQEBBS as u64,
             CpuCase::PollEmpty => u64::MAX,
+            _ => CPU_SQ_WQEBBS as u64,
         }
     }
 
-    /// Runs `ops` operations (WQEs posted or polls) and returns the time spent in the
-    /// timed chunks only.
+    /// Runs `ops` operations (WQEs posted or polls) in timed chunks of `timed(queues, out,
+    /// n)`, which does `n` operations of the case (polls into `out`) and returns how many
+    /// behaved as expected; returns the time spent in the timed chunks only.
     ///
     /// # Panics
     /// If an operation does not behave as the case expects (a refused post, a poll that
     /// returns the wrong count): the numbers would mean nothing.
-    pub fn run(&mut self, ops: u64) -> Duration {
+    pub fn run(
+        &mut self,
+        ops: u64,
+        mut timed: impl FnMut(&mut NullQueues, &mut [Completion; 1], u64) -> u64,
+    ) -> Duration {
         let mut spent = Duration::ZERO;
         let mut left = ops;
         while left != 0 {
             let n = left.min(self.chunk());
             self.prepare();
             let start = Instant::now();
-            let done = self.timed_chunk(n);
+            let done = timed(&mut self.queues, &mut self.out, n);
             spent += start.elapsed();
             assert_eq!(
                 done,
@@ -286,17 +290,6 @@ impl CpuBench {
     fn prepare(&mut self) {
         let q = &mut self.queues;
         match self.case {
-            CpuCase::WriteInlineBf
-            | CpuCase::WriteInlineDb
-            | CpuCase::WriteBatch32
-            | CpuCase::WriteList32 => {
-                if q.sq.outstanding_wqebbs() != 0 {
-                    let last = q.sq.producer_count().wrapping_sub(1) as u16;
-                    q.complete(last, Opcode::RdmaWrite, CqeOpcode::Req, 0);
-                    assert_eq!(q.cq.poll(&mut self.out), 1);
-                    assert_eq!(q.sq.outstanding_wqebbs(), 0);
-                }
-            }
             CpuCase::PollOne => {
                 assert!(self.out[0].status.is_ok(), "{:?}", self.out[0]);
                 while q.sq.free_wqebbs() != 0 {
@@ -308,134 +301,14 @@ impl CpuBench {
                 q.sq.ring_doorbell();
             }
             CpuCase::PollEmpty => {}
-        }
-    }
-
-    /// `n` operations of the case; returns how many were done before the first that did
-    /// not behave as expected (`n` when all did). Each kind of loop is a function of its
-    /// own (called once per chunk), so that each is compiled on its own, as in an
-    /// application, and not in one function holding every case's registers.
-    #[inline(never)]
-    fn timed_chunk(&mut self, n: u64) -> u64 {
-        let sq = &mut self.queues.sq;
-        match self.case {
-            CpuCase::WriteInlineBf | CpuCase::WriteInlineDb => post_chunk(sq, n),
-            CpuCase::WriteBatch32 => batch_chunk(sq, n),
-            CpuCase::WriteList32 => list_chunk(sq, n),
-            CpuCase::PollOne => poll_chunk::<1>(&mut self.queues.cq, &mut self.out, n),
-            CpuCase::PollEmpty => poll_chunk::<0>(&mut self.queues.cq, &mut self.out, n),
-        }
-    }
-}
-
-// The timed loops. Each stops at the first unexpected result, so the loop itself costs only
-// its counter (the two-`N` difference of the harness keeps it in the count). The WRITE and
-// its data are constants, as at an application's call site.
-
-/// The WRITE every post case posts, and its data.
-const CPU_WRITE: (SendOp, Data<'static>, SendFlags) = (
-    SendOp::Write(CPU_REMOTE),
-    Data::Inline(&[0x5a; 8]),
-    SendFlags::SIGNALED,
-);
-
-/// `n` × `post`.
-#[inline(never)]
-fn post_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
-    let (write, data, flags) = CPU_WRITE;
-    for i in 0..n {
-        if sq.post(i, write, data, flags).is_err() {
-            return i;
-        }
-    }
-    n
-}
-
-/// `n` operations in runs of [`CPU_BATCH`]: `run(start, end)` does operations
-/// `start..end` and returns, if one failed, how many were done in all.
-#[inline(always)]
-fn in_batches(n: u64, mut run: impl FnMut(u64, u64) -> Result<(), u64>) -> u64 {
-    let mut i = 0;
-    while i < n {
-        let end = n.min(i + CPU_BATCH as u64);
-        if let Err(done) = run(i, end) {
-            return done;
-        }
-        i = end;
-    }
-    n
-}
-
-/// `n` × `push`, with a `ring_doorbell` after every [`CPU_BATCH`].
-#[inline(never)]
-fn batch_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
-    let (write, data, flags) = CPU_WRITE;
-    in_batches(n, |start, end| {
-        for wr_id in start..end {
-            sq.push(wr_id, write, data, flags).map_err(|_| wr_id)?;
-        }
-        sq.ring_doorbell();
-        Ok(())
-    })
-}
-
-/// `n` WRs in `post_many` lists of [`CPU_BATCH`].
-#[inline(never)]
-fn list_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
-    let (op, data, flags) = CPU_WRITE;
-    in_batches(n, |start, end| {
-        let list = (start..end).map(|wr_id| SendWr {
-            wr_id,
-            op,
-            data,
-            flags,
-        });
-        match sq.post_many(list) {
-            Ok(_) => Ok(()),
-            Err((posted, _)) => Err(start + posted as u64),
-        }
-    })
-}
-
-/// `n` polls into `out`, each expected to return `EXPECT` completions.
-#[inline(never)]
-fn poll_chunk<const EXPECT: usize>(
-    cq: &mut CompletionQueue<NullUar>,
-    out: &mut [Completion; 1],
-    n: u64,
-) -> u64 {
-    for i in 0..n {
-        if cq.poll(out) != EXPECT {
-            return i;
-        }
-    }
-    n
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every case does what it says, over more than one chunk (`run` itself panics when an
-    /// operation does not behave as the case expects).
-    #[test]
-    fn every_cpu_case_runs_its_operations() {
-        for case in CpuCase::ALL {
-            let mut bench = CpuBench::new(case).unwrap();
-            bench.run(600);
-            let q = &bench.queues;
-            let (posted, polled) = (q.sq.producer_count(), q.cq.consumer_index());
-            match case {
-                // 600 one-WQEBB WRITEs; one CQE polled per full ring (before chunks 2, 3).
-                CpuCase::WriteInlineBf
-                | CpuCase::WriteInlineDb
-                | CpuCase::WriteBatch32
-                | CpuCase::WriteList32 => assert_eq!((posted, polled), (600, 2), "{case:?}"),
-                // Three chunks of NOPs (256, 256, 256) posted, 600 of their CQEs polled.
-                CpuCase::PollOne => assert_eq!((posted, polled), (768, 600)),
-                CpuCase::PollEmpty => assert_eq!((posted, polled), (0, 0)),
+            _ => {
+                if q.sq.outstanding_wqebbs() != 0 {
+                    let last = q.sq.producer_count().wrapping_sub(1) as u16;
+                    q.complete(last, Opcode::RdmaWrite, CqeOpcode::Req, 0);
+                    assert_eq!(q.cq.poll(&mut self.out), 1);
+                    assert_eq!(q.sq.outstanding_wqebbs(), 0);
+                }
             }
-            assert_eq!(CpuCase::from_name(case.name()), Some(case));
         }
     }
 }

@@ -1,12 +1,13 @@
 //! `mlx5-perf cpu`: CPU cost per operation against the null device (plain memory as the UAR,
 //! CQEs written ahead), in nanoseconds.
 //!
-//! The cases are `mlx5_direct::null::CpuCase`, run by `mlx5_direct::null::CpuBench` (the
-//! same code as `benches/cpu.rs`); only the operations themselves are timed. Each case runs
+//! The cases and their timed loops are the `cpu-bench` package's (`mlx5_cpu_bench::Case`,
+//! the same loops as its criterion bench and `benches/callgrind.sh`, compiled in a crate of
+//! their own as an application's); only the operations themselves are timed. Each case runs
 //! `RUNS` times; the median per-operation time is reported. Instruction counts come from
 //! `benches/callgrind.sh` (see `docs/benchmarks.md`).
 
-use mlx5_direct::null::{CpuBench, CpuCase};
+use mlx5_cpu_bench::{Bench, Case};
 use serde::Serialize;
 
 use crate::cli::CpuArgs;
@@ -19,7 +20,7 @@ const OPS: u64 = 100_000;
 /// One row of the report.
 #[derive(Debug, Serialize)]
 struct Row {
-    case: &'static str,
+    case: String,
     ns_per_op: f64,
     min_ns_per_op: f64,
     runs: usize,
@@ -28,7 +29,7 @@ struct Row {
 
 /// Runs `cpu`.
 pub fn run(args: &CpuArgs) -> Result<(), crate::Error> {
-    let rows = CpuCase::ALL
+    let rows = Case::ALL
         .into_iter()
         .map(measure)
         .collect::<Result<Vec<_>, _>>()?;
@@ -38,7 +39,7 @@ pub fn run(args: &CpuArgs) -> Result<(), crate::Error> {
         outln!("CPU cost per operation, null device (median of {RUNS} runs of {OPS} operations)");
         for row in &rows {
             outln!(
-                "{:<30} {:>8.2} ns/op (min {:.2})",
+                "{:<33} {:>8.2} ns/op (min {:.2})",
                 row.case,
                 row.ns_per_op,
                 row.min_ns_per_op
@@ -48,8 +49,8 @@ pub fn run(args: &CpuArgs) -> Result<(), crate::Error> {
     Ok(())
 }
 
-fn measure(case: CpuCase) -> Result<Row, crate::Error> {
-    let mut bench = CpuBench::new(case)?;
+fn measure(case: Case) -> Result<Row, crate::Error> {
+    let mut bench = Bench::new(case)?;
     bench.run(OPS); // warm up caches and branch predictors
     let mut ns: Vec<f64> = (0..RUNS)
         .map(|_| bench.run(OPS).as_nanos() as f64 / OPS as f64)

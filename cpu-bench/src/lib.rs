@@ -1,0 +1,250 @@
+//! CPU cost per operation of the data path, measured as an application sees it.
+//!
+//! The timed loops live here, in a crate of their own that depends on `mlx5-direct` as an
+//! application does (another crate, the default release profile, no LTO): what crosses the
+//! crate boundary is compiled as it is for a user, calls included. The null device
+//! (`mlx5_direct::null`) prepares each case and does the device's share between the timed
+//! chunks ([`mlx5_direct::null::CpuBench`]).
+//!
+//! Each post case runs with a **constant** work request (opcode, data and flags known at
+//! the call site, so the compiler folds the per-operation `match`es) and with a
+//! **run-time** one (every field loaded through a reference from
+//! [`std::hint::black_box`] on every operation, as when the work request comes from the
+//! application's data). Measured by `benches/callgrind.sh` (instructions, through the
+//! `cpu_ops` binary), by `cargo bench -p mlx5-cpu-bench` (criterion, ns) and by
+//! `mlx5-perf cpu`; results in `docs/benchmarks.md`.
+
+#![deny(missing_docs)]
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use mlx5_direct::mmio::NullUar;
+use mlx5_direct::null::{CpuBench, CpuCase, NullQueues, CPU_BATCH, CPU_PAYLOAD, CPU_REMOTE};
+use mlx5_direct::{Completion, CompletionQueue, Data, Error, SendFlags, SendOp, SendQueue, SendWr};
+
+/// How a post case's work request is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Wr {
+    /// Constants at the call site.
+    Const,
+    /// Every field read at run time (through `black_box`) on every operation.
+    Runtime,
+}
+
+/// One measured case: what the null device prepares and how the work request is given
+/// (polls take no work request: [`Wr::Const`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Case {
+    /// The operation.
+    pub op: CpuCase,
+    /// Constant or run-time work request.
+    pub wr: Wr,
+}
+
+impl Case {
+    /// Every case, in report order: each post case constant then run-time, then the polls.
+    pub const ALL: [Case; 10] = [
+        Case::new(CpuCase::WriteInlineBf, Wr::Const),
+        Case::new(CpuCase::WriteInlineBf, Wr::Runtime),
+        Case::new(CpuCase::WriteInlineDb, Wr::Const),
+        Case::new(CpuCase::WriteInlineDb, Wr::Runtime),
+        Case::new(CpuCase::WriteBatch32, Wr::Const),
+        Case::new(CpuCase::WriteBatch32, Wr::Runtime),
+        Case::new(CpuCase::WriteList32, Wr::Const),
+        Case::new(CpuCase::WriteList32, Wr::Runtime),
+        Case::new(CpuCase::PollOne, Wr::Const),
+        Case::new(CpuCase::PollEmpty, Wr::Const),
+    ];
+
+    const fn new(op: CpuCase, wr: Wr) -> Case {
+        Case { op, wr }
+    }
+
+    /// A stable name: the null device's name of the operation, `_rt` added for a run-time
+    /// work request.
+    pub fn name(self) -> String {
+        match self.wr {
+            Wr::Const => self.op.name().to_string(),
+            Wr::Runtime => format!("{}_rt", self.op.name()),
+        }
+    }
+
+    /// The case called `name` (see [`Case::name`]).
+    pub fn from_name(name: &str) -> Option<Case> {
+        Case::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+/// A case ready to run: the null device's queues and the case's timed loop.
+#[derive(Debug)]
+pub struct Bench {
+    bench: CpuBench,
+    case: Case,
+}
+
+impl Bench {
+    /// The queues for `case`.
+    pub fn new(case: Case) -> Result<Bench, Error> {
+        Ok(Bench {
+            bench: CpuBench::new(case.op)?,
+            case,
+        })
+    }
+
+    /// Runs `ops` operations; returns the time spent in the timed chunks only (see
+    /// [`CpuBench::run`]).
+    pub fn run(&mut self, ops: u64) -> Duration {
+        let case = self.case;
+        self.bench
+            .run(ops, |queues, out, n| timed_chunk(case, queues, out, n))
+    }
+
+    /// The null device's queues (to check what a run did).
+    pub fn queues(&self) -> &NullQueues {
+        self.bench.queues()
+    }
+}
+
+/// `n` operations of `case`; returns how many were done before the first that did not
+/// behave as expected. The only function the instruction counter looks at
+/// (`valgrind --toggle-collect='*timed_chunk*'`). Each kind of loop is a function of its
+/// own, compiled on its own as in an application.
+#[inline(never)]
+pub fn timed_chunk(case: Case, q: &mut NullQueues, out: &mut [Completion; 1], n: u64) -> u64 {
+    let sq = &mut q.sq;
+    match (case.op, case.wr) {
+        (CpuCase::WriteInlineBf | CpuCase::WriteInlineDb, Wr::Const) => post_chunk(sq, n),
+        (CpuCase::WriteInlineBf | CpuCase::WriteInlineDb, Wr::Runtime) => post_chunk_rt(sq, n),
+        (CpuCase::WriteBatch32, Wr::Const) => batch_chunk(sq, n),
+        (CpuCase::WriteBatch32, Wr::Runtime) => batch_chunk_rt(sq, n),
+        (CpuCase::WriteList32, Wr::Const) => list_chunk(sq, n),
+        (CpuCase::WriteList32, Wr::Runtime) => list_chunk_rt(sq, n),
+        (CpuCase::PollOne, _) => poll_chunk::<1>(&mut q.cq, out, n),
+        (CpuCase::PollEmpty, _) => poll_chunk::<0>(&mut q.cq, out, n),
+    }
+}
+
+// The timed loops. Each stops at the first unexpected result, so the loop itself costs only
+// its counter (the two-`N` difference of the harness keeps it in the count).
+
+/// The WRITE every post case posts (`wr_id` aside), as constants at the call site.
+const WRITE: SendWr<'static> = SendWr {
+    wr_id: 0,
+    op: SendOp::Write(CPU_REMOTE),
+    data: Data::Inline(&CPU_PAYLOAD),
+    flags: SendFlags::SIGNALED,
+};
+
+/// The same WRITE in memory, for the run-time cases.
+static WRITE_IN_MEMORY: SendWr<'static> = WRITE;
+
+/// The run-time WRITE: a reference the compiler knows nothing about, so every field is
+/// loaded and every `match` on it runs, on every operation.
+#[inline(always)]
+fn runtime_write() -> &'static SendWr<'static> {
+    black_box(&WRITE_IN_MEMORY)
+}
+
+/// `n` × `post` of the constant WRITE.
+#[inline(never)]
+fn post_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
+    for i in 0..n {
+        if sq.post(i, WRITE.op, WRITE.data, WRITE.flags).is_err() {
+            return i;
+        }
+    }
+    n
+}
+
+/// `n` × `post` of the run-time WRITE.
+#[inline(never)]
+fn post_chunk_rt(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
+    for i in 0..n {
+        let wr = runtime_write();
+        if sq.post(i, wr.op, wr.data, wr.flags).is_err() {
+            return i;
+        }
+    }
+    n
+}
+
+/// `n` operations in runs of [`CPU_BATCH`]: `run(start, end)` does operations
+/// `start..end` and returns, if one failed, how many were done in all.
+#[inline(always)]
+fn in_batches(n: u64, mut run: impl FnMut(u64, u64) -> Result<(), u64>) -> u64 {
+    let mut i = 0;
+    while i < n {
+        let end = n.min(i + CPU_BATCH as u64);
+        if let Err(done) = run(i, end) {
+            return done;
+        }
+        i = end;
+    }
+    n
+}
+
+/// `n` × `push` of the WRITE `wr()` gives, with a `ring_doorbell` after every
+/// [`CPU_BATCH`].
+#[inline(always)]
+fn batches<'a>(sq: &mut SendQueue<NullUar>, n: u64, wr: impl Fn() -> &'a SendWr<'a>) -> u64 {
+    in_batches(n, |start, end| {
+        for wr_id in start..end {
+            let w = wr();
+            sq.push(wr_id, w.op, w.data, w.flags).map_err(|_| wr_id)?;
+        }
+        sq.ring_doorbell();
+        Ok(())
+    })
+}
+
+/// [`batches`] of the constant WRITE.
+#[inline(never)]
+fn batch_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
+    batches(sq, n, || &WRITE)
+}
+
+/// [`batches`] of the run-time WRITE.
+#[inline(never)]
+fn batch_chunk_rt(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
+    batches(sq, n, runtime_write)
+}
+
+/// `n` WRs (the WRITE `wr()` gives) in `post_many` lists of [`CPU_BATCH`].
+#[inline(always)]
+fn lists<'a>(sq: &mut SendQueue<NullUar>, n: u64, wr: impl Fn() -> &'a SendWr<'a>) -> u64 {
+    in_batches(n, |start, end| {
+        let list = (start..end).map(|wr_id| SendWr { wr_id, ..*wr() });
+        match sq.post_many(list) {
+            Ok(_) => Ok(()),
+            Err((posted, _)) => Err(start + posted as u64),
+        }
+    })
+}
+
+/// [`lists`] of the constant WRITE.
+#[inline(never)]
+fn list_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
+    lists(sq, n, || &WRITE)
+}
+
+/// [`lists`] of the run-time WRITE.
+#[inline(never)]
+fn list_chunk_rt(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
+    lists(sq, n, runtime_write)
+}
+
+/// `n` polls into `out`, each expected to return `EXPECT` completions.
+#[inline(never)]
+fn poll_chunk<const EXPECT: usize>(
+    cq: &mut CompletionQueue<NullUar>,
+    out: &mut [Completion; 1],
+    n: u64,
+) -> u64 {
+    for i in 0..n {
+        if cq.poll(out) != EXPECT {
+            return i;
+        }
+    }
+    n
+}
