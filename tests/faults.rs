@@ -9,13 +9,12 @@ mod common;
 
 use common::BugCheck;
 
-use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use mlx5_direct::backend::sim::{Fabric, Fault, Nic, NicConfig, Sim};
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::{
     Access, AsyncEvent, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, MemoryRegion,
     PostError, Qp, QpConfig, QpState, SendFlags, SendOp, Status, WcOpcode,
 };
-use mlx5_hw::Fault;
 use std::time::Duration;
 
 const VICTIM: usize = 0;
@@ -89,11 +88,11 @@ impl Rig {
         self.qb[i].connect(&ea, &self.options).unwrap();
     }
 
-    fn nic_a(&self) -> &mlx5_hw::Nic {
+    fn nic_a(&self) -> &Nic {
         self.a.backend().nic()
     }
 
-    fn nic_b(&self) -> &mlx5_hw::Nic {
+    fn nic_b(&self) -> &Nic {
         self.b.backend().nic()
     }
 

@@ -29,13 +29,12 @@ mod common;
 
 use std::collections::VecDeque;
 
-use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use mlx5_direct::backend::sim::{Fabric, Fault, NicConfig, Sim};
 use mlx5_direct::sq::{MaskedCs32Args, MaskedCs64Args};
 use mlx5_direct::{
     Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, MemoryRegion, PostError,
     Qp, QpConfig, SendFlags, SendOp, Sge, Srq, Status, WcOpcode,
 };
-use mlx5_hw::Fault;
 use proptest::prelude::*;
 
 /// Sources, READ and atomic results of the QP's own sends.

@@ -13,14 +13,13 @@ mod common;
 use std::sync::Arc;
 
 use common::{assert_empty, connect, connect_with, side_sized, Side, MR_LEN};
-use mlx5_direct::backend::sim::{Fabric, Sim};
+use mlx5_direct::backend::sim::{Fabric, Fault, Sim};
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::sq::{MaskedCs32Args, MaskedCs64Args};
 use mlx5_direct::{
     Access, Completion, ConnectOptions, Data, DoorbellMode, MemoryRegion, PostError, QpConfig,
     QpState, Remote, SendFlags, SendOp, Sge, Status, WcOpcode,
 };
-use mlx5_hw::Fault;
 
 /// Where the requester keeps its source bytes (and READ / atomic results).
 const SRC: usize = 0x1000;

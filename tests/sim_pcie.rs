@@ -5,9 +5,8 @@
 mod common;
 
 use common::{pair, poll_n, Side};
-use mlx5_direct::backend::sim::Sim;
+use mlx5_direct::backend::sim::{PcieCounters, Sim};
 use mlx5_direct::{Data, DoorbellMode, SendFlags, SendOp};
-use mlx5_hw::PcieCounters;
 
 fn pcie(side: &Side) -> PcieCounters {
     side.ctx.backend().nic().pcie()

@@ -1,8 +1,8 @@
 //! `mlx5-perf explain`: post one operation (or a batch) with the driver on the model and show
 //! each WQE per 16-byte DS, the doorbell record, the MMIO stores and every TLP on both links.
 
+use mlx5_direct::backend::sim::{Dir, PcieCounters, Tlp, TlpKind};
 use mlx5_direct::prm::DS;
-use mlx5_hw::{Dir, PcieCounters, Tlp, TlpKind};
 use serde_json::{json, Value};
 
 use crate::cli::{ExplainArgs, ExplainOp, PostMode};

@@ -1,7 +1,7 @@
 //! `mlx5-perf pcie`: the PCIe transactions and link bytes one message costs, step by step
 //! through the posting optimisations, measured by posting with the driver on the model.
 
-use mlx5_hw::{Completions, ContextCache, PcieConfig, PcieCounters};
+use mlx5_direct::backend::sim::{Completions, ContextCache, PcieConfig, PcieCounters};
 use serde_json::{json, Value};
 
 use crate::cli::{CompletionSplit, ExplainOp, PcieArgs, PcieOp, PostMode};

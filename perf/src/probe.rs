@@ -2,13 +2,14 @@
 //! ring, the doorbell record, the MMIO stores the driver made (through [`Traced`]) and every
 //! TLP the model counted on each NIC's link. Shared by `explain` and `pcie`.
 
-use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use mlx5_direct::backend::sim::{
+    Completions, Fabric, Fault, Nic, NicConfig, PcieConfig, PcieCounters, Sim, Tlp,
+};
 use mlx5_direct::prm::{DS, SEND_WQE_BB};
 use mlx5_direct::{
     Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, QpConfig, SendFlags,
     SendOp, Sge,
 };
-use mlx5_hw::{Completions, Fault, PcieConfig, PcieCounters, Tlp};
 
 use crate::cli::{ExplainOp, PostMode, TlpOverhead};
 use crate::traced::{MmioWrite, Traced};
@@ -193,7 +194,7 @@ fn split(base: Sge, k: usize) -> Vec<Sge> {
 fn poll_all<B: mlx5_direct::backend::Backend>(
     cq: &mut Cq<B>,
     want: usize,
-    nic: &mlx5_hw::Nic,
+    nic: &Nic,
 ) -> Result<usize, Error> {
     let mut done = vec![Completion::default(); want.max(1)];
     let mut got = 0;

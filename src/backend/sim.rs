@@ -8,8 +8,6 @@ use core::ptr::NonNull;
 use core::time::Duration;
 use std::sync::Arc;
 
-use mlx5_hw as hw;
-
 use super::{Backend, QpParts};
 use crate::cq::CqDesc;
 use crate::error::Error;
@@ -21,7 +19,16 @@ use crate::rq::RqDesc;
 use crate::sq::SqDesc;
 use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, Transition};
 
-pub use mlx5_hw::{Fabric, NicConfig};
+/// The model crate itself, for the rest of [`Nic`]'s interface (its parameter, result and
+/// trace types: `CqParams`, `QpTransition`, `HwError`, `Tlp`, ...): a user crate reaches
+/// everything in a public signature of this module without depending on `mlx5-hw`.
+pub use mlx5_hw as hw;
+/// What a test or a tool names most: the fabric and its NICs, their configuration,
+/// statistics, fault injection, PCIe counters and completion events.
+pub use mlx5_hw::{
+    BugClass, Completions, ContextCache, Dir, DriverBug, Event, Fabric, Fault, Nic, NicConfig,
+    PcieConfig, PcieCounters, Stats, Tlp, TlpKind,
+};
 
 /// A model NIC handle that prints as its first port's LID.
 #[derive(Clone)]

@@ -8,7 +8,7 @@ pub mod bodies;
 
 use std::time::{Duration, Instant};
 
-use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use mlx5_direct::backend::sim::{Event, Fabric, Nic, NicConfig, Sim};
 use mlx5_direct::backend::Backend;
 use mlx5_direct::{
     Access, Completion, ConnectOptions, Context, Cq, MemoryRegion, ProtectionDomain, Qp, QpConfig,
@@ -42,7 +42,7 @@ impl Drive for Sim {
     }
 
     fn wait_cq_event(ctx: &Context<Sim>, timeout: Duration) -> Option<u32> {
-        let mlx5_hw::Event::Completion { cqn } = ctx.backend().nic().wait_event(timeout)?;
+        let Event::Completion { cqn } = ctx.backend().nic().wait_event(timeout)?;
         Some(cqn)
     }
 
@@ -61,21 +61,21 @@ pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
 }
 
 /// A model counter that only a driver bug moves, in two classes: hardware would reject the
-/// same input, or what hardware does is unknown (`mlx5_hw::DriverBug`, docs/model.md).
-pub use mlx5_hw::DriverBug;
+/// same input, or what hardware does is unknown (the model's `DriverBug`, docs/model.md).
+pub use mlx5_direct::backend::sim::DriverBug;
 
 /// Asserts, when dropped, that a model NIC counted none of the [`DriverBug`]s except those
 /// a test provokes on purpose and allows with [`BugCheck::allow`]. Does nothing on
 /// hardware, or while the test is already failing.
 #[derive(Default)]
 pub struct BugCheck {
-    nic: Option<mlx5_hw::Nic>,
+    nic: Option<Nic>,
     allowed: Vec<DriverBug>,
 }
 
 impl BugCheck {
     /// Checks `nic`.
-    pub fn on(nic: &mlx5_hw::Nic) -> BugCheck {
+    pub fn on(nic: &Nic) -> BugCheck {
         BugCheck {
             nic: Some(nic.clone()),
             allowed: Vec::new(),

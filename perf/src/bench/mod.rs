@@ -9,9 +9,9 @@
 
 use std::time::{Duration, Instant};
 
+use mlx5_direct::backend::sim::PcieCounters;
 use mlx5_direct::backend::Backend;
 use mlx5_direct::Context;
-use mlx5_hw::PcieCounters;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{BenchArgs, Kind, Mode, Verb};

@@ -1,7 +1,7 @@
 //! What one size's run produces: link counters, statistics and the row the report prints.
 
+use mlx5_direct::backend::sim::PcieCounters;
 use mlx5_direct::DoorbellMode;
-use mlx5_hw::PcieCounters;
 use serde::{Deserialize, Serialize};
 
 use crate::exchange::QpRecord;

@@ -12,7 +12,7 @@ use super::{Device, Error, Local, Msg, Params};
 use crate::cli::{AtomicType, Mode, Verb};
 use crate::exchange::{Peer, QpRecord};
 use crate::stats::{Latencies, Phase, Schedule};
-use mlx5_hw::PcieCounters;
+use mlx5_direct::backend::sim::PcieCounters;
 
 /// A WR's send-queue bookkeeping for one QP.
 #[derive(Clone, Copy, Debug, Default)]
