@@ -16,7 +16,7 @@
 //! application may still call `progress()` itself (e.g. to advance a NIC it does not poll).
 
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::mmio::{ring_cq_arm, udma_from_device_barrier, DbRec, Uar};
@@ -262,7 +262,9 @@ pub struct CompletionQueue<U: Uar> {
     arm_db: DbRec,
     cqn: u32,
     uar: U,
-    arm_sn: u32,
+    /// Completion events handed out for this CQ (by its channel): the arm sequence number
+    /// is this count mod 4, as libmlx5 advances it inside `ibv_get_cq_event`.
+    events: Arc<AtomicU32>,
     attachments: Arc<CqAttachments>,
     generation: u64,
     qps: QpTable,
@@ -303,8 +305,14 @@ impl Default for QpTable {
 impl<U: Uar> CompletionQueue<U> {
     /// # Safety
     /// The memory in `desc` must be valid as described for the life of the queue; `uar` is
-    /// the UAR page holding this CQ's arm doorbell.
-    pub(crate) unsafe fn new(desc: &CqDesc, uar: U, attachments: Arc<CqAttachments>) -> Self {
+    /// the UAR page holding this CQ's arm doorbell; `events` counts the completion events
+    /// handed out for it.
+    pub(crate) unsafe fn new(
+        desc: &CqDesc,
+        uar: U,
+        attachments: Arc<CqAttachments>,
+        events: Arc<AtomicU32>,
+    ) -> Self {
         // SAFETY: forwarded from this function's contract.
         let buf = unsafe { CqBuf::new(desc.buf, desc.cqe_cnt, desc.cqe_size) };
         buf.init();
@@ -324,7 +332,7 @@ impl<U: Uar> CompletionQueue<U> {
             arm_db,
             cqn: desc.cqn,
             uar,
-            arm_sn: 0,
+            events,
             attachments,
             generation: u64::MAX,
             qps: QpTable::default(),
@@ -403,10 +411,12 @@ impl<U: Uar> CompletionQueue<U> {
     }
 
     /// Arms the CQ: one event for the next CQE (`solicited_only`: the next solicited or
-    /// error CQE). Writes the arm record, then the 64-bit arm doorbell.
+    /// error CQE), delivered to the CQ's completion channel. Writes the arm record, then the
+    /// 64-bit arm doorbell. The arm carries the count of events taken so far (mod 4): arm
+    /// again after taking an event, and the device answers; nothing else to acknowledge.
     pub fn arm(&mut self, solicited_only: bool) {
         let arm = Arm {
-            sn: self.arm_sn & 3,
+            sn: self.events.load(Ordering::Acquire) & 3,
             cmd: if solicited_only {
                 ArmCmd::Solicited
             } else {
@@ -416,12 +426,6 @@ impl<U: Uar> CompletionQueue<U> {
             cqn: self.cqn,
         };
         ring_cq_arm(&self.uar, &self.arm_db, &arm);
-    }
-
-    /// Records that a completion event of this CQ was consumed (advances the arm sequence
-    /// number, which `mlx5dv_cq` does not track).
-    pub fn ack_event(&mut self) {
-        self.arm_sn = self.arm_sn.wrapping_add(1);
     }
 }
 

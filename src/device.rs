@@ -12,6 +12,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::backend::Backend;
+use crate::channel::CompChannel;
 use crate::cq::{CompletionQueue, CqAttachments, QpEntry, RecvShared};
 use crate::error::Error;
 use crate::event::AsyncEvent;
@@ -59,6 +60,8 @@ pub struct Context<B: Backend> {
     backend: Arc<B>,
     qps: Arc<ErrorFlags>,
     cqs: Arc<ErrorFlags>,
+    /// The channel of the CQs made by [`Context::create_cq`], made with the first of them.
+    channel: Arc<Mutex<Option<CompChannel<B>>>>,
 }
 
 impl<B: Backend> Clone for Context<B> {
@@ -67,6 +70,7 @@ impl<B: Backend> Clone for Context<B> {
             backend: self.backend.clone(),
             qps: self.qps.clone(),
             cqs: self.cqs.clone(),
+            channel: self.channel.clone(),
         }
     }
 }
@@ -78,6 +82,7 @@ impl<B: Backend> Context<B> {
             backend: Arc::new(backend),
             qps: Arc::default(),
             cqs: Arc::default(),
+            channel: Arc::default(),
         }
     }
 
@@ -136,16 +141,46 @@ impl<B: Backend> Context<B> {
         })
     }
 
-    /// Creates a CQ with at least `entries` entries of `cqe_size` (64 or 128) bytes.
+    /// Creates a completion channel: CQs created on it
+    /// ([`Context::create_cq_on`]) deliver their completion events there, and one thread
+    /// (or an epoll loop, or an async task) waits for all of them. See [`crate::channel`].
+    pub fn create_comp_channel(&self) -> Result<CompChannel<B>, Error> {
+        CompChannel::new(self.backend.clone())
+    }
+
+    /// Creates a CQ with at least `entries` entries of `cqe_size` (64 or 128) bytes, on the
+    /// context's own completion channel (shared by every CQ created this way; reach it
+    /// with [`Cq::channel`]).
     pub fn create_cq(&self, entries: u32, cqe_size: usize) -> Result<Cq<B>, Error> {
+        let channel = {
+            let mut own = self.channel.lock().unwrap_or_else(PoisonError::into_inner);
+            match &*own {
+                Some(channel) => channel.clone(),
+                None => own.insert(self.create_comp_channel()?).clone(),
+            }
+        };
+        self.create_cq_on(&channel, entries, cqe_size)
+    }
+
+    /// Creates a CQ with at least `entries` entries of `cqe_size` (64 or 128) bytes whose
+    /// completion events go to `channel` (`ibv_create_cq` with a channel).
+    pub fn create_cq_on(
+        &self,
+        channel: &CompChannel<B>,
+        entries: u32,
+        cqe_size: usize,
+    ) -> Result<Cq<B>, Error> {
         if cqe_size != 64 && cqe_size != 128 {
             return Err(Error::InvalidArgument("CQE size must be 64 or 128"));
         }
-        let (handle, desc, uar) = self.backend.create_cq(entries, cqe_size)?;
+        let (handle, desc, uar) = self
+            .backend
+            .create_cq(entries, cqe_size, channel.handle())?;
         let attachments = Arc::new(CqAttachments::default());
+        let events = channel.register(desc.cqn);
         // SAFETY: the backend's description stays valid while `handle` lives, and the
         // queue is dropped before its `inner` (field order; `inner` holds the handle).
-        let queue = unsafe { CompletionQueue::new(&desc, uar, attachments.clone()) };
+        let queue = unsafe { CompletionQueue::new(&desc, uar, attachments.clone(), events) };
         let errored = Arc::new(AtomicBool::new(false));
         lock_flags(&self.cqs).insert(desc.cqn, errored.clone());
         Ok(Cq {
@@ -155,6 +190,7 @@ impl<B: Backend> Context<B> {
                 attachments,
                 cqn: desc.cqn,
                 errored,
+                channel: channel.clone(),
                 ctx: self.clone(),
             }),
         })
@@ -481,12 +517,15 @@ struct CqInner<B: Backend> {
     cqn: u32,
     /// Set when the context hands out [`AsyncEvent::CqError`] for this CQ.
     errored: Arc<AtomicBool>,
+    /// Where its completion events go; released after the CQ (field order).
+    channel: CompChannel<B>,
     ctx: Context<B>,
 }
 
 impl<B: Backend> Drop for CqInner<B> {
     fn drop(&mut self) {
         lock_flags(&self.ctx.cqs).remove(&self.cqn);
+        self.channel.unregister(self.cqn);
     }
 }
 
@@ -512,6 +551,23 @@ impl<B: Backend> Cq<B> {
     /// writes no more CQEs; what it held is unreliable. Destroy it (after its QPs).
     pub fn is_error(&self) -> bool {
         self.inner.errored.load(Ordering::Relaxed)
+    }
+
+    /// Waits up to `timeout` for a completion event of this CQ (armed with
+    /// [`CompletionQueue::arm`]); true if one came. Taking it is the whole acknowledgement:
+    /// arm again for the next. Events of other CQs on the same channel that arrive
+    /// meanwhile are kept for their own waiters.
+    pub fn wait_event(&self, timeout: Duration) -> Result<bool, Error> {
+        Ok(self
+            .inner
+            .channel
+            .wait_for(Some(self.inner.cqn), timeout)?
+            .is_some())
+    }
+
+    /// The completion channel this CQ's events go to.
+    pub fn channel(&self) -> &CompChannel<B> {
+        &self.inner.channel
     }
 }
 

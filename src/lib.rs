@@ -88,6 +88,17 @@
 //! PD). [`Cq::destroy`] refuses with [`Error::Busy`] while a QP still uses the CQ. After an
 //! error CQE the QP is in error: poll its flush CQEs, then [`Qp::reset`] and connect again.
 //!
+//! ## Completion events
+//!
+//! Instead of polling in a loop, arm a CQ ([`CompletionQueue::arm`]) and sleep until its
+//! next CQE raises a completion event. Events go to the CQ's [`CompChannel`]
+//! ([`Context::create_comp_channel`], [`Context::create_cq_on`]; [`Context::create_cq`] uses
+//! the context's own), which several CQs may share. [`Cq::wait_event`] waits for one CQ,
+//! [`CompChannel::wait`] for any CQ of the channel and names it; the channel's fd
+//! ([`std::os::fd::AsFd`]) goes into epoll, and feature `tokio` adds `AsyncCompChannel`.
+//! The same code runs on the model and on hardware. Taking the event is the whole
+//! acknowledgement: re-arm, then poll the CQ dry. See [`channel`].
+//!
 //! ## Asynchronous events
 //!
 //! What no CQE can report (a CQ overrun, a QP the device moved to ERR, a port going down)
@@ -98,6 +109,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod backend;
+pub mod channel;
 pub mod cq;
 pub mod device;
 pub mod error;
@@ -111,6 +123,9 @@ pub mod rq;
 pub mod sq;
 pub mod types;
 
+#[cfg(feature = "tokio")]
+pub use channel::AsyncCompChannel;
+pub use channel::CompChannel;
 pub use cq::{Completion, CompletionQueue, Status, WcError, WcOpcode};
 pub use device::{Context, Cq, MemoryRegion, ProtectionDomain, Qp, Srq};
 pub use error::{Error, PostError};

@@ -82,7 +82,9 @@ impl NullQueues {
         let mut sq = unsafe { SendQueue::new(&sq_desc, NullUar::default(), sq_shared, errored) };
         sq.set_ready(true);
         // SAFETY: as above.
-        let cq = unsafe { CompletionQueue::new(&cq_desc, NullUar::default(), attachments) };
+        let cq = unsafe {
+            CompletionQueue::new(&cq_desc, NullUar::default(), attachments, Arc::default())
+        };
         Ok(NullQueues {
             sq,
             cq,

@@ -25,6 +25,11 @@ fn armed_cq_raises_one_event_per_arm() {
 }
 
 #[test]
+fn event_driven_ping_pong() {
+    bodies::event_driven_ping_pong(&Fabric::new());
+}
+
+#[test]
 fn a_batch_completes_in_every_doorbell_mode() {
     bodies::a_batch_completes_in_every_doorbell_mode(&Fabric::new());
 }

@@ -9,8 +9,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::{bodies, side_on, BugCheck, Drive, Rig, Side};
 use mlx5_direct::backend::verbs::{Verbs, VerbsOptions};
 use mlx5_direct::{Context, QpConfig};
@@ -18,10 +16,6 @@ use mlx5_direct::{Context, QpConfig};
 impl Drive for Verbs {
     fn progress(_: &Context<Verbs>) {
         std::hint::spin_loop();
-    }
-
-    fn wait_cq_event(ctx: &Context<Verbs>, timeout: Duration) -> Option<u32> {
-        ctx.backend().wait_cq_event(timeout).unwrap()
     }
 
     fn bug_check(_: &Context<Verbs>) -> BugCheck {
@@ -81,6 +75,7 @@ on_hardware!(
     an_unanswering_peer_exhausts_transport_retries,
     posting_before_rts_is_refused,
     armed_cq_raises_one_event_per_arm,
+    event_driven_ping_pong,
     a_batch_completes_in_every_doorbell_mode,
     operations_complete_on_128_byte_cqes,
     cq_overrun_is_an_asynchronous_cq_error,

@@ -41,6 +41,7 @@ impl Ep {
             cqe_size: 64,
             dbrec: base + CQ_DB as u64,
             overrun_ignore: false,
+            channel: None,
         };
         // SAFETY: `mem` lives as long as the endpoint, which outlives the benchmark run.
         let cq = unsafe { nic.create_cq(&cq) }.unwrap();

@@ -113,7 +113,12 @@ fn eqe(nic: &mut NicState) {
 fn raise(nic: &mut NicState, cqn: u32) {
     eqe(nic);
     nic.stats.events += 1;
-    nic.events.push_back(Event::Completion { cqn });
+    let event = Event::Completion { cqn };
+    let channel = nic.cq_index(cqn).and_then(|i| nic.cq(i).channel);
+    match channel.and_then(|ch| nic.channel(ch)) {
+        Some(channel) => channel.push(event),
+        None => nic.events.push_back(event),
+    }
 }
 
 /// Deliver an asynchronous event: EQE + MSI-X (the asynchronous EQ's), then the

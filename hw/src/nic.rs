@@ -6,13 +6,14 @@ use crate::pcie::{PcieConfig, PcieCounters, Tlp};
 use crate::qp::{fail, flush_rq};
 use crate::sq::retry;
 use crate::state::{
-    Budget, Cq, Dest, Mr, MrSlot, NicState, Qp, Srq, World, CQN_BASE, CQ_UAR, INVALID_LKEY,
-    MAX_RD_ATOMIC, PDN_BASE, QPN_BASE, SRQN_BASE,
+    Budget, Cq, Dest, Mr, MrSlot, NicState, Qp, Srq, World, CHANNEL_BASE, CQN_BASE, CQ_UAR,
+    INVALID_LKEY, MAX_RD_ATOMIC, PDN_BASE, QPN_BASE, SRQN_BASE,
 };
 use crate::types::{
     Access, AsyncEvent, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr, QpInfo,
     QpParams, QpState, QpTransition, SrqParams, Stats,
 };
+use std::fs::File;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -281,6 +282,9 @@ impl Nic {
         aligned(p.buf, 64)?;
         aligned(p.dbrec, 4)?;
         self.with(|n| {
+            if let Some(ch) = p.channel {
+                n.channel(ch).ok_or(HwError::NoSuchObject)?.refs += 1;
+            }
             let cqn = CQN_BASE + n.cqs.len() as u32;
             n.cqs.push(Some(Cq {
                 cqn,
@@ -289,6 +293,7 @@ impl Nic {
                 cqe_size: p.cqe_size,
                 dbrec: p.dbrec,
                 overrun_ignore: p.overrun_ignore,
+                channel: p.channel,
                 pi: 0,
                 armed: None,
                 fired_sn: None,
@@ -531,8 +536,12 @@ impl Nic {
     /// Destroy a CQ; `Busy` while a QP uses it.
     pub fn destroy_cq(&self, cqn: u32) -> Result<(), HwError> {
         self.with(|n| {
-            if slot(&mut n.cqs, cqn, CQN_BASE)?.refs != 0 {
+            let cq = slot(&mut n.cqs, cqn, CQN_BASE)?;
+            if cq.refs != 0 {
                 return Err(HwError::Busy);
+            }
+            if let Some(ch) = cq.channel.and_then(|ch| n.channel(ch)) {
+                ch.refs -= 1;
             }
             n.cqs[(cqn - CQN_BASE) as usize] = None;
             Ok(())
@@ -580,13 +589,53 @@ impl Nic {
         })
     }
 
-    /// Take the next completion event, if any (the completion channel; asynchronous events
-    /// are [`Nic::poll_async_event`]).
+    /// Creates a completion channel (`ibv_create_comp_channel`): CQs created with it
+    /// ([`CqParams::channel`]) queue their completion events there. Returns its number.
+    pub fn create_channel(&self) -> Result<u32, HwError> {
+        let channel = crate::channel::Channel::new()?;
+        self.with(|n| Ok(insert(&mut n.channels, channel, CHANNEL_BASE)))
+    }
+
+    /// The channel's file descriptor: an eventfd, readable while an event waits (as the
+    /// kernel's completion channel fd), for poll(2), epoll or an async runtime. Take the
+    /// events with [`Nic::poll_channel`]; do not read the fd.
+    pub fn channel_fd(&self, channel: u32) -> Result<Arc<File>, HwError> {
+        self.with(|n| {
+            n.channel(channel)
+                .map(|c| c.fd())
+                .ok_or(HwError::NoSuchObject)
+        })
+    }
+
+    /// Takes the next completion event of `channel`, if any (`ibv_get_cq_event` on a
+    /// non-blocking channel).
+    pub fn poll_channel(&self, channel: u32) -> Result<Option<Event>, HwError> {
+        self.with(|n| {
+            n.channel(channel)
+                .map(|c| c.pop())
+                .ok_or(HwError::NoSuchObject)
+        })
+    }
+
+    /// Destroys a completion channel; [`HwError::Busy`] while a CQ uses it. Events still
+    /// queued are discarded, as closing the channel's file discards them.
+    pub fn destroy_channel(&self, channel: u32) -> Result<(), HwError> {
+        self.with(|n| {
+            if n.channel(channel).ok_or(HwError::NoSuchObject)?.refs != 0 {
+                return Err(HwError::Busy);
+            }
+            n.channels[(channel - CHANNEL_BASE) as usize] = None;
+            Ok(())
+        })
+    }
+
+    /// Take the next completion event of a CQ on no channel, if any (the NIC's own queue;
+    /// asynchronous events are [`Nic::poll_async_event`]).
     pub fn poll_event(&self) -> Option<Event> {
         self.with(|n| n.events.pop_front())
     }
 
-    /// Wait up to `timeout` for the next completion event.
+    /// Wait up to `timeout` for the next completion event of a CQ on no channel.
     pub fn wait_event(&self, timeout: Duration) -> Option<Event> {
         self.wait(timeout, |n| n.events.pop_front())
     }

@@ -9,6 +9,7 @@ pub(crate) const QPN_BASE: u32 = 0x100;
 pub(crate) const CQN_BASE: u32 = 0x40;
 pub(crate) const SRQN_BASE: u32 = 0x800;
 pub(crate) const PDN_BASE: u32 = 1;
+pub(crate) const CHANNEL_BASE: u32 = 1;
 /// Outstanding RDMA READ / atomic requests per QP, each direction (`log_max_ra_req_qp` and
 /// `log_max_ra_res_qp` of 4).
 pub(crate) const MAX_RD_ATOMIC: u8 = 16;
@@ -62,6 +63,8 @@ pub(crate) struct Cq {
     pub(crate) cqe_size: u32,
     pub(crate) dbrec: u64,
     pub(crate) overrun_ignore: bool,
+    /// The completion channel its events go to (`None`: the NIC's own event queue).
+    pub(crate) channel: Option<u32>,
     /// Producer counter (CQEs written).
     pub(crate) pi: u32,
     /// Pending arm request, if any.
@@ -257,8 +260,10 @@ pub(crate) struct NicState {
     pub(crate) srqs: Vec<Option<Srq>>,
     pub(crate) qps: Vec<Option<Qp>>,
     pub(crate) uars: Vec<Uar>,
-    /// Completion events (the completion channel).
+    /// Completion events of CQs on no channel: the NIC's own event queue.
     pub(crate) events: VecDeque<Event>,
+    /// Completion channels (`Nic::create_channel`), by number from [`CHANNEL_BASE`].
+    pub(crate) channels: Vec<Option<crate::channel::Channel>>,
     /// Affiliated asynchronous events (the async event queue).
     pub(crate) async_events: VecDeque<AsyncEvent>,
     pub(crate) faults: Faults,
@@ -291,6 +296,7 @@ impl NicState {
             qps: Vec::new(),
             uars: Vec::new(),
             events: VecDeque::new(),
+            channels: Vec::new(),
             async_events: VecDeque::new(),
             faults: Faults::default(),
             delayed: VecDeque::new(),
@@ -331,6 +337,11 @@ impl NicState {
 
     pub(crate) fn qp(&mut self, i: usize) -> &mut Qp {
         self.qps[i].as_mut().expect("live QP index")
+    }
+
+    pub(crate) fn channel(&mut self, ch: u32) -> Option<&mut crate::channel::Channel> {
+        let i = ch.checked_sub(CHANNEL_BASE)? as usize;
+        self.channels.get_mut(i)?.as_mut()
     }
 
     pub(crate) fn cq(&mut self, i: usize) -> &mut Cq {

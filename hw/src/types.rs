@@ -153,6 +153,9 @@ pub struct CqParams {
     pub dbrec: u64,
     /// Do not check the consumer index for overrun.
     pub overrun_ignore: bool,
+    /// The completion channel ([`Nic::create_channel`](crate::Nic::create_channel)) its
+    /// events go to; `None`: the NIC's own event queue ([`Nic::poll_event`](crate::Nic::poll_event)).
+    pub channel: Option<u32>,
 }
 
 /// Result of CQ creation.

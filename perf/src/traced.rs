@@ -92,6 +92,7 @@ impl<B: Backend> Backend for Traced<B> {
     type Cq = B::Cq;
     type Srq = B::Srq;
     type Qp = B::Qp;
+    type Channel = B::Channel;
 
     fn name(&self) -> &str {
         self.inner.name()
@@ -120,12 +121,21 @@ impl<B: Backend> Backend for Traced<B> {
         unsafe { self.inner.reg_mr(pd, addr, len, access) }
     }
 
+    fn create_channel(&self) -> Result<B::Channel, Error> {
+        self.inner.create_channel()
+    }
+
+    fn get_cq_event(&self, channel: &B::Channel) -> Result<Option<u32>, Error> {
+        self.inner.get_cq_event(channel)
+    }
+
     fn create_cq(
         &self,
         entries: u32,
         cqe_size: usize,
+        channel: &B::Channel,
     ) -> Result<(B::Cq, CqDesc, Self::Uar), Error> {
-        let (cq, desc, uar) = self.inner.create_cq(entries, cqe_size)?;
+        let (cq, desc, uar) = self.inner.create_cq(entries, cqe_size, channel)?;
         Ok((cq, desc, self.wrap(uar)))
     }
 

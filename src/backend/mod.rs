@@ -16,6 +16,7 @@ use crate::rq::RqDesc;
 use crate::sq::SqDesc;
 use crate::types::{Access, DeviceCaps, Endpoint, PortInfo, QpConfig, Transition};
 use core::time::Duration;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 #[cfg(feature = "verbs")]
 pub mod mlx5dv;
@@ -23,6 +24,27 @@ pub mod mlx5dv;
 pub mod sim;
 #[cfg(feature = "verbs")]
 pub mod verbs;
+
+/// Waits up to `timeout` for `fd` to become readable (poll(2)); false on timeout or when a
+/// signal interrupted the wait.
+pub(crate) fn wait_readable(fd: BorrowedFd<'_>, timeout: Duration) -> std::io::Result<bool> {
+    let mut fds = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(libc::c_int::MAX as u128) as libc::c_int;
+    // SAFETY: one valid pollfd, for the duration of the call.
+    let ready = unsafe { libc::poll(&mut fds, 1, ms) };
+    if ready < 0 {
+        let err = std::io::Error::last_os_error();
+        if err.kind() == std::io::ErrorKind::Interrupted {
+            return Ok(false);
+        }
+        return Err(err);
+    }
+    Ok(ready > 0)
+}
 
 /// What a backend returns for a new QP.
 #[derive(Debug)]
@@ -53,6 +75,9 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     type Srq: Send + Sync + core::fmt::Debug;
     /// QP handle.
     type Qp: Send + Sync + core::fmt::Debug;
+    /// Completion channel handle: a file descriptor that is readable while a completion
+    /// event waits on the channel.
+    type Channel: Send + Sync + core::fmt::Debug + AsFd;
 
     /// Device name.
     fn name(&self) -> &str;
@@ -73,11 +98,19 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
         len: usize,
         access: Access,
     ) -> Result<(Self::Mr, u32, u32), Error>;
-    /// Creates a CQ of at least `entries` entries of `cqe_size` (64 or 128) bytes.
+    /// Creates a completion channel (`ibv_create_comp_channel`).
+    fn create_channel(&self) -> Result<Self::Channel, Error>;
+    /// Takes the next completion event of `channel` and returns the CQN it is for, or
+    /// `None` if none is pending; never blocks. The event is acknowledged to the layer
+    /// below (`ibv_ack_cq_events`), so destroying its CQ never waits for it.
+    fn get_cq_event(&self, channel: &Self::Channel) -> Result<Option<u32>, Error>;
+    /// Creates a CQ of at least `entries` entries of `cqe_size` (64 or 128) bytes whose
+    /// completion events go to `channel`.
     fn create_cq(
         &self,
         entries: u32,
         cqe_size: usize,
+        channel: &Self::Channel,
     ) -> Result<(Self::Cq, CqDesc, Self::Uar), Error>;
     /// Creates an SRQ of at least `entries` WQEs with `max_sge` scatter entries each.
     fn create_srq(

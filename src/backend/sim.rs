@@ -6,6 +6,8 @@
 
 use core::ptr::NonNull;
 use core::time::Duration;
+use std::fs::File;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 
 use super::{Backend, QpParts};
@@ -169,6 +171,35 @@ impl Drop for SimMr {
     }
 }
 
+/// A model completion channel: its fd is the model's eventfd, which counts the events
+/// waiting on the channel.
+#[derive(Debug)]
+pub struct SimChannel {
+    nic: NicHandle,
+    number: u32,
+    fd: Arc<File>,
+}
+
+impl SimChannel {
+    /// The channel's number in the model (for [`Nic::poll_channel`]).
+    pub fn number(&self) -> u32 {
+        self.number
+    }
+}
+
+impl AsFd for SimChannel {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl Drop for SimChannel {
+    fn drop(&mut self) {
+        // Dropped after its CQs (each holds it), so this cannot be busy.
+        let _ = self.nic.destroy_channel(self.number);
+    }
+}
+
 /// A model CQ and its memory.
 #[derive(Debug)]
 pub struct SimCq {
@@ -235,6 +266,7 @@ impl Backend for Sim {
     type Cq = SimCq;
     type Srq = SimSrq;
     type Qp = SimQp;
+    type Channel = SimChannel;
 
     fn name(&self) -> &str {
         "mlx5-hw model"
@@ -296,7 +328,36 @@ impl Backend for Sim {
         ))
     }
 
-    fn create_cq(&self, entries: u32, cqe_size: usize) -> Result<(SimCq, CqDesc, SimUar), Error> {
+    fn create_channel(&self) -> Result<SimChannel, Error> {
+        let number = self
+            .nic
+            .create_channel()
+            .map_err(device_error("create completion channel"))?;
+        let fd = self
+            .nic
+            .channel_fd(number)
+            .map_err(device_error("create completion channel"))?;
+        Ok(SimChannel {
+            nic: self.nic.clone(),
+            number,
+            fd,
+        })
+    }
+
+    fn get_cq_event(&self, channel: &SimChannel) -> Result<Option<u32>, Error> {
+        let event = self
+            .nic
+            .poll_channel(channel.number)
+            .map_err(device_error("read a completion event"))?;
+        Ok(event.map(|hw::Event::Completion { cqn }| cqn))
+    }
+
+    fn create_cq(
+        &self,
+        entries: u32,
+        cqe_size: usize,
+        channel: &SimChannel,
+    ) -> Result<(SimCq, CqDesc, SimUar), Error> {
         let log_cqe_cnt = log2_ceil(entries.saturating_add(1));
         let cqe_cnt = 1u32 << log_cqe_cnt;
         let buf = Memory::new(cqe_cnt as usize * cqe_size)?;
@@ -307,6 +368,7 @@ impl Backend for Sim {
             cqe_size: cqe_size as u32,
             dbrec: addr(&dbrec),
             overrun_ignore: false,
+            channel: Some(channel.number),
         };
         // SAFETY: both buffers live in the handle, which destroys the CQ before freeing them.
         let info = unsafe { self.nic.create_cq(&params) }.map_err(device_error("create CQ"))?;

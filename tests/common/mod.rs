@@ -8,7 +8,7 @@ pub mod bodies;
 
 use std::time::{Duration, Instant};
 
-use mlx5_direct::backend::sim::{Event, Fabric, Nic, NicConfig, Sim};
+use mlx5_direct::backend::sim::{Fabric, Nic, NicConfig, Sim};
 use mlx5_direct::backend::Backend;
 use mlx5_direct::{
     Access, Completion, ConnectOptions, Context, Cq, MemoryRegion, ProtectionDomain, Qp, QpConfig,
@@ -24,14 +24,12 @@ pub struct Side<B: Backend = Sim> {
     pub bugs: BugCheck,
 }
 
-/// What a test needs from a backend besides [`Backend`]: what to do while waiting, how to
-/// wait for a completion event, and how to check for driver bugs.
+/// What a test needs from a backend besides [`Backend`]: what to do while waiting, and how
+/// to check for driver bugs.
 pub trait Drive: Backend {
     /// Runs between polls that found nothing (the model's deferred work; a pause on
     /// hardware).
     fn progress(ctx: &Context<Self>);
-    /// Waits up to `timeout` for a completion event; the CQN it is for.
-    fn wait_cq_event(ctx: &Context<Self>, timeout: Duration) -> Option<u32>;
     /// The driver-bug check of a side on `ctx` (none where nothing counts them).
     fn bug_check(ctx: &Context<Self>) -> BugCheck;
 }
@@ -39,11 +37,6 @@ pub trait Drive: Backend {
 impl Drive for Sim {
     fn progress(ctx: &Context<Sim>) {
         ctx.backend().nic().progress();
-    }
-
-    fn wait_cq_event(ctx: &Context<Sim>, timeout: Duration) -> Option<u32> {
-        let Event::Completion { cqn } = ctx.backend().nic().wait_event(timeout)?;
-        Some(cqn)
     }
 
     fn bug_check(ctx: &Context<Sim>) -> BugCheck {

@@ -197,6 +197,7 @@ impl Side {
             cqe_size: cfg.cqe_size,
             dbrec: mem.addr(db),
             overrun_ignore: cfg.overrun_ignore,
+            channel: None,
         };
         let (sp, rp) = (cq(&mut mem, SCQ, SCQ_DB), cq(&mut mem, RCQ, RCQ_DB));
         // SAFETY: the CQ buffers and records live in `mem`, owned by the returned Side.

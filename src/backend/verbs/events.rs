@@ -1,7 +1,8 @@
-//! Asynchronous events on hardware: `ibv_get_async_event` on the context's async fd (made
-//! non-blocking when the device is opened), each event acknowledged with
-//! `ibv_ack_async_event` once its object's number is read, and its `ibv_event_type` mapped
-//! to an [`AsyncEvent`].
+//! Events on hardware. Completion events: a [`VerbsChannel`] (`ibv_comp_channel`, its fd
+//! non-blocking), each event read with `ibv_get_cq_event` and acknowledged at once.
+//! Asynchronous events: `ibv_get_async_event` on the context's async fd (made non-blocking
+//! when the device is opened), each event acknowledged with `ibv_ack_async_event` once its
+//! object's number is read, and its `ibv_event_type` mapped to an [`AsyncEvent`].
 //!
 //! The kernel's mlx5 driver turns the NIC's EQEs into these types (`mlx5_ib_cq_event`:
 //! `MLX5_EVENT_TYPE_CQ_ERROR` → `IBV_EVENT_CQ_ERR`; `mlx5_ib_qp_event`:
@@ -13,16 +14,21 @@
 //! `srq_context` the backend set to its CQN / SRQN at creation. The pointers are valid
 //! while the event is unacknowledged (destroying an object waits for its events' acks).
 
-use core::ffi::c_int;
+use core::ffi::{c_int, c_void};
+use core::ptr::NonNull;
 use core::time::Duration;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::sync::Arc;
 use std::time::Instant;
 
 use rdma_sys::{
-    ibv_ack_async_event, ibv_async_event, ibv_async_event_element_t, ibv_event_type,
-    ibv_get_async_event,
+    ibv_ack_async_event, ibv_ack_cq_events, ibv_async_event, ibv_async_event_element_t,
+    ibv_comp_channel, ibv_cq, ibv_create_comp_channel, ibv_destroy_comp_channel, ibv_event_type,
+    ibv_get_async_event, ibv_get_cq_event,
 };
 
-use super::{failed, Verbs};
+use super::{failed, DeviceCtx, Verbs};
+use crate::backend::wait_readable;
 use crate::error::Error;
 use crate::event::AsyncEvent;
 
@@ -125,27 +131,80 @@ fn typed(event_type: u32, n: u32) -> AsyncEvent {
     }
 }
 
-/// Waits up to `timeout` for `fd` to become readable; false on timeout or a signal.
-pub(super) fn readable(
-    fd: c_int,
-    timeout: Duration,
-    operation: &'static str,
-) -> Result<bool, Error> {
-    let mut fds = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = timeout.as_millis().min(c_int::MAX as u128) as c_int;
-    // SAFETY: one valid pollfd.
-    let ready = unsafe { libc::poll(&mut fds, 1, ms) };
-    if ready < 0 {
-        if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-            return Ok(false);
-        }
-        return Err(failed(operation, -1));
+/// Makes `fd` non-blocking, so a read of an empty event queue fails with `EAGAIN` instead of
+/// blocking (a wait blocks in poll(2), with its timeout).
+pub(super) fn set_nonblocking(fd: c_int) {
+    // SAFETY: fcntl on a descriptor the caller owns; no pointers.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
     }
-    Ok(ready > 0)
+}
+
+/// A completion channel (`ibv_comp_channel`) with a non-blocking fd.
+#[derive(Debug)]
+pub struct VerbsChannel {
+    channel: NonNull<ibv_comp_channel>,
+    _dev: Arc<DeviceCtx>,
+}
+
+// SAFETY: libibverbs allows a channel to be used from any thread; the handle only passes the
+// pointer to slow-path calls.
+unsafe impl Send for VerbsChannel {}
+// SAFETY: as above.
+unsafe impl Sync for VerbsChannel {}
+
+impl VerbsChannel {
+    pub(super) fn new(dev: &Arc<DeviceCtx>) -> Result<VerbsChannel, Error> {
+        // SAFETY: an open context; the channel is destroyed in `drop`, before the context.
+        let channel = unsafe { ibv_create_comp_channel(dev.ctx.as_ptr()) };
+        let channel =
+            NonNull::new(channel).ok_or_else(|| failed("create completion channel", -1))?;
+        let channel = VerbsChannel {
+            channel,
+            _dev: dev.clone(),
+        };
+        set_nonblocking(channel.as_fd().as_raw_fd());
+        Ok(channel)
+    }
+
+    /// The raw channel, for `ibv_create_cq`.
+    pub(super) fn as_ptr(&self) -> *mut ibv_comp_channel {
+        self.channel.as_ptr()
+    }
+
+    /// The next completion event (its CQ's context, which the backend sets to the CQN),
+    /// acknowledged; `None` if none is pending.
+    pub(super) fn next(&self) -> Result<Option<u32>, Error> {
+        let mut cq: *mut ibv_cq = core::ptr::null_mut();
+        let mut cq_context: *mut c_void = core::ptr::null_mut();
+        // SAFETY: the channel is live; the out-pointers are valid.
+        let rc = unsafe { ibv_get_cq_event(self.channel.as_ptr(), &mut cq, &mut cq_context) };
+        if rc != 0 {
+            nothing_pending("read a completion event")?;
+            return Ok(None);
+        }
+        // SAFETY: `cq` is the CQ the event is for; one event is acknowledged once. Its
+        // destruction waits for this acknowledgement, so it is still alive.
+        unsafe { ibv_ack_cq_events(cq, 1) };
+        Ok(Some(cq_context as usize as u32))
+    }
+}
+
+impl AsFd for VerbsChannel {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the channel's fd stays open until `ibv_destroy_comp_channel` in `drop`,
+        // which the borrow of `self` outlives.
+        unsafe { BorrowedFd::borrow_raw((*self.channel.as_ptr()).fd) }
+    }
+}
+
+impl Drop for VerbsChannel {
+    fn drop(&mut self) {
+        // SAFETY: created in `new`, destroyed once; every CQ on it held this handle and is
+        // destroyed. A failure cannot be reported from `Drop`; it is ignored.
+        unsafe { ibv_destroy_comp_channel(self.channel.as_ptr()) };
+    }
 }
 
 /// After a failed read of a non-blocking event fd: `Ok` if nothing was pending (another
@@ -210,7 +269,12 @@ impl Verbs {
                 return Ok(None);
             }
             // Readable or not, the next read says (another thread may have taken it).
-            readable(fd, left, "wait for an asynchronous event")?;
+            // SAFETY: the async fd stays open while the context (`self.dev`) lives.
+            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+            wait_readable(fd, left).map_err(|e| Error::Device {
+                operation: "wait for an asynchronous event",
+                reason: e.to_string(),
+            })?;
         }
     }
 }

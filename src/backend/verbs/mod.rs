@@ -6,7 +6,7 @@
 //!   one, opens it, queries it ([`VerbsDeviceInfo`]) and its port ([`VerbsPort`]: link layer,
 //!   LID, GID: on RoCE a RoCE v2 GID by default, or the index given).
 //! - Objects: PD, MR (`ibv_reg_mr`), CQ (`mlx5dv_create_cq` with the CQE size asked for, on
-//!   the context's completion channel), RC QP (`mlx5dv_create_qp` with scatter-to-CQE
+//!   the completion channel given), RC QP (`mlx5dv_create_qp` with scatter-to-CQE
 //!   disabled: the poller does not parse data scattered into CQEs), SRQ. Each is described by
 //!   `mlx5dv_init_obj` as the same [`SqDesc`] / [`RqDesc`] / [`CqDesc`] the model backend
 //!   produces, with a [`VerbsUar`] for its UAR page (`objects.rs`).
@@ -18,9 +18,9 @@
 //!   copies alternate the register's halves (`bfreg.rs`).
 //! - Refused at open: `MLX5_QP_SIGNATURE` / `MLX5_SRQ_SIGNATURE` in the environment
 //!   ([`Error::Environment`]); docs/hardware.md lists every libmlx5 variable.
-//! - Events: arm with `CompletionQueue::arm` (our own arm doorbell), wait with
-//!   [`Verbs::wait_cq_event`] (which acknowledges the event to libibverbs), then
-//!   `CompletionQueue::ack_event` to advance the arm sequence number. Asynchronous events
+//! - Events: arm with `CompletionQueue::arm` (our own arm doorbell); a [`VerbsChannel`] is an
+//!   `ibv_comp_channel` with a non-blocking fd, each event read with `ibv_get_cq_event` and
+//!   acknowledged at once; `crate::channel` waits on it as on any backend's. Asynchronous events
 //!   (CQ error, QP fatal, port changes, ...) come from the context's async fd
 //!   (`ibv_get_async_event`, acknowledged at once) through `Context::poll_async_event` /
 //!   `Context::wait_async_event` (`events.rs`).
@@ -52,19 +52,15 @@ mod events;
 mod objects;
 mod port;
 
-use core::ffi::{c_int, c_void};
+use core::ffi::c_int;
 use core::ptr::NonNull;
 use std::sync::Arc;
-use std::time::Duration;
 
-use rdma_sys::{
-    ibv_ack_cq_events, ibv_close_device, ibv_comp_channel, ibv_context, ibv_cq,
-    ibv_create_comp_channel, ibv_destroy_comp_channel, ibv_device_attr, ibv_get_cq_event,
-    ibv_open_device, ibv_query_device,
-};
+use rdma_sys::{ibv_close_device, ibv_context, ibv_device_attr, ibv_open_device, ibv_query_device};
 
 pub use attr::Addressing;
 pub use bfreg::VerbsUar;
+pub use events::VerbsChannel;
 pub use objects::{VerbsCq, VerbsMr, VerbsPd, VerbsQp, VerbsSrq};
 pub use port::{GidType, LinkLayer, VerbsPort};
 
@@ -142,31 +138,26 @@ pub struct VerbsDeviceInfo {
     pub blueflame_reported: bool,
 }
 
-/// The open device context and its completion channel, released last: every handle holds
-/// it.
+/// The open device context, released last: every handle holds it.
 #[derive(Debug)]
 struct DeviceCtx {
     ctx: NonNull<ibv_context>,
-    channel: NonNull<ibv_comp_channel>,
     /// The BlueFlame registers the context's live QPs use.
     bf_regs: BfRegisters,
 }
 
-// SAFETY: a verbs context and completion channel may be used from any thread (libibverbs
-// locks internally where it must); we only pass the pointers to slow-path calls.
+// SAFETY: a verbs context may be used from any thread (libibverbs locks internally where it
+// must); we only pass the pointer to slow-path calls.
 unsafe impl Send for DeviceCtx {}
 // SAFETY: as above.
 unsafe impl Sync for DeviceCtx {}
 
 impl Drop for DeviceCtx {
     fn drop(&mut self) {
-        // SAFETY: every CQ on the channel and every object of the context held this value,
-        // so they are all destroyed; each pointer is released once. Failures cannot be
-        // reported from `Drop` and are ignored.
-        unsafe {
-            ibv_destroy_comp_channel(self.channel.as_ptr());
-            ibv_close_device(self.ctx.as_ptr());
-        }
+        // SAFETY: every object of the context held this value, so they are all destroyed;
+        // the context is closed once. Failures cannot be reported from `Drop` and are
+        // ignored.
+        unsafe { ibv_close_device(self.ctx.as_ptr()) };
     }
 }
 
@@ -248,29 +239,14 @@ impl Verbs {
             ),
         })?;
         drop(list);
-        // SAFETY: an open context; the channel is destroyed in `DeviceCtx::drop`.
-        let channel = unsafe { ibv_create_comp_channel(ctx.as_ptr()) };
-        let Some(channel) = NonNull::new(channel) else {
-            let err = failed("create completion channel", -1);
-            // SAFETY: opened above, closed once.
-            unsafe { ibv_close_device(ctx.as_ptr()) };
-            return Err(err);
-        };
         let dev = Arc::new(DeviceCtx {
             ctx,
-            channel,
             bf_regs: BfRegisters::new(bfreg::single_threaded(
                 std::env::var_os("MLX5_SINGLE_THREADED").as_deref(),
             )),
         });
-        // SAFETY: the channel's and the context's async fds are ours; non-blocking so a
-        // read never blocks (a wait blocks in poll(2), with its timeout).
-        unsafe {
-            for fd in [(*channel.as_ptr()).fd, (*ctx.as_ptr()).async_fd] {
-                let flags = libc::fcntl(fd, libc::F_GETFL);
-                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-            }
-        }
+        // SAFETY: the context is open while `dev` lives.
+        events::set_nonblocking(unsafe { (*ctx.as_ptr()).async_fd });
         let (caps, info) = query_device(&dev)?;
         if options.port == 0 || options.port > info.phys_port_cnt {
             return Err(Error::InvalidArgument("no such port on the device"));
@@ -301,30 +277,6 @@ impl Verbs {
             None
         };
         port::query_port(self.dev.ctx, &self.name, port, gid_index)
-    }
-
-    /// Waits up to `timeout` for a completion event of an armed CQ of this context and
-    /// returns its CQN (`None` on timeout). The event is acknowledged to libibverbs here;
-    /// call `CompletionQueue::ack_event` on the CQ before arming it again.
-    pub fn wait_cq_event(&self, timeout: Duration) -> Result<Option<u32>, Error> {
-        let channel = self.dev.channel.as_ptr();
-        // SAFETY: the channel lives as long as `self.dev`.
-        let fd = unsafe { (*channel).fd };
-        if !events::readable(fd, timeout, "wait for a CQ event")? {
-            return Ok(None);
-        }
-        let mut cq: *mut ibv_cq = core::ptr::null_mut();
-        let mut cq_context: *mut c_void = core::ptr::null_mut();
-        // SAFETY: the channel is live; the out-pointers are valid.
-        let rc = unsafe { ibv_get_cq_event(channel, &mut cq, &mut cq_context) };
-        if rc != 0 {
-            events::nothing_pending("wait for a CQ event")?;
-            return Ok(None);
-        }
-        // SAFETY: `cq` is the CQ the event is for; one event is acknowledged once. Its
-        // destruction waits for this acknowledgement, so it is still alive.
-        unsafe { ibv_ack_cq_events(cq, 1) };
-        Ok(Some(cq_context as usize as u32))
     }
 }
 

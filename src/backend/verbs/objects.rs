@@ -17,6 +17,7 @@ use rdma_sys::{
 
 use super::attr::{self, Addressing};
 use super::bfreg::{RegState, VerbsUar};
+use super::events::VerbsChannel;
 use super::{failed, DeviceCtx, Verbs, MAX_WQE_FORMAT};
 use crate::backend::mlx5dv::{
     mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp, mlx5dv_init_obj,
@@ -185,6 +186,7 @@ impl Backend for Verbs {
     type Cq = VerbsCq;
     type Srq = VerbsSrq;
     type Qp = VerbsQp;
+    type Channel = VerbsChannel;
 
     fn name(&self) -> &str {
         &self.name
@@ -236,10 +238,19 @@ impl Backend for Verbs {
         ))
     }
 
+    fn create_channel(&self) -> Result<VerbsChannel, Error> {
+        VerbsChannel::new(&self.dev)
+    }
+
+    fn get_cq_event(&self, channel: &VerbsChannel) -> Result<Option<u32>, Error> {
+        channel.next()
+    }
+
     fn create_cq(
         &self,
         entries: u32,
         cqe_size: usize,
+        channel: &VerbsChannel,
     ) -> Result<(VerbsCq, CqDesc, VerbsUar), Error> {
         if entries > self.caps.max_cqe {
             return Err(Error::InvalidArgument("CQ larger than the device supports"));
@@ -247,7 +258,7 @@ impl Backend for Verbs {
         // SAFETY: plain C data; zero is valid for every field.
         let mut attr: ibv_cq_init_attr_ex = unsafe { core::mem::zeroed() };
         attr.cqe = entries;
-        attr.channel = self.dev.channel.as_ptr();
+        attr.channel = channel.as_ptr();
         // Always through mlx5dv with the size given, so `MLX5_CQE_SIZE` cannot change it.
         let mut dv_attr = mlx5dv_cq_init_attr {
             comp_mask: MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE,
