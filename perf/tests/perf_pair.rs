@@ -177,7 +177,10 @@ fn the_ping_pong_server_reports_its_own_latency() {
     assert_eq!((s.bytes, s.iterations), (8, 100));
     assert!(s.t_min <= s.t_typical && s.t_typical <= s.t_max);
     assert_eq!(served.rows[0].messages, 100);
-    assert_eq!(served.rows[0].latencies.as_ref().map(|l| l.count()), Some(99));
+    assert_eq!(
+        served.rows[0].latencies.as_ref().map(|l| l.count()),
+        Some(99)
+    );
     assert_eq!(lat(&sink.rows[0]).iterations, 100);
 }
 
