@@ -217,6 +217,10 @@ pub struct BenchArgs {
     /// perftest).
     #[arg(short = 'r', long = "rx-depth")]
     pub rx_depth: Option<u32>,
+    /// Bidirectional: both sides send at once; the report sums both directions (bandwidth
+    /// tests).
+    #[arg(short = 'b', long = "bidirectional")]
+    pub bidirectional: bool,
     /// Number of QPs (bandwidth tests).
     #[arg(short = 'q', long = "qp", default_value_t = 1)]
     pub qps: u32,
@@ -372,6 +376,11 @@ const REFUSED: &[(&[&str], &str)] = &[
          TCP (docs/benchmarks.md, \"rdma_cm\"); run the same command without it",
     ),
     (
+        &["-e", "--events", "-X", "--vector"],
+        "completion events wait for the backend-neutral completion-event API (issue 13); \
+         mlx5-perf polls",
+    ),
+    (
         &["-C", "--report-cycles"],
         "no cycle counter is read: every time comes from CLOCK_MONOTONIC, in usec",
     ),
@@ -381,8 +390,6 @@ const REFUSED: &[(&[&str], &str)] = &[
     ),
     (
         &[
-            "-b",
-            "--bidirectional",
             "--report-both",
             "--reversed",
             "--run_infinitely",
@@ -401,10 +408,6 @@ const REFUSED: &[(&[&str], &str)] = &[
             "-W",
             "--report-counters",
             "--cpu_util",
-            "-e",
-            "--events",
-            "-X",
-            "--vector",
             "--wait_destroy",
             "--disable_dynamic_polling",
             "--dlid",

@@ -27,8 +27,12 @@ pub fn verb_name(params: &Params) -> String {
 pub fn kind_name(params: &Params) -> &'static str {
     match params.test.kind {
         Kind::Lat => "Latency",
-        Kind::Bw if params.post_list > 1 => "Post List BW",
-        Kind::Bw => "BW",
+        Kind::Bw => match (params.duplex, params.post_list > 1) {
+            (true, true) => "Bidirectional Post List BW",
+            (true, false) => "Bidirectional BW",
+            (false, true) => "Post List BW",
+            (false, false) => "BW",
+        },
     }
 }
 
@@ -56,13 +60,13 @@ pub fn test_info(params: &Params, setup: &Setup, gid_index: Option<u32>) -> Stri
         "\"PCIe_relax_order\": \"OFF\"".into(),
         "\"ibv_wr_API\": \"OFF\"".into(),
     ];
-    if !setup.server {
+    if !setup.server || params.duplex {
         lines.push(format!("\"TX_depth\": {}", params.tx_depth));
     }
     if params.post_list > 1 {
         lines.push(format!("\"Post_List\": {}", params.post_list));
     }
-    if params.test.verb == Verb::Send && setup.server {
+    if params.test.verb == Verb::Send && (setup.server || params.duplex) {
         lines.push(format!("\"RX_depth\": {}", params.rx_depth));
     }
     if params.test.kind == Kind::Bw {

@@ -286,13 +286,13 @@ impl Reporter {
         h.push(" Connection type : RC\t\tUsing SRQ      : OFF".into());
         h.push(" PCIe relax order: OFF\t\tLock-free      : ON".into());
         h.push(" ibv_wr* API     : OFF\t\tUsing Enhanced Reorder      : OFF".into());
-        if !setup.server {
+        if !setup.server || params.duplex {
             h.push(format!(" TX depth        : {}", params.tx_depth));
         }
         if params.post_list > 1 {
             h.push(format!(" Post List       : {}", params.post_list));
         }
-        if verb == Verb::Send && setup.server {
+        if verb == Verb::Send && (setup.server || params.duplex) {
             h.push(format!(" RX depth        : {}", params.rx_depth));
         }
         if bw {

@@ -460,6 +460,18 @@ pub struct BwRow {
 }
 
 impl BwRow {
+    /// This direction and `other`'s summed, as perftest reports `-b` (peaks, averages and
+    /// message rates added; this side's iterations and time).
+    pub fn plus(&self, other: &BwRow) -> BwRow {
+        let other = other.in_unit(self.unit);
+        BwRow {
+            bw_peak: self.bw_peak.zip(other.bw_peak).map(|(a, b)| a + b),
+            bw_average: self.bw_average + other.bw_average,
+            msg_rate_mpps: self.msg_rate_mpps + other.msg_rate_mpps,
+            ..self.clone()
+        }
+    }
+
     /// The row in `unit`.
     pub fn in_unit(&self, unit: BwUnit) -> BwRow {
         let f = self.unit.per_second() / unit.per_second();

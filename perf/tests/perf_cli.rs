@@ -726,6 +726,27 @@ fn perftest_statistics_and_samples() {
 }
 
 #[test]
+fn bidirectional_runs_both_ways_and_sums() {
+    for test in ["write_bw", "send_bw", "read_bw", "atomic_bw"] {
+        let v = json(&[test, "-b", "-n", "200", "--json"]);
+        let r = &v["results"][0];
+        // The client's own 200 messages, and the server's 200 the other way.
+        assert_eq!(r["iterations"], 200, "{test}");
+        assert_eq!(r["messages_run"], 400, "{test}");
+        assert!(r["bw_average"].as_f64().unwrap() > 0.0, "{test}");
+        assert_eq!(v["header"]["params"]["duplex"], true);
+    }
+    let (ok, out, err) = perf(&["send_bw", "-b", "-n", "50", "-s", "64"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("                    Send Bidirectional BW Test\n"),
+        "{out}"
+    );
+    // Both sides post receives and sends: the client prints its RX depth too.
+    assert!(out.contains("\n RX depth        : 50\n"), "{out}");
+}
+
+#[test]
 fn the_latency_gap_lands_in_perftests_samples() {
     // A 200 us spin before each post: perftest's samples (gaps between posts, halved)
     // are at least 100 us.

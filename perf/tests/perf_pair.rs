@@ -28,6 +28,7 @@ fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
         cq_mod: if kind == Kind::Lat { 1 } else { 8 },
         qps: 1,
         out_reads: 0,
+        duplex: false,
     }
 }
 

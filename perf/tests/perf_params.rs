@@ -125,6 +125,8 @@ fn post_list_rules() {
 #[test]
 fn refusals_where_perftest_refuses() {
     refused("write_lat -N", "NoPeak only valid for BW tests");
+    refused("send_lat -b", "bidirectional is only available in BW tests");
+    assert!(ok("read_bw -b").duplex);
     refused(
         "write_bw -A CMP_AND_SWAP",
         "not running the atomic_lat/bw test",

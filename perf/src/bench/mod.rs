@@ -141,11 +141,24 @@ impl Local {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "msg", rename_all = "snake_case")]
 enum Msg {
-    Qps { qps: Vec<QpRecord> },
-    Ready { size: usize },
-    Done { count: u64 },
-    Result { pcie: Option<Counts> },
-    Report { stats: Stats, pcie: Option<RowPcie> },
+    Qps {
+        qps: Vec<QpRecord>,
+    },
+    Ready {
+        size: usize,
+    },
+    Done {
+        count: u64,
+    },
+    Result {
+        pcie: Option<Counts>,
+        /// `-b`: the server's own sending, and its messages.
+        duplex: Option<(Stats, u64)>,
+    },
+    Report {
+        stats: Stats,
+        pcie: Option<RowPcie>,
+    },
 }
 
 /// One side's own measurement of a size: statistics, latency samples (latency tests),
@@ -200,50 +213,91 @@ fn client_body<B: Device>(
             Ok((stats, Some(lat), samples, i))
         }
         Kind::Bw => {
-            let nq = side.qps.len();
-            let mut tp = match schedule {
-                Some(s) => Throughput::duration(s),
-                None => Throughput::iterations(local.peak && p.peak_measured()),
-            };
-            let mut posted = 0;
-            loop {
-                for q in 0..nq {
-                    let w = side.windows[q];
-                    if w.closed {
-                        continue;
-                    }
-                    let remaining = match schedule {
-                        Some(_) => u64::MAX,
-                        None => p.iters - w.posted,
-                    };
-                    let count = u64::from(p.post_list).min(remaining) as u32;
-                    if side.outstanding(q) + u64::from(count) > u64::from(p.tx_depth) {
-                        continue;
-                    }
-                    let last =
-                        u64::from(count) == remaining || finished(schedule.as_ref(), 0, p.iters);
-                    let op = side.op(q);
-                    let data = data_for(side, size, &mut payload, &mut sge, w.posted);
-                    tp.post(posted);
-                    side.post(q, count, last, op, data)?;
-                    posted += u64::from(count);
-                }
-                let idle = side.pump()? == 0;
-                let completed: u64 = side.windows.iter().map(|w| w.completed).sum();
-                tp.look(completed);
-                // Nothing arrives for long: is the server still there?
-                if idle && side.idle % PEER_CHECK == 0 && peer.pending()? {
-                    return Err(peer_stopped(peer));
-                }
-                if side
-                    .windows
-                    .iter()
-                    .all(|w| w.closed && w.completed == w.posted)
-                {
-                    let stats = Stats::Bw(tp.summary(size, local.unit)?);
-                    return Ok((stats, None, None, completed));
-                }
+            let (stats, completed) =
+                bw_loop(side, Some(peer), size, local, &mut payload, &mut sge)?;
+            Ok((stats, None, None, completed))
+        }
+    }
+}
+
+/// The bandwidth tests' posting loop: up to `-t` WRs outstanding per QP, `-l` per
+/// doorbell, a CQE every `-Q`; with `-b` also keeping receives posted. Looks at `peer`
+/// (when given) while idle, to stop if it went away. Returns the row and the messages
+/// completed.
+fn bw_loop<B: Device>(
+    side: &mut Side<B>,
+    mut peer: Option<&mut Peer>,
+    size: usize,
+    local: Local,
+    payload: &mut [u8],
+    sge: &mut [mlx5_direct::Sge; 1],
+) -> Result<(Stats, u64), Error> {
+    let p = side.params.clone();
+    let schedule = p.schedule();
+    let nq = side.qps.len();
+    let mut tp = match schedule {
+        Some(s) => Throughput::duration(s),
+        None => Throughput::iterations(local.peak && p.peak_measured()),
+    };
+    let mut posted = 0;
+    loop {
+        if p.duplex {
+            side.refill()?;
+        }
+        for q in 0..nq {
+            let w = side.windows[q];
+            if w.closed {
+                continue;
             }
+            let remaining = match schedule {
+                Some(_) => u64::MAX,
+                None => p.iters - w.posted,
+            };
+            let count = u64::from(p.post_list).min(remaining) as u32;
+            if side.outstanding(q) + u64::from(count) > u64::from(p.tx_depth) {
+                continue;
+            }
+            let last = u64::from(count) == remaining || finished(schedule.as_ref(), 0, p.iters);
+            let op = side.op(q);
+            let data = data_for(side, size, payload, sge, w.posted);
+            tp.post(posted);
+            side.post(q, count, last, op, data)?;
+            posted += u64::from(count);
+        }
+        let idle = side.pump()? == 0;
+        let completed: u64 = side.windows.iter().map(|w| w.completed).sum();
+        tp.look(completed);
+        // Nothing arrives for long: is the peer still there?
+        if let Some(peer) = peer.as_deref_mut() {
+            if idle && side.idle % PEER_CHECK == 0 && peer.pending()? {
+                return Err(peer_stopped(peer));
+            }
+        }
+        if side
+            .windows
+            .iter()
+            .all(|w| w.closed && w.completed == w.posted)
+        {
+            return Ok((Stats::Bw(tp.summary(size, local.unit)?), completed));
+        }
+    }
+}
+
+/// Keeps completing and reposting receives until the peer's next TCP message (or its
+/// end) is waiting: a side that finished first keeps the other's SENDs landing.
+fn serve_until_message<B: Device>(
+    side: &mut Side<B>,
+    peer: &mut Peer,
+    mut each: impl FnMut(&Side<B>),
+) -> Result<(), Error> {
+    let mut spins = 0u32;
+    loop {
+        side.pump()?;
+        each(side);
+        side.refill()?;
+        spins = spins.wrapping_add(1);
+        if spins % PEER_CHECK == 0 && peer.pending()? {
+            return Ok(());
         }
     }
 }
@@ -264,7 +318,8 @@ fn server_body<B: Device>(
     let mut sge = [mlx5_direct::Sge::default(); 1];
     let schedule = p.schedule();
     let ping_pong = p.test.kind == Kind::Lat && matches!(p.test.verb, Verb::Write | Verb::Send);
-    let receives = p.test.kind == Kind::Bw && p.test.verb == Verb::Send;
+    let receives = p.test.kind == Kind::Bw && p.test.verb == Verb::Send && !p.duplex;
+    let mut duplex = None;
     let mut lat = Latencies::new();
     let mut posts = Vec::new();
     let mut tp = match schedule {
@@ -293,16 +348,11 @@ fn server_body<B: Device>(
         }
         side.drain()?;
     } else if receives {
-        let mut spins = 0u32;
-        loop {
-            side.pump()?;
-            tp.look(side.received.iter().sum());
-            side.refill()?;
-            spins = spins.wrapping_add(1);
-            if spins % PEER_CHECK == 0 && peer.pending()? {
-                break;
-            }
-        }
+        serve_until_message(side, peer, |s| tp.look(s.received.iter().sum()))?;
+    } else if p.duplex {
+        // -b: the server sends as the client does, at the same time.
+        duplex = Some(bw_loop(side, None, size, local, &mut payload, &mut sge)?);
+        serve_until_message(side, peer, |_| {})?;
     }
     let count = match peer.recv()? {
         Msg::Done { count } => count,
@@ -324,7 +374,7 @@ fn server_body<B: Device>(
         }
         Some((Stats::Bw(tp.summary(size, local.unit)?), None, None, count))
     } else {
-        None
+        duplex.map(|(stats, sent)| (stats, None, None, sent))
     };
     Ok((own, count))
 }
@@ -345,6 +395,7 @@ fn flag(field: &str) -> &'static str {
         "qps" => "-q",
         "rx_depth" => "-r",
         "out_reads" => "-o",
+        "duplex" => "-b",
         _ => "the test (derived from it)",
     }
 }
@@ -428,7 +479,12 @@ pub fn serve<B: Device>(
         peer.send(&Msg::Ready { size })?;
         let (own, count) = server_body(&mut side, &mut peer, size, local)?;
         let pcie = side.pcie().zip(before).map(|(a, b)| Counts::from(a - b));
-        peer.send(&Msg::Result { pcie })?;
+        // -b: the server's sending goes to the client, which prints both directions.
+        let (own, duplex) = match own {
+            Some((stats, _, _, sent)) if params.duplex => (None, Some((stats, sent))),
+            own => (own, None),
+        };
+        peer.send(&Msg::Result { pcie, duplex })?;
         let (stats, pcie) = match peer.recv()? {
             Msg::Report { stats, pcie } => (stats, pcie),
             m => return Err(format!("expected the client's report, got {m:?}").into()),
@@ -482,13 +538,24 @@ pub fn client<B: Device>(
             m => return Err(format!("expected Ready for {size} bytes, got {m:?}").into()),
         }
         let before = side.pcie();
-        let (stats, latencies, samples, count) = client_body(&mut side, &mut peer, size, local)?;
-        let mine = side.pcie().zip(before).map(|(a, b)| Counts::from(a - b));
+        let (mut stats, latencies, samples, mut count) =
+            client_body(&mut side, &mut peer, size, local)?;
         peer.send(&Msg::Done { count })?;
-        let theirs = match peer.recv()? {
-            Msg::Result { pcie } => pcie,
+        if params.duplex {
+            // The server may still be sending: keep its SENDs landing until it reports.
+            serve_until_message(&mut side, &mut peer, |_| {})?;
+        }
+        let mine = side.pcie().zip(before).map(|(a, b)| Counts::from(a - b));
+        let (theirs, duplex) = match peer.recv()? {
+            Msg::Result { pcie, duplex } => (pcie, duplex),
             m => return Err(format!("expected the server's result, got {m:?}").into()),
         };
+        if let (Stats::Bw(mine), Some((Stats::Bw(server), sent))) = (&stats, &duplex) {
+            // perftest's -b report: both directions summed (print_full_bw_report with the
+            // remote report), the messages of both.
+            stats = Stats::Bw(mine.plus(server));
+            count += sent;
+        }
         let pcie = mine.zip(theirs).map(|(c, s)| RowPcie {
             client: PerMessage::new(c, count),
             server: PerMessage::new(s, count),

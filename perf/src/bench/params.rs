@@ -36,6 +36,8 @@ pub struct Params {
     pub qps: u32,
     /// Outstanding READs / atomics per QP (`-o`; 0: the device's maximum).
     pub out_reads: u32,
+    /// Both sides send (`-b`).
+    pub duplex: bool,
 }
 
 /// perftest's `-a` sizes.
@@ -158,6 +160,9 @@ impl Params {
             return Err(
                 "-A: you are not running the atomic_lat/bw test (perftest refuses it too)".into(),
             );
+        }
+        if lat && a.bidirectional {
+            return Err("-b: bidirectional is only available in BW tests".into());
         }
         if lat && a.no_peak {
             return Err("-N: NoPeak only valid for BW tests".into());
@@ -309,6 +314,7 @@ impl Params {
             cq_mod,
             qps,
             out_reads: a.outs.unwrap_or(0),
+            duplex: a.bidirectional,
         })
     }
 
@@ -337,7 +343,7 @@ impl Params {
             Some("duration mode (-D) measures the average over the sampling window only")
         } else if self.iters > PEAK_MAX_ITERS {
             Some("more than 20000 iterations per QP (the peak search keeps a time per post)")
-        } else if server && self.test.verb == Verb::Send {
+        } else if server && self.test.verb == Verb::Send && !self.duplex {
             Some("the send_bw server receives: it has no posts to time a peak from")
         } else {
             None

@@ -22,6 +22,7 @@ fn every_compared_parameter_names_its_flag() {
         cq_mod: 1,
         qps: 1,
         out_reads: 0,
+        duplex: false,
     };
     let serde_json::Value::Object(fields) = serde_json::to_value(&params).unwrap() else {
         panic!("params are an object");
