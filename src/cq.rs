@@ -44,6 +44,7 @@ pub struct CqDesc {
 
 /// What a completion reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum WcOpcode {
     /// SEND (also with immediate or invalidate) completed at the requester.
     Send,
@@ -118,6 +119,7 @@ static SEND_OPCODES: [WcOpcode; 256] = {
 
 /// An error CQE: the syndrome names the cause.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct WcError {
     /// Raw syndrome (see [`WcError::syndrome`]).
     pub syndrome: u8,
@@ -157,6 +159,7 @@ impl core::fmt::Display for WcError {
 
 /// The outcome of a completion.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Status {
     /// Success.
     #[default]
@@ -183,6 +186,7 @@ impl Status {
 
 /// One polled completion.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Completion {
     /// The `wr_id` given when the WQE was posted (0 for unknown-QP / unknown-opcode CQEs).
     pub wr_id: u64,

@@ -25,6 +25,7 @@ use core::fmt;
 
 /// An asynchronous event (`ibv_event_type`, with the object it names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum AsyncEvent {
     /// `IBV_EVENT_CQ_ERR`: the CQ went to error (overrun: the consumer index lagged a whole
     /// ring; or a protection error) and writes no more CQEs. Destroy it and its QPs.

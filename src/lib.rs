@@ -133,7 +133,8 @@ pub use event::AsyncEvent;
 pub use rq::{RecvQueue, SharedRecvQueue};
 pub use sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge};
 pub use types::{
-    Access, ConnectOptions, DeviceCaps, Endpoint, PortInfo, QpConfig, QpState, Transition,
+    Access, ConnectOptions, DeviceCaps, Endpoint, ParseEndpointError, PortInfo, QpConfig, QpState,
+    Transition,
 };
 
 /// The README's examples, compiled and run as doctests.

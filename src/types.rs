@@ -3,10 +3,13 @@
 //! else in the crate, so the backends, the errors and the control objects all point down
 //! to them.
 
+use core::fmt;
+use core::str::FromStr;
 use std::ops::BitOr;
 
 /// Memory and QP access rights (the values of `ibv_access_flags`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Access(pub u32);
 
 impl Access {
@@ -38,6 +41,7 @@ impl BitOr for Access {
 
 /// Device limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct DeviceCaps {
     /// Largest send queue in WQEBBs, and receive queue in WQEs (`ibv_device_attr.max_qp_wr`).
     pub max_sq_wqebbs: u32,
@@ -65,6 +69,7 @@ pub struct DeviceCaps {
 
 /// A port's addressing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PortInfo {
     /// Local identifier (InfiniBand).
     pub lid: u16,
@@ -78,6 +83,7 @@ pub struct PortInfo {
 
 /// Everything a peer needs to connect to a QP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Endpoint {
     /// LID of the port.
     pub lid: u16,
@@ -89,8 +95,109 @@ pub struct Endpoint {
     pub psn: u32,
 }
 
+/// The wire forms of an [`Endpoint`], for two processes to exchange (over TCP, a file, ...).
+///
+/// Text: rdma-core's `rc_pingpong` message, `"%04x:%06x:%06x:%s"` of LID, QPN, PSN and the
+/// GID as 32 hex digits of its 16 bytes in order (`gid_to_wire_gid`), so
+/// `"0001:000108:000000:fe800000000000000000000000000001"`: [`fmt::Display`] writes it,
+/// [`FromStr`] reads it (lowercase or uppercase hex). Bytes: [`Endpoint::to_bytes`], 26
+/// bytes, all big-endian: LID (2), QPN (4), PSN (4), GID (16).
+impl Endpoint {
+    /// Length of [`Endpoint::to_bytes`].
+    pub const WIRE_LEN: usize = 26;
+    /// Length of the text form (rc_pingpong's message without its NUL).
+    pub const TEXT_LEN: usize = 51;
+
+    /// The 26-byte binary form.
+    pub fn to_bytes(&self) -> [u8; Endpoint::WIRE_LEN] {
+        let mut b = [0u8; Endpoint::WIRE_LEN];
+        b[0..2].copy_from_slice(&self.lid.to_be_bytes());
+        b[2..6].copy_from_slice(&self.qpn.to_be_bytes());
+        b[6..10].copy_from_slice(&self.psn.to_be_bytes());
+        b[10..].copy_from_slice(&self.gid);
+        b
+    }
+
+    /// Reads the binary form; QPN and PSN must fit in 24 bits.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Endpoint, ParseEndpointError> {
+        let b: &[u8; Endpoint::WIRE_LEN] = bytes
+            .try_into()
+            .map_err(|_| ParseEndpointError("not 26 bytes"))?;
+        let word = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let mut gid = [0u8; 16];
+        gid.copy_from_slice(&b[10..]);
+        Endpoint {
+            lid: u16::from_be_bytes([b[0], b[1]]),
+            qpn: word(2),
+            psn: word(6),
+            gid,
+        }
+        .checked()
+    }
+
+    fn checked(self) -> Result<Endpoint, ParseEndpointError> {
+        if self.qpn > 0xff_ffff {
+            return Err(ParseEndpointError("QPN over 24 bits"));
+        }
+        if self.psn > 0xff_ffff {
+            return Err(ParseEndpointError("PSN over 24 bits"));
+        }
+        Ok(self)
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:04x}:{:06x}:{:06x}:", self.lid, self.qpn, self.psn)?;
+        self.gid.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl FromStr for Endpoint {
+    type Err = ParseEndpointError;
+
+    fn from_str(s: &str) -> Result<Endpoint, ParseEndpointError> {
+        let mut fields = s.split(':');
+        let mut field = |digits: usize, what: &'static str| {
+            let text = fields.next().ok_or(ParseEndpointError(what))?;
+            if text.len() != digits || !text.bytes().all(|c| c.is_ascii_hexdigit()) {
+                return Err(ParseEndpointError(what));
+            }
+            Ok(text)
+        };
+        // Digits checked above, so `to_digit` cannot fail.
+        let digit = |c: u8| (c as char).to_digit(16).unwrap_or(0);
+        let number = |text: &str| text.bytes().fold(0, |n, c| n << 4 | digit(c));
+        let lid = number(field(4, "LID is not 4 hex digits")?) as u16;
+        let qpn = number(field(6, "QPN is not 6 hex digits")?);
+        let psn = number(field(6, "PSN is not 6 hex digits")?);
+        let gid_text = field(32, "GID is not 32 hex digits")?;
+        if fields.next().is_some() {
+            return Err(ParseEndpointError("more than four fields"));
+        }
+        let mut gid = [0u8; 16];
+        for (byte, pair) in gid.iter_mut().zip(gid_text.as_bytes().chunks_exact(2)) {
+            *byte = (digit(pair[0]) << 4 | digit(pair[1])) as u8;
+        }
+        Ok(Endpoint { lid, gid, qpn, psn })
+    }
+}
+
+/// Why an [`Endpoint`]'s wire form did not read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParseEndpointError(&'static str);
+
+impl fmt::Display for ParseEndpointError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bad endpoint: {}", self.0)
+    }
+}
+
+impl std::error::Error for ParseEndpointError {}
+
 /// QP states as the driver tracks them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum QpState {
     /// Created or reset; nothing may be posted.
     Reset,
@@ -106,6 +213,7 @@ pub enum QpState {
 
 /// A QP state change, with the attributes each step needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Transition {
     /// RESET → INIT.
     Init {
@@ -150,6 +258,7 @@ pub enum Transition {
 
 /// QP sizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct QpConfig {
     /// Send queue size in 64-byte WQEBBs (rounded up to a power of two).
     pub sq_wqebbs: u32,
@@ -177,6 +286,7 @@ impl Default for QpConfig {
 
 /// Connection attributes (perftest's defaults).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ConnectOptions {
     /// Port (from 1).
     pub port: u8,

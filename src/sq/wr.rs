@@ -8,6 +8,7 @@ use crate::ring::WqeBuf;
 
 /// A gather or scatter entry: `len` bytes at `addr` in memory registered with `lkey`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Sge {
     /// Virtual address.
     pub addr: u64,
@@ -19,11 +20,26 @@ pub struct Sge {
 
 /// The remote side of an RDMA or atomic operation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Remote {
     /// Remote virtual address.
     pub addr: u64,
     /// Remote key.
     pub rkey: u32,
+}
+
+impl Remote {
+    /// The same region `n` bytes further on (a peer's buffer plus an offset into it, e.g.
+    /// slot `i` of a ring the peer advertised as one `Remote`).
+    ///
+    /// # Panics
+    /// If the address overflows 64 bits.
+    pub fn offset(self, n: u64) -> Remote {
+        Remote {
+            addr: self.addr.checked_add(n).expect("remote address overflows"),
+            rkey: self.rkey,
+        }
+    }
 }
 
 /// A send-queue operation (RC).
