@@ -39,6 +39,8 @@ pub struct Origin {
     pub gid_index: Option<u32>,
     /// False with `-N` (no warning about the peak then, as perftest).
     pub peak: bool,
+    /// `-e`: completion events.
+    pub events: bool,
 }
 
 /// What the report does besides printing: perftest's JSON file, pass/fail limits and
@@ -272,6 +274,9 @@ impl Reporter {
             verb_name(params),
             kind_name(params)
         ));
+        if self.origin.events {
+            h.push(format!(" Test with events. Using {}_comp0", setup.device));
+        }
         if self.origin.model {
             h.push(" ON THE MODEL: CPU-side numbers of the driver and the mlx5-hw model's software, both ends in this process; not a NIC's latency or bandwidth".into());
         }

@@ -47,6 +47,7 @@ fn reporter(args: &BenchArgs, params: &Params, model: bool, link: Option<String>
         link,
         gid_index: args.gid_index,
         peak: !args.no_peak,
+        events: args.events,
     };
     let extras = Extras {
         out_json: args.out_json.then(|| args.out_json_file.clone()),

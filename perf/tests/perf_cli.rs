@@ -747,6 +747,31 @@ fn bidirectional_runs_both_ways_and_sums() {
 }
 
 #[test]
+fn events_sleep_on_the_cq_and_complete_every_test() {
+    for (test, n) in [
+        ("send_lat", 20),
+        ("read_lat", 20),
+        ("atomic_lat", 20),
+        ("send_bw", 100),
+        ("read_bw", 100),
+        ("atomic_bw", 100),
+    ] {
+        let ns = n.to_string();
+        let v = json(&[test, "-e", "-n", &ns, "--json"]);
+        assert_eq!(v["results"][0]["iterations"], n, "{test}");
+    }
+    // -b with events: both sides sleep, the SENDs of each keep landing.
+    let v = json(&["send_bw", "-e", "-b", "-n", "100", "--json"]);
+    assert_eq!(v["results"][0]["messages_run"], 200);
+    let (ok, out, err) = perf(&["read_lat", "-e", "-n", "5"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("\n Test with events. Using mlx5-hw model_comp0\n"),
+        "{out}"
+    );
+}
+
+#[test]
 fn the_latency_gap_lands_in_perftests_samples() {
     // A 200 us spin before each post: perftest's samples (gaps between posts, halved)
     // are at least 100 us.

@@ -95,6 +95,7 @@ fn cq_moderation_follows_perftests_rules() {
     assert_eq!(q("send_bw -s 8193"), 1);
     assert_eq!(q("write_bw -s 65536 -Q 10"), 10);
     assert_eq!(q("write_bw -a"), 100);
+    assert_eq!(q("send_bw -e"), 100);
     // The post list's size when -l is given without -Q.
     assert_eq!(q("write_bw -s 8 -l 8"), 8);
     assert_eq!(q("write_bw -l 40"), 40);
@@ -140,6 +141,8 @@ fn refusals_where_perftest_refuses() {
     refused("atomic_lat -s 16", "cannot be changed for Atomic tests");
     assert_eq!(ok("atomic_lat -s 8").sizes, [8]);
     refused("write_bw -a -D 2", "doesn't support running on all sizes");
+    refused("write_lat -e", "events feature not available on WRITE verb");
+    refused("send_bw -e -D 2", "duration mode doesn't work with events");
     refused("send_lat -q 2", "multiple QPs only available on bw tests");
     refused("write_bw -q 16385", "between 1 and 16384");
 }

@@ -27,7 +27,7 @@ mod tests;
 
 pub use params::Params;
 pub use row::{Counts, PerMessage, Row, RowPcie, Setup, Stats};
-use side::{await_ping, data_for, finished, peer_stopped, sample, spin, Side, PEER_CHECK};
+use side::{await_ping, data_for, finished, peer_stopped, sample, spin, Side};
 
 /// What the benchmarks need from a backend beyond [`Backend`].
 pub trait Device: Backend {
@@ -89,6 +89,8 @@ pub struct Local {
     pub perftest_stats: bool,
     /// Latency tests: keep perftest's samples for the report (`-H`, `-U`).
     pub keep_samples: bool,
+    /// Sleep on CQ events instead of spinning on the CQ (`-e`).
+    pub events: bool,
 }
 
 impl Local {
@@ -106,6 +108,7 @@ impl Local {
             latency_gap: Duration::from_micros(a.latency_gap),
             perftest_stats: a.perftest_stats,
             keep_samples: a.histogram || a.unsorted,
+            events: a.events,
         }
     }
 
@@ -269,7 +272,7 @@ fn bw_loop<B: Device>(
         tp.look(completed);
         // Nothing arrives for long: is the peer still there?
         if let Some(peer) = peer.as_deref_mut() {
-            if idle && side.idle % PEER_CHECK == 0 && peer.pending()? {
+            if idle && side.peer_check_due(side.idle) && peer.pending()? {
                 return Err(peer_stopped(peer));
             }
         }
@@ -296,7 +299,7 @@ fn serve_until_message<B: Device>(
         each(side);
         side.refill()?;
         spins = spins.wrapping_add(1);
-        if spins % PEER_CHECK == 0 && peer.pending()? {
+        if side.peer_check_due(spins) && peer.pending()? {
             return Ok(());
         }
     }

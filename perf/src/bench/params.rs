@@ -225,7 +225,7 @@ impl Params {
         }
         let size = a.size.unwrap_or(if lat { 2 } else { 65536 });
         let mut cq_mod = asked_cq_mod.unwrap_or(DEF_CQ_MOD);
-        if !lat && size > CQ_MOD_SIZE_LIMIT && !a.all && asked_cq_mod.is_none() {
+        if !lat && size > CQ_MOD_SIZE_LIMIT && !a.all && !a.events && asked_cq_mod.is_none() {
             cq_mod = 1;
         }
         cq_mod = cq_mod.min(tx_depth);
@@ -255,6 +255,12 @@ impl Params {
                 }
                 Some(_) => {}
             }
+        }
+        if a.events && test.verb == Verb::Write {
+            return Err("-e: events feature not available on WRITE verb".into());
+        }
+        if a.events && duration_ms.is_some() {
+            return Err("-e: duration mode doesn't work with events".into());
         }
         if duration_ms.is_some() && a.all {
             return Err("-D: duration mode doesn't support running on all sizes (-a)".into());

@@ -33,8 +33,12 @@ const IDLE_POLLS: u32 = 256;
 /// yields.
 const YIELD_AFTER: Duration = Duration::from_micros(2);
 
+/// How long `-e` sleeps for a completion event before looking around (the model's timers,
+/// the peer).
+const EVENT_WAIT: Duration = Duration::from_millis(1);
+
 /// Idle polls between looks at the TCP connection (the peer's Done, or its end).
-pub(super) const PEER_CHECK: u32 = 4096;
+const PEER_CHECK: u32 = 4096;
 
 /// The error to report when the peer spoke (or hung up) in the middle of a test.
 pub(super) fn peer_stopped(peer: &mut Peer) -> Error {
@@ -72,7 +76,10 @@ impl<B: Device> Side<B> {
     pub(super) fn new(ctx: Context<B>, params: &Params, local: Local) -> Result<Self, Error> {
         let pd = ctx.alloc_pd()?;
         let q = params.qps;
-        let cq = ctx.create_cq(q * (params.tx_depth + params.rx_depth) + 16, 64)?;
+        let mut cq = ctx.create_cq(q * (params.tx_depth + params.rx_depth) + 16, 64)?;
+        if local.events {
+            cq.arm(false);
+        }
         // ctrl + raddr + inline header and data, in WQEBBs.
         let bbs = (36 + params.inline_size).div_ceil(64).max(1) as u32;
         let config = QpConfig {
@@ -227,7 +234,16 @@ impl<B: Device> Side<B> {
                 w.signaled -= 1;
             }
         }
-        if n == 0 {
+        if n == 0 && self.local.events {
+            // perftest's -e: nothing to poll, so sleep until the CQ's event, arm it for
+            // the next, then poll again (ctx_notify_events). The model's timers run first:
+            // nothing else would run them while this thread sleeps.
+            self.idle = self.idle.wrapping_add(1);
+            self.ctx.backend().progress();
+            if self.cq.wait_event(EVENT_WAIT)? {
+                self.cq.arm(false);
+            }
+        } else if n == 0 {
             self.idle = self.idle.wrapping_add(1);
             if self.idle == 1 {
                 self.idle_since = Instant::now();
@@ -249,6 +265,12 @@ impl<B: Device> Side<B> {
         if spins % IDLE_POLLS == 0 {
             self.ctx.backend().progress();
         }
+    }
+
+    /// True when the `spins`-th idle look should also look at the TCP connection: every
+    /// `PEER_CHECK` looks, or every look with `-e`, whose looks each sleep.
+    pub(super) fn peer_check_due(&self, spins: u32) -> bool {
+        self.local.events || spins % PEER_CHECK == 0
     }
 
     pub(super) fn op(&self, q: usize) -> SendOp {
@@ -431,7 +453,7 @@ pub(super) fn await_ping<B: Device>(
         if side.params.test.verb == Verb::Write {
             side.waited(spins, since);
         }
-        if spins % PEER_CHECK == 0 && peer.pending()? {
+        if side.peer_check_due(spins) && peer.pending()? {
             return Ok(false);
         }
     }
