@@ -56,6 +56,7 @@ impl Ep {
             log_rq_wqe_cnt: 0,
             log_rq_stride: 4,
             dbrec: base + DBREC as u64,
+            user_index: 0,
         };
         // SAFETY: as above.
         let qp = unsafe { nic.create_qp(&qp) }.unwrap();

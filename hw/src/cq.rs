@@ -18,9 +18,13 @@ const EQ_DOORBELL_SIZE: u32 = 4;
 
 /// Report a completion of QP index `qpi` on its send or receive CQ. A CQE lost to a CQ in
 /// error marks the QP fatal (the caller then moves it to ERR).
-pub(crate) fn complete(nic: &mut NicState, qpi: usize, recv: bool, cqe: Cqe) {
+pub(crate) fn complete(nic: &mut NicState, qpi: usize, recv: bool, mut cqe: Cqe) {
+    let v1 = nic.cfg.cqe_version == 1;
     let q = nic.qp(qpi);
     let cq = if recv { q.recv_cq } else { q.send_cq };
+    if v1 {
+        cqe.srqn = q.user_index;
+    }
     if nic.faults.delay_cqes || !nic.delayed.is_empty() {
         nic.delayed.push_back(Delayed {
             cq,

@@ -393,6 +393,7 @@ impl Nic {
                 sq_psn: 0,
                 retry_cnt: 0,
                 rnr_retry: 0,
+                user_index: p.user_index & 0xff_ffff,
                 max_rd_atomic: 0,
                 max_dest_rd_atomic: 0,
                 sq_ci: 0,

@@ -142,6 +142,8 @@ pub(crate) struct Qp {
     pub(crate) sq_psn: u32,
     pub(crate) retry_cnt: u8,
     pub(crate) rnr_retry: u8,
+    /// User index written into CQEs under CQE version 1.
+    pub(crate) user_index: u32,
     /// Outgoing READ/atomic depth (RTS) and incoming depth (RTR), as set.
     pub(crate) max_rd_atomic: u8,
     pub(crate) max_dest_rd_atomic: u8,

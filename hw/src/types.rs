@@ -125,6 +125,11 @@ pub struct NicConfig {
     /// Largest message in bytes (`1 << log_max_msg`; ConnectX-4..7 report 2^30). At most
     /// 2^31; larger values mean 2^31.
     pub max_msg_sz: u32,
+    /// CQE version of the QPs' context: 1 writes each QP's `QpParams::user_index` into
+    /// `srqn_uidx` of every CQE of that QP (what rdma-core contexts negotiate on current
+    /// kernels, and what `mlx5_poll_cq_v1` looks QPs up by); any other value is version 0
+    /// (`srqn_uidx` is the SRQN of an SRQ receive, else 0).
+    pub cqe_version: u8,
 }
 
 impl Default for NicConfig {
@@ -136,6 +141,7 @@ impl Default for NicConfig {
             atomic_8b_host_order: true,
             pcie_atomic_ops: false,
             max_msg_sz: 1 << 30,
+            cqe_version: 0,
         }
     }
 }
@@ -205,6 +211,8 @@ pub struct QpParams {
     pub log_rq_stride: u8,
     /// Doorbell record: BE32 RQ counter at +0, BE32 SQ counter at +4.
     pub dbrec: u64,
+    /// User index (24 bits) for CQE version 1 (`NicConfig::cqe_version`).
+    pub user_index: u32,
 }
 
 /// Result of QP creation.

@@ -448,3 +448,42 @@ fn an_atomic_whose_result_key_fails_has_still_run_at_the_responder() {
     assert_eq!(b.mem.u64(DATA + 0x40), 11, "the responder executed it");
     assert_eq!(a.mem.u64(0x800 + DATA), 0, "nothing landed");
 }
+
+#[test]
+fn cqe_version_1_writes_the_user_index_into_every_cqe() {
+    let v1 = NicConfig {
+        cqe_version: 1,
+        ..NicConfig::default()
+    };
+    for srq in [false, true] {
+        let cfg = Cfg {
+            srq,
+            ..Cfg::default()
+        };
+        let (_f, mut a, mut b) = pair_with(cfg, Conn::default(), v1.clone());
+        b.recv_at(0, 16);
+        b.recv_at(16, 16);
+        a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(b"v1")]);
+        a.ring();
+        // A bad rkey: REQ_ERR at the requester; the responder's flush (RQ only).
+        a.write_inline(b.data(0), b.key ^ 0x100, b"x", SIGNALED);
+        a.ring();
+        let s = a.drain_send();
+        let r = b.drain_recv();
+        assert_eq!(
+            s.iter().map(|c| (c.opcode, c.srqn)).collect::<Vec<_>>(),
+            vec![(REQ, USER_INDEX), (REQ_ERR, USER_INDEX)],
+            "srq={srq}"
+        );
+        let want = if srq {
+            vec![(RESP_SEND, USER_INDEX)]
+        } else {
+            vec![(RESP_SEND, USER_INDEX), (RESP_ERR, USER_INDEX)]
+        };
+        assert_eq!(
+            r.iter().map(|c| (c.opcode, c.srqn)).collect::<Vec<_>>(),
+            want,
+            "srq={srq}"
+        );
+    }
+}

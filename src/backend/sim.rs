@@ -460,6 +460,8 @@ impl Backend for Sim {
             log_rq_wqe_cnt: log_rq,
             log_rq_stride: rq_stride.trailing_zeros() as u8,
             dbrec: addr(&dbrec),
+            // CQE version 0 (the default NicConfig): unused; the poller keys on QPNs.
+            user_index: 0,
         };
         // SAFETY: the buffers live in the handle, which destroys the QP before freeing them.
         let info = unsafe { self.nic.create_qp(&params) }.map_err(device_error("create QP"))?;

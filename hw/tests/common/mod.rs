@@ -82,6 +82,9 @@ pub const DATA: usize = 0x10000;
 pub const DATA_LEN: usize = 0x10000;
 pub const MEM_LEN: usize = DATA + DATA_LEN;
 
+/// The user index of every test QP (seen in CQEs under CQE version 1).
+pub const USER_INDEX: u32 = 0xc0_ffee;
+
 /// Ring sizes of a test QP.
 #[derive(Clone, Copy)]
 pub struct Cfg {
@@ -232,6 +235,7 @@ impl Side {
             log_rq_wqe_cnt: cfg.log_rq,
             log_rq_stride: cfg.log_rq_stride,
             dbrec: mem.addr(DBREC),
+            user_index: USER_INDEX,
         };
         // SAFETY: the rings and record live in `mem`.
         let qp = unsafe { nic.create_qp(&qp) }.unwrap();
