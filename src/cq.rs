@@ -469,24 +469,16 @@ impl QpTable {
             return;
         }
         let counter = cqe.wqe_counter.get();
-        // `byte_cnt` means something for READ only (rdma-core's `handle_good_req`); the
-        // atomics' lengths are their operand sizes.
-        let done = match opcode {
-            WcOpcode::RdmaRead => self
-                .hot_sq
-                .complete(counter)
-                .map(|id| (id, cqe.byte_cnt.get())),
-            WcOpcode::CompareSwap | WcOpcode::FetchAdd => {
-                self.hot_sq.complete(counter).map(|id| (id, 8))
-            }
-            WcOpcode::MaskedCompareSwap | WcOpcode::MaskedFetchAdd => {
-                self.hot_sq.complete_masked_atomic(counter)
-            }
-            _ => self.hot_sq.complete(counter).map(|id| (id, 0)),
-        };
-        let Some((wr_id, byte_len)) = done else {
+        let Some((wr_id, kept)) = self.hot_sq.complete_with_len(counter) else {
             *out = unknown_wqe(qpn, opcode, counter);
             return;
+        };
+        // `byte_cnt` means something for READ only (rdma-core's `handle_good_req`); every
+        // other length (an atomic's operand size, else 0) was kept at post time.
+        let byte_len = if sop >> 24 == Opcode::RdmaRead as u32 {
+            cqe.byte_cnt.get()
+        } else {
+            kept
         };
         *out = Completion {
             wr_id,

@@ -40,10 +40,10 @@ pub(super) struct SqSlot {
     pub(super) wr_id: AtomicU64,
     /// Producer count after the WQE.
     pub(super) next_pi: AtomicU32,
-    /// Operand size of a masked atomic (4 or 8): its completion's `byte_len`, which the
-    /// CQE does not carry. Written and read for masked atomics only (it fits the slot's
-    /// padding).
-    pub(super) operand: AtomicU32,
+    /// The completion's `byte_len` unless the WQE is a READ (whose CQE carries it): an
+    /// atomic's operand size, else 0. The CQE's byte count is not defined there. (It fits
+    /// the slot's padding.)
+    pub(super) byte_len: AtomicU32,
 }
 
 impl SqShared {
@@ -73,13 +73,14 @@ impl SqShared {
         self.retire(wqe_counter, |slot| slot.wr_id.load(Ordering::Relaxed))
     }
 
-    /// As [`SqShared::complete`], for a masked atomic: its `wr_id` and operand size.
+    /// As [`SqShared::complete`], also returning the `byte_len` the post kept for the
+    /// WQE (read with the `wr_id`, from the same cache line).
     #[inline(always)]
-    pub(crate) fn complete_masked_atomic(&self, wqe_counter: u16) -> Option<(u64, u32)> {
+    pub(crate) fn complete_with_len(&self, wqe_counter: u16) -> Option<(u64, u32)> {
         self.retire(wqe_counter, |slot| {
             (
                 slot.wr_id.load(Ordering::Relaxed),
-                slot.operand.load(Ordering::Relaxed),
+                slot.byte_len.load(Ordering::Relaxed),
             )
         })
     }

@@ -216,3 +216,69 @@ fn flags_set_the_fm_ce_se_bits() {
         assert_eq!(q.sq.wqe_bytes(pi, 16)[11], expect, "{flags:?}");
     }
 }
+
+#[test]
+fn atomic_results_decode_in_each_kinds_byte_order() {
+    let remote = Remote::default();
+    let v8 = 0x0102_0304_0506_0708u64;
+    let be8 = [1, 2, 3, 4, 5, 6, 7, 8];
+    let eight = [
+        SendOp::CompareSwap {
+            remote,
+            compare: 0,
+            swap: 0,
+        },
+        SendOp::FetchAdd { remote, add: 0 },
+        SendOp::MaskedCompareSwap64 {
+            remote,
+            args: MaskedCs64Args::default(),
+        },
+        SendOp::MaskedFetchAdd64 {
+            remote,
+            add: 0,
+            field_boundary: 0,
+        },
+    ];
+    for op in eight {
+        assert_eq!(op.atomic_size(), Some(8));
+        assert_eq!(
+            op.atomic_result(&v8.to_ne_bytes(), true),
+            Some(v8),
+            "{op:?}"
+        );
+        assert_eq!(op.atomic_result(&be8, false), Some(v8), "{op:?}");
+        assert_eq!(
+            op.atomic_result(&be8[..7], true),
+            None,
+            "{op:?}: short entry"
+        );
+    }
+    let four = [
+        SendOp::MaskedCompareSwap32 {
+            remote,
+            args: MaskedCs32Args::default(),
+        },
+        SendOp::MaskedFetchAdd32 {
+            remote,
+            add: 0,
+            field_boundary: 0,
+        },
+    ];
+    for op in four {
+        assert_eq!(op.atomic_size(), Some(4));
+        // Big-endian whatever the 8-byte mode.
+        for mode in [true, false] {
+            assert_eq!(
+                op.atomic_result(&be8[..4], mode),
+                Some(0x0102_0304),
+                "{op:?}"
+            );
+        }
+    }
+    for op in [SendOp::Send, SendOp::Read(remote), SendOp::Nop] {
+        assert_eq!(
+            (op.atomic_size(), op.atomic_result(&be8, true)),
+            (None, None)
+        );
+    }
+}

@@ -303,14 +303,8 @@ impl SendOp {
     /// For an atomic, the size of the original value it writes to its local entry (4 or 8,
     /// also its completion's `byte_len`); `None` for any other operation.
     pub fn atomic_size(&self) -> Option<u32> {
-        match self.shape() {
-            Shape {
-                args_ds: 1..,
-                local_len,
-                ..
-            } => local_len,
-            _ => None,
-        }
+        let shape = self.shape();
+        shape.local_len.filter(|_| shape.args_ds != 0)
     }
 
     /// For an atomic, the original value from the bytes of its local entry (`entry`, at

@@ -4,8 +4,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::error::PostError;
 use crate::prm::{
-    self, Be32, Be64, CtrlSeg, DataSeg, InlineSeg, Opcode, OpmodIdxOpcode, QpnDs, RaddrSeg, DS,
-    SEND_WQE_BB,
+    self, Be32, Be64, CtrlSeg, DataSeg, InlineSeg, OpmodIdxOpcode, QpnDs, RaddrSeg, DS, SEND_WQE_BB,
 };
 use crate::ring::{Block, Staging, WqeRing};
 
@@ -181,11 +180,10 @@ impl Limits {
         let next_pi = pi.wrapping_add(bbs);
         slot.wr_id.store(wr_id, Ordering::Relaxed);
         slot.next_pi.store(next_pi, Ordering::Relaxed);
-        if let (Opcode::AtomicMaskedCs | Opcode::AtomicMaskedFa, Some(len)) =
-            (shape.opcode, shape.local_len)
-        {
-            slot.operand.store(len, Ordering::Relaxed);
-        }
+        // An atomic's operand size is its required local length; READ's (Some(0)) and the
+        // others' (None) completions report 0 here.
+        slot.byte_len
+            .store(shape.local_len.unwrap_or(0), Ordering::Relaxed);
         cur.pi = next_pi;
         Ok(Written {
             offset: start,
