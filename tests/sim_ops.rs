@@ -1,5 +1,5 @@
 //! READ, atomics and SRQ end to end (bodies shared with the hardware tests,
-//! `common::bodies`).
+//! `common::bodies`), and, on the model only, what atomics guarantee against the CPU.
 
 mod common;
 
@@ -30,4 +30,38 @@ fn masked_atomics_return_the_original_value() {
 #[test]
 fn srq_shared_by_two_qps() {
     bodies::srq_shared_by_two_qps(&Fabric::new());
+}
+
+/// The guarantee the crate documents for atomics: atomic against other atomics through the
+/// HCA, not against the CPU. Without PCIe AtomicOps (the model's default) a CPU store into
+/// the target between the NIC's DMA read and DMA write is lost; with them it is not.
+#[test]
+fn a_cpu_store_racing_a_nic_atomic_is_lost_without_pcie_atomicops() {
+    use mlx5_direct::{Data, SendFlags, SendOp, Status};
+    for (atomic_ops, result, target) in [(false, 10, 11), (true, 100, 101)] {
+        let nic = NicConfig {
+            pcie_atomic_ops: atomic_ops,
+            ..NicConfig::default()
+        };
+        let (mut a, b) = common::rig_pair(&(Fabric::new(), nic));
+        b.mr.write(8, &10u64.to_ne_bytes());
+        b.ctx
+            .backend()
+            .nic()
+            .inject(mlx5_hw::Fault::HostStoreInAtomic { value: 100 });
+        let op = SendOp::FetchAdd {
+            remote: b.mr.remote(8),
+            add: 1,
+        };
+        let sge = a.mr.sge(0, 8);
+        a.qp.sq()
+            .post(1, op, Data::Sges(&[sge]), SendFlags::SIGNALED)
+            .unwrap();
+        assert_eq!(common::poll_n(&mut a, 1)[0].status, Status::Success);
+        assert_eq!(
+            (a.mr.read_u64(0), b.mr.read_u64(8)),
+            (result, target),
+            "AtomicOps {atomic_ops}"
+        );
+    }
 }
