@@ -354,15 +354,17 @@ impl<B: Backend> ProtectionDomain<B> {
         Ok(Qp {
             sq,
             rq,
-            handle: parts.handle,
-            qpn: parts.qpn,
             state: QpState::Reset,
             port: 1,
-            errored,
-            send_cq: send_cq.inner.clone(),
-            recv_cq: recv_cq.inner.clone(),
-            _srq: srq.map(|s| s.inner.clone()),
-            _pd: self.inner.clone(),
+            core: Arc::new(QpCore {
+                handle: parts.handle,
+                qpn: parts.qpn,
+                errored,
+                send_cq: send_cq.inner.clone(),
+                recv_cq: recv_cq.inner.clone(),
+                _srq: srq.map(|s| s.inner.clone()),
+                _pd: self.inner.clone(),
+            }),
         })
     }
 
@@ -619,16 +621,12 @@ impl<B: Backend> DerefMut for Srq<B> {
     }
 }
 
-/// A reliable-connected QP: its send queue, its receive queue (unless it uses an SRQ) and
-/// its state.
+/// What a QP's two halves share, released with the last of them: the device object and
+/// the objects it uses.
 #[derive(Debug)]
-pub struct Qp<B: Backend> {
-    sq: SendQueue<B::Uar>,
-    rq: Option<RecvQueue>,
+struct QpCore<B: Backend> {
     handle: B::Qp,
     qpn: u32,
-    state: QpState,
-    port: u8,
     errored: Arc<AtomicBool>,
     send_cq: Arc<CqInner<B>>,
     recv_cq: Arc<CqInner<B>>,
@@ -636,21 +634,47 @@ pub struct Qp<B: Backend> {
     _pd: Arc<PdInner<B>>,
 }
 
+impl<B: Backend> QpCore<B> {
+    fn state(&self, recorded: QpState) -> QpState {
+        if self.errored.load(Ordering::Relaxed) {
+            QpState::Err
+        } else {
+            recorded
+        }
+    }
+}
+
+impl<B: Backend> Drop for QpCore<B> {
+    fn drop(&mut self) {
+        self.send_cq.attachments.detach(self.qpn);
+        self.recv_cq.attachments.detach(self.qpn);
+        lock_flags(&self._pd.ctx.qps).remove(&self.qpn);
+    }
+}
+
+/// A reliable-connected QP: its send queue, its receive queue (unless it uses an SRQ) and
+/// its state. [`Qp::split`] makes it two owned halves for two threads.
+#[derive(Debug)]
+pub struct Qp<B: Backend> {
+    // The queues drop before `core`, which holds the device object and its memory.
+    sq: SendQueue<B::Uar>,
+    rq: Option<RecvQueue>,
+    state: QpState,
+    port: u8,
+    core: Arc<QpCore<B>>,
+}
+
 impl<B: Backend> Qp<B> {
     /// QP number.
     pub fn qpn(&self) -> u32 {
-        self.qpn
+        self.core.qpn
     }
 
     /// The state as last set, or [`QpState::Err`] once a CQE reported an error on it or the
     /// context handed out an asynchronous event saying the device moved it to ERR
     /// ([`AsyncEvent::failed_qp`]). Recorded, not queried: no call to the device.
     pub fn state(&self) -> QpState {
-        if self.errored.load(Ordering::Relaxed) {
-            QpState::Err
-        } else {
-            self.state
-        }
+        self.core.state(self.state)
     }
 
     /// The send queue.
@@ -658,9 +682,49 @@ impl<B: Backend> Qp<B> {
         &mut self.sq
     }
 
+    /// The send queue, to read (`max_inline`, `effective_mode`, free and outstanding
+    /// counts).
+    pub fn send_queue(&self) -> &SendQueue<B::Uar> {
+        &self.sq
+    }
+
     /// The receive queue (`None` when the QP uses an SRQ).
     pub fn rq(&mut self) -> Option<&mut RecvQueue> {
         self.rq.as_mut()
+    }
+
+    /// The receive queue, to read (`free`, `capacity`, `max_sge`).
+    pub fn recv_queue(&self) -> Option<&RecvQueue> {
+        self.rq.as_ref()
+    }
+
+    /// Splits the QP into an owned send half and an owned receive half, each `Send` and each
+    /// keeping the QP alive: one thread posts sends (and may poll the send CQ), another
+    /// posts receives. The QP is destroyed when both halves are gone. State changes
+    /// (connect, reset) need the whole QP: connect before splitting, and
+    /// [`QpSender::join`] the halves to reset after an error.
+    pub fn split(self) -> (QpSender<B>, QpReceiver<B>) {
+        let Qp {
+            sq,
+            rq,
+            state,
+            port,
+            core,
+        } = self;
+        let receiver = QpReceiver {
+            rq,
+            state,
+            core: core.clone(),
+        };
+        (
+            QpSender {
+                sq,
+                state,
+                port,
+                core,
+            },
+            receiver,
+        )
     }
 
     /// Both queues at once.
@@ -670,15 +734,17 @@ impl<B: Backend> Qp<B> {
 
     /// The address to give the peer (first PSN 0).
     pub fn endpoint(&self) -> Result<Endpoint, Error> {
-        self.ctx().backend.endpoint(self.port, self.qpn, 0)
+        self.ctx().backend.endpoint(self.port, self.core.qpn, 0)
     }
 
     fn ctx(&self) -> &Context<B> {
-        &self._pd.ctx
+        &self.core._pd.ctx
     }
 
     fn modify(&mut self, transition: Transition, state: QpState) -> Result<(), Error> {
-        self.ctx().backend.modify_qp(&self.handle, &transition)?;
+        self.ctx()
+            .backend
+            .modify_qp(&self.core.handle, &transition)?;
         self.state = state;
         Ok(())
     }
@@ -754,20 +820,102 @@ impl<B: Backend> Qp<B> {
         if let Some(rq) = &mut self.rq {
             rq.reset();
         }
-        self.errored.store(false, Ordering::Relaxed);
+        self.core.errored.store(false, Ordering::Relaxed);
         Ok(())
     }
 
     /// The backend handle.
     pub fn handle(&self) -> &B::Qp {
-        &self.handle
+        &self.core.handle
     }
 }
 
-impl<B: Backend> Drop for Qp<B> {
-    fn drop(&mut self) {
-        self.send_cq.attachments.detach(self.qpn);
-        self.recv_cq.attachments.detach(self.qpn);
-        lock_flags(&self.ctx().qps).remove(&self.qpn);
+/// The send half of a [`Qp::split`] QP: its send queue (`Deref` to [`SendQueue`]), owned,
+/// `Send`, keeping the QP alive.
+#[derive(Debug)]
+pub struct QpSender<B: Backend> {
+    sq: SendQueue<B::Uar>,
+    state: QpState,
+    port: u8,
+    core: Arc<QpCore<B>>,
+}
+
+impl<B: Backend> QpSender<B> {
+    /// QP number.
+    pub fn qpn(&self) -> u32 {
+        self.core.qpn
+    }
+
+    /// The state when split, or [`QpState::Err`] once an error CQE or a fatal asynchronous
+    /// event named the QP (as [`Qp::state`]).
+    pub fn state(&self) -> QpState {
+        self.core.state(self.state)
+    }
+
+    /// Puts the halves of one QP back together (to reset or reconnect it); gives them back
+    /// if they are halves of different QPs.
+    #[allow(clippy::result_large_err)] // the halves themselves are handed back, by design
+    pub fn join(self, receiver: QpReceiver<B>) -> Result<Qp<B>, (QpSender<B>, QpReceiver<B>)> {
+        if !Arc::ptr_eq(&self.core, &receiver.core) {
+            return Err((self, receiver));
+        }
+        let QpSender {
+            sq,
+            state,
+            port,
+            core,
+        } = self;
+        Ok(Qp {
+            sq,
+            rq: receiver.rq,
+            state,
+            port,
+            core,
+        })
+    }
+}
+
+impl<B: Backend> Deref for QpSender<B> {
+    type Target = SendQueue<B::Uar>;
+    fn deref(&self) -> &Self::Target {
+        &self.sq
+    }
+}
+
+impl<B: Backend> DerefMut for QpSender<B> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.sq
+    }
+}
+
+/// The receive half of a [`Qp::split`] QP: its receive queue (none with an SRQ), owned,
+/// `Send`, keeping the QP alive.
+#[derive(Debug)]
+pub struct QpReceiver<B: Backend> {
+    rq: Option<RecvQueue>,
+    state: QpState,
+    core: Arc<QpCore<B>>,
+}
+
+impl<B: Backend> QpReceiver<B> {
+    /// QP number.
+    pub fn qpn(&self) -> u32 {
+        self.core.qpn
+    }
+
+    /// The state when split, or [`QpState::Err`] once an error CQE or a fatal asynchronous
+    /// event named the QP (as [`Qp::state`]).
+    pub fn state(&self) -> QpState {
+        self.core.state(self.state)
+    }
+
+    /// The receive queue (`None` when the QP uses an SRQ).
+    pub fn rq(&mut self) -> Option<&mut RecvQueue> {
+        self.rq.as_mut()
+    }
+
+    /// The receive queue, to read.
+    pub fn recv_queue(&self) -> Option<&RecvQueue> {
+        self.rq.as_ref()
     }
 }

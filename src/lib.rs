@@ -65,8 +65,40 @@
 //!
 //! Control objects are `Send + Sync` and reference counted. The data path takes `&mut`:
 //! one thread posts on a QP's [`SendQueue`], one polls a [`Cq`]; they may be different
-//! threads (a QP and its CQ are separate values). Send-side bookkeeping shared with the
-//! poller uses atomics, never a lock. Several QPs on several threads may share one hardware
+//! threads (a QP and its CQ are separate values, each `Send`). To post sends and receives
+//! of one QP from two threads, [`Qp::split`] it into an owned [`QpSender`] (`Deref` to its
+//! [`SendQueue`]) and an owned [`QpReceiver`], each `Send` and each keeping the QP alive;
+//! [`QpSender::join`] puts them back together for a reset. Reading a queue's limits and
+//! counts needs only `&` ([`Qp::send_queue`], [`Qp::recv_queue`]).
+//!
+//! ```
+//! # use mlx5_direct::backend::sim::Sim;
+//! # use mlx5_direct::{Access, Completion, ConnectOptions, Context, Data, QpConfig, SendFlags, SendOp};
+//! # let ctx = Context::new(Sim::new());
+//! # let pd = ctx.alloc_pd()?;
+//! let (mut send_cq, mut recv_cq) = (ctx.create_cq(64, 64)?, ctx.create_cq(64, 64)?);
+//! let mut qp = pd.create_qp(&send_cq, &recv_cq, &QpConfig::default())?;
+//! # let mr = pd.alloc_mr(4096, Access::ALL)?;
+//! # let me = qp.endpoint()?;
+//! qp.connect(&me, &ConnectOptions::default())?;
+//! let (mut tx, mut rx) = qp.split();
+//! rx.rq().unwrap().post(1, &[mr.sge(0, 64)])?;
+//! let receiver = std::thread::spawn(move || {
+//!     let mut done = [Completion::default(); 1];
+//!     while recv_cq.poll(&mut done) == 0 {}
+//!     (rx, done[0].byte_len)
+//! });
+//! tx.post(2, SendOp::Send, Data::Inline(b"hello"), SendFlags::SIGNALED)?;
+//! let mut done = [Completion::default(); 1];
+//! while send_cq.poll(&mut done) == 0 {}
+//! let (rx, len) = receiver.join().unwrap();
+//! assert_eq!(len, 5);
+//! let qp = tx.join(rx).ok().unwrap();
+//! # drop(qp);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Send-side bookkeeping shared with the poller uses atomics, never a lock. Several QPs on several threads may share one hardware
 //! BlueFlame register (libmlx5 hands shared registers out and locks them); the `verbs`
 //! backend then rings 8-byte doorbells on that register instead of locking (see
 //! `docs/hardware.md`).
@@ -127,7 +159,7 @@ pub mod types;
 pub use channel::AsyncCompChannel;
 pub use channel::CompChannel;
 pub use cq::{Completion, CompletionQueue, Status, WcError, WcOpcode};
-pub use device::{Context, Cq, MemoryRegion, ProtectionDomain, Qp, Srq};
+pub use device::{Context, Cq, MemoryRegion, ProtectionDomain, Qp, QpReceiver, QpSender, Srq};
 pub use error::{Error, PostError};
 pub use event::AsyncEvent;
 pub use rq::{RecvQueue, SharedRecvQueue};
