@@ -448,6 +448,12 @@ fn setup<B: Device>(
         out_reads: side.out_reads(),
         cqe_poll: local.cqe_poll,
     };
+    if local.mtu.is_some_and(|m| m > info.mtu) {
+        eprintln!(
+            "mlx5-perf: -m: requested mtu is higher than active mtu; changing to active mtu - {}",
+            info.mtu
+        );
+    }
     let max = side.ctx.caps().max_rd_atomic;
     if params.out_reads > u32::from(max) {
         eprintln!(

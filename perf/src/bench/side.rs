@@ -171,18 +171,12 @@ impl<B: Device> Side<B> {
         Ok(())
     }
 
-    /// The path MTU: `-m`, at most the port's active MTU, which is also the default (4096
-    /// on the model; often 1024 on RoCE with a 1500-byte Ethernet MTU, where 4096 would be
-    /// refused).
+    /// The path MTU: `-m`, cut to the port's active MTU (perftest's `set_mtu`), which is
+    /// also the default (4096 on the model; often 1024 on RoCE with a 1500-byte Ethernet
+    /// MTU, where 4096 would be refused).
     pub(super) fn path_mtu(&self, port: u8) -> Result<u32, Error> {
         let active = self.ctx.port(port)?.active_mtu.min(4096);
-        match self.local.mtu {
-            Some(m) if m > active => {
-                Err(format!("-m {m}: more than the port's active MTU ({active})").into())
-            }
-            Some(m) => Ok(m),
-            None => Ok(active),
-        }
+        Ok(self.local.mtu.map_or(active, |m| m.min(active)))
     }
 
     /// Outstanding READs / atomics per QP: `-o`, at most the device's maximum, which is also
