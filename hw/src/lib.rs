@@ -45,5 +45,5 @@ pub use pcie::{
 };
 pub use types::{
     Access, AsyncEvent, BugClass, Caps, CqInfo, CqParams, DriverBug, Event, Fault, HwError,
-    NicConfig, PortAttr, QpInfo, QpParams, QpState, QpTransition, SrqParams, Stats,
+    NicConfig, PortAttr, QpInfo, QpParams, QpPsn, QpState, QpTransition, SrqParams, Stats,
 };

@@ -7,11 +7,11 @@ use crate::qp::{fail, flush_rq};
 use crate::sq::retry;
 use crate::state::{
     Budget, Cq, Dest, Mr, MrSlot, NicState, Qp, Srq, World, CHANNEL_BASE, CQN_BASE, CQ_UAR,
-    INVALID_LKEY, MAX_RD_ATOMIC, PDN_BASE, QPN_BASE, SRQN_BASE,
+    INVALID_LKEY, MAX_RD_ATOMIC, PDN_BASE, PSN_MASK, QPN_BASE, SRQN_BASE,
 };
 use crate::types::{
     Access, AsyncEvent, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr, QpInfo,
-    QpParams, QpState, QpTransition, SrqParams, Stats,
+    QpParams, QpPsn, QpState, QpTransition, SrqParams, Stats,
 };
 use std::fs::File;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -389,8 +389,10 @@ impl Nic {
                 access: Access::NONE,
                 dest: Dest::default(),
                 rq_psn: 0,
+                psn_nak_sent: false,
                 mtu: 4096,
                 sq_psn: 0,
+                head_psn: None,
                 retry_cnt: 0,
                 rnr_retry: 0,
                 user_index: p.user_index & 0xff_ffff,
@@ -455,7 +457,7 @@ impl Nic {
                         gid: dest_gid,
                         qpn: dest_qpn & 0xff_ffff,
                     };
-                    q.rq_psn = rq_psn & 0xff_ffff;
+                    q.rq_psn = rq_psn & PSN_MASK;
                     q.mtu = path_mtu;
                     q.max_dest_rd_atomic = max_dest_rd_atomic;
                     q.state = QpState::Rtr;
@@ -471,7 +473,7 @@ impl Nic {
                     at_most(retry_cnt, 7, "retry_cnt")?;
                     at_most(rnr_retry, 7, "rnr_retry")?;
                     at_most(max_rd_atomic, MAX_RD_ATOMIC, "max_rd_atomic")?;
-                    q.sq_psn = sq_psn & 0xff_ffff;
+                    q.sq_psn = sq_psn & PSN_MASK;
                     q.retry_cnt = retry_cnt;
                     q.rnr_retry = rnr_retry;
                     q.max_rd_atomic = max_rd_atomic;
@@ -490,6 +492,11 @@ impl Nic {
                     q.rnr_retries = 0;
                     q.fatal = false;
                     q.atomic_replay = None;
+                    // The QP context starts over: its PSNs are gone.
+                    q.sq_psn = 0;
+                    q.rq_psn = 0;
+                    q.head_psn = None;
+                    q.psn_nak_sent = false;
                 }
             }
             Ok(())
@@ -499,6 +506,18 @@ impl Nic {
     /// Current state of a QP.
     pub fn qp_state(&self, qpn: u32) -> Result<QpState, HwError> {
         self.with(|n| slot(&mut n.qps, qpn, QPN_BASE).map(|q| q.state))
+    }
+
+    /// A QP's sequence numbers from its context, in any state (`ibv_query_qp` with
+    /// `IBV_QP_SQ_PSN | IBV_QP_RQ_PSN`; the kernel reads the QPC's `next_send_psn` and
+    /// `next_rcv_psn`). RESET clears them.
+    pub fn qp_psn(&self, qpn: u32) -> Result<QpPsn, HwError> {
+        self.with(|n| {
+            slot(&mut n.qps, qpn, QPN_BASE).map(|q| QpPsn {
+                sq_psn: q.sq_psn,
+                rq_psn: q.rq_psn,
+            })
+        })
     }
 
     /// Destroy a QP (any state).

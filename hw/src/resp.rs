@@ -6,7 +6,7 @@ use crate::cqe::{cqe_op, synd, Cqe};
 use crate::host;
 use crate::pcie::Purpose;
 use crate::qp::fail;
-use crate::state::{take_fault, NicState, INVALID_LKEY, SRQN_BASE};
+use crate::state::{take_fault, NicState, INVALID_LKEY, PSN_MASK, SRQN_BASE};
 use crate::types::{Access, AsyncEvent};
 use crate::wqe::{be16, be32, be64, opcode, Op, Segs, Wqe, ZERO_LENGTH_MEANS};
 use crate::xfer::{gather_to, Cursor, Span, Spans};
@@ -63,8 +63,9 @@ impl Recv {
 }
 
 /// Handle request `r` at QP index `qpi` of `nic` (already checked: RTR/RTS, connected,
-/// PSN in sequence).
+/// PSN in sequence, which ends a sequence error).
 pub(crate) fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Resp {
+    nic.qp(qpi).psn_nak_sent = false;
     let res = match r.d.op {
         Op::Send => send(nic, qpi, r),
         Op::Write => write(nic, qpi, r),
@@ -76,7 +77,7 @@ pub(crate) fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Resp {
         Ok(resp) => {
             if let Resp::Ack(_) = resp {
                 let q = nic.qp(qpi);
-                q.rq_psn = q.rq_psn.wrapping_add(r.npkts) & 0xff_ffff;
+                q.rq_psn = q.rq_psn.wrapping_add(r.npkts) & PSN_MASK;
                 if q.fatal {
                     // Its receive CQ is in error: the QP cannot report completions.
                     fail(nic, qpi);

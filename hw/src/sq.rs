@@ -8,7 +8,7 @@ use crate::host;
 use crate::pcie::{Ctx, Purpose};
 use crate::qp::{fail_head, fetch_sq, flush_sq, read_ring, read_sq, sq_producer};
 use crate::resp::{respond, respond_again, Request, Resp};
-use crate::state::{take_fault, Dest, NicState, Stall, World};
+use crate::state::{take_fault, Dest, NicState, Qp, Stall, World, PSN_MASK};
 use crate::types::{Access, QpState};
 use crate::wqe::{decode, Ctrl, Op, Seg, Segs, BB};
 use crate::xfer::{Cursor, Spans};
@@ -260,7 +260,7 @@ fn exec(
         return Outcome::Done(REQ_BYTE_CNT_POISON);
     }
     let q = nic.qp(qpi);
-    let (pdn, qpn, mtu, psn) = (q.pdn, q.qpn, q.mtu, q.sq_psn);
+    let (pdn, qpn, mtu) = (q.pdn, q.qpn, q.mtu);
     let (dest, depth) = (q.dest, q.max_rd_atomic);
     let remote_result = matches!(d.op, Op::Read | Op::Atomic(_));
     // READ and atomic result buffers are checked when the response arrives (below).
@@ -281,11 +281,25 @@ fn exec(
     let npkts = ((d.len + u64::from(mtu) - 1) >> mtu.trailing_zeros()).max(1) as u32;
     let req_pkts = if remote_result { 1 } else { npkts };
     nic.stats.packets += u64::from(req_pkts);
+    let psn = transmit(nic.qp(qpi), npkts);
     let lost = take_fault(&mut nic.faults.lose, qpn, req_pkts);
     let Some(to) = (!lost).then(|| connected(w, n, qpn, &dest, psn)).flatten() else {
         w.nics[n].stats.packets_lost += u64::from(req_pkts);
         return Outcome::Lost;
     };
+    if to.seq == Seq::Ahead {
+        // PSN sequence error (IB spec 9.7.5.1; rxe `check_psn`): the responder NAKs the first
+        // request ahead of its expected PSN and drops the rest until one in sequence
+        // arrives. The NAK names a PSN behind the requester's head message, so the
+        // requester ignores it as a stale response and retransmits on its timeout.
+        let r = &mut w.nics[to.nic];
+        let rq = r.qp(to.qpi);
+        if !std::mem::replace(&mut rq.psn_nak_sent, true) {
+            r.stats.seq_naks += 1;
+        }
+        w.nics[n].stats.packets_lost += u64::from(req_pkts);
+        return Outcome::Lost;
+    }
     let req = Request {
         wqe,
         d: &d,
@@ -299,14 +313,20 @@ fn exec(
     }
     let responder = &mut w.nics[to.nic];
     responder.context(Some(to.qpi), Ctx::Qp(dest.qpn));
-    let resp = if to.duplicate {
+    let resp = if to.seq == Seq::Duplicate {
         respond_again(responder, to.qpi, &req)
     } else {
         Some(respond(responder, to.qpi, &req))
     };
     let orig = match resp {
         Some(Resp::Ack(orig)) => orig,
-        Some(Resp::Rnr) => return Outcome::Rnr,
+        Some(Resp::Rnr) => {
+            // The RNR NAK names the PSN the responder still expects: this message's.
+            let q = w.nics[n].qp(qpi);
+            q.sq_psn = psn;
+            q.head_psn = None;
+            return Outcome::Rnr;
+        }
         Some(Resp::Nak(s)) => return Outcome::Fail(s),
         None => {
             w.nics[n].stats.packets_lost += u64::from(req_pkts);
@@ -320,8 +340,7 @@ fn exec(
         nic.stats.responses_lost += 1;
         return Outcome::Lost;
     }
-    let q = nic.qp(qpi);
-    q.sq_psn = psn.wrapping_add(npkts) & 0xff_ffff;
+    nic.qp(qpi).head_psn = None;
     if !remote_result {
         return Outcome::Done(REQ_BYTE_CNT_POISON);
     }
@@ -376,30 +395,60 @@ fn rd_atomic_depth(n: u8) -> u8 {
     n.max(1).next_power_of_two()
 }
 
+/// The PSN of the message at the head of the SQ, which is being put on the wire: on its
+/// first transmission the next new PSN, which then moves past its `npkts` packets; on a
+/// retransmission the same PSN again.
+fn transmit(q: &mut Qp, npkts: u32) -> u32 {
+    match q.head_psn {
+        Some(psn) => psn,
+        None => {
+            let psn = q.sq_psn;
+            q.head_psn = Some(psn);
+            q.sq_psn = psn.wrapping_add(npkts) & PSN_MASK;
+            psn
+        }
+    }
+}
+
+/// Where a request's PSN falls at the responder (IB spec 9.7.5.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Seq {
+    /// The expected PSN: executed.
+    Expected,
+    /// Within half the 24-bit PSN space behind the expected PSN: already executed, its
+    /// response was lost; acknowledged (READ re-answered, atomic from the saved result)
+    /// without executing again.
+    Duplicate,
+    /// Ahead of the expected PSN (the other half): a sequence error.
+    Ahead,
+}
+
 /// Where a request packet lands.
 struct Landing {
     nic: usize,
     qpi: usize,
-    /// The responder has already executed this PSN: its response was lost.
-    duplicate: bool,
+    seq: Seq,
 }
 
 /// The responder QP for a request, if the packet would reach a QP that accepts it: the
-/// destination routes, the QP exists in RTR/RTS, is connected back to the sender, and
-/// expects this PSN or has already executed it (a duplicate, within half the 24-bit PSN
-/// space behind the expected one). Anything else is a silently dropped packet.
+/// destination routes, the QP exists in RTR/RTS and is connected back to the sender.
+/// Anything else is a silently dropped packet.
 fn connected(w: &World, n: usize, qpn: u32, dest: &Dest, psn: u32) -> Option<Landing> {
     let m = w.route(dest)?;
     let rqpi = w.nics[m].qp_index(dest.qpn)?;
     let r = w.nics[m].qps[rqpi].as_ref()?;
     let back = w.route(&r.dest) == Some(n);
     let ready = matches!(r.state, QpState::Rtr | QpState::Rts);
-    let behind = r.rq_psn.wrapping_sub(psn) & 0xff_ffff;
-    let duplicate = (1..=1 << 23).contains(&behind);
-    (ready && back && r.dest.qpn == qpn && (behind == 0 || duplicate)).then_some(Landing {
+    let behind = r.rq_psn.wrapping_sub(psn) & PSN_MASK;
+    let seq = match behind {
+        0 => Seq::Expected,
+        1..=0x80_0000 => Seq::Duplicate,
+        _ => Seq::Ahead,
+    };
+    (ready && back && r.dest.qpn == qpn).then_some(Landing {
         nic: m,
         qpi: rqpi,
-        duplicate,
+        seq,
     })
 }
 

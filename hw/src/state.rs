@@ -21,6 +21,8 @@ pub(crate) const BF_OFFSET: u32 = 0x800;
 pub(crate) const CQ_DOORBELL: u32 = 0x20;
 /// UAR page shared by all CQs for arming.
 pub(crate) const CQ_UAR: u32 = 0;
+/// PSNs are 24 bits.
+pub(crate) const PSN_MASK: u32 = 0xff_ffff;
 
 /// Everything behind the fabric lock.
 #[derive(Default)]
@@ -137,9 +139,17 @@ pub(crate) struct Qp {
     pub(crate) dest: Dest,
     /// Expected PSN of the next incoming request.
     pub(crate) rq_psn: u32,
+    /// A sequence NAK went out since the last request in sequence: the responder sends one
+    /// per sequence error and drops the rest silently.
+    pub(crate) psn_nak_sent: bool,
     pub(crate) mtu: u32,
-    /// PSN of the next request to send.
+    /// PSN of the next new request packet (`next_send_psn`): advanced when a message is
+    /// first transmitted, moved back only by an RNR NAK, which names the PSN the responder
+    /// still expects.
     pub(crate) sq_psn: u32,
+    /// First PSN of the head message once transmitted, until it is acknowledged: its
+    /// retransmissions reuse it.
+    pub(crate) head_psn: Option<u32>,
     pub(crate) retry_cnt: u8,
     pub(crate) rnr_retry: u8,
     /// User index written into CQEs under CQE version 1.

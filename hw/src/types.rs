@@ -274,6 +274,15 @@ pub enum QpTransition {
     Reset,
 }
 
+/// A QP's sequence numbers, as [`Nic::qp_psn`](crate::Nic::qp_psn) reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpPsn {
+    /// PSN of the next new request packet the QP sends.
+    pub sq_psn: u32,
+    /// PSN the QP expects on the next incoming request.
+    pub rq_psn: u32,
+}
+
 /// QP states visible to the driver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QpState {
@@ -439,12 +448,15 @@ pub struct Stats {
     /// Messages retransmitted after a loss or RNR.
     pub retransmits: u64,
     /// Request packets of messages that did not get through (fault, unreachable or
-    /// non-ready peer, PSN mismatch); a message with one lost packet counts all of them.
+    /// non-ready peer, PSN ahead of the expected one); a message with one lost packet counts all of them.
     pub packets_lost: u64,
     /// Positive responses to this NIC's requesters lost by `Fault::LoseResponses`.
     pub responses_lost: u64,
     /// RNR NAKs sent by responders of this NIC.
     pub rnr_naks: u64,
+    /// PSN sequence error NAKs sent by responders of this NIC: a request ahead of the
+    /// expected PSN, once until a request in sequence arrives.
+    pub seq_naks: u64,
     /// CQ arm doorbells accepted.
     pub arms: u64,
     /// CQ arm doorbells ignored because their `sn` is that of the arm that produced the

@@ -497,6 +497,10 @@ pub struct Conn {
     pub access: Access,
     /// Address the peer by GID (LID 0) instead of by LID.
     pub by_gid: bool,
+    /// First PSN sent (RTS).
+    pub sq_psn: u32,
+    /// First PSN expected (RTR).
+    pub rq_psn: u32,
 }
 
 impl Default for Conn {
@@ -507,6 +511,8 @@ impl Default for Conn {
             rnr_retry: 7,
             access: all_access(),
             by_gid: false,
+            sq_psn: 0x100,
+            rq_psn: 0x100,
         }
     }
 }
@@ -535,7 +541,7 @@ pub fn connect_one(a: &Side, b: &Side, c: Conn) {
             dest_lid: lid,
             dest_gid: gid,
             dest_qpn: b.qp.qpn,
-            rq_psn: 0x100,
+            rq_psn: c.rq_psn,
             path_mtu: c.mtu,
             max_dest_rd_atomic: 4,
             min_rnr_timer: 1,
@@ -545,7 +551,7 @@ pub fn connect_one(a: &Side, b: &Side, c: Conn) {
     nic.modify_qp(
         qpn,
         &QpTransition::Rts {
-            sq_psn: 0x100,
+            sq_psn: c.sq_psn,
             timeout: 14,
             retry_cnt: c.retry_cnt,
             rnr_retry: c.rnr_retry,
