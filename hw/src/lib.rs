@@ -5,7 +5,8 @@
 //! formats a real ConnectX reads (send rings, receive rings, SRQ lists, doorbell records)
 //! and writes the same CQEs, from process memory whose addresses the driver registers.
 //! MMIO writes (doorbells, BlueFlame chunks, CQ arms) arrive through [`Nic::mmio_write`];
-//! the work they start runs synchronously in the caller's thread. Everything a real NIC
+//! the work they start runs synchronously in the caller's thread, or, under
+//! [`Fault::DeferExecution`], in the next [`Nic::progress`]. Everything a real NIC
 //! would reject is rejected the hardware way: error CQE with the right syndrome, QP to
 //! ERR, flush of the rest. Every transaction on the link is counted ([`PcieCounters`]).
 //!

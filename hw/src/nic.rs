@@ -4,7 +4,7 @@
 use crate::cq::flush_delayed;
 use crate::pcie::{PcieConfig, PcieCounters, Tlp};
 use crate::qp::{fail, flush_rq};
-use crate::sq::retry;
+use crate::sq::{retry, run_deferred};
 use crate::state::{
     Budget, Cq, Dest, Mr, MrSlot, NicState, Qp, Srq, World, CHANNEL_BASE, CQN_BASE, CQ_UAR,
     INVALID_LKEY, MAX_RD_ATOMIC, PDN_BASE, PSN_MASK, QPN_BASE, SRQN_BASE,
@@ -408,6 +408,9 @@ impl Nic {
                 rq_known_pi: 0,
                 fatal: false,
                 atomic_replay: None,
+                deferred: None,
+                deferred_bf: Vec::new(),
+                snapshot: Vec::new(),
                 pcie: PcieCounters::default(),
             }));
             Ok(QpInfo {
@@ -497,6 +500,8 @@ impl Nic {
                     q.rq_psn = 0;
                     q.head_psn = None;
                     q.psn_nak_sent = false;
+                    q.deferred = None;
+                    q.deferred_bf.clear();
                 }
             }
             Ok(())
@@ -587,11 +592,18 @@ impl Nic {
         self.with_world(|w, i| crate::mmio::write(w, i, uar, offset, data));
     }
 
-    /// Run deferred work: delayed CQEs, one retry step of every stalled QP (RNR or lost
-    /// packets), and flushes of receives posted to QPs in ERR. Returns how much it did.
+    /// Run deferred work: the send queues of doorbells `Fault::DeferExecution` queued,
+    /// delayed CQEs, one retry step of every stalled QP (RNR or lost packets), and flushes
+    /// of receives posted to QPs in ERR. Returns how much it did.
     pub fn progress(&self) -> usize {
         self.with_world(|w, i| {
-            let mut done = flush_delayed(&mut w.nics[i]);
+            let mut done = 0;
+            for qpi in 0..w.nics[i].qps.len() {
+                if w.nics[i].qps[qpi].is_some() && run_deferred(w, i, qpi) {
+                    done += 1;
+                }
+            }
+            done += flush_delayed(&mut w.nics[i]);
             for qpi in 0..w.nics[i].qps.len() {
                 let Some(q) = &w.nics[i].qps[qpi] else {
                     continue;
@@ -748,6 +760,7 @@ impl Nic {
                 })
             }
             Fault::DelayCqes(on) => n.faults.delay_cqes = on,
+            Fault::DeferExecution(on) => n.faults.defer = on,
             Fault::Rnr { qpn, count } => {
                 n.faults.rnr = Some(Budget {
                     qpn,

@@ -100,6 +100,10 @@ pub(crate) fn doorbell(w: &mut World, n: usize, qpi: usize, ctrl8: &[u8], bf: Op
         }
         None => fetch_sq(nic, qpi, fetched, pi),
     }
+    if nic.qp(qpi).state == QpState::Rts && nic.faults.defer {
+        defer(nic, qpi, fetched, pi, bf);
+        return;
+    }
     if nic.qp(qpi).state != QpState::Rts {
         // INIT or RTR: the send queue is not active. The IB rule makes posting to it an
         // immediate error of the verbs layer; what the NIC does with a doorbell is unknown.
@@ -111,7 +115,47 @@ pub(crate) fn doorbell(w: &mut World, n: usize, qpi: usize, ctrl8: &[u8], bf: Op
         }
         return;
     }
-    run_sq(w, n, qpi, bf);
+    run_sq(w, n, qpi, bf.as_slice(), None);
+}
+
+/// `Fault::DeferExecution`: queue the doorbell's work for `progress()`, keeping what the NIC
+/// got at the doorbell: a copy of the ring's newly posted BBs `[fetched, pi)` (to tell
+/// whether the driver overwrites them before they complete) and the BlueFlame WQE.
+fn defer(nic: &mut NicState, qpi: usize, fetched: u16, pi: u16, bf: Option<BfWqe<'_>>) {
+    let q = nic.qp(qpi);
+    let cnt = 1usize << q.log_sq;
+    q.snapshot.resize(cnt * BB, 0);
+    let mut bb = fetched;
+    while bb != pi {
+        let slot = usize::from(bb) & (cnt - 1);
+        let mut copy = [0u8; BB];
+        read_sq(q, bb, &mut copy);
+        q.snapshot[slot * BB..(slot + 1) * BB].copy_from_slice(&copy);
+        bb = bb.wrapping_add(1);
+    }
+    q.deferred.get_or_insert(fetched);
+    if let Some(b) = bf {
+        q.deferred_bf.push((b.idx, b.bytes.into()));
+    }
+}
+
+/// Run the work deferred doorbells queued on QP index `qpi` (`Fault::DeferExecution`), if
+/// the QP can send; returns true if it ran.
+pub(crate) fn run_deferred(w: &mut World, n: usize, qpi: usize) -> bool {
+    let q = w.nics[n].qp(qpi);
+    if q.state != QpState::Rts || q.stall.is_some() {
+        return false;
+    }
+    let Some(from) = q.deferred.take() else {
+        return false;
+    };
+    let kept = std::mem::take(&mut q.deferred_bf);
+    let bf: Vec<BfWqe<'_>> = kept
+        .iter()
+        .map(|(idx, bytes)| BfWqe { idx: *idx, bytes })
+        .collect();
+    run_sq(w, n, qpi, &bf, Some(from));
+    true
 }
 
 /// The control segment of the WQE at the head of the SQ, from the ring.
@@ -123,8 +167,11 @@ fn head_ctrl(nic: &mut NicState, qpi: usize) -> Ctrl {
 }
 
 /// Execute WQEs from the consumer counter up to the known producer, until the queue is
-/// empty, stalls (RNR, loss) or fails.
-pub(crate) fn run_sq(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>) {
+/// empty, stalls (RNR, loss) or fails. `bf` holds the BlueFlame WQEs delivered for this run;
+/// `snapped` is set for a deferred run: the BBs from that counter on were copied at their
+/// doorbell, and a WQE read from the ring that differs from its copy was overwritten by the
+/// driver before it completed.
+pub(crate) fn run_sq(w: &mut World, n: usize, qpi: usize, bf: &[BfWqe<'_>], snapped: Option<u16>) {
     // Reused buffers: zeroing them per doorbell would dominate small WQEs.
     let mut s = w.nics[n].scratch.take().unwrap_or_else(|| {
         Box::new(Scratch {
@@ -134,7 +181,7 @@ pub(crate) fn run_sq(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>)
     });
     s.in_flight.clear();
     let Scratch { wqe, in_flight } = &mut *s;
-    run_sq_with(w, n, qpi, bf, wqe, in_flight);
+    run_sq_with(w, n, qpi, bf, snapped, wqe, in_flight);
     w.nics[n].scratch = Some(s);
 }
 
@@ -142,7 +189,8 @@ fn run_sq_with(
     w: &mut World,
     n: usize,
     qpi: usize,
-    bf: Option<BfWqe<'_>>,
+    bf: &[BfWqe<'_>],
+    snapped: Option<u16>,
     buf: &mut [u8],
     in_flight: &mut InFlight,
 ) {
@@ -156,7 +204,7 @@ fn run_sq_with(
         let left = q.sq_pi.wrapping_sub(cons);
         let qpn = q.qpn;
         nic.context(Some(qpi), Ctx::Qp(qpn));
-        let len = load_wqe(nic, qpi, cons, bf, buf);
+        let len = load_wqe(nic, qpi, cons, bf, snapped, buf);
         let ctrl = Ctrl::parse(buf);
         let valid = ctrl.qpn == qpn && ctrl.idx == cons && ctrl.nbb() <= left;
         let outcome = if valid {
@@ -209,16 +257,18 @@ fn run_sq_with(
 }
 
 /// Copy the WQE at BB counter `cons` into `buf` (from BlueFlame data when it holds this
-/// WQE, else from the ring); returns its `ds*16` length (16 if `ds` is 0).
+/// WQE, else from the ring); returns its `ds*16` length (16 if `ds` is 0). A WQE read from
+/// the ring at or after counter `snapped` is compared with the copy taken at its doorbell.
 fn load_wqe(
     nic: &mut NicState,
     qpi: usize,
     cons: u16,
-    bf: Option<BfWqe<'_>>,
+    bf: &[BfWqe<'_>],
+    snapped: Option<u16>,
     buf: &mut [u8],
 ) -> usize {
     let q = nic.qp(qpi);
-    if let Some(b) = bf.filter(|b| b.idx == cons) {
+    if let Some(b) = bf.iter().find(|b| b.idx == cons) {
         let len = b.bytes.len();
         buf[..len].copy_from_slice(b.bytes);
         let mut ring = [0u8; BB];
@@ -235,7 +285,16 @@ fn load_wqe(
     if len > BB {
         read_sq(q, cons.wrapping_add(1), &mut buf[BB..len.div_ceil(BB) * BB]);
     }
-    len.max(16)
+    let len = len.max(16);
+    if snapped.is_some_and(|f| cons.wrapping_sub(f) < q.sq_pi.wrapping_sub(f)) {
+        let mask = usize::from(q.sq_mask());
+        let overwritten = buf[..len].chunks(BB).enumerate().any(|(k, chunk)| {
+            let slot = (usize::from(cons) + k) & mask;
+            q.snapshot[slot * BB..slot * BB + chunk.len()] != *chunk
+        });
+        nic.stats.ring_overwritten += u64::from(overwritten);
+    }
+    len
 }
 
 /// Execute one structurally checked WQE of QP index `qpi` on NIC `n`.
@@ -485,6 +544,6 @@ pub(crate) fn retry(w: &mut World, n: usize, qpi: usize) -> bool {
         let (ci, pi) = (q.sq_ci, q.sq_pi);
         read_ring(nic, qpi, ci, pi, Purpose::WqeRefetch);
     }
-    run_sq(w, n, qpi, None);
+    run_sq(w, n, qpi, &[], None);
     true
 }

@@ -175,6 +175,14 @@ pub(crate) struct Qp {
     /// PSN and original value of the last atomic executed as responder, to answer a
     /// duplicate of it.
     pub(crate) atomic_replay: Option<(u32, u64)>,
+    /// `Fault::DeferExecution`: a doorbell queued work for `progress()`; the BBs from this
+    /// counter on were copied into `snapshot` at their doorbell.
+    pub(crate) deferred: Option<u16>,
+    /// BlueFlame WQEs (first BB, bytes) delivered with deferred doorbells.
+    pub(crate) deferred_bf: Vec<(u16, Box<[u8]>)>,
+    /// The send ring as deferred doorbells found it (one copy per slot; empty until the
+    /// first deferred doorbell).
+    pub(crate) snapshot: Vec<u8>,
     pub(crate) pcie: PcieCounters,
 }
 
@@ -220,6 +228,7 @@ pub(crate) struct Faults {
     pub(crate) rnr: Option<Budget>,
     /// `Fault::HostStoreInAtomic`: a CPU store into the next atomic's target.
     pub(crate) host_store: Option<u64>,
+    pub(crate) defer: bool,
 }
 
 /// A per-QP fault budget: let `skip` units pass, then hit `count`.

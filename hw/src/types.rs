@@ -384,6 +384,13 @@ pub enum Fault {
     },
     /// Hold CQE writes back until `progress()` (while true).
     DelayCqes(bool),
+    /// While true, a send doorbell only queues its work (the WQE fetch is accounted at the
+    /// doorbell) and the next `progress()` executes it, as a real NIC runs in parallel with
+    /// the CPU: WQEs are read from the ring and payloads gathered then, so a ring slot or
+    /// gather buffer the driver reuses before its completion shows up as corrupted data. A
+    /// WQE read from the ring that differs from the ring at its doorbell counts in
+    /// `Stats::ring_overwritten`.
+    DeferExecution(bool),
     /// Answer the next `count` messages needing a receive at responder `qpn` (any if `None`)
     /// with an RNR NAK even if a receive is posted.
     Rnr {
@@ -436,6 +443,10 @@ pub struct Stats {
     pub doorbells_before_rts: u64,
     /// WQEs completed or failed by execution (not flushed ones; retransmissions not counted).
     pub wqes: u64,
+    /// WQEs a deferred run (`Fault::DeferExecution`) read from the ring that differed from
+    /// the ring at their doorbell: the driver overwrote a slot before its completion (a
+    /// driver bug; hardware may have fetched the WQE before or after the write).
+    pub ring_overwritten: u64,
     /// Unfenced WQEs whose gather overlapped the result buffer of an earlier READ or atomic
     /// of the same run (a missing fence: real hardware may gather before the result lands).
     pub fence_hazards: u64,
@@ -505,6 +516,8 @@ pub enum DriverBug {
     BfMismatch,
     /// [`Stats::bf_incomplete`].
     BfIncomplete,
+    /// [`Stats::ring_overwritten`].
+    RingOverwritten,
     /// [`Stats::fence_hazards`].
     FenceHazard,
     /// [`Stats::stale_arms`].
@@ -519,13 +532,14 @@ pub enum DriverBug {
 
 impl DriverBug {
     /// Every driver bug the model counts.
-    pub const ALL: [DriverBug; 11] = [
+    pub const ALL: [DriverBug; 12] = [
         DriverBug::BadMmio,
         DriverBug::BadDoorbell,
         DriverBug::AmbiguousDoorbell,
         DriverBug::DoorbellBeforeRts,
         DriverBug::BfMismatch,
         DriverBug::BfIncomplete,
+        DriverBug::RingOverwritten,
         DriverBug::FenceHazard,
         DriverBug::StaleArm,
         DriverBug::ArmDbrecMismatch,
@@ -556,6 +570,7 @@ impl Stats {
             DriverBug::DoorbellBeforeRts => self.doorbells_before_rts,
             DriverBug::BfMismatch => self.bf_mismatch,
             DriverBug::BfIncomplete => self.bf_incomplete,
+            DriverBug::RingOverwritten => self.ring_overwritten,
             DriverBug::FenceHazard => self.fence_hazards,
             DriverBug::StaleArm => self.stale_arms,
             DriverBug::ArmDbrecMismatch => self.arm_dbrec_mismatch,

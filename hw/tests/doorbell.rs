@@ -529,3 +529,75 @@ fn object_lifetimes_and_transitions() {
     assert_ne!(k2, 0x100);
     nic.dereg_mr(k2).unwrap();
 }
+
+#[test]
+fn a_deferred_doorbell_runs_on_progress_and_gathers_then() {
+    let (_f, mut a, b) = pair();
+    a.nic.inject(Fault::DeferExecution(true));
+    a.write_data(0, b"old!");
+    let gather = data_seg(4, a.key, a.data(0));
+    a.post_op(
+        WRITE,
+        0,
+        SIGNALED,
+        0,
+        &[raddr_seg(b.data(0), b.key), gather],
+    );
+    a.ring();
+    assert_eq!(a.nic.stats().doorbells, 1);
+    assert!(a.poll_send().is_none());
+    assert_eq!(b.read_data(0, 4), vec![0; 4], "nothing ran yet");
+    // Reused before its completion: the NIC gathers what is there when it runs.
+    a.write_data(0, b"new!");
+    assert_eq!(a.nic.progress(), 1);
+    assert_eq!(completed(&a.drain_send()), vec![(REQ, 0)]);
+    assert_eq!(b.read_data(0, 4), b"new!");
+    assert_eq!(a.nic.progress(), 0);
+    assert_eq!(doorbell_counts(&a), [1, 0, 0, 0, 0]);
+}
+
+#[test]
+fn a_ring_slot_overwritten_before_a_deferred_run_is_counted() {
+    let (_f, mut a, b) = pair();
+    a.nic.inject(Fault::DeferExecution(true));
+    a.write_inline(b.data(0), b.key, b"one", SIGNALED);
+    a.ring();
+    a.write_inline(b.data(8), b.key, b"two", SIGNALED);
+    a.ring();
+    // The first WQE's inline payload changes in the ring after its doorbell.
+    a.mem.write(SQ + 36, b"ONE");
+    assert_eq!(a.nic.progress(), 1);
+    assert_eq!(completed(&a.drain_send()), vec![(REQ, 0), (REQ, 1)]);
+    assert_eq!(
+        (b.read_data(0, 3), b.read_data(8, 3)),
+        (b"ONE".to_vec(), b"two".to_vec())
+    );
+    assert_eq!(a.nic.stats().ring_overwritten, 1);
+    assert_eq!(doorbell_counts(&a)[4], 1, "an Unknown-class driver bug");
+}
+
+#[test]
+fn a_deferred_blueflame_doorbell_executes_the_copy_it_carried() {
+    let (_f, mut a, b) = pair();
+    a.nic.inject(Fault::DeferExecution(true));
+    a.write_inline(b.data(0), b.key, b"bf", SIGNALED);
+    a.ring_bf();
+    a.write_inline(b.data(8), b.key, b"db", SIGNALED);
+    a.ring();
+    assert_eq!(a.nic.progress(), 1);
+    assert_eq!(completed(&a.drain_send()), vec![(REQ, 0), (REQ, 1)]);
+    assert_eq!(
+        (b.read_data(0, 2), b.read_data(8, 2)),
+        (b"bf".to_vec(), b"db".to_vec())
+    );
+    let s = a.nic.stats();
+    assert_eq!((s.bf_used, s.bf_mismatch, s.ring_overwritten), (1, 0, 0));
+    a.nic.inject(Fault::DeferExecution(false));
+    a.write_inline(b.data(16), b.key, b"now", SIGNALED);
+    a.ring();
+    assert_eq!(
+        completed(&a.drain_send()),
+        vec![(REQ, 2)],
+        "synchronous again"
+    );
+}
