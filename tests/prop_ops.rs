@@ -3,8 +3,10 @@
 //!
 //! Each case builds 1 or 2 connected QP pairs (2 or 4 QPs) across two model NICs, with
 //! one CQ per NIC shared by all its QPs or a send and a receive CQ per QP, receives from
-//! each QP's RQ or from an SRQ of its own, and random ring sizes, BlueFlame size and path
-//! MTU. It then runs a random list of actions: batches of
+//! each QP's RQ or from an SRQ of its own, random ring sizes, BlueFlame size and path
+//! MTU, and synchronous or deferred execution (`Fault::DeferExecution`: the model runs a
+//! doorbell's work in a later progress step, so a ring slot the driver reuses before its
+//! completion would show as corrupted data). It then runs a random list of actions: batches of
 //! send WRs (every RC opcode including masked atomics; inline data and gathers from 0 bytes
 //! to several WQEBBs, zero-length entries included; random signaling, solicited and fence
 //! flags; every doorbell mode), receives (posted before or after the SENDs that need them),
@@ -61,6 +63,9 @@ struct Setup {
     log_rq: u8,
     bf_size: u32,
     path_mtu: u32,
+    /// Doorbells only queue their work and the model's progress steps run it
+    /// (`Fault::DeferExecution`), as a NIC running in parallel with the CPU.
+    defer: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -115,9 +120,10 @@ fn setup() -> impl Strategy<Value = Setup> {
         2..=4u8,
         prop_oneof![Just(0u32), Just(64), Just(256), Just(512)],
         prop_oneof![Just(256u32), Just(1024), Just(4096)],
+        any::<bool>(),
     )
         .prop_map(
-            |(pairs, shared_cq, srq, log_sq, log_rq, bf_size, path_mtu)| Setup {
+            |(pairs, shared_cq, srq, log_sq, log_rq, bf_size, path_mtu, defer)| Setup {
                 pairs,
                 shared_cq,
                 srq,
@@ -125,6 +131,7 @@ fn setup() -> impl Strategy<Value = Setup> {
                 log_rq,
                 bf_size,
                 path_mtu,
+                defer,
             },
         )
 }
@@ -476,6 +483,9 @@ impl Rig {
                 ))
             })
             .collect();
+        for ctx in &ctxs {
+            ctx.backend().nic().inject(Fault::DeferExecution(s.defer));
+        }
         let pds: Vec<_> = ctxs.iter().map(|c| c.alloc_pd().unwrap()).collect();
         let nqps = 2 * s.pairs;
         let config = QpConfig {
@@ -914,6 +924,7 @@ fn run_case(s: Setup, actions: Vec<Action>) {
     };
     for ctx in &rig.ctxs {
         ctx.backend().nic().inject(Fault::Clear);
+        ctx.backend().nic().inject(Fault::DeferExecution(s.defer));
     }
     let mut nop_posted = vec![false; nqps];
     for _ in 0..10_000 {
