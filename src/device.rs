@@ -360,6 +360,11 @@ impl<B: Backend> ProtectionDomain<B> {
                 handle: parts.handle,
                 qpn: parts.qpn,
                 errored,
+                seq: Mutex::new(Sequence {
+                    psn: random_psn(),
+                    peer: None,
+                    resume: None,
+                }),
                 send_cq: send_cq.inner.clone(),
                 recv_cq: recv_cq.inner.clone(),
                 _srq: srq.map(|s| s.inner.clone()),
@@ -628,6 +633,8 @@ struct QpCore<B: Backend> {
     handle: B::Qp,
     qpn: u32,
     errored: Arc<AtomicBool>,
+    /// The packet sequence numbers of the QP's connections (slow path only).
+    seq: Mutex<Sequence>,
     send_cq: Arc<CqInner<B>>,
     recv_cq: Arc<CqInner<B>>,
     _srq: Option<Arc<SrqInner<B>>>,
@@ -642,6 +649,34 @@ impl<B: Backend> QpCore<B> {
             recorded
         }
     }
+
+    fn seq(&self) -> MutexGuard<'_, Sequence> {
+        self.seq.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Where a QP stands in its packet sequences.
+#[derive(Debug)]
+struct Sequence {
+    /// The first PSN of the next (or current) connection: what [`Qp::endpoint`] gives out.
+    psn: u32,
+    /// The peer of the current connection, from a successful [`Qp::connect`].
+    peer: Option<Endpoint>,
+    /// Set by [`Qp::reset`] of a connected QP: its peer then and the PSN it expected next,
+    /// for a reconnection to a peer that did not reconnect.
+    resume: Option<(Endpoint, u32)>,
+}
+
+/// PSNs are 24 bits.
+const PSN_MASK: u32 = 0xff_ffff;
+
+/// A random 24-bit PSN for a new QP, as `rc_pingpong` (`lrand48() & 0xffffff`) and perftest
+/// choose them: from the process's randomly keyed hasher (no dependency).
+fn random_psn() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(PSN_MASK);
+    h.finish() as u32 & PSN_MASK
 }
 
 impl<B: Backend> Drop for QpCore<B> {
@@ -732,9 +767,36 @@ impl<B: Backend> Qp<B> {
         (&mut self.sq, self.rq.as_mut())
     }
 
-    /// The address to give the peer (first PSN 0).
+    /// The address to give the peer, with the first PSN this QP sends on its next (or
+    /// current) connection: random (24 bits) for a new QP, as rdma-core's `rc_pingpong` and
+    /// perftest choose it, the continuation of the sequence after [`Qp::reset`], or what
+    /// [`Qp::set_psn`] chose.
     pub fn endpoint(&self) -> Result<Endpoint, Error> {
-        self.ctx().backend.endpoint(self.port, self.core.qpn, 0)
+        let psn = self.core.seq().psn;
+        self.ctx().backend.endpoint(self.port, self.core.qpn, psn)
+    }
+
+    /// Chooses the first PSN (24 bits) of the next connection, before its [`Qp::endpoint`]
+    /// goes to the peer: only in RESET or INIT, and only before the QP's first connection
+    /// (a QP reset after a connection continues its sequence; see [`Qp::reset`]).
+    pub fn set_psn(&mut self, psn: u32) -> Result<(), Error> {
+        if !matches!(self.state(), QpState::Reset | QpState::Init) {
+            return Err(Error::WrongState {
+                operation: "choose the PSN",
+                state: self.state(),
+            });
+        }
+        let mut seq = self.core.seq();
+        if seq.resume.is_some() {
+            return Err(Error::InvalidArgument(
+                "a QP reset after a connection continues its PSN",
+            ));
+        }
+        if psn > PSN_MASK {
+            return Err(Error::InvalidArgument("PSNs are 24 bits"));
+        }
+        seq.psn = psn;
+        Ok(())
     }
 
     fn ctx(&self) -> &Context<B> {
@@ -765,7 +827,11 @@ impl<B: Backend> Qp<B> {
         Ok(())
     }
 
-    /// Connects to `remote`: INIT (if still in RESET), RTR, RTS.
+    /// Connects to `remote`: INIT (if still in RESET), RTR, RTS. The QP sends from the PSN
+    /// of its own [`Qp::endpoint`] and expects `remote.psn`, except after a [`Qp::reset`]
+    /// when `remote` is the very endpoint it was connected to before: that peer has not
+    /// reconnected and goes on with its sequence, so the QP goes on expecting the PSN it
+    /// expected before the reset.
     pub fn connect(&mut self, remote: &Endpoint, options: &ConnectOptions) -> Result<(), Error> {
         if self.state() == QpState::Reset {
             self.init(options.port, options.access)?;
@@ -776,9 +842,20 @@ impl<B: Backend> Qp<B> {
                 state: self.state(),
             });
         }
+        let (expected, psn) = {
+            let seq = self.core.seq();
+            let expected = match seq.resume {
+                Some((peer, rq_psn)) if peer == *remote => rq_psn,
+                _ => remote.psn,
+            };
+            (expected, seq.psn)
+        };
         self.modify(
             Transition::Rtr {
-                remote: *remote,
+                remote: Endpoint {
+                    psn: expected,
+                    ..*remote
+                },
                 path_mtu: options.path_mtu,
                 max_dest_rd_atomic: options.rd_atomic,
                 min_rnr_timer: options.min_rnr_timer,
@@ -789,7 +866,7 @@ impl<B: Backend> Qp<B> {
         )?;
         self.modify(
             Transition::Rts {
-                sq_psn: 0,
+                sq_psn: psn,
                 timeout: options.timeout,
                 retry_cnt: options.retry_cnt,
                 rnr_retry: options.rnr_retry,
@@ -798,6 +875,9 @@ impl<B: Backend> Qp<B> {
             QpState::Rts,
         )?;
         self.sq.set_ready(true);
+        let mut seq = self.core.seq();
+        seq.peer = Some(*remote);
+        seq.resume = None;
         Ok(())
     }
 
@@ -814,7 +894,29 @@ impl<B: Backend> Qp<B> {
     /// Resets the QP (after an error, or to reuse it): state RESET, queues emptied, doorbell
     /// records zeroed. Poll the flush CQEs first: CQEs still in the CQ for this QP are not
     /// removed (the CQ is driver-owned, rdma-core does not clean it).
+    ///
+    /// A connected QP keeps its place in both packet sequences: before the reset it reads
+    /// the next send PSN and the expected receive PSN from the device
+    /// ([`Backend::query_psn`]). Its next [`Qp::endpoint`] carries that send PSN, and a
+    /// [`Qp::connect`] to the same peer endpoint as before expects that receive PSN. So a
+    /// QP reset and reconnected on one side only, while the peer stays connected, goes on
+    /// where the peer expects it. A fresh sequence instead would land, half the time, in the
+    /// peer's duplicate window (the 2^23 PSNs behind the one it expects), where an IB
+    /// responder acknowledges a request without executing it: a WRITE would complete with
+    /// success and never land. Continued, the sequence is never behind the peer: the device
+    /// moves its send PSN on when a request first goes out, so at worst it is ahead (the
+    /// request was lost), which the peer answers with a sequence NAK, and the request fails
+    /// with [`Syndrome::TransportRetryExcErr`](crate::prm::Syndrome) after its retries
+    /// rather than completing as a false success.
     pub fn reset(&mut self) -> Result<(), Error> {
+        let peer = self.core.seq().peer;
+        if let Some(peer) = peer {
+            let now = self.ctx().backend.query_psn(&self.core.handle)?;
+            let mut seq = self.core.seq();
+            seq.psn = now.sq_psn;
+            seq.resume = Some((peer, now.rq_psn));
+            seq.peer = None;
+        }
         self.modify(Transition::Reset, QpState::Reset)?;
         self.sq.reset();
         if let Some(rq) = &mut self.rq {

@@ -118,7 +118,17 @@
 //! Drop values in any order: a QP keeps its CQs, SRQ and PD alive, a region its PD, every
 //! object its context, and each is destroyed when its last user goes (QP before CQ, MR before
 //! PD). [`Cq::destroy`] refuses with [`Error::Busy`] while a QP still uses the CQ. After an
-//! error CQE the QP is in error: poll its flush CQEs, then [`Qp::reset`] and connect again.
+//! error CQE the QP is in error: poll its flush CQEs, then [`Qp::reset`] and [`Qp::connect`]
+//! again. If the peer stayed connected, connect to the endpoint you already have from it:
+//! the reset QP continues both packet sequences where they stood ([`Qp::reset`] reads them
+//! from the device), so the peer goes on with it. If the peer was reset too, exchange fresh
+//! [`Qp::endpoint`]s first. One case cannot recover on one side: a request the peer never
+//! received (the QP failed with `TransportRetryExcErr` after losing it) leaves the QP's
+//! sequence ahead of the peer's, so its next request fails the same way, loudly, until both
+//! sides are reset and reconnected with fresh endpoints. A continued sequence is never
+//! behind the peer's, so no request completes as a success the peer did not execute (on
+//! hardware this rests on the device's next send PSN being past every request it sent;
+//! `docs/model.md`, "Transport").
 //!
 //! ## Completion events
 //!
@@ -165,8 +175,8 @@ pub use event::AsyncEvent;
 pub use rq::{RecvQueue, SharedRecvQueue};
 pub use sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge};
 pub use types::{
-    Access, ConnectOptions, DeviceCaps, Endpoint, ParseEndpointError, PortInfo, QpConfig, QpState,
-    Transition,
+    Access, ConnectOptions, DeviceCaps, Endpoint, ParseEndpointError, PortInfo, QpConfig, QpPsn,
+    QpState, Transition,
 };
 
 /// The README's examples, compiled and run as doctests.

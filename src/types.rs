@@ -91,7 +91,9 @@ pub struct Endpoint {
     pub gid: [u8; 16],
     /// QP number.
     pub qpn: u32,
-    /// First PSN the QP sends with.
+    /// First packet sequence number the QP sends with on this connection (24 bits); the
+    /// peer expects it. Random for a new QP, the continuation of the sequence after a
+    /// [`Qp::reset`](crate::Qp::reset), or what [`Qp::set_psn`](crate::Qp::set_psn) chose.
     pub psn: u32,
 }
 
@@ -194,6 +196,17 @@ impl fmt::Display for ParseEndpointError {
 }
 
 impl std::error::Error for ParseEndpointError {}
+
+/// A QP's packet sequence numbers as the device keeps them (`ibv_query_qp` with
+/// `IBV_QP_SQ_PSN | IBV_QP_RQ_PSN`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct QpPsn {
+    /// PSN of the next new request packet the QP sends.
+    pub sq_psn: u32,
+    /// PSN the QP expects on the next incoming request.
+    pub rq_psn: u32,
+}
 
 /// QP states as the driver tracks them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -71,6 +71,7 @@ on_hardware!(
     receive_too_small_fails_on_both_sides,
     send_inv_of_a_registered_key_is_refused,
     bad_local_key_is_a_local_protection_error,
+    one_side_reset_and_reconnected_keeps_working,
     no_receive_posted_exhausts_rnr_retries,
     an_unanswering_peer_exhausts_transport_retries,
     posting_before_rts_is_refused,

@@ -8,7 +8,7 @@ use mlx5_direct::backend::{Backend, QpParts};
 use mlx5_direct::cq::CqDesc;
 use mlx5_direct::mmio::Uar;
 use mlx5_direct::rq::RqDesc;
-use mlx5_direct::{Access, AsyncEvent, DeviceCaps, Error, PortInfo, QpConfig, Transition};
+use mlx5_direct::{Access, AsyncEvent, DeviceCaps, Error, PortInfo, QpConfig, QpPsn, Transition};
 
 /// One MMIO store: offset in the UAR page and the bytes in memory order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -168,6 +168,10 @@ impl<B: Backend> Backend for Traced<B> {
 
     fn modify_qp(&self, qp: &B::Qp, transition: &Transition) -> Result<(), Error> {
         self.inner.modify_qp(qp, transition)
+    }
+
+    fn query_psn(&self, qp: &B::Qp) -> Result<QpPsn, Error> {
+        self.inner.query_psn(qp)
     }
 
     fn poll_async_event(&self) -> Result<Option<AsyncEvent>, Error> {

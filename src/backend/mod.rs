@@ -14,7 +14,7 @@ use crate::event::AsyncEvent;
 use crate::mmio::Uar;
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
-use crate::types::{Access, DeviceCaps, Endpoint, PortInfo, QpConfig, Transition};
+use crate::types::{Access, DeviceCaps, Endpoint, PortInfo, QpConfig, QpPsn, Transition};
 use core::time::Duration;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
@@ -130,6 +130,9 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     ) -> Result<QpParts<Self>, Error>;
     /// Moves a QP to another state.
     fn modify_qp(&self, qp: &Self::Qp, transition: &Transition) -> Result<(), Error>;
+    /// Reads a QP's sequence numbers from the device, in any state but RESET (which clears
+    /// them): [`Qp::reset`](crate::Qp::reset) continues them across the reset.
+    fn query_psn(&self, qp: &Self::Qp) -> Result<QpPsn, Error>;
     /// Takes the next asynchronous event of the device, if one is pending; never blocks.
     fn poll_async_event(&self) -> Result<Option<AsyncEvent>, Error>;
     /// Waits up to `timeout` for the next asynchronous event (`None`: none came).

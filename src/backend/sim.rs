@@ -19,7 +19,7 @@ use crate::mmio::Uar;
 use crate::prm::{CQE_SIZE, DS, SEND_WQE_BB};
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
-use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, Transition};
+use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, QpPsn, Transition};
 
 /// The model crate itself, for the rest of [`Nic`]'s interface (its parameter, result and
 /// trace types: `CqParams`, `QpTransition`, `HwError`, `Tlp`, ...): a user crate reaches
@@ -541,6 +541,14 @@ impl Backend for Sim {
         self.nic
             .modify_qp(qp.qpn, &t)
             .map_err(device_error("modify QP"))
+    }
+
+    fn query_psn(&self, qp: &SimQp) -> Result<QpPsn, Error> {
+        let p = self.nic.qp_psn(qp.qpn).map_err(device_error("query QP"))?;
+        Ok(QpPsn {
+            sq_psn: p.sq_psn,
+            rq_psn: p.rq_psn,
+        })
     }
 
     fn poll_async_event(&self) -> Result<Option<AsyncEvent>, Error> {

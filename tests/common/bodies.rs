@@ -10,7 +10,8 @@ use mlx5_direct::prm::Syndrome;
 use mlx5_direct::sq::{MaskedCs32Args, MaskedCs64Args};
 use mlx5_direct::{
     Access, AsyncEvent, CompChannel, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode,
-    MemoryRegion, PostError, Qp, QpConfig, QpState, Remote, SendFlags, SendOp, Status, WcOpcode,
+    MemoryRegion, PostError, Qp, QpConfig, QpPsn, QpState, Remote, SendFlags, SendOp, Status,
+    WcOpcode,
 };
 
 use super::{assert_empty, connect, connect_with, poll_n, rig_pair, Rig, Side, MR_LEN};
@@ -338,6 +339,65 @@ pub fn bad_rkey_fails_then_flushes_then_reset_reuses_the_qp<R: Rig>(rig: &R) {
     assert_eq!((c.wr_id, c.status), (5, Status::Success));
     b.mr.read(0, &mut byte);
     assert_eq!(byte, [5]);
+}
+
+/// Posts a signaled inline WRITE of `payload` from `from` into `to`'s region at `off`;
+/// returns its completion status.
+pub fn write<B: Drive>(from: &mut Side<B>, to: &Side<B>, off: usize, payload: &[u8]) -> Status {
+    from.qp
+        .sq()
+        .post(
+            off as u64,
+            SendOp::Write(to.mr.remote(off)),
+            Data::Inline(payload),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    poll_n(from, 1)[0].status
+}
+
+/// `len` bytes of `s`'s region at `off`.
+pub fn read<B: Backend>(s: &Side<B>, off: usize, len: usize) -> Vec<u8> {
+    let mut b = vec![0; len];
+    s.mr.read(off, &mut b);
+    b
+}
+
+/// The device's sequence numbers of `s`'s QP.
+pub fn psn<B: Backend>(s: &Side<B>) -> QpPsn {
+    s.ctx.backend().query_psn(s.qp.handle()).unwrap()
+}
+
+/// The crate docs' recovery on one side only: after a local error (a bad lkey, which never
+/// reaches the wire), `a` polls its error CQE, resets and connects again to the endpoint it
+/// had from `b`, while `b` stays connected. Both directions go on: nothing is taken for a
+/// duplicate (a WRITE that completes without landing) or a sequence error.
+pub fn one_side_reset_and_reconnected_keeps_working<R: Rig>(rig: &R) {
+    let (mut a, mut b) = rig_pair(rig);
+    let eb = b.qp.endpoint().unwrap();
+    assert_eq!(write(&mut a, &b, 0, b"before"), Status::Success);
+    assert_eq!(write(&mut b, &a, 0, b"peer-1"), Status::Success);
+    let mut bad = a.mr.sge(0, 8);
+    bad.lkey ^= 0x200;
+    a.qp.sq()
+        .post(
+            99,
+            SendOp::Write(b.mr.remote(0)),
+            Data::Sges(&[bad]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    let c = poll_n(&mut a, 1)[0];
+    assert_eq!(syndrome(c.status), Some(Syndrome::LocalProtErr));
+    a.qp.reset().unwrap();
+    a.qp.connect(&eb, &ConnectOptions::default()).unwrap();
+    assert_eq!(b.qp.state(), QpState::Rts);
+    assert_eq!(write(&mut a, &b, 16, b"after"), Status::Success);
+    assert_eq!(read(&b, 16, 5), b"after", "the WRITE landed");
+    assert_eq!(write(&mut b, &a, 16, b"peer-2"), Status::Success);
+    assert_eq!(read(&a, 16, 6), b"peer-2", "the peer's WRITE landed");
+    assert_eq!(psn(&a).sq_psn, psn(&b).rq_psn);
+    assert_eq!(psn(&b).sq_psn, psn(&a).rq_psn);
 }
 
 /// A SEND longer than the receive: LOCAL_LENGTH_ERR at the responder (and its next receive

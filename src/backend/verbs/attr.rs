@@ -134,6 +134,11 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
     Ok((attr, mask))
 }
 
+/// The attributes [`Backend::query_psn`](crate::backend::Backend::query_psn) asks
+/// `ibv_query_qp` for: the next send PSN and the expected receive PSN (the kernel's mlx5
+/// driver answers them from the QPC's `next_send_psn` and `next_rcv_psn`).
+pub(crate) const PSN_QUERY: m = m(m::IBV_QP_SQ_PSN.0 | m::IBV_QP_RQ_PSN.0);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +262,12 @@ mod tests {
             let (attr, mask) = qp_attr(&t, &ROCE).unwrap();
             assert_eq!((mask.0, attr.qp_state), (1, state));
         }
+    }
+
+    #[test]
+    fn the_psn_query_asks_for_both_sequence_numbers_only() {
+        // IBV_QP_RQ_PSN 4096, IBV_QP_SQ_PSN 65536 (verbs.h).
+        assert_eq!(PSN_QUERY.0, 4096 | 65536);
     }
 
     #[test]

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use rdma_sys::{
     ibv_alloc_pd, ibv_cq, ibv_cq_ex_to_cq, ibv_cq_init_attr_ex, ibv_create_srq, ibv_dealloc_pd,
     ibv_dereg_mr, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq, ibv_modify_qp, ibv_mr, ibv_pd,
-    ibv_qp, ibv_qp_init_attr_ex, ibv_qp_init_attr_mask, ibv_qp_type, ibv_reg_mr, ibv_srq,
-    ibv_srq_init_attr,
+    ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_qp_init_attr_ex, ibv_qp_init_attr_mask, ibv_qp_type,
+    ibv_query_qp, ibv_reg_mr, ibv_srq, ibv_srq_init_attr,
 };
 
 use super::attr::{self, Addressing};
@@ -32,7 +32,7 @@ use crate::event::AsyncEvent;
 use crate::prm::{Be32, DS, SEND_WQE_BB, UAR_PAGE_SIZE};
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
-use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, Transition};
+use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, QpPsn, Transition};
 
 /// The UAR page holding `reg` and the register's offset in it.
 fn uar_page(reg: *mut c_void) -> Result<(NonNull<u8>, usize), Error> {
@@ -489,6 +489,29 @@ impl Backend for Verbs {
             return Err(failed("modify QP", rc));
         }
         Ok(())
+    }
+
+    fn query_psn(&self, qp: &VerbsQp) -> Result<QpPsn, Error> {
+        // SAFETY: both are plain C data (integers, GIDs, pointers `ibv_query_qp` does not
+        // read); all zeroes is a valid value of each.
+        let (mut attr, mut init): (ibv_qp_attr, ibv_qp_init_attr) =
+            unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
+        // SAFETY: a live QP and two writable out-structs.
+        let rc = unsafe {
+            ibv_query_qp(
+                qp.qp.as_ptr(),
+                &mut attr,
+                attr::PSN_QUERY.0 as c_int,
+                &mut init,
+            )
+        };
+        if rc != 0 {
+            return Err(failed("query QP", rc));
+        }
+        Ok(QpPsn {
+            sq_psn: attr.sq_psn,
+            rq_psn: attr.rq_psn,
+        })
     }
 
     fn poll_async_event(&self) -> Result<Option<AsyncEvent>, Error> {
