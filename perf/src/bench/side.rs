@@ -128,7 +128,9 @@ impl<B: Device> Side<B> {
     pub(super) fn records(&self, port: u8) -> Result<Vec<QpRecord>, Error> {
         let mut out = Vec::new();
         for (q, qp) in self.qps.iter().enumerate() {
-            let ep = self.ctx.backend().endpoint(port, qp.qpn(), 0)?;
+            // The QP's own first PSN, through the port this run uses.
+            let psn = qp.endpoint()?.psn;
+            let ep = self.ctx.backend().endpoint(port, qp.qpn(), psn)?;
             out.push(QpRecord {
                 lid: ep.lid,
                 qpn: ep.qpn,
