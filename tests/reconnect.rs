@@ -7,10 +7,9 @@ mod common;
 
 use common::bodies::{self, psn, read, syndrome, write};
 use common::{connect, connect_with, side, Side};
-use mlx5_direct::backend::sim::Fabric;
+use mlx5_direct::backend::sim::{Fabric, Fault};
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::{ConnectOptions, Error, QpConfig, QpPsn, QpState, Status};
-use mlx5_hw::Fault;
 
 /// Two sides on one fabric, not connected.
 fn unconnected() -> (Side, Side) {

@@ -15,12 +15,11 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use mlx5_direct::backend::sim::{DriverBug, Fabric, Fault, NicConfig, Sim};
 use mlx5_direct::{
     Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, MemoryRegion, Qp,
     QpConfig, SendFlags, SendOp, Sge, Status, WcOpcode,
 };
-use mlx5_hw::{DriverBug, Fault};
 
 const SQ_WQEBBS: u32 = 64;
 const RQ_WQES: u32 = 64;

@@ -14,7 +14,7 @@ use mlx5_direct::{
     WcOpcode,
 };
 
-use super::{assert_empty, connect, connect_with, poll_n, rig_pair, Rig, Side, MR_LEN};
+use super::{assert_empty, connect, connect_with, poll_n, rig_pair, Drive, Rig, Side, MR_LEN};
 
 /// The syndrome of an error completion.
 pub fn syndrome(status: Status) -> Option<Syndrome> {
