@@ -425,8 +425,9 @@ fn is_mapped(addr: *mut u8, len: usize) -> bool {
 /// zeroed.
 ///
 /// The device may write the memory at any time (receives, peers' WRITEs, READ results), so it
-/// is never lent out as `&[u8]`: copy in and out with [`MemoryRegion::read`] and
-/// [`MemoryRegion::write`].
+/// is never lent out as `&[u8]` by safe code: copy in and out with [`MemoryRegion::read`]
+/// and [`MemoryRegion::write`], or borrow a range the device no longer writes with the
+/// `unsafe` [`MemoryRegion::bytes`].
 #[derive(Debug)]
 pub struct MemoryRegion<B: Backend> {
     handle: B::Mr,
@@ -493,6 +494,29 @@ impl<B: Backend> MemoryRegion<B> {
     /// If the range is outside the region.
     pub fn write(&self, offset: usize, data: &[u8]) {
         self.memory.write(offset, data);
+    }
+
+    /// `len` bytes at `offset`, in place: for reading a received message where it landed,
+    /// without the copy of [`MemoryRegion::read`] (the pattern: crate docs, "Zero-copy
+    /// receive").
+    ///
+    /// # Safety
+    /// While the returned slice lives, nothing may write `offset..offset + len`:
+    /// - not the device for this process: the range is in no posted receive (the receive
+    ///   that filled it has completed, its completion was returned by a poll, which orders
+    ///   the device's writes of the data before it, and it is not posted again while the
+    ///   slice lives), and is no local entry of an outstanding RDMA READ or atomic;
+    /// - not a peer: no RDMA WRITE or atomic targets the range (the region's rkey went to no
+    ///   peer with remote write or atomic rights, or the peers' protocol keeps them off this
+    ///   range while the slice lives);
+    /// - not this process: no [`MemoryRegion::write`] to the range, no other pointer
+    ///   writes through it.
+    ///
+    /// # Panics
+    /// If the range is outside the region.
+    pub unsafe fn bytes(&self, offset: usize, len: usize) -> &[u8] {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.memory.slice(offset, len) }
     }
 
     /// The byte at `offset`, read with one volatile load: for spinning on memory a peer

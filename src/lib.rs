@@ -57,9 +57,46 @@
 //!
 //! `unsafe` lives in `mmio`, the ring and memory modules and the backends, each block with
 //! its reason. Memory the device may write (registered regions, rings, CQEs) is never handed
-//! out as `&[u8]`: [`MemoryRegion::read`] and [`MemoryRegion::write`] copy. Registering
-//! memory the caller owns is `unsafe` ([`ProtectionDomain::register`]): the caller promises
-//! it outlives the registration.
+//! out as `&[u8]` by safe code: [`MemoryRegion::read`] and [`MemoryRegion::write`] copy;
+//! [`MemoryRegion::bytes`] lends a range in place under an `unsafe` contract (below).
+//! Registering memory the caller owns is `unsafe` ([`ProtectionDomain::register`]): the
+//! caller promises it outlives the registration.
+//!
+//! ## Zero-copy receive
+//!
+//! A received message can be read where it landed instead of copied out. Once its
+//! completion is polled, the device has finished writing the receive's buffer (the poll
+//! orders the data before the CQE), and it writes there again only if the application posts
+//! that buffer again or lets a peer write it. [`MemoryRegion::bytes`] borrows the range;
+//! its `# Safety` contract is exactly that: no posted receive, outstanding READ / atomic
+//! result, peer WRITE / atomic or local write covers the range while the slice lives. The
+//! safe way to keep the peer out is a receive region registered without remote rights
+//! (`Access::LOCAL_WRITE`), so no rkey of it can be used.
+//!
+//! ```
+//! # use mlx5_direct::backend::sim::Sim;
+//! # use mlx5_direct::{Access, Completion, ConnectOptions, Context, Data, QpConfig, SendFlags, SendOp};
+//! # let ctx = Context::new(Sim::new());
+//! # let pd = ctx.alloc_pd()?;
+//! # let mut cq = ctx.create_cq(64, 64)?;
+//! # let mut qp = pd.create_qp(&cq, &cq, &QpConfig::default())?;
+//! # let me = qp.endpoint()?;
+//! # qp.connect(&me, &ConnectOptions::default())?;
+//! // Receive buffers: local write only, so no peer can target them.
+//! let buffers = pd.alloc_mr(16 * 1024, Access::LOCAL_WRITE)?;
+//! qp.rq().unwrap().post(3, &[buffers.sge(3 * 1024, 1024)])?;
+//! qp.sq().post(1, SendOp::Send, Data::Inline(b"in place"), SendFlags::SIGNALED)?;
+//! let mut done = [Completion::default(); 2];
+//! let mut n = 0;
+//! while n < 2 { n += cq.poll(&mut done[n..]); }
+//! let c = done.iter().find(|c| c.wr_id == 3).unwrap();
+//! // SAFETY: receive 3 completed (polled above) and its buffer is posted again only after
+//! // `msg` is gone; the region grants no remote access; nothing else writes it.
+//! let msg = unsafe { buffers.bytes(3 * 1024, c.byte_len as usize) };
+//! assert_eq!(msg, b"in place");
+//! qp.rq().unwrap().post(3, &[buffers.sge(3 * 1024, 1024)])?; // after the last use of `msg`
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! ## Threading
 //!

@@ -76,6 +76,18 @@ impl Memory {
         }
     }
 
+    /// `len` bytes at `offset`, borrowed in place.
+    ///
+    /// # Safety
+    /// Nothing writes the range while the slice lives (the contract of
+    /// `MemoryRegion::bytes`).
+    pub(crate) unsafe fn slice(&self, offset: usize, len: usize) -> &[u8] {
+        self.check(offset, len);
+        // SAFETY: inside the memory (checked), which stays mapped while `self` lives; the
+        // caller promises that nothing writes the range while the slice lives.
+        unsafe { core::slice::from_raw_parts(self.ptr().add(offset), len) }
+    }
+
     pub(crate) fn read_volatile_u8(&self, offset: usize) -> u8 {
         self.check(offset, 1);
         // SAFETY: inside the memory (checked). Volatile: the device (or a peer's RDMA WRITE)
