@@ -225,6 +225,10 @@ pub struct BenchArgs {
     /// as perftest).
     #[arg(short = 'e', long = "events")]
     pub events: bool,
+    /// Before each size, post a TX depth of WRs per QP and complete them, untimed (READ,
+    /// WRITE and atomic bandwidth tests).
+    #[arg(long = "perform_warm_up")]
+    pub perform_warm_up: bool,
     /// Number of QPs (bandwidth tests).
     #[arg(short = 'q', long = "qp", default_value_t = 1)]
     pub qps: u32,
@@ -407,7 +411,6 @@ const REFUSED: &[(&[&str], &str)] = &[
             "--recv_post_list",
             "--data_validation",
             "--data_validation_debug",
-            "--perform_warm_up",
             "-W",
             "--report-counters",
             "--cpu_util",

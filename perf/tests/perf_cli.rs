@@ -772,6 +772,19 @@ fn events_sleep_on_the_cq_and_complete_every_test() {
 }
 
 #[test]
+fn warm_up_is_neither_timed_nor_counted() {
+    for test in ["write_bw", "read_bw", "atomic_bw"] {
+        let plain = json(&[test, "-n", "100", "-s", "8", "--json"]);
+        let warm = json(&[test, "-n", "100", "-s", "8", "--perform_warm_up", "--json"]);
+        let (p, w) = (&plain["results"][0], &warm["results"][0]);
+        assert_eq!(w["messages_run"], 100, "{test}");
+        // The warm-up's 100 WRs (a TX depth) ran before either side's link counts began.
+        assert_eq!(w["pcie_per_message"], p["pcie_per_message"], "{test}");
+        assert_eq!(warm["header"]["params"]["warm_up"], true);
+    }
+}
+
+#[test]
 fn the_latency_gap_lands_in_perftests_samples() {
     // A 200 us spin before each post: perftest's samples (gaps between posts, halved)
     // are at least 100 us.

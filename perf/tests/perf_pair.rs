@@ -29,6 +29,7 @@ fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
         qps: 1,
         out_reads: 0,
         duplex: false,
+        warm_up: false,
     }
 }
 

@@ -127,6 +127,15 @@ fn post_list_rules() {
 fn refusals_where_perftest_refuses() {
     refused("write_lat -N", "NoPeak only valid for BW tests");
     refused("send_lat -b", "bidirectional is only available in BW tests");
+    refused(
+        "send_bw --perform_warm_up",
+        "valid in Atomic, Read and Write BW tests",
+    );
+    refused(
+        "read_lat --perform_warm_up",
+        "valid in Atomic, Read and Write BW tests",
+    );
+    assert!(ok("atomic_bw --perform_warm_up").warm_up);
     assert!(ok("read_bw -b").duplex);
     refused(
         "write_bw -A CMP_AND_SWAP",

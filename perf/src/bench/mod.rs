@@ -168,6 +168,14 @@ enum Msg {
 /// perftest's samples (with `-H` / `-U`) and the messages run in all.
 type Measured = (Stats, Option<Latencies>, Option<Vec<f64>>, u64);
 
+/// Checks that `msg` is the peer's Ready for `size`.
+fn expect_ready(msg: Msg, size: usize) -> Result<(), Error> {
+    match msg {
+        Msg::Ready { size: s } if s == size => Ok(()),
+        m => Err(format!("expected Ready for {size} bytes, got {m:?}").into()),
+    }
+}
+
 /// The client's half of one size.
 fn client_body<B: Device>(
     side: &mut Side<B>,
@@ -221,6 +229,24 @@ fn client_body<B: Device>(
             Ok((stats, None, None, completed))
         }
     }
+}
+
+/// perftest's `perform_warm_up`: a TX depth of WRs on every QP (in post lists), all
+/// completed before the size starts (so neither timed nor in either side's link counts);
+/// the measurement then counts from zero.
+fn warm_up<B: Device>(side: &mut Side<B>, size: usize) -> Result<(), Error> {
+    side.rebase()?;
+    let p = side.params.clone();
+    let mut payload = vec![0u8; size.max(1)];
+    let mut sge = [mlx5_direct::Sge::default(); 1];
+    for q in 0..side.qps.len() {
+        for _ in 0..p.tx_depth / p.post_list {
+            let op = side.op(q);
+            let data = data_for(side, size, &mut payload, &mut sge, side.windows[q].posted);
+            side.post(q, p.post_list, true, op, data)?;
+        }
+    }
+    side.drain()
 }
 
 /// The bandwidth tests' posting loop: up to `-t` WRs outstanding per QP, `-l` per
@@ -399,6 +425,7 @@ fn flag(field: &str) -> &'static str {
         "rx_depth" => "-r",
         "out_reads" => "-o",
         "duplex" => "-b",
+        "warm_up" => "--perform_warm_up",
         _ => "the test (derived from it)",
     }
 }
@@ -480,12 +507,14 @@ pub fn serve<B: Device>(
     let (mut side, info) = setup(ctx, &mut peer, params, local, true)?;
     sink.header(&info, params);
     for &size in &params.sizes {
-        match peer.recv()? {
-            Msg::Ready { size: s } if s == size => {}
-            m => return Err(format!("expected Ready for {size} bytes, got {m:?}").into()),
-        }
-        let before = side.pcie();
+        expect_ready(peer.recv()?, size)?;
+        let mut before = side.pcie();
         peer.send(&Msg::Ready { size })?;
+        if params.warm_up {
+            expect_ready(peer.recv()?, size)?;
+            before = side.pcie();
+            peer.send(&Msg::Ready { size })?;
+        }
         let (own, count) = server_body(&mut side, &mut peer, size, local)?;
         let pcie = side.pcie().zip(before).map(|(a, b)| Counts::from(a - b));
         // -b: the server's sending goes to the client, which prints both directions.
@@ -542,9 +571,12 @@ pub fn client<B: Device>(
     let (mut side, info) = setup(ctx, &mut peer, params, local, false)?;
     sink.header(&info, params);
     for &size in &params.sizes {
-        match peer.swap(&Msg::Ready { size })? {
-            Msg::Ready { size: s } if s == size => {}
-            m => return Err(format!("expected Ready for {size} bytes, got {m:?}").into()),
+        expect_ready(peer.swap(&Msg::Ready { size })?, size)?;
+        if params.warm_up {
+            // After the barrier (the server's QPs are connected), before either side
+            // starts counting: a second Ready exchange starts the size.
+            warm_up(&mut side, size)?;
+            expect_ready(peer.swap(&Msg::Ready { size })?, size)?;
         }
         let before = side.pcie();
         let (mut stats, latencies, samples, mut count) =

@@ -38,6 +38,8 @@ pub struct Params {
     pub out_reads: u32,
     /// Both sides send (`-b`).
     pub duplex: bool,
+    /// The client warms up before each size (`--perform_warm_up`).
+    pub warm_up: bool,
 }
 
 /// perftest's `-a` sizes.
@@ -159,6 +161,13 @@ impl Params {
         if a.atomic_type.is_some() && !atomic {
             return Err(
                 "-A: you are not running the atomic_lat/bw test (perftest refuses it too)".into(),
+            );
+        }
+        if a.perform_warm_up && (lat || test.verb == Verb::Send) {
+            return Err(
+                "--perform_warm_up: valid in Atomic, Read and Write BW tests (perftest accepts \
+                 and ignores it elsewhere)"
+                    .into(),
             );
         }
         if lat && a.bidirectional {
@@ -321,6 +330,7 @@ impl Params {
             qps,
             out_reads: a.outs.unwrap_or(0),
             duplex: a.bidirectional,
+            warm_up: a.perform_warm_up,
         })
     }
 

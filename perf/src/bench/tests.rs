@@ -23,6 +23,7 @@ fn every_compared_parameter_names_its_flag() {
         qps: 1,
         out_reads: 0,
         duplex: false,
+        warm_up: false,
     };
     let serde_json::Value::Object(fields) = serde_json::to_value(&params).unwrap() else {
         panic!("params are an object");
