@@ -50,8 +50,26 @@
 //!   each pinned to rdma-core's `mlx5dv.h` by golden tests. No `unsafe`.
 //! - [`sq`], [`rq`], [`cq`]: the data path over raw queue memory; [`mmio`]: the only code
 //!   that stores to a UAR, with rdma-core's barrier names.
-//! - [`device`]: reference-counted control objects over a [`backend::Backend`].
+//! - [`types`]: the plain data every layer shares (endpoints and their wire forms, QP and
+//!   connection settings).
+//! - [`device`]: reference-counted control objects over a [`backend::Backend`];
+//!   [`channel`]: completion channels, waited on the same way on every backend.
 //! - [`null`]: queues over plain memory, for CPU-cost benchmarks and byte-level tests.
+//!
+//! ## Connecting two processes
+//!
+//! Each side sends the other its [`Endpoint`] (from [`Qp::endpoint`]) and, for one-sided
+//! operations, a [`Remote`] (address and rkey; [`Remote::offset`] moves into it). An
+//! `Endpoint` prints and parses as rdma-core's `rc_pingpong` message
+//! (`"%04x:%06x:%06x:%s"`: LID, QPN, PSN, GID in hex) and converts to and from 26 bytes
+//! ([`Endpoint::to_bytes`], [`Endpoint::from_bytes`]).
+//!
+//! ## Cargo features
+//!
+//! `sim` (default): the model backend. `verbs`: ConnectX hardware through rdma-core.
+//! `tokio`: `AsyncCompChannel`, completion events in async code. `serde`: `Serialize` /
+//! `Deserialize` for the plain data types ([`types`], [`Completion`], [`Status`],
+//! [`Remote`], [`Sge`], [`AsyncEvent`]).
 //!
 //! ## Safety
 //!

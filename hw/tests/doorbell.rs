@@ -4,7 +4,8 @@
 mod common;
 use common::*;
 use mlx5_hw::{
-    AsyncEvent, BugClass, Event, Fabric, Fault, Nic, NicConfig, Purpose, QpState, QpTransition,
+    AsyncEvent, BugClass, CqParams, Event, Fabric, Fault, HwError, Nic, NicConfig, Purpose,
+    QpState, QpTransition,
 };
 use std::time::Duration;
 
@@ -600,4 +601,35 @@ fn a_deferred_blueflame_doorbell_executes_the_copy_it_carried() {
         vec![(REQ, 2)],
         "synchronous again"
     );
+}
+
+/// A completion channel lives while a CQ uses it (`ibv_create_comp_channel(3)`: destroying
+/// it fails while CQs are associated with it); a CQ cannot name a channel that does not
+/// exist; a destroyed channel is gone.
+#[test]
+fn a_channel_outlives_its_cqs_and_only_live_channels_are_named() {
+    let nic = Nic::new(&Fabric::new(), NicConfig::default());
+    let mem = Mem::new(8192);
+    let ch = nic.create_channel().unwrap();
+    let params = |channel| CqParams {
+        buf: mem.addr(0),
+        log_cqe_cnt: 4,
+        cqe_size: 64,
+        dbrec: mem.addr(4096),
+        overrun_ignore: false,
+        channel: Some(channel),
+    };
+    // SAFETY: the buffer and record live in `mem`, which outlives the CQ.
+    assert_eq!(
+        unsafe { nic.create_cq(&params(ch + 1)) },
+        Err(HwError::NoSuchObject)
+    );
+    // SAFETY: as above.
+    let cq = unsafe { nic.create_cq(&params(ch)) }.unwrap();
+    assert!(nic.channel_fd(ch).is_ok());
+    assert_eq!(nic.poll_channel(ch), Ok(None));
+    assert_eq!(nic.destroy_channel(ch), Err(HwError::Busy));
+    nic.destroy_cq(cq.cqn).unwrap();
+    assert_eq!(nic.destroy_channel(ch), Ok(()));
+    assert_eq!(nic.poll_channel(ch), Err(HwError::NoSuchObject));
 }
