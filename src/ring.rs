@@ -353,6 +353,31 @@ impl WqeBuf<'_> {
         }
     }
 
+    /// Writes the segments `segs` one after another from byte `at`, out of line: a loop of
+    /// unknown length inlined into a post would crowd the registers of every post.
+    ///
+    /// # Safety
+    /// As for [`WqeBuf::seg`], for every segment `segs` yields.
+    #[inline(always)]
+    pub(crate) unsafe fn seg_list<T: Copy>(&mut self, at: usize, segs: impl Iterator<Item = T>) {
+        #[inline(never)]
+        unsafe fn run<T: Copy>(mut wqe: WqeBuf<'_>, at: usize, segs: impl Iterator<Item = T>) {
+            for (i, seg) in segs.enumerate() {
+                // SAFETY: the caller's contract.
+                unsafe { wqe.seg(at + i * core::mem::size_of::<T>(), seg) };
+            }
+        }
+        let view = WqeBuf {
+            ptr: self.ptr,
+            len: self.len,
+            wrap: None,
+            _ring: core::marker::PhantomData,
+        };
+        // SAFETY: forwarded; `view` is this buffer without the wrap (it stays with `self`,
+        // which copies the staged bytes into the ring when dropped).
+        unsafe { run(view, at, segs) }
+    }
+
     /// Copies `data` to byte `at` of the WQE.
     ///
     /// # Safety

@@ -8,14 +8,16 @@
 //!
 //! Each post case runs with a **constant** work request (opcode, data and flags known at
 //! the call site, so the compiler folds the per-operation `match`es) and with a
-//! **run-time** one (every field loaded through a reference from
-//! [`std::hint::black_box`] on every operation, as when the work request comes from the
-//! application's data). Measured by `benches/callgrind.sh` (instructions, through the
+//! **run-time** one (a work request in memory behind a reference from
+//! [`std::hint::black_box`], every field loaded on every operation, as when the work
+//! request comes from the application's data; posted by reference: `post_wr`, `push_wr`,
+//! `post_many` over `&SendWr`). Measured by `benches/callgrind.sh` (instructions, through the
 //! `cpu_ops` binary), by `cargo bench -p mlx5-cpu-bench` (criterion, ns) and by
 //! `mlx5-perf cpu`; results in `docs/benchmarks.md`.
 
 #![deny(missing_docs)]
 
+use std::borrow::Borrow;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -139,6 +141,9 @@ const WRITE: SendWr<'static> = SendWr {
 /// The same WRITE in memory, for the run-time cases.
 static WRITE_IN_MEMORY: SendWr<'static> = WRITE;
 
+/// A list of [`CPU_BATCH`] such WRITEs in memory, for the run-time list case.
+static WRITE_LIST: [SendWr<'static>; CPU_BATCH as usize] = [WRITE; CPU_BATCH as usize];
+
 /// The run-time WRITE: a reference the compiler knows nothing about, so every field is
 /// loaded and every `match` on it runs, on every operation.
 #[inline(always)]
@@ -157,12 +162,12 @@ fn post_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
     n
 }
 
-/// `n` × `post` of the run-time WRITE.
+/// `n` × `post_wr` of the run-time WRITE (by reference, as a work request in memory is
+/// best posted).
 #[inline(never)]
 fn post_chunk_rt(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
     for i in 0..n {
-        let wr = runtime_write();
-        if sq.post(i, wr.op, wr.data, wr.flags).is_err() {
+        if sq.post_wr(runtime_write()).is_err() {
             return i;
         }
     }
@@ -184,14 +189,13 @@ fn in_batches(n: u64, mut run: impl FnMut(u64, u64) -> Result<(), u64>) -> u64 {
     n
 }
 
-/// `n` × `push` of the WRITE `wr()` gives, with a `ring_doorbell` after every
+/// `n` × `push_wr` of the WRITE `wr()` gives, with a `ring_doorbell` after every
 /// [`CPU_BATCH`].
 #[inline(always)]
 fn batches<'a>(sq: &mut SendQueue<NullUar>, n: u64, wr: impl Fn() -> &'a SendWr<'a>) -> u64 {
     in_batches(n, |start, end| {
-        for wr_id in start..end {
-            let w = wr();
-            sq.push(wr_id, w.op, w.data, w.flags).map_err(|_| wr_id)?;
+        for done in start..end {
+            sq.push_wr(wr()).map_err(|_| done)?;
         }
         sq.ring_doorbell();
         Ok(())
@@ -210,28 +214,33 @@ fn batch_chunk_rt(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
     batches(sq, n, runtime_write)
 }
 
-/// `n` WRs (the WRITE `wr()` gives) in `post_many` lists of [`CPU_BATCH`].
+/// `n` WRs in `post_many` lists of [`CPU_BATCH`], `list(start, end)` giving each.
 #[inline(always)]
-fn lists<'a>(sq: &mut SendQueue<NullUar>, n: u64, wr: impl Fn() -> &'a SendWr<'a>) -> u64 {
-    in_batches(n, |start, end| {
-        let list = (start..end).map(|wr_id| SendWr { wr_id, ..*wr() });
-        match sq.post_many(list) {
-            Ok(_) => Ok(()),
-            Err((posted, _)) => Err(start + posted as u64),
-        }
+fn lists<'a, W: Borrow<SendWr<'a>>, L: Iterator<Item = W>>(
+    sq: &mut SendQueue<NullUar>,
+    n: u64,
+    list: impl Fn(u64, u64) -> L,
+) -> u64 {
+    in_batches(n, |start, end| match sq.post_many(list(start, end)) {
+        Ok(_) => Ok(()),
+        Err((posted, _)) => Err(start + posted as u64),
     })
 }
 
-/// [`lists`] of the constant WRITE.
+/// [`lists`] of the constant WRITE, built by value.
 #[inline(never)]
 fn list_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
-    lists(sq, n, || &WRITE)
+    lists(sq, n, |start, end| {
+        (start..end).map(|wr_id| SendWr { wr_id, ..WRITE })
+    })
 }
 
-/// [`lists`] of the run-time WRITE.
+/// [`lists`] of the run-time list in memory, by reference.
 #[inline(never)]
 fn list_chunk_rt(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
-    lists(sq, n, runtime_write)
+    lists(sq, n, |start, end| {
+        black_box(&WRITE_LIST)[..(end - start) as usize].iter()
+    })
 }
 
 /// `n` polls into `out`, each expected to return `EXPECT` completions.

@@ -307,13 +307,38 @@ impl CtrlSeg {
     /// The segment's 16 bytes in wire order.
     #[inline(always)]
     pub fn to_bytes(&self) -> [u8; CTRL_SEG_SIZE] {
+        let [a, b] = self.to_words();
         let mut out = [0u8; CTRL_SEG_SIZE];
-        out[0..8].copy_from_slice(&self.doorbell_bytes());
-        out[8] = self.signature;
-        out[9..11].copy_from_slice(&self.dci_stream_channel_id);
-        out[11] = self.fm_ce_se.into_bits();
-        out[12..16].copy_from_slice(&self.imm.to_bytes());
+        out[..8].copy_from_slice(&a.to_ne_bytes());
+        out[8..].copy_from_slice(&b.to_ne_bytes());
         out
+    }
+
+    /// The segment as the two 8-byte words a WQE write stores (memory order): the bytes of
+    /// [`CtrlSeg::to_bytes`], built as words so the compiler keeps each in a register.
+    #[inline(always)]
+    pub fn to_words(&self) -> [u64; 2] {
+        // Each 4-byte group as the native-order value of its wire bytes, then two groups
+        // per word in memory order.
+        let group = |bytes: [u8; 4]| u64::from(u32::from_ne_bytes(bytes));
+        let pair = |first: u64, second: u64| {
+            if cfg!(target_endian = "little") {
+                first | (second << 32)
+            } else {
+                (first << 32) | second
+            }
+        };
+        let [s0, s1] = self.dci_stream_channel_id;
+        [
+            pair(
+                group(self.opmod_idx_opcode.into_bits().to_bytes()),
+                group(self.qpn_ds.into_bits().to_bytes()),
+            ),
+            pair(
+                group([self.signature, s0, s1, self.fm_ce_se.into_bits()]),
+                group(self.imm.to_bytes()),
+            ),
+        ]
     }
 }
 

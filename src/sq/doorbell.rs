@@ -1,7 +1,6 @@
 //! How a batch of WQEs is handed to the device: the doorbell modes and the final ring.
 
 use crate::mmio::{ring_send_doorbell, BfReg, DbRec, Uar};
-use crate::prm::SEND_WQE_BB;
 use crate::ring::Ring;
 
 use super::write::Written;
@@ -33,11 +32,7 @@ pub(super) fn ring_last<U: Uar>(
     last: &Written<'_>,
     bf_max: usize,
 ) {
-    let bf_chunks = if last.bytes <= bf_max {
-        last.bytes.div_ceil(SEND_WQE_BB)
-    } else {
-        0
-    };
+    let bf_chunks = if last.bytes <= bf_max { last.bbs } else { 0 };
     ring_send_doorbell(bf, dbrec, pi, ring, (last.offset, last.first), bf_chunks);
 }
 

@@ -73,7 +73,7 @@ pub struct SendQueue<U: Uar> {
 /// `SendQueue::write_parts` of one work request on the fields of the queue `$sq`: the
 /// result borrows its ring alone, so the doorbell can still take the register.
 macro_rules! write_wqe {
-    ($sq:expr, $wr_id:expr, $op:expr, $data:expr, $flags:expr) => {
+    ($sq:expr, $wr:expr) => {
         Self::write_parts(
             &$sq.k,
             &$sq.ring,
@@ -81,12 +81,7 @@ macro_rules! write_wqe {
             &$sq.shared,
             &mut $sq.c,
             &$sq.errored,
-            SendWr {
-                wr_id: $wr_id,
-                op: $op,
-                data: $data,
-                flags: $flags,
-            },
+            $wr,
         )
     };
 }
@@ -236,7 +231,19 @@ impl<U: Uar> SendQueue<U> {
         data: Data<'_>,
         flags: SendFlags,
     ) -> Result<(), PostError> {
-        self.last_offset = write_wqe!(self, wr_id, op, data, flags)?.offset;
+        self.push_wr(&SendWr {
+            wr_id,
+            op,
+            data,
+            flags,
+        })
+    }
+
+    /// [`SendQueue::push`] of a work request by reference (in memory, it is read field by
+    /// field where needed instead of copied whole).
+    #[inline(always)]
+    pub fn push_wr(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
+        self.last_offset = write_wqe!(self, wr)?.offset;
         self.pushed += 1;
         Ok(())
     }
@@ -246,13 +253,16 @@ impl<U: Uar> SendQueue<U> {
     /// WQE written (and any pushed before). Returns how many were posted, or that count and
     /// the refusal.
     ///
+    /// The work requests may be given by value or by reference (`&SendWr`, e.g. a slice's
+    /// `iter()`: read field by field where needed, as by [`SendQueue::post_wr`]).
+    ///
     /// Every check of [`SendQueue::push`] applies to each work request, except that whether
     /// the QP is in error is read once per call: a QP that a CQE moves to error during the
     /// call is indistinguishable from one moved just after it.
     #[inline(always)]
-    pub fn post_many<'a>(
+    pub fn post_many<'a, W: core::borrow::Borrow<SendWr<'a>>>(
         &mut self,
-        wrs: impl IntoIterator<Item = SendWr<'a>>,
+        wrs: impl IntoIterator<Item = W>,
     ) -> Result<usize, (usize, PostError)> {
         let errored = self.errored.load(Ordering::Relaxed);
         let mut n = 0;
@@ -271,7 +281,7 @@ impl<U: Uar> SendQueue<U> {
                 Err(PostError::NotReadyToSend)
             } else {
                 // SAFETY: as in `write_wqe`.
-                unsafe { k.write(ring, &mut self.staging, slots, tail, &mut cur, wr) }
+                unsafe { k.write(ring, &mut self.staging, slots, tail, &mut cur, wr.borrow()) }
             };
             match written {
                 Ok(w) => last_offset = w.offset,
@@ -300,7 +310,7 @@ impl<U: Uar> SendQueue<U> {
         shared: &SqShared,
         c: &mut Cursor,
         errored: &AtomicBool,
-        wr: SendWr<'_>,
+        wr: &SendWr<'_>,
     ) -> Result<Written<'r>, PostError> {
         if errored.load(Ordering::Relaxed) {
             return Err(PostError::NotReadyToSend);
@@ -317,9 +327,11 @@ impl<U: Uar> SendQueue<U> {
         if self.pushed == 0 {
             return 0;
         }
+        let bytes = self.ring.wqe_bytes(self.last_offset);
         let last = Written {
             offset: self.last_offset,
-            bytes: self.ring.wqe_bytes(self.last_offset),
+            bytes,
+            bbs: bytes.div_ceil(SEND_WQE_BB),
             first: self.ring.block(self.last_offset),
         };
         let bf_max = if self.pushed == 1 {
@@ -348,7 +360,19 @@ impl<U: Uar> SendQueue<U> {
         data: Data<'_>,
         flags: SendFlags,
     ) -> Result<(), PostError> {
-        let written = write_wqe!(self, wr_id, op, data, flags)?;
+        self.post_wr(&SendWr {
+            wr_id,
+            op,
+            data,
+            flags,
+        })
+    }
+
+    /// [`SendQueue::post`] of a work request by reference (in memory, it is read field by
+    /// field where needed instead of copied whole).
+    #[inline(always)]
+    pub fn post_wr(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
+        let written = write_wqe!(self, wr)?;
         // Rings this WQE and any pushed before it; no last-WQE state to store and reload.
         let bf_max = if self.pushed == 0 {
             self.bf_single

@@ -123,7 +123,7 @@ fn post_many_rings_once_what_it_wrote() {
     let mut q = NullQueues::new(16, 8, 16).unwrap();
     q.sq.set_mode(DoorbellMode::Doorbell);
     let reg = q.sq.register_offset();
-    assert_eq!(q.sq.post_many([]), Ok(0));
+    assert_eq!(q.sq.post_many([] as [SendWr; 0]), Ok(0));
     assert_eq!((q.sq.doorbell_record(), q.sq.register_offset()), (0, reg));
 
     q.sq.push(1, SendOp::Nop, Data::NONE, SendFlags::SIGNALED)

@@ -227,6 +227,7 @@ impl SendFlags {
 }
 
 /// Everything a post needs to know about one WQE before writing it.
+#[derive(Clone, Copy)]
 pub(super) struct Shape {
     pub(super) opcode: Opcode,
     pub(super) opmod: u8,

@@ -18,6 +18,8 @@ pub(super) struct Written<'r> {
     pub(super) offset: usize,
     /// Size in bytes (DS × 16).
     pub(super) bytes: usize,
+    /// Size in WQEBBs.
+    pub(super) bbs: usize,
     /// Its first 64 bytes in the ring (located while the ring's address is at hand, read
     /// by the doorbell).
     pub(super) first: Block<'r>,
@@ -71,7 +73,61 @@ impl Limits {
         slots: impl Slots<'s>,
         tail: &AtomicU32,
         cur: &mut Cursor,
-        wr: SendWr<'_>,
+        wr: &SendWr<'_>,
+    ) -> Result<Written<'r>, PostError> {
+        // By reference: a work request in memory is loaded field by field where used,
+        // not copied whole up front.
+        let (op, data) = (&wr.op, wr.data);
+        // The checks in order: ready (folded into the room check, see `Cursor::limit`; an
+        // earlier refusal names it first through `refused`), not in error (by the caller),
+        // data, size, room.
+        let shape = op.shape();
+        let fixed_ds = 1 + shape.remote.is_some() as usize + shape.args_ds;
+        let ds = match data {
+            Data::Inline(bytes) => {
+                // Inline SEND / WRITE under `inline_fit`: every size check in one compare.
+                // Anything else takes the full checks (out of line); the size is computed
+                // here either way, so that a constant payload gives a constant size.
+                if shape.local_len.is_some()
+                    || bytes.len() > self.inline_fit[shape.remote.is_some() as usize]
+                {
+                    checked_ds(*self, shape, data)?;
+                }
+                fixed_ds + inline_data_ds(bytes.len())
+            }
+            // Out of line, with values only (see `refused`): its loop and refusals would
+            // otherwise crowd the registers of every post.
+            Data::Sges(_) => checked_ds(*self, shape, data)?,
+        };
+        // A WQE of one WQEBB (every inline payload up to 28 bytes with a remote address, 44
+        // without) in code of its own: its size, the wrap and the BlueFlame chunk count are
+        // then constants.
+        if ds <= SEND_WQE_BB / DS {
+            // SAFETY: forwarded.
+            unsafe { self.place::<true>(ring, staging, slots, tail, cur, wr, shape, ds) }
+        } else {
+            // SAFETY: forwarded.
+            unsafe { self.place::<false>(ring, staging, slots, tail, cur, wr, shape, ds) }
+        }
+    }
+
+    /// The rest of [`Limits::write`] once the WQE's size is known (`ds` units; `ONE_BB`:
+    /// at most one WQEBB): the room check, the segments and the record for the poller.
+    ///
+    /// # Safety
+    /// As for [`Limits::write`].
+    #[allow(clippy::too_many_arguments, reason = "Limits::write's, split in two")]
+    #[inline(always)]
+    unsafe fn place<'r, 's, const ONE_BB: bool>(
+        &self,
+        ring: impl WqeRing<'r>,
+        staging: &mut Staging,
+        slots: impl Slots<'s>,
+        tail: &AtomicU32,
+        cur: &mut Cursor,
+        wr: &SendWr<'_>,
+        shape: Shape,
+        ds: usize,
     ) -> Result<Written<'r>, PostError> {
         let SendWr {
             wr_id,
@@ -79,35 +135,8 @@ impl Limits {
             data,
             flags,
         } = wr;
-        // The checks in order: ready (folded into the room check, see `Cursor::limit`; an
-        // earlier refusal names it first through `refused`), not in error (by the caller),
-        // data, size, room.
-        let shape = op.shape();
-        let fixed_ds = 1 + shape.remote.is_some() as usize + shape.args_ds;
-        let ds = match data {
-            // Inline SEND / WRITE under `inline_fit`: every size check in one compare.
-            Data::Inline(bytes)
-                if shape.local_len.is_none()
-                    && bytes.len() <= self.inline_fit[shape.remote.is_some() as usize] =>
-            {
-                debug_assert_eq!(shape.args_ds, 0);
-                fixed_ds + inline_data_ds(bytes.len())
-            }
-            _ => {
-                let ds = match self.check_data(&shape, data) {
-                    Ok(data_ds) => fixed_ds + data_ds,
-                    Err(e) => return Err(self.refused(e)),
-                };
-                if ds > self.max_ds {
-                    return Err(self.refused(PostError::WqeTooLarge {
-                        ds,
-                        max_ds: self.max_ds,
-                    }));
-                }
-                ds
-            }
-        };
-        let bbs = prm::wqebbs(ds) as u32;
+        let (wr_id, data, flags) = (*wr_id, *data, *flags);
+        let bbs = if ONE_BB { 1 } else { prm::wqebbs(ds) as u32 };
         let pi = cur.pi;
         if cur.limit.wrapping_sub(pi) < bbs {
             self.refresh_limit(tail, cur, bbs)?;
@@ -134,7 +163,7 @@ impl Limits {
             // SAFETY (every segment write below): the segments are the `ds` units counted
             // above in the same order (control, remote address, `args_ds` argument units,
             // then `data_ds` data units), so each ends within `ds * 16 <= bbs * 64` bytes.
-            unsafe { wqe.seg(0, u128::from_ne_bytes(ctrl.to_bytes())) };
+            unsafe { wqe.seg(0, ctrl.to_words()) };
             let mut at = DS;
             if let Some(remote) = shape.remote {
                 let raddr = RaddrSeg {
@@ -146,16 +175,19 @@ impl Limits {
                 unsafe { wqe.seg(at, raddr) };
                 at += DS;
             }
-            // SAFETY: see above (`args_ds` units).
-            unsafe { op.write_args(wqe, at) };
-            at += shape.args_ds * DS;
+            if shape.args_ds != 0 {
+                // SAFETY: see above (`args_ds` units).
+                unsafe { op.write_args(wqe, at) };
+                at += shape.args_ds * DS;
+            }
             match data {
                 Data::Sges(sges) => {
-                    for sge in sges.iter().filter(|s| s.len != 0) {
-                        // SAFETY: see above (one unit per non-empty entry).
-                        unsafe { wqe.seg(at, DataSeg::new(sge.len, sge.lkey, sge.addr)) };
-                        at += DS;
-                    }
+                    let segs = sges
+                        .iter()
+                        .filter(|s| s.len != 0)
+                        .map(|s| DataSeg::new(s.len, s.lkey, s.addr));
+                    // SAFETY: see above (one unit per non-empty entry).
+                    unsafe { wqe.seg_list(at, segs) };
                 }
                 Data::Inline(bytes) if !bytes.is_empty() => {
                     let header = InlineSeg::new(bytes.len() as u32);
@@ -188,6 +220,7 @@ impl Limits {
         Ok(Written {
             offset: start,
             bytes: ds * DS,
+            bbs: bbs as usize,
             first: ring.view().block(start),
         })
     }
@@ -281,6 +314,24 @@ impl Limits {
             }
         }
     }
+}
+
+/// The size in DS of a WQE whose data is not an inline payload under `inline_fit`: every
+/// data and size check, in order, with the refusal as `Limits::refused` names it.
+#[inline(never)]
+fn checked_ds(k: Limits, shape: Shape, data: Data<'_>) -> Result<usize, PostError> {
+    let fixed_ds = 1 + shape.remote.is_some() as usize + shape.args_ds;
+    let ds = match k.check_data(&shape, data) {
+        Ok(data_ds) => fixed_ds + data_ds,
+        Err(e) => return Err(k.refused(e)),
+    };
+    if ds > k.max_ds {
+        return Err(k.refused(PostError::WqeTooLarge {
+            ds,
+            max_ds: k.max_ds,
+        }));
+    }
+    Ok(ds)
 }
 
 /// DS of `len` bytes of inline data (none at all when empty).
