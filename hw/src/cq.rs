@@ -31,6 +31,7 @@ pub(crate) fn complete(nic: &mut NicState, qpi: usize, recv: bool, mut cqe: Cqe)
             qp: Some(qpi),
             cqe,
         });
+        nic.defer();
         return;
     }
     if !write(nic, cq, Some(qpi), &cqe) {
@@ -59,6 +60,7 @@ fn lost(nic: &mut NicState, qpi: usize) {
     if !q.fatal {
         q.fatal = true;
         let qpn = q.qpn;
+        nic.defer();
         raise_async(nic, AsyncEvent::QpFatal { qpn });
     }
 }

@@ -14,6 +14,7 @@ use crate::types::{
     QpParams, QpPsn, QpState, QpTransition, SrqParams, Stats,
 };
 use std::fs::File;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,7 @@ use std::time::{Duration, Instant};
 pub struct Fabric {
     world: Mutex<World>,
     events: Condvar,
+    locks: AtomicU64,
 }
 
 impl Fabric {
@@ -32,7 +34,14 @@ impl Fabric {
     }
 
     fn lock(&self) -> MutexGuard<'_, World> {
+        self.locks.fetch_add(1, Ordering::Relaxed);
         self.world.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many times the fabric's lock has been taken (a diagnostic of contention
+    /// between the threads driving its NICs).
+    pub fn lock_count(&self) -> u64 {
+        self.locks.load(Ordering::Relaxed)
     }
 }
 
@@ -41,6 +50,8 @@ impl Fabric {
 pub struct Nic {
     fabric: Arc<Fabric>,
     idx: usize,
+    /// The NIC's `deferred` flag (see `NicState::deferred`), read without the lock.
+    deferred: Arc<AtomicBool>,
 }
 
 const LOG_MAX_QP_WR: u8 = 15;
@@ -115,6 +126,7 @@ impl Nic {
         Nic {
             fabric: fabric.clone(),
             idx,
+            deferred: w.nics[idx].deferred.clone(),
         }
     }
 
@@ -595,7 +607,14 @@ impl Nic {
     /// Run deferred work: the send queues of doorbells `Fault::DeferExecution` queued,
     /// delayed CQEs, one retry step of every stalled QP (RNR or lost packets), and flushes
     /// of receives posted to QPs in ERR. Returns how much it did.
+    ///
+    /// When the NIC has none (its `deferred` flag is clear: the last call left no such
+    /// work and nothing has made any since), this returns 0 without taking the fabric's
+    /// lock, so an idle poller does not contend with the threads that post.
     pub fn progress(&self) -> usize {
+        if !self.deferred.load(Ordering::Acquire) {
+            return 0;
+        }
         self.with_world(|w, i| {
             let mut done = 0;
             for qpi in 0..w.nics[i].qps.len() {
@@ -617,6 +636,11 @@ impl Nic {
                     done += 1;
                 }
             }
+            let nic = &w.nics[i];
+            // Under the lock, as every `defer`: no work can appear between the check and
+            // the store.
+            nic.deferred
+                .store(nic.has_deferred_work(), Ordering::Release);
             done
         })
     }

@@ -61,6 +61,7 @@ pub(crate) fn fail_head(nic: &mut NicState, qpi: usize, ctrl: Ctrl, syndrome: u8
 /// Move QP `qpi` to ERR and flush its SQ and RQ. A QP on an SRQ that enters ERR takes no
 /// more WQEs from it: `AsyncEvent::LastWqeReached` (SRQ WQEs are never flushed).
 pub(crate) fn fail(nic: &mut NicState, qpi: usize) {
+    nic.defer();
     let q = nic.qp(qpi);
     let entered = q.state != QpState::Err;
     q.state = QpState::Err;

@@ -137,6 +137,7 @@ fn defer(nic: &mut NicState, qpi: usize, fetched: u16, pi: u16, bf: Option<BfWqe
     if let Some(b) = bf {
         q.deferred_bf.push((b.idx, b.bytes.into()));
     }
+    nic.defer();
 }
 
 /// Run the work deferred doorbells queued on QP index `qpi` (`Fault::DeferExecution`), if
@@ -242,10 +243,12 @@ fn run_sq_with(
             }
             Outcome::Rnr => {
                 q.stall = Some(Stall::Rnr);
+                nic.defer();
                 return;
             }
             Outcome::Lost => {
                 q.stall = Some(Stall::Lost);
+                nic.defer();
                 return;
             }
             Outcome::Fail(s) => {

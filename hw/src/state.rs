@@ -3,6 +3,8 @@
 use crate::pcie::{Ctx, Link, PcieCounters, Purpose};
 use crate::types::{Access, AsyncEvent, Event, NicConfig, QpState, Stats};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// First numbers handed out; distinct ranges make swapped identifiers fail loudly.
 pub(crate) const QPN_BASE: u32 = 0x100;
@@ -289,11 +291,32 @@ pub(crate) struct NicState {
     pub(crate) async_events: VecDeque<AsyncEvent>,
     pub(crate) faults: Faults,
     pub(crate) delayed: VecDeque<Delayed>,
+    /// Set (under the fabric's lock) wherever work for [`crate::Nic::progress`] may appear:
+    /// a deferred doorbell, a delayed CQE, a stalled, fatal or failed QP. `progress`
+    /// clears it when it leaves none, and returns at once without the lock while it is
+    /// clear. Anything new that leaves work for `progress` must set it (`NicState::defer`).
+    pub(crate) deferred: Arc<AtomicBool>,
     /// Buffers reused by every doorbell (taken while a send queue runs).
     pub(crate) scratch: Option<Box<crate::sq::Scratch>>,
 }
 
 impl NicState {
+    /// Notes that [`crate::Nic::progress`] may have work (see `deferred`).
+    pub(crate) fn defer(&self) {
+        self.deferred.store(true, Ordering::Release);
+    }
+
+    /// Whether `progress` could still find work here with no other change to the fabric:
+    /// delayed CQEs, or a QP with deferred doorbells, or a stalled, fatal or failed QP
+    /// (receives posted to a QP in ERR through host memory are flushed by `progress`, so
+    /// such a QP always counts).
+    pub(crate) fn has_deferred_work(&self) -> bool {
+        !self.delayed.is_empty()
+            || self.qps.iter().flatten().any(|q| {
+                q.deferred.is_some() || q.stall.is_some() || q.fatal || q.state == QpState::Err
+            })
+    }
+
     pub(crate) fn new(lid: u16, cfg: NicConfig) -> Self {
         let mut gid = [0u8; 16];
         gid[0] = 0xfe;
@@ -321,6 +344,7 @@ impl NicState {
             async_events: VecDeque::new(),
             faults: Faults::default(),
             delayed: VecDeque::new(),
+            deferred: Arc::new(AtomicBool::new(false)),
             scratch: None,
         };
         nic.new_uar(None);

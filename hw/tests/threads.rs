@@ -58,3 +58,38 @@ fn handles_are_send_and_sync() {
     send_sync::<mlx5_hw::Nic>();
     send_sync::<mlx5_hw::Fabric>();
 }
+
+/// `progress` takes the fabric's lock only while the NIC has deferred work: a SEND that
+/// meets no receive (RNR) keeps it busy, each call a retry step under the lock, until a
+/// receive is posted and the retry delivers it; after that, idle calls take no lock.
+#[test]
+fn progress_takes_the_lock_only_for_deferred_work() {
+    let (fabric, mut a, mut b) = pair();
+    let idle = |nic: &mlx5_hw::Nic| {
+        let before = fabric.lock_count();
+        for _ in 0..100 {
+            assert_eq!(nic.progress(), 0);
+        }
+        fabric.lock_count() - before
+    };
+    assert_eq!((idle(&a.nic), idle(&b.nic)), (0, 0));
+
+    send(&mut a, 7);
+    assert_eq!(
+        a.poll_send(),
+        None,
+        "no receive posted: the SEND waits (RNR)"
+    );
+    let before = fabric.lock_count();
+    assert_eq!(a.nic.progress(), 1, "a retry step");
+    assert_eq!(fabric.lock_count() - before, 1);
+    b.recv_at(0, 16);
+    while a.poll_send().is_none() {
+        a.nic.progress();
+    }
+    assert_eq!(b.poll_recv().map(|c| c.opcode), Some(RESP_SEND));
+    assert_eq!(b.read_data(0, 4), 7u32.to_be_bytes());
+    // One more call finds nothing left and clears the flag; then no lock at all.
+    a.nic.progress();
+    assert_eq!((idle(&a.nic), idle(&b.nic)), (0, 0));
+}
