@@ -262,6 +262,10 @@ pub struct CompletionQueue<U: Uar> {
     /// Number of entries (a power of two): the owner bit of a pass is `ci & cqe_cnt`.
     cqe_cnt: u32,
     ci: u32,
+    /// The offset of the entry at `ci` and the owner bit of its pass, kept as polling
+    /// advances: a poll of an empty CQ is then one load and one compare.
+    head: usize,
+    owner: u8,
     set_ci: DbRec,
     arm_db: DbRec,
     cqn: u32,
@@ -278,6 +282,16 @@ pub struct CompletionQueue<U: Uar> {
 /// bit of the current pass XORed in, zero means a successful requester CQE that is ours.
 const REQ_NORMAL_MASK: u8 = 0xfd;
 const _: () = assert!(CqeOpcode::Req as u8 == 0 && CqeFormat::Normal as u8 == 0);
+
+/// Whether the entry whose `op_own` is given belongs to software in the pass whose owner
+/// bit is `owner`: the owner bit matches and the opcode is not INVALID (the common
+/// successful requester CQE is recognised by its first compare).
+#[inline(always)]
+fn software_owns(op_own: u8, owner: u8) -> bool {
+    let mismatch = op_own ^ owner;
+    mismatch & REQ_NORMAL_MASK == 0
+        || (mismatch & 1 == 0 && op_own >> 4 != CqeOpcode::Invalid as u8)
+}
 
 /// QP number that no CQE carries (QPNs are 24-bit).
 const NO_QPN: u32 = u32::MAX;
@@ -332,6 +346,8 @@ impl<U: Uar> CompletionQueue<U> {
             buf,
             cqe_cnt: desc.cqe_cnt,
             ci: 0,
+            head: 0,
+            owner: 0,
             set_ci,
             arm_db,
             cqn: desc.cqn,
@@ -365,53 +381,63 @@ impl<U: Uar> CompletionQueue<U> {
     /// a loop that polls until a completion arrives needs nothing backend-specific.
     #[inline(always)]
     pub fn poll(&mut self, out: &mut [Completion]) -> usize {
+        let (mut at, mut owner) = (self.head, self.owner);
+        let mut entry = self.buf.entry_at(at);
+        let mut op_own = entry.op_own();
+        if out.is_empty() || !software_owns(op_own, owner) {
+            self.uar.idle();
+            return 0;
+        }
+        // Once per batch, and only when there is a CQE to parse.
         let generation = self.attachments.generation.load(Ordering::Acquire);
         if generation != self.generation {
-            self.refresh(generation);
+            Self::refresh(
+                &self.attachments,
+                &mut self.qps,
+                &mut self.generation,
+                generation,
+            );
         }
-        // In a local: the barrier below makes the compiler reload every field after it.
+        // In locals: the barrier below makes the compiler reload every field after it.
         let mut ci = self.ci;
         let mut n = 0;
-        while n < out.len() {
-            let entry = self.buf.entry(ci);
-            let op_own = entry.op_own();
-            let owner = (ci & self.cqe_cnt != 0) as u8;
+        loop {
+            udma_from_device_barrier();
             // The common case in one compare: ours (owner bit of this pass), opcode REQ,
-            // normal format (an INVALID entry never matches: its opcode is not REQ).
-            // Its parse is inlined here; everything else goes through the full check.
-            let mismatch = op_own ^ owner;
-            if mismatch & REQ_NORMAL_MASK == 0 {
-                udma_from_device_barrier();
+            // normal format; its parse is inlined here, everything else out of line.
+            if (op_own ^ owner) & REQ_NORMAL_MASK == 0 {
                 self.qps.parse_req(entry, &mut out[n]);
-            } else if mismatch & 1 != 0 || op_own >> 4 == CqeOpcode::Invalid as u8 {
-                break;
             } else {
-                udma_from_device_barrier();
                 out[n] = self.qps.parse_other(entry, op_own);
             }
             ci = ci.wrapping_add(1);
             n += 1;
+            at = self.buf.next_offset(at);
+            owner ^= (at == 0) as u8;
+            if n == out.len() {
+                break;
+            }
+            entry = self.buf.entry_at(at);
+            op_own = entry.op_own();
+            if !software_owns(op_own, owner) {
+                break;
+            }
         }
-        if n != 0 {
-            self.ci = ci;
-            self.set_ci.write(prm::cq_set_ci(ci));
-        } else {
-            self.uar.idle();
-        }
+        (self.ci, self.head, self.owner) = (ci, at, owner);
+        self.set_ci.write(prm::cq_set_ci(ci));
         n
     }
 
     #[cold]
-    fn refresh(&mut self, generation: u64) {
-        let entries = self
-            .attachments
+    fn refresh(attachments: &CqAttachments, qps: &mut QpTable, seen: &mut u64, generation: u64) {
+        let entries = attachments
             .entries
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        self.qps.qps.clone_from(&entries);
-        self.generation = generation;
-        self.qps.last = 0;
-        self.qps.hot_qpn = NO_QPN;
+        qps.qps.clone_from(&entries);
+        *seen = generation;
+        qps.last = 0;
+        qps.hot_qpn = NO_QPN;
     }
 
     /// Arms the CQ: one event for the next CQE (`solicited_only`: the next solicited or

@@ -492,6 +492,23 @@ impl CqBuf {
         }
     }
 
+    /// The offset of the entry after the one at `offset` (wrapping to entry 0).
+    #[inline(always)]
+    pub(crate) fn next_offset(&self, offset: usize) -> usize {
+        offset.wrapping_add(self.size) & self.byte_mask
+    }
+
+    /// The entry at `offset` (0, or a value from [`CqBuf::next_offset`]).
+    #[inline(always)]
+    pub(crate) fn entry_at(&self, offset: usize) -> CqeEntry<'_> {
+        debug_assert!(offset & self.byte_mask == offset && offset % self.size == 0);
+        CqeEntry {
+            // SAFETY: an entry offset inside the buffer (masked by `next_offset`).
+            cqe: unsafe { self.first.as_ptr().add(offset) },
+            _buf: core::marker::PhantomData,
+        }
+    }
+
     /// The entry at consumer count `index`: its address computed once, for the owner
     /// check and then the reads.
     #[inline(always)]
