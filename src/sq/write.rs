@@ -158,8 +158,8 @@ impl Limits {
         );
         {
             let wqe = &mut wqe;
-            // The control segment as one 16-byte value: the compiler then folds the constant
-            // bytes (signature, stream id, often `fm_ce_se` and `imm`) into whole-word stores.
+            // The control segment as two words built in registers: the compiler then folds
+            // the constant bytes (signature, stream id, often `fm_ce_se` and `imm`) into them.
             // SAFETY (every segment write below): the segments are the `ds` units counted
             // above in the same order (control, remote address, `args_ds` argument units,
             // then `data_ds` data units), so each ends within `ds * 16 <= bbs * 64` bytes.
