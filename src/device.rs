@@ -23,28 +23,6 @@ use crate::types::{
     Access, ConnectOptions, DeviceCaps, Endpoint, PortInfo, QpConfig, QpState, Transition,
 };
 
-impl QpConfig {
-    /// Checks the configuration against the device's limits, so that every backend refuses
-    /// an impossible QP with the same typed error before asking the device (rdma-core would
-    /// answer `EINVAL` with no word on which limit).
-    pub fn check(&self, caps: &DeviceCaps) -> Result<(), Error> {
-        if self.max_send_sge > caps.max_send_sge || self.max_recv_sge > caps.max_recv_sge {
-            return Err(Error::InvalidArgument("more SGEs than the device supports"));
-        }
-        if self.max_inline > caps.max_inline {
-            return Err(Error::InvalidArgument(
-                "inline size over the device maximum",
-            ));
-        }
-        if self.sq_wqebbs > caps.max_sq_wqebbs || self.rq_wqes > caps.max_sq_wqebbs {
-            return Err(Error::InvalidArgument(
-                "queue larger than the device supports",
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// The error flags of a context's live QPs (by QPN) or CQs (by CQN): where an asynchronous
 /// error event is recorded.
 type ErrorFlags = Mutex<HashMap<u32, Arc<AtomicBool>>>;
@@ -314,14 +292,24 @@ impl<B: Backend> ProtectionDomain<B> {
         config: &QpConfig,
     ) -> Result<Qp<B>, Error> {
         let ctx = &self.inner.ctx;
-        config.check(&ctx.backend.caps())?;
+        let sizes = config.check(&ctx.backend.caps(), srq.is_some())?;
         let parts = ctx.backend.create_qp(
             &self.inner.handle,
             &send_cq.inner.handle,
             &recv_cq.inner.handle,
             srq.map(|s| &s.inner.handle),
             config,
+            &sizes,
         )?;
+        let ring = |wqe_cnt: u32| wqe_cnt.is_power_of_two();
+        if !ring(parts.sq.wqe_cnt) || !parts.rq.as_ref().map_or(true, |rq| ring(rq.wqe_cnt)) {
+            // Never from this crate's backends (`check` refused empty queues); a ring that is
+            // not a power of two of at least one entry cannot be driven.
+            return Err(Error::Device {
+                operation: "create QP",
+                reason: "the backend returned an empty or non-power-of-two ring".into(),
+            });
+        }
         let errored = Arc::new(AtomicBool::new(false));
         let sq_shared = Arc::new(SqShared::new(parts.sq.wqe_cnt));
         // SAFETY: the descriptions stay valid while `parts.handle` lives; the QP drops its
@@ -355,7 +343,7 @@ impl<B: Backend> ProtectionDomain<B> {
             sq,
             rq,
             state: QpState::Reset,
-            port: 1,
+            port: ctx.backend.default_port(),
             core: Arc::new(QpCore {
                 handle: parts.handle,
                 qpn: parts.qpn,
@@ -791,8 +779,14 @@ impl<B: Backend> Qp<B> {
         (&mut self.sq, self.rq.as_mut())
     }
 
+    /// The port the QP uses (or will use): the context's, unless [`Qp::init`] named
+    /// another.
+    pub fn port(&self) -> u8 {
+        self.port
+    }
+
     /// The address to give the peer, with the first PSN this QP sends on its next (or
-    /// current) connection: random (24 bits) for a new QP, as rdma-core's `rc_pingpong` and
+    /// current) connection, on its port ([`Qp::port`]): random (24 bits) for a new QP, as rdma-core's `rc_pingpong` and
     /// perftest choose it, the continuation of the sequence after [`Qp::reset`], or what
     /// [`Qp::set_psn`] chose.
     pub fn endpoint(&self) -> Result<Endpoint, Error> {
@@ -835,13 +829,19 @@ impl<B: Backend> Qp<B> {
         Ok(())
     }
 
-    /// RESET → INIT: receives may be posted from here on.
+    /// RESET → INIT on `port`, granting the peer `access`: receives may be posted from here
+    /// on. A device without atomics refuses REMOTE_ATOMIC.
     pub fn init(&mut self, port: u8, access: Access) -> Result<(), Error> {
         if self.state() != QpState::Reset {
             return Err(Error::WrongState {
                 operation: "initialise",
                 state: self.state(),
             });
+        }
+        if access.contains(Access::REMOTE_ATOMIC) && !self.ctx().caps().atomics {
+            return Err(Error::InvalidArgument(
+                "REMOTE_ATOMIC on a device without atomics",
+            ));
         }
         self.modify(Transition::Init { port, access }, QpState::Init)?;
         self.port = port;
@@ -855,10 +855,16 @@ impl<B: Backend> Qp<B> {
     /// of its own [`Qp::endpoint`] and expects `remote.psn`, except after a [`Qp::reset`]
     /// when `remote` is the very endpoint it was connected to before: that peer has not
     /// reconnected and goes on with its sequence, so the QP goes on expecting the PSN it
-    /// expected before the reset.
+    /// expected before the reset. The port, the
+    /// rights and the READ / atomic depth follow the device where `options` leaves them to
+    /// it ([`ConnectOptions`]).
     pub fn connect(&mut self, remote: &Endpoint, options: &ConnectOptions) -> Result<(), Error> {
+        let caps = self.ctx().caps();
         if self.state() == QpState::Reset {
-            self.init(options.port, options.access)?;
+            let access = options
+                .access
+                .unwrap_or(Access::remote_default(caps.atomics));
+            self.init(options.port.unwrap_or(self.port), access)?;
         }
         if self.state() != QpState::Init {
             return Err(Error::WrongState {
@@ -881,7 +887,7 @@ impl<B: Backend> Qp<B> {
                     ..*remote
                 },
                 path_mtu: options.path_mtu,
-                max_dest_rd_atomic: options.rd_atomic,
+                max_dest_rd_atomic: options.rd_atomic.min(caps.max_dest_rd_atomic),
                 min_rnr_timer: options.min_rnr_timer,
                 hop_limit: options.hop_limit,
                 traffic_class: options.traffic_class,
@@ -894,7 +900,7 @@ impl<B: Backend> Qp<B> {
                 timeout: options.timeout,
                 retry_cnt: options.retry_cnt,
                 rnr_retry: options.rnr_retry,
-                max_rd_atomic: options.rd_atomic,
+                max_rd_atomic: options.rd_atomic.min(caps.max_rd_atomic),
             },
             QpState::Rts,
         )?;

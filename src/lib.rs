@@ -217,6 +217,7 @@ pub mod null;
 pub mod prm;
 mod ring;
 pub mod rq;
+pub mod sizing;
 pub mod sq;
 pub mod types;
 
@@ -231,7 +232,7 @@ pub use rq::{RecvQueue, SharedRecvQueue};
 pub use sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge};
 pub use types::{
     Access, ConnectOptions, DeviceCaps, Endpoint, ParseEndpointError, PortInfo, QpConfig, QpPsn,
-    QpState, Transition,
+    QpSizes, QpState, Transition,
 };
 
 /// The README's examples, compiled and run as doctests.

@@ -39,25 +39,29 @@ impl BitOr for Access {
     }
 }
 
-/// Device limits.
+/// Device limits: each is the largest value [`QpConfig::check`] accepts for its field alone
+/// (rdma-core's sizing formula, `crate::sizing`, may refuse combinations).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct DeviceCaps {
-    /// Largest send queue in WQEBBs, and receive queue in WQEs (`ibv_device_attr.max_qp_wr`).
+    /// Largest send queue in WQEBBs, and receive queue in WQEs (`max_send_wqebb`,
+    /// `max_recv_wr`).
     pub max_sq_wqebbs: u32,
-    /// Largest send WQE in bytes.
+    /// Largest send WQE in bytes (`max_sq_desc_sz`); every QP's send queue accepts WQEs up
+    /// to this size.
     pub max_wqe_size: u32,
-    /// Largest send gather list.
+    /// Largest send gather list that fits the largest WQE after the fixed segments.
     pub max_send_sge: u32,
-    /// Largest receive scatter list.
+    /// Largest receive scatter list (its power-of-two stride fits the largest receive WQE).
     pub max_recv_sge: u32,
     /// Largest CQ.
     pub max_cqe: u32,
-    /// Largest inline payload the device accepts in one WQE.
+    /// Largest inline payload that fits the largest WQE after the fixed segments.
     pub max_inline: u32,
     /// BlueFlame half size (0: no BlueFlame, doorbells only).
     pub bf_size: u32,
-    /// Outstanding READ / atomic operations per QP.
+    /// Outstanding READ / atomic operations a QP may initiate (`max_qp_init_rd_atom`): the
+    /// most `Transition::Rts::max_rd_atomic` takes.
     pub max_rd_atomic: u8,
     /// The device writes the results of 8-byte atomics (standard and masked) in host byte
     /// order (`atomic_req_8B_endianness_mode` 1, which the kernel sets whenever the device
@@ -65,6 +69,29 @@ pub struct DeviceCaps {
     /// results are big-endian either way. [`SendOp::atomic_result`](crate::SendOp::atomic_result)
     /// decodes them.
     pub atomic_8b_host_order: bool,
+    /// Incoming READ / atomic operations a QP may have in progress (`max_qp_rd_atom`): the
+    /// most `Transition::Rtr::max_dest_rd_atomic` takes.
+    pub max_dest_rd_atomic: u8,
+    /// The device executes atomics (`ibv_device_attr.atomic_cap` is not
+    /// `IBV_ATOMIC_NONE`): QPs are created for atomic WQEs and grant `REMOTE_ATOMIC` by
+    /// default.
+    pub atomics: bool,
+}
+
+/// The queues a [`QpConfig`] gets (from [`QpConfig::check`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct QpSizes {
+    /// rdma-core's worst-case send WQE for the configuration, in bytes (a multiple of 64).
+    pub send_wqe_size: u32,
+    /// The send WRs asked of rdma-core, so that it allocates exactly `sq_wqebbs`.
+    pub max_send_wr: u32,
+    /// The send ring in WQEBBs (a power of two).
+    pub sq_wqebbs: u32,
+    /// The receive ring in WQEs (a power of two; 0 on an SRQ).
+    pub rq_wqes: u32,
+    /// The receive WQE stride in bytes (0 on an SRQ).
+    pub rq_stride: u32,
 }
 
 /// A port's addressing.
@@ -273,9 +300,11 @@ pub enum Transition {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct QpConfig {
-    /// Send queue size in 64-byte WQEBBs (rounded up to a power of two).
+    /// Send queue size in 64-byte WQEBBs, at least 1 (rounded up to a power of two, and to
+    /// hold at least one WQE of the size `max_inline` and `max_send_sge` call for).
     pub sq_wqebbs: u32,
-    /// Receive queue size in WQEs (rounded up to a power of two); ignored with an SRQ.
+    /// Receive queue size in WQEs, at least 1 (rounded up to a power of two, and to 64 bytes
+    /// of ring); ignored with an SRQ.
     pub rq_wqes: u32,
     /// Largest send gather list.
     pub max_send_sge: u32,
@@ -297,14 +326,17 @@ impl Default for QpConfig {
     }
 }
 
-/// Connection attributes (perftest's defaults).
+/// Connection attributes (perftest's defaults). What depends on the device is filled from
+/// the context when the QP connects: the port, the rights granted, the READ / atomic depth.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ConnectOptions {
-    /// Port (from 1).
-    pub port: u8,
-    /// Rights granted to the peer on this QP.
-    pub access: Access,
+    /// Port (from 1); `None`: the QP's port, which is the port the context was opened on
+    /// unless `Qp::init` named another.
+    pub port: Option<u8>,
+    /// Rights granted to the peer on this QP; `None`: REMOTE_WRITE and REMOTE_READ, and
+    /// REMOTE_ATOMIC when the device executes atomics ([`DeviceCaps::atomics`]).
+    pub access: Option<Access>,
     /// Path MTU in bytes.
     pub path_mtu: u32,
     /// Local ACK timeout code.
@@ -315,7 +347,9 @@ pub struct ConnectOptions {
     pub rnr_retry: u8,
     /// RNR NAK timer code.
     pub min_rnr_timer: u8,
-    /// READ / atomic depth, both directions.
+    /// READ / atomic depth, both directions, at most the device's
+    /// ([`DeviceCaps::max_rd_atomic`] outgoing, [`DeviceCaps::max_dest_rd_atomic`]
+    /// incoming): a larger value connects with the device's.
     pub rd_atomic: u8,
     /// GRH hop limit on RoCE (ignored on InfiniBand and by the model).
     pub hop_limit: u8,
@@ -323,11 +357,25 @@ pub struct ConnectOptions {
     pub traffic_class: u8,
 }
 
+impl Access {
+    /// What a QP grants the peer by default on a device with (`atomics`) or without atomics:
+    /// a device without them refuses a QP that grants REMOTE_ATOMIC (the kernel's
+    /// `to_mlx5_access_flags`, `EOPNOTSUPP`).
+    pub fn remote_default(atomics: bool) -> Access {
+        let rw = Access::REMOTE_WRITE | Access::REMOTE_READ;
+        if atomics {
+            rw | Access::REMOTE_ATOMIC
+        } else {
+            rw
+        }
+    }
+}
+
 impl Default for ConnectOptions {
     fn default() -> Self {
         ConnectOptions {
-            port: 1,
-            access: Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
+            port: None,
+            access: None,
             path_mtu: 4096,
             timeout: 14,
             retry_cnt: 7,

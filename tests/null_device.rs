@@ -394,3 +394,13 @@ fn owner_bit_alternates_per_pass_and_stale_entries_are_not_taken() {
     }
     assert_eq!(q.produced(), 48);
 }
+
+/// An empty send queue is refused before any memory is touched: a ring needs a power of two
+/// of at least one WQEBB (the model and hardware refuse it in `QpConfig::check`).
+#[test]
+fn an_empty_send_queue_is_refused() {
+    assert!(matches!(
+        NullQueues::new(0, 64, 64),
+        Err(mlx5_direct::Error::InvalidArgument(_))
+    ));
+}

@@ -4,7 +4,10 @@
 mod common;
 
 use common::bodies;
-use mlx5_direct::backend::sim::Fabric;
+use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use mlx5_direct::{
+    Access, ConnectOptions, Context, Data, Error, QpConfig, SendFlags, SendOp, Status,
+};
 
 #[test]
 fn inline_write_lands_and_completes() {
@@ -37,4 +40,67 @@ fn a_batch_completes_in_every_doorbell_mode() {
 #[test]
 fn operations_complete_on_128_byte_cqes() {
     bodies::operations_complete_on_128_byte_cqes(&Fabric::new());
+}
+
+#[test]
+fn queues_are_sized_by_rdma_cores_formula() {
+    bodies::queues_are_sized_by_rdma_cores_formula(&Fabric::new());
+}
+
+#[test]
+fn connecting_takes_the_port_depth_and_rights_of_the_device() {
+    bodies::connecting_takes_the_port_depth_and_rights_of_the_device(&Fabric::new());
+}
+
+/// A model NIC opened on its second port: QPs use port 2 unless told otherwise, as a ConnectX
+/// opened with `VerbsOptions { port: 2, .. }` does; a port the NIC lacks is refused at open.
+#[test]
+fn the_opened_port_is_the_default_for_qps_and_connections() {
+    let fabric = Fabric::new();
+    let two_ports = NicConfig {
+        ports: 2,
+        ..NicConfig::default()
+    };
+    let open = |port| Sim::on_fabric(&fabric, two_ports.clone()).on_port(port);
+    assert_eq!(
+        open(3).map(|_| ()),
+        Err(Error::InvalidArgument("no such port on the device"))
+    );
+    let side = |port| {
+        common::side_on(
+            Context::new(open(port).unwrap()),
+            &QpConfig::default(),
+            256,
+            64,
+        )
+    };
+    let (mut a, mut b) = (side(2), side(2));
+    assert_eq!((a.qp.port(), b.qp.port()), (2, 2));
+    common::connect(&mut a, &mut b);
+    assert_eq!(a.qp.port(), 2);
+    a.qp.sq()
+        .post(
+            1,
+            SendOp::Write(b.mr.remote(0)),
+            Data::Inline(b"port 2"),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    assert_eq!(common::poll_n(&mut a, 1)[0].status, Status::Success);
+    // A port named by the caller wins: in `init`, or in the options of `connect`.
+    let mut c = side(2);
+    c.qp.init(1, Access::ALL).unwrap();
+    assert_eq!(c.qp.port(), 1);
+    let mut d = side(2);
+    let options = ConnectOptions {
+        port: Some(3),
+        ..ConnectOptions::default()
+    };
+    assert!(matches!(
+        d.qp.connect(&a.qp.endpoint().unwrap(), &options),
+        Err(Error::Device {
+            operation: "modify QP",
+            ..
+        })
+    ));
 }

@@ -80,6 +80,8 @@ on_hardware!(
     a_batch_completes_in_every_doorbell_mode,
     operations_complete_on_128_byte_cqes,
     cq_overrun_is_an_asynchronous_cq_error,
+    queues_are_sized_by_rdma_cores_formula,
+    connecting_takes_the_port_depth_and_rights_of_the_device,
 );
 
 #[test]

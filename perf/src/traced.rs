@@ -8,7 +8,9 @@ use mlx5_direct::backend::{Backend, QpParts};
 use mlx5_direct::cq::CqDesc;
 use mlx5_direct::mmio::Uar;
 use mlx5_direct::rq::RqDesc;
-use mlx5_direct::{Access, AsyncEvent, DeviceCaps, Error, PortInfo, QpConfig, QpPsn, Transition};
+use mlx5_direct::{
+    Access, AsyncEvent, DeviceCaps, Error, PortInfo, QpConfig, QpPsn, QpSizes, Transition,
+};
 
 /// One MMIO store: offset in the UAR page and the bytes in memory order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,6 +104,10 @@ impl<B: Backend> Backend for Traced<B> {
         self.inner.caps()
     }
 
+    fn default_port(&self) -> u8 {
+        self.inner.default_port()
+    }
+
     fn port(&self, port: u8) -> Result<PortInfo, Error> {
         self.inner.port(port)
     }
@@ -155,8 +161,11 @@ impl<B: Backend> Backend for Traced<B> {
         recv_cq: &B::Cq,
         srq: Option<&B::Srq>,
         config: &QpConfig,
+        sizes: &QpSizes,
     ) -> Result<QpParts<Self>, Error> {
-        let p = self.inner.create_qp(pd, send_cq, recv_cq, srq, config)?;
+        let p = self
+            .inner
+            .create_qp(pd, send_cq, recv_cq, srq, config, sizes)?;
         Ok(QpParts {
             handle: p.handle,
             qpn: p.qpn,

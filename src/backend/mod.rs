@@ -14,7 +14,7 @@ use crate::event::AsyncEvent;
 use crate::mmio::Uar;
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
-use crate::types::{Access, DeviceCaps, Endpoint, PortInfo, QpConfig, QpPsn, Transition};
+use crate::types::{Access, DeviceCaps, Endpoint, PortInfo, QpConfig, QpPsn, QpSizes, Transition};
 use core::time::Duration;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
@@ -85,6 +85,8 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     fn caps(&self) -> DeviceCaps;
     /// Port attributes (ports are numbered from 1).
     fn port(&self, port: u8) -> Result<PortInfo, Error>;
+    /// The port the context was opened on: QPs use it unless told otherwise.
+    fn default_port(&self) -> u8;
     /// Allocates a protection domain.
     fn alloc_pd(&self) -> Result<Self::Pd, Error>;
     /// Registers `len` bytes at `addr`; returns the handle, lkey and rkey.
@@ -119,7 +121,7 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
         entries: u32,
         max_sge: u32,
     ) -> Result<(Self::Srq, RqDesc, u32), Error>;
-    /// Creates an RC QP.
+    /// Creates an RC QP of `config`, whose rings `sizes` (from [`QpConfig::check`]) gives.
     fn create_qp(
         &self,
         pd: &Self::Pd,
@@ -127,6 +129,7 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
         recv_cq: &Self::Cq,
         srq: Option<&Self::Srq>,
         config: &QpConfig,
+        sizes: &QpSizes,
     ) -> Result<QpParts<Self>, Error>;
     /// Moves a QP to another state.
     fn modify_qp(&self, qp: &Self::Qp, transition: &Transition) -> Result<(), Error>;

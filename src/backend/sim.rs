@@ -18,8 +18,9 @@ use crate::mem::Memory;
 use crate::mmio::Uar;
 use crate::prm::{CQE_SIZE, DS, SEND_WQE_BB};
 use crate::rq::RqDesc;
+use crate::sizing;
 use crate::sq::SqDesc;
-use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, QpPsn, Transition};
+use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, QpPsn, QpSizes, Transition};
 
 /// The model crate itself, for the rest of [`Nic`]'s interface (its parameter, result and
 /// trace types: `CqParams`, `QpTransition`, `HwError`, `Tlp`, ...): a user crate reaches
@@ -54,6 +55,8 @@ impl core::ops::Deref for NicHandle {
 #[derive(Debug)]
 pub struct Sim {
     nic: NicHandle,
+    /// The port QPs use unless told otherwise ([`Sim::on_port`]).
+    port: u8,
 }
 
 impl Sim {
@@ -67,7 +70,17 @@ impl Sim {
     pub fn on_fabric(fabric: &Arc<Fabric>, config: NicConfig) -> Self {
         Sim {
             nic: NicHandle(hw::Nic::new(fabric, config)),
+            port: 1,
         }
+    }
+
+    /// The same NIC opened on `port` (from 1), as `VerbsOptions::port` opens a ConnectX:
+    /// QPs use it unless told otherwise. A port the NIC does not have is refused.
+    pub fn on_port(self, port: u8) -> Result<Self, Error> {
+        if self.nic.port(port).is_err() {
+            return Err(Error::InvalidArgument("no such port on the device"));
+        }
+        Ok(Sim { port, ..self })
     }
 
     /// The model NIC: PCIe counters, statistics, fault injection, `progress()`.
@@ -274,17 +287,30 @@ impl Backend for Sim {
 
     fn caps(&self) -> DeviceCaps {
         let c = self.nic.caps();
+        // The model executes atomics; the sending limits are what rdma-core's sizing leaves
+        // of the model's largest WQE (`crate::sizing`), as on hardware.
+        let atomics = true;
         DeviceCaps {
             max_sq_wqebbs: c.max_qp_wr,
             max_wqe_size: c.max_sq_desc_sz,
-            max_send_sge: c.max_send_sge,
+            max_send_sge: c
+                .max_send_sge
+                .min(sizing::max_gather(c.max_sq_desc_sz, atomics)),
             max_recv_sge: c.max_recv_sge,
             max_cqe: c.max_cqe,
-            max_inline: c.max_inline,
+            max_inline: c
+                .max_inline
+                .min(sizing::max_inline(c.max_sq_desc_sz, atomics)),
             bf_size: c.bf_size,
             max_rd_atomic: c.max_rd_atomic,
             atomic_8b_host_order: c.atomic_8b_host_order,
+            max_dest_rd_atomic: c.max_rd_atomic,
+            atomics,
         }
+    }
+
+    fn default_port(&self) -> u8 {
+        self.port
     }
 
     fn port(&self, port: u8) -> Result<PortInfo, Error> {
@@ -435,14 +461,13 @@ impl Backend for Sim {
         recv_cq: &SimCq,
         srq: Option<&SimSrq>,
         config: &QpConfig,
+        sizes: &QpSizes,
     ) -> Result<QpParts<Sim>, Error> {
-        let log_sq = log2_ceil(config.sq_wqebbs);
+        // The rings rdma-core would allocate for `config` (`QpConfig::check`).
+        let log_sq = log2_ceil(sizes.sq_wqebbs);
         let (log_rq, rq_stride) = match srq {
             Some(_) => (0, DS),
-            None => (
-                log2_ceil(config.rq_wqes),
-                (DS * config.max_recv_sge.max(1) as usize).next_power_of_two(),
-            ),
+            None => (log2_ceil(sizes.rq_wqes), sizes.rq_stride as usize),
         };
         // RQ at offset 0, SQ right after it, as rdma-core lays out an RC QP buffer.
         let rq_bytes = (rq_stride << log_rq).max(SEND_WQE_BB);
@@ -474,7 +499,7 @@ impl Backend for Sim {
             bf_offset: info.bf_offset as usize,
             bf_size: info.bf_size as usize,
             qpn: info.qpn,
-            max_wqe_size: self.nic.caps().max_sq_desc_sz as usize,
+            max_wqe_size: self.caps().max_wqe_size as usize,
             max_inline: config.max_inline as usize,
             max_sge: config.max_send_sge as usize,
         };

@@ -10,8 +10,8 @@ use mlx5_direct::prm::Syndrome;
 use mlx5_direct::sq::{MaskedCs32Args, MaskedCs64Args};
 use mlx5_direct::{
     Access, AsyncEvent, CompChannel, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode,
-    MemoryRegion, PostError, Qp, QpConfig, QpPsn, QpState, Remote, SendFlags, SendOp, Status,
-    WcOpcode,
+    Error, MemoryRegion, PostError, Qp, QpConfig, QpPsn, QpState, Remote, SendFlags, SendOp,
+    Status, WcOpcode,
 };
 
 use super::{assert_empty, connect, connect_with, poll_n, rig_pair, Drive, Rig, Side, MR_LEN};
@@ -518,7 +518,7 @@ pub fn posting_before_rts_is_refused<R: Rig>(rig: &R) {
         a.qp.rq().unwrap().post(1, &[rsge]),
         Err(PostError::NotReadyToReceive)
     );
-    a.qp.init(1, Access::ALL).unwrap();
+    a.qp.init(a.qp.port(), Access::ALL).unwrap();
     a.qp.rq().unwrap().post(1, &[rsge]).unwrap();
     assert_eq!(
         a.qp.sq()
@@ -856,4 +856,103 @@ pub fn event_driven_ping_pong<R: Rig>(rig: &R) {
         }
         assert_eq!(counted, 100);
     }
+}
+
+/// A QP's rings are the ones `QpConfig::check` computes with rdma-core's formula (on hardware:
+/// the ones rdma-core allocated for what the backend asked), and empty queues are refused the
+/// same way on every backend; on an SRQ a QP has no receive queue to size.
+pub fn queues_are_sized_by_rdma_cores_formula<R: Rig>(rig: &R) {
+    let a = rig.side(&QpConfig::default());
+    let caps = a.ctx.caps();
+    let tiny = QpConfig {
+        sq_wqebbs: 1,
+        rq_wqes: 1,
+        max_recv_sge: 1,
+        ..QpConfig::default()
+    };
+    let odd = QpConfig {
+        sq_wqebbs: 300,
+        rq_wqes: 300,
+        max_send_sge: 1,
+        max_recv_sge: 3,
+        max_inline: 0,
+    };
+    for config in [QpConfig::default(), tiny, odd] {
+        let sizes = config.check(&caps, false).unwrap();
+        let mut qp = a.pd.create_qp(&a.cq, &a.cq, &config).unwrap();
+        assert_eq!(qp.sq().wqebbs(), sizes.sq_wqebbs, "{config:?}");
+        assert_eq!(qp.rq().unwrap().capacity(), sizes.rq_wqes, "{config:?}");
+    }
+    // The default WQE (220 inline bytes) needs 320 bytes: one of them takes a 512-byte ring.
+    let sizes = tiny.check(&caps, false).unwrap();
+    assert_eq!((sizes.sq_wqebbs, sizes.rq_wqes), (8, 4));
+    for (config, why) in [
+        (
+            QpConfig {
+                sq_wqebbs: 0,
+                ..QpConfig::default()
+            },
+            "a QP needs a send queue of at least one WQEBB",
+        ),
+        (
+            QpConfig {
+                rq_wqes: 0,
+                ..QpConfig::default()
+            },
+            "a QP without an SRQ needs a receive queue of at least one WQE",
+        ),
+    ] {
+        let got = a.pd.create_qp(&a.cq, &a.cq, &config).map(|_| ());
+        assert_eq!(got, Err(Error::InvalidArgument(why)), "{config:?}");
+    }
+    let srq = a.pd.create_srq(16, 1).unwrap();
+    let config = QpConfig {
+        rq_wqes: 0,
+        ..QpConfig::default()
+    };
+    let mut qp =
+        a.pd.create_qp_with_srq(&a.cq, &a.cq, &srq, &config)
+            .unwrap();
+    assert!(qp.rq().is_none());
+}
+
+/// What `ConnectOptions` leaves to the device comes from it: the QP's port is the one the
+/// context was opened on, a READ / atomic depth above the device's connects with the
+/// device's, and the default rights include REMOTE_ATOMIC exactly when the device executes
+/// atomics.
+pub fn connecting_takes_the_port_depth_and_rights_of_the_device<R: Rig>(rig: &R) {
+    let config = QpConfig::default();
+    let (mut a, mut b) = (rig.side(&config), rig.side(&config));
+    let port = a.ctx.backend().default_port();
+    assert_eq!((a.qp.port(), b.qp.port()), (port, port));
+    let options = ConnectOptions {
+        rd_atomic: u8::MAX,
+        ..ConnectOptions::default()
+    };
+    connect_with(&mut a, &mut b, &options);
+    assert_eq!((a.qp.port(), a.qp.state()), (port, QpState::Rts));
+    let remote = b.mr.remote(0);
+    b.mr.write(0, b"deep");
+    a.qp.sq()
+        .post(
+            1,
+            SendOp::Read(remote),
+            Data::Sges(&[a.mr.sge(0, 4)]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
+    let mut got = [0; 4];
+    a.mr.read(0, &mut got);
+    assert_eq!(&got, b"deep");
+    if a.ctx.caps().atomics {
+        return;
+    }
+    let mut c = rig.side(&config);
+    assert_eq!(
+        c.qp.init(port, Access::ALL),
+        Err(Error::InvalidArgument(
+            "REMOTE_ATOMIC on a device without atomics"
+        ))
+    );
 }

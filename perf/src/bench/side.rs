@@ -153,7 +153,7 @@ impl<B: Device> Side<B> {
             .into());
         }
         let options = ConnectOptions {
-            port,
+            port: Some(port),
             path_mtu: self.path_mtu(port)?,
             timeout: self.local.qp_timeout,
             traffic_class: self.local.traffic_class,

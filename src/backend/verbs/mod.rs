@@ -56,7 +56,10 @@ use core::ffi::c_int;
 use core::ptr::NonNull;
 use std::sync::Arc;
 
-use rdma_sys::{ibv_close_device, ibv_context, ibv_device_attr, ibv_open_device, ibv_query_device};
+use rdma_sys::{
+    ibv_atomic_cap, ibv_close_device, ibv_context, ibv_device_attr, ibv_open_device,
+    ibv_query_device,
+};
 
 pub use attr::Addressing;
 pub use bfreg::VerbsUar;
@@ -73,10 +76,10 @@ use bfreg::BfRegisters;
 
 use crate::error::Error;
 use crate::prm::DS;
+use crate::sizing;
 use crate::types::DeviceCaps;
 
-/// The largest WQE the mlx5 format can describe (6-bit DS count: 63 × 16 bytes). rdma-core
-/// v44 does not report the device's own limit (`max_sq_desc_sz`); QP creation checks it.
+/// The largest WQE the mlx5 format can describe (6-bit DS count: 63 × 16 bytes).
 const MAX_WQE_FORMAT: u32 = 63 * DS as u32;
 
 /// A BlueFlame half on every ConnectX with BlueFlame (`bf_reg_size / 2`).
@@ -173,12 +176,29 @@ fn errno(rc: c_int) -> std::io::Error {
 
 /// The error of a failed verbs call (see [`errno`]); `EBUSY` is [`Error::Busy`].
 fn failed(operation: &'static str, rc: c_int) -> Error {
+    failed_with(operation, errno(rc), "")
+}
+
+/// [`failed`] for a call that pins memory (registrations, queues): `ENOMEM` or `EPERM` there
+/// is usually `RLIMIT_MEMLOCK`, which the reason then names.
+fn failed_pinning(operation: &'static str, rc: c_int) -> Error {
     let err = errno(rc);
+    let hint = match err.raw_os_error() {
+        Some(libc::ENOMEM | libc::EPERM) => {
+            " (pinned memory counts against RLIMIT_MEMLOCK: raise it, e.g. `ulimit -l \
+             unlimited`; see docs/hardware.md)"
+        }
+        _ => "",
+    };
+    failed_with(operation, err, hint)
+}
+
+fn failed_with(operation: &'static str, err: std::io::Error, hint: &str) -> Error {
     match err.raw_os_error() {
         Some(libc::EBUSY) => Error::Busy(operation),
         _ => Error::Device {
             operation,
-            reason: err.to_string(),
+            reason: format!("{err}{hint}"),
         },
     }
 }
@@ -280,6 +300,43 @@ impl Verbs {
     }
 }
 
+/// The limits `QpConfig::check` applies on this device (`crate::sizing`), from what
+/// `ibv_query_device` reports. rdma-core v44 keeps the device's WQE limits
+/// (`max_sq_desc_sz`, `max_rq_desc_sz`) private; the kernel derives `max_sge` from them
+/// (mlx5 main.c `mlx5_ib_query_device`: the smaller of `max_wqe_sz_rq / 16` and
+/// `(min(max_wqe_sz_sq, 512) - 32) / 16`), so `32 + 16 · max_sge` is a send WQE size and
+/// `16 · max_sge` a receive WQE size the device is known to accept: the backend takes those
+/// as the limits, refusing what it cannot show the device takes (e.g. `max_sge` 30: 512-byte
+/// send WQEs, 460 inline bytes with atomics, 29 gather and 16 scatter entries).
+fn caps_of(attr: &ibv_device_attr, shut_up_bf: bool) -> DeviceCaps {
+    let max_sge = attr.max_sge.max(0) as u32;
+    let max_wqe_size = (2 * DS as u32 + max_sge * DS as u32).min(MAX_WQE_FORMAT);
+    let atomics = attr.atomic_cap != ibv_atomic_cap::IBV_ATOMIC_NONE;
+    let depth = |n: c_int| n.clamp(0, 255) as u8;
+    DeviceCaps {
+        // `1 << log_max_qp_sz`, rdma-core's `max_send_wqebb` and `max_recv_wr`; kernels with
+        // "RDMA/mlx5: Better estimate max_qp_wr" (6.17, stable backports) report a quarter
+        // of it, which only makes the check stricter.
+        max_sq_wqebbs: attr.max_qp_wr.max(0) as u32,
+        max_wqe_size,
+        max_send_sge: max_sge.min(sizing::max_gather(max_wqe_size, atomics)),
+        // A receive stride is a power of two of 16-byte entries (verbs.c
+        // `mlx5_calc_rcv_wqe`): the largest whose stride fits `16 · max_sge`.
+        max_recv_sge: match max_sge {
+            0 => 0,
+            n => 1 << n.ilog2(),
+        },
+        max_cqe: attr.max_cqe.max(0) as u32,
+        max_inline: sizing::max_inline(max_wqe_size, atomics),
+        bf_size: if shut_up_bf { 0 } else { BF_HALF },
+        max_rd_atomic: depth(attr.max_qp_init_rd_atom),
+        max_dest_rd_atomic: depth(attr.max_qp_rd_atom),
+        atomics,
+        // mlx5 reports IBV_ATOMIC_HCA only in host-endianness mode (get_atomic_caps).
+        atomic_8b_host_order: atomics,
+    }
+}
+
 fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error> {
     // SAFETY: plain C data; zero is valid for every field.
     let mut attr: ibv_device_attr = unsafe { core::mem::zeroed() };
@@ -300,21 +357,7 @@ fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error>
     let fw = attr.fw_ver.map(|c| c as u8);
     let fw_len = fw.iter().position(|&b| b == 0).unwrap_or(fw.len());
     let shut_up_bf = is_set(std::env::var_os("MLX5_SHUT_UP_BF"));
-    let sges = attr.max_sge.max(0) as u32;
-    let max_wqe_size = MAX_WQE_FORMAT;
-    let caps = DeviceCaps {
-        max_sq_wqebbs: attr.max_qp_wr.max(0) as u32,
-        max_wqe_size,
-        max_send_sge: sges,
-        max_recv_sge: sges,
-        max_cqe: attr.max_cqe.max(0) as u32,
-        // An inline WRITE: control and remote-address segments, then the inline header.
-        max_inline: max_wqe_size - 2 * DS as u32 - 4,
-        bf_size: if shut_up_bf { 0 } else { BF_HALF },
-        max_rd_atomic: attr.max_qp_rd_atom.clamp(0, 255) as u8,
-        // mlx5 reports IBV_ATOMIC_HCA only in host-endianness mode (get_atomic_caps).
-        atomic_8b_host_order: attr.atomic_cap != 0,
-    };
+    let caps = caps_of(&attr, shut_up_bf);
     let comp = dv.comp_mask & MLX5DV_CONTEXT_MASK_CQE_COMPRESION != 0;
     let info = VerbsDeviceInfo {
         fw_ver: String::from_utf8_lossy(&fw[..fw_len]).into_owned(),
@@ -349,6 +392,61 @@ mod tests {
         assert!(!is_set(Some("0".into())));
         assert!(is_set(Some("1".into())));
         assert!(is_set(Some("".into())));
+    }
+
+    #[test]
+    fn limits_follow_the_kernels_max_sge_and_rdma_cores_sizing() {
+        // SAFETY: plain C data; zero is valid for every field.
+        let mut attr: ibv_device_attr = unsafe { core::mem::zeroed() };
+        attr.max_sge = 30;
+        attr.max_qp_wr = 1 << 15;
+        attr.max_cqe = (1 << 22) - 1;
+        attr.max_qp_rd_atom = 16;
+        attr.max_qp_init_rd_atom = 64;
+        attr.atomic_cap = ibv_atomic_cap::IBV_ATOMIC_HCA;
+        let caps = caps_of(&attr, false);
+        assert_eq!(
+            caps,
+            DeviceCaps {
+                max_sq_wqebbs: 1 << 15,
+                max_wqe_size: 512,
+                max_send_sge: 29,
+                max_recv_sge: 16,
+                max_cqe: (1 << 22) - 1,
+                max_inline: 460,
+                bf_size: 256,
+                max_rd_atomic: 64,
+                max_dest_rd_atomic: 16,
+                atomics: true,
+                atomic_8b_host_order: true,
+            }
+        );
+        attr.atomic_cap = ibv_atomic_cap::IBV_ATOMIC_NONE;
+        attr.max_qp_init_rd_atom = 1000;
+        let caps = caps_of(&attr, true);
+        assert_eq!(
+            (caps.max_send_sge, caps.max_inline, caps.bf_size),
+            (30, 476, 0),
+            "32 bytes of overhead without atomics"
+        );
+        assert_eq!((caps.max_rd_atomic, caps.atomics), (255, false));
+        attr.max_sge = 64;
+        assert_eq!(caps_of(&attr, false).max_wqe_size, MAX_WQE_FORMAT);
+    }
+
+    #[test]
+    fn pinning_failures_name_the_memlock_limit() {
+        let reason = |e: Error| match e {
+            Error::Device { reason, .. } => reason,
+            other => panic!("{other:?}"),
+        };
+        assert!(reason(failed_pinning("register memory", libc::ENOMEM)).contains("RLIMIT_MEMLOCK"));
+        assert!(reason(failed_pinning("create QP", libc::EPERM)).contains("RLIMIT_MEMLOCK"));
+        assert!(!reason(failed_pinning("create QP", libc::EINVAL)).contains("RLIMIT_MEMLOCK"));
+        assert_eq!(
+            failed_pinning("create CQ", libc::EBUSY),
+            Error::Busy("create CQ")
+        );
     }
 
     #[test]

@@ -11,14 +11,14 @@ use std::sync::Arc;
 use rdma_sys::{
     ibv_alloc_pd, ibv_cq, ibv_cq_ex_to_cq, ibv_cq_init_attr_ex, ibv_create_srq, ibv_dealloc_pd,
     ibv_dereg_mr, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq, ibv_modify_qp, ibv_mr, ibv_pd,
-    ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_qp_init_attr_ex, ibv_qp_init_attr_mask, ibv_qp_type,
-    ibv_query_qp, ibv_reg_mr, ibv_srq, ibv_srq_init_attr,
+    ibv_qp, ibv_qp_attr, ibv_qp_create_send_ops_flags, ibv_qp_init_attr, ibv_qp_init_attr_ex,
+    ibv_qp_init_attr_mask, ibv_qp_type, ibv_query_qp, ibv_reg_mr, ibv_srq, ibv_srq_init_attr,
 };
 
 use super::attr::{self, Addressing};
 use super::bfreg::{RegState, VerbsUar};
 use super::events::VerbsChannel;
-use super::{failed, DeviceCtx, Verbs, MAX_WQE_FORMAT};
+use super::{failed, failed_pinning, DeviceCtx, Verbs};
 use crate::backend::mlx5dv::{
     mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp, mlx5dv_init_obj,
     mlx5dv_obj, mlx5dv_qp, mlx5dv_qp_init_attr, mlx5dv_srq, MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE,
@@ -29,10 +29,10 @@ use crate::backend::{Backend, QpParts};
 use crate::cq::CqDesc;
 use crate::error::Error;
 use crate::event::AsyncEvent;
-use crate::prm::{Be32, DS, SEND_WQE_BB, UAR_PAGE_SIZE};
+use crate::prm::{Be32, SEND_WQE_BB, UAR_PAGE_SIZE};
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
-use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, QpPsn, Transition};
+use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, QpPsn, QpSizes, Transition};
 
 /// The UAR page holding `reg` and the register's offset in it.
 fn uar_page(reg: *mut c_void) -> Result<(NonNull<u8>, usize), Error> {
@@ -169,14 +169,28 @@ impl VerbsQp {
     }
 }
 
-/// The largest WQE rdma-core checked against the device's limit when it created a QP with
-/// `cap`: an inline WRITE of `max_inline_data`, or a WQE with control, remote-address and
-/// atomic segments and `max_send_sge` data segments.
-fn checked_wqe_size(max_inline: u32, max_sge: u32) -> usize {
-    let ds = DS as u32;
-    let inline = 2 * ds + (4 + max_inline).div_ceil(ds) * ds;
-    let gather = 3 * ds + max_sge * ds;
-    inline.max(gather).min(MAX_WQE_FORMAT) as usize
+/// The verbs send operations (`enum ibv_qp_create_send_ops_flags`) a QP is created for: the
+/// ones the driver posts (`crate::sizing::sq_overhead` names them). Atomic flags only on a
+/// device with atomics: libmlx5 refuses them otherwise (qp.c `mlx5_qp_fill_wr_pfns`,
+/// `EOPNOTSUPP`).
+fn send_ops(atomics: bool) -> u64 {
+    use ibv_qp_create_send_ops_flags as op;
+    let ops = [
+        op::IBV_QP_EX_WITH_SEND,
+        op::IBV_QP_EX_WITH_SEND_WITH_IMM,
+        op::IBV_QP_EX_WITH_SEND_WITH_INV,
+        op::IBV_QP_EX_WITH_RDMA_WRITE,
+        op::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+        op::IBV_QP_EX_WITH_RDMA_READ,
+    ];
+    let atomic = [
+        op::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+        op::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+    ];
+    let atomic: &[op] = if atomics { &atomic } else { &[] };
+    ops.iter()
+        .chain(atomic)
+        .fold(0, |all, o| all | u64::from(o.0))
 }
 
 impl Backend for Verbs {
@@ -194,6 +208,10 @@ impl Backend for Verbs {
 
     fn caps(&self) -> DeviceCaps {
         self.caps
+    }
+
+    fn default_port(&self) -> u8 {
+        self.port
     }
 
     fn port(&self, port: u8) -> Result<PortInfo, Error> {
@@ -225,7 +243,7 @@ impl Backend for Verbs {
         // SAFETY: the caller keeps the memory valid until the handle (which deregisters it)
         // is dropped; `access` holds `ibv_access_flags` values.
         let mr = unsafe { ibv_reg_mr(pd.pd.as_ptr(), addr.cast(), len, access.0 as c_int) };
-        let mr = NonNull::new(mr).ok_or_else(|| failed("register memory", -1))?;
+        let mr = NonNull::new(mr).ok_or_else(|| failed_pinning("register memory", -1))?;
         // SAFETY: a registration just returned.
         let (lkey, rkey) = unsafe { ((*mr.as_ptr()).lkey, (*mr.as_ptr()).rkey) };
         Ok((
@@ -268,7 +286,7 @@ impl Backend for Verbs {
         // SAFETY: an open context, valid attribute structs.
         let cq_ex = unsafe { mlx5dv_create_cq(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
         if cq_ex.is_null() {
-            return Err(failed("create CQ", -1));
+            return Err(failed_pinning("create CQ", -1));
         }
         // SAFETY: an extended CQ starts with its `ibv_cq`.
         let cq = unsafe { NonNull::new_unchecked(ibv_cq_ex_to_cq(cq_ex)) };
@@ -316,7 +334,7 @@ impl Backend for Verbs {
         attr.attr.max_sge = max_sge;
         // SAFETY: a live PD and a valid attribute struct.
         let srq = unsafe { ibv_create_srq(pd.pd.as_ptr(), &mut attr) };
-        let srq = NonNull::new(srq).ok_or_else(|| failed("create SRQ", -1))?;
+        let srq = NonNull::new(srq).ok_or_else(|| failed_pinning("create SRQ", -1))?;
         let handle = VerbsSrq {
             srq,
             _dev: self.dev.clone(),
@@ -363,6 +381,7 @@ impl Backend for Verbs {
         recv_cq: &VerbsCq,
         srq: Option<&VerbsSrq>,
         config: &QpConfig,
+        sizes: &QpSizes,
     ) -> Result<QpParts<Verbs>, Error> {
         // SAFETY: plain C data.
         let mut attr: ibv_qp_init_attr_ex = unsafe { core::mem::zeroed() };
@@ -370,9 +389,10 @@ impl Backend for Verbs {
         attr.recv_cq = recv_cq.cq.as_ptr();
         attr.srq = srq.map_or(core::ptr::null_mut(), |s| s.srq.as_ptr());
         attr.qp_type = ibv_qp_type::IBV_QPT_RC;
-        // One WR per WQEBB asked for: rdma-core sizes the ring for that many WRs of its
-        // worst-case WQE, so the ring is at least as large as requested.
-        attr.cap.max_send_wr = config.sq_wqebbs;
+        // rdma-core sizes the ring for `max_send_wr` WRs of its worst-case WQE for the
+        // operations named below (verbs.c `mlx5_calc_sq_size`): `sizes` asks for as many as
+        // make that ring exactly `sizes.sq_wqebbs` (crate::sizing).
+        attr.cap.max_send_wr = sizes.max_send_wr;
         attr.cap.max_recv_wr = if srq.is_some() { 0 } else { config.rq_wqes };
         attr.cap.max_send_sge = config.max_send_sge;
         attr.cap.max_recv_sge = if srq.is_some() {
@@ -381,8 +401,10 @@ impl Backend for Verbs {
             config.max_recv_sge
         };
         attr.cap.max_inline_data = config.max_inline;
-        attr.comp_mask = ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0;
+        attr.comp_mask = ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0
+            | ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
         attr.pd = pd.pd.as_ptr();
+        attr.send_ops_flags = send_ops(self.caps.atomics);
         let mut dv_attr = mlx5dv_qp_init_attr {
             comp_mask: MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS,
             create_flags: MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE,
@@ -390,7 +412,7 @@ impl Backend for Verbs {
         };
         // SAFETY: an open context, live CQs / SRQ / PD, valid attribute structs.
         let qp = unsafe { mlx5dv_create_qp(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
-        let qp = NonNull::new(qp).ok_or_else(|| failed("create QP", -1))?;
+        let qp = NonNull::new(qp).ok_or_else(|| failed_pinning("create QP", -1))?;
         // SAFETY: plain C data.
         let mut out: mlx5dv_qp = unsafe { core::mem::zeroed() };
         let mut obj = empty_obj();
@@ -430,7 +452,7 @@ impl Backend for Verbs {
             bf_offset,
             bf_size: if shut_up_bf { 0 } else { out.bf.size as usize },
             qpn,
-            max_wqe_size: checked_wqe_size(attr.cap.max_inline_data, attr.cap.max_send_sge),
+            max_wqe_size: self.caps.max_wqe_size as usize,
             max_inline: config.max_inline as usize,
             max_sge: config.max_send_sge as usize,
         };
@@ -535,10 +557,11 @@ mod tests {
     }
 
     #[test]
-    fn checked_wqe_size_covers_inline_and_gather_forms() {
-        // 220 inline bytes: ctrl 16 + raddr 16 + (header 4 + 220 = 224).
-        assert_eq!(checked_wqe_size(220, 1), 256);
-        assert_eq!(checked_wqe_size(0, 4), 112);
-        assert_eq!(checked_wqe_size(4000, 1), MAX_WQE_FORMAT as usize);
+    fn qps_are_created_for_the_operations_posted_and_no_memory_windows() {
+        // verbs.h: RDMA_WRITE 1 << 0, RDMA_WRITE_WITH_IMM 1 << 1, SEND 1 << 2, SEND_WITH_IMM
+        // 1 << 3, RDMA_READ 1 << 4, SEND_WITH_INV 1 << 9; CMP_AND_SWP 1 << 5, FETCH_AND_ADD
+        // 1 << 6. Not LOCAL_INV (1 << 7) nor BIND_MW (1 << 8).
+        assert_eq!(send_ops(false), 0b10_0001_1111);
+        assert_eq!(send_ops(true), 0b10_0111_1111);
     }
 }

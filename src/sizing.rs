@@ -1,0 +1,294 @@
+//! How a [`QpConfig`] becomes queue sizes: rdma-core's own formula (providers/mlx5/verbs.c
+//! v44, `mlx5_calc_wq_size` and what it calls), applied by [`QpConfig::check`] before any
+//! backend is asked, so that a configuration rdma-core would refuse with a bare `EINVAL` is
+//! refused here with the reason, and so that the model's rings are the rings rdma-core would
+//! allocate for the same configuration on a device with the same [`DeviceCaps`].
+//!
+//! - Send WQE (`mlx5_calc_send_wqe`): `overhead + 16 · max_send_sge` or, with inline data,
+//!   `overhead + align16(4 + max_inline)`, whichever is larger, at most the device's largest
+//!   WQE (`max_sq_desc_sz`), rounded up to 64 bytes. `overhead` is `_sq_overhead` for the
+//!   operations the QP is created for ([`sq_overhead`]): control + remote-address + atomic
+//!   segments (48 bytes) with atomics, control + remote-address (32) without.
+//! - Send ring (`mlx5_calc_sq_size`): `roundup_pow2(max_send_wr · wqe_size)` bytes, at most
+//!   `max_send_wqebb` WQEBBs. The verbs backend asks for `max_send_wr` =
+//!   `ring / wqe_size` WRs, which makes rdma-core's ring exactly the ring asked for here:
+//!   `sq_wqebbs` rounded up to a power of two, and to at least one worst-case WQE.
+//! - Receive ring (`mlx5_calc_rcv_wqe`, `mlx5_calc_rq_size`): stride
+//!   `roundup_pow2(16 · max(max_recv_sge, 1))`, `roundup_pow2(rq_wqes)` WQEs but at least
+//!   64 bytes of ring; none on an SRQ.
+//!
+//! Empty queues are refused: a send queue of 0 WQEBBs, or a receive queue of 0 WQEs on a QP
+//! without an SRQ (rdma-core would create a QP with a zero-length ring there, which the
+//! driver does not drive).
+
+use crate::error::Error;
+use crate::prm::{DS, SEND_WQE_BB};
+use crate::types::{DeviceCaps, QpConfig, QpSizes};
+
+/// `_sq_overhead` (verbs.c) of an RC QP created for the operations this driver posts
+/// (`IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`: SEND, SEND_WITH_IMM, SEND_WITH_INV, RDMA_WRITE,
+/// RDMA_WRITE_WITH_IMM, RDMA_READ, and with `atomics` ATOMIC_CMP_AND_SWP and
+/// ATOMIC_FETCH_AND_ADD; never LOCAL_INV or BIND_MW, which would size every WQE for a
+/// 192-byte memory-window WQE): the largest fixed part of its WQEs, control 16 + remote
+/// address 16, + atomic 16 with atomics. The masked atomics have no verbs flag; with one data
+/// segment they need at most the 80 bytes of an 8-byte masked compare-and-swap, and every
+/// send queue accepts WQEs up to the device's largest ([`DeviceCaps::max_wqe_size`]).
+pub fn sq_overhead(atomics: bool) -> u32 {
+    let ds = DS as u32;
+    if atomics {
+        3 * ds
+    } else {
+        2 * ds
+    }
+}
+
+/// The room rdma-core leaves after the fixed segments in a send WQE on a device whose
+/// largest WQE is `max_wqe_size` bytes: the WQE is rounded up to 64 bytes and must still fit
+/// (`mlx5_calc_sq_size`: `wqe_size > max_sq_desc_sz` is `EINVAL`).
+fn room(max_wqe_size: u32, atomics: bool) -> u32 {
+    let whole = max_wqe_size / SEND_WQE_BB as u32 * SEND_WQE_BB as u32;
+    whole.saturating_sub(sq_overhead(atomics))
+}
+
+/// The largest inline payload rdma-core sizes a send WQE for on a device whose largest WQE
+/// is `max_wqe_size` bytes (`align64(overhead + align16(4 + inline)) <= max_wqe_size`).
+pub fn max_inline(max_wqe_size: u32, atomics: bool) -> u32 {
+    room(max_wqe_size, atomics).saturating_sub(4)
+}
+
+/// The largest gather list rdma-core sizes a send WQE for
+/// (`align64(overhead + 16 · sges) <= max_wqe_size`).
+pub fn max_gather(max_wqe_size: u32, atomics: bool) -> u32 {
+    room(max_wqe_size, atomics) / DS as u32
+}
+
+impl QpConfig {
+    /// Checks the configuration against the device's limits with rdma-core's formula (see
+    /// [`crate::sizing`]) and returns the queue sizes every backend then creates: the
+    /// model's rings are these, and rdma-core computes the same from what the verbs backend
+    /// asks for. `srq`: the QP takes its receives from an SRQ (`rq_wqes` and
+    /// `max_recv_sge` are then ignored). rdma-core would answer `EINVAL` with no word on
+    /// which limit; this names it.
+    pub fn check(&self, caps: &DeviceCaps, srq: bool) -> Result<QpSizes, Error> {
+        let ds = DS as u32;
+        if self.max_send_sge > caps.max_send_sge || (!srq && self.max_recv_sge > caps.max_recv_sge)
+        {
+            return Err(Error::InvalidArgument("more SGEs than the device supports"));
+        }
+        if self.max_inline > caps.max_inline {
+            return Err(Error::InvalidArgument(
+                "inline size over the device maximum",
+            ));
+        }
+        if self.sq_wqebbs == 0 {
+            return Err(Error::InvalidArgument(
+                "a QP needs a send queue of at least one WQEBB",
+            ));
+        }
+        if !srq && self.rq_wqes == 0 {
+            return Err(Error::InvalidArgument(
+                "a QP without an SRQ needs a receive queue of at least one WQE",
+            ));
+        }
+        // mlx5_calc_send_wqe.
+        let overhead = sq_overhead(caps.atomics);
+        if overhead + self.max_send_sge * ds > caps.max_wqe_size {
+            return Err(Error::InvalidArgument(
+                "the gather list does not fit the device's largest WQE",
+            ));
+        }
+        let gather = overhead + self.max_send_sge * ds;
+        let inline = match self.max_inline {
+            0 => 0,
+            n => overhead + (4 + n).next_multiple_of(ds),
+        };
+        let send_wqe_size = gather.max(inline).next_multiple_of(SEND_WQE_BB as u32);
+        if gather.max(inline) > caps.max_wqe_size || send_wqe_size > caps.max_wqe_size {
+            return Err(Error::InvalidArgument(
+                "the send WQE does not fit the device's largest WQE",
+            ));
+        }
+        // mlx5_calc_sq_size, for the `max_send_wr` that gives the ring asked for.
+        let too_big = Error::InvalidArgument("queue larger than the device supports");
+        if self.sq_wqebbs > caps.max_sq_wqebbs || (!srq && self.rq_wqes > caps.max_sq_wqebbs) {
+            return Err(too_big);
+        }
+        let ring_bytes = (self.sq_wqebbs.next_power_of_two() * SEND_WQE_BB as u32)
+            .max(send_wqe_size.next_power_of_two());
+        let sq_wqebbs = ring_bytes / SEND_WQE_BB as u32;
+        let max_send_wr = ring_bytes / send_wqe_size;
+        if sq_wqebbs > caps.max_sq_wqebbs || max_send_wr > 0x7fff_ffff / caps.max_wqe_size {
+            return Err(too_big);
+        }
+        // mlx5_calc_rcv_wqe, mlx5_calc_rq_size.
+        let (rq_wqes, rq_stride) = if srq {
+            (0, 0)
+        } else {
+            let stride = (ds * self.max_recv_sge.max(1)).next_power_of_two();
+            let bytes = (self.rq_wqes.next_power_of_two() * stride).max(SEND_WQE_BB as u32);
+            (bytes / stride, stride)
+        };
+        Ok(QpSizes {
+            send_wqe_size,
+            max_send_wr,
+            sq_wqebbs,
+            rq_wqes,
+            rq_stride,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ConnectX as the verbs backend reports one with `max_sge` 30, `max_qp_wr` 32768.
+    fn connectx(atomics: bool) -> DeviceCaps {
+        DeviceCaps {
+            max_sq_wqebbs: 1 << 15,
+            max_wqe_size: 512,
+            max_send_sge: max_gather(512, atomics),
+            max_recv_sge: 16,
+            max_cqe: (1 << 22) - 1,
+            max_inline: max_inline(512, atomics),
+            bf_size: 256,
+            max_rd_atomic: 16,
+            max_dest_rd_atomic: 16,
+            atomics,
+            atomic_8b_host_order: atomics,
+        }
+    }
+
+    #[test]
+    fn the_default_config_gets_rdma_cores_ring() {
+        let c = QpConfig::default();
+        // 48 + align16(4 + 220) = 272 > 48 + 4 * 16: a 320-byte WQE; 51 of them make
+        // rdma-core round 16320 bytes up to the 16 KiB ring of 256 WQEBBs asked for.
+        let s = c.check(&connectx(true), false).unwrap();
+        assert_eq!(
+            s,
+            QpSizes {
+                send_wqe_size: 320,
+                max_send_wr: 51,
+                sq_wqebbs: 256,
+                rq_wqes: 256,
+                rq_stride: 64,
+            }
+        );
+        assert_eq!((51 * 320u32).next_power_of_two() / 64, s.sq_wqebbs);
+        // Without atomics the overhead is 32: 32 + 224 = 256, 64 WRs.
+        let s = c.check(&connectx(false), false).unwrap();
+        assert_eq!((s.send_wqe_size, s.max_send_wr), (256, 64));
+    }
+
+    #[test]
+    fn rings_are_powers_of_two_of_at_least_one_wqe_and_64_bytes() {
+        let caps = connectx(true);
+        let tiny = QpConfig {
+            sq_wqebbs: 1,
+            rq_wqes: 1,
+            max_recv_sge: 1,
+            ..QpConfig::default()
+        };
+        let s = tiny.check(&caps, false).unwrap();
+        // One 320-byte WQE needs a 512-byte ring; one 16-byte receive WQE a 64-byte one.
+        assert_eq!((s.sq_wqebbs, s.max_send_wr), (8, 1));
+        assert_eq!((s.rq_wqes, s.rq_stride), (4, 16));
+        let odd = QpConfig {
+            sq_wqebbs: 300,
+            rq_wqes: 300,
+            max_recv_sge: 3,
+            ..QpConfig::default()
+        };
+        let s = odd.check(&caps, false).unwrap();
+        assert_eq!((s.sq_wqebbs, s.rq_wqes, s.rq_stride), (512, 512, 64));
+        assert_eq!((s.max_send_wr * 320).next_power_of_two(), 512 * 64);
+        let s = odd.check(&caps, true).unwrap();
+        assert_eq!((s.rq_wqes, s.rq_stride), (0, 0), "no RQ on an SRQ");
+    }
+
+    #[test]
+    fn what_rdma_core_refuses_is_refused_with_the_reason() {
+        let caps = connectx(true);
+        let ok = QpConfig::default();
+        let refused_on = |caps: &DeviceCaps, c: QpConfig| match c.check(caps, false) {
+            Err(Error::InvalidArgument(why)) => why,
+            other => panic!("{c:?}: {other:?}"),
+        };
+        let refused = |c: QpConfig, _srq: bool| refused_on(&caps, c);
+        let at_max = QpConfig {
+            max_inline: caps.max_inline,
+            max_send_sge: caps.max_send_sge,
+            ..ok
+        };
+        assert_eq!(at_max.check(&caps, false).unwrap().send_wqe_size, 512);
+        for (c, why) in [
+            (
+                QpConfig {
+                    max_inline: caps.max_inline + 1,
+                    ..ok
+                },
+                "inline size over the device maximum",
+            ),
+            (
+                QpConfig {
+                    max_send_sge: caps.max_send_sge + 1,
+                    ..ok
+                },
+                "more SGEs than the device supports",
+            ),
+            (
+                QpConfig { sq_wqebbs: 0, ..ok },
+                "a QP needs a send queue of at least one WQEBB",
+            ),
+            (
+                QpConfig { rq_wqes: 0, ..ok },
+                "a QP without an SRQ needs a receive queue of at least one WQE",
+            ),
+            (
+                QpConfig {
+                    sq_wqebbs: caps.max_sq_wqebbs + 1,
+                    ..ok
+                },
+                "queue larger than the device supports",
+            ),
+        ] {
+            assert_eq!(refused(c, false), why, "{c:?}");
+        }
+        assert_eq!(
+            QpConfig { rq_wqes: 0, ..ok }
+                .check(&caps, true)
+                .map(|s| s.rq_wqes),
+            Ok(0),
+            "an SRQ QP has no receive queue to size"
+        );
+        // The device's own limits, not the formula's: a device whose largest WQE is 256
+        // bytes fits 13 gather entries after the 48-byte overhead, and inline data up to
+        // 204 bytes.
+        let small = DeviceCaps {
+            max_wqe_size: 256,
+            max_send_sge: 30,
+            max_inline: 972,
+            ..caps
+        };
+        let c = QpConfig {
+            max_send_sge: 14,
+            max_inline: 0,
+            ..ok
+        };
+        assert_eq!(
+            refused_on(&small, c),
+            "the gather list does not fit the device's largest WQE"
+        );
+        let c = QpConfig {
+            max_send_sge: 1,
+            max_inline: 205,
+            ..ok
+        };
+        assert_eq!(
+            refused_on(&small, c),
+            "the send WQE does not fit the device's largest WQE"
+        );
+        assert_eq!((max_gather(256, true), max_inline(256, true)), (13, 204));
+    }
+}
