@@ -302,7 +302,7 @@ impl<B: Backend> ProtectionDomain<B> {
             &sizes,
         )?;
         let ring = |wqe_cnt: u32| wqe_cnt.is_power_of_two();
-        if !ring(parts.sq.wqe_cnt) || !parts.rq.as_ref().map_or(true, |rq| ring(rq.wqe_cnt)) {
+        if !ring(parts.sq.wqe_cnt) || !parts.rq.as_ref().is_none_or(|rq| ring(rq.wqe_cnt)) {
             // Never from this crate's backends (`check` refused empty queues); a ring that is
             // not a power of two of at least one entry cannot be driven.
             return Err(Error::Device {
