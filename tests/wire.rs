@@ -169,7 +169,7 @@ fn remote_offset_past_the_address_space_panics() {
 #[test]
 fn the_plain_data_types_round_trip_through_serde() {
     use mlx5_direct::{
-        AsyncEvent, DeviceCaps, PortInfo, QpState, Sge, Transition, WcError, WcOpcode,
+        AsyncEvent, DeviceCaps, PortInfo, QpSizes, QpState, Sge, Transition, WcError, WcOpcode,
     };
     use serde::{de::DeserializeOwned, Serialize};
 
@@ -199,7 +199,16 @@ fn the_plain_data_types_round_trip_through_serde() {
         max_inline: 972,
         bf_size: 256,
         max_rd_atomic: 16,
+        max_dest_rd_atomic: 16,
+        atomics: true,
         atomic_8b_host_order: false,
+    });
+    round_trip(QpSizes {
+        send_wqe_size: 320,
+        max_send_wr: 51,
+        sq_wqebbs: 256,
+        rq_wqes: 256,
+        rq_stride: 64,
     });
     round_trip(PortInfo {
         lid: 3,
