@@ -404,3 +404,44 @@ fn an_empty_send_queue_is_refused() {
         Err(mlx5_direct::Error::InvalidArgument(_))
     ));
 }
+
+/// The default mode is rdma-core's rule (qp.c `post_send_db`), what hardware is known to
+/// take: a WQE rung alone is BlueFlame-copied, a batch gets the 8-byte doorbell (the first 8
+/// bytes of its last WQE) and no copy. `BlueFlameLast` is only ever asked for.
+#[test]
+fn the_default_mode_is_rdma_cores_rule() {
+    let mut q = queues(16);
+    assert_eq!(q.sq.effective_mode(), DoorbellMode::BlueFlame);
+    let payload = [0x5au8; 16];
+    let write = |q: &mut NullQueues, wr_id| {
+        q.sq.push(
+            wr_id,
+            SendOp::Write(REMOTE),
+            Data::Inline(&payload),
+            SendFlags::UNSIGNALED,
+        )
+        .unwrap()
+    };
+    // Alone: the one-WQEBB WQE copied to the register's current half.
+    let half = q.sq.register_offset();
+    write(&mut q, 0);
+    q.sq.ring_doorbell();
+    let wqe = q.sq.wqe_bytes(0, 64);
+    for k in 0..8 {
+        assert_eq!(
+            q.sq.uar().read64(half + 8 * k).to_vec(),
+            wqe[8 * k..8 * k + 8]
+        );
+    }
+    // A batch of two on the other half: its first word is the last WQE's first 8 bytes, the
+    // rest of the half keeps nothing of that WQE.
+    let half = q.sq.register_offset();
+    write(&mut q, 1);
+    write(&mut q, 2);
+    q.sq.ring_doorbell();
+    let last = q.sq.wqe_bytes(2, 64);
+    assert_eq!(q.sq.uar().read64(half).to_vec(), last[..8]);
+    for k in 1..8 {
+        assert_eq!(q.sq.uar().read64(half + 8 * k), [0; 8], "word {k}");
+    }
+}

@@ -498,8 +498,12 @@ pub enum ExplainOp {
 /// The posting modes `explain` and `pcie` compare.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum PostMode {
-    /// BlueFlame copy of the (last) WQE.
+    /// rdma-core's rule (`DoorbellMode::BlueFlame`, the driver's default): a WQE rung alone
+    /// is BlueFlame-copied, a batch gets the 8-byte doorbell.
     Bf,
+    /// The last WQE of every batch BlueFlame-copied (`DoorbellMode::BlueFlameLast`;
+    /// unverified on silicon).
+    BfLast,
     /// 8-byte doorbell.
     Db,
 }

@@ -148,7 +148,8 @@ fn print_human(args: &ExplainArgs, o: &Observed, messages: u32) {
         )
     };
     let ring = match args.mode {
-        PostMode::Bf => "the last BlueFlame-copied",
+        PostMode::Bf => "BlueFlame-copied if alone",
+        PostMode::BfLast => "the last BlueFlame-copied",
         PostMode::Db => "8-byte doorbell",
     };
     let cqe = match args.signal_every {

@@ -112,8 +112,12 @@ fn requester_steps(batch: u32, k: u32) -> Vec<(String, Posting)> {
             Posting::new(PostMode::Db, true, 1, batch, 1),
         ),
         (
-            format!("batch of {batch}, last WQE BlueFlame, CQE per batch"),
+            format!("batch of {batch}, rdma-core's rule, CQE per batch"),
             Posting::new(PostMode::Bf, true, batch, batch, 1),
+        ),
+        (
+            format!("batch of {batch}, last WQE BlueFlame, CQE per batch"),
+            Posting::new(PostMode::BfLast, true, batch, batch, 1),
         ),
         (
             format!("completion every {k} (inline, BlueFlame)"),

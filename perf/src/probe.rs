@@ -242,7 +242,8 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
     let (pd_a, pd_b) = (a.alloc_pd()?, b.alloc_pd()?);
     let (mut cq_a, mut cq_b) = (a.create_cq(2 * n + 16, 64)?, b.create_cq(2 * n + 16, 64)?);
     let mode = match case.mode {
-        PostMode::Bf => DoorbellMode::BlueFlameLast,
+        PostMode::Bf => DoorbellMode::BlueFlame,
+        PostMode::BfLast => DoorbellMode::BlueFlameLast,
         PostMode::Db => DoorbellMode::Doorbell,
     };
     let mut pairs = Vec::new();

@@ -151,7 +151,7 @@ fn explain_batch_of_sixteen_averages_over_the_batch() {
 #[test]
 fn explain_batch_with_blueflame_copies_the_last_wqe() {
     let v = json(&[
-        "explain", "write", "--inline", "--batch", "4", "--mode", "bf", "--json",
+        "explain", "write", "--inline", "--batch", "4", "--mode", "bf-last", "--json",
     ]);
     let wqes = v["wqes"].as_array().unwrap();
     assert_eq!(wqes.len(), 4);
@@ -249,7 +249,20 @@ fn pcie_table_steps_and_rates() {
     let send = step("inbound SEND");
     assert_eq!(send["per_message"]["dma_reads"], 2);
     assert_eq!(send["per_message"]["dma_writes"], 2);
-    assert_eq!(rows.len(), 13);
+    // Both batch policies: rdma-core's rings the batch with the 8-byte doorbell (the NIC
+    // fetches all 32 WQEs), BlueFlameLast copies the last one (it fetches 31).
+    let rule = per_message(step("batch of 32, rdma-core's rule"));
+    let last = per_message(step("batch of 32, last WQE BlueFlame"));
+    assert_eq!(
+        (rule[0], rule[1]),
+        (last[0], last[1]),
+        "one MMIO, one read per batch"
+    );
+    assert!(
+        rule[3] > last[3],
+        "the copied WQE is not read: {rule:?} {last:?}"
+    );
+    assert_eq!(rows.len(), 14);
 }
 
 /// The row of `v` whose step starts with `name`.

@@ -10,13 +10,16 @@ use super::write::Written;
 pub enum DoorbellMode {
     /// Always the 8-byte doorbell; the device DMA-reads every WQE from the ring.
     Doorbell,
-    /// rdma-core's rule: BlueFlame when exactly one WQE is rung and it fits the BlueFlame
-    /// half; the 8-byte doorbell for batches.
+    /// rdma-core's rule (qp.c `post_send_db`): BlueFlame when exactly one WQE is rung and it
+    /// fits the BlueFlame half; the 8-byte doorbell for batches.
     BlueFlame,
     /// BlueFlame-copy the last WQE of every batch when it fits; the device fetches the rest.
+    /// Unverified on silicon: rdma-core and UCX copy only a WQE rung alone, so no reference
+    /// shows a ConnectX taking a copy of a WQE that is not the next one it fetches (the
+    /// hw-path review, C1). An explicit choice, never the default.
     BlueFlameLast,
-    /// [`DoorbellMode::BlueFlameLast`] when the register has BlueFlame, else
-    /// [`DoorbellMode::Doorbell`].
+    /// What rdma-core proves on hardware: [`DoorbellMode::BlueFlame`] when the register has
+    /// BlueFlame, else [`DoorbellMode::Doorbell`].
     #[default]
     Auto,
 }
@@ -40,7 +43,7 @@ pub(super) fn ring_last<U: Uar>(
 pub(super) fn effective_mode(mode: DoorbellMode, bf_size: usize) -> DoorbellMode {
     match (mode, bf_size) {
         (_, 0) | (DoorbellMode::Doorbell, _) => DoorbellMode::Doorbell,
-        (DoorbellMode::Auto, _) => DoorbellMode::BlueFlameLast,
+        (DoorbellMode::Auto, _) => DoorbellMode::BlueFlame,
         (mode, _) => mode,
     }
 }
