@@ -210,6 +210,36 @@ pub struct Completion {
     pub src_qp: u32,
     /// The sender asked for a solicited event.
     pub solicited: bool,
+    /// Source LID of a UD receive (InfiniBand).
+    pub slid: u16,
+    /// `flags_rqpn` bits 31..24 of a receive: on UD where the GRH went (bits 5..4, see
+    /// [`Completion::grh_present`]) and the SL (InfiniBand) or packet type (RoCE) in bits
+    /// 3..0 ([`Completion::sl`]).
+    pub ud_flags: u8,
+}
+
+/// `MLX5_GRH_IN_BUFFER` in [`Completion::ud_flags`] (`flags_rqpn` bit 28).
+const GRH_IN_BUFFER: u8 = 1 << 4;
+
+impl Completion {
+    /// A UD receive that carried a GRH: the device wrote it into the first
+    /// [`UD_GRH_BYTES`](crate::rq::UD_GRH_BYTES) of the receive buffer. Without one
+    /// (InfiniBand without a global route) those bytes are undefined.
+    pub fn grh_present(&self) -> bool {
+        self.ud_flags & 0x30 == GRH_IN_BUFFER
+    }
+
+    /// The SL of a UD receive on InfiniBand (on RoCE these bits are the packet type).
+    pub fn sl(&self) -> u8 {
+        self.ud_flags & 0xf
+    }
+
+    /// Where a UD receive's payload is in its scatter list: after the GRH area, up to
+    /// `byte_len` (which counts the area). Empty for a completion too short to be one.
+    pub fn ud_payload(&self) -> core::ops::Range<usize> {
+        let grh = crate::rq::UD_GRH_BYTES as usize;
+        grh..(self.byte_len as usize).max(grh)
+    }
 }
 
 /// The receive side of a QP as a CQ sees it.
@@ -561,6 +591,8 @@ impl QpTable {
                     invalidated_rkey: (op == CqeOpcode::RespSendInv).then_some(raw),
                     src_qp: cqe.flags_rqpn.get() & 0xff_ffff,
                     solicited: bits.se(),
+                    slid: cqe.slid.get(),
+                    ud_flags: (cqe.flags_rqpn.get() >> 24) as u8,
                 }
             }
             Some(op @ (CqeOpcode::ReqErr | CqeOpcode::RespErr)) => {

@@ -11,16 +11,18 @@ use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::backend::Backend;
+use crate::backend::{AhHandle, Backend};
 use crate::channel::CompChannel;
 use crate::cq::{CompletionQueue, CqAttachments, QpEntry, RecvShared};
 use crate::error::Error;
 use crate::event::AsyncEvent;
 use crate::mem::Memory;
+use crate::prm::Av;
 use crate::rq::{RecvQueue, RqShared, SharedRecvQueue, SrqShared};
-use crate::sq::{Remote, SendQueue, Sge, SqShared};
+use crate::sq::{Remote, SendQueue, Sge, SqShared, UdDest};
 use crate::types::{
-    Access, ConnectOptions, DeviceCaps, Endpoint, PortInfo, QpConfig, QpState, Transition,
+    Access, AhAttr, ConnectOptions, DeviceCaps, Endpoint, PortInfo, QpConfig, QpState, Transition,
+    Transport,
 };
 
 /// The error flags of a context's live QPs (by QPN) or CQs (by CQN): where an asynchronous
@@ -263,7 +265,20 @@ impl<B: Backend> ProtectionDomain<B> {
         })
     }
 
-    /// Creates an RC QP with its own receive queue.
+    /// Creates an address handle for UD sends to `attr` (`ibv_create_ah`; on hardware its
+    /// 48-byte AV comes from `mlx5dv_init_obj(MLX5DV_OBJ_AH)`, on the model from the port's
+    /// addressing).
+    pub fn create_ah(&self, attr: &AhAttr) -> Result<AddressHandle<B>, Error> {
+        let (handle, av) = self.inner.ctx.backend.create_ah(&self.inner.handle, attr)?;
+        Ok(AddressHandle {
+            av,
+            attr: *attr,
+            _handle: handle,
+            _pd: self.inner.clone(),
+        })
+    }
+
+    /// Creates a QP of `config.transport` with its own receive queue.
     pub fn create_qp(
         &self,
         send_cq: &Cq<B>,
@@ -314,14 +329,21 @@ impl<B: Backend> ProtectionDomain<B> {
         let sq_shared = Arc::new(SqShared::new(parts.sq.wqe_cnt));
         // SAFETY: the descriptions stay valid while `parts.handle` lives; the QP drops its
         // queues before the handle (field order).
-        let sq =
+        let mut sq =
             unsafe { SendQueue::new(&parts.sq, parts.uar, sq_shared.clone(), errored.clone()) };
+        let ud = config.transport == Transport::Ud;
+        if ud {
+            sq.make_ud(&parts.sq);
+        }
         let (rq, recv) = match (&parts.rq, srq) {
             (_, Some(srq)) => (None, RecvShared::Srq(srq.inner.shared.clone())),
             (Some(desc), None) => {
                 let shared = Arc::new(RqShared::new(desc.wqe_cnt));
                 // SAFETY: as for the send queue.
-                let rq = unsafe { RecvQueue::new(desc, shared.clone(), errored.clone()) };
+                let mut rq = unsafe { RecvQueue::new(desc, shared.clone(), errored.clone()) };
+                if ud {
+                    rq.make_ud();
+                }
                 (Some(rq), RecvShared::Rq(shared))
             }
             (None, None) => {
@@ -347,6 +369,7 @@ impl<B: Backend> ProtectionDomain<B> {
             core: Arc::new(QpCore {
                 handle: parts.handle,
                 qpn: parts.qpn,
+                transport: config.transport,
                 errored,
                 seq: Mutex::new(Sequence {
                     psn: random_psn(),
@@ -638,12 +661,45 @@ impl<B: Backend> DerefMut for Srq<B> {
     }
 }
 
+/// An address handle: the 48-byte address vector UD sends copy into each WQE, and the
+/// backend object behind it.
+#[derive(Debug)]
+pub struct AddressHandle<B: Backend> {
+    av: Av,
+    attr: AhAttr,
+    _handle: AhHandle,
+    _pd: Arc<PdInner<B>>,
+}
+
+impl<B: Backend> AddressHandle<B> {
+    /// The address vector (`mlx5_wqe_av`), `dqp_dct` and Q_Key 0.
+    pub fn av(&self) -> &Av {
+        &self.av
+    }
+
+    /// What it was created for.
+    pub fn attr(&self) -> &AhAttr {
+        &self.attr
+    }
+
+    /// The destination of a UD send to QP `remote_qpn` with Q_Key `qkey` through this
+    /// handle.
+    pub fn dest(&self, remote_qpn: u32, qkey: u32) -> UdDest<'_> {
+        UdDest {
+            av: &self.av,
+            remote_qpn,
+            qkey,
+        }
+    }
+}
+
 /// What a QP's two halves share, released with the last of them: the device object and
 /// the objects it uses.
 #[derive(Debug)]
 struct QpCore<B: Backend> {
     handle: B::Qp,
     qpn: u32,
+    transport: Transport,
     errored: Arc<AtomicBool>,
     /// The packet sequence numbers of the QP's connections (slow path only).
     seq: Mutex<Sequence>,
@@ -699,8 +755,8 @@ impl<B: Backend> Drop for QpCore<B> {
     }
 }
 
-/// A reliable-connected QP: its send queue, its receive queue (unless it uses an SRQ) and
-/// its state. [`Qp::split`] makes it two owned halves for two threads.
+/// A QP (reliable connected, or UD with [`Transport::Ud`]): its send queue, its receive
+/// queue (unless it uses an SRQ) and its state. [`Qp::split`] makes it two owned halves for two threads.
 #[derive(Debug)]
 pub struct Qp<B: Backend> {
     // The queues drop before `core`, which holds the device object and its memory.
@@ -826,6 +882,37 @@ impl<B: Backend> Qp<B> {
             .backend
             .modify_qp(&self.core.handle, &transition)?;
         self.state = state;
+        Ok(())
+    }
+
+    /// The transport service.
+    pub fn transport(&self) -> Transport {
+        self.core.transport
+    }
+
+    /// Brings a UD QP from RESET to RTS (`IBV_QP_QKEY` at INIT, nothing at RTR, the SQ PSN
+    /// 0 at RTS): it then receives datagrams carrying `qkey` and sends with
+    /// [`SendQueue::post_ud`], datagrams of at most the port's active MTU.
+    pub fn activate_ud(&mut self, port: u8, qkey: u32) -> Result<(), Error> {
+        if self.core.transport != Transport::Ud {
+            return Err(Error::InvalidArgument("activate_ud on a QP that is not UD"));
+        }
+        if self.state() != QpState::Reset {
+            return Err(Error::WrongState {
+                operation: "activate",
+                state: self.state(),
+            });
+        }
+        let mtu = self.ctx().backend.port(port)?.active_mtu;
+        self.modify(Transition::InitUd { port, qkey }, QpState::Init)?;
+        self.port = port;
+        if let Some(rq) = &mut self.rq {
+            rq.set_ready(true);
+        }
+        self.modify(Transition::RtrUd, QpState::Rtr)?;
+        self.modify(Transition::RtsUd { sq_psn: 0 }, QpState::Rts)?;
+        self.sq.set_ud_mtu(mtu);
+        self.sq.set_ready(true);
         Ok(())
     }
 

@@ -56,6 +56,24 @@ pub enum PostError {
     NotReadyToSend,
     /// The QP is not ready to receive (in RESET or in error).
     NotReadyToReceive,
+    /// The operation, or the post entry, is not one of the QP's transport: UD takes SEND and
+    /// SEND with immediate through `post_ud` only, RC takes no `post_ud`.
+    WrongTransport {
+        /// The QP's transport.
+        transport: crate::types::Transport,
+    },
+    /// A UD message longer than the path MTU (a datagram is one packet).
+    OverMtu {
+        /// Total length given.
+        len: u64,
+        /// The path MTU.
+        mtu: u32,
+    },
+    /// A UD receive whose first scatter entry cannot hold the 40-byte GRH area.
+    GrhAreaTooSmall {
+        /// Length of the first scatter entry.
+        len: u32,
+    },
 }
 
 impl fmt::Display for PostError {
@@ -94,6 +112,16 @@ impl fmt::Display for PostError {
             }
             PostError::NotReadyToSend => f.write_str("QP is not in RTS (or is in error)"),
             PostError::NotReadyToReceive => f.write_str("QP cannot receive in its state"),
+            PostError::WrongTransport { transport } => {
+                write!(f, "not an operation of a {transport:?} QP's post entry")
+            }
+            PostError::OverMtu { len, mtu } => {
+                write!(f, "datagram of {len} bytes exceeds the path MTU of {mtu}")
+            }
+            PostError::GrhAreaTooSmall { len } => write!(
+                f,
+                "first scatter entry of {len} bytes cannot hold the 40-byte GRH area"
+            ),
         }
     }
 }

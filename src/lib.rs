@@ -225,14 +225,16 @@ pub mod types;
 pub use channel::AsyncCompChannel;
 pub use channel::CompChannel;
 pub use cq::{Completion, CompletionQueue, Status, WcError, WcOpcode};
-pub use device::{Context, Cq, MemoryRegion, ProtectionDomain, Qp, QpReceiver, QpSender, Srq};
+pub use device::{
+    AddressHandle, Context, Cq, MemoryRegion, ProtectionDomain, Qp, QpReceiver, QpSender, Srq,
+};
 pub use error::{Error, PostError};
 pub use event::AsyncEvent;
-pub use rq::{RecvQueue, SharedRecvQueue};
-pub use sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge};
+pub use rq::{RecvQueue, SharedRecvQueue, UD_GRH_BYTES};
+pub use sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge, UdDest};
 pub use types::{
-    Access, ConnectOptions, DeviceCaps, Endpoint, ParseEndpointError, PortInfo, QpConfig, QpPsn,
-    QpSizes, QpState, Transition,
+    Access, AhAttr, ConnectOptions, DeviceCaps, Endpoint, GlobalRoute, ParseEndpointError,
+    PortInfo, QpConfig, QpPsn, QpSizes, QpState, Transition, Transport,
 };
 
 /// The README's examples, compiled and run as doctests.

@@ -105,9 +105,15 @@ pub struct RecvQueue {
     head: u32,
     dbrec: DbRec,
     ready: bool,
+    /// Bytes the first scatter entry must hold: the GRH area on a UD QP, else 0.
+    min_first: u32,
     shared: Arc<RqShared>,
     errored: Arc<AtomicBool>,
 }
+
+/// The area at the start of every UD receive where the device writes the GRH (or, on RoCE,
+/// the IP header) of the datagram; the payload follows it (`ibv_post_recv(3)`).
+pub const UD_GRH_BYTES: u32 = 40;
 
 impl RecvQueue {
     /// # Safety
@@ -128,9 +134,16 @@ impl RecvQueue {
             // SAFETY: forwarded from this function's contract.
             dbrec: unsafe { DbRec::new(desc.dbrec) },
             ready: false,
+            min_first: 0,
             shared,
             errored,
         }
+    }
+
+    /// Makes this the receive queue of a UD QP: every receive's first scatter entry must
+    /// hold the [`UD_GRH_BYTES`] area.
+    pub(crate) fn make_ud(&mut self) {
+        self.min_first = UD_GRH_BYTES;
     }
 
     /// Posts one receive: `sges` scattered in order (at most [`RecvQueue::max_sge`]).
@@ -168,6 +181,10 @@ impl RecvQueue {
         let free = self.free();
         if free == 0 {
             return Err(PostError::QueueFull { needed: 1, free });
+        }
+        let first = sges.first().map_or(0, |s| s.len);
+        if first < self.min_first {
+            return Err(PostError::GrhAreaTooSmall { len: first });
         }
         let slot = self.head & (self.wqe_cnt - 1);
         write_scatter(&self.ring, slot as usize * self.stride, self.max_sge, sges)?;

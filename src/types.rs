@@ -235,6 +235,62 @@ pub struct QpPsn {
     pub rq_psn: u32,
 }
 
+/// The transport service of a QP.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// Reliable connection: every operation, acknowledged and retried.
+    #[default]
+    Rc,
+    /// Unreliable datagram: SEND and SEND with immediate of at most one path MTU to any UD
+    /// QP an address handle names; no acknowledgements, no retries; every receive starts
+    /// with the 40-byte GRH area.
+    Ud,
+}
+
+/// The global route of an address handle (`ibv_global_route`): sent as a GRH.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GlobalRoute {
+    /// Destination GID.
+    pub dgid: [u8; 16],
+    /// Flow label (20 bits).
+    pub flow_label: u32,
+    /// Index of the source GID in the port's table.
+    pub sgid_index: u8,
+    /// Hop limit.
+    pub hop_limit: u8,
+    /// Traffic class.
+    pub traffic_class: u8,
+}
+
+/// What an address handle addresses (`ibv_ah_attr`).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AhAttr {
+    /// Local port (from 1).
+    pub port: u8,
+    /// Destination LID (InfiniBand).
+    pub dlid: u16,
+    /// Service level (0–15).
+    pub sl: u8,
+    /// Source path bits (0–127).
+    pub src_path_bits: u8,
+    /// The GRH to send with: required on RoCE, optional on InfiniBand.
+    pub grh: Option<GlobalRoute>,
+}
+
+impl AhAttr {
+    /// The address of `remote`'s port through local port `port`: its LID, no GRH.
+    pub fn to_lid(port: u8, remote: &Endpoint) -> AhAttr {
+        AhAttr {
+            port,
+            dlid: remote.lid,
+            ..AhAttr::default()
+        }
+    }
+}
+
 /// QP states as the driver tracks them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -290,6 +346,20 @@ pub enum Transition {
         /// Outgoing READ / atomic depth.
         max_rd_atomic: u8,
     },
+    /// RESET → INIT of a UD QP (`IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY`).
+    InitUd {
+        /// Port (from 1).
+        port: u8,
+        /// The Q_Key datagrams to this QP must carry.
+        qkey: u32,
+    },
+    /// INIT → RTR of a UD QP: nothing remote.
+    RtrUd,
+    /// RTR → RTS of a UD QP (`IBV_QP_SQ_PSN` only).
+    RtsUd {
+        /// First PSN sent.
+        sq_psn: u32,
+    },
     /// → ERR.
     Err,
     /// → RESET.
@@ -312,6 +382,8 @@ pub struct QpConfig {
     pub max_recv_sge: u32,
     /// Largest inline payload.
     pub max_inline: u32,
+    /// Transport service.
+    pub transport: Transport,
 }
 
 impl Default for QpConfig {
@@ -322,6 +394,7 @@ impl Default for QpConfig {
             max_send_sge: 4,
             max_recv_sge: 4,
             max_inline: 220,
+            transport: Transport::Rc,
         }
     }
 }

@@ -375,6 +375,8 @@ impl Reference {
                 // Defined for UD only; the rig does not compare it.
                 src_qp: 0,
                 solicited: op.solicited,
+                slid: 0,
+                ud_flags: 0,
             });
         };
         let opcode = match op.op {
@@ -494,6 +496,7 @@ impl Rig {
             max_send_sge: MAX_SGE as u32,
             max_recv_sge: MAX_SGE as u32,
             max_inline: MAX_INLINE as u32,
+            ..QpConfig::default()
         };
         let per_qp = config.sq_wqebbs + config.rq_wqes;
         let mut cqs = Vec::new();
@@ -855,10 +858,14 @@ impl Rig {
                 .position(|q| q % 2 == side && self.qps[q].qpn() == c.qpn)
                 .expect("completion for a QP of this NIC");
             match c.opcode {
-                // The source QP is defined for UD only: not compared on these RC QPs.
-                WcOpcode::Recv | WcOpcode::RecvRdmaWithImm => {
-                    self.recvs[q].push(Completion { src_qp: 0, ..*c })
-                }
+                // The source QP, SLID and their flags are defined for UD only: not compared
+                // on these RC QPs.
+                WcOpcode::Recv | WcOpcode::RecvRdmaWithImm => self.recvs[q].push(Completion {
+                    src_qp: 0,
+                    slid: 0,
+                    ud_flags: 0,
+                    ..*c
+                }),
                 _ => self.sends[q].push(*c),
             }
         }

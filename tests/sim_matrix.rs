@@ -341,6 +341,8 @@ fn run_case(
             // Defined for UD only: not compared.
             src_qp: r.src_qp,
             solicited: false,
+            slid: r.slid,
+            ud_flags: r.ud_flags,
         };
         assert_eq!(r, expect, "{case}");
     } else {

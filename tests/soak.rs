@@ -125,6 +125,7 @@ impl Soak {
             max_send_sge: 2,
             max_recv_sge: 1,
             max_inline: 64,
+            ..QpConfig::default()
         };
         let mut qp_a = pa.create_qp(&cq_a, &cq_a, &config).unwrap();
         let mut qp_b = pb.create_qp(&cq_b, &cq_b, &config).unwrap();

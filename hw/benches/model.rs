@@ -57,6 +57,7 @@ impl Ep {
             log_rq_stride: 4,
             dbrec: base + DBREC as u64,
             user_index: 0,
+            ..QpParams::default()
         };
         // SAFETY: as above.
         let qp = unsafe { nic.create_qp(&qp) }.unwrap();

@@ -64,6 +64,12 @@ pub(crate) struct Cqe {
     pub(crate) byte_cnt: u32,
     /// Raw immediate or invalidated rkey, as on the wire.
     pub(crate) imm: [u8; 4],
+    /// Source QP (responder).
+    pub(crate) src_qpn: u32,
+    /// `flags_rqpn` bits 31..24 (UD responder: GRH placement, SL).
+    pub(crate) rqpn_flags: u8,
+    /// Source LID (responder).
+    pub(crate) slid: u16,
     pub(crate) srqn: u32,
     /// Solicited event (responder).
     pub(crate) se: bool,
@@ -110,8 +116,10 @@ impl Cqe {
             let w = u32::from(self.send_opcode) << 24 | (self.qpn & 0xff_ffff);
             b[56..60].copy_from_slice(&w.to_be_bytes());
         } else {
-            // slid (22..24) and flags_rqpn (24..28) stay 0: defined for UD only, and the
-            // model has RC QPs only.
+            // slid and flags_rqpn: defined for UD only (0 on the model's RC QPs).
+            b[22..24].copy_from_slice(&self.slid.to_be_bytes());
+            let rqpn = u32::from(self.rqpn_flags) << 24 | (self.src_qpn & 0xff_ffff);
+            b[24..28].copy_from_slice(&rqpn.to_be_bytes());
             b[32..36].copy_from_slice(&self.srqn.to_be_bytes());
             b[36..40].copy_from_slice(&self.imm);
             b[44..48].copy_from_slice(&self.byte_cnt.to_be_bytes());

@@ -37,6 +37,7 @@ mod resp;
 mod sq;
 mod state;
 mod types;
+mod ud;
 mod wqe;
 mod xfer;
 
@@ -45,6 +46,7 @@ pub use pcie::{
     Completions, ContextCache, Dir, PcieConfig, PcieCounters, Purpose, Tlp, TlpKind, DLLP_BYTES,
 };
 pub use types::{
-    Access, AsyncEvent, BugClass, Caps, CqInfo, CqParams, DriverBug, Event, Fault, HwError,
-    NicConfig, PortAttr, QpInfo, QpParams, QpPsn, QpState, QpTransition, SrqParams, Stats,
+    Access, AhAttr, AsyncEvent, BugClass, Caps, CqInfo, CqParams, DriverBug, Event, Fault,
+    GlobalRoute, HwError, NicConfig, PortAttr, QpInfo, QpParams, QpPsn, QpState, QpTransition,
+    SrqParams, Stats, Transport,
 };

@@ -10,8 +10,8 @@ use crate::state::{
     INVALID_LKEY, MAX_RD_ATOMIC, PDN_BASE, PSN_MASK, QPN_BASE, SRQN_BASE,
 };
 use crate::types::{
-    Access, AsyncEvent, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr, QpInfo,
-    QpParams, QpPsn, QpState, QpTransition, SrqParams, Stats,
+    Access, AhAttr, AsyncEvent, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr,
+    QpInfo, QpParams, QpPsn, QpState, QpTransition, SrqParams, Stats, Transport,
 };
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -179,7 +179,7 @@ impl Nic {
             Ok(PortAttr {
                 lid: n.lid,
                 gid: n.gid,
-                active_mtu: 4096,
+                active_mtu: crate::state::ACTIVE_MTU,
             })
         })
     }
@@ -347,7 +347,18 @@ impl Nic {
         })
     }
 
-    /// Create an RC queue pair in RESET, with its own UAR page and register.
+    /// The 48-byte address vector (`mlx5_wqe_av`) of an address handle to `attr`, as
+    /// `mlx5_create_ah` fills it from the port's addressing (InfiniBand: DLID, SL, path
+    /// bits, optional GRH); `dqp_dct` and the Q_Key are 0, written by every WQE.
+    pub fn create_ah(&self, pdn: u32, attr: &AhAttr) -> Result<[u8; 48], HwError> {
+        self.with(|n| {
+            slot(&mut n.pds, pdn, PDN_BASE)?;
+            crate::ud::build_av(n, attr)
+        })
+    }
+
+    /// Create a queue pair (RC or UD, `p.transport`) in RESET, with its own UAR page and
+    /// register.
     ///
     /// # Safety
     /// The SQ ring (`64 << log_sq_wqe_cnt` bytes), the RQ ring (unless an SRQ is used) and
@@ -386,6 +397,8 @@ impl Nic {
             let qpn = QPN_BASE + qpi as u32;
             n.qps.push(Some(Qp {
                 qpn,
+                transport: p.transport,
+                qkey: 0,
                 pdn: p.pdn,
                 send_cq,
                 recv_cq,
@@ -441,7 +454,38 @@ impl Nic {
             let ports = n.cfg.ports;
             let qpi = n.qp_index(qpn).ok_or(HwError::NoSuchObject)?;
             let q = n.qp(qpi);
+            let ud = matches!(
+                t,
+                QpTransition::InitUd { .. } | QpTransition::RtrUd | QpTransition::RtsUd { .. }
+            );
+            let connected = matches!(
+                t,
+                QpTransition::Init { .. } | QpTransition::Rtr { .. } | QpTransition::Rts { .. }
+            );
+            if (ud && q.transport != Transport::Ud) || (connected && q.transport == Transport::Ud) {
+                // The attribute masks of one transport are invalid for the other
+                // (`qp_state_table`).
+                return Err(HwError::InvalidParam("transition of another transport"));
+            }
             match *t {
+                QpTransition::InitUd { port, qkey } => {
+                    expect(q.state, QpState::Reset)?;
+                    if port == 0 || port > ports {
+                        return Err(HwError::InvalidParam("port"));
+                    }
+                    q.qkey = qkey;
+                    q.state = QpState::Init;
+                }
+                QpTransition::RtrUd => {
+                    expect(q.state, QpState::Init)?;
+                    q.mtu = crate::state::ACTIVE_MTU;
+                    q.state = QpState::Rtr;
+                }
+                QpTransition::RtsUd { sq_psn } => {
+                    expect(q.state, QpState::Rtr)?;
+                    q.sq_psn = sq_psn & 0xff_ffff;
+                    q.state = QpState::Rts;
+                }
                 QpTransition::Init { port, access } => {
                     expect(q.state, QpState::Reset)?;
                     check_access_bits(access)?;

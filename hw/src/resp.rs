@@ -46,11 +46,11 @@ impl Failure {
 }
 
 /// A consumed receive WQE.
-struct Recv {
-    counter: u16,
-    srqn: u32,
-    pdn: u32,
-    spans: Spans,
+pub(crate) struct Recv {
+    pub(crate) counter: u16,
+    pub(crate) srqn: u32,
+    pub(crate) pdn: u32,
+    pub(crate) spans: Spans,
 }
 
 impl Recv {
@@ -290,7 +290,7 @@ fn atomic(
 /// Consume the next receive WQE of QP index `qpi` (its RQ or its SRQ), or `None` (RNR).
 /// The doorbell record is read (and accounted) only when no unconsumed WQE is known; the
 /// WQE itself is read (and accounted) each time one is consumed.
-fn take_recv(nic: &mut NicState, qpi: usize) -> Option<Recv> {
+pub(crate) fn take_recv(nic: &mut NicState, qpi: usize) -> Option<Recv> {
     let q = nic.qp(qpi);
     let qpn = q.qpn;
     if take_fault(&mut nic.faults.rnr, qpn, 1) {

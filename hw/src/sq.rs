@@ -9,8 +9,8 @@ use crate::pcie::{Ctx, Purpose};
 use crate::qp::{fail_head, fetch_sq, flush_sq, read_ring, read_sq, sq_producer};
 use crate::resp::{respond, respond_again, Request, Resp};
 use crate::state::{take_fault, Dest, NicState, Qp, Stall, World, PSN_MASK};
-use crate::types::{Access, QpState};
-use crate::wqe::{decode, Ctrl, Op, Seg, Segs, BB};
+use crate::types::{Access, QpState, Transport};
+use crate::wqe::{decode, Ctrl, Op, Seg, Segs, Wqe, BB};
 use crate::xfer::{Cursor, Spans};
 
 /// Largest WQE buffer: 63 DS rounded up to whole BBs.
@@ -33,7 +33,7 @@ pub(crate) struct BfWqe<'a> {
 }
 
 /// Result of executing one WQE.
-enum Outcome {
+pub(crate) enum Outcome {
     /// Completed; the requester CQE's byte count.
     Done(u32),
     Rnr,
@@ -312,9 +312,12 @@ fn exec(
     if ctrl.fenced() {
         in_flight.clear();
     }
+    if w.nics[n].qp(qpi).transport == Transport::Ud {
+        return crate::ud::send(w, n, qpi, ctrl, wqe, in_flight);
+    }
     let nic = &mut w.nics[n];
     let max_msg = nic.cfg.max_msg_sz.into();
-    let d = match decode(ctrl, wqe, max_msg, &mut nic.stats.zero_length_segments) {
+    let d = match decode(ctrl, wqe, 0, max_msg, &mut nic.stats.zero_length_segments) {
         Ok(d) => d,
         Err(s) => return Outcome::Fail(s),
     };
@@ -326,18 +329,10 @@ fn exec(
     let (dest, depth) = (q.dest, q.max_rd_atomic);
     let remote_result = matches!(d.op, Op::Read | Op::Atomic(_));
     // READ and atomic result buffers are checked when the response arrives (below).
-    if d.ptr_segs > 0 && !remote_result {
-        let mut hazard = false;
-        for seg in Segs::new(wqe, d.data).flatten() {
-            if let Seg::Ptr { len, lkey, addr } = seg {
-                if !nic.check_mr(qpi, lkey, pdn, addr, len.into(), Access::NONE) {
-                    return Outcome::Fail(synd::LOCAL_PROT_ERR);
-                }
-                hazard |= in_flight.overlaps(addr, len.into());
-                nic.dma_read(Some(qpi), addr, len.into(), Purpose::Gather);
-            }
+    if !remote_result {
+        if let Err(s) = check_gather(nic, qpi, pdn, wqe, &d, in_flight) {
+            return Outcome::Fail(s);
         }
-        nic.stats.fence_hazards += u64::from(hazard);
     }
     // The path MTU is a power of two (checked at RTR).
     let npkts = ((d.len + u64::from(mtu) - 1) >> mtu.trailing_zeros()).max(1) as u32;
@@ -483,6 +478,34 @@ enum Seq {
     Duplicate,
     /// Ahead of the expected PSN (the other half): a sequence error.
     Ahead,
+}
+
+/// Check the local keys of the gather list of WQE `d` (a SEND or WRITE) and account its DMA
+/// reads, counting a gather that overlaps a READ or atomic result still in flight
+/// (`fence_hazards`).
+pub(crate) fn check_gather(
+    nic: &mut NicState,
+    qpi: usize,
+    pdn: u32,
+    wqe: &[u8],
+    d: &Wqe,
+    in_flight: &InFlight,
+) -> Result<(), u8> {
+    if d.ptr_segs == 0 {
+        return Ok(());
+    }
+    let mut hazard = false;
+    for seg in Segs::new(wqe, d.data).flatten() {
+        if let Seg::Ptr { len, lkey, addr } = seg {
+            if !nic.check_mr(qpi, lkey, pdn, addr, len.into(), Access::NONE) {
+                return Err(synd::LOCAL_PROT_ERR);
+            }
+            hazard |= in_flight.overlaps(addr, len.into());
+            nic.dma_read(Some(qpi), addr, len.into(), Purpose::Gather);
+        }
+    }
+    nic.stats.fence_hazards += u64::from(hazard);
+    Ok(())
 }
 
 /// Where a request packet lands.

@@ -1,7 +1,7 @@
 //! The model's internal state: every NIC on the fabric and the objects it owns.
 
 use crate::pcie::{Ctx, Link, PcieCounters, Purpose};
-use crate::types::{Access, AsyncEvent, Event, NicConfig, QpState, Stats};
+use crate::types::{Access, AsyncEvent, Event, NicConfig, QpState, Stats, Transport};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,6 +17,8 @@ pub(crate) const CHANNEL_BASE: u32 = 1;
 pub(crate) const MAX_RD_ATOMIC: u8 = 16;
 /// `MLX5_INVALID_LKEY`: receive scatter-list terminator, never a valid key.
 pub(crate) const INVALID_LKEY: u32 = 0x100;
+/// Active MTU of every port, in bytes.
+pub(crate) const ACTIVE_MTU: u32 = 4096;
 /// Offset of the send doorbell / BlueFlame register in a UAR page.
 pub(crate) const BF_OFFSET: u32 = 0x800;
 /// Offset of the CQ arm doorbell in a UAR page.
@@ -125,6 +127,9 @@ pub(crate) enum Stall {
 
 pub(crate) struct Qp {
     pub(crate) qpn: u32,
+    pub(crate) transport: Transport,
+    /// Q_Key incoming datagrams must carry (UD).
+    pub(crate) qkey: u32,
     pub(crate) pdn: u32,
     pub(crate) send_cq: usize,
     pub(crate) recv_cq: usize,

@@ -188,9 +188,22 @@ pub struct SrqParams {
     pub dbrec: u64,
 }
 
-/// QP creation parameters (RC only).
+/// The transport service of a QP (QPC `st`: RC 0, UD 2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// Reliable connection.
+    #[default]
+    Rc,
+    /// Unreliable datagram: SEND / SEND_IMM of at most one packet to any QP named by an
+    /// address vector in each WQE; no acknowledgements.
+    Ud,
+}
+
+/// QP creation parameters.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct QpParams {
+    /// Transport service.
+    pub transport: Transport,
     /// Protection domain.
     pub pdn: u32,
     /// CQ for send completions.
@@ -215,6 +228,39 @@ pub struct QpParams {
     pub user_index: u32,
 }
 
+/// The global route of an address handle (`ibv_global_route`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GlobalRoute {
+    /// Destination GID.
+    pub dgid: [u8; 16],
+    /// Flow label (20 bits).
+    pub flow_label: u32,
+    /// Source GID index (the model's ports have one GID: index 0).
+    pub sgid_index: u8,
+    /// Hop limit.
+    pub hop_limit: u8,
+    /// Traffic class.
+    pub traffic_class: u8,
+}
+
+/// Address handle attributes (`ibv_ah_attr`), from which [`Nic::create_ah`] builds the
+/// 48-byte address vector.
+///
+/// [`Nic::create_ah`]: crate::Nic::create_ah
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AhAttr {
+    /// Local port (1-based).
+    pub port: u8,
+    /// Destination LID.
+    pub dlid: u16,
+    /// Service level (4 bits).
+    pub sl: u8,
+    /// Source path bits (7 bits).
+    pub src_path_bits: u8,
+    /// The GRH to send with, if any.
+    pub grh: Option<GlobalRoute>,
+}
+
 /// Result of QP creation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpInfo {
@@ -231,6 +277,20 @@ pub struct QpInfo {
 /// QP state machine commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QpTransition {
+    /// RESET -> INIT of a UD QP (`IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY`).
+    InitUd {
+        /// Port number (1-based).
+        port: u8,
+        /// Q_Key incoming datagrams must carry.
+        qkey: u32,
+    },
+    /// INIT -> RTR of a UD QP: nothing remote.
+    RtrUd,
+    /// RTR -> RTS of a UD QP (`IBV_QP_SQ_PSN` only).
+    RtsUd {
+        /// First PSN sent.
+        sq_psn: u32,
+    },
     /// RESET -> INIT.
     Init {
         /// Port number (1-based).
@@ -487,6 +547,13 @@ pub struct Stats {
     /// `max_dest_rd_atomic` (a connection set-up bug: hardware that pipelines would NAK
     /// the excess; the model never has more than one outstanding).
     pub rd_atomic_depth_mismatch: u64,
+    /// UD datagrams dropped at a QP whose Q_Key they did not carry (`qkey_viol_cntr`).
+    pub qkey_violations: u64,
+    /// UD datagrams dropped because no QP took them: unknown destination or QPN, a QP that
+    /// is not UD or not in RTR/RTS.
+    pub ud_unroutable: u64,
+    /// UD datagrams dropped for want of a posted receive (UD has no RNR).
+    pub ud_no_receive: u64,
 }
 
 /// Which way a driver bug the model counts shows on hardware.

@@ -253,12 +253,19 @@ pub(crate) struct Wqe {
 }
 
 /// Decode and validate the structure of `wqe` (exactly `ds*16` bytes, ctrl first, already
-/// parsed into `ctrl`) against the largest message `max_msg`; pointer segments with
+/// parsed into `ctrl`, then `xport` bytes of transport segment: 0 for RC, the address
+/// vector for UD) against the largest message `max_msg`; pointer segments with
 /// `byte_count` 0 are added to `zero_segs`. Memory keys are checked later, by the caller.
 /// Inlined into its one caller: returning the `Wqe` through memory cost a
 /// store-forwarding stall per WQE.
 #[inline(always)]
-pub(crate) fn decode(ctrl: Ctrl, wqe: &[u8], max_msg: u64, zero_segs: &mut u64) -> Result<Wqe, u8> {
+pub(crate) fn decode(
+    ctrl: Ctrl,
+    wqe: &[u8],
+    xport: usize,
+    max_msg: u64,
+    zero_segs: &mut u64,
+) -> Result<Wqe, u8> {
     use opcode::*;
     let ds = usize::from(ctrl.ds);
     if ds == 0 || wqe.len() != ds * 16 {
@@ -275,10 +282,10 @@ pub(crate) fn decode(ctrl: Ctrl, wqe: &[u8], max_msg: u64, zero_segs: &mut u64) 
             | ATOMIC_MASKED_FA
     );
     let (raddr, rkey) = if has_raddr {
-        if ds < 2 {
+        if ds * 16 < 32 + xport {
             return Err(synd::LOCAL_QP_OP_ERR);
         }
-        (be64(wqe, 16), be32(wqe, 24))
+        (be64(wqe, 16 + xport), be32(wqe, 24 + xport))
     } else {
         (0, 0)
     };
@@ -307,6 +314,7 @@ pub(crate) fn decode(ctrl: Ctrl, wqe: &[u8], max_msg: u64, zero_segs: &mut u64) 
         _ => return Err(synd::LOCAL_QP_OP_ERR),
     };
     let data = 16
+        + xport
         + if has_raddr { 16 } else { 0 }
         + match op {
             Op::Atomic(a) if a.cs && a.size == 8 && ctrl.opcode == ATOMIC_MASKED_CS => 32,
@@ -439,7 +447,7 @@ mod tests {
         let mut w = [0u8; 16];
         w[3] = opcode::SEND;
         w[7] = 1;
-        let d = decode(Ctrl::parse(&w), &w, 1 << 30, &mut 0).unwrap();
+        let d = decode(Ctrl::parse(&w), &w, 0, 1 << 30, &mut 0).unwrap();
         assert_eq!((d.op, d.len), (Op::Send, 0));
     }
 }

@@ -66,14 +66,20 @@ impl Spans {
 
     /// The parts of the spans a message of `len` bytes fills, in order.
     pub(crate) fn used(&self, len: u64) -> impl Iterator<Item = Span> + '_ {
-        let mut left = len;
-        self.as_slice().iter().map_while(move |s| {
-            if left == 0 {
-                return None;
-            }
-            let n = s.len.min(left);
-            left -= n;
-            Some(Span { len: n, ..*s })
+        self.used_from(0, len)
+    }
+
+    /// The parts of the spans that bytes `skip..len` of a message fill, in order.
+    pub(crate) fn used_from(&self, skip: u64, len: u64) -> impl Iterator<Item = Span> + '_ {
+        let mut start = 0u64;
+        self.as_slice().iter().filter_map(move |s| {
+            let (lo, hi) = (start.max(skip), (start + s.len).min(len));
+            start += s.len;
+            (lo < hi).then(|| Span {
+                addr: s.addr + (lo - (start - s.len)),
+                len: hi - lo,
+                key: s.key,
+            })
         })
     }
 }
@@ -107,18 +113,18 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// Scatter `len` bytes read from host address `src` (or from `bytes` if given).
-    fn put(&mut self, mut src: u64, bytes: Option<&[u8]>, len: u64) {
+    /// Scatter `len` bytes from `src`.
+    fn put(&mut self, src: Src<'_>, len: u64) {
         let mut done = 0u64;
         while done < len && self.i < self.spans.len() {
             let s = self.spans[self.i];
             let n = (s.len - self.off).min(len - done);
             let dst = s.addr + self.off;
-            match bytes {
-                Some(b) => host::write(dst, &b[done as usize..(done + n) as usize]),
-                None => host::copy(dst, src, n as usize),
+            match src {
+                Src::Bytes(b) => host::write(dst, &b[done as usize..(done + n) as usize]),
+                Src::Host(a) => host::copy(dst, a + done, n as usize),
+                Src::Skip => {}
             }
-            src += n;
             done += n;
             self.off += n;
             if self.off == s.len {
@@ -128,9 +134,19 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Scatter `bytes`.
+    pub(crate) fn put_bytes(&mut self, bytes: &[u8]) {
+        self.put(Src::Bytes(bytes), bytes.len() as u64);
+    }
+
+    /// Leave the next `len` bytes of the spans as they are.
+    pub(crate) fn skip(&mut self, len: u64) {
+        self.put(Src::Skip, len);
+    }
+
     /// Scatter a host range.
     pub(crate) fn put_host(&mut self, src: u64, len: u64) {
-        self.put(src, None, len);
+        self.put(Src::Host(src), len);
     }
 
     /// Scatter the gather list of a WQE (inline bytes and pointer segments, in order).
@@ -139,10 +155,21 @@ impl<'a> Cursor<'a> {
             match seg {
                 Seg::Inline { off, len } => {
                     let end = off + len as usize;
-                    self.put(0, Some(&wqe[off..end]), len.into());
+                    self.put(Src::Bytes(&wqe[off..end]), len.into());
                 }
-                Seg::Ptr { len, addr, .. } => self.put(addr, None, len.into()),
+                Seg::Ptr { len, addr, .. } => self.put(Src::Host(addr), len.into()),
             }
         }
     }
+}
+
+/// Where scattered bytes come from.
+#[derive(Clone, Copy)]
+enum Src<'b> {
+    /// Host memory from this address.
+    Host(u64),
+    /// These bytes.
+    Bytes(&'b [u8]),
+    /// Nowhere: the destination is left as it is.
+    Skip,
 }

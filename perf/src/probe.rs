@@ -238,6 +238,7 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         } else {
             PERFTEST_INLINE
         } as u32,
+        ..QpConfig::default()
     };
     let (pd_a, pd_b) = (a.alloc_pd()?, b.alloc_pd()?);
     let (mut cq_a, mut cq_b) = (a.create_cq(2 * n + 16, 64)?, b.create_cq(2 * n + 16, 64)?);

@@ -12,9 +12,12 @@ use crate::cq::CqDesc;
 use crate::error::Error;
 use crate::event::AsyncEvent;
 use crate::mmio::Uar;
+use crate::prm::Av;
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
-use crate::types::{Access, DeviceCaps, Endpoint, PortInfo, QpConfig, QpPsn, QpSizes, Transition};
+use crate::types::{
+    Access, AhAttr, DeviceCaps, Endpoint, PortInfo, QpConfig, QpPsn, QpSizes, Transition,
+};
 use core::time::Duration;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
@@ -60,6 +63,10 @@ pub struct QpParts<B: Backend> {
     /// The UAR page holding the QP's doorbell register.
     pub uar: B::Uar,
 }
+
+/// A backend's address handle: whatever must live as long as the AV is used (the
+/// `ibv_ah` on hardware; nothing on the model).
+pub type AhHandle = Box<dyn core::fmt::Debug + Send + Sync>;
 
 /// A slow-path backend.
 pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
@@ -121,7 +128,16 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
         entries: u32,
         max_sge: u32,
     ) -> Result<(Self::Srq, RqDesc, u32), Error>;
-    /// Creates an RC QP of `config`, whose rings `sizes` (from [`QpConfig::check`]) gives.
+    /// Creates an address handle for UD sends and returns it with its 48-byte address vector
+    /// (`dqp_dct` and the Q_Key 0: every WQE writes both). A backend without UD refuses.
+    fn create_ah(&self, pd: &Self::Pd, attr: &AhAttr) -> Result<(AhHandle, Av), Error> {
+        let _ = (pd, attr);
+        Err(Error::Device {
+            operation: "create AH",
+            reason: "this backend has no UD support".into(),
+        })
+    }
+    /// Creates a QP (`config.transport`) of `config`, whose rings `sizes` (from [`QpConfig::check`]) gives.
     fn create_qp(
         &self,
         pd: &Self::Pd,

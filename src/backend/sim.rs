@@ -10,17 +10,19 @@ use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 
-use super::{Backend, QpParts};
+use super::{AhHandle, Backend, QpParts};
 use crate::cq::CqDesc;
 use crate::error::Error;
 use crate::event::AsyncEvent;
 use crate::mem::Memory;
 use crate::mmio::Uar;
-use crate::prm::{CQE_SIZE, DS, SEND_WQE_BB};
+use crate::prm::{Av, CQE_SIZE, DS, SEND_WQE_BB};
 use crate::rq::RqDesc;
 use crate::sizing;
 use crate::sq::SqDesc;
-use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, QpPsn, QpSizes, Transition};
+use crate::types::{
+    Access, AhAttr, DeviceCaps, PortInfo, QpConfig, QpPsn, QpSizes, Transition, Transport,
+};
 
 /// The model crate itself, for the rest of [`Nic`]'s interface (its parameter, result and
 /// trace types: `CqParams`, `QpTransition`, `HwError`, `Tlp`, ...): a user crate reaches
@@ -454,6 +456,28 @@ impl Backend for Sim {
         Ok((handle, desc, srqn))
     }
 
+    fn create_ah(&self, pd: &SimPd, attr: &AhAttr) -> Result<(AhHandle, Av), Error> {
+        let a = hw::AhAttr {
+            port: attr.port,
+            dlid: attr.dlid,
+            sl: attr.sl,
+            src_path_bits: attr.src_path_bits,
+            grh: attr.grh.map(|g| hw::GlobalRoute {
+                dgid: g.dgid,
+                flow_label: g.flow_label,
+                sgid_index: g.sgid_index,
+                hop_limit: g.hop_limit,
+                traffic_class: g.traffic_class,
+            }),
+        };
+        let av = self
+            .nic
+            .create_ah(pd.pdn, &a)
+            .map_err(device_error("create AH"))?;
+        // The model keeps no object per AH: the bytes are all there is.
+        Ok((Box::new(()), Av::from_bytes(&av)))
+    }
+
     fn create_qp(
         &self,
         pd: &SimPd,
@@ -475,6 +499,10 @@ impl Backend for Sim {
         let buf = Memory::new(rq_bytes + sq_bytes)?;
         let dbrec = Memory::new(CQE_SIZE)?;
         let params = hw::QpParams {
+            transport: match config.transport {
+                Transport::Rc => hw::Transport::Rc,
+                Transport::Ud => hw::Transport::Ud,
+            },
             pdn: pd.pdn,
             send_cqn: send_cq.cqn,
             recv_cqn: recv_cq.cqn,
@@ -560,6 +588,9 @@ impl Backend for Sim {
                 rnr_retry,
                 max_rd_atomic,
             },
+            Transition::InitUd { port, qkey } => hw::QpTransition::InitUd { port, qkey },
+            Transition::RtrUd => hw::QpTransition::RtrUd,
+            Transition::RtsUd { sq_psn } => hw::QpTransition::RtsUd { sq_psn },
             Transition::Err => hw::QpTransition::Err,
             Transition::Reset => hw::QpTransition::Reset,
         };

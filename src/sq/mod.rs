@@ -18,23 +18,26 @@ use std::sync::Arc;
 
 use crate::error::PostError;
 use crate::mmio::{BfReg, DbRec, Uar};
-use crate::prm::{self, Be32, QpnDs, DS, MAX_DS, SEND_WQE_BB};
+use crate::prm::{self, Be32, DS, SEND_WQE_BB};
 use crate::ring::{Ring, Staging};
 
 mod doorbell;
 mod shared;
 #[cfg(test)]
 mod tests;
+mod ud;
 mod wr;
 mod write;
 
 pub use doorbell::DoorbellMode;
 pub use shared::SqDesc;
 pub(crate) use shared::SqShared;
+pub use ud::UdDest;
 pub use wr::{Data, MaskedCs32Args, MaskedCs64Args, Remote, SendFlags, SendOp, SendWr, Sge};
 
 use doorbell::{effective_mode, ring_last};
-use write::{Cursor, Limits, Written};
+use ud::UdEntry;
+use write::{Cursor, Limits, Ready, Written};
 
 /// Largest total message length: 1 GiB, the `max_msg_sz` ConnectX-4..7 ports report
 /// (`1 << log_max_msg`, 30). [`PortInfo::max_msg_size`](crate::PortInfo::max_msg_size) is
@@ -68,6 +71,8 @@ pub struct SendQueue<U: Uar> {
     bf_batch: usize,
     shared: Arc<SqShared>,
     errored: Arc<AtomicBool>,
+    /// The UD post entry ([`SendQueue::post_ud`]) of a UD QP's queue; `None` for RC.
+    ud: Option<UdEntry>,
 }
 
 /// `SendQueue::write_parts` of one work request on the fields of the queue `$sq`: the
@@ -105,25 +110,10 @@ impl<U: Uar> SendQueue<U> {
         assert_eq!(shared.slots.len(), ring.size() / SEND_WQE_BB);
         // SAFETY: word 1 of the record the contract makes ours.
         let dbrec = unsafe { DbRec::new(desc.dbrec.add(prm::SND_DBR)) };
-        let max_ds = (desc.max_wqe_size / DS).min(MAX_DS);
-        // Inline units left after the control (and remote-address) segment: `16 d - 4`
-        // bytes fit in `d` of them with the 4-byte header.
-        let inline_fit = [1, 2].map(|fixed| match max_ds.saturating_sub(fixed) {
-            0 => 0,
-            units => desc.max_inline.min(units * DS - 4),
-        });
         let mut sq = SendQueue {
             ring,
             staging: Staging::default(),
-            k: Limits {
-                wqe_cnt: desc.wqe_cnt,
-                ready: false,
-                qpn_ds: QpnDs::pack(desc.qpn, 0),
-                max_ds,
-                max_inline: desc.max_inline,
-                inline_fit,
-                max_sge: desc.max_sge,
-            },
+            k: Limits::new(desc, 0),
             c: Cursor { pi: 0, limit: 0 },
             pushed: 0,
             last_offset: 0,
@@ -140,6 +130,7 @@ impl<U: Uar> SendQueue<U> {
             bf_batch: 0,
             shared,
             errored,
+            ud: None,
         };
         sq.set_mode(DoorbellMode::Auto);
         sq
@@ -202,7 +193,11 @@ impl<U: Uar> SendQueue<U> {
     }
 
     pub(crate) fn set_ready(&mut self, ready: bool) {
-        self.k.ready = ready;
+        if let Some(ud) = &mut self.ud {
+            ud.set_ready(ready, self.c.pi);
+            return;
+        }
+        self.k.ready = Ready::from(ready);
         if !ready {
             // No room until ready again (see `Cursor::limit`); the next post after that re-reads
             // the retire counter.
@@ -214,7 +209,7 @@ impl<U: Uar> SendQueue<U> {
         self.c.pi = 0;
         self.c.limit = 0;
         self.pushed = 0;
-        self.k.ready = false;
+        self.set_ready(false);
         self.dbrec.write(Be32::new(0));
         self.shared.reset();
     }
@@ -281,7 +276,17 @@ impl<U: Uar> SendQueue<U> {
                 Err(PostError::NotReadyToSend)
             } else {
                 // SAFETY: as in `write_wqe`.
-                unsafe { k.write(ring, &mut self.staging, slots, tail, &mut cur, wr.borrow()) }
+                unsafe {
+                    k.write(
+                        ring,
+                        &mut self.staging,
+                        slots,
+                        tail,
+                        &mut cur,
+                        wr.borrow(),
+                        (),
+                    )
+                }
             };
             match written {
                 Ok(w) => last_offset = w.offset,
@@ -316,7 +321,7 @@ impl<U: Uar> SendQueue<U> {
             return Err(PostError::NotReadyToSend);
         }
         // SAFETY: the queue's own ring and slots (one per WQEBB, checked in `new`).
-        unsafe { k.write(ring, staging, shared, &shared.tail, c, wr) }
+        unsafe { k.write(ring, staging, shared, &shared.tail, c, wr, ()) }
     }
 
     /// Hands every WQE pushed since the last doorbell to the device: doorbell record, then

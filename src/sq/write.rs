@@ -4,11 +4,13 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::error::PostError;
 use crate::prm::{
-    self, Be32, Be64, CtrlSeg, DataSeg, InlineSeg, OpmodIdxOpcode, QpnDs, RaddrSeg, DS, SEND_WQE_BB,
+    self, Be32, Be64, CtrlSeg, DataSeg, InlineSeg, OpmodIdxOpcode, QpnDs, RaddrSeg, DS, MAX_DS,
+    SEND_WQE_BB,
 };
-use crate::ring::{Block, Staging, WqeRing};
+use crate::ring::{Block, Staging, WqeBuf, WqeRing};
+use crate::types::Transport;
 
-use super::shared::Slots;
+use super::shared::{Slots, SqDesc};
 use super::wr::{Data, SendWr, Shape};
 use super::MAX_MESSAGE_SIZE;
 
@@ -33,7 +35,7 @@ pub(super) struct Written<'r> {
 pub(super) struct Limits {
     /// Number of WQEBBs in the ring.
     pub(super) wqe_cnt: u32,
-    pub(super) ready: bool,
+    pub(super) ready: Ready,
     /// Control dword 1 with this QP's number and DS 0, set once (DS ORed in per WQE).
     pub(super) qpn_ds: QpnDs,
     pub(super) max_ds: usize,
@@ -58,7 +60,61 @@ pub(super) struct Cursor {
     pub(super) limit: u32,
 }
 
+/// Whether a queue's entry takes posts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ready {
+    /// Not in RTS, or in error.
+    No,
+    /// Ready.
+    Yes,
+    /// Never: this is a UD queue, posted through [`SendQueue::post_ud`].
+    ///
+    /// [`SendQueue::post_ud`]: super::SendQueue::post_ud
+    UdOnly,
+}
+
+impl Ready {
+    pub(super) fn from(ready: bool) -> Ready {
+        if ready {
+            Ready::Yes
+        } else {
+            Ready::No
+        }
+    }
+
+    /// What a post to an entry that is not ready is refused with.
+    fn refusal(self) -> PostError {
+        match self {
+            Ready::UdOnly => PostError::WrongTransport {
+                transport: Transport::Ud,
+            },
+            _ => PostError::NotReadyToSend,
+        }
+    }
+}
+
 impl Limits {
+    /// The limits of the queue `desc` describes, not ready, for WQEs with `xport_ds` units
+    /// of transport segment after the control segment.
+    pub(super) fn new(desc: &SqDesc, xport_ds: usize) -> Limits {
+        let max_ds = (desc.max_wqe_size / DS).min(MAX_DS);
+        // Inline units left after the control (transport and remote-address) segments:
+        // `16 d - 4` bytes fit in `d` of them with the 4-byte header.
+        let inline_fit = [1, 2].map(|fixed| match max_ds.saturating_sub(fixed + xport_ds) {
+            0 => 0,
+            units => desc.max_inline.min(units * DS - 4),
+        });
+        Limits {
+            wqe_cnt: desc.wqe_cnt,
+            ready: Ready::No,
+            qpn_ds: QpnDs::pack(desc.qpn, 0),
+            max_ds,
+            max_inline: desc.max_inline,
+            inline_fit,
+            max_sge: desc.max_sge,
+        }
+    }
+
     /// Validates and writes one WQE at the producer counter `cur.pi` and records it for
     /// the poller in `slots`, once the QP is known not to be in error; returns where it is
     /// and what the doorbell needs of it.
@@ -66,7 +122,11 @@ impl Limits {
     /// # Safety
     /// `ring` and `slots` must be one queue's: one slot per WQEBB of the ring.
     #[inline(always)]
-    pub(super) unsafe fn write<'r, 's>(
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the queue's parts by value or alone, so a post list keeps them in registers"
+    )]
+    pub(super) unsafe fn write<'r, 's, X: Xport>(
         &self,
         ring: impl WqeRing<'r>,
         staging: &mut Staging,
@@ -74,6 +134,7 @@ impl Limits {
         tail: &AtomicU32,
         cur: &mut Cursor,
         wr: &SendWr<'_>,
+        xport: X,
     ) -> Result<Written<'r>, PostError> {
         // By reference: a work request in memory is loaded field by field where used,
         // not copied whole up front.
@@ -82,7 +143,7 @@ impl Limits {
         // earlier refusal names it first through `refused`), not in error (by the caller),
         // data, size, room.
         let shape = op.shape();
-        let fixed_ds = 1 + shape.remote.is_some() as usize + shape.args_ds;
+        let fixed_ds = 1 + X::DS + shape.remote.is_some() as usize + shape.args_ds;
         let ds = match data {
             Data::Inline(bytes) => {
                 // Inline SEND / WRITE under `inline_fit`: every size check in one compare.
@@ -91,23 +152,23 @@ impl Limits {
                 if shape.local_len.is_some()
                     || bytes.len() > self.inline_fit[shape.remote.is_some() as usize]
                 {
-                    checked_ds(*self, shape, data)?;
+                    checked_ds(*self, X::DS, shape, data)?;
                 }
                 fixed_ds + inline_data_ds(bytes.len())
             }
             // Out of line, with values only (see `refused`): its loop and refusals would
             // otherwise crowd the registers of every post.
-            Data::Sges(_) => checked_ds(*self, shape, data)?,
+            Data::Sges(_) => checked_ds(*self, X::DS, shape, data)?,
         };
         // A WQE of one WQEBB (every inline payload up to 28 bytes with a remote address, 44
         // without) in code of its own: its size, the wrap and the BlueFlame chunk count are
         // then constants.
         if ds <= SEND_WQE_BB / DS {
             // SAFETY: forwarded.
-            unsafe { self.place::<true>(ring, staging, slots, tail, cur, wr, shape, ds) }
+            unsafe { self.place::<true, X>(ring, staging, slots, tail, cur, wr, xport, shape, ds) }
         } else {
             // SAFETY: forwarded.
-            unsafe { self.place::<false>(ring, staging, slots, tail, cur, wr, shape, ds) }
+            unsafe { self.place::<false, X>(ring, staging, slots, tail, cur, wr, xport, shape, ds) }
         }
     }
 
@@ -118,7 +179,7 @@ impl Limits {
     /// As for [`Limits::write`].
     #[allow(clippy::too_many_arguments, reason = "Limits::write's, split in two")]
     #[inline(always)]
-    unsafe fn place<'r, 's, const ONE_BB: bool>(
+    unsafe fn place<'r, 's, const ONE_BB: bool, X: Xport>(
         &self,
         ring: impl WqeRing<'r>,
         staging: &mut Staging,
@@ -126,6 +187,7 @@ impl Limits {
         tail: &AtomicU32,
         cur: &mut Cursor,
         wr: &SendWr<'_>,
+        xport: X,
         shape: Shape,
         ds: usize,
     ) -> Result<Written<'r>, PostError> {
@@ -164,7 +226,9 @@ impl Limits {
             // above in the same order (control, remote address, `args_ds` argument units,
             // then `data_ds` data units), so each ends within `ds * 16 <= bbs * 64` bytes.
             unsafe { wqe.seg(0, ctrl.to_words()) };
-            let mut at = DS;
+            // SAFETY: see above (`X::DS` units; none for RC).
+            unsafe { xport.write(wqe, DS) };
+            let mut at = DS + X::DS * DS;
             if let Some(remote) = shape.remote {
                 let raddr = RaddrSeg {
                     raddr: Be64::new(remote.addr),
@@ -232,11 +296,10 @@ impl Limits {
     #[inline(always)]
     fn refused(&self, err: PostError) -> PostError {
         #[cold]
-        fn refused(ready: bool, err: PostError) -> PostError {
-            if ready {
-                err
-            } else {
-                PostError::NotReadyToSend
+        fn refused(ready: Ready, err: PostError) -> PostError {
+            match ready {
+                Ready::Yes => err,
+                _ => ready.refusal(),
             }
         }
         refused(self.ready, err)
@@ -256,12 +319,12 @@ impl Limits {
         fn refresh(
             tail: &AtomicU32,
             wqe_cnt: u32,
-            ready: bool,
+            ready: Ready,
             pi: u32,
             needed: u32,
         ) -> Result<u32, PostError> {
-            if !ready {
-                return Err(PostError::NotReadyToSend);
+            if ready != Ready::Yes {
+                return Err(ready.refusal());
             }
             let limit = tail.load(Ordering::Acquire).wrapping_add(wqe_cnt);
             let free = limit.wrapping_sub(pi);
@@ -319,8 +382,13 @@ impl Limits {
 /// The size in DS of a WQE whose data is not an inline payload under `inline_fit`: every
 /// data and size check, in order, with the refusal as `Limits::refused` names it.
 #[inline(never)]
-fn checked_ds(k: Limits, shape: Shape, data: Data<'_>) -> Result<usize, PostError> {
-    let fixed_ds = 1 + shape.remote.is_some() as usize + shape.args_ds;
+fn checked_ds(
+    k: Limits,
+    xport_ds: usize,
+    shape: Shape,
+    data: Data<'_>,
+) -> Result<usize, PostError> {
+    let fixed_ds = 1 + xport_ds + shape.remote.is_some() as usize + shape.args_ds;
     let ds = match k.check_data(&shape, data) {
         Ok(data_ds) => fixed_ds + data_ds,
         Err(e) => return Err(k.refused(e)),
@@ -332,6 +400,26 @@ fn checked_ds(k: Limits, shape: Shape, data: Data<'_>) -> Result<usize, PostErro
         }));
     }
     Ok(ds)
+}
+
+/// The transport segment between the control segment and the rest of a WQE: none for RC
+/// (`()`, compiled away), the datagram segment for UD.
+pub(super) trait Xport: Copy {
+    /// Its size in 16-byte units.
+    const DS: usize;
+
+    /// Writes the segment at byte `at` of the WQE.
+    ///
+    /// # Safety
+    /// The WQE must have room for `Self::DS` units at `at`.
+    unsafe fn write(self, wqe: &mut WqeBuf<'_>, at: usize);
+}
+
+impl Xport for () {
+    const DS: usize = 0;
+
+    #[inline(always)]
+    unsafe fn write(self, _: &mut WqeBuf<'_>, _: usize) {}
 }
 
 /// DS of `len` bytes of inline data (none at all when empty).

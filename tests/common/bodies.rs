@@ -876,6 +876,7 @@ pub fn queues_are_sized_by_rdma_cores_formula<R: Rig>(rig: &R) {
         max_send_sge: 1,
         max_recv_sge: 3,
         max_inline: 0,
+        ..QpConfig::default()
     };
     for config in [QpConfig::default(), tiny, odd] {
         let sizes = config.check(&caps, false).unwrap();

@@ -236,6 +236,7 @@ impl Side {
             log_rq_stride: cfg.log_rq_stride,
             dbrec: mem.addr(DBREC),
             user_index: USER_INDEX,
+            ..QpParams::default()
         };
         // SAFETY: the rings and record live in `mem`.
         let qp = unsafe { nic.create_qp(&qp) }.unwrap();

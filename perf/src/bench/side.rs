@@ -88,6 +88,7 @@ impl<B: Device> Side<B> {
             max_send_sge: 1,
             max_recv_sge: 1,
             max_inline: params.inline_size as u32,
+            ..QpConfig::default()
         };
         let mut qps = Vec::new();
         for _ in 0..q {

@@ -122,6 +122,24 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
                 | m::IBV_QP_SQ_PSN
                 | m::IBV_QP_MAX_QP_RD_ATOMIC
         }
+        // UD ([KCORE] `qp_state_table`, as perftest sets them): the Q_Key at INIT,
+        // nothing remote at RTR, the SQ PSN alone at RTS.
+        Transition::InitUd { port, qkey } => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_INIT;
+            attr.pkey_index = 0;
+            attr.port_num = port;
+            attr.qkey = qkey;
+            m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT | m::IBV_QP_QKEY
+        }
+        Transition::RtrUd => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_RTR;
+            m::IBV_QP_STATE
+        }
+        Transition::RtsUd { sq_psn } => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_RTS;
+            attr.sq_psn = sq_psn;
+            m::IBV_QP_STATE | m::IBV_QP_SQ_PSN
+        }
         Transition::Err => {
             attr.qp_state = ibv_qp_state::IBV_QPS_ERR;
             m::IBV_QP_STATE
@@ -173,6 +191,31 @@ mod tests {
             hop_limit: 64,
             traffic_class: 0x60,
         }
+    }
+
+    #[test]
+    fn ud_transitions_carry_the_qkey_nothing_remote_and_the_sq_psn() {
+        let (attr, mask) = qp_attr(
+            &Transition::InitUd {
+                port: 2,
+                qkey: 0x1100_2233,
+            },
+            &IB,
+        )
+        .unwrap();
+        // STATE 1 | PKEY_INDEX 16 | PORT 32 | QKEY 64: no access flags.
+        assert_eq!(mask.0, 1 | 16 | 32 | 64);
+        assert_eq!(attr.qp_state, ibv_qp_state::IBV_QPS_INIT);
+        assert_eq!((attr.port_num, attr.qkey), (2, 0x1100_2233));
+        let (attr, mask) = qp_attr(&Transition::RtrUd, &IB).unwrap();
+        assert_eq!((mask.0, attr.qp_state), (1, ibv_qp_state::IBV_QPS_RTR));
+        let (attr, mask) = qp_attr(&Transition::RtsUd { sq_psn: 0x77 }, &IB).unwrap();
+        // STATE | SQ_PSN 65536: no timeout, retry counts or READ depth.
+        assert_eq!(mask.0, 1 | 65536);
+        assert_eq!(
+            (attr.qp_state, attr.sq_psn),
+            (ibv_qp_state::IBV_QPS_RTS, 0x77)
+        );
     }
 
     #[test]

@@ -32,7 +32,7 @@ use crate::event::AsyncEvent;
 use crate::prm::{Be32, SEND_WQE_BB, UAR_PAGE_SIZE};
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
-use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, QpPsn, QpSizes, Transition};
+use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, QpPsn, QpSizes, Transition, Transport};
 
 /// The UAR page holding `reg` and the register's offset in it.
 fn uar_page(reg: *mut c_void) -> Result<(NonNull<u8>, usize), Error> {
@@ -388,7 +388,10 @@ impl Backend for Verbs {
         attr.send_cq = send_cq.cq.as_ptr();
         attr.recv_cq = recv_cq.cq.as_ptr();
         attr.srq = srq.map_or(core::ptr::null_mut(), |s| s.srq.as_ptr());
-        attr.qp_type = ibv_qp_type::IBV_QPT_RC;
+        attr.qp_type = match config.transport {
+            Transport::Rc => ibv_qp_type::IBV_QPT_RC,
+            Transport::Ud => ibv_qp_type::IBV_QPT_UD,
+        };
         // rdma-core sizes the ring for `max_send_wr` WRs of its worst-case WQE for the
         // operations named below (verbs.c `mlx5_calc_sq_size`): `sizes` asks for as many as
         // make that ring exactly `sizes.sq_wqebbs` (crate::sizing).

@@ -1,0 +1,264 @@
+//! UD (prm-facts-next §1): the address vector an address handle holds, the datagram send
+//! (ctrl + `mlx5_wqe_datagram_seg` + data) and its delivery through the fabric, with the
+//! 40-byte GRH area at the receiver.
+
+use crate::cq::complete;
+use crate::cqe::{cqe_op, synd, Cqe, REQ_BYTE_CNT_POISON};
+use crate::fence::InFlight;
+use crate::pcie::{Ctx, Purpose};
+use crate::qp::fail;
+use crate::resp::take_recv;
+use crate::sq::{check_gather, Outcome};
+use crate::state::{take_fault, Dest, NicState, World, ACTIVE_MTU};
+use crate::types::{Access, AhAttr, GlobalRoute, HwError, QpState, Transport};
+use crate::wqe::{be16, be32, decode, opcode, Ctrl, Segs, Wqe};
+use crate::xfer::Cursor;
+
+/// Size of `mlx5_wqe_av` (the full address vector).
+pub(crate) const AV_BYTES: usize = 48;
+/// The GRH area at the start of every UD receive buffer.
+const GRH_BYTES: u64 = 40;
+/// `dqp_dct` bit 31, `MLX5_EXTENDED_UD_AV`: the full 48-byte AV follows.
+const EXTENDED_AV: u32 = 1 << 31;
+/// `grh_gid_fl` bit 30: the AV carries a GRH (InfiniBand).
+const AV_GRH: u32 = 1 << 30;
+/// `flags_rqpn` bit 28 (`MLX5_GRH_IN_BUFFER`), as bit 4 of the flags byte.
+const CQE_GRH_IN_BUFFER: u8 = 1 << 4;
+/// GRH `NxtHdr` of an IBA transport header (IBA 8.3.1).
+const NEXT_HDR_IBA: u8 = 0x1b;
+/// BTH (12) + DETH (8) + ICRC (4): the transport bytes the GRH's PayLen counts besides
+/// the payload and the immediate.
+const UD_HEADERS: usize = 24;
+
+/// The 48-byte AV of an address handle to `a` from NIC `nic`, as `mlx5_create_ah` fills it
+/// on an InfiniBand port: `dqp_dct` and the Q_Key are left 0 (every WQE writes both).
+pub(crate) fn build_av(nic: &NicState, a: &AhAttr) -> Result<[u8; AV_BYTES], HwError> {
+    if a.port == 0 || a.port > nic.cfg.ports {
+        return Err(HwError::InvalidParam("port"));
+    }
+    if a.sl > 0xf || a.src_path_bits > 0x7f {
+        return Err(HwError::InvalidParam("sl/src_path_bits"));
+    }
+    let mut av = [0u8; AV_BYTES];
+    av[12] = a.sl;
+    av[13] = a.src_path_bits;
+    av[14..16].copy_from_slice(&a.dlid.to_be_bytes());
+    if let Some(g) = a.grh {
+        // One GID per port in the model: index 0.
+        if g.sgid_index != 0 || g.flow_label > 0xf_ffff {
+            return Err(HwError::InvalidParam("sgid_index/flow_label"));
+        }
+        av[26] = g.traffic_class;
+        av[27] = g.hop_limit;
+        let w = AV_GRH | u32::from(g.sgid_index) << 20 | g.flow_label;
+        av[28..32].copy_from_slice(&w.to_be_bytes());
+        av[32..48].copy_from_slice(&g.dgid);
+    }
+    Ok(av)
+}
+
+/// An address vector as the NIC reads it from a WQE.
+struct Av {
+    qkey: u32,
+    dqpn: u32,
+    sl: u8,
+    dlid: u16,
+    grh: Option<GlobalRoute>,
+}
+
+impl Av {
+    /// Parse the AV at `b[0..48]`; `None` without `MLX5_EXTENDED_UD_AV` (the model
+    /// advertises no compact AV).
+    fn parse(b: &[u8]) -> Option<Av> {
+        let dqp_dct = be32(b, 8);
+        if dqp_dct & EXTENDED_AV == 0 {
+            return None;
+        }
+        let gfl = be32(b, 28);
+        let grh = (gfl & AV_GRH != 0).then(|| GlobalRoute {
+            dgid: b[32..48].try_into().expect("16 bytes"),
+            flow_label: gfl & 0xf_ffff,
+            sgid_index: (gfl >> 20) as u8,
+            hop_limit: b[27],
+            traffic_class: b[26],
+        });
+        Some(Av {
+            qkey: be32(b, 0),
+            dqpn: dqp_dct & 0xff_ffff,
+            sl: b[12] & 0xf,
+            dlid: be16(b, 14),
+            grh,
+        })
+    }
+}
+
+/// Execute the UD send WQE `wqe` of QP index `qpi` on NIC `n`: SEND or SEND_IMM of at most
+/// the port MTU. The requester completes as soon as the packet has left; whatever happens
+/// to it on the way (loss, a wrong Q_Key, no receive) it never learns.
+pub(crate) fn send(
+    w: &mut World,
+    n: usize,
+    qpi: usize,
+    ctrl: Ctrl,
+    wqe: &[u8],
+    in_flight: &InFlight,
+) -> Outcome {
+    if !matches!(ctrl.opcode, opcode::SEND | opcode::SEND_IMM) || ctrl.opmod != 0 {
+        return Outcome::Fail(synd::LOCAL_QP_OP_ERR);
+    }
+    let Some(av) = wqe.get(16..16 + AV_BYTES).and_then(Av::parse) else {
+        return Outcome::Fail(synd::LOCAL_QP_OP_ERR);
+    };
+    let nic = &mut w.nics[n];
+    let max_msg = nic.cfg.max_msg_sz.into();
+    let d = match decode(
+        ctrl,
+        wqe,
+        AV_BYTES,
+        max_msg,
+        &mut nic.stats.zero_length_segments,
+    ) {
+        Ok(d) => d,
+        Err(s) => return Outcome::Fail(s),
+    };
+    let q = nic.qp(qpi);
+    let (pdn, qpn) = (q.pdn, q.qpn);
+    q.sq_psn = q.sq_psn.wrapping_add(1) & 0xff_ffff;
+    if let Err(s) = check_gather(nic, qpi, pdn, wqe, &d, in_flight) {
+        return Outcome::Fail(s);
+    }
+    if d.len > u64::from(ACTIVE_MTU) {
+        // What mlx5 does with an over-MTU UD send is not public (prm-facts-next §1.5): the
+        // model completes it in error, as for any message the QP cannot carry.
+        return Outcome::Fail(synd::LOCAL_LENGTH_ERR);
+    }
+    nic.stats.packets += 1;
+    if take_fault(&mut nic.faults.lose, qpn, 1) {
+        nic.stats.packets_lost += 1;
+        return Outcome::Done(REQ_BYTE_CNT_POISON);
+    }
+    let src = Source {
+        qpn,
+        lid: nic.lid,
+        gid: nic.gid,
+    };
+    deliver(w, n, &av, &src, wqe, &d);
+    Outcome::Done(REQ_BYTE_CNT_POISON)
+}
+
+/// The sender of a datagram.
+struct Source {
+    qpn: u32,
+    lid: u16,
+    gid: [u8; 16],
+}
+
+/// Deliver one datagram from NIC `n` to the QP its AV names, or drop it silently and count
+/// why (at the destination NIC, or at `n` when the address leads nowhere).
+fn deliver(w: &mut World, n: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) {
+    let dest = Dest {
+        lid: av.dlid,
+        gid: av.grh.map_or([0; 16], |g| g.dgid),
+        qpn: av.dqpn,
+    };
+    let Some(m) = w.route(&dest) else {
+        w.nics[n].stats.ud_unroutable += 1;
+        return;
+    };
+    let target = w.nics[m].qp_index(av.dqpn).filter(|&i| {
+        w.nics[m].qps[i].as_ref().is_some_and(|r| {
+            r.transport == Transport::Ud && matches!(r.state, QpState::Rtr | QpState::Rts)
+        })
+    });
+    let Some(rqpi) = target else {
+        w.nics[m].stats.ud_unroutable += 1;
+        return;
+    };
+    let nic = &mut w.nics[m];
+    nic.context(Some(rqpi), Ctx::Qp(av.dqpn));
+    if nic.qp(rqpi).qkey != av.qkey {
+        nic.stats.qkey_violations += 1;
+        return;
+    }
+    let Some(rv) = take_recv(nic, rqpi) else {
+        nic.stats.ud_no_receive += 1;
+        return;
+    };
+    let total = GRH_BYTES + d.len;
+    let qpn = nic.qp(rqpi).qpn;
+    let failed = if rv.spans.capacity() < total {
+        Some(synd::LOCAL_LENGTH_ERR)
+    } else {
+        rv.spans
+            .used(total)
+            .any(|s| !nic.check_mr(rqpi, s.key, rv.pdn, s.addr, s.len, Access::LOCAL_WRITE))
+            .then_some(synd::LOCAL_PROT_ERR)
+    };
+    if let Some(syndrome) = failed {
+        // A receive too small or not writable: the receive completes in error and the QP
+        // moves to ERR, as an RC responder's does (not pinned for UD on mlx5).
+        complete(
+            nic,
+            rqpi,
+            true,
+            Cqe::resp_err(qpn, rv.counter, rv.srqn, syndrome),
+        );
+        fail(nic, rqpi);
+        return;
+    }
+    let mut cur = Cursor::new(rv.spans.as_slice());
+    let written_from = match av.grh {
+        Some(g) => {
+            let imm = usize::from(d.ctrl.opcode == opcode::SEND_IMM) * 4;
+            let paylen = UD_HEADERS + imm + (d.len as usize).next_multiple_of(4);
+            cur.put_bytes(&grh(&g, paylen as u16, &src.gid));
+            0
+        }
+        None => {
+            // No GRH on the wire: the 40 bytes are left as they were (undefined).
+            cur.skip(GRH_BYTES);
+            GRH_BYTES
+        }
+    };
+    cur.put_gather(wqe, Segs::new(wqe, d.data));
+    for s in rv.spans.used_from(written_from, total) {
+        nic.dma_write(Some(rqpi), s.addr, s.len, Purpose::Scatter);
+    }
+    let (op, imm) = match d.ctrl.opcode {
+        opcode::SEND_IMM => (cqe_op::RESP_SEND_IMM, d.ctrl.imm),
+        _ => (cqe_op::RESP_SEND, [0; 4]),
+    };
+    let flags = if av.grh.is_some() {
+        CQE_GRH_IN_BUFFER
+    } else {
+        0
+    } | av.sl;
+    let cqe = Cqe {
+        opcode: op,
+        qpn,
+        wqe_counter: rv.counter,
+        byte_cnt: total as u32,
+        imm,
+        src_qpn: src.qpn,
+        rqpn_flags: flags,
+        slid: src.lid,
+        srqn: rv.srqn,
+        se: d.ctrl.solicited(),
+        ..Cqe::default()
+    };
+    complete(nic, rqpi, true, cqe);
+}
+
+/// The 40-byte IBA GRH (IBA 8.3.1): IPVer 6, TClass, FlowLabel, PayLen, NxtHdr, HopLmt,
+/// SGID, DGID.
+fn grh(g: &GlobalRoute, paylen: u16, sgid: &[u8; 16]) -> [u8; GRH_BYTES as usize] {
+    let mut b = [0u8; GRH_BYTES as usize];
+    let w0 = 6u32 << 28 | u32::from(g.traffic_class) << 20 | g.flow_label;
+    b[0..4].copy_from_slice(&w0.to_be_bytes());
+    b[4..6].copy_from_slice(&paylen.to_be_bytes());
+    b[6] = NEXT_HDR_IBA;
+    b[7] = g.hop_limit;
+    b[8..24].copy_from_slice(sgid);
+    b[24..40].copy_from_slice(&g.dgid);
+    b
+}

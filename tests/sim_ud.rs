@@ -1,0 +1,409 @@
+//! UD end to end on the model: address handles, the datagram WQE bytes, the GRH area and
+//! the receive completion, silent drops (Q_Key, unknown QPN, no receive), the typed
+//! refusals, and an RPC with 64 requests outstanding.
+
+mod common;
+
+use common::{assert_empty, poll_n, side, Side};
+use mlx5_direct::backend::sim::{Fabric, Sim};
+use mlx5_direct::{
+    AddressHandle, AhAttr, Completion, Data, GlobalRoute, PostError, QpConfig, SendFlags, SendOp,
+    SendWr, Status, Transport, WcOpcode, UD_GRH_BYTES,
+};
+
+const QKEY: u32 = 0x1100_2233;
+
+fn ud_config() -> QpConfig {
+    QpConfig {
+        transport: Transport::Ud,
+        max_inline: 188,
+        ..QpConfig::default()
+    }
+}
+
+/// Two UD sides on one fabric, in RTS with Q_Key [`QKEY`].
+fn ud_pair(fabric: &std::sync::Arc<Fabric>) -> (Side, Side) {
+    let (mut a, mut b) = (side(fabric, &ud_config()), side(fabric, &ud_config()));
+    a.qp.activate_ud(1, QKEY).unwrap();
+    b.qp.activate_ud(1, QKEY).unwrap();
+    (a, b)
+}
+
+/// An address handle from `from` to `to`'s port, by LID.
+fn ah_to(from: &Side, to: &Side) -> AddressHandle<Sim> {
+    let remote = to.qp.endpoint().unwrap();
+    from.pd.create_ah(&AhAttr::to_lid(1, &remote)).unwrap()
+}
+
+fn send(data: Data<'_>, op: SendOp) -> SendWr<'_> {
+    SendWr {
+        wr_id: 7,
+        op,
+        data,
+        flags: SendFlags::SIGNALED,
+    }
+}
+
+/// A receive of 40 + 256 bytes at `off` of b's region.
+fn post_recv(b: &mut Side, wr_id: u64, off: usize) {
+    let sge = b.mr.sge(off, UD_GRH_BYTES + 256);
+    b.qp.rq().unwrap().post(wr_id, &[sge]).unwrap();
+}
+
+#[test]
+fn address_handle_holds_the_av_mlx5_create_ah_builds() {
+    let fabric = Fabric::new();
+    let (a, b) = ud_pair(&fabric);
+    let lid_b = b.ctx.port(1).unwrap().lid;
+    let ah =
+        a.pd.create_ah(&AhAttr {
+            port: 1,
+            dlid: lid_b,
+            sl: 5,
+            src_path_bits: 3,
+            grh: None,
+        })
+        .unwrap();
+    // IB without GRH: SL in the low nibble, path bits, DLID; key, dqp_dct and the GRH
+    // words 0 (mlx5_create_ah).
+    let mut want = [0u8; 48];
+    want[12] = 5;
+    want[13] = 3;
+    want[14..16].copy_from_slice(&lid_b.to_be_bytes());
+    assert_eq!(ah.av().to_bytes(), want);
+
+    let dgid = b.ctx.port(1).unwrap().gid;
+    let grh = GlobalRoute {
+        dgid,
+        flow_label: 0x12345,
+        sgid_index: 0,
+        hop_limit: 64,
+        traffic_class: 0xa0,
+    };
+    let ah =
+        a.pd.create_ah(&AhAttr {
+            port: 1,
+            dlid: lid_b,
+            sl: 0,
+            src_path_bits: 0,
+            grh: Some(grh),
+        })
+        .unwrap();
+    let mut want = [0u8; 48];
+    want[14..16].copy_from_slice(&lid_b.to_be_bytes());
+    want[26] = 0xa0;
+    want[27] = 64;
+    // Bit 30: GRH; SGID index 0 in 27..20; flow label in 19..0.
+    want[28..32].copy_from_slice(&(0x4000_0000u32 | 0x12345).to_be_bytes());
+    want[32..48].copy_from_slice(&dgid);
+    assert_eq!(ah.av().to_bytes(), want);
+
+    // Out of range: refused by the device.
+    let bad = AhAttr {
+        port: 1,
+        sl: 16,
+        ..AhAttr::default()
+    };
+    assert!(a.pd.create_ah(&bad).is_err());
+}
+
+#[test]
+fn inline_send_lands_after_the_grh_area_with_the_source_in_the_cqe() {
+    let fabric = Fabric::new();
+    let (mut a, mut b) = ud_pair(&fabric);
+    let ah = ah_to(&a, &b);
+    // Mark the GRH area: without a GRH on the wire it is left alone.
+    b.mr.write(0, &[0xee; 40]);
+    post_recv(&mut b, 900, 0);
+    let payload: Vec<u8> = (0..60u8).collect();
+    let pi = a.qp.sq().producer_count();
+    a.qp.sq()
+        .post_ud(
+            send(Data::Inline(&payload), SendOp::SendImm(0xdead_beef)),
+            &ah.dest(b.qp.qpn(), QKEY),
+        )
+        .unwrap();
+
+    // The WQE: ctrl, the AV (3 DS) with the Q_Key and dqp_dct = QPN | 1 << 31, then 60
+    // inline bytes after their 4-byte header (4 DS): 8 DS, 2 WQEBBs.
+    let wqe = a.qp.sq().wqe_bytes(pi, 128);
+    assert_eq!(wqe[3], 0x0b, "SEND_IMM");
+    assert_eq!(wqe[7] & 0x3f, 8, "DS");
+    assert_eq!(&wqe[12..16], &0xdead_beefu32.to_be_bytes());
+    let mut av = *ah.av();
+    av.set_ud(b.qp.qpn(), QKEY, true);
+    assert_eq!(&wqe[16..64], &av.to_bytes());
+    assert_eq!(&wqe[16..20], &QKEY.to_be_bytes());
+    assert_eq!(&wqe[24..28], &(b.qp.qpn() | 1 << 31).to_be_bytes());
+    assert_eq!(&wqe[64..68], &(0x8000_0000u32 | 60).to_be_bytes());
+    assert_eq!(&wqe[68..128], &payload[..]);
+    assert_eq!(a.qp.sq().producer_count() - pi, 2);
+
+    let c = poll_n(&mut a, 1)[0];
+    assert_eq!(
+        (c.wr_id, c.opcode, c.status),
+        (7, WcOpcode::Send, Status::Success)
+    );
+    let r = poll_n(&mut b, 1)[0];
+    let lid_a = a.ctx.port(1).unwrap().lid;
+    assert_eq!(
+        r,
+        Completion {
+            wr_id: 900,
+            qpn: b.qp.qpn(),
+            opcode: WcOpcode::Recv,
+            status: Status::Success,
+            byte_len: 40 + 60,
+            imm: Some(0xdead_beef),
+            invalidated_rkey: None,
+            src_qp: a.qp.qpn(),
+            solicited: false,
+            slid: lid_a,
+            ud_flags: 0,
+        }
+    );
+    assert!(!r.grh_present());
+    assert_eq!(r.ud_payload(), 40..100);
+    let mut got = vec![0u8; 100];
+    b.mr.read(0, &mut got);
+    assert_eq!(&got[..40], &[0xee; 40]);
+    assert_eq!(&got[40..], &payload[..]);
+    assert_empty(&mut a);
+    assert_empty(&mut b);
+}
+
+#[test]
+fn a_global_route_writes_the_grh_and_reports_it() {
+    let fabric = Fabric::new();
+    let (mut a, mut b) = ud_pair(&fabric);
+    let (pa, pb) = (a.ctx.port(1).unwrap(), b.ctx.port(1).unwrap());
+    let ah =
+        a.pd.create_ah(&AhAttr {
+            port: 1,
+            dlid: pb.lid,
+            sl: 3,
+            src_path_bits: 0,
+            grh: Some(GlobalRoute {
+                dgid: pb.gid,
+                flow_label: 0xabcde,
+                sgid_index: 0,
+                hop_limit: 9,
+                traffic_class: 0x12,
+            }),
+        })
+        .unwrap();
+    post_recv(&mut b, 1, 64);
+    a.mr.write(0, &[0x5a; 100]);
+    let sge = a.mr.sge(0, 100);
+    a.qp.sq()
+        .post_ud(
+            send(Data::Sges(&[sge]), SendOp::Send),
+            &ah.dest(b.qp.qpn(), QKEY),
+        )
+        .unwrap();
+    poll_n(&mut a, 1);
+    let r = poll_n(&mut b, 1)[0];
+    assert_eq!(r.byte_len, 140);
+    assert!(r.grh_present());
+    assert_eq!(r.sl(), 3);
+    assert_eq!((r.src_qp, r.slid, r.imm), (a.qp.qpn(), pa.lid, None));
+    let mut got = [0u8; 140];
+    b.mr.read(64, &mut got);
+    // IBA 8.3.1: IPVer 6, TClass 0x12, FlowLabel 0xabcde; PayLen = BTH 12 + DETH 8 +
+    // 100 + ICRC 4; NxtHdr 0x1b; HopLmt 9; SGID; DGID.
+    assert_eq!(
+        &got[0..4],
+        &(6u32 << 28 | 0x12 << 20 | 0xabcde).to_be_bytes()
+    );
+    assert_eq!(&got[4..6], &124u16.to_be_bytes());
+    assert_eq!((got[6], got[7]), (0x1b, 9));
+    assert_eq!(&got[8..24], &pa.gid);
+    assert_eq!(&got[24..40], &pb.gid);
+    assert_eq!(&got[40..], &[0x5a; 100]);
+}
+
+#[test]
+fn datagrams_nobody_takes_are_dropped_silently_and_counted() {
+    let fabric = Fabric::new();
+    let (mut a, mut b) = ud_pair(&fabric);
+    let ah = ah_to(&a, &b);
+    let qpn = b.qp.qpn();
+    let payload = [1u8; 8];
+    let wr = send(Data::Inline(&payload), SendOp::Send);
+    // No receive posted: dropped (UD has no RNR).
+    a.qp.sq().post_ud(wr, &ah.dest(qpn, QKEY)).unwrap();
+    post_recv(&mut b, 1, 0);
+    // A wrong Q_Key, then an unknown QPN.
+    a.qp.sq().post_ud(wr, &ah.dest(qpn, QKEY ^ 1)).unwrap();
+    a.qp.sq().post_ud(wr, &ah.dest(qpn + 77, QKEY)).unwrap();
+    // Every send completes at the requester: it never learns.
+    let cs = poll_n(&mut a, 3);
+    assert!(cs.iter().all(|c| c.status == Status::Success));
+    assert_empty(&mut b);
+    let stats = b.ctx.backend().nic().stats();
+    assert_eq!(
+        (
+            stats.ud_no_receive,
+            stats.qkey_violations,
+            stats.ud_unroutable
+        ),
+        (1, 1, 1)
+    );
+    // The receive is still there for the next good datagram.
+    a.qp.sq().post_ud(wr, &ah.dest(qpn, QKEY)).unwrap();
+    poll_n(&mut a, 1);
+    assert_eq!(poll_n(&mut b, 1)[0].byte_len, 48);
+}
+
+#[test]
+fn hostile_posts_are_refused_before_anything_is_written() {
+    let fabric = Fabric::new();
+    let (mut a, mut b) = ud_pair(&fabric);
+    let ah = ah_to(&a, &b);
+    let dest = ah.dest(b.qp.qpn(), QKEY);
+    let pi = a.qp.sq().producer_count();
+    let remote = b.mr.remote(0);
+    let ud = Transport::Ud;
+    // The wrong operation for UD, through the UD entry.
+    for op in [SendOp::Write(remote), SendOp::Read(remote), SendOp::Nop] {
+        assert_eq!(
+            a.qp.sq().post_ud(send(Data::NONE, op), &dest),
+            Err(PostError::WrongTransport { transport: ud })
+        );
+    }
+    // The RC entries on a UD queue, whatever the operation.
+    assert_eq!(
+        a.qp.sq()
+            .post(7, SendOp::Send, Data::Inline(&[]), SendFlags::SIGNALED),
+        Err(PostError::WrongTransport { transport: ud })
+    );
+    // More than the port's MTU (4096 on the model).
+    let big = a.mr.sge(0, 4097);
+    assert_eq!(
+        a.qp.sq()
+            .post_ud(send(Data::Sges(&[big]), SendOp::Send), &dest),
+        Err(PostError::OverMtu {
+            len: 4097,
+            mtu: 4096
+        })
+    );
+    assert_eq!(a.qp.sq().producer_count(), pi);
+    // A receive whose first entry cannot hold the GRH area.
+    let short = b.mr.sge(0, 39);
+    assert_eq!(
+        b.qp.rq().unwrap().post(1, &[short, b.mr.sge(64, 64)]),
+        Err(PostError::GrhAreaTooSmall { len: 39 })
+    );
+    // And the UD entry on an RC queue.
+    let mut rc = side(&fabric, &QpConfig::default());
+    assert_eq!(
+        rc.qp.sq().post_ud(send(Data::NONE, SendOp::Send), &dest),
+        Err(PostError::WrongTransport {
+            transport: Transport::Rc
+        })
+    );
+    // Exactly one MTU is a datagram.
+    let full = a.mr.sge(0, 4096);
+    let sge = b.mr.sge(0, UD_GRH_BYTES + 4096);
+    b.qp.rq().unwrap().post(2, &[sge]).unwrap();
+    a.qp.sq()
+        .post_ud(send(Data::Sges(&[full]), SendOp::Send), &dest)
+        .unwrap();
+    poll_n(&mut a, 1);
+    assert_eq!(poll_n(&mut b, 1)[0].byte_len, 40 + 4096);
+}
+
+/// Requests and responses over UD SEND, 64 outstanding: each request names its slot in the
+/// first byte; the server answers to the source QPN and LID its CQE reports.
+#[test]
+fn rpc_with_64_requests_outstanding() {
+    const DEPTH: usize = 64;
+    const ROUNDS: usize = 4;
+    let fabric = Fabric::new();
+    let config = QpConfig {
+        sq_wqebbs: 256,
+        rq_wqes: 128,
+        ..ud_config()
+    };
+    let (mut client, mut server) = (side(&fabric, &config), side(&fabric, &config));
+    client.qp.activate_ud(1, QKEY).unwrap();
+    server.qp.activate_ud(1, QKEY).unwrap();
+    let to_server = ah_to(&client, &server);
+    for i in 0..DEPTH {
+        post_recv(&mut server, i as u64, i * 512);
+        post_recv(&mut client, i as u64, i * 512);
+    }
+    let server_qpn = server.qp.qpn();
+    let mut answered = 0;
+    let mut reply_ah = None;
+    for round in 0..ROUNDS {
+        for i in 0..DEPTH {
+            let req = [i as u8, round as u8, 0xa5, 0x5a];
+            client
+                .qp
+                .sq()
+                .post_ud(
+                    send(Data::Inline(&req), SendOp::Send),
+                    &to_server.dest(server_qpn, QKEY),
+                )
+                .unwrap();
+        }
+        // The server: one response per request, to the source in its CQE.
+        for c in poll_n(&mut server, DEPTH) {
+            assert_eq!(c.status, Status::Success);
+            assert_eq!(c.byte_len, 44);
+            let slot = c.wr_id as usize;
+            let mut req = [0u8; 4];
+            server.mr.read(slot * 512 + c.ud_payload().start, &mut req);
+            let ah = reply_ah.get_or_insert_with(|| {
+                let dlid = c.slid;
+                server
+                    .pd
+                    .create_ah(&AhAttr {
+                        port: 1,
+                        dlid,
+                        ..AhAttr::default()
+                    })
+                    .unwrap()
+            });
+            let resp = [req[0], req[1], !req[2], !req[3]];
+            server
+                .qp
+                .sq()
+                .post_ud(
+                    SendWr {
+                        wr_id: 0,
+                        op: SendOp::SendImm(u32::from(req[0])),
+                        data: Data::Inline(&resp),
+                        flags: SendFlags::SIGNALED,
+                    },
+                    &ah.dest(c.src_qp, QKEY),
+                )
+                .unwrap();
+            post_recv(&mut server, c.wr_id, slot * 512);
+        }
+        let mut seen = [false; DEPTH];
+        for c in poll_n(&mut client, 2 * DEPTH).into_iter() {
+            if c.opcode == WcOpcode::Send {
+                continue;
+            }
+            let slot = c.wr_id as usize;
+            let mut resp = [0u8; 4];
+            client.mr.read(slot * 512 + c.ud_payload().start, &mut resp);
+            let i = c.imm.unwrap() as usize;
+            assert_eq!(resp, [i as u8, round as u8, !0xa5, !0x5a]);
+            assert!(!seen[i]);
+            seen[i] = true;
+            answered += 1;
+            post_recv(&mut client, c.wr_id, slot * 512);
+        }
+        assert!(seen.iter().all(|&s| s));
+        let sent = poll_n(&mut server, DEPTH);
+        assert!(sent
+            .iter()
+            .all(|c| c.opcode == WcOpcode::Send && c.status == Status::Success));
+    }
+    assert_eq!(answered, DEPTH * ROUNDS);
+    let stats = server.ctx.backend().nic().stats();
+    assert_eq!((stats.ud_no_receive, stats.qkey_violations), (0, 0));
+}
