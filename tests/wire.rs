@@ -239,6 +239,22 @@ fn the_plain_data_types_round_trip_through_serde() {
         invalidated_rkey: None,
         src_qp: 0x109,
         solicited: true,
+        slid: 7,
+        ud_flags: 0x13,
+    });
+    round_trip(mlx5_direct::Transport::Ud);
+    round_trip(mlx5_direct::AhAttr {
+        port: 1,
+        dlid: 2,
+        sl: 3,
+        src_path_bits: 4,
+        grh: Some(mlx5_direct::GlobalRoute {
+            dgid: sample().gid,
+            flow_label: 0xabcde,
+            sgid_index: 0,
+            hop_limit: 64,
+            traffic_class: 0x10,
+        }),
     });
     round_trip(Status::UnknownWqe(4));
     round_trip(WcOpcode::Other(0x1f));
