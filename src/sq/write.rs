@@ -152,13 +152,13 @@ impl Limits {
                 if shape.local_len.is_some()
                     || bytes.len() > self.inline_fit[shape.remote.is_some() as usize]
                 {
-                    checked_ds(*self, X::DS, shape, data)?;
+                    checked_ds::<X>(*self, shape, data)?;
                 }
                 fixed_ds + inline_data_ds(bytes.len())
             }
             // Out of line, with values only (see `refused`): its loop and refusals would
             // otherwise crowd the registers of every post.
-            Data::Sges(_) => checked_ds(*self, X::DS, shape, data)?,
+            Data::Sges(_) => checked_ds::<X>(*self, shape, data)?,
         };
         // A WQE of one WQEBB (every inline payload up to 28 bytes with a remote address, 44
         // without) in code of its own: its size, the wrap and the BlueFlame chunk count are
@@ -382,13 +382,8 @@ impl Limits {
 /// The size in DS of a WQE whose data is not an inline payload under `inline_fit`: every
 /// data and size check, in order, with the refusal as `Limits::refused` names it.
 #[inline(never)]
-fn checked_ds(
-    k: Limits,
-    xport_ds: usize,
-    shape: Shape,
-    data: Data<'_>,
-) -> Result<usize, PostError> {
-    let fixed_ds = 1 + xport_ds + shape.remote.is_some() as usize + shape.args_ds;
+fn checked_ds<X: Xport>(k: Limits, shape: Shape, data: Data<'_>) -> Result<usize, PostError> {
+    let fixed_ds = 1 + X::DS + shape.remote.is_some() as usize + shape.args_ds;
     let ds = match k.check_data(&shape, data) {
         Ok(data_ds) => fixed_ds + data_ds,
         Err(e) => return Err(k.refused(e)),
