@@ -616,21 +616,11 @@ fn misaligned_masked_atomics_are_refused() {
 fn registering_unmapped_memory_is_refused() {
     let fabric = Fabric::new();
     let s = side(&fabric, &QpConfig::default());
-    // SAFETY: an anonymous mapping of two pages, unmapped again at once: the address
-    // range is known and holds nothing.
-    let hole = unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            8192,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        assert_ne!(p, libc::MAP_FAILED);
-        assert_eq!(libc::munmap(p, 8192), 0);
-        p.cast::<u8>()
-    };
+    // Two pages just above the zero page: below `vm.mmap_min_addr` (no mapping without
+    // MAP_FIXED lands there) and below every address the kernel hands out (mmap allocates
+    // downwards from near the stack), so no thread of the test binary can be mapping them.
+    // A hole made by unmapping a fresh mapping could be reused by another test's mmap.
+    let hole = 0x1000 as *mut u8;
     // SAFETY: each call is refused before the range is used.
     unsafe {
         assert!(matches!(
