@@ -229,6 +229,13 @@ pub struct BenchArgs {
     /// WRITE and atomic bandwidth tests).
     #[arg(long = "perform_warm_up")]
     pub perform_warm_up: bool,
+    /// RDMA WRITE with immediate instead of WRITE (write tests): the responder consumes a
+    /// receive per message and polls its CQ for it.
+    #[arg(long = "write_with_imm")]
+    pub write_with_imm: bool,
+    /// SEND with immediate instead of SEND (send tests).
+    #[arg(long = "send_with_imm")]
+    pub send_with_imm: bool,
     /// Number of QPs (bandwidth tests).
     #[arg(short = 'q', long = "qp", default_value_t = 1)]
     pub qps: u32,
@@ -405,8 +412,6 @@ const REFUSED: &[(&[&str], &str)] = &[
             "--rate_limit_type",
             "--burst_size",
             "--typical_pkt_size",
-            "--write_with_imm",
-            "--send_with_imm",
             "--use-srq",
             "--recv_post_list",
             "--data_validation",

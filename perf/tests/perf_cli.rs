@@ -921,3 +921,66 @@ fn docs_pcie_md_shows_the_tables_the_tool_prints() {
         );
     }
 }
+
+/// The responder's PCIe row of a run's first size: `per_message`'s five counts.
+fn responder(v: &Value) -> [f64; 5] {
+    per_message(&serde_json::json!({
+        "per_message": v["results"][0]["pcie_per_message"]["server"]
+    }))
+}
+
+#[test]
+fn write_with_imm_costs_the_responder_a_receive() {
+    let write = json(&["write_bw", "-n", "200", "-s", "64", "--json"]);
+    let imm = json(&[
+        "write_bw",
+        "-n",
+        "200",
+        "-s",
+        "64",
+        "--write_with_imm",
+        "--json",
+    ]);
+    let send = json(&["send_bw", "-n", "200", "-s", "64", "--json"]);
+    let pcie = |v: &Value| v["results"][0]["pcie_per_message"].clone();
+    // The requester's side is the same WQE with another opcode.
+    assert_eq!(pcie(&imm)["client"], pcie(&write)["client"]);
+    // The responder of plain WRITE only writes the payload (one 88-byte MWr). WRITE_IMM
+    // also consumes a receive: one receive-WQE fetch per message (MRd 24 B up, CplD 36 B
+    // down) and a CQE (MWr 88 B up), plus the receive refill traffic a send_bw responder
+    // has too (201 reads for 200 messages).
+    assert_eq!(responder(&write), [0.0, 0.0, 1.0, 0.0, 88.0]);
+    assert_eq!(responder(&imm), [0.0, 1.005, 2.0, 36.12, 200.12]);
+    // Exactly what a SEND costs its responder.
+    assert_eq!(pcie(&imm)["server"], pcie(&send)["server"]);
+}
+
+#[test]
+fn imm_latency_tests_complete_through_receive_completions() {
+    // write_lat spins on the last byte; with --write_with_imm each side polls its CQ for
+    // the receive the WRITE_IMM consumed: one receive-WQE fetch and one CQE more per
+    // message on each side than plain write_lat.
+    let write = json(&["write_lat", "-n", "200", "--json"]);
+    let imm = json(&["write_lat", "-n", "200", "--write_with_imm", "--json"]);
+    assert_eq!(imm["results"][0]["iterations"], 200);
+    assert_eq!(responder(&write), [1.0, 0.0, 2.0, 88.0, 114.0]);
+    assert_eq!(responder(&imm), [1.0, 1.005, 3.0, 124.12, 226.12]);
+    // send_lat with and without the immediate: the same traffic, both complete.
+    let send = json(&["send_lat", "-n", "200", "--json"]);
+    let simm = json(&["send_lat", "-n", "200", "--send_with_imm", "--json"]);
+    assert_eq!(simm["results"][0]["iterations"], 200);
+    assert_eq!(
+        simm["results"][0]["pcie_per_message"],
+        send["results"][0]["pcie_per_message"]
+    );
+    let bw = json(&[
+        "send_bw",
+        "-n",
+        "200",
+        "-s",
+        "64",
+        "--send_with_imm",
+        "--json",
+    ]);
+    assert_eq!(bw["results"][0]["iterations"], 200);
+}

@@ -30,6 +30,7 @@ fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
         out_reads: 0,
         duplex: false,
         warm_up: false,
+        imm: false,
     }
 }
 

@@ -235,3 +235,35 @@ fn reporting_flags_belong_to_their_kind_of_test() {
     assert!(params("write_bw -w 1 -y 1").is_ok());
     assert!(params("write_bw --output bandwidth --json").is_err());
 }
+
+#[test]
+fn write_with_imm_and_send_with_imm() {
+    // WRITE_IMM costs the responder a receive: perftest's receive depth rules apply.
+    let p = ok("write_bw --write_with_imm");
+    assert!(p.imm);
+    assert_eq!(p.rx_depth, 512);
+    assert_eq!(ok("write_lat --write_with_imm -r 7 -n 100").rx_depth, 8);
+    assert_eq!(ok("write_bw").rx_depth, 1);
+    assert!(!ok("write_bw").imm);
+    assert!(ok("send_lat --send_with_imm").imm);
+    refused(
+        "send_bw --write_with_imm",
+        "only for the write_lat/bw tests",
+    );
+    refused(
+        "read_bw --write_with_imm",
+        "only for the write_lat/bw tests",
+    );
+    refused(
+        "write_lat --send_with_imm",
+        "only for the send_lat/bw tests",
+    );
+    refused(
+        "write_lat --write_with_imm -e",
+        "events feature not available on WRITE verb",
+    );
+    refused(
+        "write_bw --write_with_imm --perform_warm_up",
+        "not with --write_with_imm",
+    );
+}

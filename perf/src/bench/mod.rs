@@ -347,7 +347,7 @@ fn server_body<B: Device>(
     let mut sge = [mlx5_direct::Sge::default(); 1];
     let schedule = p.schedule();
     let ping_pong = p.test.kind == Kind::Lat && matches!(p.test.verb, Verb::Write | Verb::Send);
-    let receives = p.test.kind == Kind::Bw && p.test.verb == Verb::Send && !p.duplex;
+    let receives = p.test.kind == Kind::Bw && p.receives() && !p.duplex;
     let mut duplex = None;
     let mut lat = Latencies::new();
     let mut posts = Vec::new();
@@ -426,6 +426,7 @@ fn flag(field: &str) -> &'static str {
         "out_reads" => "-o",
         "duplex" => "-b",
         "warm_up" => "--perform_warm_up",
+        "imm" => "--write_with_imm / --send_with_imm",
         _ => "the test (derived from it)",
     }
 }

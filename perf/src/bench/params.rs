@@ -40,6 +40,9 @@ pub struct Params {
     pub duplex: bool,
     /// The client warms up before each size (`--perform_warm_up`).
     pub warm_up: bool,
+    /// WRITE_IMM or SEND_IMM instead of WRITE or SEND (`--write_with_imm`,
+    /// `--send_with_imm`).
+    pub imm: bool,
 }
 
 /// perftest's `-a` sizes.
@@ -147,7 +150,14 @@ impl Params {
     pub fn new(test: Test, a: &BenchArgs) -> Result<Params, String> {
         let lat = test.kind == Kind::Lat;
         let atomic = test.verb == Verb::Atomic;
-        let receives = test.verb == Verb::Send;
+        if a.write_with_imm && test.verb != Verb::Write {
+            return Err("--write_with_imm: only for the write_lat/bw tests".into());
+        }
+        if a.send_with_imm && test.verb != Verb::Send {
+            return Err("--send_with_imm: only for the send_lat/bw tests".into());
+        }
+        let imm = a.write_with_imm || a.send_with_imm;
+        let receives = test.verb == Verb::Send || imm;
         let iteration_mode = a.duration.is_none();
         match a.connection.as_str() {
             "RC" => {}
@@ -167,6 +177,13 @@ impl Params {
             return Err(
                 "--perform_warm_up: valid in Atomic, Read and Write BW tests (perftest accepts \
                  and ignores it elsewhere)"
+                    .into(),
+            );
+        }
+        if a.perform_warm_up && imm {
+            return Err(
+                "--perform_warm_up: not with --write_with_imm in mlx5-perf (the warm-up's \
+                 WRITE_IMMs would need the server's receives)"
                     .into(),
             );
         }
@@ -331,6 +348,7 @@ impl Params {
             out_reads: a.outs.unwrap_or(0),
             duplex: a.bidirectional,
             warm_up: a.perform_warm_up,
+            imm,
         })
     }
 
@@ -359,11 +377,16 @@ impl Params {
             Some("duration mode (-D) measures the average over the sampling window only")
         } else if self.iters > PEAK_MAX_ITERS {
             Some("more than 20000 iterations per QP (the peak search keeps a time per post)")
-        } else if server && self.test.verb == Verb::Send && !self.duplex {
-            Some("the send_bw server receives: it has no posts to time a peak from")
+        } else if server && self.receives() && !self.duplex {
+            Some("the server only receives: it has no posts to time a peak from")
         } else {
             None
         }
+    }
+
+    /// True when the responder consumes a receive per message (SEND, SEND_IMM, WRITE_IMM).
+    pub(super) fn receives(&self) -> bool {
+        self.test.verb == Verb::Send || self.imm
     }
 
     fn max_size(&self) -> usize {

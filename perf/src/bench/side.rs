@@ -68,6 +68,9 @@ pub(super) struct Side<B: Device> {
     pub(super) local: Local,
 }
 
+/// The immediate of every WRITE_IMM and SEND_IMM.
+const IMM: u32 = 0x1234_5678;
+
 fn marker(i: u64) -> u8 {
     (i % 255 + 1) as u8
 }
@@ -197,7 +200,7 @@ impl<B: Device> Side<B> {
     /// so a receive posted during one size still fits the next.
     pub(super) fn refill(&mut self) -> Result<(), Error> {
         let len = (self.params.slot() / 2) as u32;
-        if self.params.test.verb != Verb::Send {
+        if !self.params.receives() {
             return Ok(());
         }
         for q in 0..self.qps.len() {
@@ -277,7 +280,9 @@ impl<B: Device> Side<B> {
             rkey: r.rkey,
         };
         match (self.params.test.verb, self.params.atomic_type) {
+            (Verb::Write, _) if self.params.imm => SendOp::WriteImm(remote, IMM),
             (Verb::Write, _) => SendOp::Write(remote),
+            (Verb::Send, _) if self.params.imm => SendOp::SendImm(IMM),
             (Verb::Send, _) => SendOp::Send,
             (Verb::Read, _) => SendOp::Read(remote),
             (Verb::Atomic, AtomicType::FetchAndAdd) => SendOp::FetchAdd { remote, add: 1 },
@@ -436,9 +441,11 @@ pub(super) fn await_ping<B: Device>(
 ) -> Result<bool, Error> {
     let (mut spins, since) = (0u32, Instant::now());
     loop {
-        let arrived = match side.params.test.verb {
-            Verb::Write => side.mr.read_volatile_u8(side.recv_area(0) + size - 1) == marker(i),
-            _ => {
+        // WRITE_IMM consumes a receive: its arrival is the receive's completion.
+        let spins_on_memory = side.params.test.verb == Verb::Write && !side.params.imm;
+        let arrived = match spins_on_memory {
+            true => side.mr.read_volatile_u8(side.recv_area(0) + size - 1) == marker(i),
+            false => {
                 side.pump()?;
                 side.received[0] > i
             }
@@ -447,7 +454,7 @@ pub(super) fn await_ping<B: Device>(
             return Ok(true);
         }
         spins = spins.wrapping_add(1);
-        if side.params.test.verb == Verb::Write {
+        if spins_on_memory {
             side.waited(spins, since);
         }
         if side.peer_check_due(spins) && peer.pending()? {

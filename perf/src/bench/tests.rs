@@ -24,6 +24,7 @@ fn every_compared_parameter_names_its_flag() {
         out_reads: 0,
         duplex: false,
         warm_up: false,
+        imm: false,
     };
     let serde_json::Value::Object(fields) = serde_json::to_value(&params).unwrap() else {
         panic!("params are an object");
