@@ -449,14 +449,17 @@ fn handshake(peer: &mut Peer, params: &Params) -> Result<(), Error> {
     })
 }
 
-/// Opens both sides' QPs to each other: exchanges records, connects, pre-posts receives.
+/// Opens both sides' QPs to each other: compares the parameters, exchanges records,
+/// connects, pre-posts receives, and hands the header to `sink`.
 fn setup<B: Device>(
     ctx: Context<B>,
     peer: &mut Peer,
     params: &Params,
     local: Local,
     server: bool,
-) -> Result<(Side<B>, Setup), Error> {
+    sink: &mut dyn Sink,
+) -> Result<Side<B>, Error> {
+    handshake(peer, params)?;
     let mut side = Side::new(ctx, params, local)?;
     let mine = side.records(local.port)?;
     let theirs = match peer.swap(&Msg::Qps { qps: mine.clone() })? {
@@ -490,7 +493,8 @@ fn setup<B: Device>(
             params.out_reads
         );
     }
-    Ok((side, info))
+    sink.header(&info, params);
+    Ok(side)
 }
 
 /// The server: handshake, then each size as the client drives it, reported to `sink` as
@@ -504,9 +508,7 @@ pub fn serve<B: Device>(
     local: Local,
     sink: &mut dyn Sink,
 ) -> Result<(), Error> {
-    handshake(&mut peer, params)?;
-    let (mut side, info) = setup(ctx, &mut peer, params, local, true)?;
-    sink.header(&info, params);
+    let mut side = setup(ctx, &mut peer, params, local, true, sink)?;
     for &size in &params.sizes {
         expect_ready(peer.recv()?, size)?;
         let mut before = side.pcie();
@@ -568,9 +570,7 @@ pub fn client<B: Device>(
     local: Local,
     sink: &mut dyn Sink,
 ) -> Result<(), Error> {
-    handshake(&mut peer, params)?;
-    let (mut side, info) = setup(ctx, &mut peer, params, local, false)?;
-    sink.header(&info, params);
+    let mut side = setup(ctx, &mut peer, params, local, false, sink)?;
     for &size in &params.sizes {
         expect_ready(peer.swap(&Msg::Ready { size })?, size)?;
         if params.warm_up {
