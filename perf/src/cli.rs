@@ -236,6 +236,14 @@ pub struct BenchArgs {
     /// SEND with immediate instead of SEND (send tests).
     #[arg(long = "send_with_imm")]
     pub send_with_imm: bool,
+    /// Receives come from one shared receive queue per side, of -r WRs, that all its QPs
+    /// take from (SEND tests, as perftest).
+    #[arg(long = "use-srq")]
+    pub use_srq: bool,
+    /// Receive WRs posted per call (bandwidth tests with receives; -n must be a multiple
+    /// of it).
+    #[arg(long = "recv_post_list", default_value_t = 1)]
+    pub recv_post_list: u32,
     /// Number of QPs (bandwidth tests).
     #[arg(short = 'q', long = "qp", default_value_t = 1)]
     pub qps: u32,
@@ -412,8 +420,6 @@ const REFUSED: &[(&[&str], &str)] = &[
             "--rate_limit_type",
             "--burst_size",
             "--typical_pkt_size",
-            "--use-srq",
-            "--recv_post_list",
             "--data_validation",
             "--data_validation_debug",
             "-W",

@@ -36,6 +36,15 @@ pub fn kind_name(params: &Params) -> &'static str {
     }
 }
 
+/// perftest's `ON` / `OFF`.
+pub fn on_off(on: bool) -> &'static str {
+    if on {
+        "ON"
+    } else {
+        "OFF"
+    }
+}
+
 /// perftest's `Link type`: InfiniBand ports have a LID, RoCE ports report LID 0.
 pub fn link_type(setup: &Setup) -> &'static str {
     if setup.local.first().is_some_and(|r| r.lid == 0) {
@@ -56,7 +65,7 @@ pub fn test_info(params: &Params, setup: &Setup, gid_index: Option<u32>) -> Stri
         format!("\"Number_of_qps\": {}", params.qps),
         "\"Transport_type\": \"IB\"".into(),
         "\"Connection_type\": \"RC\"".into(),
-        "\"Using_SRQ\": \"OFF\"".into(),
+        format!("\"Using_SRQ\": \"{}\"", on_off(params.srq)),
         "\"PCIe_relax_order\": \"OFF\"".into(),
         "\"ibv_wr_API\": \"OFF\"".into(),
     ];
@@ -66,7 +75,10 @@ pub fn test_info(params: &Params, setup: &Setup, gid_index: Option<u32>) -> Stri
     if params.post_list > 1 {
         lines.push(format!("\"Post_List\": {}", params.post_list));
     }
-    if params.test.verb == Verb::Send && (setup.server || params.duplex) {
+    if params.recv_post_list > 1 {
+        lines.push(format!("\"Recv_Post_List\": {}", params.recv_post_list));
+    }
+    if params.receives() && (setup.server || params.duplex) {
         lines.push(format!("\"RX_depth\": {}", params.rx_depth));
     }
     if params.test.kind == Kind::Bw {

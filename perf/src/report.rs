@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::bench::{Params, PerMessage, Row, Setup, Sink, Stats};
 use crate::cli::{Kind, Output, Verb};
 use crate::exchange::QpRecord;
-use crate::perftest_out::{self, kind_name, link_type, verb_name};
+use crate::perftest_out::{self, kind_name, link_type, on_off, verb_name};
 use crate::stats::{c_g, BwUnit, Latencies};
 use crate::Error;
 
@@ -288,7 +288,10 @@ impl Reporter {
             " Number of qps   : {}\t\tTransport type : IB",
             params.qps
         ));
-        h.push(" Connection type : RC\t\tUsing SRQ      : OFF".into());
+        h.push(format!(
+            " Connection type : RC\t\tUsing SRQ      : {}",
+            on_off(params.srq)
+        ));
         h.push(" PCIe relax order: OFF\t\tLock-free      : ON".into());
         h.push(" ibv_wr* API     : OFF\t\tUsing Enhanced Reorder      : OFF".into());
         if !setup.server || params.duplex {
@@ -297,7 +300,10 @@ impl Reporter {
         if params.post_list > 1 {
             h.push(format!(" Post List       : {}", params.post_list));
         }
-        if verb == Verb::Send && (setup.server || params.duplex) {
+        if params.recv_post_list > 1 {
+            h.push(format!(" Recv Post List  : {}", params.recv_post_list));
+        }
+        if params.receives() && (setup.server || params.duplex) {
             h.push(format!(" RX depth        : {}", params.rx_depth));
         }
         if bw {

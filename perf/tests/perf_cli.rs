@@ -984,3 +984,52 @@ fn imm_latency_tests_complete_through_receive_completions() {
     ]);
     assert_eq!(bw["results"][0]["iterations"], 200);
 }
+
+#[test]
+fn use_srq_takes_the_receives_from_one_shared_queue() {
+    let plain = json(&["send_bw", "-n", "200", "-s", "64", "--json"]);
+    let srq = json(&["send_bw", "-n", "200", "-s", "64", "--use-srq", "--json"]);
+    assert_eq!(srq["header"]["params"]["srq"], true);
+    assert_eq!(srq["results"][0]["iterations"], 200);
+    // Same traffic, but the receive WQE the responder fetches per message is an SRQ WQE:
+    // a 16-byte next segment before the data segment, 32 bytes instead of 16.
+    assert_eq!(responder(&plain), [0.0, 1.005, 2.0, 36.12, 200.12]);
+    assert_eq!(responder(&srq), [0.0, 1.005, 2.0, 52.12, 200.12]);
+    // Four QPs on one SRQ, lists of 4 receives, and both directions at once.
+    let v = json(&[
+        "send_bw",
+        "-n",
+        "200",
+        "-q",
+        "4",
+        "--use-srq",
+        "--recv_post_list",
+        "4",
+        "--json",
+    ]);
+    assert_eq!(v["results"][0]["iterations"], 800);
+    let v = json(&[
+        "send_bw",
+        "-b",
+        "-n",
+        "100",
+        "-q",
+        "2",
+        "--use-srq",
+        "--json",
+    ]);
+    assert_eq!(v["results"][0]["messages_run"], 400);
+    let (ok, out, err) = perf(&["send_lat", "-n", "20", "--use-srq"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("\n Connection type : RC\t\tUsing SRQ      : ON\n"),
+        "{out}"
+    );
+    let (ok, out, err) = perf(&["send_bw", "-b", "-n", "20", "--recv_post_list", "2"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("\n Recv Post List  : 2\n"), "{out}");
+    // perftest prints the RX depth wherever receives complete: WRITE_IMM too.
+    let (ok, out, err) = perf(&["write_bw", "-b", "-n", "20", "--write_with_imm"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("\n RX depth        : 20\n"), "{out}");
+}

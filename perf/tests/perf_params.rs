@@ -267,3 +267,61 @@ fn write_with_imm_and_send_with_imm() {
         "not with --write_with_imm",
     );
 }
+
+#[test]
+fn use_srq_is_for_send_tests_with_a_depth_above_the_qps() {
+    let p = ok("send_bw --use-srq -q 4");
+    assert!(p.srq);
+    assert_eq!(p.rx_depth, 512);
+    assert!(ok("send_lat --send_with_imm --use-srq").srq);
+    assert!(!ok("send_bw").srq);
+    refused(
+        "write_bw --use-srq",
+        "using SRQ only available in SEND / SEND_IMM tests",
+    );
+    refused(
+        "write_bw --write_with_imm --use-srq",
+        "only available in SEND / SEND_IMM",
+    );
+    refused("read_lat --use-srq", "only available in SEND / SEND_IMM");
+    // The depth is checked after it is lowered to -n, before it is made even.
+    refused(
+        "send_bw --use-srq -q 8 -r 7",
+        "using SRQ depth (-r 7) should be greater than number of QPs (-q 8)",
+    );
+    refused(
+        "send_bw --use-srq -q 8 -n 5",
+        "should be greater than number of QPs",
+    );
+    assert_eq!(ok("send_bw --use-srq -q 8 -r 8").rx_depth, 8);
+}
+
+#[test]
+fn recv_post_list_rules() {
+    assert_eq!(ok("send_bw").recv_post_list, 1);
+    assert_eq!(ok("send_bw --recv_post_list 8").recv_post_list, 8);
+    assert_eq!(
+        ok("write_bw --write_with_imm --recv_post_list 4").recv_post_list,
+        4
+    );
+    refused(
+        "send_bw -n 1001 --recv_post_list 2",
+        "must be a multiple of receive post list size",
+    );
+    refused(
+        "send_lat --recv_post_list 2",
+        "receive post list is supported in BW tests only",
+    );
+    refused("write_bw --recv_post_list 2", "this test posts no receives");
+    refused("send_bw --recv_post_list 0", "at least 1");
+    // A list must fit the receive depth (with an SRQ, each QP's share of it).
+    refused(
+        "send_bw -r 4 --recv_post_list 8",
+        "no whole receive post list fits the RX depth -r 4",
+    );
+    refused(
+        "send_bw --use-srq -q 4 -r 6 --recv_post_list 2",
+        "fits the RX depth -r 6 shared by the QPs",
+    );
+    assert!(params("send_bw --use-srq -q 4 -r 8 --recv_post_list 2").is_ok());
+}

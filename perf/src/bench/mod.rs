@@ -427,6 +427,8 @@ fn flag(field: &str) -> &'static str {
         "duplex" => "-b",
         "warm_up" => "--perform_warm_up",
         "imm" => "--write_with_imm / --send_with_imm",
+        "srq" => "--use-srq",
+        "recv_post_list" => "--recv_post_list",
         _ => "the test (derived from it)",
     }
 }

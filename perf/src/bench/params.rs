@@ -43,6 +43,10 @@ pub struct Params {
     /// WRITE_IMM or SEND_IMM instead of WRITE or SEND (`--write_with_imm`,
     /// `--send_with_imm`).
     pub imm: bool,
+    /// Receives from a shared receive queue (`--use-srq`).
+    pub srq: bool,
+    /// Receive WRs per post call (`--recv_post_list`).
+    pub recv_post_list: u32,
 }
 
 /// perftest's `-a` sizes.
@@ -226,6 +230,22 @@ impl Params {
                 "-o: setting outstanding reads only available on READ and atomic verbs".into(),
             );
         }
+        if a.use_srq && test.verb != Verb::Send {
+            return Err("--use-srq: using SRQ only available in SEND / SEND_IMM tests".into());
+        }
+        if a.recv_post_list == 0 {
+            return Err("--recv_post_list must be at least 1".into());
+        }
+        if a.recv_post_list > 1 && lat {
+            return Err("--recv_post_list: receive post list is supported in BW tests only".into());
+        }
+        if a.recv_post_list > 1 && !receives {
+            return Err(
+                "--recv_post_list: this test posts no receives (perftest accepts and ignores \
+                 it)"
+                .into(),
+            );
+        }
         if let Some(r) = a.rx_depth {
             in_range(r, RX_DEPTH, "-r (rx depth)")?;
             if !receives && r > 1 {
@@ -282,6 +302,19 @@ impl Params {
                 Some(_) => {}
             }
         }
+        if a.recv_post_list > 1 && iteration_mode && iters % u64::from(a.recv_post_list) != 0 {
+            return Err(format!(
+                "-n {iters}: number of iterations must be a multiple of receive post list size \
+                 --recv_post_list {}",
+                a.recv_post_list
+            ));
+        }
+        if a.use_srq && qps > rx_depth {
+            return Err(format!(
+                "--use-srq: using SRQ depth (-r {rx_depth}) should be greater than number of \
+                 QPs (-q {qps})"
+            ));
+        }
         if a.events && test.verb == Verb::Write {
             return Err("-e: events feature not available on WRITE verb".into());
         }
@@ -301,6 +334,7 @@ impl Params {
         if receives && rx_depth % 2 == 1 && !a.all {
             rx_depth += 1;
         }
+
         let sizes = if atomic {
             vec![8]
         } else if a.all {
@@ -332,7 +366,7 @@ impl Params {
                 ));
             }
         }
-        Ok(Params {
+        let params = Params {
             test,
             atomic_type: a.atomic_type.unwrap_or(AtomicType::FetchAndAdd),
             sizes,
@@ -349,7 +383,18 @@ impl Params {
             duplex: a.bidirectional,
             warm_up: a.perform_warm_up,
             imm,
-        })
+            srq: a.use_srq,
+            recv_post_list: a.recv_post_list,
+        };
+        if params.receives() && params.recv_depth() == 0 {
+            return Err(format!(
+                "--recv_post_list {}: no whole receive post list fits the RX depth -r {}{}",
+                params.recv_post_list,
+                params.rx_depth,
+                if params.srq { " shared by the QPs" } else { "" }
+            ));
+        }
+        Ok(params)
     }
 
     /// The duration-mode schedule of a run starting now.
@@ -385,8 +430,19 @@ impl Params {
     }
 
     /// True when the responder consumes a receive per message (SEND, SEND_IMM, WRITE_IMM).
-    pub(super) fn receives(&self) -> bool {
+    pub fn receives(&self) -> bool {
         self.test.verb == Verb::Send || self.imm
+    }
+
+    /// Receives kept posted on each receive queue: `-r` in whole receive post lists, and
+    /// with `--use-srq` the SRQ's share of every QP (perftest's `ctx_set_recv_wqes`).
+    pub(super) fn recv_depth(&self) -> u32 {
+        let list = self.recv_post_list;
+        if self.srq {
+            self.rx_depth / list / self.qps * list * self.qps
+        } else {
+            self.rx_depth / list * list
+        }
     }
 
     fn max_size(&self) -> usize {

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use mlx5_direct::{
     Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, Endpoint, MemoryRegion,
-    Qp, QpConfig, Remote, SendFlags, SendOp, WcOpcode,
+    Qp, QpConfig, Remote, SendFlags, SendOp, Srq, WcOpcode,
 };
 
 use super::{Device, Error, Local, Msg, Params};
@@ -53,10 +53,13 @@ pub(super) struct Side<B: Device> {
     pub(super) ctx: Context<B>,
     pub(super) cq: Cq<B>,
     pub(super) qps: Vec<Qp<B>>,
+    /// The shared receive queue of every QP (`--use-srq`).
+    srq: Option<Srq<B>>,
     pub(super) mr: MemoryRegion<B>,
     pub(super) params: Params,
     pub(super) windows: Vec<Window>,
     pub(super) received: Vec<u64>,
+    /// Receives posted per QP; with an SRQ, all of them count on QP 0.
     pub(super) recv_posted: Vec<u64>,
     pub(super) remote: Vec<QpRecord>,
     pub(super) idle: u32,
@@ -93,9 +96,16 @@ impl<B: Device> Side<B> {
             max_inline: params.inline_size as u32,
             ..QpConfig::default()
         };
+        let srq = match params.srq {
+            true => Some(pd.create_srq(params.rx_depth, 1)?),
+            false => None,
+        };
         let mut qps = Vec::new();
         for _ in 0..q {
-            let mut qp = pd.create_qp(&cq, &cq, &config)?;
+            let mut qp = match &srq {
+                Some(srq) => pd.create_qp_with_srq(&cq, &cq, srq, &config)?,
+                None => pd.create_qp(&cq, &cq, &config)?,
+            };
             qp.sq().set_mode(match local.mode {
                 Mode::Bf => DoorbellMode::BlueFlame,
                 Mode::Db => DoorbellMode::Doorbell,
@@ -108,6 +118,7 @@ impl<B: Device> Side<B> {
             ctx,
             cq,
             qps,
+            srq,
             mr,
             params: params.clone(),
             windows: vec![Window::default(); q as usize],
@@ -196,19 +207,37 @@ impl<B: Device> Side<B> {
         }
     }
 
-    /// Keeps `rx_depth` receives posted on every QP (SEND tests), each for the largest size,
-    /// so a receive posted during one size still fits the next.
+    /// Keeps `rx_depth` receives posted on every QP (or `rx_depth` on the SRQ), in lists of
+    /// `--recv_post_list`, each for the largest size, so a receive posted during one size
+    /// still fits the next.
     pub(super) fn refill(&mut self) -> Result<(), Error> {
-        let len = (self.params.slot() / 2) as u32;
         if !self.params.receives() {
+            return Ok(());
+        }
+        let len = (self.params.slot() / 2) as u32;
+        let list = u64::from(self.params.recv_post_list);
+        let depth = u64::from(self.params.recv_depth());
+        if self.srq.is_some() {
+            // Every QP's receives land in QP 0's area: only the count matters.
+            let sge = [self.mr.sge(self.recv_area(0), len)];
+            let srq = self.srq.as_mut().ok_or("no SRQ")?;
+            let received: u64 = self.received.iter().sum();
+            while self.recv_posted[0] - received + list <= depth {
+                for _ in 0..list {
+                    srq.post(self.recv_posted[0], &sge)?;
+                    self.recv_posted[0] += 1;
+                }
+            }
             return Ok(());
         }
         for q in 0..self.qps.len() {
             let sge = [self.mr.sge(self.recv_area(q), len)];
             let rq = self.qps[q].rq().ok_or("QP without a receive queue")?;
-            while self.recv_posted[q] - self.received[q] < u64::from(self.params.rx_depth) {
-                rq.post(self.recv_posted[q], &sge)?;
-                self.recv_posted[q] += 1;
+            while self.recv_posted[q] - self.received[q] + list <= depth {
+                let first = self.recv_posted[q];
+                rq.post_many((first..first + list).map(|id| (id, &sge[..])))
+                    .map_err(|(_, e)| e)?;
+                self.recv_posted[q] += list;
             }
         }
         Ok(())
@@ -339,6 +368,10 @@ impl<B: Device> Side<B> {
             return Err("WRs still outstanding at the start of a size".into());
         }
         self.windows.fill(Window::default());
+        if self.srq.is_some() {
+            self.recv_posted[0] -= self.received.iter().sum::<u64>();
+            self.received.fill(0);
+        }
         for (posted, received) in self.recv_posted.iter_mut().zip(&mut self.received) {
             *posted -= *received;
             *received = 0;

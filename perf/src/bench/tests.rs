@@ -25,6 +25,8 @@ fn every_compared_parameter_names_its_flag() {
         duplex: false,
         warm_up: false,
         imm: false,
+        srq: false,
+        recv_post_list: 1,
     };
     let serde_json::Value::Object(fields) = serde_json::to_value(&params).unwrap() else {
         panic!("params are an object");
