@@ -225,6 +225,13 @@ pub struct BenchArgs {
     /// as perftest).
     #[arg(short = 'e', long = "events")]
     pub events: bool,
+    /// Bandwidth tests: run until interrupted, printing a row for every period of -D
+    /// seconds (default 5), as perftest; no peak.
+    #[arg(long = "run_infinitely")]
+    pub run_infinitely: bool,
+    /// With --run_infinitely: stop after this many periods (for tests and scripts).
+    #[arg(long = "periods", hide = true, requires = "run_infinitely")]
+    pub periods: Option<u64>,
     /// Before each size, post a TX depth of WRs per QP and complete them, untimed (READ,
     /// WRITE and atomic bandwidth tests).
     #[arg(long = "perform_warm_up")]
@@ -414,7 +421,6 @@ const REFUSED: &[(&[&str], &str)] = &[
         &[
             "--report-both",
             "--reversed",
-            "--run_infinitely",
             "--rate_limit",
             "--rate_units",
             "--rate_limit_type",

@@ -336,7 +336,12 @@ impl Reporter {
                 _ => " Latency         : post to completion".into(),
             });
         }
-        if let Some(d) = params.duration_ms {
+        if let (Some(d), Some(_)) = (params.duration_ms, params.periods) {
+            h.push(format!(
+                " Duration        : a row every {} s until interrupted (run_infinitely)",
+                d as f64 / 1e3
+            ));
+        } else if let Some(d) = params.duration_ms {
             let m = params.margin_ms as f64 / 1e3;
             h.push(format!(
                 " Duration        : {} s per size: {m} s warm-up, {} s sampled, {m} s end margin",

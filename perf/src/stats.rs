@@ -385,6 +385,17 @@ impl Throughput {
         }
     }
 
+    /// Duration mode: the sender stopped with `completed` messages done, so the sampling
+    /// window ends now if this side's clock has not ended it yet (its schedule may have
+    /// started after the sender's).
+    pub fn close(&mut self, completed: u64) {
+        if self.schedule.is_some() && self.window_end.is_none() {
+            let now = Instant::now();
+            self.window_start.get_or_insert((completed, now));
+            self.window_end = Some((completed, now));
+        }
+    }
+
     /// The row for messages of `bytes`, in `unit`.
     pub fn summary(&self, bytes: usize, unit: BwUnit) -> Result<BwRow, String> {
         let (count, time) = match (self.schedule, self.window_start, self.window_end) {

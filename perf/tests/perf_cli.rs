@@ -1033,3 +1033,53 @@ fn use_srq_takes_the_receives_from_one_shared_queue() {
     assert!(ok, "{err}");
     assert!(out.contains("\n RX depth        : 20\n"), "{out}");
 }
+
+#[test]
+fn run_infinitely_prints_a_row_per_period() {
+    // A bounded run (the hidden --periods): three periods of 0.1 s, each its own row.
+    let v = json(&[
+        "write_bw",
+        "--run_infinitely",
+        "-D",
+        "0.1",
+        "--periods",
+        "3",
+        "-s",
+        "8",
+        "--json",
+    ]);
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for r in rows {
+        assert_eq!(r["bytes"], 8);
+        assert_eq!(r["bw_peak"], Value::Null);
+        assert!(r["iterations"].as_u64().unwrap() > 0, "{r}");
+    }
+    let (ok, out, err) = perf(&[
+        "send_bw",
+        "--run_infinitely",
+        "-D",
+        "0.1",
+        "--periods",
+        "2",
+        "--csv",
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().count(), 3, "{out}");
+    let (ok, out, err) = perf(&[
+        "read_bw",
+        "--run_infinitely",
+        "-D",
+        "0.05",
+        "--periods",
+        "1",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.starts_with(" WARNING: BW peak won't be measured in this run.\n"));
+    assert!(
+        out.contains(
+            "\n Duration        : a row every 0.05 s until interrupted (run_infinitely)\n"
+        ),
+        "{out}"
+    );
+}

@@ -31,6 +31,7 @@ fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
         duplex: false,
         warm_up: false,
         imm: false,
+        periods: None,
         srq: false,
         recv_post_list: 1,
     }

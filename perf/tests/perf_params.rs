@@ -325,3 +325,39 @@ fn recv_post_list_rules() {
     );
     assert!(params("send_bw --use-srq -q 4 -r 8 --recv_post_list 2").is_ok());
 }
+
+#[test]
+fn run_infinitely_reports_every_period_of_d_seconds() {
+    let p = ok("write_bw --run_infinitely");
+    assert_eq!(p.periods, Some(u64::MAX));
+    // perftest's DEF_DURATION: a row every 5 s; each period whole (no margins).
+    assert_eq!((p.duration_ms, p.margin_ms), (Some(5000), 0));
+    assert_eq!(ok("read_bw --run_infinitely -D 2").duration_ms, Some(2000));
+    assert_eq!(ok("write_bw --run_infinitely --periods 3").periods, Some(3));
+    assert_eq!(ok("write_bw").periods, None);
+    // Duration mode: -t is not lowered to -n, the odd receive depth stays odd.
+    assert_eq!(ok("write_bw --run_infinitely -n 10").tx_depth, 128);
+    assert_eq!(ok("send_bw --run_infinitely -r 33").rx_depth, 33);
+    refused("write_lat --run_infinitely", "exists only in BW tests");
+    refused("send_bw --run_infinitely -e", "does not support events");
+    refused(
+        "send_bw --run_infinitely -b",
+        "not supported in SEND, SEND_IMM or WRITE_IMM Bidirectional",
+    );
+    refused(
+        "write_bw --write_with_imm --run_infinitely -b",
+        "Bidirectional BW test",
+    );
+    assert!(ok("write_bw --run_infinitely -b").duplex);
+    refused("write_bw --run_infinitely -a", "not with -a");
+    refused(
+        "write_bw --run_infinitely -D 4 -f 1",
+        "every period is reported whole",
+    );
+    assert!(params("write_bw --periods 2").is_err());
+    refused(
+        "write_bw --run_infinitely --json",
+        "an endless run never reaches",
+    );
+    assert!(params("write_bw --run_infinitely --periods 2 --json").is_ok());
+}

@@ -401,6 +401,7 @@ fn server_body<B: Device>(
             tp.look(side.received.iter().sum());
             side.refill()?;
         }
+        tp.close(count);
         Some((Stats::Bw(tp.summary(size, local.unit)?), None, None, count))
     } else {
         duplex.map(|(stats, sent)| (stats, None, None, sent))
@@ -428,6 +429,7 @@ fn flag(field: &str) -> &'static str {
         "warm_up" => "--perform_warm_up",
         "imm" => "--write_with_imm / --send_with_imm",
         "srq" => "--use-srq",
+        "periods" => "--run_infinitely",
         "recv_post_list" => "--recv_post_list",
         _ => "the test (derived from it)",
     }
@@ -511,7 +513,7 @@ pub fn serve<B: Device>(
     sink: &mut dyn Sink,
 ) -> Result<(), Error> {
     let mut side = setup(ctx, &mut peer, params, local, true, sink)?;
-    for &size in &params.sizes {
+    for size in params.runs() {
         expect_ready(peer.recv()?, size)?;
         let mut before = side.pcie();
         peer.send(&Msg::Ready { size })?;
@@ -573,7 +575,7 @@ pub fn client<B: Device>(
     sink: &mut dyn Sink,
 ) -> Result<(), Error> {
     let mut side = setup(ctx, &mut peer, params, local, false, sink)?;
-    for &size in &params.sizes {
+    for size in params.runs() {
         expect_ready(peer.swap(&Msg::Ready { size })?, size)?;
         if params.warm_up {
             // After the barrier (the server's QPs are connected), before either side

@@ -43,6 +43,9 @@ pub struct Params {
     /// WRITE_IMM or SEND_IMM instead of WRITE or SEND (`--write_with_imm`,
     /// `--send_with_imm`).
     pub imm: bool,
+    /// `--run_infinitely`: the number of `-D` periods to run and report one by one
+    /// (`u64::MAX`: until interrupted).
+    pub periods: Option<u64>,
     /// Receives from a shared receive queue (`--use-srq`).
     pub srq: bool,
     /// Receive WRs per post call (`--recv_post_list`).
@@ -51,6 +54,9 @@ pub struct Params {
 
 /// perftest's `-a` sizes.
 const ALL_SIZES: std::ops::RangeInclusive<u32> = 1..=23;
+
+/// perftest's period of `--run_infinitely` without `-D`, in seconds (`DEF_DURATION`).
+const DEF_PERIOD: f64 = 5.0;
 
 /// perftest measures the bandwidth peak up to this many iterations per QP.
 const PEAK_MAX_ITERS: u64 = 20000;
@@ -118,6 +124,29 @@ fn check_fabric(a: &BenchArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// perftest's run_infinitely dependencies (`force_dependecies`).
+fn check_run_infinitely(test: Test, a: &BenchArgs) -> Result<(), String> {
+    let receives = test.verb == Verb::Send || a.write_with_imm;
+    let refusal = if test.kind == Kind::Lat {
+        "run_infinitely exists only in BW tests for now"
+    } else if a.events {
+        "run_infinitely does not support events feature yet"
+    } else if a.bidirectional && receives {
+        "run_infinitely mode is not supported in SEND, SEND_IMM or WRITE_IMM Bidirectional BW \
+         test"
+    } else if a.all {
+        "not with -a (perftest runs one size then: its last test method wins)"
+    } else if a.margin.is_some() {
+        "not with --margin: every period is reported whole"
+    } else if a.json && a.periods.is_none() {
+        "not with --json, which prints one object at the end an endless run never reaches \
+         (the table and --csv print a row per period)"
+    } else {
+        return Ok(());
+    };
+    Err(format!("--run_infinitely: {refusal}"))
+}
+
 /// The reporting flags each kind of test takes, as perftest's parser allows them.
 fn check_reporting(lat: bool, a: &BenchArgs) -> Result<(), String> {
     match (a.output, lat) {
@@ -162,7 +191,10 @@ impl Params {
         }
         let imm = a.write_with_imm || a.send_with_imm;
         let receives = test.verb == Verb::Send || imm;
-        let iteration_mode = a.duration.is_none();
+        if a.run_infinitely {
+            check_run_infinitely(test, a)?;
+        }
+        let iteration_mode = a.duration.is_none() && !a.run_infinitely;
         match a.connection.as_str() {
             "RC" => {}
             "UC" | "UD" => return Err(format!("-c {}: mlx5-perf runs RC only; UC and UD come with issue 14", a.connection)),
@@ -252,7 +284,11 @@ impl Params {
                 return Err("-r: on RDMA verbs rx depth can be only 1".into());
             }
         }
-        let duration_ms = a.duration.map(|d| millis(d, "-D")).transpose()?;
+        let duration = match a.run_infinitely {
+            true => Some(a.duration.unwrap_or(DEF_PERIOD)),
+            false => a.duration,
+        };
+        let duration_ms = duration.map(|d| millis(d, "-D")).transpose()?;
         if duration_ms == Some(0) {
             return Err("-D must be at least a millisecond".into());
         }
@@ -331,7 +367,7 @@ impl Params {
             ));
         }
         // perftest's workaround for an odd receive depth in SEND tests.
-        if receives && rx_depth % 2 == 1 && !a.all {
+        if receives && rx_depth % 2 == 1 && !a.all && !a.run_infinitely {
             rx_depth += 1;
         }
 
@@ -352,6 +388,8 @@ impl Params {
         });
         // perftest's default margin: a quarter of the duration in whole seconds.
         let margin_ms = match (a.margin, duration_ms) {
+            // Each period is reported whole.
+            _ if a.run_infinitely => 0,
             (Some(m), _) => millis(m, "--margin")?,
             (None, Some(d)) => d / 4 / 1000 * 1000,
             (None, None) => 0,
@@ -383,6 +421,7 @@ impl Params {
             duplex: a.bidirectional,
             warm_up: a.perform_warm_up,
             imm,
+            periods: a.run_infinitely.then(|| a.periods.unwrap_or(u64::MAX)),
             srq: a.use_srq,
             recv_post_list: a.recv_post_list,
         };
@@ -418,6 +457,8 @@ impl Params {
     pub fn peak_skipped(&self, server: bool) -> Option<&'static str> {
         if self.test.kind != Kind::Bw {
             None
+        } else if self.periods.is_some() {
+            Some("run_infinitely reports the average of each period")
         } else if self.duration_ms.is_some() {
             Some("duration mode (-D) measures the average over the sampling window only")
         } else if self.iters > PEAK_MAX_ITERS {
@@ -432,6 +473,15 @@ impl Params {
     /// True when the responder consumes a receive per message (SEND, SEND_IMM, WRITE_IMM).
     pub fn receives(&self) -> bool {
         self.test.verb == Verb::Send || self.imm
+    }
+
+    /// The message size of each run, in order: the sizes, or with `--run_infinitely` the
+    /// size once per period.
+    pub fn runs(&self) -> Box<dyn Iterator<Item = usize> + '_> {
+        match self.periods {
+            Some(n) => Box::new(std::iter::repeat_n(self.sizes[0], n as usize)),
+            None => Box::new(self.sizes.iter().copied()),
+        }
     }
 
     /// Receives kept posted on each receive queue: `-r` in whole receive post lists, and

@@ -25,6 +25,7 @@ fn every_compared_parameter_names_its_flag() {
         duplex: false,
         warm_up: false,
         imm: false,
+        periods: None,
         srq: false,
         recv_post_list: 1,
     };
