@@ -185,6 +185,11 @@ impl Status {
 }
 
 /// One polled completion.
+///
+/// The fields are laid out in this order (`repr(C)`) so that a requester completion, the
+/// common case, is written with few stores: the fields it sets first, the ones it leaves
+/// empty together after them. New fields go at the end.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Completion {
@@ -192,15 +197,15 @@ pub struct Completion {
     pub wr_id: u64,
     /// Local QP number.
     pub qpn: u32,
-    /// What completed.
-    pub opcode: WcOpcode,
-    /// Success or the error.
-    pub status: Status,
     /// Bytes received (responder), read (RDMA READ, from the CQE), or the operand size of
     /// an atomic (8, or 4 for 4-byte masked atomics; from the posted WQE, as rdma-core does:
     /// the CQE's byte count is not defined there). 0 for every other requester completion
     /// and for errors.
     pub byte_len: u32,
+    /// What completed.
+    pub opcode: WcOpcode,
+    /// Success or the error.
+    pub status: Status,
     /// Immediate data, host order as the sender gave it.
     pub imm: Option<u32>,
     /// The rkey a SEND with invalidate invalidated.
@@ -208,14 +213,14 @@ pub struct Completion {
     /// Source QP of a receive: defined for UD only. On the RC QPs of this crate it is
     /// whatever the device writes (the model writes 0); do not rely on it.
     pub src_qp: u32,
-    /// The sender asked for a solicited event.
-    pub solicited: bool,
     /// Source LID of a UD receive (InfiniBand).
     pub slid: u16,
     /// `flags_rqpn` bits 31..24 of a receive: on UD where the GRH went (bits 5..4, see
     /// [`Completion::grh_present`]) and the SL (InfiniBand) or packet type (RoCE) in bits
     /// 3..0 ([`Completion::sl`]).
     pub ud_flags: u8,
+    /// The sender asked for a solicited event.
+    pub solicited: bool,
 }
 
 /// `MLX5_GRH_IN_BUFFER` in [`Completion::ud_flags`] (`flags_rqpn` bit 28).
@@ -292,10 +297,9 @@ pub struct CompletionQueue<U: Uar> {
     /// Number of entries (a power of two): the owner bit of a pass is `ci & cqe_cnt`.
     cqe_cnt: u32,
     ci: u32,
-    /// The offset of the entry at `ci` and the owner bit of its pass, kept as polling
-    /// advances: a poll of an empty CQ is then one load and one compare.
+    /// The offset of the entry at `ci`, kept as polling advances: a poll of an empty CQ is
+    /// then one load and one compare (with the owner bit of the pass, `ci & cqe_cnt`).
     head: usize,
-    owner: u8,
     set_ci: DbRec,
     arm_db: DbRec,
     cqn: u32,
@@ -377,7 +381,6 @@ impl<U: Uar> CompletionQueue<U> {
             cqe_cnt: desc.cqe_cnt,
             ci: 0,
             head: 0,
-            owner: 0,
             set_ci,
             arm_db,
             cqn: desc.cqn,
@@ -411,7 +414,7 @@ impl<U: Uar> CompletionQueue<U> {
     /// a loop that polls until a completion arrives needs nothing backend-specific.
     #[inline(always)]
     pub fn poll(&mut self, out: &mut [Completion]) -> usize {
-        let (mut at, mut owner) = (self.head, self.owner);
+        let (mut at, mut owner) = (self.head, (self.ci & self.cqe_cnt != 0) as u8);
         let mut entry = self.buf.entry_at(at);
         let mut op_own = entry.op_own();
         if out.is_empty() || !software_owns(op_own, owner) {
@@ -453,7 +456,7 @@ impl<U: Uar> CompletionQueue<U> {
                 break;
             }
         }
-        (self.ci, self.head, self.owner) = (ci, at, owner);
+        (self.ci, self.head) = (ci, at);
         self.set_ci.write(prm::cq_set_ci(ci));
         n
     }
@@ -500,9 +503,8 @@ impl QpTable {
         self.qps.get(i)
     }
 
-    /// Makes QP `qpn` the hot one; false if this CQ does not serve it (out of line: only
-    /// when the QP differs from the last requester CQE's).
-    #[inline(never)]
+    /// Makes QP `qpn` the hot one; false if this CQ does not serve it.
+    #[inline(always)]
     fn make_hot(&mut self, qpn: u32) -> bool {
         let Some(sq) = self.lookup(qpn).map(|qp| qp.sq.clone()) else {
             return false;
@@ -513,20 +515,20 @@ impl QpTable {
     }
 
     /// A requester (REQ) CQE at the consumer index, written straight into the caller's
-    /// slot (no temporary to copy).
+    /// slot (no temporary to copy). Only a CQE of the hot QP naming an outstanding WQE is
+    /// parsed here; everything else goes out of line ([`QpTable::req_slow`]), so that no
+    /// value of the common case lives across a call.
     #[inline(always)]
     fn parse_req(&mut self, entry: CqeEntry<'_>, out: &mut Completion) {
         let cqe = entry.read();
         let sop = cqe.sop_drop_qpn.get();
         let qpn = sop & 0xff_ffff;
-        let opcode = WcOpcode::from_send_opcode((sop >> 24) as u8);
-        if qpn != self.hot_qpn && !self.make_hot(qpn) {
-            *out = unknown_qp(qpn, opcode);
+        if qpn != self.hot_qpn {
+            *out = self.req_slow(entry);
             return;
         }
-        let counter = cqe.wqe_counter.get();
-        let Some((wr_id, kept)) = self.hot_sq.complete_with_len(counter) else {
-            *out = unknown_wqe(qpn, opcode, counter);
+        let Some((wr_id, kept)) = self.hot_sq.complete_with_len(cqe.wqe_counter.get()) else {
+            *out = self.req_slow(entry);
             return;
         };
         // `byte_cnt` means something for READ only (rdma-core's `handle_good_req`); every
@@ -539,10 +541,29 @@ impl QpTable {
         *out = Completion {
             wr_id,
             qpn,
-            opcode,
+            opcode: WcOpcode::from_send_opcode((sop >> 24) as u8),
             byte_len,
             ..Completion::default()
         };
+    }
+
+    /// A requester CQE of another QP than the hot one, or naming no outstanding WQE.
+    #[inline(never)]
+    fn req_slow(&mut self, entry: CqeEntry<'_>) -> Completion {
+        let cqe = entry.read();
+        let sop = cqe.sop_drop_qpn.get();
+        let qpn = sop & 0xff_ffff;
+        let opcode = WcOpcode::from_send_opcode((sop >> 24) as u8);
+        if qpn != self.hot_qpn && !self.make_hot(qpn) {
+            return unknown_qp(qpn, opcode);
+        }
+        let counter = cqe.wqe_counter.get();
+        if self.hot_sq.is_outstanding(counter) {
+            let mut out = Completion::default();
+            self.parse_req(entry, &mut out);
+            return out;
+        }
+        unknown_wqe(qpn, opcode, counter)
     }
 
     #[inline(never)]

@@ -85,19 +85,30 @@ impl SqShared {
         })
     }
 
-    /// Retires the WQE starting at `wqe_counter` and returns what `read` takes from its
-    /// slot, read before the retirement lets the poster reuse the slot.
+    /// Whether an outstanding WQE starts at `wqe_counter` (what [`SqShared::complete`]
+    /// checks before it retires anything).
+    pub(crate) fn is_outstanding(&self, wqe_counter: u16) -> bool {
+        self.retire_check(wqe_counter).is_some()
+    }
+
+    /// The slot of the outstanding WQE starting at `wqe_counter` and the producer count
+    /// after it, if there is one.
     #[inline(always)]
-    fn retire<T>(&self, wqe_counter: u16, read: impl FnOnce(&SqSlot) -> T) -> Option<T> {
+    fn retire_check(&self, wqe_counter: u16) -> Option<(&SqSlot, u32)> {
         let slot = self.slot(wqe_counter as u32);
         let next = slot.next_pi.load(Ordering::Relaxed);
         // Only the poller writes `tail`. An outstanding WQE ends 1..=wqe_cnt WQEBBs past
         // it; a retired one (and every slot not starting a WQE of this lap) at or before it.
         let ahead = next.wrapping_sub(self.tail.load(Ordering::Relaxed));
         // `ahead` in 1..=wqe_cnt, as one unsigned compare.
-        if ahead.wrapping_sub(1) > self.mask {
-            return None;
-        }
+        (ahead.wrapping_sub(1) <= self.mask).then_some((slot, next))
+    }
+
+    /// Retires the WQE starting at `wqe_counter` and returns what `read` takes from its
+    /// slot, read before the retirement lets the poster reuse the slot.
+    #[inline(always)]
+    fn retire<T>(&self, wqe_counter: u16, read: impl FnOnce(&SqSlot) -> T) -> Option<T> {
+        let (slot, next) = self.retire_check(wqe_counter)?;
         let out = read(slot);
         self.tail.store(next, Ordering::Release);
         Some(out)
