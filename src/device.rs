@@ -16,7 +16,7 @@ use crate::channel::CompChannel;
 use crate::cq::{CompletionQueue, CqAttachments, QpEntry, RecvShared};
 use crate::error::Error;
 use crate::event::AsyncEvent;
-use crate::mem::Memory;
+use crate::mem::{MemOptions, Memory};
 use crate::prm::Av;
 use crate::rq::{RecvQueue, RqShared, SharedRecvQueue, SrqShared};
 use crate::sq::{Remote, SendQueue, Sge, SqShared, UdDest};
@@ -216,7 +216,19 @@ impl<B: Backend> Clone for ProtectionDomain<B> {
 impl<B: Backend> ProtectionDomain<B> {
     /// Allocates `len` bytes of page-aligned, zeroed memory and registers it.
     pub fn alloc_mr(&self, len: usize, access: Access) -> Result<MemoryRegion<B>, Error> {
-        let memory = Memory::new(len)?;
+        self.alloc_mr_with(len, access, &MemOptions::BASE)
+    }
+
+    /// Allocates `len` bytes of zeroed memory placed as `options` says (huge pages, a NUMA
+    /// node; `docs/memory.md`) and registers it. The region's [`MemoryRegion::page_size`]
+    /// is the page size the device translates it in.
+    pub fn alloc_mr_with(
+        &self,
+        len: usize,
+        access: Access,
+        options: &MemOptions,
+    ) -> Result<MemoryRegion<B>, Error> {
+        let memory = Memory::with_options(len, options)?;
         // SAFETY: `memory` is owned by the region and dropped after the registration.
         unsafe { self.register_memory(memory, access) }
     }
@@ -254,8 +266,15 @@ impl<B: Backend> ProtectionDomain<B> {
     ) -> Result<MemoryRegion<B>, Error> {
         let ctx = &self.inner.ctx.backend;
         // SAFETY: the region owns `memory` and drops the handle first (field order).
-        let (handle, lkey, rkey) =
-            unsafe { ctx.reg_mr(&self.inner.handle, memory.ptr(), memory.len(), access)? };
+        let (handle, lkey, rkey) = unsafe {
+            ctx.reg_mr(
+                &self.inner.handle,
+                memory.ptr(),
+                memory.len(),
+                memory.page_size(),
+                access,
+            )?
+        };
         Ok(MemoryRegion {
             handle,
             memory,
@@ -457,6 +476,12 @@ impl<B: Backend> MemoryRegion<B> {
     /// Remote key.
     pub fn rkey(&self) -> u32 {
         self.rkey
+    }
+
+    /// Size of the pages backing the region (4 KiB, or 2 MiB on huge pages): the device
+    /// needs one translation per page it touches.
+    pub fn page_size(&self) -> usize {
+        self.memory.page_size()
     }
 
     /// Address of the first byte.

@@ -148,6 +148,34 @@ pub enum Error {
     Busy(&'static str),
     /// Memory for queues or a region could not be allocated or mapped.
     OutOfMemory,
+    /// Too few free pages in the hugetlbfs pool for [`Pages::Huge`](crate::Pages::Huge):
+    /// the administrator reserves them (`sysctl vm.nr_hugepages=N`).
+    NoHugePages {
+        /// 2 MiB pages the allocation needs.
+        needed: u64,
+        /// Pages free in the pool now.
+        free: u64,
+        /// Pages reserved in the pool (`vm.nr_hugepages`).
+        total: u64,
+    },
+    /// [`Pages::Transparent`](crate::Pages::Transparent) was asked for and transparent huge
+    /// pages are `never` in `/sys/kernel/mm/transparent_hugepage/enabled`.
+    TransparentHugePagesOff,
+    /// Memory could not be bound to a NUMA node (no such node, or `mbind` refused).
+    NumaNode {
+        /// The node asked for.
+        node: u32,
+        /// Why.
+        reason: String,
+    },
+    /// Registering would pin more memory than the locked-memory limit allows
+    /// (`RLIMIT_MEMLOCK`, without `CAP_IPC_LOCK`): raise it with `ulimit -l`.
+    MemlockTooLow {
+        /// Bytes the process would have pinned with this registration.
+        needed: u64,
+        /// The limit in bytes.
+        limit: u64,
+    },
     /// An environment variable makes the library drive the device in a way this driver
     /// cannot follow; unset it.
     Environment {
@@ -177,6 +205,29 @@ impl fmt::Display for Error {
             }
             Error::Busy(what) => write!(f, "{what} is still in use"),
             Error::OutOfMemory => f.write_str("out of memory for queues or regions"),
+            Error::NoHugePages {
+                needed,
+                free,
+                total,
+            } => write!(
+                f,
+                "{needed} huge pages of 2 MiB needed, {free} free of {total} reserved: \
+                 reserve them with `sysctl vm.nr_hugepages={}` (as root)",
+                total + needed.saturating_sub(*free)
+            ),
+            Error::TransparentHugePagesOff => f.write_str(
+                "transparent huge pages are off: set \
+                 /sys/kernel/mm/transparent_hugepage/enabled to madvise or always",
+            ),
+            Error::NumaNode { node, reason } => {
+                write!(f, "cannot bind memory to NUMA node {node}: {reason}")
+            }
+            Error::MemlockTooLow { needed, limit } => write!(
+                f,
+                "registration needs {needed} bytes of locked memory, the limit is {limit}: \
+                 raise it with `ulimit -l {}` (KiB) or `ulimit -l unlimited`",
+                needed.div_ceil(1024)
+            ),
             Error::Environment { variable, reason } => {
                 write!(f, "{variable} is set: {reason}; unset it")
             }

@@ -230,6 +230,7 @@ pub use device::{
 };
 pub use error::{Error, PostError};
 pub use event::AsyncEvent;
+pub use mem::{MemOptions, Pages, HUGE_PAGE};
 pub use rq::{RecvQueue, SharedRecvQueue, UD_GRH_BYTES};
 pub use sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge, UdDest};
 pub use types::{

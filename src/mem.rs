@@ -2,18 +2,79 @@
 //!
 //! The device writes such memory behind the compiler's back, so it is only ever reached
 //! through raw pointers: copies in and out, never a `&[u8]` that could change under it.
+//!
+//! Where the memory comes from is the caller's choice ([`MemOptions`]): 4 KiB pages,
+//! hugetlbfs pages (`MAP_HUGETLB`), transparent huge pages (`madvise(MADV_HUGEPAGE)`), on a
+//! chosen NUMA node (`mbind`). What it costs the NIC (one translation per page it touches,
+//! a remote node's interconnect hop) is in `docs/memory.md`.
 
 use core::ptr::NonNull;
 
-use memmap2::MmapMut;
+use memmap2::{Advice, MmapMut, MmapOptions};
 
 use crate::error::Error;
 
-/// Page-aligned memory, owned (an anonymous mapping) or the caller's.
+/// The huge page size this crate allocates: 2 MiB, the PMD size of x86-64 and of aarch64
+/// with 4 KiB base pages.
+pub const HUGE_PAGE: usize = 2 << 20;
+
+/// `MAP_HUGE_SHIFT` encoding of [`HUGE_PAGE`] (log2 of 2 MiB).
+const HUGE_PAGE_BITS: u8 = 21;
+
+/// Which pages back memory the crate allocates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Pages {
+    /// Anonymous memory in base (4 KiB) pages: one translation per 4 KiB the NIC touches.
+    #[default]
+    Base,
+    /// 2 MiB pages from the hugetlbfs pool (`mmap` with `MAP_HUGETLB | MAP_HUGE_2MB`), the
+    /// length rounded up to whole pages. The pool is reserved by the administrator
+    /// (`vm.nr_hugepages`); with too few free pages the allocation fails with
+    /// [`Error::NoHugePages`], never silently in 4 KiB pages.
+    Huge,
+    /// Anonymous memory, 2 MiB aligned and rounded, advised `MADV_HUGEPAGE` and populated:
+    /// the kernel backs it with transparent huge pages where it can. That is advice, not a
+    /// promise: [`MemoryRegion::page_size`](crate::MemoryRegion::page_size) says what the
+    /// kernel gave (2 MiB only when every page is huge). Refused with
+    /// [`Error::TransparentHugePagesOff`] when THP is `never`.
+    Transparent,
+    /// [`Pages::Huge`] if the pool has the pages, else [`Pages::Base`]: the one explicit
+    /// fallback (the page size of the result says which).
+    PreferHuge,
+}
+
+/// Where memory the crate allocates lives: for [`ProtectionDomain::alloc_mr_with`] and, on
+/// the model, for rings and doorbell records ([`Sim::with_ring_memory`]).
+///
+/// [`ProtectionDomain::alloc_mr_with`]: crate::ProtectionDomain::alloc_mr_with
+/// [`Sim::with_ring_memory`]: crate::backend::sim::Sim::with_ring_memory
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct MemOptions {
+    /// The page size.
+    pub pages: Pages,
+    /// Bind the pages to this NUMA node (`mbind(MPOL_BIND)`, before they are touched);
+    /// `None` leaves the process's policy (first touch).
+    pub numa_node: Option<u32>,
+}
+
+impl MemOptions {
+    /// Base pages on no particular node (what [`Memory::new`] allocates).
+    pub const BASE: MemOptions = MemOptions {
+        pages: Pages::Base,
+        numa_node: None,
+    };
+}
+
+/// Page-aligned memory, owned (an anonymous or hugetlbfs mapping) or the caller's.
 #[derive(Debug)]
 pub(crate) struct Memory {
     ptr: NonNull<u8>,
     len: usize,
+    /// Size of the pages backing it, as the kernel reports them (what a registration's
+    /// translation entries cover).
+    page_size: usize,
     _map: Option<MmapMut>,
 }
 
@@ -23,19 +84,62 @@ unsafe impl Send for Memory {}
 // SAFETY: as above: no `&[u8]` is ever formed, copies are the only access.
 unsafe impl Sync for Memory {}
 
+/// The base page size (`sysconf(_SC_PAGESIZE)`).
+pub(crate) fn base_page() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(page).unwrap_or(4096).max(1)
+}
+
 impl Memory {
-    /// `len` zeroed bytes, page aligned (at least one page).
+    /// `len` zeroed bytes in base pages, page aligned (at least one page).
     pub(crate) fn new(len: usize) -> Result<Self, Error> {
-        let mut map = MmapMut::map_anon(len.max(1)).map_err(|_| Error::OutOfMemory)?;
+        Self::with_options(len, &MemOptions::BASE)
+    }
+
+    /// `len` zeroed bytes placed as `options` says (the mapping may be longer: whole huge
+    /// pages).
+    pub(crate) fn with_options(len: usize, options: &MemOptions) -> Result<Self, Error> {
+        let base = base_page();
+        let (mut map, offset, mapped) = match options.pages {
+            Pages::Base => (anon(len.max(1))?, 0, len.max(1)),
+            Pages::Huge => hugetlb(len)?,
+            Pages::PreferHuge => match hugetlb(len) {
+                Err(Error::NoHugePages { .. }) => (anon(len.max(1))?, 0, len.max(1)),
+                other => other?,
+            },
+            Pages::Transparent => transparent(len)?,
+        };
         let ptr = NonNull::new(map.as_mut_ptr()).ok_or(Error::OutOfMemory)?;
+        // SAFETY: `offset` is inside the mapping (`transparent` aligned within its slack).
+        let ptr = unsafe { ptr.add(offset) };
+        if let Some(node) = options.numa_node {
+            bind(ptr.as_ptr(), mapped, node)?;
+        }
+        let page_size = match options.pages {
+            Pages::Base => base,
+            _ if mapped % HUGE_PAGE != 0 => base,
+            // A hugetlbfs mapping is in huge pages or it failed; populate it now so a
+            // shortage on the bound node shows here, not as a SIGBUS later.
+            Pages::Huge | Pages::PreferHuge => {
+                populate(&map, offset, mapped)?;
+                HUGE_PAGE
+            }
+            Pages::Transparent => {
+                populate(&map, offset, mapped)?;
+                kernel_page_size(ptr.as_ptr() as usize, mapped).unwrap_or(base)
+            }
+        };
         Ok(Memory {
             ptr,
             len,
+            page_size,
             _map: Some(map),
         })
     }
 
-    /// The caller's memory.
+    /// The caller's memory; its page size is what the kernel backs it with
+    /// (`/proc/self/smaps`), as the kernel's registration finds it.
     pub(crate) fn foreign(addr: *mut u8, len: usize) -> Result<Self, Error> {
         let ptr = NonNull::new(addr).ok_or(Error::InvalidArgument("null region address"))?;
         if (addr as usize).checked_add(len).is_none() {
@@ -44,6 +148,7 @@ impl Memory {
         Ok(Memory {
             ptr,
             len,
+            page_size: kernel_page_size(addr as usize, len).unwrap_or_else(base_page),
             _map: None,
         })
     }
@@ -58,6 +163,11 @@ impl Memory {
 
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Size of the pages backing the memory.
+    pub(crate) fn page_size(&self) -> usize {
+        self.page_size
     }
 
     fn check(&self, offset: usize, len: usize) {
@@ -100,4 +210,218 @@ impl Memory {
         // SAFETY: inside the memory (checked); `data` is a distinct Rust slice.
         unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr().add(offset), data.len()) }
     }
+}
+
+/// `len` rounded up to whole huge pages.
+fn huge_len(len: usize) -> Result<usize, Error> {
+    len.max(1)
+        .checked_next_multiple_of(HUGE_PAGE)
+        .ok_or(Error::OutOfMemory)
+}
+
+fn anon(len: usize) -> Result<MmapMut, Error> {
+    MmapMut::map_anon(len).map_err(|_| Error::OutOfMemory)
+}
+
+/// A hugetlbfs mapping of whole 2 MiB pages: `(map, 0, mapped length)`. The kernel
+/// reserves the pages at `mmap` (no `MAP_NORESERVE`), so a short pool fails here with
+/// `ENOMEM`, which becomes [`Error::NoHugePages`] with the pool's numbers.
+fn hugetlb(len: usize) -> Result<(MmapMut, usize, usize), Error> {
+    let mapped = huge_len(len)?;
+    match MmapOptions::new()
+        .len(mapped)
+        .huge(Some(HUGE_PAGE_BITS))
+        .map_anon()
+    {
+        Ok(map) => Ok((map, 0, mapped)),
+        Err(e) if e.raw_os_error() == Some(libc::ENOMEM) => {
+            let pool = HugePagePool::read();
+            Err(Error::NoHugePages {
+                needed: (mapped / HUGE_PAGE) as u64,
+                free: pool.free,
+                total: pool.total,
+            })
+        }
+        Err(e) => Err(Error::Device {
+            operation: "map huge pages",
+            reason: e.to_string(),
+        }),
+    }
+}
+
+/// Anonymous memory for transparent huge pages: mapped one huge page longer so that a
+/// 2 MiB-aligned range of whole huge pages fits, which is advised `MADV_HUGEPAGE`.
+/// Returns `(map, offset of the aligned range, its length)`.
+fn transparent(len: usize) -> Result<(MmapMut, usize, usize), Error> {
+    if thp_mode().as_deref() == Some("never") {
+        return Err(Error::TransparentHugePagesOff);
+    }
+    let mapped = huge_len(len)?;
+    let map = anon(mapped.checked_add(HUGE_PAGE).ok_or(Error::OutOfMemory)?)?;
+    let offset = (map.as_ptr() as usize).next_multiple_of(HUGE_PAGE) - map.as_ptr() as usize;
+    map.advise_range(Advice::HugePage, offset, mapped)
+        .map_err(|e| Error::Device {
+            operation: "advise transparent huge pages",
+            reason: e.to_string(),
+        })?;
+    Ok((map, offset, mapped))
+}
+
+/// Fault the range in now (`MADV_POPULATE_WRITE`), after any NUMA binding, so that the
+/// pages come from the bound node and a shortage is an error here.
+fn populate(map: &MmapMut, offset: usize, len: usize) -> Result<(), Error> {
+    map.advise_range(Advice::PopulateWrite, offset, len)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOMEM | libc::EFAULT) => Error::OutOfMemory,
+            _ => Error::Device {
+                operation: "populate memory",
+                reason: e.to_string(),
+            },
+        })
+}
+
+/// The selected mode of `/sys/kernel/mm/transparent_hugepage/enabled` (`always`,
+/// `madvise` or `never`), if the kernel has THP.
+fn thp_mode() -> Option<String> {
+    let text = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
+    let start = text.find('[')? + 1;
+    let end = start + text[start..].find(']')?;
+    Some(text[start..end].to_string())
+}
+
+/// Binds `[ptr, ptr + len)` to NUMA node `node` (`mbind(MPOL_BIND, MPOL_MF_STRICT |
+/// MPOL_MF_MOVE)`), before its pages are touched.
+fn bind(ptr: *mut u8, len: usize, node: u32) -> Result<(), Error> {
+    const MPOL_BIND: libc::c_long = 2;
+    const MPOL_MF_STRICT: libc::c_long = 1;
+    const MPOL_MF_MOVE: libc::c_long = 2;
+    if !std::path::Path::new(&format!("/sys/devices/system/node/node{node}")).exists() {
+        return Err(Error::NumaNode {
+            node,
+            reason: "no such node in /sys/devices/system/node".into(),
+        });
+    }
+    let mut mask = vec![0u64; node as usize / 64 + 1];
+    mask[node as usize / 64] |= 1 << (node % 64);
+    // The kernel reads `maxnode - 1` bits of the mask.
+    let maxnode = (mask.len() * 64 + 1) as libc::c_ulong;
+    // SAFETY: mbind reads `mask` (`maxnode - 1` bits, all inside the vector) and changes the
+    // policy of the range, which is a mapping this module owns.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            ptr,
+            len,
+            MPOL_BIND,
+            mask.as_ptr(),
+            maxnode,
+            MPOL_MF_STRICT | MPOL_MF_MOVE,
+        )
+    };
+    if rc != 0 {
+        return Err(Error::NumaNode {
+            node,
+            reason: std::io::Error::last_os_error().to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// The page size the kernel backs `[addr, addr + len)` with, from the `/proc/self/smaps`
+/// entry of the mapping holding it: `KernelPageSize` (2 MiB for hugetlbfs), or 2 MiB when
+/// the range is 2 MiB aligned and the whole mapping is transparent huge pages
+/// (`AnonHugePages` equal to its size). `None` when no one mapping holds the range.
+fn kernel_page_size(addr: usize, len: usize) -> Option<usize> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let end = addr.checked_add(len)?;
+    let mut lines = smaps.lines();
+    let (lo, hi) = lines
+        .by_ref()
+        .filter_map(vma_range)
+        .find(|&(lo, hi)| lo <= addr && end <= hi)?;
+    let (mut kernel_kib, mut thp_kib) = (None, 0usize);
+    for line in lines.take_while(|l| vma_range(l).is_none()) {
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next().and_then(|v| v.parse().ok())) {
+            (Some("KernelPageSize:"), Some(v)) => kernel_kib = Some(v),
+            (Some("AnonHugePages:"), Some(v)) => thp_kib = v,
+            _ => {}
+        }
+    }
+    let whole_thp = thp_kib * 1024 == hi - lo && addr % HUGE_PAGE == 0;
+    Some(if whole_thp {
+        HUGE_PAGE
+    } else {
+        kernel_kib? * 1024
+    })
+}
+
+/// The address range of an smaps mapping header (`lo-hi perms offset dev inode path`).
+fn vma_range(line: &str) -> Option<(usize, usize)> {
+    let (lo, hi) = line.split_whitespace().next()?.split_once('-')?;
+    Some((
+        usize::from_str_radix(lo, 16).ok()?,
+        usize::from_str_radix(hi, 16).ok()?,
+    ))
+}
+
+/// The hugetlbfs pool of the default huge page size (`/proc/meminfo`).
+#[derive(Debug, Default)]
+struct HugePagePool {
+    total: u64,
+    free: u64,
+}
+
+impl HugePagePool {
+    fn read() -> Self {
+        let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        HugePagePool {
+            total: field("HugePages_Total:"),
+            free: field("HugePages_Free:"),
+        }
+    }
+}
+
+/// The locked-memory limit registrations count against (`RLIMIT_MEMLOCK`, as the kernel's
+/// `ib_umem_get` checks it), or `None` when nothing limits them: an unlimited limit, or
+/// `CAP_IPC_LOCK` in the calling thread's effective set (`/proc/thread-self/status`:
+/// capabilities are per thread, as the kernel's `capable` checks them).
+pub(crate) fn memlock_limit() -> Option<u64> {
+    const CAP_IPC_LOCK: u32 = 14;
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+    let effective = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    if effective & (1 << CAP_IPC_LOCK) != 0 {
+        return None;
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit, which `limit` is.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut limit) } != 0 {
+        return None;
+    }
+    (limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur)
+}
+
+#[cfg(feature = "verbs")]
+/// Bytes this process has pinned (`VmPin` in `/proc/self/status`: the kernel's
+/// `pinned_vm`, which registrations add to).
+pub(crate) fn pinned_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmPin:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
 }

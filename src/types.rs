@@ -25,6 +25,9 @@ impl Access {
     pub const REMOTE_ATOMIC: Access = Access(8);
     /// Every right.
     pub const ALL: Access = Access(15);
+    /// A memory region registered on demand (`IBV_ACCESS_ON_DEMAND`): nothing is pinned;
+    /// the device faults pages in on first touch (`docs/memory.md`). Not a QP right.
+    pub const ON_DEMAND: Access = Access(1 << 6);
 
     /// True if every right in `other` is in `self`.
     pub fn contains(self, other: Access) -> bool {

@@ -43,7 +43,8 @@ mod xfer;
 
 pub use nic::{Fabric, Nic};
 pub use pcie::{
-    Completions, ContextCache, Dir, PcieConfig, PcieCounters, Purpose, Tlp, TlpKind, DLLP_BYTES,
+    Completions, ContextCache, Dir, PcieConfig, PcieCounters, Purpose, Tlp, TlpKind,
+    TranslationCache, DLLP_BYTES,
 };
 pub use types::{
     Access, AhAttr, AsyncEvent, BugClass, Caps, CqInfo, CqParams, DriverBug, Event, Fault,

@@ -200,7 +200,8 @@ impl Nic {
         })
     }
 
-    /// Register `[addr, addr+len)` in PD `pdn`; returns the key (lkey == rkey).
+    /// Register `[addr, addr+len)` in PD `pdn` in 4 KiB pages; returns the key (lkey ==
+    /// rkey).
     ///
     /// # Safety
     /// The range must be valid, writable process memory that stays allocated until the key
@@ -213,9 +214,30 @@ impl Nic {
         len: u64,
         access: Access,
     ) -> Result<u32, HwError> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.reg_mr_paged(pdn, addr, len, access, 4096) }
+    }
+
+    /// Register `[addr, addr+len)` in PD `pdn`, backed by pages of `page_size` bytes (4 KiB
+    /// or 2 MiB: the page size the kernel's registration finds, `mlx5_umem_find_best_pgsz`,
+    /// and what one translation entry covers); returns the key (lkey == rkey).
+    ///
+    /// # Safety
+    /// As [`Nic::reg_mr`].
+    pub unsafe fn reg_mr_paged(
+        &self,
+        pdn: u32,
+        addr: u64,
+        len: u64,
+        access: Access,
+        page_size: u64,
+    ) -> Result<u32, HwError> {
         check_mr_access(access)?;
         if addr == 0 || len == 0 || addr.checked_add(len).is_none() {
             return Err(HwError::BadAddress);
+        }
+        if !page_size.is_power_of_two() || !(4096..=1 << 30).contains(&page_size) {
+            return Err(HwError::InvalidParam("page_size"));
         }
         self.with(|n| {
             *slot(&mut n.pds, pdn, PDN_BASE)? += 1;
@@ -243,6 +265,7 @@ impl Nic {
                 access,
                 invalid: false,
                 remote_invalidate: false,
+                page_shift: page_size.trailing_zeros() as u8,
             });
             let key = (i as u32) << 8 | u32::from(s.variant);
             debug_assert_ne!(key, INVALID_LKEY);

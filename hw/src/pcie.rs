@@ -1,7 +1,7 @@
 //! PCIe link accounting: every transaction layer packet on the NIC's link, as an analyser
 //! sitting between the root port and the NIC would count it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::{Add, Sub};
 
 /// How a root complex splits the completions answering one read request.
@@ -51,6 +51,31 @@ impl ContextCache {
     }
 }
 
+/// A cache of address translations in the NIC: every page of a memory region the NIC
+/// touches needs its translation (an MTT entry of the region's memory key), and a
+/// translation not in the cache is read from host memory (ICM) by DMA first. Keyed by memory
+/// key and page, in the page size the region was registered with (4 KiB, or 2 MiB on huge
+/// pages): a region on huge pages needs one entry per 2 MiB. The cache's real size and
+/// organisation are not public: both are knobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TranslationCache {
+    /// Translations the cache holds; 0 caches nothing.
+    pub entries: u32,
+    /// Bytes read on a miss: one MTT entry, `struct mlx5_mtt` (a big-endian 64-bit page
+    /// address), 8 bytes.
+    pub entry_bytes: u32,
+}
+
+impl TranslationCache {
+    /// A cache of `entries` translations of one 8-byte MTT entry each.
+    pub fn new(entries: u32) -> Self {
+        TranslationCache {
+            entries,
+            entry_bytes: 8,
+        }
+    }
+}
+
 /// Link parameters, and the NIC-side traffic the classic per-message accounting leaves out
 /// (each off by default). Overheads are bytes per TLP on the wire beyond the payload
 /// (framing, sequence number, header, LCRC).
@@ -91,6 +116,9 @@ pub struct PcieConfig {
     /// Count the NIC's re-read of the send WQEs it retransmits (the model re-executes them
     /// from the ring either way; with this off the re-read is free).
     pub retry_refetch: bool,
+    /// The NIC's address-translation cache (`None`: every translation is on chip, no
+    /// reads).
+    pub translation_cache: Option<TranslationCache>,
 }
 
 impl PcieConfig {
@@ -113,6 +141,7 @@ impl PcieConfig {
             eq_rearm: false,
             context_cache: None,
             retry_refetch: false,
+            translation_cache: None,
         }
     }
 
@@ -200,6 +229,8 @@ pub enum Purpose {
     CqContext,
     /// Memory-key context read on a context-cache miss.
     MkeyContext,
+    /// Translation (MTT entry) read on a translation-cache miss.
+    Translation,
 }
 
 /// One traced TLP.
@@ -353,6 +384,7 @@ pub(crate) struct Link {
     pub(crate) other: PcieCounters,
     trace: Option<Vec<Tlp>>,
     contexts: Lru,
+    translations: Lru,
     /// Complete BlueFlame copies seen (for `bf_evict_every`).
     bf_copies: u64,
 }
@@ -364,16 +396,23 @@ pub(crate) enum Ctx {
     Qp(u32),
     Cq(u32),
     Mkey(u32),
+    /// The translation of page `page` (in the region's page size) of memory key index
+    /// `mkey`.
+    Page {
+        mkey: u32,
+        page: u64,
+    },
 }
 
 /// Base of the (made-up) host addresses of the context tables: each context sits at its
 /// size rounded up to a power of two, so its read splits like an aligned one.
 const ICM_BASE: u64 = 0x7e00_0000_0000;
 
-/// The contexts cached, each with the time of its last use.
+/// The contexts cached, each with the time of its last use (and by time, to evict).
 #[derive(Debug, Default)]
 struct Lru {
     used: HashMap<Ctx, u64>,
+    by_time: BTreeMap<u64, Ctx>,
     clock: u64,
 }
 
@@ -383,19 +422,21 @@ impl Lru {
     fn touch(&mut self, c: Ctx, entries: u32) -> bool {
         self.clock += 1;
         if let Some(t) = self.used.get_mut(&c) {
+            self.by_time.remove(t);
             *t = self.clock;
+            self.by_time.insert(self.clock, c);
             return true;
         }
         if entries == 0 {
             return false;
         }
         if self.used.len() >= entries as usize {
-            let oldest = self.used.iter().min_by_key(|(_, t)| **t).map(|(c, _)| *c);
-            if let Some(o) = oldest {
-                self.used.remove(&o);
+            if let Some((_, oldest)) = self.by_time.pop_first() {
+                self.used.remove(&oldest);
             }
         }
         self.used.insert(c, self.clock);
+        self.by_time.insert(self.clock, c);
         false
     }
 }
@@ -407,6 +448,7 @@ impl Link {
             other: PcieCounters::default(),
             trace: None,
             contexts: Lru::default(),
+            translations: Lru::default(),
             bf_copies: 0,
         }
     }
@@ -419,6 +461,9 @@ impl Link {
     pub(crate) fn set_cfg(&mut self, cfg: PcieConfig) {
         if cfg.context_cache != self.cfg.context_cache {
             self.contexts = Lru::default();
+        }
+        if cfg.translation_cache != self.cfg.translation_cache {
+            self.translations = Lru::default();
         }
         self.cfg = cfg;
     }
@@ -450,11 +495,38 @@ impl Link {
         let (kind, id, bytes, purpose) = match c {
             Ctx::Qp(n) => (0, n, cc.qpc_bytes, Purpose::QpContext),
             Ctx::Cq(n) => (1, n, cc.cqc_bytes, Purpose::CqContext),
-            Ctx::Mkey(n) => (2, n, cc.mkc_bytes, Purpose::MkeyContext),
+            Ctx::Mkey(n) | Ctx::Page { mkey: n, .. } => (2, n, cc.mkc_bytes, Purpose::MkeyContext),
         };
         let stride = u64::from(bytes.max(1)).next_power_of_two();
         let addr = ICM_BASE + (kind << 40) + u64::from(id) * stride;
         self.dma_read(qp, qpn, addr, bytes.into(), purpose);
+        true
+    }
+
+    /// The NIC translates page `page` of memory key index `mkey` for `qp`: with a
+    /// translation cache, a miss reads the MTT entry from host memory. Returns true on a
+    /// miss.
+    pub(crate) fn translate(
+        &mut self,
+        qp: Option<&mut PcieCounters>,
+        qpn: Option<u32>,
+        mkey: u32,
+        page: u64,
+    ) -> bool {
+        let Some(tc) = self.cfg.translation_cache else {
+            return false;
+        };
+        if self
+            .translations
+            .touch(Ctx::Page { mkey, page }, tc.entries)
+        {
+            return false;
+        }
+        // Each key's table in a region of its own; entries in page order.
+        let bytes = u64::from(tc.entry_bytes.max(1));
+        let table = ICM_BASE + (3 << 40) + (u64::from(mkey) << 32);
+        let addr = table.wrapping_add(page.wrapping_mul(bytes) & ((1 << 32) - 1));
+        self.dma_read(qp, qpn, addr, bytes, Purpose::Translation);
         true
     }
 

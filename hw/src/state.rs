@@ -54,6 +54,8 @@ pub(crate) struct Mr {
     pub(crate) invalid: bool,
     /// A SEND_INVAL may invalidate it (`en_rinval`; `Nic::allow_remote_invalidate`).
     pub(crate) remote_invalidate: bool,
+    /// log2 of the page size one translation entry covers.
+    pub(crate) page_shift: u8,
 }
 
 /// A memory-key slot: key = slot << 8 | variant.
@@ -430,6 +432,7 @@ impl NicState {
             return false;
         };
         let Some(mr) = &slot.mr else { return false };
+        let page_shift = mr.page_shift;
         let ok = slot.variant == key as u8
             && !mr.invalid
             && mr.pdn == pdn
@@ -439,7 +442,25 @@ impl NicState {
                 .checked_add(len)
                 .is_some_and(|end| end <= mr.addr + mr.len);
         self.context(Some(qp), Ctx::Mkey(key >> 8));
+        if ok {
+            self.translate(qp, key >> 8, page_shift, addr, len);
+        }
         ok
+    }
+
+    /// The NIC translates every page of `[addr, addr + len)` (len > 0) of memory key index
+    /// `mkey`, in pages of `1 << page_shift` bytes, for QP index `qp`: translation-cache
+    /// misses read their entries (`PcieConfig::translation_cache`).
+    fn translate(&mut self, qp: usize, mkey: u32, page_shift: u8, addr: u64, len: u64) {
+        if self.link.cfg().translation_cache.is_none() {
+            return;
+        }
+        for page in addr >> page_shift..=(addr + len - 1) >> page_shift {
+            let (cnt, qpn) = qp_counters(&mut self.qps, Some(qp));
+            if self.link.translate(cnt, qpn, mkey, page) {
+                self.stats.translation_misses += 1;
+            }
+        }
     }
 
     /// The NIC uses context `c` for QP index `qp` (or the NIC only): a context-cache miss

@@ -540,6 +540,8 @@ pub struct Stats {
     pub events: u64,
     /// Context-cache misses (`PcieConfig::context_cache`), each a DMA read of a context.
     pub context_misses: u64,
+    /// Translation-cache misses (`PcieConfig::translation_cache`).
+    pub translation_misses: u64,
     /// Data segments with `byte_count` 0, which mlx5 reads as 2^31 bytes (send gather and
     /// receive scatter).
     pub zero_length_segments: u64,

@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use mlx5_hw::{
     Completions, ContextCache, Dir, Fault, Nic, NicConfig, PcieConfig, PcieCounters, Purpose,
-    TlpKind,
+    TlpKind, TranslationCache,
 };
 
 #[allow(clippy::too_many_arguments)]
@@ -579,5 +579,88 @@ fn retransmission_refetches_the_wqe_when_counted() {
         want.push(Purpose::Cqe);
         assert_eq!(purposes, want);
         assert_eq!(b.read_data(0, 5), b"again");
+    }
+}
+
+/// A WRITE of the whole 64 KiB data area with a translation cache: the requester
+/// translates every page it gathers from and the responder every page it writes, one
+/// 8-byte MTT read (MRd 24 B up, CplD 28 B down) per miss; registered in 2 MiB pages the
+/// same range needs one translation per side (or two where it straddles a 2 MiB
+/// boundary). A second WRITE of the same range hits.
+#[test]
+fn translation_cache_reads_one_entry_per_page_touched() {
+    for (page_size, keyed) in [(4096u64, false), (4096, true), (2 << 20, true)] {
+        let cfg = PcieConfig {
+            translation_cache: Some(TranslationCache::new(64)),
+            ..PcieConfig::default()
+        };
+        let (_f, mut a, b) = pair_with(
+            Cfg::default(),
+            Conn::default(),
+            NicConfig {
+                pcie: cfg,
+                ..NicConfig::default()
+            },
+        );
+        // The data areas again under keys of the page size (the common key is 4 KiB).
+        let rereg = |s: &Side| {
+            // SAFETY: the side's memory outlives its NIC's use of the key in this test.
+            unsafe {
+                s.nic
+                    .reg_mr_paged(s.pd, s.data(0), DATA_LEN as u64, all_access(), page_size)
+            }
+            .unwrap()
+        };
+        let (ka, kb) = if keyed {
+            (rereg(&a), rereg(&b))
+        } else {
+            (a.key, b.key)
+        };
+        let pages = |s: &Side| {
+            let (first, last) = (s.data(0) / page_size, (s.data(DATA_LEN - 1)) / page_size);
+            last - first + 1
+        };
+        let (pa, pb) = (pages(&a), pages(&b));
+        for (round, (want_a, want_b)) in [(pa, pb), (0, 0)].into_iter().enumerate() {
+            a.nic.set_tlp_trace(true);
+            b.nic.set_tlp_trace(true);
+            let (sa, sb) = (a.nic.stats(), b.nic.stats());
+            a.post_op(
+                WRITE,
+                0,
+                SIGNALED,
+                0,
+                &[
+                    raddr_seg(b.data(0), kb),
+                    data_seg(DATA_LEN as u32, ka, a.data(0)),
+                ],
+            );
+            a.ring();
+            assert_eq!(a.drain_send().len(), 1);
+            let label = format!("page {page_size}, round {round}");
+            assert_eq!(
+                a.nic.stats().translation_misses - sa.translation_misses,
+                want_a,
+                "{label}"
+            );
+            assert_eq!(
+                b.nic.stats().translation_misses - sb.translation_misses,
+                want_b,
+                "{label}"
+            );
+            for (nic, want) in [(&a.nic, want_a), (&b.nic, want_b)] {
+                let t: Vec<_> = nic
+                    .take_tlps()
+                    .into_iter()
+                    .filter(|t| t.purpose == Purpose::Translation)
+                    .map(|t| (t.dir, t.kind, t.payload, t.bytes))
+                    .collect();
+                let one = [
+                    (Dir::Up, TlpKind::MRd, 0, 24),
+                    (Dir::Down, TlpKind::CplD, 8, 28),
+                ];
+                assert_eq!(t, one.repeat(want as usize), "{label}");
+            }
+        }
     }
 }

@@ -121,10 +121,11 @@ impl<B: Backend> Backend for Traced<B> {
         pd: &B::Pd,
         addr: *mut u8,
         len: usize,
+        page_size: usize,
         access: Access,
     ) -> Result<(B::Mr, u32, u32), Error> {
         // SAFETY: forwarded from this function's contract.
-        unsafe { self.inner.reg_mr(pd, addr, len, access) }
+        unsafe { self.inner.reg_mr(pd, addr, len, page_size, access) }
     }
 
     fn create_channel(&self) -> Result<B::Channel, Error> {

@@ -96,7 +96,8 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     fn default_port(&self) -> u8;
     /// Allocates a protection domain.
     fn alloc_pd(&self) -> Result<Self::Pd, Error>;
-    /// Registers `len` bytes at `addr`; returns the handle, lkey and rkey.
+    /// Registers `len` bytes at `addr`, backed by pages of `page_size` bytes (what the
+    /// device's translations cover); returns the handle, lkey and rkey.
     ///
     /// # Safety
     /// The memory must stay valid until the handle is dropped.
@@ -105,6 +106,7 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
         pd: &Self::Pd,
         addr: *mut u8,
         len: usize,
+        page_size: usize,
         access: Access,
     ) -> Result<(Self::Mr, u32, u32), Error>;
     /// Creates a completion channel (`ibv_create_comp_channel`).

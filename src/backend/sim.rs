@@ -8,13 +8,14 @@ use core::ptr::NonNull;
 use core::time::Duration;
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::{AhHandle, Backend, QpParts};
 use crate::cq::CqDesc;
 use crate::error::Error;
 use crate::event::AsyncEvent;
-use crate::mem::Memory;
+use crate::mem::{memlock_limit, MemOptions, Memory};
 use crate::mmio::Uar;
 use crate::prm::{Av, CQE_SIZE, DS, SEND_WQE_BB};
 use crate::rq::RqDesc;
@@ -32,7 +33,7 @@ pub use mlx5_hw as hw;
 /// statistics, fault injection, PCIe counters and completion events.
 pub use mlx5_hw::{
     BugClass, Completions, ContextCache, Dir, DriverBug, Event, Fabric, Fault, Nic, NicConfig,
-    PcieConfig, PcieCounters, Stats, Tlp, TlpKind,
+    PcieConfig, PcieCounters, Stats, Tlp, TlpKind, TranslationCache,
 };
 
 /// A model NIC handle that prints as its first port's LID.
@@ -59,6 +60,8 @@ pub struct Sim {
     nic: NicHandle,
     /// The port QPs use unless told otherwise ([`Sim::on_port`]).
     port: u8,
+    /// Where rings and doorbell records are allocated ([`Sim::with_ring_memory`]).
+    rings: MemOptions,
 }
 
 impl Sim {
@@ -73,7 +76,24 @@ impl Sim {
         Sim {
             nic: NicHandle(hw::Nic::new(fabric, config)),
             port: 1,
+            rings: MemOptions::BASE,
         }
+    }
+
+    /// The same NIC allocating the rings and doorbell records of the CQs, QPs and SRQs
+    /// created from now on as `options` says (hugepages, a NUMA node), as rdma-core
+    /// allocates them through `MLX5DV_CTX_ATTR_BUF_ALLOCATORS` on hardware. Each buffer
+    /// and each doorbell record takes whole pages of the chosen size; a shortage is the
+    /// creation's error ([`Error::NoHugePages`]).
+    pub fn with_ring_memory(self, options: MemOptions) -> Self {
+        Sim {
+            rings: options,
+            ..self
+        }
+    }
+
+    fn ring(&self, len: usize) -> Result<Memory, Error> {
+        Memory::with_options(len, &self.rings)
     }
 
     /// The same NIC opened on `port` (from 1), as `VerbsOptions::port` opens a ConnectX:
@@ -173,16 +193,41 @@ impl Drop for SimPd {
     }
 }
 
+/// Bytes the model's registrations have pinned in this process: what the kernel counts in
+/// `pinned_vm` for registrations on hardware (`ib_umem_get`), checked against the same
+/// limit ([`memlock_limit`]).
+static PINNED: AtomicU64 = AtomicU64::new(0);
+
+/// Pins `len` bytes (rounded to whole pages of `page_size`) against the locked-memory
+/// limit, as `ib_umem_get` does: [`Error::MemlockTooLow`] past it. Returns the bytes pinned.
+fn pin(len: usize, page_size: usize) -> Result<u64, Error> {
+    let bytes = len.next_multiple_of(page_size.max(1)) as u64;
+    let total = PINNED.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    match memlock_limit() {
+        Some(limit) if total > limit => {
+            PINNED.fetch_sub(bytes, Ordering::Relaxed);
+            Err(Error::MemlockTooLow {
+                needed: total,
+                limit,
+            })
+        }
+        _ => Ok(bytes),
+    }
+}
+
 /// A model memory key.
 #[derive(Debug)]
 pub struct SimMr {
     nic: NicHandle,
     key: u32,
+    /// Bytes counted in [`PINNED`] (0 on demand).
+    pinned: u64,
 }
 
 impl Drop for SimMr {
     fn drop(&mut self) {
         let _ = self.nic.dereg_mr(self.key);
+        PINNED.fetch_sub(self.pinned, Ordering::Relaxed);
     }
 }
 
@@ -337,19 +382,30 @@ impl Backend for Sim {
         pd: &SimPd,
         addr: *mut u8,
         len: usize,
+        page_size: usize,
         access: Access,
     ) -> Result<(SimMr, u32, u32), Error> {
+        let pinned = pin(len, page_size)?;
         // SAFETY: the caller keeps the memory valid until the handle (which deregisters it)
         // is dropped.
         let key = unsafe {
-            self.nic
-                .reg_mr(pd.pdn, addr as u64, len as u64, hw_access(access))
-                .map_err(device_error("register memory"))?
+            self.nic.reg_mr_paged(
+                pd.pdn,
+                addr as u64,
+                len as u64,
+                hw_access(access),
+                page_size as u64,
+            )
         };
+        let key = key.map_err(|e| {
+            PINNED.fetch_sub(pinned, Ordering::Relaxed);
+            device_error("register memory")(e)
+        })?;
         Ok((
             SimMr {
                 nic: self.nic.clone(),
                 key,
+                pinned,
             },
             key,
             key,
@@ -388,8 +444,8 @@ impl Backend for Sim {
     ) -> Result<(SimCq, CqDesc, SimUar), Error> {
         let log_cqe_cnt = log2_ceil(entries.saturating_add(1));
         let cqe_cnt = 1u32 << log_cqe_cnt;
-        let buf = Memory::new(cqe_cnt as usize * cqe_size)?;
-        let dbrec = Memory::new(2 * CQE_SIZE)?;
+        let buf = self.ring(cqe_cnt as usize * cqe_size)?;
+        let dbrec = self.ring(2 * CQE_SIZE)?;
         let params = hw::CqParams {
             buf: addr(&buf),
             log_cqe_cnt,
@@ -430,8 +486,8 @@ impl Backend for Sim {
         let stride = (DS * (1 + max_sge.max(1) as usize))
             .next_power_of_two()
             .max(32);
-        let buf = Memory::new(stride << log_wqe_cnt)?;
-        let dbrec = Memory::new(CQE_SIZE)?;
+        let buf = self.ring(stride << log_wqe_cnt)?;
+        let dbrec = self.ring(CQE_SIZE)?;
         let params = hw::SrqParams {
             pdn: pd.pdn,
             buf: addr(&buf),
@@ -496,8 +552,8 @@ impl Backend for Sim {
         // RQ at offset 0, SQ right after it, as rdma-core lays out an RC QP buffer.
         let rq_bytes = (rq_stride << log_rq).max(SEND_WQE_BB);
         let sq_bytes = SEND_WQE_BB << log_sq;
-        let buf = Memory::new(rq_bytes + sq_bytes)?;
-        let dbrec = Memory::new(CQE_SIZE)?;
+        let buf = self.ring(rq_bytes + sq_bytes)?;
+        let dbrec = self.ring(CQE_SIZE)?;
         let params = hw::QpParams {
             transport: match config.transport {
                 Transport::Rc => hw::Transport::Rc,

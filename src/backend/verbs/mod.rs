@@ -193,6 +193,22 @@ fn failed_pinning(operation: &'static str, rc: c_int) -> Error {
     failed_with(operation, err, hint)
 }
 
+/// A failed `ibv_reg_mr` of `len` bytes: [`Error::MemlockTooLow`] when it pinned nothing
+/// on demand, failed with `ENOMEM` and a locked-memory limit applies (the kernel's
+/// `ib_umem_get` refuses when the process's pinned pages, `VmPin`, would pass it), else
+/// [`failed_pinning`].
+fn failed_registration(len: usize, access: crate::types::Access) -> Error {
+    let err = std::io::Error::last_os_error();
+    let on_demand = access.contains(crate::types::Access::ON_DEMAND);
+    match (err.raw_os_error(), crate::mem::memlock_limit()) {
+        (Some(libc::ENOMEM), Some(limit)) if !on_demand => Error::MemlockTooLow {
+            needed: crate::mem::pinned_bytes() + len as u64,
+            limit,
+        },
+        _ => failed_with("register memory", err, ""),
+    }
+}
+
 fn failed_with(operation: &'static str, err: std::io::Error, hint: &str) -> Error {
     match err.raw_os_error() {
         Some(libc::EBUSY) => Error::Busy(operation),

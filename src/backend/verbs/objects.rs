@@ -18,7 +18,7 @@ use rdma_sys::{
 use super::attr::{self, Addressing};
 use super::bfreg::{RegState, VerbsUar};
 use super::events::VerbsChannel;
-use super::{failed, failed_pinning, DeviceCtx, Verbs};
+use super::{failed, failed_pinning, failed_registration, DeviceCtx, Verbs};
 use crate::backend::mlx5dv::{
     mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp, mlx5dv_init_obj,
     mlx5dv_obj, mlx5dv_qp, mlx5dv_qp_init_attr, mlx5dv_srq, MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE,
@@ -238,12 +238,13 @@ impl Backend for Verbs {
         pd: &VerbsPd,
         addr: *mut u8,
         len: usize,
+        _page_size: usize,
         access: Access,
     ) -> Result<(VerbsMr, u32, u32), Error> {
         // SAFETY: the caller keeps the memory valid until the handle (which deregisters it)
         // is dropped; `access` holds `ibv_access_flags` values.
         let mr = unsafe { ibv_reg_mr(pd.pd.as_ptr(), addr.cast(), len, access.0 as c_int) };
-        let mr = NonNull::new(mr).ok_or_else(|| failed_pinning("register memory", -1))?;
+        let mr = NonNull::new(mr).ok_or_else(|| failed_registration(len, access))?;
         // SAFETY: a registration just returned.
         let (lkey, rkey) = unsafe { ((*mr.as_ptr()).lkey, (*mr.as_ptr()).rkey) };
         Ok((

@@ -1,0 +1,224 @@
+//! Where memory lives (issue 17): base, hugetlbfs, transparent and "prefer" pages, NUMA
+//! binding, the errors that name their fix, and what the model's translation cache makes
+//! of each page size.
+
+mod common;
+use common::{poll_n, rig_pair, Side};
+use mlx5_direct::backend::sim::{Fabric, NicConfig, PcieConfig, Sim, TranslationCache};
+use mlx5_direct::{
+    Access, Completion, ConnectOptions, Context, Data, Error, MemOptions, Pages, QpConfig,
+    SendFlags, SendOp, HUGE_PAGE,
+};
+
+/// The hugetlbfs pool as `/proc/meminfo` reports it: (total, free).
+fn pool() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let field = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().parse().unwrap())
+            .unwrap()
+    };
+    (field("HugePages_Total:"), field("HugePages_Free:"))
+}
+
+fn pages(pages: Pages) -> MemOptions {
+    MemOptions {
+        pages,
+        numa_node: None,
+    }
+}
+
+fn thp_mode() -> String {
+    let text = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap();
+    let start = text.find('[').unwrap() + 1;
+    text[start..start + text[start..].find(']').unwrap()].to_string()
+}
+
+#[test]
+fn base_pages_are_4k_and_zeroed() {
+    let ctx = Context::open_sim();
+    let pd = ctx.alloc_pd().unwrap();
+    let mr = pd
+        .alloc_mr_with(10_000, Access::ALL, &pages(Pages::Base))
+        .unwrap();
+    assert_eq!(mr.page_size(), 4096);
+    assert_eq!(mr.len(), 10_000);
+    assert_eq!(mr.addr() % 4096, 0);
+    let mut buf = [0xffu8; 16];
+    mr.read(9_984, &mut buf);
+    assert_eq!(buf, [0; 16]);
+    assert_eq!(pd.alloc_mr(4096, Access::ALL).unwrap().page_size(), 4096);
+}
+
+/// Asking for one page more than the pool has free fails, whatever is reserved, with the
+/// pool's numbers and the sysctl that fixes it; nothing falls back to 4 KiB pages.
+#[test]
+fn huge_pages_beyond_the_pool_are_refused_with_the_sysctl_named() {
+    let ctx = Context::open_sim();
+    let pd = ctx.alloc_pd().unwrap();
+    let (total, free) = pool();
+    let len = (free as usize + 1) * HUGE_PAGE;
+    let err = pd
+        .alloc_mr_with(len, Access::ALL, &pages(Pages::Huge))
+        .unwrap_err();
+    let (_, free_now) = pool();
+    assert_eq!(
+        err,
+        Error::NoHugePages {
+            needed: free + 1,
+            free: free_now,
+            total
+        }
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!(
+            "sysctl vm.nr_hugepages={}",
+            total + free + 1 - free_now
+        )),
+        "{text}"
+    );
+}
+
+/// "prefer" takes huge pages when the pool has them and base pages otherwise, and says which.
+#[test]
+fn prefer_huge_falls_back_explicitly() {
+    let ctx = Context::open_sim();
+    let pd = ctx.alloc_pd().unwrap();
+    let (_, free) = pool();
+    let mr = pd
+        .alloc_mr_with(4096, Access::ALL, &pages(Pages::PreferHuge))
+        .unwrap();
+    let want = if free > 0 { HUGE_PAGE } else { 4096 };
+    assert_eq!(mr.page_size(), want, "{free} huge pages free");
+    mr.write(4000, b"prefer");
+    let mut back = [0u8; 6];
+    mr.read(4000, &mut back);
+    assert_eq!(&back, b"prefer");
+}
+
+#[test]
+#[ignore = "needs 2 free 2 MiB hugepages: sysctl vm.nr_hugepages=2 (as root)"]
+fn huge_pages_back_a_region_in_2m_pages() {
+    let ctx = Context::open_sim();
+    let pd = ctx.alloc_pd().unwrap();
+    let mr = pd
+        .alloc_mr_with(HUGE_PAGE + 1, Access::ALL, &pages(Pages::Huge))
+        .unwrap();
+    assert_eq!(mr.page_size(), HUGE_PAGE);
+    assert_eq!(mr.addr() % HUGE_PAGE as u64, 0);
+    mr.write(HUGE_PAGE, b"x");
+}
+
+/// Transparent huge pages: the region starts on a 2 MiB boundary, and with THP on
+/// (`madvise` or `always`) the populated range is huge pages, which the region reports.
+#[test]
+fn transparent_huge_pages_are_aligned_and_reported() {
+    let ctx = Context::open_sim();
+    let pd = ctx.alloc_pd().unwrap();
+    let result = pd.alloc_mr_with(3 * HUGE_PAGE, Access::ALL, &pages(Pages::Transparent));
+    if thp_mode() == "never" {
+        assert_eq!(result.unwrap_err(), Error::TransparentHugePagesOff);
+        return;
+    }
+    let mr = result.unwrap();
+    assert_eq!(mr.addr() % HUGE_PAGE as u64, 0);
+    assert_eq!(mr.page_size(), HUGE_PAGE);
+}
+
+#[test]
+fn numa_binding_places_pages_on_the_node_and_refuses_missing_nodes() {
+    let ctx = Context::open_sim();
+    let pd = ctx.alloc_pd().unwrap();
+    let options = MemOptions {
+        pages: Pages::Base,
+        numa_node: Some(0),
+    };
+    let mr = pd.alloc_mr_with(8192, Access::ALL, &options).unwrap();
+    mr.write(0, b"here");
+    let mut node: libc::c_int = -1;
+    const MPOL_F_NODE: libc::c_ulong = 1;
+    const MPOL_F_ADDR: libc::c_ulong = 2;
+    // SAFETY: get_mempolicy writes one int (`node`); with no mask it reads nothing else.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_get_mempolicy,
+            &mut node,
+            core::ptr::null_mut::<libc::c_ulong>(),
+            0 as libc::c_ulong,
+            mr.addr() as *mut libc::c_void,
+            MPOL_F_NODE | MPOL_F_ADDR,
+        )
+    };
+    assert_eq!((rc, node), (0, 0));
+    let missing = MemOptions {
+        numa_node: Some(4000),
+        ..options
+    };
+    let err = pd.alloc_mr_with(8192, Access::ALL, &missing).unwrap_err();
+    assert!(matches!(err, Error::NumaNode { node: 4000, .. }), "{err:?}");
+}
+
+/// Rings and doorbell records on the memory chosen for them, and a QP working on them.
+#[test]
+fn rings_take_the_chosen_memory() {
+    let fabric = Fabric::new();
+    let ring_memory = pages(Pages::Transparent);
+    let a =
+        Context::new(Sim::on_fabric(&fabric, NicConfig::default()).with_ring_memory(ring_memory));
+    let pd = a.alloc_pd().unwrap();
+    let mut cq = a.create_cq(16, 64).unwrap();
+    let mut qp = pd.create_qp(&cq, &cq, &QpConfig::default()).unwrap();
+    let target = pd.alloc_mr(64, Access::ALL).unwrap();
+    let ep = qp.endpoint().unwrap();
+    qp.connect(&ep, &ConnectOptions::default()).unwrap();
+    qp.sq()
+        .post(
+            1,
+            SendOp::Write(target.remote(0)),
+            Data::Inline(b"ring"),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    let mut done = [Completion::default(); 1];
+    assert_eq!(cq.poll(&mut done), 1);
+    assert!(done[0].status.is_ok());
+    let mut back = [0u8; 4];
+    target.read(0, &mut back);
+    assert_eq!(&back, b"ring");
+}
+
+/// Two model NICs with a translation cache; a WRITE of `len` bytes from a region on
+/// transparent huge pages to one on 4 KiB pages costs each side one translation per page it
+/// touches.
+#[test]
+fn the_model_translates_in_the_registered_page_size() {
+    let cfg = NicConfig {
+        pcie: PcieConfig {
+            translation_cache: Some(TranslationCache::new(1024)),
+            ..PcieConfig::default()
+        },
+        ..NicConfig::default()
+    };
+    let (mut a, b) = rig_pair(&(Fabric::new(), cfg));
+    let len = 256 << 10;
+    let transparent = pages(Pages::Transparent);
+    let src = a.pd.alloc_mr_with(len, Access::ALL, &transparent).unwrap();
+    let dst = b.pd.alloc_mr(len, Access::ALL).unwrap();
+    let before = (a.ctx.backend().nic().stats(), b.ctx.backend().nic().stats());
+    a.qp.sq()
+        .post(
+            1,
+            SendOp::Write(dst.remote(0)),
+            Data::Sges(&[src.sge(0, len as u32)]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    assert!(poll_n(&mut a, 1)[0].status.is_ok());
+    let misses = |s: &Side, before: u64| s.ctx.backend().nic().stats().translation_misses - before;
+    // The source in one 2 MiB page (THP), the destination in 64 pages of 4 KiB.
+    assert_eq!(src.page_size(), HUGE_PAGE);
+    assert_eq!(misses(&a, before.0.translation_misses), 1);
+    assert_eq!(misses(&b, before.1.translation_misses), 64);
+}
