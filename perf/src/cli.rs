@@ -146,6 +146,34 @@ pub enum Output {
     Latency,
 }
 
+/// perftest's `--rate_units`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+pub enum RateUnits {
+    /// MiB/s (perftest's `MEGA_BYTE_PS`).
+    #[value(name = "M")]
+    MiBs,
+    /// Gb/s (`GIGA_BIT_PS`, the default).
+    #[value(name = "g")]
+    Gbits,
+    /// Messages per second (`PACKET_PS`).
+    #[value(name = "p")]
+    Pps,
+}
+
+/// perftest's `--rate_limit_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RateLimitType {
+    /// Software pacing: bursts released by deadlines.
+    #[value(name = "SW")]
+    Sw,
+    /// The QP's static rate (perftest's default with --rate_limit).
+    #[value(name = "HW")]
+    Hw,
+    /// Packet pacing (raw Ethernet in perftest).
+    #[value(name = "PP")]
+    Pp,
+}
+
 /// The atomic operation (perftest's `-A`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 pub enum AtomicType {
@@ -232,6 +260,19 @@ pub struct BenchArgs {
     /// With --run_infinitely: stop after this many periods (for tests and scripts).
     #[arg(long = "periods", hide = true, requires = "run_infinitely")]
     pub periods: Option<u64>,
+    /// Bandwidth tests: the most this side sends, in --rate_units (needs --rate_limit_type
+    /// SW: the hardware limiters are not set by the driver).
+    #[arg(long = "rate_limit")]
+    pub rate_limit: Option<f64>,
+    /// The unit of --rate_limit: M (MiB/s), g (Gb/s, default) or p (messages per second).
+    #[arg(long = "rate_units", value_enum, default_value = "g")]
+    pub rate_units: RateUnits,
+    /// The rate limiter: SW (software pacing) only; HW and PP are refused with the reason.
+    #[arg(long = "rate_limit_type", value_enum)]
+    pub rate_limit_type: Option<RateLimitType>,
+    /// Messages per burst of the software rate limiter (default: the TX depth).
+    #[arg(long = "burst_size")]
+    pub burst_size: Option<u32>,
     /// Before each size, post a TX depth of WRs per QP and complete them, untimed (READ,
     /// WRITE and atomic bandwidth tests).
     #[arg(long = "perform_warm_up")]
@@ -406,6 +447,11 @@ const REFUSED: &[(&[&str], &str)] = &[
          TCP (docs/benchmarks.md, \"rdma_cm\"); run the same command without it",
     ),
     (
+        &["--typical_pkt_size"],
+        "packet pacing (--rate_limit_type PP) is for perftest's raw Ethernet tests, which \
+         mlx5-perf does not have",
+    ),
+    (
         &["-X", "--vector"],
         "one completion vector: the CQs' events go to the context's channel",
     ),
@@ -421,11 +467,6 @@ const REFUSED: &[(&[&str], &str)] = &[
         &[
             "--report-both",
             "--reversed",
-            "--rate_limit",
-            "--rate_units",
-            "--rate_limit_type",
-            "--burst_size",
-            "--typical_pkt_size",
             "--data_validation",
             "--data_validation_debug",
             "-W",

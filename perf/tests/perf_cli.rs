@@ -1083,3 +1083,38 @@ fn run_infinitely_prints_a_row_per_period() {
         "{out}"
     );
 }
+
+#[test]
+fn the_rate_limiter_holds_the_sender_to_the_limit() {
+    // 2000 messages per second in bursts of 10: 100 messages are 10 bursts whose
+    // deadlines are 5 ms apart, so the run lasts at least 45 ms whatever the machine does
+    // and its rate cannot exceed 2000 x 10 / 9 per second (the bound is a consequence of
+    // the deadlines, not a timing). The margin covers the time between the first burst's
+    // deadline and the first post's timestamp.
+    let v = json(&[
+        "write_bw",
+        "-n",
+        "100",
+        "-s",
+        "8",
+        "--rate_limit",
+        "2000",
+        "--rate_units",
+        "p",
+        "--rate_limit_type",
+        "SW",
+        "--burst_size",
+        "10",
+        "--json",
+    ]);
+    let r = &v["results"][0];
+    assert_eq!(r["iterations"], 100);
+    let rate = r["msg_rate_mpps"].as_f64().unwrap() * 1e6;
+    assert!(rate <= 2000.0 * 10.0 / 9.0 * 1.25, "{r}");
+    assert_eq!(v["header"]["params"]["rate_limit"]["burst"], 10);
+    fails_with(
+        &["write_bw", "--rate_limit", "1"],
+        "--rate_limit_type HW (perftest's default when --rate_limit is given)",
+    );
+    fails_with(&["write_bw", "--typical_pkt_size", "64"], "raw Ethernet");
+}

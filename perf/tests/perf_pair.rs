@@ -32,6 +32,7 @@ fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
         warm_up: false,
         imm: false,
         periods: None,
+        rate_limit: None,
         srq: false,
         recv_post_list: 1,
     }

@@ -361,3 +361,74 @@ fn run_infinitely_reports_every_period_of_d_seconds() {
     );
     assert!(params("write_bw --run_infinitely --periods 2 --json").is_ok());
 }
+
+#[test]
+fn the_software_rate_limiter() {
+    use mlx5_perf::cli::RateUnits;
+    let r = ok("write_bw --rate_limit 10 --rate_limit_type SW")
+        .rate_limit
+        .unwrap();
+    // g (Gb/s) by default, bursts of the TX depth.
+    assert_eq!((r.rate, r.units, r.burst), (10.0, RateUnits::Gbits, 128));
+    // perftest's rate_limit_pps, truncated: 10 Gb/s of 65536-byte messages.
+    assert_eq!(r.pps(65536), 19073);
+    let r =
+        ok("read_bw -s 4096 --rate_limit 100 --rate_units M --rate_limit_type SW --burst_size 8")
+            .rate_limit
+            .unwrap();
+    assert_eq!((r.pps(4096), r.burst), (25600, 8));
+    let r = ok("send_bw -n 100 --rate_limit 5000.5 --rate_units p --rate_limit_type SW")
+        .rate_limit
+        .unwrap();
+    // The burst is the TX depth after it is lowered to -n.
+    assert_eq!((r.pps(1), r.burst), (5000, 100));
+    assert!(ok("write_bw").rate_limit.is_none());
+    assert!(ok("write_bw -b --rate_limit 1 --rate_limit_type SW")
+        .rate_limit
+        .is_some());
+    // Without a type a rate selects the HW limiter, as in perftest: refused with why.
+    refused("write_bw --rate_limit 10", "QP's static rate is not among");
+    refused(
+        "write_bw --rate_limit 10 --rate_limit_type HW",
+        "give --rate_limit_type SW",
+    );
+    refused(
+        "write_bw --rate_limit 10 --rate_limit_type PP",
+        "only supported for raw Ethernet",
+    );
+    for line in [
+        "write_lat --rate_limit 1 --rate_limit_type SW",
+        "atomic_bw --rate_limit 1 --rate_limit_type SW",
+        "send_bw -b --rate_limit 1 --rate_limit_type SW",
+    ] {
+        refused(
+            line,
+            "can't be executed on non-BW, ATOMIC or bidirectional SEND",
+        );
+    }
+    refused(
+        "write_bw --rate_limit_type SW",
+        "give the rate with --rate_limit",
+    );
+    refused(
+        "write_bw --rate_limit 0 --rate_limit_type SW",
+        "must be a positive number",
+    );
+    refused(
+        "write_bw --rate_limit=-3 --rate_limit_type SW",
+        "must be a positive number",
+    );
+    refused(
+        "write_bw --burst_size 8",
+        "can't enable burst mode when rate limiter is off",
+    );
+    refused("write_bw --rate_units x", "invalid value");
+    refused(
+        "write_bw --run_infinitely --rate_limit 1 --rate_limit_type SW",
+        "does not support rate limit feature yet",
+    );
+    refused(
+        "write_bw -s 8M --rate_limit 1 --rate_units M --rate_limit_type SW",
+        "less than one 8388608-byte message per second",
+    );
+}

@@ -19,13 +19,14 @@ use crate::exchange::{ExchangeError, Peer, QpRecord};
 use crate::stats::{perftest_samples, perftest_summary, BwUnit, Latencies, Phase, Throughput};
 pub use crate::Error;
 
+mod pace;
 mod params;
 mod row;
 mod side;
 #[cfg(test)]
 mod tests;
 
-pub use params::Params;
+pub use params::{Params, RateLimit};
 pub use row::{Counts, PerMessage, Row, RowPcie, Setup, Stats};
 use side::{await_ping, data_for, finished, peer_stopped, sample, spin, Side};
 
@@ -268,6 +269,7 @@ fn bw_loop<B: Device>(
         Some(s) => Throughput::duration(s),
         None => Throughput::iterations(local.peak && p.peak_measured()),
     };
+    let mut pacer = p.rate_limit.map(|r| pace::Pacer::new(r.pps(size), r.burst));
     let mut posted = 0;
     loop {
         if p.duplex {
@@ -275,7 +277,7 @@ fn bw_loop<B: Device>(
         }
         for q in 0..nq {
             let w = side.windows[q];
-            if w.closed {
+            if w.closed || pacer.as_mut().is_some_and(|r| !r.allow(Instant::now())) {
                 continue;
             }
             let remaining = match schedule {
@@ -292,6 +294,9 @@ fn bw_loop<B: Device>(
             tp.post(posted);
             side.post(q, count, last, op, data)?;
             posted += u64::from(count);
+            if let Some(r) = &mut pacer {
+                r.posted(u64::from(count));
+            }
         }
         let idle = side.pump()? == 0;
         let completed: u64 = side.windows.iter().map(|w| w.completed).sum();
@@ -430,6 +435,7 @@ fn flag(field: &str) -> &'static str {
         "imm" => "--write_with_imm / --send_with_imm",
         "srq" => "--use-srq",
         "periods" => "--run_infinitely",
+        f if f.starts_with("rate_limit") => "--rate_limit / --rate_units / --burst_size",
         "recv_post_list" => "--recv_post_list",
         _ => "the test (derived from it)",
     }

@@ -4,11 +4,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{AtomicType, BenchArgs, Kind, Output, Test, Verb};
+use crate::cli::{AtomicType, BenchArgs, Kind, Output, RateLimitType, RateUnits, Test, Verb};
 use crate::stats::Schedule;
 
 /// The parameters both sides must agree on (compared field by field in the handshake).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Params {
     /// The test.
     pub test: Test,
@@ -46,6 +46,8 @@ pub struct Params {
     /// `--run_infinitely`: the number of `-D` periods to run and report one by one
     /// (`u64::MAX`: until interrupted).
     pub periods: Option<u64>,
+    /// The software rate limiter (`--rate_limit`, `--rate_units`, `--burst_size`).
+    pub rate_limit: Option<RateLimit>,
     /// Receives from a shared receive queue (`--use-srq`).
     pub srq: bool,
     /// Receive WRs per post call (`--recv_post_list`).
@@ -54,6 +56,88 @@ pub struct Params {
 
 /// perftest's `-a` sizes.
 const ALL_SIZES: std::ops::RangeInclusive<u32> = 1..=23;
+
+/// perftest's software rate limiter: at most `rate` in `units`, sent in bursts of `burst`
+/// messages.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RateLimit {
+    /// The limit (`--rate_limit`).
+    pub rate: f64,
+    /// Its unit (`--rate_units`).
+    pub units: RateUnits,
+    /// Messages per burst (`--burst_size`, default the TX depth).
+    pub burst: u32,
+}
+
+impl RateLimit {
+    /// Messages per second at `size` bytes, truncated to a whole number as perftest's
+    /// `rate_limit_pps` (an `int`) is.
+    pub fn pps(&self, size: usize) -> u64 {
+        let size = size as f64;
+        let pps = match self.units {
+            RateUnits::MiBs => self.rate / size * 1048576.0,
+            RateUnits::Gbits => self.rate / (size * 8.0) * 1e9,
+            RateUnits::Pps => self.rate,
+        };
+        pps as u64
+    }
+}
+
+/// perftest's rate limiter checks (`parser`, `force_dependecies`); the limiter of `a` with
+/// the burst defaulting to `tx_depth`.
+fn rate_limit(test: Test, a: &BenchArgs, tx_depth: u32) -> Result<Option<RateLimit>, String> {
+    if a.rate_limit.is_some_and(|r| r.is_nan() || r <= 0.0) {
+        return Err("--rate_limit: rate limit must be a positive number".into());
+    }
+    // Giving a rate without a type selects the HW limiter, as in perftest.
+    let kind = match (a.rate_limit_type, a.rate_limit) {
+        (Some(t), _) => Some(t),
+        (None, Some(_)) => Some(RateLimitType::Hw),
+        (None, None) => None,
+    };
+    let Some(kind) = kind else {
+        if a.burst_size.is_some_and(|b| b > 0) {
+            return Err("--burst_size: can't enable burst mode when rate limiter is off".into());
+        }
+        return Ok(None);
+    };
+    match kind {
+        RateLimitType::Sw => {}
+        RateLimitType::Hw => {
+            return Err(
+                "--rate_limit_type HW (perftest's default when --rate_limit is given): the \
+                 QP's static rate is not among what the driver's ConnectOptions set, so \
+                 mlx5-perf limits in software only; give --rate_limit_type SW"
+                    .into(),
+            )
+        }
+        RateLimitType::Pp => {
+            return Err(
+                "--rate_limit_type PP: packet pacing is only supported for raw Ethernet in \
+                 perftest, and mlx5-perf has no raw Ethernet tests"
+                    .into(),
+            )
+        }
+    }
+    if test.kind != Kind::Bw
+        || test.verb == Verb::Atomic
+        || (test.verb == Verb::Send && a.bidirectional)
+    {
+        return Err(
+            "--rate_limit_type SW: SW rate limiter can't be executed on non-BW, \
+                    ATOMIC or bidirectional SEND / SEND_IMM tests"
+                .into(),
+        );
+    }
+    let Some(rate) = a.rate_limit else {
+        return Err("--rate_limit_type SW: give the rate with --rate_limit".into());
+    };
+    Ok(Some(RateLimit {
+        rate,
+        units: a.rate_units,
+        burst: a.burst_size.filter(|&b| b > 0).unwrap_or(tx_depth),
+    }))
+}
 
 /// perftest's period of `--run_infinitely` without `-D`, in seconds (`DEF_DURATION`).
 const DEF_PERIOD: f64 = 5.0;
@@ -136,6 +220,8 @@ fn check_run_infinitely(test: Test, a: &BenchArgs) -> Result<(), String> {
          test"
     } else if a.all {
         "not with -a (perftest runs one size then: its last test method wins)"
+    } else if a.rate_limit.is_some() || a.rate_limit_type.is_some() {
+        "run_infinitely does not support rate limit feature yet"
     } else if a.margin.is_some() {
         "not with --margin: every period is reported whole"
     } else if a.json && a.periods.is_none() {
@@ -404,6 +490,15 @@ impl Params {
                 ));
             }
         }
+        let rate_limit = rate_limit(test, a, tx_depth)?;
+        if let Some(r) = rate_limit {
+            if let Some(&size) = sizes.iter().find(|&&s| r.pps(s) == 0) {
+                return Err(format!(
+                    "--rate_limit {} {:?}: less than one {size}-byte message per second",
+                    r.rate, r.units
+                ));
+            }
+        }
         let params = Params {
             test,
             atomic_type: a.atomic_type.unwrap_or(AtomicType::FetchAndAdd),
@@ -422,6 +517,7 @@ impl Params {
             warm_up: a.perform_warm_up,
             imm,
             periods: a.run_infinitely.then(|| a.periods.unwrap_or(u64::MAX)),
+            rate_limit,
             srq: a.use_srq,
             recv_post_list: a.recv_post_list,
         };

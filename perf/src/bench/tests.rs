@@ -26,6 +26,7 @@ fn every_compared_parameter_names_its_flag() {
         warm_up: false,
         imm: false,
         periods: None,
+        rate_limit: None,
         srq: false,
         recv_post_list: 1,
     };
