@@ -366,6 +366,15 @@ pub struct BenchArgs {
     /// Print every sample of perftest's statistics in order before the row (latency tests).
     #[arg(short = 'U', long = "report-unsorted")]
     pub unsorted: bool,
+    /// Duration mode: add perftest's CPU_Util[%] column, the user time's share of user plus
+    /// idle time in /proc/stat over the sampling window.
+    #[arg(long = "cpu_util")]
+    pub cpu_util: bool,
+    /// Counters to report the change of after each row, comma-separated: on hardware paths
+    /// under /sys/class/infiniband/DEV/ports/PORT/ (counters/port_xmit_data, ...); on the
+    /// model its own counts (packets, cqes, pcie/dma_reads, ...).
+    #[arg(short = 'W', long = "report-counters", value_name = "LIST")]
+    pub counters: Option<String>,
     /// Print the version and exit.
     #[arg(short = 'V', long = "version")]
     pub version: bool,
@@ -469,9 +478,6 @@ const REFUSED: &[(&[&str], &str)] = &[
             "--reversed",
             "--data_validation",
             "--data_validation_debug",
-            "-W",
-            "--report-counters",
-            "--cpu_util",
             "--wait_destroy",
             "--disable_dynamic_polling",
             "--dlid",

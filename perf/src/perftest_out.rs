@@ -104,7 +104,7 @@ pub fn test_info(params: &Params, setup: &Setup, gid_index: Option<u32>) -> Stri
 /// The `"results": {...}` block of perftest's JSON file for one row (perftest rewrites
 /// the file for every row, so a sweep leaves the last size). An unmeasured peak is 0.00,
 /// as perftest prints it.
-pub fn results(stats: &Stats, output: Option<Output>) -> String {
+pub fn results(stats: &Stats, output: Option<Output>, cpu_util: Option<f64>) -> String {
     let body =
         match (stats, output) {
             (Stats::Bw(b), Some(Output::Bandwidth)) => format!("\"bw_avg\": {:.6}", b.bw_average),
@@ -130,7 +130,9 @@ pub fn results(stats: &Stats, output: Option<Output>) -> String {
         )
             }
         };
-    format!("\"results\": {{\n{body}\n}}\n")
+    // perftest's REPORT_EXT_CPU_UTIL_JSON after the row's keys.
+    let cpu = cpu_util.map_or_else(String::new, |u| format!(",\n\"CPU_util\": {u:.2}"));
+    format!("\"results\": {{\n{body}{cpu}\n}}\n")
 }
 
 /// The one number `--output` prints for a row (C's `%lf`).

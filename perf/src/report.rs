@@ -59,6 +59,10 @@ pub struct Extras {
     pub histogram: bool,
     /// `-U`: perftest's samples in order before each row.
     pub unsorted: bool,
+    /// `--cpu_util`: the `CPU_Util[%]` column.
+    pub cpu_util: bool,
+    /// `-W`: the counters to report after each row.
+    pub counters: Option<String>,
 }
 
 const LAT_COLUMNS: [&str; 11] = [
@@ -381,6 +385,9 @@ impl Reporter {
                 .map(|s| s.to_string())
                 .collect(),
         };
+        if self.extras.cpu_util {
+            c.push("CPU_Util[%]".into());
+        }
         if self.origin.link.is_some() {
             for side in ["client", "server"] {
                 c.extend(PCIE_COLUMNS.iter().map(|p| format!("{side}_{p}")));
@@ -492,6 +499,10 @@ impl Reporter {
 }
 
 impl Sink for Reporter {
+    fn counters(&self) -> Option<&str> {
+        self.extras.counters.as_deref()
+    }
+
     fn header(&mut self, setup: &Setup, params: &Params) {
         self.columns = self.column_names();
         self.header = json!({
@@ -535,12 +546,18 @@ impl Sink for Reporter {
             let doc = format!(
                 "{{\n{}{}}}\n",
                 self.test_info,
-                perftest_out::results(&row.stats, self.extras.output)
+                perftest_out::results(&row.stats, self.extras.output, row.cpu_util)
             );
             std::fs::write(path, doc)
                 .map_err(|e| format!("--out_json_file {}: {e}", path.display()))?;
         }
         let mut values = stat_values(&row.stats);
+        if self.extras.cpu_util {
+            values.push(
+                row.cpu_util
+                    .map_or_else(|| NOT_MEASURED.into(), |u| format!("{u:.2}")),
+            );
+        }
         if let Some(p) = &row.pcie {
             for side in [&p.client, &p.server] {
                 values.extend(pcie_values(side).iter().map(|x| format!("{x:.2}")));
@@ -554,6 +571,13 @@ impl Sink for Reporter {
                     .map(|(v, c)| format!("{v:>w$}", w = c.len()))
                     .collect();
                 self.print(&cells.join("  "));
+                // perftest's counters_print: a tab, name=change, then an empty line.
+                if !row.counters.is_empty() {
+                    for (name, delta) in &row.counters {
+                        self.print(&format!("\t{name}={delta}"));
+                    }
+                    self.print("");
+                }
             }
             Format::Csv => self.print(&values.join(",")),
             Format::Number(output) => self.print(&perftest_out::number(&row.stats, output)),
@@ -561,6 +585,12 @@ impl Sink for Reporter {
                 let mut v = serde_json::to_value(&row.stats)?;
                 v["pcie_per_message"] = serde_json::to_value(row.pcie)?;
                 v["messages_run"] = row.messages.into();
+                if self.extras.cpu_util {
+                    v["cpu_util"] = row.cpu_util.into();
+                }
+                if !row.counters.is_empty() {
+                    v["counters"] = row.counters.iter().cloned().collect();
+                }
                 self.rows.push(v);
             }
         }

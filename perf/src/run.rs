@@ -56,6 +56,8 @@ fn reporter(args: &BenchArgs, params: &Params, model: bool, link: Option<String>
         limit_msgrate: args.limit_msgrate,
         histogram: args.histogram,
         unsorted: args.unsorted,
+        cpu_util: args.cpu_util,
+        counters: args.counters.clone(),
     };
     Reporter::new(
         format(args),

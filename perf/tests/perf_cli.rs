@@ -1118,3 +1118,68 @@ fn the_rate_limiter_holds_the_sender_to_the_limit() {
     );
     fails_with(&["write_bw", "--typical_pkt_size", "64"], "raw Ethernet");
 }
+
+#[test]
+fn counters_report_the_change_over_each_size() {
+    // On the model -W names its own counts; each is this side's (the client's NIC): 100
+    // WRITEs of 8 bytes are 100 packets, 100 WQEs executed, 100 payload reads, and one CQE
+    // (-Q 100).
+    let (ok, out, err) = perf(&[
+        "write_bw",
+        "-n",
+        "100",
+        "-s",
+        "8",
+        "-W",
+        "packets,wqes,pcie/dma_reads,cqes",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("\n\tpackets=100\n\twqes=100\n\tpcie/dma_reads=100\n\tcqes=1\n\n"),
+        "{out}"
+    );
+    // 100 SENDs of 64 KiB at the model's 4096-byte MTU: 16 packets each.
+    let v = json(&["send_bw", "-n", "100", "-W", "packets", "--json"]);
+    assert_eq!(v["results"][0]["counters"]["packets"], 1600);
+    // A sweep reports each size's own change.
+    let v = json(&["write_lat", "-a", "-n", "5", "-W", "packets", "--json"]);
+    let packets: Vec<u64> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["counters"]["packets"].as_u64().unwrap())
+        .collect();
+    assert_eq!(packets[0], 5);
+    assert_eq!(packets[22], 5 * (8 << 20) / 4096);
+    fails_with(
+        &["write_bw", "-n", "100", "-W", "counters/port_xmit_data"],
+        "-W counters/port_xmit_data: the model has no sysfs port counters; it counts packets",
+    );
+}
+
+#[test]
+fn cpu_util_adds_perftests_column() {
+    let (ok, out, err) = perf(&["write_bw", "-D", "0.2", "-s", "8", "--cpu_util", "--csv"]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    assert_eq!(header[5], "CPU_Util[%]");
+    let util: f64 = lines[1].split(',').nth(5).unwrap().parse().unwrap();
+    assert!((0.0..=100.0).contains(&util), "{util}");
+    let dir = std::env::temp_dir().join(format!("mlx5-perf-cpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("out.json");
+    let (ok, _, err) = perf(&[
+        "read_lat",
+        "-D",
+        "0.2",
+        "--cpu_util",
+        "--out_json",
+        "--out_json_file",
+        file.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(v["results"]["CPU_util"].is_number(), "{v}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

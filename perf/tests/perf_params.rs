@@ -432,3 +432,20 @@ fn the_software_rate_limiter() {
         "less than one 8388608-byte message per second",
     );
 }
+
+#[test]
+fn cpu_util_needs_duration_mode_and_counters_need_names() {
+    assert!(params("write_bw -D 1 --cpu_util").is_ok());
+    assert!(params("read_lat -D 1 --cpu_util").is_ok());
+    refused(
+        "write_bw --cpu_util",
+        "CPU Utilization works only with Duration mode",
+    );
+    // perftest checks before --run_infinitely turns duration mode on.
+    refused(
+        "write_bw --run_infinitely --cpu_util",
+        "works only with Duration mode",
+    );
+    assert!(params("write_bw -W packets,cqes").is_ok());
+    refused("write_bw -W packets,,cqes", "an empty name");
+}

@@ -19,6 +19,7 @@ use crate::exchange::{ExchangeError, Peer, QpRecord};
 use crate::stats::{perftest_samples, perftest_summary, BwUnit, Latencies, Phase, Throughput};
 pub use crate::Error;
 
+mod host;
 mod pace;
 mod params;
 mod row;
@@ -26,6 +27,7 @@ mod side;
 #[cfg(test)]
 mod tests;
 
+pub use host::MODEL_COUNTERS;
 pub use params::{Params, RateLimit};
 pub use row::{Counts, PerMessage, Row, RowPcie, Setup, Stats};
 use side::{await_ping, data_for, finished, peer_stopped, sample, spin, Side};
@@ -37,6 +39,10 @@ pub trait Device: Backend {
     /// Runs deferred device work (the model's timers: RNR and transport retries); nothing
     /// on hardware, where the NIC has its own clock.
     fn progress(&self);
+    /// The value of the `-W` counter `name` of `port`: on hardware the sysfs file
+    /// `/sys/class/infiniband/DEVICE/ports/PORT/NAME` that perftest reads, on the model one
+    /// of its own counts ([`host::MODEL_COUNTERS`]).
+    fn counter(&self, port: u8, name: &str) -> Result<u64, Error>;
     /// True when the peer's device work runs on a CPU thread of this process (the model):
     /// a waiting thread then yields often, so a ping-pong survives sharing a core.
     const SHARES_CPU: bool;
@@ -51,6 +57,16 @@ impl Device for mlx5_direct::backend::sim::Sim {
         self.nic().progress();
     }
 
+    fn counter(&self, _port: u8, name: &str) -> Result<u64, Error> {
+        host::model_counter(self, name).ok_or_else(|| {
+            format!(
+                "-W {name}: the model has no sysfs port counters; it counts {}",
+                host::MODEL_COUNTERS.join(", ")
+            )
+            .into()
+        })
+    }
+
     const SHARES_CPU: bool = true;
 }
 
@@ -61,6 +77,17 @@ impl Device for mlx5_direct::backend::verbs::Verbs {
     }
 
     fn progress(&self) {}
+
+    fn counter(&self, port: u8, name: &str) -> Result<u64, Error> {
+        let path = format!(
+            "/sys/class/infiniband/{}/ports/{port}/{name}",
+            mlx5_direct::backend::Backend::name(self)
+        );
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("-W {path}: {e}"))?;
+        text.trim()
+            .parse()
+            .map_err(|e| format!("-W {path}: {text:?}: {e}").into())
+    }
 
     const SHARES_CPU: bool = false;
 }
@@ -92,6 +119,8 @@ pub struct Local {
     pub keep_samples: bool,
     /// Sleep on CQ events instead of spinning on the CQ (`-e`).
     pub events: bool,
+    /// `--cpu_util`: the CPU utilisation over each sampling window.
+    pub cpu_util: bool,
 }
 
 impl Local {
@@ -110,6 +139,7 @@ impl Local {
             perftest_stats: a.perftest_stats,
             keep_samples: a.histogram || a.unsorted,
             events: a.events,
+            cpu_util: a.cpu_util,
         }
     }
 
@@ -215,7 +245,11 @@ fn client_body<B: Device>(
                         side.pump()?;
                     }
                 }
-                sample(&mut lat, schedule.as_ref(), t0, Instant::now(), ping_pong);
+                let t1 = Instant::now();
+                sample(&mut lat, schedule.as_ref(), t0, t1, ping_pong);
+                if let Some(s) = &schedule {
+                    side.cpu.look(s.phase(t1));
+                }
                 side.pump()?;
                 i += 1;
             }
@@ -301,6 +335,9 @@ fn bw_loop<B: Device>(
         let idle = side.pump()? == 0;
         let completed: u64 = side.windows.iter().map(|w| w.completed).sum();
         tp.look(completed);
+        if let Some(s) = &schedule {
+            side.cpu.look(s.phase(Instant::now()));
+        }
         // Nothing arrives for long: is the peer still there?
         if let Some(peer) = peer.as_deref_mut() {
             if idle && side.peer_check_due(side.idle) && peer.pending()? {
@@ -547,6 +584,8 @@ pub fn serve<B: Device>(
                 latencies,
                 samples,
                 messages,
+                cpu_util: side.cpu.take(),
+                counters: Vec::new(),
             }),
             None if params.test.kind == Kind::Bw => Some(Row {
                 stats,
@@ -554,6 +593,8 @@ pub fn serve<B: Device>(
                 latencies: None,
                 samples: None,
                 messages: count,
+                cpu_util: None,
+                counters: Vec::new(),
             }),
             None => None,
         };
@@ -570,6 +611,10 @@ pub trait Sink {
     fn header(&mut self, setup: &Setup, params: &Params);
     /// One size done.
     fn row(&mut self, row: Row) -> Result<(), Error>;
+    /// The `-W` counters to report (perftest's comma-separated list), if any.
+    fn counters(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// The client: handshake, then each size, reported to `sink` (and to the server).
@@ -581,6 +626,10 @@ pub fn client<B: Device>(
     sink: &mut dyn Sink,
 ) -> Result<(), Error> {
     let mut side = setup(ctx, &mut peer, params, local, false, sink)?;
+    let mut counters = sink
+        .counters()
+        .map(|names| host::Counters::open(side.ctx.backend(), local.port, names))
+        .transpose()?;
     for size in params.runs() {
         expect_ready(peer.swap(&Msg::Ready { size })?, size)?;
         if params.warm_up {
@@ -616,12 +665,19 @@ pub fn client<B: Device>(
             stats: stats.clone(),
             pcie,
         })?;
+        let cpu_util = side.cpu.take();
+        let counters = match &mut counters {
+            Some(c) => c.deltas(side.ctx.backend(), local.port)?,
+            None => Vec::new(),
+        };
         sink.row(Row {
             stats,
             pcie,
             latencies,
             samples,
             messages: count,
+            cpu_util,
+            counters,
         })?;
     }
     Ok(())

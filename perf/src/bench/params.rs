@@ -244,6 +244,15 @@ fn check_reporting(lat: bool, a: &BenchArgs) -> Result<(), String> {
         }
         _ => {}
     }
+    if a.cpu_util && a.duration.is_none() {
+        return Err("--cpu_util: CPU Utilization works only with Duration mode (-D)".into());
+    }
+    if a.counters
+        .as_deref()
+        .is_some_and(|c| c.split(',').any(str::is_empty))
+    {
+        return Err("-W: failed to parse the performance counter list (an empty name)".into());
+    }
     if lat && (a.limit_bw.is_some() || a.limit_msgrate.is_some()) {
         return Err("-w / -y: bandwidth limits apply to BW tests only".into());
     }

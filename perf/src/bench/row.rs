@@ -101,6 +101,10 @@ pub struct Row {
     /// Messages (ping-pong iterations) run in all; more than the row's iterations in
     /// duration mode, whose margins are run and not sampled.
     pub messages: u64,
+    /// `--cpu_util`: the CPU utilisation over the sampling window, in percent.
+    pub cpu_util: Option<f64>,
+    /// `-W`: each counter's change over the size.
+    pub counters: Vec<(String, u64)>,
 }
 
 /// What the client learnt while connecting, for the report header.

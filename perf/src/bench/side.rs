@@ -65,6 +65,8 @@ pub(super) struct Side<B: Device> {
     pub(super) idle: u32,
     /// When the current run of empty polls began.
     pub(super) idle_since: Instant,
+    /// `--cpu_util` of the current size.
+    pub(super) cpu: super::host::CpuWindow,
     /// The poll buffer: `--cqe_poll` completions.
     done: Vec<Completion>,
     /// This side's own settings.
@@ -127,6 +129,7 @@ impl<B: Device> Side<B> {
             remote: Vec::new(),
             idle: 0,
             idle_since: Instant::now(),
+            cpu: super::host::CpuWindow::new(local.cpu_util),
             done: vec![Completion::default(); usize::from(local.cqe_poll.max(1))],
             local,
         })
