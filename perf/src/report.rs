@@ -585,6 +585,7 @@ impl Sink for Reporter {
                 let mut v = serde_json::to_value(&row.stats)?;
                 v["pcie_per_message"] = serde_json::to_value(row.pcie)?;
                 v["messages_run"] = row.messages.into();
+                v["completions"] = serde_json::to_value(&row.completions)?;
                 if self.extras.cpu_util {
                     v["cpu_util"] = row.cpu_util.into();
                 }

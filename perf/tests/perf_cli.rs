@@ -1183,3 +1183,51 @@ fn cpu_util_adds_perftests_column() {
     assert!(v["results"]["CPU_util"].is_number(), "{v}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn completions_name_their_opcodes() {
+    let completions = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.push("--json");
+        json(&all)["results"][0]["completions"].clone()
+    };
+    // WRITE_IMM: the requester's CQEs (one per -Q 100) are RDMA WRITE completions; each
+    // message costs the responder a receive that completes as RECV_RDMA_WITH_IMM with the
+    // immediate.
+    assert_eq!(
+        completions(&["write_bw", "-n", "200", "-s", "64", "--write_with_imm"]),
+        serde_json::json!({"client": {"rdma_write": 2},
+                           "server": {"recv_rdma_with_imm": 200, "with_imm": 200}})
+    );
+    assert_eq!(
+        completions(&["write_bw", "-n", "200", "-s", "64"]),
+        serde_json::json!({"client": {"rdma_write": 2}, "server": {}})
+    );
+    assert_eq!(
+        completions(&["send_bw", "-n", "200", "-s", "64", "--send_with_imm"]),
+        serde_json::json!({"client": {"send": 2}, "server": {"recv": 200, "with_imm": 200}})
+    );
+    assert_eq!(
+        completions(&["send_bw", "-n", "200", "-s", "64"]),
+        serde_json::json!({"client": {"send": 2}, "server": {"recv": 200}})
+    );
+    // Ping-pong: each side's WRs are signaled (-Q 1) and it receives the other's.
+    let side = serde_json::json!({"rdma_write": 100, "recv_rdma_with_imm": 100, "with_imm": 100});
+    assert_eq!(
+        completions(&["write_lat", "-n", "100", "--write_with_imm"]),
+        serde_json::json!({"client": side, "server": side})
+    );
+    let side = serde_json::json!({"send": 100, "recv": 100, "with_imm": 100});
+    assert_eq!(
+        completions(&["send_lat", "-n", "100", "--send_with_imm"]),
+        serde_json::json!({"client": side, "server": side})
+    );
+    assert_eq!(
+        completions(&["atomic_lat", "-n", "20", "-A", "CMP_AND_SWAP"]),
+        serde_json::json!({"client": {"compare_swap": 20}, "server": {}})
+    );
+    assert_eq!(
+        completions(&["read_bw", "-n", "100"]),
+        serde_json::json!({"client": {"rdma_read": 100}, "server": {}})
+    );
+}

@@ -29,7 +29,7 @@ mod tests;
 
 pub use host::MODEL_COUNTERS;
 pub use params::{Params, RateLimit};
-pub use row::{Counts, PerMessage, Row, RowPcie, Setup, Stats};
+pub use row::{Counts, PerMessage, Row, RowCompletions, RowPcie, Setup, Stats};
 use side::{await_ping, data_for, finished, peer_stopped, sample, spin, Side};
 
 /// What the benchmarks need from a backend beyond [`Backend`].
@@ -186,12 +186,15 @@ enum Msg {
     },
     Result {
         pcie: Option<Counts>,
+        /// The server's completions by opcode.
+        completions: std::collections::BTreeMap<String, u64>,
         /// `-b`: the server's own sending, and its messages.
         duplex: Option<(Stats, u64)>,
     },
     Report {
         stats: Stats,
         pcie: Option<RowPcie>,
+        completions: RowCompletions,
     },
 }
 
@@ -572,9 +575,18 @@ pub fn serve<B: Device>(
             Some((stats, _, _, sent)) if params.duplex => (None, Some((stats, sent))),
             own => (own, None),
         };
-        peer.send(&Msg::Result { pcie, duplex })?;
-        let (stats, pcie) = match peer.recv()? {
-            Msg::Report { stats, pcie } => (stats, pcie),
+        let completions = side.opcodes.to_map();
+        peer.send(&Msg::Result {
+            pcie,
+            completions,
+            duplex,
+        })?;
+        let (stats, pcie, completions) = match peer.recv()? {
+            Msg::Report {
+                stats,
+                pcie,
+                completions,
+            } => (stats, pcie, completions),
             m => return Err(format!("expected the client's report, got {m:?}").into()),
         };
         let row = match own {
@@ -584,6 +596,7 @@ pub fn serve<B: Device>(
                 latencies,
                 samples,
                 messages,
+                completions: Some(completions),
                 cpu_util: side.cpu.take(),
                 counters: Vec::new(),
             }),
@@ -593,6 +606,7 @@ pub fn serve<B: Device>(
                 latencies: None,
                 samples: None,
                 messages: count,
+                completions: Some(completions),
                 cpu_util: None,
                 counters: Vec::new(),
             }),
@@ -647,8 +661,12 @@ pub fn client<B: Device>(
             serve_until_message(&mut side, &mut peer, |_| {})?;
         }
         let mine = side.pcie().zip(before).map(|(a, b)| Counts::from(a - b));
-        let (theirs, duplex) = match peer.recv()? {
-            Msg::Result { pcie, duplex } => (pcie, duplex),
+        let (theirs, server_completions, duplex) = match peer.recv()? {
+            Msg::Result {
+                pcie,
+                completions,
+                duplex,
+            } => (pcie, completions, duplex),
             m => return Err(format!("expected the server's result, got {m:?}").into()),
         };
         if let (Stats::Bw(mine), Some((Stats::Bw(server), sent))) = (&stats, &duplex) {
@@ -661,9 +679,14 @@ pub fn client<B: Device>(
             client: PerMessage::new(c, count),
             server: PerMessage::new(s, count),
         });
+        let completions = RowCompletions {
+            client: side.opcodes.to_map(),
+            server: server_completions,
+        };
         peer.send(&Msg::Report {
             stats: stats.clone(),
             pcie,
+            completions: completions.clone(),
         })?;
         let cpu_util = side.cpu.take();
         let counters = match &mut counters {
@@ -676,6 +699,7 @@ pub fn client<B: Device>(
             latencies,
             samples,
             messages: count,
+            completions: Some(completions),
             cpu_util,
             counters,
         })?;

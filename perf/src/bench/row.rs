@@ -87,6 +87,15 @@ pub enum Stats {
     Bw(BwRow),
 }
 
+/// Completions by opcode on each side.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RowCompletions {
+    /// The client's.
+    pub client: std::collections::BTreeMap<String, u64>,
+    /// The server's.
+    pub server: std::collections::BTreeMap<String, u64>,
+}
+
 /// One size's results.
 #[derive(Debug)]
 pub struct Row {
@@ -101,6 +110,9 @@ pub struct Row {
     /// Messages (ping-pong iterations) run in all; more than the row's iterations in
     /// duration mode, whose margins are run and not sampled.
     pub messages: u64,
+    /// Completions each side polled during the size, by opcode (`send`, `rdma_write`,
+    /// `recv_rdma_with_imm`, ...; `with_imm`: those carrying an immediate).
+    pub completions: Option<RowCompletions>,
     /// `--cpu_util`: the CPU utilisation over the sampling window, in percent.
     pub cpu_util: Option<f64>,
     /// `-W`: each counter's change over the size.

@@ -25,6 +25,58 @@ pub(super) struct Window {
     pub(super) closed: bool,
 }
 
+/// The names of [`OpCounts`]' counts: the completion opcodes, and the completions that
+/// carried an immediate.
+const OP_NAMES: [&str; 12] = [
+    "send",
+    "rdma_write",
+    "rdma_read",
+    "compare_swap",
+    "fetch_add",
+    "masked_compare_swap",
+    "masked_fetch_add",
+    "nop",
+    "recv",
+    "recv_rdma_with_imm",
+    "other",
+    "with_imm",
+];
+
+/// Completions polled by opcode, and those carrying an immediate (verbs'
+/// `IBV_WC_WITH_IMM`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct OpCounts([u64; 12]);
+
+impl OpCounts {
+    fn count(&mut self, c: &Completion) {
+        let i = match c.opcode {
+            WcOpcode::Send => 0,
+            WcOpcode::RdmaWrite => 1,
+            WcOpcode::RdmaRead => 2,
+            WcOpcode::CompareSwap => 3,
+            WcOpcode::FetchAdd => 4,
+            WcOpcode::MaskedCompareSwap => 5,
+            WcOpcode::MaskedFetchAdd => 6,
+            WcOpcode::Nop => 7,
+            WcOpcode::Recv => 8,
+            WcOpcode::RecvRdmaWithImm => 9,
+            WcOpcode::Other(_) => 10,
+        };
+        self.0[i] += 1;
+        self.0[11] += u64::from(c.imm.is_some());
+    }
+
+    /// The counts that are not zero, by name.
+    pub(super) fn to_map(self) -> std::collections::BTreeMap<String, u64> {
+        OP_NAMES
+            .iter()
+            .zip(self.0)
+            .filter(|(_, n)| *n > 0)
+            .map(|(name, n)| (name.to_string(), n))
+            .collect()
+    }
+}
+
 /// Polls between calls to the device's deferred work while nothing arrives.
 const IDLE_POLLS: u32 = 256;
 
@@ -65,6 +117,8 @@ pub(super) struct Side<B: Device> {
     pub(super) idle: u32,
     /// When the current run of empty polls began.
     pub(super) idle_since: Instant,
+    /// Completions polled in the current size, by opcode.
+    pub(super) opcodes: OpCounts,
     /// `--cpu_util` of the current size.
     pub(super) cpu: super::host::CpuWindow,
     /// The poll buffer: `--cqe_poll` completions.
@@ -129,6 +183,7 @@ impl<B: Device> Side<B> {
             remote: Vec::new(),
             idle: 0,
             idle_since: Instant::now(),
+            opcodes: OpCounts::default(),
             cpu: super::host::CpuWindow::new(local.cpu_util),
             done: vec![Completion::default(); usize::from(local.cqe_poll.max(1))],
             local,
@@ -258,7 +313,18 @@ impl<B: Device> Side<B> {
                 .iter()
                 .position(|qp| qp.qpn() == c.qpn)
                 .ok_or("completion for an unknown QP")?;
+            self.opcodes.count(c);
             if matches!(c.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm) {
+                // perftest's "completion with flags mismatch": every receive carries the
+                // immediate exactly when the test sends one.
+                let imm = self.params.imm.then_some(IMM);
+                if c.imm != imm {
+                    return Err(format!(
+                        "receive completion on QP {:#x} with immediate {:?}, expected {imm:?}",
+                        c.qpn, c.imm
+                    )
+                    .into());
+                }
                 self.received[q] += 1;
             } else {
                 let w = &mut self.windows[q];
@@ -371,6 +437,7 @@ impl<B: Device> Side<B> {
             return Err("WRs still outstanding at the start of a size".into());
         }
         self.windows.fill(Window::default());
+        self.opcodes = OpCounts::default();
         if self.srq.is_some() {
             self.recv_posted[0] -= self.received.iter().sum::<u64>();
             self.received.fill(0);
