@@ -252,6 +252,8 @@ impl Completion {
 pub(crate) enum RecvShared {
     Rq(Arc<RqShared>),
     Srq(Arc<SrqShared>),
+    /// A DCI: no receive side.
+    None,
 }
 
 /// A QP a CQ serves.
@@ -663,6 +665,7 @@ fn complete_recv(qp: &QpEntry, wqe_counter: u16) -> Option<u64> {
     match &qp.recv {
         RecvShared::Rq(rq) => rq.complete(wqe_counter),
         RecvShared::Srq(srq) => srq.complete(wqe_counter),
+        RecvShared::None => None,
     }
 }
 

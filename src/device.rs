@@ -19,7 +19,7 @@ use crate::event::AsyncEvent;
 use crate::mem::{MemOptions, Memory};
 use crate::prm::Av;
 use crate::rq::{RecvQueue, RqShared, SharedRecvQueue, SrqShared};
-use crate::sq::{Remote, SendQueue, Sge, SqShared, UdDest};
+use crate::sq::{DcDest, Remote, SendQueue, Sge, SqShared, UdDest};
 use crate::types::{
     Access, AhAttr, ConnectOptions, DeviceCaps, Endpoint, PortInfo, QpConfig, QpState, Transition,
     Transport,
@@ -326,7 +326,8 @@ impl<B: Backend> ProtectionDomain<B> {
         config: &QpConfig,
     ) -> Result<Qp<B>, Error> {
         let ctx = &self.inner.ctx;
-        let sizes = config.check(&ctx.backend.caps(), srq.is_some())?;
+        let dci = config.transport == Transport::Dci;
+        let sizes = config.check(&ctx.backend.caps(), srq.is_some() || dci)?;
         let parts = ctx.backend.create_qp(
             &self.inner.handle,
             &send_cq.inner.handle,
@@ -354,6 +355,9 @@ impl<B: Backend> ProtectionDomain<B> {
         if ud {
             sq.make_ud(&parts.sq);
         }
+        if dci {
+            sq.make_dci(&parts.sq);
+        }
         let (rq, recv) = match (&parts.rq, srq) {
             (_, Some(srq)) => (None, RecvShared::Srq(srq.inner.shared.clone())),
             (Some(desc), None) => {
@@ -365,6 +369,7 @@ impl<B: Backend> ProtectionDomain<B> {
                 }
                 (Some(rq), RecvShared::Rq(shared))
             }
+            (None, None) if dci => (None, RecvShared::None),
             (None, None) => {
                 return Err(Error::InvalidArgument(
                     "backend created a QP without a receive queue",
@@ -400,6 +405,41 @@ impl<B: Backend> ProtectionDomain<B> {
                 _srq: srq.map(|s| s.inner.clone()),
                 _pd: self.inner.clone(),
             }),
+        })
+    }
+
+    /// Creates a DC initiator (`mlx5dv_create_qp` with `MLX5DV_DCTYPE_DCI`; `config`'s
+    /// transport is taken as [`Transport::Dci`], its receive fields are ignored): a send
+    /// queue whose completions go to `send_cq`, posted with
+    /// [`SendQueue::post_dc`](crate::SendQueue::post_dc) once [`Qp::activate_dci`] made it
+    /// ready. It has no receive queue.
+    pub fn create_dci(&self, send_cq: &Cq<B>, config: &QpConfig) -> Result<Qp<B>, Error> {
+        let config = QpConfig {
+            transport: Transport::Dci,
+            ..*config
+        };
+        self.build_qp(send_cq, send_cq, None, &config)
+    }
+
+    /// Creates a DC target (`mlx5dv_create_qp` with `MLX5DV_DCTYPE_DCT` and
+    /// `dct_access_key = dc_key`) in RESET: it executes the operations of every DCI whose
+    /// WQEs carry `dc_key`, takes receives from `srq` and completes them on `recv_cq`. Its
+    /// number exists once [`Dct::activate`] brought it to RTR.
+    pub fn create_dct(&self, recv_cq: &Cq<B>, srq: &Srq<B>, dc_key: u64) -> Result<Dct<B>, Error> {
+        let handle = self.inner.ctx.backend.create_dct(
+            &self.inner.handle,
+            &recv_cq.inner.handle,
+            &srq.inner.handle,
+            dc_key,
+        )?;
+        Ok(Dct {
+            handle,
+            number: None,
+            state: QpState::Reset,
+            dc_key,
+            recv_cq: recv_cq.inner.clone(),
+            srq: srq.inner.clone(),
+            _pd: self.inner.clone(),
         })
     }
 
@@ -707,6 +747,16 @@ impl<B: Backend> AddressHandle<B> {
         &self.attr
     }
 
+    /// The destination of a DC operation to DCT `dctn` with access key `dc_key` through
+    /// this handle.
+    pub fn dc_dest(&self, dctn: u32, dc_key: u64) -> DcDest<'_> {
+        DcDest {
+            av: &self.av,
+            dctn,
+            dc_key,
+        }
+    }
+
     /// The destination of a UD send to QP `remote_qpn` with Q_Key `qkey` through this
     /// handle.
     pub fn dest(&self, remote_qpn: u32, qkey: u32) -> UdDest<'_> {
@@ -941,6 +991,59 @@ impl<B: Backend> Qp<B> {
         Ok(())
     }
 
+    /// Brings a DCI from RESET to RTS (INIT on the port `options` names or the QP's, RTR
+    /// with the path MTU, RTS with the SQ PSN of [`Qp::endpoint`], the timeout, the retry
+    /// counts and the READ / atomic depth of `options`): it then posts with
+    /// [`SendQueue::post_dc`]. After an error, [`Qp::reset`] and activate again (the
+    /// recovery UCX's `uct_dc_mlx5_iface_reset_dci` does).
+    pub fn activate_dci(&mut self, options: &ConnectOptions) -> Result<(), Error> {
+        if self.core.transport != Transport::Dci {
+            return Err(Error::InvalidArgument(
+                "activate_dci on a QP that is not a DCI",
+            ));
+        }
+        if self.state() != QpState::Reset {
+            return Err(Error::WrongState {
+                operation: "activate",
+                state: self.state(),
+            });
+        }
+        let caps = self.ctx().caps();
+        let port = options.port.unwrap_or(self.port);
+        self.modify(Transition::InitDci { port }, QpState::Init)?;
+        self.port = port;
+        self.modify(
+            Transition::RtrDci {
+                path_mtu: options.path_mtu,
+            },
+            QpState::Rtr,
+        )?;
+        let sq_psn = self.core.seq().psn;
+        self.enter_rts(sq_psn, options, &caps)
+    }
+
+    /// RTR → RTS sending from `sq_psn` with the timeout, retry counts and READ / atomic
+    /// depth of `options` (at most the device's), then ready to post.
+    fn enter_rts(
+        &mut self,
+        sq_psn: u32,
+        options: &ConnectOptions,
+        caps: &DeviceCaps,
+    ) -> Result<(), Error> {
+        self.modify(
+            Transition::Rts {
+                sq_psn,
+                timeout: options.timeout,
+                retry_cnt: options.retry_cnt,
+                rnr_retry: options.rnr_retry,
+                max_rd_atomic: options.rd_atomic.min(caps.max_rd_atomic),
+            },
+            QpState::Rts,
+        )?;
+        self.sq.set_ready(true);
+        Ok(())
+    }
+
     /// RESET → INIT on `port`, granting the peer `access`: receives may be posted from here
     /// on. A device without atomics refuses REMOTE_ATOMIC.
     pub fn init(&mut self, port: u8, access: Access) -> Result<(), Error> {
@@ -1006,17 +1109,7 @@ impl<B: Backend> Qp<B> {
             },
             QpState::Rtr,
         )?;
-        self.modify(
-            Transition::Rts {
-                sq_psn: psn,
-                timeout: options.timeout,
-                retry_cnt: options.retry_cnt,
-                rnr_retry: options.rnr_retry,
-                max_rd_atomic: options.rd_atomic.min(caps.max_rd_atomic),
-            },
-            QpState::Rts,
-        )?;
-        self.sq.set_ready(true);
+        self.enter_rts(psn, options, &caps)?;
         let mut seq = self.core.seq();
         seq.peer = Some(*remote);
         seq.resume = None;
@@ -1161,5 +1254,100 @@ impl<B: Backend> QpReceiver<B> {
     /// The receive queue, to read.
     pub fn recv_queue(&self) -> Option<&RecvQueue> {
         self.rq.as_ref()
+    }
+}
+
+/// A DC target (DCT): executes the RC operations of every DCI that carries its DC key,
+/// taking receives from its SRQ. Its completions (on the receive CQ) name the DCT as
+/// [`Completion::qpn`](crate::Completion::qpn) and the sender as `src_qp` (the DCI) and
+/// `slid`.
+#[derive(Debug)]
+pub struct Dct<B: Backend> {
+    // Dropped first: the device object before the CQ, SRQ and PD it uses.
+    handle: B::Qp,
+    number: Option<u32>,
+    state: QpState,
+    dc_key: u64,
+    recv_cq: Arc<CqInner<B>>,
+    srq: Arc<SrqInner<B>>,
+    _pd: Arc<PdInner<B>>,
+}
+
+impl<B: Backend> Dct<B> {
+    /// RESET → INIT (`port`, the rights granted to DCIs) → RTR (the path MTU, the RNR
+    /// timer and, on RoCE, the GRH fields of `options`): DCIs reach it from now on, by
+    /// [`Dct::number`].
+    pub fn activate(
+        &mut self,
+        port: u8,
+        access: Access,
+        options: &ConnectOptions,
+    ) -> Result<(), Error> {
+        if self.state != QpState::Reset {
+            return Err(Error::WrongState {
+                operation: "activate",
+                state: self.state,
+            });
+        }
+        let ctx = &self._pd.ctx;
+        if access.contains(Access::REMOTE_ATOMIC) && !ctx.caps().atomics {
+            return Err(Error::InvalidArgument(
+                "REMOTE_ATOMIC on a device without atomics",
+            ));
+        }
+        ctx.backend
+            .modify_qp(&self.handle, &Transition::Init { port, access })?;
+        self.state = QpState::Init;
+        ctx.backend.modify_qp(
+            &self.handle,
+            &Transition::RtrDct {
+                path_mtu: options.path_mtu,
+                min_rnr_timer: options.min_rnr_timer,
+                hop_limit: options.hop_limit,
+                traffic_class: options.traffic_class,
+            },
+        )?;
+        self.state = QpState::Rtr;
+        let number = ctx.backend.dct_number(&self.handle)?;
+        self.recv_cq.attachments.attach(QpEntry {
+            qpn: number,
+            sq: Arc::new(SqShared::new(1)),
+            recv: RecvShared::Srq(self.srq.shared.clone()),
+            errored: Arc::new(AtomicBool::new(false)),
+        });
+        self.number = Some(number);
+        Ok(())
+    }
+
+    /// The DCT number DCIs address (in `dqp_dct`): known once in RTR (the device creates
+    /// the DCT at INIT → RTR).
+    pub fn number(&self) -> Result<u32, Error> {
+        self.number.ok_or(Error::WrongState {
+            operation: "read the DCT number",
+            state: self.state,
+        })
+    }
+
+    /// The DC access key DCIs must carry.
+    pub fn dc_key(&self) -> u64 {
+        self.dc_key
+    }
+
+    /// The state as last set (RESET, INIT or RTR: a DCT has no other).
+    pub fn state(&self) -> QpState {
+        self.state
+    }
+
+    /// The backend handle.
+    pub fn handle(&self) -> &B::Qp {
+        &self.handle
+    }
+}
+
+impl<B: Backend> Drop for Dct<B> {
+    fn drop(&mut self) {
+        if let Some(number) = self.number {
+            self.recv_cq.attachments.detach(number);
+        }
     }
 }

@@ -226,13 +226,15 @@ pub use channel::AsyncCompChannel;
 pub use channel::CompChannel;
 pub use cq::{Completion, CompletionQueue, Status, WcError, WcOpcode};
 pub use device::{
-    AddressHandle, Context, Cq, MemoryRegion, ProtectionDomain, Qp, QpReceiver, QpSender, Srq,
+    AddressHandle, Context, Cq, Dct, MemoryRegion, ProtectionDomain, Qp, QpReceiver, QpSender, Srq,
 };
 pub use error::{Error, PostError};
 pub use event::AsyncEvent;
 pub use mem::{MemOptions, Pages, HUGE_PAGE};
 pub use rq::{RecvQueue, SharedRecvQueue, UD_GRH_BYTES};
-pub use sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge, UdDest};
+pub use sq::{
+    Data, DcDest, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge, UdDest,
+};
 pub use types::{
     Access, AhAttr, ConnectOptions, DeviceCaps, Endpoint, GlobalRoute, ParseEndpointError,
     PortInfo, QpConfig, QpPsn, QpSizes, QpState, Transition, Transport,

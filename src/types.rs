@@ -249,6 +249,14 @@ pub enum Transport {
     /// QP an address handle names; no acknowledgements, no retries; every receive starts
     /// with the 40-byte GRH area.
     Ud,
+    /// DC initiator (mlx5 Dynamically Connected): RC operations (SEND, WRITE, READ,
+    /// atomics) to any DC target an address handle, a DCT number and a DC key name, per
+    /// WQE ([`SendQueue::post_dc`](crate::SendQueue::post_dc)); send queue only. Created with
+    /// [`ProtectionDomain::create_dci`](crate::ProtectionDomain::create_dci).
+    Dci,
+    /// DC target: executes the requests of every DCI that carries its DC key, its receives
+    /// from an SRQ. Not a QP of [`QpConfig`]: [`ProtectionDomain::create_dct`](crate::ProtectionDomain::create_dct).
+    Dct,
 }
 
 /// The global route of an address handle (`ibv_global_route`): sent as a GRH.
@@ -362,6 +370,32 @@ pub enum Transition {
     RtsUd {
         /// First PSN sent.
         sq_psn: u32,
+    },
+    /// RESET → INIT of a DCI (`IBV_QP_PKEY_INDEX | IBV_QP_PORT`: no access flags; the
+    /// kernel's `modify_dci_qp_is_ok`). A DCI's RTR → RTS is [`Transition::Rts`] (the same
+    /// attribute mask), a DCT's RESET → INIT is [`Transition::Init`].
+    InitDci {
+        /// Port (from 1).
+        port: u8,
+    },
+    /// INIT → RTR of a DCI (`IBV_QP_PATH_MTU`, nothing remote).
+    RtrDci {
+        /// Path MTU in bytes.
+        path_mtu: u32,
+    },
+    /// INIT → RTR of a DCT (`IBV_QP_MIN_RNR_TIMER | IBV_QP_AV | IBV_QP_PATH_MTU`, the
+    /// kernel's `mlx5_ib_modify_dct`): the DCT's number exists from here on. On RoCE the
+    /// address carries `is_global`, the SGID index and the hop limit (without them the
+    /// kernel answers EINVAL).
+    RtrDct {
+        /// Path MTU in bytes.
+        path_mtu: u32,
+        /// RNR NAK timer code.
+        min_rnr_timer: u8,
+        /// GRH hop limit (RoCE).
+        hop_limit: u8,
+        /// GRH traffic class (RoCE).
+        traffic_class: u8,
     },
     /// → ERR.
     Err,

@@ -826,6 +826,29 @@ proptest! {
 
     #[test]
     #[cfg_attr(not(rdma_headers), ignore = "install libibverbs-dev to compare with rdma-core")]
+    fn av_set_dc_matches_mlx5dv_set_dgram_seg_with_a_dc_key(
+        dctn in 0..1u32 << 24,
+        dc_key in any::<u64>(),
+        rest in any::<[u8; 36]>(),
+    ) {
+        // A DCI's datagram segment: an AH's AV with the DCT number and the extended bit in
+        // `dqp_dct` and the 64-bit DC key in bytes 0..8 (`mlx5_send_wr_set_dc_addr`).
+        let mut ah = [0u8; 48];
+        ah[12..48].copy_from_slice(&rest);
+        let mut theirs = ah;
+        golden::set_dgram_seg(
+            &mut theirs, dc_key, dctn, 1, ah[12], ah[13], u16::from_be_bytes([ah[14], ah[15]]),
+            ah[20..26].try_into().unwrap(), ah[26], ah[27],
+            u32::from_be_bytes(ah[28..32].try_into().unwrap()),
+            ah[32..48].try_into().unwrap(),
+        );
+        let mut ours = Av::from_bytes(&ah);
+        ours.set_dc(dctn, dc_key);
+        prop_assert_eq!(ours.to_bytes(), theirs);
+    }
+
+    #[test]
+    #[cfg_attr(not(rdma_headers), ignore = "install libibverbs-dev to compare with rdma-core")]
     fn cqe64_fields_match_the_header_reads(bytes in any::<[u8; 64]>()) {
         let ours = Cqe64::from_bytes(&bytes);
         prop_assert_eq!(ours.to_bytes(), bytes);

@@ -27,6 +27,7 @@
 mod channel;
 mod cq;
 mod cqe;
+mod dc;
 mod fence;
 mod host;
 mod mmio;
@@ -47,7 +48,7 @@ pub use pcie::{
     TranslationCache, DLLP_BYTES,
 };
 pub use types::{
-    Access, AhAttr, AsyncEvent, BugClass, Caps, CqInfo, CqParams, DriverBug, Event, Fault,
-    GlobalRoute, HwError, NicConfig, PortAttr, QpInfo, QpParams, QpPsn, QpState, QpTransition,
-    SrqParams, Stats, Transport,
+    Access, AhAttr, AsyncEvent, BugClass, Caps, CqInfo, CqParams, DcRefusal, DriverBug, Event,
+    Fault, GlobalRoute, HwError, NicConfig, PortAttr, QpInfo, QpParams, QpPsn, QpState,
+    QpTransition, SrqParams, Stats, Transport,
 };

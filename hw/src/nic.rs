@@ -380,19 +380,36 @@ impl Nic {
         })
     }
 
-    /// Create a queue pair (RC or UD, `p.transport`) in RESET, with its own UAR page and
-    /// register.
+    /// Create a queue pair (RC, UD, DCI or DCT, `p.transport`) in RESET, with its own UAR
+    /// page and register. A DCT takes its receives from `p.srqn` (required) and has no send
+    /// queue (the SQ fields and `dbrec` are ignored); a DCI has no receive queue (the RQ
+    /// fields are ignored, `p.srqn` must be `None`). A DCT's number is handed out here, but
+    /// no DCI reaches it before [`QpTransition::RtrDct`].
     ///
     /// # Safety
-    /// The SQ ring (`64 << log_sq_wqe_cnt` bytes), the RQ ring (unless an SRQ is used) and
-    /// `dbrec` (8 bytes) must be valid process memory until the QP is destroyed.
+    /// The SQ ring (`64 << log_sq_wqe_cnt` bytes), the RQ ring (unless an SRQ is used or
+    /// the QP is a DCI) and `dbrec` (8 bytes; not for a DCT) must be valid process memory
+    /// until the QP is destroyed.
     pub unsafe fn create_qp(&self, p: &QpParams) -> Result<QpInfo, HwError> {
-        if p.log_sq_wqe_cnt > LOG_MAX_QP_WR {
-            return Err(HwError::InvalidParam("log_sq_wqe_cnt"));
+        // A DCT needs an SRQ and has no send queue; a DCI has no receive side at all
+        // (prm-facts-next §3.1: the kernel refuses a DCT without SRQ and receive CQ).
+        match p.transport {
+            Transport::Dct if p.srqn.is_none() => {
+                return Err(HwError::InvalidParam("a DCT needs an SRQ"))
+            }
+            Transport::Dci if p.srqn.is_some() => {
+                return Err(HwError::InvalidParam("a DCI has no receive queue"))
+            }
+            _ => {}
         }
-        aligned(p.sq_buf, 64)?;
-        aligned(p.dbrec, 4)?;
-        if p.srqn.is_none() {
+        if p.transport != Transport::Dct {
+            if p.log_sq_wqe_cnt > LOG_MAX_QP_WR {
+                return Err(HwError::InvalidParam("log_sq_wqe_cnt"));
+            }
+            aligned(p.sq_buf, 64)?;
+            aligned(p.dbrec, 4)?;
+        }
+        if p.srqn.is_none() && p.transport != Transport::Dci {
             if p.log_rq_wqe_cnt > LOG_MAX_QP_WR {
                 return Err(HwError::InvalidParam("log_rq_wqe_cnt"));
             }
@@ -444,6 +461,8 @@ impl Nic {
                 retry_cnt: 0,
                 rnr_retry: 0,
                 user_index: p.user_index & 0xff_ffff,
+                dc_key: 0,
+                dc: None,
                 max_rd_atomic: 0,
                 max_dest_rd_atomic: 0,
                 sq_ci: 0,
@@ -477,17 +496,9 @@ impl Nic {
             let ports = n.cfg.ports;
             let qpi = n.qp_index(qpn).ok_or(HwError::NoSuchObject)?;
             let q = n.qp(qpi);
-            let ud = matches!(
-                t,
-                QpTransition::InitUd { .. } | QpTransition::RtrUd | QpTransition::RtsUd { .. }
-            );
-            let connected = matches!(
-                t,
-                QpTransition::Init { .. } | QpTransition::Rtr { .. } | QpTransition::Rts { .. }
-            );
-            if (ud && q.transport != Transport::Ud) || (connected && q.transport == Transport::Ud) {
-                // The attribute masks of one transport are invalid for the other
-                // (`qp_state_table`).
+            if !transition_of(q.transport, t) {
+                // The attribute masks of one transport are invalid for another
+                // (`qp_state_table`, `modify_dci_qp_is_ok`, `mlx5_ib_modify_dct`).
                 return Err(HwError::InvalidParam("transition of another transport"));
             }
             match *t {
@@ -509,6 +520,29 @@ impl Nic {
                     q.sq_psn = sq_psn & 0xff_ffff;
                     q.state = QpState::Rts;
                 }
+                QpTransition::InitDci { port } => {
+                    expect(q.state, QpState::Reset)?;
+                    if port == 0 || port > ports {
+                        return Err(HwError::InvalidParam("port"));
+                    }
+                    q.state = QpState::Init;
+                }
+                QpTransition::RtrDci { path_mtu } => {
+                    expect(q.state, QpState::Init)?;
+                    q.mtu = check_mtu(path_mtu)?;
+                    q.state = QpState::Rtr;
+                }
+                QpTransition::RtrDct {
+                    path_mtu, dc_key, ..
+                } => {
+                    expect(q.state, QpState::Init)?;
+                    q.mtu = check_mtu(path_mtu)?;
+                    q.dc_key = dc_key;
+                    // Every DCI's READ / atomic depth is served: the DCT's responder
+                    // resources are the device's (no RTR attribute sets them).
+                    q.max_dest_rd_atomic = MAX_RD_ATOMIC;
+                    q.state = QpState::Rtr;
+                }
                 QpTransition::Init { port, access } => {
                     expect(q.state, QpState::Reset)?;
                     check_access_bits(access)?;
@@ -528,9 +562,7 @@ impl Nic {
                     ..
                 } => {
                     expect(q.state, QpState::Init)?;
-                    if !(256..=4096).contains(&path_mtu) || !path_mtu.is_power_of_two() {
-                        return Err(HwError::InvalidParam("path_mtu"));
-                    }
+                    check_mtu(path_mtu)?;
                     // Checked like mlx5_ib_modify_qp; the value itself never binds (see
                     // docs/model.md, "READ and atomic depth").
                     at_most(max_dest_rd_atomic, MAX_RD_ATOMIC, "max_dest_rd_atomic")?;
@@ -564,6 +596,7 @@ impl Nic {
                 QpTransition::Err => fail(n, qpi),
                 QpTransition::Reset => {
                     q.state = QpState::Reset;
+                    q.dc = None;
                     q.sq_ci = 0;
                     q.sq_pi = 0;
                     q.sq_fetched = 0;
@@ -862,6 +895,37 @@ impl Nic {
             Fault::HostStoreInAtomic { value } => n.faults.host_store = Some(value),
             Fault::Clear => n.faults = Default::default(),
         });
+    }
+}
+
+/// Whether transition `t` is one of `transport`'s: RC and UD have their own masks, a DCI
+/// takes its INIT and RTR and RC's RTS, a DCT RC's INIT and its RTR and nothing else (no
+/// ERR, no RESET: `mlx5_ib_modify_dct` knows RESET -> INIT -> RTR only).
+fn transition_of(transport: Transport, t: &QpTransition) -> bool {
+    use QpTransition as T;
+    match transport {
+        Transport::Rc => matches!(
+            t,
+            T::Init { .. } | T::Rtr { .. } | T::Rts { .. } | T::Err | T::Reset
+        ),
+        Transport::Ud => matches!(
+            t,
+            T::InitUd { .. } | T::RtrUd | T::RtsUd { .. } | T::Err | T::Reset
+        ),
+        Transport::Dci => matches!(
+            t,
+            T::InitDci { .. } | T::RtrDci { .. } | T::Rts { .. } | T::Err | T::Reset
+        ),
+        Transport::Dct => matches!(t, T::Init { .. } | T::RtrDct { .. }),
+    }
+}
+
+/// A path MTU the QPC takes: 256..=4096, a power of two.
+fn check_mtu(path_mtu: u32) -> Result<u32, HwError> {
+    if (256..=4096).contains(&path_mtu) && path_mtu.is_power_of_two() {
+        Ok(path_mtu)
+    } else {
+        Err(HwError::InvalidParam("path_mtu"))
     }
 }
 

@@ -6,7 +6,7 @@ use crate::cqe::{synd, Cqe};
 use crate::host;
 use crate::pcie::Purpose;
 use crate::state::{NicState, Qp};
-use crate::types::{AsyncEvent, QpState};
+use crate::types::{AsyncEvent, QpState, Transport};
 use crate::wqe::{Ctrl, BB};
 
 /// Read `out.len()` bytes of the send ring from BB counter `start`; BB k of the range is at
@@ -63,6 +63,11 @@ pub(crate) fn fail_head(nic: &mut NicState, qpi: usize, ctrl: Ctrl, syndrome: u8
 pub(crate) fn fail(nic: &mut NicState, qpi: usize) {
     nic.defer();
     let q = nic.qp(qpi);
+    if q.transport == Transport::Dct {
+        // No send queue to flush, and SRQ receives are never flushed.
+        q.state = QpState::Err;
+        return;
+    }
     let entered = q.state != QpState::Err;
     q.state = QpState::Err;
     if entered && q.srq.is_some() {

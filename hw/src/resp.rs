@@ -7,7 +7,7 @@ use crate::host;
 use crate::pcie::Purpose;
 use crate::qp::fail;
 use crate::state::{take_fault, NicState, INVALID_LKEY, PSN_MASK, SRQN_BASE};
-use crate::types::{Access, AsyncEvent};
+use crate::types::{Access, AsyncEvent, Transport};
 use crate::wqe::{be16, be32, be64, opcode, Op, Segs, Wqe, ZERO_LENGTH_MEANS};
 use crate::xfer::{gather_to, Cursor, Span, Spans};
 
@@ -20,6 +20,8 @@ pub(crate) struct Request<'a> {
     pub(crate) psn: u32,
     /// PSNs the message consumes.
     pub(crate) npkts: u32,
+    /// The sender (QPN, LID) a receive completion names: DC only (RC CQEs leave it 0).
+    pub(crate) src: Option<(u32, u16)>,
 }
 
 /// The responder's answer.
@@ -88,7 +90,22 @@ pub(crate) fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Resp {
             resp
         }
         Err(f) => {
-            let qpn = nic.qp(qpi).qpn;
+            let q = nic.qp(qpi);
+            let qpn = q.qpn;
+            if q.transport == Transport::Dct {
+                // A DCT serves every DCI: a bad request fails the requester (the NAK) and
+                // the receive it consumed, not the DCT, which has no ERR transition
+                // (`mlx5_ib_modify_dct`). No source says more; see docs/model.md.
+                if let Some((syndrome, wqe_counter, srqn)) = f.resp {
+                    complete(
+                        nic,
+                        qpi,
+                        true,
+                        Cqe::resp_err(qpn, wqe_counter, srqn, syndrome),
+                    );
+                }
+                return Resp::Nak(f.req);
+            }
             match f.resp {
                 Some((syndrome, wqe_counter, srqn)) => complete(
                     nic,
@@ -204,12 +221,15 @@ fn invalidate(nic: &mut NicState, key: u32, pdn: u32) -> bool {
 
 fn recv_cqe(nic: &mut NicState, qpi: usize, r: &Request<'_>, rv: &Recv, op: u8, imm: [u8; 4]) {
     let qpn = nic.qp(qpi).qpn;
+    let (src_qpn, slid) = r.src.unwrap_or_default();
     let cqe = Cqe {
         opcode: op,
         qpn,
         wqe_counter: rv.counter,
         byte_cnt: r.d.len as u32,
         imm,
+        src_qpn,
+        slid,
         srqn: rv.srqn,
         se: r.d.ctrl.solicited(),
         ..Cqe::default()

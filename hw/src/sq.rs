@@ -3,6 +3,7 @@
 
 use crate::cq::complete;
 use crate::cqe::{cqe_op, synd, Cqe, REQ_BYTE_CNT_POISON};
+use crate::dc::Refused;
 use crate::fence::InFlight;
 use crate::host;
 use crate::pcie::{Ctx, Purpose};
@@ -10,6 +11,7 @@ use crate::qp::{fail_head, fetch_sq, flush_sq, read_ring, read_sq, sq_producer};
 use crate::resp::{respond, respond_again, Request, Resp};
 use crate::state::{take_fault, Dest, NicState, Qp, Stall, World, PSN_MASK};
 use crate::types::{Access, QpState, Transport};
+use crate::ud::{Av, AV_BYTES};
 use crate::wqe::{decode, Ctrl, Op, Seg, Segs, Wqe, BB};
 use crate::xfer::{Cursor, Spans};
 
@@ -52,7 +54,7 @@ pub(crate) fn doorbell(w: &mut World, n: usize, qpi: usize, ctrl8: &[u8], bf: Op
     let nic = &mut w.nics[n];
     let c = Ctrl::parse(ctrl8);
     let q = nic.qps[qpi].as_mut().expect("live QP index");
-    if c.qpn != q.qpn || q.state == QpState::Reset {
+    if c.qpn != q.qpn || q.state == QpState::Reset || q.transport == Transport::Dct {
         nic.stats.bad_doorbells += 1;
         return;
     }
@@ -312,12 +314,25 @@ fn exec(
     if ctrl.fenced() {
         in_flight.clear();
     }
-    if w.nics[n].qp(qpi).transport == Transport::Ud {
-        return crate::ud::send(w, n, qpi, ctrl, wqe, in_flight);
-    }
+    let av = match w.nics[n].qp(qpi).transport {
+        Transport::Ud => return crate::ud::send(w, n, qpi, ctrl, wqe, in_flight),
+        // A DCI's WQE: ctrl + the address vector + the RC segments (prm-facts-next §3.3).
+        Transport::Dci => match wqe.get(16..16 + AV_BYTES).and_then(Av::parse) {
+            Some(av) => Some(av),
+            None => return Outcome::Fail(synd::LOCAL_QP_OP_ERR),
+        },
+        _ => None,
+    };
+    let xport = if av.is_some() { AV_BYTES } else { 0 };
     let nic = &mut w.nics[n];
     let max_msg = nic.cfg.max_msg_sz.into();
-    let d = match decode(ctrl, wqe, 0, max_msg, &mut nic.stats.zero_length_segments) {
+    let d = match decode(
+        ctrl,
+        wqe,
+        xport,
+        max_msg,
+        &mut nic.stats.zero_length_segments,
+    ) {
         Ok(d) => d,
         Err(s) => return Outcome::Fail(s),
     };
@@ -340,7 +355,20 @@ fn exec(
     nic.stats.packets += u64::from(req_pkts);
     let psn = transmit(nic.qp(qpi), npkts);
     let lost = take_fault(&mut nic.faults.lose, qpn, req_pkts);
-    let Some(to) = (!lost).then(|| connected(w, n, qpn, &dest, psn)).flatten() else {
+    let to = match &av {
+        _ if lost => None,
+        Some(av) => match crate::dc::connect(w, n, qpi, av, psn) {
+            Ok((m, dqpi)) => Some(Landing {
+                nic: m,
+                qpi: dqpi,
+                seq: seq(w.nics[m].qp(dqpi).rq_psn, psn),
+            }),
+            Err(Refused::Nak(s)) => return Outcome::Fail(s),
+            Err(Refused::Dropped) => None,
+        },
+        None => connected(w, n, qpn, &dest, psn),
+    };
+    let Some(to) = to else {
         w.nics[n].stats.packets_lost += u64::from(req_pkts);
         return Outcome::Lost;
     };
@@ -362,6 +390,8 @@ fn exec(
         d: &d,
         psn,
         npkts,
+        // A DCT's receive completions name the DCI and its port (prm-facts-next §3.6).
+        src: av.as_ref().map(|_| (qpn, w.nics[n].lid)),
     };
     if remote_result
         && rd_atomic_depth(depth) > rd_atomic_depth(w.nics[to.nic].qp(to.qpi).max_dest_rd_atomic)
@@ -369,12 +399,16 @@ fn exec(
         w.nics[n].stats.rd_atomic_depth_mismatch += 1;
     }
     let responder = &mut w.nics[to.nic];
-    responder.context(Some(to.qpi), Ctx::Qp(dest.qpn));
+    let rqpn = responder.qp(to.qpi).qpn;
+    responder.context(Some(to.qpi), Ctx::Qp(rqpn));
     let resp = if to.seq == Seq::Duplicate {
         respond_again(responder, to.qpi, &req)
     } else {
         Some(respond(responder, to.qpi, &req))
     };
+    if av.is_some() {
+        crate::dc::save(w, n, qpi, to.nic, to.qpi);
+    }
     let orig = match resp {
         Some(Resp::Ack(orig)) => orig,
         Some(Resp::Rnr) => {
@@ -524,17 +558,20 @@ fn connected(w: &World, n: usize, qpn: u32, dest: &Dest, psn: u32) -> Option<Lan
     let r = w.nics[m].qps[rqpi].as_ref()?;
     let back = w.route(&r.dest) == Some(n);
     let ready = matches!(r.state, QpState::Rtr | QpState::Rts);
-    let behind = r.rq_psn.wrapping_sub(psn) & PSN_MASK;
-    let seq = match behind {
-        0 => Seq::Expected,
-        1..=0x80_0000 => Seq::Duplicate,
-        _ => Seq::Ahead,
-    };
     (ready && back && r.dest.qpn == qpn).then_some(Landing {
         nic: m,
         qpi: rqpi,
-        seq,
+        seq: seq(r.rq_psn, psn),
     })
+}
+
+/// Where request PSN `psn` falls for a responder expecting `rq_psn`.
+fn seq(rq_psn: u32, psn: u32) -> Seq {
+    match rq_psn.wrapping_sub(psn) & PSN_MASK {
+        0 => Seq::Expected,
+        1..=0x80_0000 => Seq::Duplicate,
+        _ => Seq::Ahead,
+    }
 }
 
 /// One timer step for a stalled QP: retransmit, or give up with RNR_RETRY_EXC /

@@ -163,6 +163,10 @@ pub(crate) struct Qp {
     pub(crate) rnr_retry: u8,
     /// User index written into CQEs under CQE version 1.
     pub(crate) user_index: u32,
+    /// A DCT's access key (set at RTR).
+    pub(crate) dc_key: u64,
+    /// A DCI's current connection.
+    pub(crate) dc: Option<crate::dc::DcConn>,
     /// Outgoing READ/atomic depth (RTS) and incoming depth (RTR), as set.
     pub(crate) max_rd_atomic: u8,
     pub(crate) max_dest_rd_atomic: u8,

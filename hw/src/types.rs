@@ -130,6 +130,8 @@ pub struct NicConfig {
     /// kernels, and what `mlx5_poll_cq_v1` looks QPs up by); any other value is version 0
     /// (`srqn_uidx` is the SRQN of an SRQ receive, else 0).
     pub cqe_version: u8,
+    /// What a refused DC connect request does ([`DcRefusal`]; not pinned by a source).
+    pub dc_refusal: DcRefusal,
 }
 
 impl Default for NicConfig {
@@ -142,6 +144,7 @@ impl Default for NicConfig {
             pcie_atomic_ops: false,
             max_msg_sz: 1 << 30,
             cqe_version: 0,
+            dc_refusal: DcRefusal::Drop,
         }
     }
 }
@@ -197,6 +200,26 @@ pub enum Transport {
     /// Unreliable datagram: SEND / SEND_IMM of at most one packet to any QP named by an
     /// address vector in each WQE; no acknowledgements.
     Ud,
+    /// DC initiator (mlx5 Dynamically Connected): RC operations to any DCT named by the
+    /// address vector, DCT number and DC key in each WQE; send queue only.
+    Dci,
+    /// DC target: executes the requests of any DCI that carries its DC key, taking receives
+    /// from its SRQ; no send queue.
+    Dct,
+}
+
+/// What a DCT does with a DCI's connect request it refuses (a wrong DC key, no such DCT).
+/// No public source pins what mlx5 does (prm-facts-next §3.6 and §10: the DCI's syndrome
+/// is UNVERIFIED), so the model offers both readings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DcRefusal {
+    /// The request is dropped: the DCI hears nothing, retransmits on its timeout and
+    /// completes with TRANSPORT_RETRY_EXC_ERR after `retry_cnt` retries.
+    #[default]
+    Drop,
+    /// The DCT answers with a NAK: the DCI completes at once with REMOTE_ACCESS_ERR (wrong
+    /// key) or REMOTE_INVAL_REQ_ERR (no such DCT).
+    Nak,
 }
 
 /// QP creation parameters.
@@ -327,6 +350,29 @@ pub enum QpTransition {
         rnr_retry: u8,
         /// Outgoing READ/atomic depth.
         max_rd_atomic: u8,
+    },
+    /// RESET -> INIT of a DCI (`IBV_QP_PKEY_INDEX | IBV_QP_PORT`: no access flags,
+    /// `modify_dci_qp_is_ok`). A DCT's RESET -> INIT is [`QpTransition::Init`].
+    InitDci {
+        /// Port number (1-based).
+        port: u8,
+    },
+    /// INIT -> RTR of a DCI (`IBV_QP_PATH_MTU`: nothing remote).
+    RtrDci {
+        /// Path MTU in bytes (256..=4096, a power of two).
+        path_mtu: u32,
+    },
+    /// INIT -> RTR of a DCT (`IBV_QP_MIN_RNR_TIMER | IBV_QP_AV | IBV_QP_PATH_MTU`): the
+    /// firmware creates the DCT here (`mlx5_core_create_dct` runs at RTR), with its access
+    /// key from `dctc.dc_access_key`; DCIs reach it from now on. A DCI's RTR -> RTS is
+    /// [`QpTransition::Rts`]; a DCT has no other transition (`mlx5_ib_modify_dct`).
+    RtrDct {
+        /// Path MTU in bytes (256..=4096, a power of two).
+        path_mtu: u32,
+        /// RNR NAK timer code.
+        min_rnr_timer: u8,
+        /// The DC access key every DCI's WQE must carry.
+        dc_key: u64,
     },
     /// Any state -> ERR.
     Err,
@@ -556,6 +602,17 @@ pub struct Stats {
     pub ud_unroutable: u64,
     /// UD datagrams dropped for want of a posted receive (UD has no RNR).
     pub ud_no_receive: u64,
+    /// DC connections a DCI of this NIC set up (its first WQE to a destination, or the
+    /// first after a WQE to another): one connect handshake on the wire each, no PCIe.
+    pub dc_connects: u64,
+    /// DC connections a DCI of this NIC tore down to reach another destination: one
+    /// disconnect on the wire each, no PCIe.
+    pub dc_disconnects: u64,
+    /// DC requests a DCT of this NIC refused for a DC key that is not its own.
+    pub dc_key_violations: u64,
+    /// DC requests to a DCT number no ready DCT has (counted at the NIC the address names,
+    /// or at the DCI's when it names no NIC).
+    pub dc_unknown_dct: u64,
 }
 
 /// Which way a driver bug the model counts shows on hardware.

@@ -11,7 +11,7 @@ use crate::resp::take_recv;
 use crate::sq::{check_gather, Outcome};
 use crate::state::{take_fault, Dest, NicState, World, ACTIVE_MTU};
 use crate::types::{Access, AhAttr, GlobalRoute, HwError, QpState, Transport};
-use crate::wqe::{be16, be32, decode, opcode, Ctrl, Segs, Wqe};
+use crate::wqe::{be16, be32, be64, decode, opcode, Ctrl, Segs, Wqe};
 use crate::xfer::Cursor;
 
 /// Size of `mlx5_wqe_av` (the full address vector).
@@ -57,19 +57,23 @@ pub(crate) fn build_av(nic: &NicState, a: &AhAttr) -> Result<[u8; AV_BYTES], HwE
     Ok(av)
 }
 
-/// An address vector as the NIC reads it from a WQE.
-struct Av {
+/// An address vector as the NIC reads it from a WQE (UD: Q_Key and remote QPN; DC: DC
+/// key and DCT number).
+pub(crate) struct Av {
     qkey: u32,
-    dqpn: u32,
+    /// Bytes 0..8 as one BE64: a DCI's DC access key.
+    pub(crate) dc_key: u64,
+    /// `dqp_dct` bits 23..0: the remote QPN (UD) or DCT number (DC).
+    pub(crate) dqpn: u32,
     sl: u8,
-    dlid: u16,
-    grh: Option<GlobalRoute>,
+    pub(crate) dlid: u16,
+    pub(crate) grh: Option<GlobalRoute>,
 }
 
 impl Av {
     /// Parse the AV at `b[0..48]`; `None` without `MLX5_EXTENDED_UD_AV` (the model
     /// advertises no compact AV).
-    fn parse(b: &[u8]) -> Option<Av> {
+    pub(crate) fn parse(b: &[u8]) -> Option<Av> {
         let dqp_dct = be32(b, 8);
         if dqp_dct & EXTENDED_AV == 0 {
             return None;
@@ -84,6 +88,7 @@ impl Av {
         });
         Some(Av {
             qkey: be32(b, 0),
+            dc_key: be64(b, 0),
             dqpn: dqp_dct & 0xff_ffff,
             sl: b[12] & 0xf,
             dlid: be16(b, 14),

@@ -297,9 +297,9 @@ pub(crate) fn decode(
         (ATOMIC_CS | ATOMIC_FA, 0) => Op::Atomic(AtomicArgs {
             size: 8,
             cs: ctrl.opcode == ATOMIC_CS,
-            swap_add: be64_at(wqe, 32)?,
+            swap_add: be64_at(wqe, 32 + xport)?,
             compare: if ctrl.opcode == ATOMIC_CS {
-                be64_at(wqe, 40)?
+                be64_at(wqe, 40 + xport)?
             } else {
                 0
             },
@@ -308,6 +308,7 @@ pub(crate) fn decode(
         }),
         (ATOMIC_MASKED_CS | ATOMIC_MASKED_FA, 0x08 | 0x09) => Op::Atomic(masked_args(
             wqe,
+            32 + xport,
             ctrl.opcode == ATOMIC_MASKED_CS,
             ctrl.opmod,
         )?),
@@ -379,33 +380,33 @@ fn be32_at(wqe: &[u8], off: usize) -> Result<u64, u8> {
     Ok(be32(wqe, off).into())
 }
 
-/// Masked atomic arguments after ctrl + raddr (prm-facts §4.5).
-fn masked_args(wqe: &[u8], cs: bool, opmod: u8) -> Result<AtomicArgs, u8> {
-    const A: usize = 32;
+/// Masked atomic arguments after ctrl (+ the address vector of a DCI) + raddr, from byte
+/// `at` (prm-facts §4.5).
+fn masked_args(wqe: &[u8], at: usize, cs: bool, opmod: u8) -> Result<AtomicArgs, u8> {
     let a = if opmod == 0x08 {
         AtomicArgs {
             size: 4,
             cs,
-            swap_add: be32_at(wqe, A)?,
-            compare: be32_at(wqe, A + 4)?,
-            swap_mask: if cs { be32_at(wqe, A + 8)? } else { 0 },
-            compare_mask: if cs { be32_at(wqe, A + 12)? } else { 0 },
+            swap_add: be32_at(wqe, at)?,
+            compare: be32_at(wqe, at + 4)?,
+            swap_mask: if cs { be32_at(wqe, at + 8)? } else { 0 },
+            compare_mask: if cs { be32_at(wqe, at + 12)? } else { 0 },
         }
     } else if cs {
         AtomicArgs {
             size: 8,
             cs,
-            swap_add: be64_at(wqe, A)?,
-            compare: be64_at(wqe, A + 8)?,
-            swap_mask: be64_at(wqe, A + 16)?,
-            compare_mask: be64_at(wqe, A + 24)?,
+            swap_add: be64_at(wqe, at)?,
+            compare: be64_at(wqe, at + 8)?,
+            swap_mask: be64_at(wqe, at + 16)?,
+            compare_mask: be64_at(wqe, at + 24)?,
         }
     } else {
         AtomicArgs {
             size: 8,
             cs,
-            swap_add: be64_at(wqe, A)?,
-            compare: be64_at(wqe, A + 8)?,
+            swap_add: be64_at(wqe, at)?,
+            compare: be64_at(wqe, at + 8)?,
             swap_mask: 0,
             compare_mask: 0,
         }

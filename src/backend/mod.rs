@@ -149,6 +149,31 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
         config: &QpConfig,
         sizes: &QpSizes,
     ) -> Result<QpParts<Self>, Error>;
+    /// Creates a DC target (`mlx5dv_create_qp` with `MLX5DV_DCTYPE_DCT`) in RESET, taking
+    /// its receives from `srq` and completing them on `recv_cq`, admitting DCIs that carry
+    /// `dc_key`. Its number exists once it is in RTR ([`Backend::dct_number`]). A backend
+    /// without DC refuses.
+    fn create_dct(
+        &self,
+        pd: &Self::Pd,
+        recv_cq: &Self::Cq,
+        srq: &Self::Srq,
+        dc_key: u64,
+    ) -> Result<Self::Qp, Error> {
+        let _ = (pd, recv_cq, srq, dc_key);
+        Err(Error::Device {
+            operation: "create DCT",
+            reason: "this backend has no DC support".into(),
+        })
+    }
+    /// The number of a DCT in RTR (the device hands it out at INIT → RTR).
+    fn dct_number(&self, dct: &Self::Qp) -> Result<u32, Error> {
+        let _ = dct;
+        Err(Error::Device {
+            operation: "query DCT",
+            reason: "this backend has no DC support".into(),
+        })
+    }
     /// Moves a QP to another state.
     fn modify_qp(&self, qp: &Self::Qp, transition: &Transition) -> Result<(), Error>;
     /// Reads a QP's sequence numbers from the device, in any state but RESET (which clears

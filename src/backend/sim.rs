@@ -32,8 +32,8 @@ pub use mlx5_hw as hw;
 /// What a test or a tool names most: the fabric and its NICs, their configuration,
 /// statistics, fault injection, PCIe counters and completion events.
 pub use mlx5_hw::{
-    BugClass, Completions, ContextCache, Dir, DriverBug, Event, Fabric, Fault, Nic, NicConfig,
-    PcieConfig, PcieCounters, Stats, Tlp, TlpKind, TranslationCache,
+    BugClass, Completions, ContextCache, DcRefusal, Dir, DriverBug, Event, Fabric, Fault, Nic,
+    NicConfig, PcieConfig, PcieCounters, Stats, Tlp, TlpKind, TranslationCache,
 };
 
 /// A model NIC handle that prints as its first port's LID.
@@ -302,6 +302,8 @@ impl Drop for SimSrq {
 pub struct SimQp {
     nic: NicHandle,
     qpn: u32,
+    /// A DCT's access key: the model takes it at RTR, where the firmware creates the DCT.
+    dc_key: u64,
     _buf: Memory,
     _dbrec: Memory,
 }
@@ -545,9 +547,11 @@ impl Backend for Sim {
     ) -> Result<QpParts<Sim>, Error> {
         // The rings rdma-core would allocate for `config` (`QpConfig::check`).
         let log_sq = log2_ceil(sizes.sq_wqebbs);
-        let (log_rq, rq_stride) = match srq {
-            Some(_) => (0, DS),
-            None => (log2_ceil(sizes.rq_wqes), sizes.rq_stride as usize),
+        // A QP on an SRQ, and a DCI, have no receive ring.
+        let rq_ring = srq.is_none() && config.transport != Transport::Dci;
+        let (log_rq, rq_stride) = match rq_ring {
+            false => (0, DS),
+            true => (log2_ceil(sizes.rq_wqes), sizes.rq_stride as usize),
         };
         // RQ at offset 0, SQ right after it, as rdma-core lays out an RC QP buffer.
         let rq_bytes = (rq_stride << log_rq).max(SEND_WQE_BB);
@@ -558,6 +562,12 @@ impl Backend for Sim {
             transport: match config.transport {
                 Transport::Rc => hw::Transport::Rc,
                 Transport::Ud => hw::Transport::Ud,
+                Transport::Dci => hw::Transport::Dci,
+                Transport::Dct => {
+                    return Err(Error::InvalidArgument(
+                        "a DCT is made by create_dct, not create_qp",
+                    ))
+                }
             },
             pdn: pd.pdn,
             send_cqn: send_cq.cqn,
@@ -587,7 +597,7 @@ impl Backend for Sim {
             max_inline: config.max_inline as usize,
             max_sge: config.max_send_sge as usize,
         };
-        let rq = srq.is_none().then(|| RqDesc {
+        let rq = rq_ring.then(|| RqDesc {
             buf: buf.non_null(),
             wqe_cnt: 1 << log_rq,
             stride: rq_stride,
@@ -597,6 +607,7 @@ impl Backend for Sim {
             handle: SimQp {
                 nic: self.nic.clone(),
                 qpn: info.qpn,
+                dc_key: 0,
                 _buf: buf,
                 _dbrec: dbrec,
             },
@@ -608,6 +619,37 @@ impl Backend for Sim {
                 uar: info.uar,
             },
         })
+    }
+
+    fn create_dct(
+        &self,
+        pd: &SimPd,
+        recv_cq: &SimCq,
+        srq: &SimSrq,
+        dc_key: u64,
+    ) -> Result<SimQp, Error> {
+        let params = hw::QpParams {
+            transport: hw::Transport::Dct,
+            pdn: pd.pdn,
+            send_cqn: recv_cq.cqn,
+            recv_cqn: recv_cq.cqn,
+            srqn: Some(srq.srqn),
+            ..hw::QpParams::default()
+        };
+        // SAFETY: a DCT has no rings or doorbell record of its own (its receives are the
+        // SRQ's, which outlives it: the DCT's owner holds it).
+        let info = unsafe { self.nic.create_qp(&params) }.map_err(device_error("create DCT"))?;
+        Ok(SimQp {
+            nic: self.nic.clone(),
+            qpn: info.qpn,
+            dc_key,
+            _buf: Memory::new(0)?,
+            _dbrec: Memory::new(0)?,
+        })
+    }
+
+    fn dct_number(&self, dct: &SimQp) -> Result<u32, Error> {
+        Ok(dct.qpn)
     }
 
     fn modify_qp(&self, qp: &SimQp, transition: &Transition) -> Result<(), Error> {
@@ -647,6 +689,17 @@ impl Backend for Sim {
             Transition::InitUd { port, qkey } => hw::QpTransition::InitUd { port, qkey },
             Transition::RtrUd => hw::QpTransition::RtrUd,
             Transition::RtsUd { sq_psn } => hw::QpTransition::RtsUd { sq_psn },
+            Transition::InitDci { port } => hw::QpTransition::InitDci { port },
+            Transition::RtrDci { path_mtu } => hw::QpTransition::RtrDci { path_mtu },
+            Transition::RtrDct {
+                path_mtu,
+                min_rnr_timer,
+                ..
+            } => hw::QpTransition::RtrDct {
+                path_mtu,
+                min_rnr_timer,
+                dc_key: qp.dc_key,
+            },
             Transition::Err => hw::QpTransition::Err,
             Transition::Reset => hw::QpTransition::Reset,
         };

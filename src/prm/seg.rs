@@ -214,6 +214,14 @@ impl Av {
         key[0..4].copy_from_slice(&Be32::new(qkey).to_bytes());
         self.key = Be64::from_bytes(key);
     }
+
+    /// The DC form `mlx5dv_set_dgram_seg` writes with `ext` 1 (and `mlx5_send_wr_set_dc_addr`
+    /// ORs into an AH's AV): the DCT number with the extended bit, and the 64-bit DC access
+    /// key.
+    pub fn set_dc(&mut self, dctn: u32, dc_key: u64) {
+        self.dqp_dct = Be32::new(dctn | EXTENDED_UD_AV);
+        self.key = Be64::new(dc_key);
+    }
 }
 
 /// The compact (16-byte) address vector: the first 16 bytes of [`Av`], used when bit 31 of

@@ -21,6 +21,7 @@ use crate::mmio::{BfReg, DbRec, Uar};
 use crate::prm::{self, Be32, DS, SEND_WQE_BB};
 use crate::ring::{Ring, Staging};
 
+mod dc;
 mod doorbell;
 mod shared;
 #[cfg(test)]
@@ -29,12 +30,14 @@ mod ud;
 mod wr;
 mod write;
 
+pub use dc::DcDest;
 pub use doorbell::DoorbellMode;
 pub use shared::SqDesc;
 pub(crate) use shared::SqShared;
 pub use ud::UdDest;
 pub use wr::{Data, MaskedCs32Args, MaskedCs64Args, Remote, SendFlags, SendOp, SendWr, Sge};
 
+use dc::DcEntry;
 use doorbell::{effective_mode, ring_last};
 use ud::UdEntry;
 use write::{Cursor, Limits, Ready, Written};
@@ -73,6 +76,8 @@ pub struct SendQueue<U: Uar> {
     errored: Arc<AtomicBool>,
     /// The UD post entry ([`SendQueue::post_ud`]) of a UD QP's queue; `None` for RC.
     ud: Option<UdEntry>,
+    /// The DC post entry ([`SendQueue::post_dc`]) of a DCI's queue.
+    dc: Option<DcEntry>,
 }
 
 /// `SendQueue::write_parts` of one work request on the fields of the queue `$sq`: the
@@ -131,6 +136,7 @@ impl<U: Uar> SendQueue<U> {
             shared,
             errored,
             ud: None,
+            dc: None,
         };
         sq.set_mode(DoorbellMode::Auto);
         sq
@@ -195,6 +201,10 @@ impl<U: Uar> SendQueue<U> {
     pub(crate) fn set_ready(&mut self, ready: bool) {
         if let Some(ud) = &mut self.ud {
             ud.set_ready(ready, self.c.pi);
+            return;
+        }
+        if let Some(dc) = &mut self.dc {
+            dc.set_ready(ready, self.c.pi);
             return;
         }
         self.k.ready = Ready::from(ready);

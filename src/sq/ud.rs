@@ -109,27 +109,46 @@ impl<U: Uar> SendQueue<U> {
         if len > u64::from(ud.mtu) {
             return Err(PostError::OverMtu { len, mtu: ud.mtu });
         }
+        let (k, limit) = (ud.k, ud.limit);
+        let limit = self.post_via(k, limit, &wr, Datagram(dest))?;
+        if let Some(ud) = &mut self.ud {
+            ud.limit = limit;
+        }
+        Ok(())
+    }
+
+    /// Posts `wr` through an entry of its own (`k`, room limit `limit`) with transport
+    /// segment `xport`, and rings the doorbell (with any WQEs pushed before); returns the
+    /// entry's new room limit. Refused before anything is written when the QP is in error,
+    /// and by every check of [`Limits::write`].
+    #[inline(always)]
+    pub(super) fn post_via<X: Xport>(
+        &mut self,
+        k: Limits,
+        limit: u32,
+        wr: &SendWr<'_>,
+        xport: X,
+    ) -> Result<u32, PostError> {
         if self.errored.load(Ordering::Relaxed) {
             return Err(PostError::NotReadyToSend);
         }
         let mut cur = Cursor {
             pi: self.c.pi,
-            limit: ud.limit,
+            limit,
         };
         let (ring, shared) = (&self.ring, &*self.shared);
         // SAFETY: the queue's own ring and slots (one per WQEBB, checked in `new`).
         let written = unsafe {
-            ud.k.write(
+            k.write(
                 ring,
                 &mut self.staging,
                 shared,
                 &shared.tail,
                 &mut cur,
-                &wr,
-                Datagram(dest),
+                wr,
+                xport,
             )
         }?;
-        ud.limit = cur.limit;
         self.c.pi = cur.pi;
         let bf_max = if self.pushed == 0 {
             self.bf_single
@@ -138,6 +157,6 @@ impl<U: Uar> SendQueue<U> {
             self.bf_batch
         };
         ring_last(&mut self.bf, &self.dbrec, cur.pi, ring, &written, bf_max);
-        Ok(())
+        Ok(cur.limit)
     }
 }

@@ -71,6 +71,10 @@ pub(super) enum Ready {
     ///
     /// [`SendQueue::post_ud`]: super::SendQueue::post_ud
     UdOnly,
+    /// Never: this is a DCI's queue, posted through [`SendQueue::post_dc`].
+    ///
+    /// [`SendQueue::post_dc`]: super::SendQueue::post_dc
+    DciOnly,
 }
 
 impl Ready {
@@ -87,6 +91,9 @@ impl Ready {
         match self {
             Ready::UdOnly => PostError::WrongTransport {
                 transport: Transport::Ud,
+            },
+            Ready::DciOnly => PostError::WrongTransport {
+                transport: Transport::Dci,
             },
             _ => PostError::NotReadyToSend,
         }

@@ -32,6 +32,13 @@ pub(crate) struct PathInfo {
     pub active_mtu: u32,
 }
 
+impl PathInfo {
+    /// The path MTU for `path_mtu` bytes asked for: capped at the port's active MTU.
+    fn mtu(&self, path_mtu: u32) -> Result<ibv_mtu::Type, Error> {
+        ibv_mtu_of(path_mtu.min(self.active_mtu.max(256)))
+    }
+}
+
 /// `enum ibv_mtu` for an MTU in bytes.
 pub(crate) fn ibv_mtu_of(bytes: u32) -> Result<ibv_mtu::Type, Error> {
     Ok(match bytes {
@@ -78,21 +85,15 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
             traffic_class,
         } => {
             attr.qp_state = ibv_qp_state::IBV_QPS_RTR;
-            attr.path_mtu = ibv_mtu_of(path_mtu.min(path.active_mtu.max(256)))?;
+            attr.path_mtu = path.mtu(path_mtu)?;
             attr.dest_qp_num = remote.qpn;
             attr.rq_psn = remote.psn;
             attr.max_dest_rd_atomic = max_dest_rd_atomic;
             attr.min_rnr_timer = min_rnr_timer;
-            attr.ah_attr.port_num = path.port;
-            match path.addressing {
-                Addressing::Lid => attr.ah_attr.dlid = remote.lid,
-                Addressing::Gid { sgid_index } => {
-                    attr.ah_attr.is_global = 1;
-                    attr.ah_attr.grh.dgid.raw = remote.gid;
-                    attr.ah_attr.grh.sgid_index = sgid_index;
-                    attr.ah_attr.grh.hop_limit = hop_limit;
-                    attr.ah_attr.grh.traffic_class = traffic_class;
-                }
+            if local_path(&mut attr, path, hop_limit, traffic_class) {
+                attr.ah_attr.grh.dgid.raw = remote.gid;
+            } else {
+                attr.ah_attr.dlid = remote.lid;
             }
             m::IBV_QP_STATE
                 | m::IBV_QP_AV
@@ -140,6 +141,34 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
             attr.sq_psn = sq_psn;
             m::IBV_QP_STATE | m::IBV_QP_SQ_PSN
         }
+        // DC ([KIB] `modify_dci_qp_is_ok`, `mlx5_ib_modify_dct`; UCX's
+        // `uct_dc_mlx5_iface_dci_connect` adds the AV at the DCI's RTR, global on RoCE).
+        Transition::InitDci { port } => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_INIT;
+            attr.pkey_index = 0;
+            attr.port_num = port;
+            m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT
+        }
+        Transition::RtrDci { path_mtu } => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_RTR;
+            attr.path_mtu = path.mtu(path_mtu)?;
+            local_path(&mut attr, path, 0, 0);
+            m::IBV_QP_STATE | m::IBV_QP_PATH_MTU | m::IBV_QP_AV
+        }
+        Transition::RtrDct {
+            path_mtu,
+            min_rnr_timer,
+            hop_limit,
+            traffic_class,
+        } => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_RTR;
+            attr.path_mtu = path.mtu(path_mtu)?;
+            attr.min_rnr_timer = min_rnr_timer;
+            // On RoCE without `is_global`, the SGID index and the hop limit the kernel
+            // answers EINVAL (UCX #3245, PR #3919, PR #4744).
+            local_path(&mut attr, path, hop_limit, traffic_class);
+            m::IBV_QP_STATE | m::IBV_QP_MIN_RNR_TIMER | m::IBV_QP_AV | m::IBV_QP_PATH_MTU
+        }
         Transition::Err => {
             attr.qp_state = ibv_qp_state::IBV_QPS_ERR;
             m::IBV_QP_STATE
@@ -150,6 +179,20 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
         }
     };
     Ok((attr, mask))
+}
+
+/// The local half of an address at RTR: the port, and on RoCE the GRH fields (`is_global`,
+/// the SGID index, the hop limit and the traffic class). True if it set a GRH.
+fn local_path(attr: &mut ibv_qp_attr, path: &PathInfo, hop_limit: u8, traffic_class: u8) -> bool {
+    attr.ah_attr.port_num = path.port;
+    let Addressing::Gid { sgid_index } = path.addressing else {
+        return false;
+    };
+    attr.ah_attr.is_global = 1;
+    attr.ah_attr.grh.sgid_index = sgid_index;
+    attr.ah_attr.grh.hop_limit = hop_limit;
+    attr.ah_attr.grh.traffic_class = traffic_class;
+    true
 }
 
 /// The attributes [`Backend::query_psn`](crate::backend::Backend::query_psn) asks
@@ -294,6 +337,54 @@ mod tests {
             ),
             (5, 14, 7, 6, 16)
         );
+    }
+
+    #[test]
+    fn dci_transitions_carry_no_access_and_nothing_remote() {
+        let (attr, mask) = qp_attr(&Transition::InitDci { port: 2 }, &IB).unwrap();
+        // STATE 1 | PKEY_INDEX 16 | PORT 32: no access flags.
+        assert_eq!(mask.0, 1 | 16 | 32);
+        assert_eq!(
+            (attr.qp_state, attr.port_num),
+            (ibv_qp_state::IBV_QPS_INIT, 2)
+        );
+        let (attr, mask) = qp_attr(&Transition::RtrDci { path_mtu: 4096 }, &ROCE).unwrap();
+        // STATE 1 | AV 128 | PATH_MTU 256: no DEST_QPN, RQ_PSN or READ depth.
+        assert_eq!(mask.0, 1 | 128 | 256);
+        assert_eq!(
+            attr.path_mtu,
+            ibv_mtu::IBV_MTU_1024,
+            "capped at the active MTU"
+        );
+        assert_eq!((attr.ah_attr.is_global, attr.ah_attr.port_num), (1, 1));
+        assert_eq!(attr.ah_attr.grh.sgid_index, 3);
+    }
+
+    #[test]
+    fn dct_rtr_on_roce_is_global_with_the_sgid_index_and_hop_limit() {
+        let t = Transition::RtrDct {
+            path_mtu: 2048,
+            min_rnr_timer: 12,
+            hop_limit: 64,
+            traffic_class: 0x60,
+        };
+        let (attr, mask) = qp_attr(&t, &ROCE).unwrap();
+        // Exactly STATE 1 | AV 128 | PATH_MTU 256 | MIN_RNR_TIMER 32768 (mlx5_ib_modify_dct).
+        assert_eq!(mask.0, 1 | 128 | 256 | 32768);
+        assert_eq!(attr.qp_state, ibv_qp_state::IBV_QPS_RTR);
+        assert_eq!(
+            (attr.path_mtu, attr.min_rnr_timer),
+            (ibv_mtu::IBV_MTU_1024, 12)
+        );
+        assert_eq!((attr.ah_attr.is_global, attr.ah_attr.port_num), (1, 1));
+        let grh = attr.ah_attr.grh;
+        assert_eq!(
+            (grh.sgid_index, grh.hop_limit, grh.traffic_class),
+            (3, 64, 0x60)
+        );
+        let (attr, _) = qp_attr(&t, &IB).unwrap();
+        assert_eq!((attr.ah_attr.is_global, attr.ah_attr.port_num), (0, 2));
+        assert_eq!(attr.path_mtu, ibv_mtu::IBV_MTU_2048);
     }
 
     #[test]

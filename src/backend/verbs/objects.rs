@@ -392,6 +392,12 @@ impl Backend for Verbs {
         attr.qp_type = match config.transport {
             Transport::Rc => ibv_qp_type::IBV_QPT_RC,
             Transport::Ud => ibv_qp_type::IBV_QPT_UD,
+            Transport::Dci | Transport::Dct => {
+                return Err(Error::Device {
+                    operation: "create QP",
+                    reason: "DC is not built on the verbs backend yet".into(),
+                })
+            }
         };
         // rdma-core sizes the ring for `max_send_wr` WRs of its worst-case WQE for the
         // operations named below (verbs.c `mlx5_calc_sq_size`): `sizes` asks for as many as

@@ -1,0 +1,549 @@
+//! DC end to end on the model: the DCI WQE bytes (ctrl + datagram segment with the DC key and
+//! `dqp_dct = DCT number | 1 << 31` + the RC segments), every operation with its data, the
+//! target's completions naming the DCT and the sender, one DCI alternating between many
+//! DCTs (connects and disconnects counted, no PCIe for them), refusals (wrong key, unknown
+//! DCT, no receive) with their syndromes, and recovery of the DCI.
+
+mod common;
+
+use common::{assert_empty, poll_n, side, BugCheck, Side, MR_LEN};
+use mlx5_direct::backend::sim::{DcRefusal, Fabric, NicConfig, Sim};
+use mlx5_direct::prm::Syndrome;
+use mlx5_direct::{
+    Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, Data, Dct,
+    MemoryRegion, PostError, ProtectionDomain, QpConfig, QpState, SendFlags, SendOp, SendWr, Srq,
+    Status, Transport, WcOpcode,
+};
+
+/// perftest's DC key (`DC_KEY`, prm-facts-next §3.3).
+const DC_KEY: u64 = 0xffee_ddcc;
+
+/// A DC target: its own NIC, a CQ, an SRQ, a DCT in RTR and a region with every right.
+struct Target {
+    ctx: Context<Sim>,
+    cq: Cq<Sim>,
+    srq: Srq<Sim>,
+    dct: Dct<Sim>,
+    mr: MemoryRegion<Sim>,
+    _pd: ProtectionDomain<Sim>,
+    _bugs: BugCheck,
+}
+
+fn target_on(ctx: Context<Sim>, key: u64) -> Target {
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(256, 64).unwrap();
+    let srq = pd.create_srq(64, 1).unwrap();
+    let mut dct = pd.create_dct(&cq, &srq, key).unwrap();
+    assert!(matches!(
+        dct.number(),
+        Err(mlx5_direct::Error::WrongState { .. })
+    ));
+    dct.activate(1, Access::ALL, &ConnectOptions::default())
+        .unwrap();
+    let mr = pd.alloc_mr(MR_LEN, Access::ALL).unwrap();
+    Target {
+        _bugs: BugCheck::on(ctx.backend().nic()),
+        ctx,
+        cq,
+        srq,
+        dct,
+        mr,
+        _pd: pd,
+    }
+}
+
+fn target(fabric: &std::sync::Arc<Fabric>) -> Target {
+    target_on(
+        Context::new(Sim::on_fabric(fabric, NicConfig::default())),
+        DC_KEY,
+    )
+}
+
+fn dci_config() -> QpConfig {
+    QpConfig {
+        transport: Transport::Dci,
+        ..QpConfig::default()
+    }
+}
+
+/// A DCI in RTS on its own NIC, with `retry_cnt` transport retries.
+fn dci_on(ctx: Context<Sim>, retry_cnt: u8) -> Side {
+    let mut s = common::side_on(ctx, &dci_config(), 256, 64);
+    s.qp.activate_dci(&ConnectOptions {
+        retry_cnt,
+        rnr_retry: 1,
+        ..ConnectOptions::default()
+    })
+    .unwrap();
+    s
+}
+
+fn dci(fabric: &std::sync::Arc<Fabric>) -> Side {
+    dci_on(
+        Context::new(Sim::on_fabric(fabric, NicConfig::default())),
+        7,
+    )
+}
+
+/// An address handle from `from` to `to`'s port, by LID.
+fn ah_to(from: &Side, to: &Target) -> AddressHandle<Sim> {
+    let lid = to.ctx.port(1).unwrap().lid;
+    from.pd
+        .create_ah(&AhAttr {
+            port: 1,
+            dlid: lid,
+            ..AhAttr::default()
+        })
+        .unwrap()
+}
+
+fn wr(wr_id: u64, op: SendOp, data: Data<'_>) -> SendWr<'_> {
+    SendWr {
+        wr_id,
+        op,
+        data,
+        flags: SendFlags::SIGNALED,
+    }
+}
+
+fn poll_target(t: &mut Target, n: usize) -> Vec<Completion> {
+    let mut out = vec![Completion::default(); n];
+    let mut got = 0;
+    for _ in 0..10_000 {
+        got += t.cq.poll(&mut out[got..]);
+        if got == n {
+            return out;
+        }
+        t.ctx.backend().nic().progress();
+    }
+    panic!("only {got} of {n} target completions: {:?}", &out[..got]);
+}
+
+#[test]
+fn dci_wqe_is_ctrl_datagram_segment_and_rc_segments() {
+    let fabric = Fabric::new();
+    let t = target(&fabric);
+    let mut a = dci(&fabric);
+    let ah = ah_to(&a, &t);
+    let dctn = t.dct.number().unwrap();
+    let payload = *b"dc-write";
+    let pi = a.qp.sq().producer_count();
+    let before = a.ctx.backend().nic().pcie();
+    a.qp.sq()
+        .post_dc(
+            wr(5, SendOp::Write(t.mr.remote(64)), Data::Inline(&payload)),
+            &ah.dc_dest(dctn, DC_KEY),
+        )
+        .unwrap();
+    let cost = a.ctx.backend().nic().pcie() - before;
+
+    // ctrl (1 DS) + AV (3) + raddr (1) + 8 inline bytes after their header (1): 6 DS, 2 BBs.
+    let wqe = a.qp.sq().wqe_bytes(pi, 128);
+    assert_eq!(wqe[3], 0x08, "RDMA_WRITE");
+    assert_eq!(&wqe[4..8], &(a.qp.qpn() << 8 | 6).to_be_bytes());
+    let mut av = *ah.av();
+    av.set_dc(dctn, DC_KEY);
+    assert_eq!(&wqe[16..64], &av.to_bytes());
+    assert_eq!(&wqe[16..24], &DC_KEY.to_be_bytes(), "BE64 DC key");
+    assert_eq!(&wqe[24..28], &(dctn | 1 << 31).to_be_bytes(), "dqp_dct");
+    assert_eq!(&wqe[28..30], &[0, 0]);
+    assert_eq!(&wqe[30..32], &t.ctx.port(1).unwrap().lid.to_be_bytes());
+    assert_eq!(&wqe[64..72], &(t.mr.addr() + 64).to_be_bytes(), "raddr");
+    assert_eq!(&wqe[72..76], &t.mr.rkey().to_be_bytes());
+    assert_eq!(&wqe[80..84], &(0x8000_0000u32 | 8).to_be_bytes());
+    assert_eq!(&wqe[84..92], &payload);
+    assert_eq!(a.qp.sq().producer_count() - pi, 2);
+    // A lone WQE of 96 bytes is BlueFlame-copied in two 64-byte writes (RC's: one).
+    assert_eq!((cost.mmio_writes, cost.dma_reads), (2, 0));
+
+    let c = poll_n(&mut a, 1)[0];
+    assert_eq!(
+        (c.wr_id, c.qpn, c.opcode, c.status),
+        (5, a.qp.qpn(), WcOpcode::RdmaWrite, Status::Success)
+    );
+    let mut got = [0u8; 8];
+    t.mr.read(64, &mut got);
+    assert_eq!(got, payload);
+    let stats = a.ctx.backend().nic().stats();
+    assert_eq!((stats.dc_connects, stats.dc_disconnects), (1, 0));
+}
+
+#[test]
+fn every_operation_over_dc_lands_with_its_data() {
+    let fabric = Fabric::new();
+    let mut t = target(&fabric);
+    let mut a = dci(&fabric);
+    let ah = ah_to(&a, &t);
+    let dest = ah.dc_dest(t.dct.number().unwrap(), DC_KEY);
+    let lid_a = a.ctx.port(1).unwrap().lid;
+    for i in 0..3u64 {
+        t.srq
+            .post(100 + i, &[t.mr.sge(4096 + 256 * i as usize, 256)])
+            .unwrap();
+    }
+    t.mr.write(0, &0x1111u64.to_ne_bytes());
+    t.mr.write(8, &40u64.to_ne_bytes());
+    t.mr.write(512, b"remote bytes to read");
+    a.mr.write(0, b"gathered send payload");
+    let ops = [
+        (1, SendOp::Send, Data::Sges(&[a.mr.sge(0, 21)])),
+        (2, SendOp::SendImm(0xabcd), Data::Inline(b"imm")),
+        (3, SendOp::Write(t.mr.remote(256)), Data::Inline(b"written")),
+        (
+            4,
+            SendOp::WriteImm(t.mr.remote(300), 0x77),
+            Data::Inline(b"w+imm"),
+        ),
+        (
+            5,
+            SendOp::Read(t.mr.remote(512)),
+            Data::Sges(&[a.mr.sge(1024, 20)]),
+        ),
+        (
+            6,
+            SendOp::CompareSwap {
+                remote: t.mr.remote(0),
+                compare: 0x1111,
+                swap: 0x2222,
+            },
+            Data::Sges(&[a.mr.sge(2048, 8)]),
+        ),
+        (
+            7,
+            SendOp::FetchAdd {
+                remote: t.mr.remote(8),
+                add: 2,
+            },
+            Data::Sges(&[a.mr.sge(2056, 8)]),
+        ),
+    ];
+    for (id, op, data) in ops {
+        a.qp.sq().post_dc(wr(id, op, data), &dest).unwrap();
+    }
+    let cs = poll_n(&mut a, 7);
+    let want = [
+        WcOpcode::Send,
+        WcOpcode::Send,
+        WcOpcode::RdmaWrite,
+        WcOpcode::RdmaWrite,
+        WcOpcode::RdmaRead,
+        WcOpcode::CompareSwap,
+        WcOpcode::FetchAdd,
+    ];
+    for (i, c) in cs.iter().enumerate() {
+        assert_eq!(
+            (c.wr_id, c.opcode, c.status),
+            (i as u64 + 1, want[i], Status::Success)
+        );
+    }
+    assert_eq!(cs[4].byte_len, 20);
+    // The target: three receives from the SRQ, each naming the DCT and the DCI.
+    let rs = poll_target(&mut t, 3);
+    let dctn = t.dct.number().unwrap();
+    let base = Completion {
+        qpn: dctn,
+        opcode: WcOpcode::Recv,
+        src_qp: a.qp.qpn(),
+        slid: lid_a,
+        ..Completion::default()
+    };
+    assert_eq!(
+        rs,
+        [
+            Completion {
+                wr_id: 100,
+                byte_len: 21,
+                ..base
+            },
+            Completion {
+                wr_id: 101,
+                byte_len: 3,
+                imm: Some(0xabcd),
+                ..base
+            },
+            Completion {
+                wr_id: 102,
+                byte_len: 5,
+                imm: Some(0x77),
+                opcode: WcOpcode::RecvRdmaWithImm,
+                ..base
+            },
+        ]
+    );
+    let bytes = |mr: &MemoryRegion<Sim>, off: usize, len: usize| {
+        let mut b = vec![0u8; len];
+        mr.read(off, &mut b);
+        b
+    };
+    assert_eq!(bytes(&t.mr, 4096, 21), b"gathered send payload");
+    assert_eq!(bytes(&t.mr, 4352, 3), b"imm");
+    assert_eq!(bytes(&t.mr, 256, 7), b"written");
+    assert_eq!(bytes(&t.mr, 300, 5), b"w+imm");
+    assert_eq!(bytes(&a.mr, 1024, 20), b"remote bytes to read");
+    assert_eq!((a.mr.read_u64(2048), t.mr.read_u64(0)), (0x1111, 0x2222));
+    assert_eq!((a.mr.read_u64(2056), t.mr.read_u64(8)), (40, 42));
+    // One destination: one connect, no disconnect.
+    let stats = a.ctx.backend().nic().stats();
+    assert_eq!((stats.dc_connects, stats.dc_disconnects), (1, 0));
+    assert_empty(&mut a);
+}
+
+#[test]
+fn one_dci_alternates_between_many_dcts_in_order() {
+    let fabric = Fabric::new();
+    let targets: Vec<Target> = (0..8).map(|_| target(&fabric)).collect();
+    let mut a = dci(&fabric);
+    let ahs: Vec<_> = targets.iter().map(|t| ah_to(&a, t)).collect();
+    let pcie_before: Vec<_> = targets
+        .iter()
+        .map(|t| t.ctx.backend().nic().pcie())
+        .collect();
+    // Two rounds over the 8 targets, two WRITEs each visit: 16 switches, 32 WRITEs.
+    let mut posted = 0;
+    for round in 0..2u8 {
+        for (i, t) in targets.iter().enumerate() {
+            let dest = ahs[i].dc_dest(t.dct.number().unwrap(), DC_KEY);
+            for k in 0..2u8 {
+                let off = usize::from(round * 2 + k) * 8;
+                let payload = [i as u8, round, k, 0xdc, 0, 0, 0, 0];
+                a.qp.sq()
+                    .post_dc(
+                        wr(
+                            posted,
+                            SendOp::Write(t.mr.remote(off)),
+                            Data::Inline(&payload),
+                        ),
+                        &dest,
+                    )
+                    .unwrap();
+                posted += 1;
+            }
+        }
+    }
+    let cs = poll_n(&mut a, 32);
+    assert!(cs
+        .iter()
+        .enumerate()
+        .all(|(i, c)| c.wr_id == i as u64 && c.status.is_ok()));
+    for (i, t) in targets.iter().enumerate() {
+        for slot in 0..4u8 {
+            let mut got = [0u8; 8];
+            t.mr.read(usize::from(slot) * 8, &mut got);
+            assert_eq!(got, [i as u8, slot / 2, slot % 2, 0xdc, 0, 0, 0, 0]);
+        }
+    }
+    let stats = a.ctx.backend().nic().stats();
+    assert_eq!((stats.dc_connects, stats.dc_disconnects), (16, 15));
+    // The handshakes are wire-only: each target's link carried only the 4 WRITEs' data.
+    for (t, before) in targets.iter().zip(pcie_before) {
+        let cost = t.ctx.backend().nic().pcie() - before;
+        assert_eq!(
+            (cost.mmio_writes, cost.dma_reads, cost.dma_writes),
+            (0, 0, 4)
+        );
+    }
+}
+
+/// A DCI NIC with `dc_refusal`, `retry_cnt` 2.
+fn refusing(fabric: &std::sync::Arc<Fabric>, refusal: DcRefusal) -> Side {
+    let cfg = NicConfig {
+        dc_refusal: refusal,
+        ..NicConfig::default()
+    };
+    dci_on(Context::new(Sim::on_fabric(fabric, cfg)), 2)
+}
+
+/// Posts a WRITE to `dest` and returns its completion and the flush of a second one.
+fn fail_two(
+    a: &mut Side,
+    dest: &mlx5_direct::DcDest<'_>,
+    remote: mlx5_direct::Remote,
+) -> Vec<Completion> {
+    for id in [1, 2] {
+        a.qp.sq()
+            .post_dc(wr(id, SendOp::Write(remote), Data::Inline(b"x")), dest)
+            .unwrap();
+    }
+    poll_n(a, 2)
+}
+
+fn syndrome(c: &Completion) -> Option<Syndrome> {
+    match c.status {
+        Status::Error(e) => e.syndrome(),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_wrong_key_or_an_unknown_dct_is_dropped_and_retries_run_out() {
+    let fabric = Fabric::new();
+    let t = target(&fabric);
+    let mut a = refusing(&fabric, DcRefusal::Drop);
+    let ah = ah_to(&a, &t);
+    let dctn = t.dct.number().unwrap();
+    let remote = t.mr.remote(0);
+    for (dest, key_violations, unknown) in [
+        (ah.dc_dest(dctn, DC_KEY ^ 1), 1 + 2, 0),
+        (ah.dc_dest(dctn + 1000, DC_KEY), 3, 1 + 2),
+    ] {
+        let cs = fail_two(&mut a, &dest, remote);
+        assert_eq!(syndrome(&cs[0]), Some(Syndrome::TransportRetryExcErr));
+        assert_eq!(syndrome(&cs[1]), Some(Syndrome::WrFlushErr));
+        assert_eq!(a.qp.state(), QpState::Err);
+        let s = t.ctx.backend().nic().stats();
+        // The first try and its 2 retries, each refused at the target.
+        assert_eq!(
+            (s.dc_key_violations, s.dc_unknown_dct),
+            (key_violations, unknown)
+        );
+        a.qp.reset().unwrap();
+        a.qp.activate_dci(&ConnectOptions {
+            retry_cnt: 2,
+            ..ConnectOptions::default()
+        })
+        .unwrap();
+    }
+    assert_eq!(a.ctx.backend().nic().stats().dc_connects, 0);
+    let mut got = [0u8; 1];
+    t.mr.read(0, &mut got);
+    assert_eq!(got, [0], "nothing landed");
+}
+
+#[test]
+fn with_naks_a_refusal_fails_at_once_and_the_dci_recovers() {
+    let fabric = Fabric::new();
+    let t = target(&fabric);
+    let mut a = refusing(&fabric, DcRefusal::Nak);
+    let ah = ah_to(&a, &t);
+    let dctn = t.dct.number().unwrap();
+    let remote = t.mr.remote(0);
+    for (dest, want) in [
+        (ah.dc_dest(dctn, DC_KEY ^ 1), Syndrome::RemoteAccessErr),
+        (ah.dc_dest(dctn + 1000, DC_KEY), Syndrome::RemoteInvalReqErr),
+    ] {
+        let cs = fail_two(&mut a, &dest, remote);
+        assert_eq!(syndrome(&cs[0]), Some(want));
+        assert_eq!(syndrome(&cs[1]), Some(Syndrome::WrFlushErr));
+        // Posting to a DCI in error is refused before anything is written.
+        assert_eq!(
+            a.qp.sq()
+                .post_dc(wr(3, SendOp::Write(remote), Data::Inline(b"x")), &dest),
+            Err(PostError::NotReadyToSend)
+        );
+        a.qp.reset().unwrap();
+        a.qp.activate_dci(&ConnectOptions::default()).unwrap();
+    }
+    // Recovered: the right key goes through.
+    a.qp.sq()
+        .post_dc(
+            wr(9, SendOp::Write(remote), Data::Inline(b"ok")),
+            &ah.dc_dest(dctn, DC_KEY),
+        )
+        .unwrap();
+    assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
+    let mut got = [0u8; 2];
+    t.mr.read(0, &mut got);
+    assert_eq!(&got, b"ok");
+    // The DCT served on: a refusal fails the DCI, never the target.
+    assert_eq!(t.dct.state(), QpState::Rtr);
+}
+
+#[test]
+fn a_send_to_a_dct_without_receives_runs_out_of_rnr_retries() {
+    let fabric = Fabric::new();
+    let mut t = target(&fabric);
+    let mut a = dci(&fabric);
+    let ah = ah_to(&a, &t);
+    let dest = ah.dc_dest(t.dct.number().unwrap(), DC_KEY);
+    a.qp.sq()
+        .post_dc(wr(1, SendOp::Send, Data::Inline(b"hello")), &dest)
+        .unwrap();
+    let c = poll_n(&mut a, 1)[0];
+    assert_eq!(syndrome(&c), Some(Syndrome::RnrRetryExcErr));
+    assert_eq!(
+        t.ctx.backend().nic().stats().rnr_naks,
+        2,
+        "the first try and 1 retry"
+    );
+    assert_empty_target(&mut t);
+    // A remote access error at the DCT fails the DCI, not the DCT: it serves the next DCI.
+    let mut b = dci(&fabric);
+    let ah_b = ah_to(&b, &t);
+    let bad = mlx5_direct::Remote {
+        rkey: t.mr.rkey() ^ 0xff,
+        ..t.mr.remote(0)
+    };
+    b.qp.sq()
+        .post_dc(
+            wr(1, SendOp::Write(bad), Data::Inline(b"x")),
+            &ah_b.dc_dest(t.dct.number().unwrap(), DC_KEY),
+        )
+        .unwrap();
+    assert_eq!(
+        syndrome(&poll_n(&mut b, 1)[0]),
+        Some(Syndrome::RemoteAccessErr)
+    );
+    t.srq.post(1, &[t.mr.sge(0, 64)]).unwrap();
+    let mut c = dci(&fabric);
+    let ah_c = ah_to(&c, &t);
+    c.qp.sq()
+        .post_dc(
+            wr(1, SendOp::Send, Data::Inline(b"later")),
+            &ah_c.dc_dest(t.dct.number().unwrap(), DC_KEY),
+        )
+        .unwrap();
+    assert_eq!(poll_n(&mut c, 1)[0].status, Status::Success);
+    let r = poll_target(&mut t, 1)[0];
+    assert_eq!((r.wr_id, r.src_qp, r.byte_len), (1, c.qp.qpn(), 5));
+}
+
+fn assert_empty_target(t: &mut Target) {
+    let mut out = [Completion::default(); 2];
+    assert_eq!(t.cq.poll(&mut out), 0);
+}
+
+#[test]
+fn the_rc_entries_and_post_dc_refuse_each_others_queues() {
+    let fabric = Fabric::new();
+    let t = target(&fabric);
+    let mut a = dci(&fabric);
+    let mut rc = side(&fabric, &QpConfig::default());
+    let ah = ah_to(&a, &t);
+    let dest = ah.dc_dest(t.dct.number().unwrap(), DC_KEY);
+    let op = SendOp::Write(t.mr.remote(0));
+    assert_eq!(
+        a.qp.sq()
+            .post(1, op, Data::Inline(b"x"), SendFlags::SIGNALED),
+        Err(PostError::WrongTransport {
+            transport: Transport::Dci
+        })
+    );
+    assert_eq!(
+        rc.qp.sq().post_dc(wr(1, op, Data::Inline(b"x")), &dest),
+        Err(PostError::WrongTransport {
+            transport: Transport::Rc
+        })
+    );
+    // Over the WQE size: the 48-byte AV counts.
+    let max = a.qp.sq().max_inline();
+    let big = vec![0u8; max + 1];
+    assert!(matches!(
+        a.qp.sq().post_dc(wr(1, op, Data::Inline(&big)), &dest),
+        Err(PostError::InlineTooLarge { .. } | PostError::WqeTooLarge { .. })
+    ));
+    assert_eq!(a.qp.sq().producer_count(), 0, "nothing written");
+    // A DCT is not a QP of create_qp.
+    let dct_config = QpConfig {
+        transport: Transport::Dct,
+        ..QpConfig::default()
+    };
+    assert!(a.pd.create_qp(&a.cq, &a.cq, &dct_config).is_err());
+    // A DCI is activated, not connected.
+    let mut d = a.pd.create_dci(&a.cq, &dci_config()).unwrap();
+    assert!(d.activate_ud(1, 0).is_err());
+    d.activate_dci(&ConnectOptions::default()).unwrap();
+    assert!(matches!(
+        d.activate_dci(&ConnectOptions::default()),
+        Err(mlx5_direct::Error::WrongState { .. })
+    ));
+}
