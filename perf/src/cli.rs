@@ -366,6 +366,24 @@ pub struct BenchArgs {
     /// Print every sample of perftest's statistics in order before the row (latency tests).
     #[arg(short = 'U', long = "report-unsorted")]
     pub unsorted: bool,
+    /// Bandwidth tests: the end without a host sends and the one with a host receives
+    /// (perftest's reversed traffic direction).
+    #[arg(long = "reversed")]
+    pub reversed: bool,
+    /// With -b: also print each direction's own row (local, then remote).
+    #[arg(long = "report-both")]
+    pub report_both: bool,
+    /// Seconds to wait before releasing the QPs, CQ and memory after the run.
+    #[arg(long = "wait_destroy", default_value_t = 0)]
+    pub wait_destroy: u32,
+    /// Completion vector of -e's events: only 0, the context's one channel (not WRITE
+    /// tests, as perftest).
+    #[arg(short = 'X', long = "vector")]
+    pub vector: Option<u32>,
+    /// Latency tests: report times in CPU cycles (microseconds x the MHz of
+    /// /proc/cpuinfo); the column names still say usec, as perftest's.
+    #[arg(short = 'C', long = "report-cycles")]
+    pub cycles: bool,
     /// Duration mode: add perftest's CPU_Util[%] column, the user time's share of user plus
     /// idle time in /proc/stat over the sampling window.
     #[arg(long = "cpu_util")]
@@ -461,24 +479,13 @@ const REFUSED: &[(&[&str], &str)] = &[
          mlx5-perf does not have",
     ),
     (
-        &["-X", "--vector"],
-        "one completion vector: the CQs' events go to the context's channel",
-    ),
-    (
-        &["-C", "--report-cycles"],
-        "no cycle counter is read: every time comes from CLOCK_MONOTONIC, in usec",
-    ),
-    (
         &["-O", "--dualport", "--report-per-port"],
         "dual-port runs are not implemented (one port per run; -i picks it)",
     ),
     (
         &[
-            "--report-both",
-            "--reversed",
             "--data_validation",
             "--data_validation_debug",
-            "--wait_destroy",
             "--disable_dynamic_polling",
             "--dlid",
             "--force-link",

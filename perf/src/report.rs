@@ -63,6 +63,10 @@ pub struct Extras {
     pub cpu_util: bool,
     /// `-W`: the counters to report after each row.
     pub counters: Option<String>,
+    /// `--report-both`: each direction's row of a `-b` run after the summed one.
+    pub report_both: bool,
+    /// `-C`: the CPU's MHz, by which microseconds become cycles.
+    pub cycles_per_usec: Option<f64>,
 }
 
 const LAT_COLUMNS: [&str; 11] = [
@@ -469,6 +473,29 @@ impl Reporter {
         self.print(&self.columns.join("  "));
     }
 
+    /// perftest's `--report-both` blocks: this side's row, then the peer's, each under
+    /// its title and the bandwidth columns.
+    fn print_directions(&self, local: &Stats, remote: &Stats) {
+        for (title, stats) in [(" Local results: ", local), (" Remote results: ", remote)] {
+            let stats = match stats {
+                Stats::Bw(b) => Stats::Bw(b.in_unit(self.unit)),
+                s => s.clone(),
+            };
+            self.print(RULE);
+            self.print("");
+            self.print(title);
+            self.print(RULE);
+            let columns = bw_columns(self.unit);
+            self.print(&columns.join("  "));
+            let cells: Vec<String> = stat_values(&stats)
+                .iter()
+                .zip(columns)
+                .map(|(v, c)| format!("{v:>w$}", w = c.len()))
+                .collect();
+            self.print(&cells.join("  "));
+        }
+    }
+
     /// perftest's `-w` / `-y` check of a bandwidth row; the first miss fails the run.
     fn check_limits(&mut self, stats: &Stats) {
         let Stats::Bw(b) = stats else { return };
@@ -527,8 +554,15 @@ impl Sink for Reporter {
     }
 
     fn row(&mut self, mut row: Row) -> Result<(), Error> {
-        if let Stats::Bw(b) = &row.stats {
-            row.stats = Stats::Bw(b.in_unit(self.unit));
+        match (&row.stats, self.extras.cycles_per_usec) {
+            (Stats::Bw(b), _) => row.stats = Stats::Bw(b.in_unit(self.unit)),
+            (Stats::Lat(l), Some(mhz)) => {
+                row.stats = Stats::Lat(l.scaled(mhz));
+                for x in row.samples.iter_mut().flatten() {
+                    *x *= mhz;
+                }
+            }
+            (Stats::Lat(_), None) => {}
         }
         if !self.columns_printed {
             self.columns_printed = true;
@@ -571,6 +605,11 @@ impl Sink for Reporter {
                     .map(|(v, c)| format!("{v:>w$}", w = c.len()))
                     .collect();
                 self.print(&cells.join("  "));
+                if let Some((local, remote)) =
+                    row.directions.as_ref().filter(|_| self.extras.report_both)
+                {
+                    self.print_directions(local, remote);
+                }
                 // perftest's counters_print: a tab, name=change, then an empty line.
                 if !row.counters.is_empty() {
                     for (name, delta) in &row.counters {
@@ -591,6 +630,12 @@ impl Sink for Reporter {
                 }
                 if !row.counters.is_empty() {
                     v["counters"] = row.counters.iter().cloned().collect();
+                }
+                if let Some((local, remote)) =
+                    row.directions.as_ref().filter(|_| self.extras.report_both)
+                {
+                    v["local"] = serde_json::to_value(local)?;
+                    v["remote"] = serde_json::to_value(remote)?;
                 }
                 self.rows.push(v);
             }

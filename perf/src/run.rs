@@ -40,7 +40,22 @@ fn format(args: &BenchArgs) -> Format {
     }
 }
 
-fn reporter(args: &BenchArgs, params: &Params, model: bool, link: Option<String>) -> Reporter {
+fn reporter(
+    args: &BenchArgs,
+    params: &Params,
+    model: bool,
+    link: Option<String>,
+) -> Result<Reporter, Error> {
+    let cycles_per_usec = match args.cycles {
+        true => Some(
+            std::fs::read_to_string("/proc/cpuinfo")
+                .ok()
+                .as_deref()
+                .and_then(bench::cpu_mhz)
+                .ok_or("-C: no \"cpu MHz\" in /proc/cpuinfo to turn microseconds into cycles")?,
+        ),
+        false => None,
+    };
     let origin = Origin {
         model,
         requested_mode: format!("{:?}", args.mode).to_lowercase(),
@@ -58,15 +73,34 @@ fn reporter(args: &BenchArgs, params: &Params, model: bool, link: Option<String>
         unsorted: args.unsorted,
         cpu_util: args.cpu_util,
         counters: args.counters.clone(),
+        report_both: args.report_both,
+        cycles_per_usec,
     };
-    Reporter::new(
+    Ok(Reporter::new(
         format(args),
         origin,
         params,
         BwUnit::new(args.report_gbits),
         args.plot.clone(),
         extras,
-    )
+    ))
+}
+
+/// One end of a run: the sending side (`bench::client`) or the other (`bench::serve`).
+/// Without `--reversed` the end with a host sends; with it, the end without one.
+fn end<B: bench::Device>(
+    sends: bool,
+    ctx: Context<B>,
+    peer: Peer,
+    params: &Params,
+    local: Local,
+    sink: &mut dyn Sink,
+) -> Result<(), Error> {
+    if sends {
+        bench::client(ctx, peer, params, local, sink)
+    } else {
+        bench::serve(ctx, peer, params, local, sink)
+    }
 }
 
 /// Drops a report.
@@ -89,22 +123,19 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
     let addr = listener.local_addr()?;
     let server_ctx = Context::new(Sim::on_fabric(&fabric, config.clone()));
     let server_params = params.clone();
+    let mut report = reporter(args, params, true, Some(link))?;
     let server = std::thread::spawn(move || -> Result<(), Error> {
         let (stream, _) = listener.accept()?;
         // One table: the client's. The server's own report is for a server on its own host.
-        bench::serve(
-            server_ctx,
-            Peer::new(stream),
-            &server_params,
-            local,
-            &mut Quiet,
-        )
+        let sends = server_params.reversed;
+        let peer = Peer::new(stream);
+        end(sends, server_ctx, peer, &server_params, local, &mut Quiet)
     });
     let ctx = Context::new(Sim::on_fabric(&fabric, config));
-    let mut report = reporter(args, params, true, Some(link));
+    let sends = !params.reversed;
     let client = TcpStream::connect(addr)
         .map_err(Error::from)
-        .and_then(|s| bench::client(ctx, Peer::new(s), params, local, &mut report));
+        .and_then(|s| end(sends, ctx, Peer::new(s), params, local, &mut report));
     let server = server
         .join()
         .map_err(|_| Error::from("the server thread panicked"))?;
@@ -138,15 +169,17 @@ fn hardware(device: &str, params: &Params, local: Local, args: &BenchArgs) -> Re
             );
             let (stream, from) = listener.accept()?;
             eprintln!("mlx5-perf: client {from} connected");
-            let mut report = reporter(args, params, false, None);
-            bench::serve(ctx, Peer::new(stream), params, local, &mut report)?;
+            let mut report = reporter(args, params, false, None)?;
+            let sends = params.reversed;
+            end(sends, ctx, Peer::new(stream), params, local, &mut report)?;
             report.finish()
         }
         Some(host) => {
             let stream = TcpStream::connect((host.as_str(), args.port))
                 .map_err(|e| format!("connect to {host}:{}: {e}", args.port))?;
-            let mut report = reporter(args, params, false, None);
-            bench::client(ctx, Peer::new(stream), params, local, &mut report)?;
+            let mut report = reporter(args, params, false, None)?;
+            let sends = !params.reversed;
+            end(sends, ctx, Peer::new(stream), params, local, &mut report)?;
             report.finish()
         }
     }

@@ -205,6 +205,25 @@ pub struct LatRow {
     pub p99_99: f64,
 }
 
+impl LatRow {
+    /// The row with every time multiplied by `factor` (`-C`: microseconds to cycles).
+    pub fn scaled(&self, factor: f64) -> LatRow {
+        LatRow {
+            t_min: self.t_min * factor,
+            t_max: self.t_max * factor,
+            t_typical: self.t_typical * factor,
+            t_avg: self.t_avg * factor,
+            t_stdev: self.t_stdev * factor,
+            p50: self.p50 * factor,
+            p90: self.p90 * factor,
+            p99: self.p99 * factor,
+            p99_9: self.p99_9 * factor,
+            p99_99: self.p99_99 * factor,
+            ..self.clone()
+        }
+    }
+}
+
 /// perftest's duration-mode states: a warm-up margin, the sampling window, an end margin,
 /// then the end of the run (perftest's START, SAMPLE, STOP_SAMPLE and END states).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -498,6 +517,34 @@ impl BwRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scaled_latency_row_scales_every_time_and_nothing_else() {
+        let row = LatRow {
+            bytes: 2,
+            iterations: 1000,
+            t_min: 1.0,
+            t_max: 2.0,
+            t_typical: 3.0,
+            t_avg: 4.0,
+            t_stdev: 5.0,
+            p50: 6.0,
+            p90: 7.0,
+            p99: 8.0,
+            p99_9: 9.0,
+            p99_99: 10.0,
+        };
+        let s = row.scaled(2000.0);
+        assert_eq!((s.bytes, s.iterations), (2, 1000));
+        assert_eq!(
+            [s.t_min, s.t_max, s.t_typical, s.t_avg, s.t_stdev],
+            [2000.0, 4000.0, 6000.0, 8000.0, 10000.0]
+        );
+        assert_eq!(
+            [s.p50, s.p90, s.p99, s.p99_9, s.p99_99],
+            [12000.0, 14000.0, 16000.0, 18000.0, 20000.0]
+        );
+    }
 
     #[test]
     fn stdev_and_extremes_are_exact() {

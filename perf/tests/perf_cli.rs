@@ -831,7 +831,7 @@ fn perftest_flags_not_taken_say_why() {
     fails_with(&["write_bw", "--log_dci_streams", "2"], "issue 15");
     fails_with(&["send_bw", "-g"], "issue 14");
     fails_with(&["write_lat", "-R"], "rdma_cm is not supported");
-    fails_with(&["write_lat", "-C"], "CLOCK_MONOTONIC");
+    fails_with(&["write_bw", "-O"], "dual-port runs are not implemented");
     let (ok, out, _) = perf(&["send_bw", "-V"]);
     assert!(ok);
     assert_eq!(out, format!("Version: {}\n", env!("CARGO_PKG_VERSION")));
@@ -1229,5 +1229,63 @@ fn completions_name_their_opcodes() {
     assert_eq!(
         completions(&["read_bw", "-n", "100"]),
         serde_json::json!({"client": {"rdma_read": 100}, "server": {}})
+    );
+}
+
+#[test]
+fn report_both_reversed_cycles_and_wait_destroy() {
+    // --report-both: the summed row, then this side's and the peer's, each under its title.
+    let (ok, out, err) = perf(&["write_bw", "-b", "-n", "100", "-s", "8", "--report-both"]);
+    assert!(ok, "{err}");
+    let local = out.find("\n Local results: \n").expect(&out);
+    let remote = out.find("\n Remote results: \n").expect(&out);
+    assert!(local < remote);
+    let rows: Vec<&str> = out[local..]
+        .lines()
+        .filter(|l| l.trim_start().starts_with("8 "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert!(rows
+        .iter()
+        .all(|r| r.split_whitespace().nth(1) == Some("100")));
+    let v = json(&["send_bw", "-b", "-n", "100", "--report-both", "--json"]);
+    let r = &v["results"][0];
+    assert_eq!(
+        (
+            r["local"]["iterations"].as_u64(),
+            r["remote"]["iterations"].as_u64()
+        ),
+        (Some(100), Some(100))
+    );
+    // --reversed: the end that reports (the one with the TCP connection out) receives; it
+    // prints what perftest's receiving side prints (no TX depth) and the sender's row.
+    let (ok, out, err) = perf(&["write_bw", "--reversed", "-n", "100", "-s", "8"]);
+    assert!(ok, "{err}");
+    assert!(!out.contains(" TX depth"), "{out}");
+    let v = json(&["write_bw", "--reversed", "-n", "100", "-s", "8", "--json"]);
+    assert_eq!(v["results"][0]["iterations"], 100);
+    assert_eq!(v["results"][0]["completions"]["client"]["rdma_write"], 1);
+    let (ok, out, err) = perf(&["send_bw", "--reversed", "-n", "100", "-s", "8"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("\n RX depth        : 100\n"), "{out}");
+    // -C: the same columns (still [usec], as perftest's).
+    let (ok, out, err) = perf(&["read_lat", "-n", "20", "-C", "--csv"]);
+    assert!(ok, "{err}");
+    assert!(out.starts_with("#bytes,#iterations,t_min[usec]"), "{out}");
+    // --wait_destroy: the notice on stderr (stdout stays the one number).
+    let (ok, out, err) = perf(&[
+        "read_bw",
+        "-n",
+        "10",
+        "--wait_destroy",
+        "1",
+        "--output",
+        "bandwidth",
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        err.contains(" Waiting 1 seconds before releasing resources...\n"),
+        "{err}"
     );
 }

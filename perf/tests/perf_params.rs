@@ -449,3 +449,21 @@ fn cpu_util_needs_duration_mode_and_counters_need_names() {
     assert!(params("write_bw -W packets,cqes").is_ok());
     refused("write_bw -W packets,,cqes", "an empty name");
 }
+
+#[test]
+fn small_reporting_and_direction_flags() {
+    assert!(params("write_lat -C").is_ok());
+    refused("write_bw -C", "available only on Latency tests");
+    assert!(params("write_bw -b --report-both").is_ok());
+    refused("write_bw --report-both", "needs -b");
+    assert!(params("send_bw -e -X 0").is_ok());
+    refused("send_bw -X 1", "one completion vector, 0");
+    refused(
+        "write_bw -X 0",
+        "events feature not available on WRITE verb",
+    );
+    assert!(ok("send_bw --reversed").reversed);
+    assert!(!ok("send_bw").reversed);
+    refused("write_lat --reversed", "bandwidth tests only");
+    assert!(params("read_bw --wait_destroy 3").is_ok());
+}

@@ -33,6 +33,23 @@ pub(super) fn cpu_util(first: (u64, u64), last: (u64, u64)) -> f64 {
     }
 }
 
+/// The first `cpu MHz` of `cpuinfo` (the text of `/proc/cpuinfo`): what perftest's
+/// `get_cpu_mhz` reads to turn cycles into microseconds, here to turn microseconds into
+/// cycles for `-C`.
+pub fn cpu_mhz(cpuinfo: &str) -> Option<f64> {
+    cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("cpu MHz")?
+                .split(':')
+                .nth(1)?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .filter(|&mhz: &f64| mhz > 0.0)
+}
+
 /// `--cpu_util`: `/proc/stat` read when the sampling window opens and when it closes.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct CpuWindow {
@@ -172,5 +189,12 @@ mod tests {
         // as perftest does not count it).
         assert_eq!(cpu_util((100, 1000), (130, 1090)), 25.0);
         assert_eq!(cpu_util((5, 5), (5, 5)), 0.0);
+    }
+
+    #[test]
+    fn cpu_mhz_is_the_first_cpu_mhz_line() {
+        let info = "processor\t: 0\ncpu MHz\t\t: 2445.404\nprocessor\t: 1\ncpu MHz\t\t: 2600.000\n";
+        assert_eq!(cpu_mhz(info), Some(2445.404));
+        assert_eq!(cpu_mhz("processor\t: 0\nBogoMIPS\t: 50.00\n"), None);
     }
 }

@@ -27,7 +27,7 @@ mod side;
 #[cfg(test)]
 mod tests;
 
-pub use host::MODEL_COUNTERS;
+pub use host::{cpu_mhz, MODEL_COUNTERS};
 pub use params::{Params, RateLimit};
 pub use row::{Counts, PerMessage, Row, RowCompletions, RowPcie, Setup, Stats};
 use side::{await_ping, data_for, finished, peer_stopped, sample, spin, Side};
@@ -121,6 +121,8 @@ pub struct Local {
     pub events: bool,
     /// `--cpu_util`: the CPU utilisation over each sampling window.
     pub cpu_util: bool,
+    /// Seconds to wait before releasing the resources (`--wait_destroy`).
+    pub wait_destroy: u32,
 }
 
 impl Local {
@@ -140,6 +142,7 @@ impl Local {
             keep_samples: a.histogram || a.unsorted,
             events: a.events,
             cpu_util: a.cpu_util,
+            wait_destroy: a.wait_destroy,
         }
     }
 
@@ -474,6 +477,7 @@ fn flag(field: &str) -> &'static str {
         "warm_up" => "--perform_warm_up",
         "imm" => "--write_with_imm / --send_with_imm",
         "srq" => "--use-srq",
+        "reversed" => "--reversed",
         "periods" => "--run_infinitely",
         f if f.starts_with("rate_limit") => "--rate_limit / --rate_units / --burst_size",
         "recv_post_list" => "--recv_post_list",
@@ -599,6 +603,7 @@ pub fn serve<B: Device>(
                 completions: Some(completions),
                 cpu_util: side.cpu.take(),
                 counters: Vec::new(),
+                directions: None,
             }),
             None if params.test.kind == Kind::Bw => Some(Row {
                 stats,
@@ -609,6 +614,7 @@ pub fn serve<B: Device>(
                 completions: Some(completions),
                 cpu_util: None,
                 counters: Vec::new(),
+                directions: None,
             }),
             None => None,
         };
@@ -616,7 +622,20 @@ pub fn serve<B: Device>(
             sink.row(row)?;
         }
     }
+    wait_destroy(local);
     Ok(())
+}
+
+/// perftest's `--wait_destroy`: waits before the side's resources are released (when the
+/// caller returns). The notice goes to stderr: stdout may be `--json`.
+fn wait_destroy(local: Local) {
+    if local.wait_destroy > 0 {
+        eprintln!(
+            " Waiting {} seconds before releasing resources...",
+            local.wait_destroy
+        );
+        std::thread::sleep(Duration::from_secs(local.wait_destroy.into()));
+    }
 }
 
 /// Receives a side's report.
@@ -669,9 +688,11 @@ pub fn client<B: Device>(
             } => (pcie, completions, duplex),
             m => return Err(format!("expected the server's result, got {m:?}").into()),
         };
+        let mut directions = None;
         if let (Stats::Bw(mine), Some((Stats::Bw(server), sent))) = (&stats, &duplex) {
             // perftest's -b report: both directions summed (print_full_bw_report with the
             // remote report), the messages of both.
+            directions = Some((stats.clone(), Stats::Bw(server.clone())));
             stats = Stats::Bw(mine.plus(server));
             count += sent;
         }
@@ -702,7 +723,9 @@ pub fn client<B: Device>(
             completions: Some(completions),
             cpu_util,
             counters,
+            directions,
         })?;
     }
+    wait_destroy(local);
     Ok(())
 }

@@ -48,6 +48,8 @@ pub struct Params {
     pub periods: Option<u64>,
     /// The software rate limiter (`--rate_limit`, `--rate_units`, `--burst_size`).
     pub rate_limit: Option<RateLimit>,
+    /// The end without a host sends (`--reversed`).
+    pub reversed: bool,
     /// Receives from a shared receive queue (`--use-srq`).
     pub srq: bool,
     /// Receive WRs per post call (`--recv_post_list`).
@@ -244,6 +246,16 @@ fn check_reporting(lat: bool, a: &BenchArgs) -> Result<(), String> {
         }
         _ => {}
     }
+    if a.cycles && !lat {
+        return Err("-C: available only on Latency tests".into());
+    }
+    if a.report_both && !a.bidirectional {
+        return Err(
+            "--report-both: needs -b, whose two directions it reports separately (perftest ignores it \
+             without -b)"
+                .into(),
+        );
+    }
     if a.cpu_util && a.duration.is_none() {
         return Err("--cpu_util: CPU Utilization works only with Duration mode (-D)".into());
     }
@@ -317,6 +329,19 @@ impl Params {
                  WRITE_IMMs would need the server's receives)"
                     .into(),
             );
+        }
+        if a.vector.is_some() && test.verb == Verb::Write {
+            return Err("-X: events feature not available on WRITE verb".into());
+        }
+        if a.vector.is_some_and(|v| v != 0) {
+            return Err(
+                "-X: one completion vector, 0: the CQs' events go to the context's \
+                        one channel"
+                    .into(),
+            );
+        }
+        if lat && a.reversed {
+            return Err("--reversed: bandwidth tests only (perftest offers it there)".into());
         }
         if lat && a.bidirectional {
             return Err("-b: bidirectional is only available in BW tests".into());
@@ -527,6 +552,7 @@ impl Params {
             imm,
             periods: a.run_infinitely.then(|| a.periods.unwrap_or(u64::MAX)),
             rate_limit,
+            reversed: a.reversed,
             srq: a.use_srq,
             recv_post_list: a.recv_post_list,
         };

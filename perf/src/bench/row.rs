@@ -117,6 +117,8 @@ pub struct Row {
     pub cpu_util: Option<f64>,
     /// `-W`: each counter's change over the size.
     pub counters: Vec<(String, u64)>,
+    /// `-b`: this side's own row and the peer's (`--report-both` prints them).
+    pub directions: Option<(Stats, Stats)>,
 }
 
 /// What the client learnt while connecting, for the report header.
