@@ -74,6 +74,13 @@ pub enum PostError {
         /// Length of the first scatter entry.
         len: u32,
     },
+    /// A [`DciPool`](crate::DciPool) has no DCI for a new destination: every DCI has
+    /// operations outstanding to another. Poll and hand the completions to the pool, then
+    /// post again.
+    NoFreeDci {
+        /// DCIs in the pool.
+        dcis: usize,
+    },
 }
 
 impl fmt::Display for PostError {
@@ -121,6 +128,10 @@ impl fmt::Display for PostError {
             PostError::GrhAreaTooSmall { len } => write!(
                 f,
                 "first scatter entry of {len} bytes cannot hold the 40-byte GRH area"
+            ),
+            PostError::NoFreeDci { dcis } => write!(
+                f,
+                "all {dcis} DCIs of the pool have operations outstanding to other destinations"
             ),
         }
     }

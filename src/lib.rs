@@ -208,6 +208,7 @@
 pub mod backend;
 pub mod channel;
 pub mod cq;
+pub mod dci_pool;
 pub mod device;
 pub mod error;
 pub mod event;
@@ -225,6 +226,7 @@ pub mod types;
 pub use channel::AsyncCompChannel;
 pub use channel::CompChannel;
 pub use cq::{Completion, CompletionQueue, Status, WcError, WcOpcode};
+pub use dci_pool::DciPool;
 pub use device::{
     AddressHandle, Context, Cq, Dct, MemoryRegion, ProtectionDomain, Qp, QpReceiver, QpSender, Srq,
 };

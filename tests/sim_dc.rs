@@ -10,7 +10,7 @@ use common::{assert_empty, poll_n, side, BugCheck, Side, MR_LEN};
 use mlx5_direct::backend::sim::{DcRefusal, Fabric, NicConfig, Sim};
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::{
-    Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, Data, Dct,
+    Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, Data, DciPool, Dct,
     MemoryRegion, PostError, ProtectionDomain, QpConfig, QpState, SendFlags, SendOp, SendWr, Srq,
     Status, Transport, WcOpcode,
 };
@@ -546,4 +546,104 @@ fn the_rc_entries_and_post_dc_refuse_each_others_queues() {
         d.activate_dci(&ConnectOptions::default()),
         Err(mlx5_direct::Error::WrongState { .. })
     ));
+}
+
+/// Polls `n` completions of `a`'s CQ and hands each to `pool`.
+fn drain(a: &mut Side, pool: &mut DciPool<Sim>, n: usize) -> Vec<Completion> {
+    let cs = poll_n(a, n);
+    for c in &cs {
+        assert!(pool.complete(c).unwrap().is_some());
+    }
+    cs
+}
+
+#[test]
+fn a_pool_keeps_a_dci_per_busy_destination_and_reuses_released_ones() {
+    let fabric = Fabric::new();
+    let targets: Vec<Target> = (0..3).map(|_| target(&fabric)).collect();
+    let mut a = dci(&fabric);
+    let mut pool =
+        DciPool::new(&a.pd, &a.cq, 2, &dci_config(), &ConnectOptions::default()).unwrap();
+    let ahs: Vec<_> = targets.iter().map(|t| ah_to(&a, t)).collect();
+    let dests: Vec<_> = (0..3)
+        .map(|i| ahs[i].dc_dest(targets[i].dct.number().unwrap(), DC_KEY))
+        .collect();
+    const PAYLOADS: [[u8; 4]; 5] = [[0; 4], [0xa1; 4], [0xa2; 4], [0xa3; 4], [0xa4; 4]];
+    let put = |id: u64, t: &Target, off: usize| {
+        wr(
+            id,
+            SendOp::Write(t.mr.remote(off)),
+            Data::Inline(&PAYLOADS[id as usize]),
+        )
+    };
+    let first = pool.post(put(1, &targets[0], 0), &dests[0]).unwrap();
+    assert_eq!(pool.post(put(2, &targets[0], 4), &dests[0]).unwrap(), first);
+    let second = pool.post(put(3, &targets[1], 0), &dests[1]).unwrap();
+    assert_ne!(first, second);
+    assert_eq!(pool.serving(&dests[1]), Some(second));
+    assert_eq!(pool.free(), 0);
+    // Every DCI busy with another destination: refused, nothing written.
+    let before: Vec<u32> = (0..2)
+        .map(|i| pool.dci(i).send_queue().producer_count())
+        .collect();
+    assert_eq!(
+        pool.post(put(4, &targets[2], 0), &dests[2]),
+        Err(PostError::NoFreeDci { dcis: 2 })
+    );
+    let after: Vec<u32> = (0..2)
+        .map(|i| pool.dci(i).send_queue().producer_count())
+        .collect();
+    assert_eq!(before, after);
+    let cs = drain(&mut a, &mut pool, 3);
+    assert!(cs.iter().all(|c| c.status.is_ok()));
+    assert_eq!((pool.free(), pool.serving(&dests[0])), (2, None));
+    // The last DCI released is taken first (UCX's stack).
+    assert_eq!(
+        pool.post(put(4, &targets[2], 0), &dests[2]).unwrap(),
+        second
+    );
+    drain(&mut a, &mut pool, 1);
+    for (t, want) in targets.iter().zip([[0xa1, 0xa2], [0xa3, 0], [0xa4, 0]]) {
+        let mut got = [0u8; 8];
+        t.mr.read(0, &mut got);
+        assert_eq!(
+            got,
+            [want[0], want[0], want[0], want[0], want[1], want[1], want[1], want[1]]
+        );
+    }
+    // Each DCI's connections: DCI `first` one (to t0), DCI `second` two (t1, then t2).
+    let stats = a.ctx.backend().nic().stats();
+    assert_eq!((stats.dc_connects, stats.dc_disconnects), (3, 1));
+}
+
+#[test]
+fn a_pool_recovers_a_dci_that_failed_and_serves_on() {
+    let fabric = Fabric::new();
+    let t = target(&fabric);
+    let mut a = refusing(&fabric, DcRefusal::Nak);
+    let mut pool =
+        DciPool::new(&a.pd, &a.cq, 1, &dci_config(), &ConnectOptions::default()).unwrap();
+    let ah = ah_to(&a, &t);
+    let dctn = t.dct.number().unwrap();
+    let (bad, good) = (ah.dc_dest(dctn, DC_KEY ^ 1), ah.dc_dest(dctn, DC_KEY));
+    let op = SendOp::Write(t.mr.remote(0));
+    pool.post(wr(1, op, Data::Inline(b"no")), &bad).unwrap();
+    let unsignaled = SendWr {
+        flags: SendFlags::UNSIGNALED,
+        ..wr(2, op, Data::Inline(b"no"))
+    };
+    pool.post(unsignaled, &bad).unwrap();
+    // The error, then the flush of the unsignaled one: only then is the DCI drained.
+    let cs = drain(&mut a, &mut pool, 2);
+    assert_eq!(syndrome(&cs[0]), Some(Syndrome::RemoteAccessErr));
+    assert_eq!(
+        (cs[1].wr_id, syndrome(&cs[1])),
+        (2, Some(Syndrome::WrFlushErr))
+    );
+    assert_eq!((pool.free(), pool.dci(0).state()), (1, QpState::Rts));
+    pool.post(wr(3, op, Data::Inline(b"ok")), &good).unwrap();
+    assert_eq!(drain(&mut a, &mut pool, 1)[0].status, Status::Success);
+    let mut got = [0u8; 2];
+    t.mr.read(0, &mut got);
+    assert_eq!(&got, b"ok");
 }
