@@ -247,7 +247,9 @@ impl<B: Backend> ProtectionDomain<B> {
         access: Access,
     ) -> Result<MemoryRegion<B>, Error> {
         let memory = Memory::foreign(addr, len)?;
-        if !is_mapped(addr, len) {
+        // On demand nothing is pinned or looked at until the device touches it (the kernel
+        // registers the range as it is: an unmapped page fails at that touch).
+        if !access.contains(Access::ON_DEMAND) && !is_mapped(addr, len) {
             // What the kernel's page pinning answers (EFAULT) before any device sees it.
             return Err(Error::InvalidArgument(
                 "memory to register is not mapped in this process",
@@ -516,6 +518,26 @@ impl<B: Backend> MemoryRegion<B> {
     /// Remote key.
     pub fn rkey(&self) -> u32 {
         self.rkey
+    }
+
+    /// Brings `len` bytes at `offset` of a region registered with [`Access::ON_DEMAND`] in
+    /// before the device touches them (`ibv_advise_mr`, prefetch for write, flushed: done
+    /// when this returns), so the first message does not take a page fault. Refused
+    /// ([`Error::OnDemandPaging`]) for a region not on demand, a range outside it or a page
+    /// the process has not mapped.
+    pub fn prefetch(&self, offset: usize, len: usize) -> Result<(), Error> {
+        if offset
+            .checked_add(len)
+            .is_none_or(|end| end > self.memory.len())
+        {
+            return Err(Error::OnDemandPaging("range outside the region".into()));
+        }
+        self._pd.ctx.backend.advise_mr(
+            &self._pd.handle,
+            &self.handle,
+            self.addr() + offset as u64,
+            len,
+        )
     }
 
     /// Size of the pages backing the region (4 KiB, or 2 MiB on huge pages): the device

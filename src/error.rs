@@ -179,6 +179,9 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A registration with [`Access::ON_DEMAND`](crate::Access::ON_DEMAND), or a prefetch,
+    /// that the device or the region does not support: the text says which.
+    OnDemandPaging(String),
     /// Registering would pin more memory than the locked-memory limit allows
     /// (`RLIMIT_MEMLOCK`, without `CAP_IPC_LOCK`): raise it with `ulimit -l`.
     MemlockTooLow {
@@ -230,6 +233,7 @@ impl fmt::Display for Error {
                 "transparent huge pages are off: set \
                  /sys/kernel/mm/transparent_hugepage/enabled to madvise or always",
             ),
+            Error::OnDemandPaging(why) => write!(f, "on-demand paging: {why}"),
             Error::NumaNode { node, reason } => {
                 write!(f, "cannot bind memory to NUMA node {node}: {reason}")
             }

@@ -107,7 +107,7 @@ fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
 
 /// An EQE write and its MSI-X interrupt on the link (no QP's), and the driver's EQ
 /// doorbell when counted (`PcieConfig::eq_rearm`).
-fn eqe(nic: &mut NicState) {
+pub(crate) fn eqe(nic: &mut NicState) {
     nic.dma_write(None, 0, EQE_SIZE, Purpose::Eqe);
     nic.dma_write(None, 0, MSIX_SIZE, Purpose::Msix);
     if nic.link.cfg().eq_rearm {

@@ -91,3 +91,28 @@ fn cell32<'a>(addr: u64) -> &'a AtomicU32 {
     // SAFETY: as `cell64`, for a 4-byte aligned word.
     unsafe { &*(addr as *const AtomicU32) }
 }
+
+/// Whether every page of `[addr, addr + len)` is mapped in the process (`mincore` fails
+/// with `ENOMEM` on a hole): what the kernel's fault handler needs to resolve an on-demand
+/// page. Reads no memory.
+pub(crate) fn mapped(addr: u64, len: u64) -> bool {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    let start = addr & !(page - 1);
+    let Some(end) = addr
+        .checked_add(len)
+        .and_then(|e| e.checked_next_multiple_of(page))
+    else {
+        return false;
+    };
+    let mut residency = vec![0u8; ((end - start) / page) as usize];
+    // SAFETY: mincore only reads the page tables of the range and writes one byte per page
+    // into `residency`, which has exactly that many.
+    unsafe {
+        libc::mincore(
+            start as *mut libc::c_void,
+            (end - start) as usize,
+            residency.as_mut_ptr(),
+        ) == 0
+    }
+}

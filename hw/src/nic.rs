@@ -57,6 +57,8 @@ pub struct Nic {
 const LOG_MAX_QP_WR: u8 = 15;
 const LOG_MAX_CQE: u8 = 22;
 const ALL_ACCESS: u32 = 0xf;
+/// The access bits a memory key may carry: the rights and `ON_DEMAND`.
+const MR_ACCESS: u32 = ALL_ACCESS | Access::ON_DEMAND.0;
 const MAX_WQE: u32 = 63 * 16;
 /// The largest `max_msg_sz` a NIC can be given: what one pointer segment addresses.
 const MAX_MSG_LIMIT: u32 = 1 << 31;
@@ -81,7 +83,9 @@ fn check_access_bits(a: Access) -> Result<(), HwError> {
 /// A memory key granting remote write or atomic must also grant local write (the verbs rule
 /// for `ibv_reg_mr`; it does not apply to QP access flags).
 fn check_mr_access(a: Access) -> Result<(), HwError> {
-    check_access_bits(a)?;
+    if a.0 & !MR_ACCESS != 0 {
+        return Err(HwError::InvalidParam("access flags"));
+    }
     let needs_local = Access::REMOTE_WRITE | Access::REMOTE_ATOMIC;
     if a.0 & needs_local.0 != 0 && !a.contains(Access::LOCAL_WRITE) {
         Err(HwError::InvalidParam(
@@ -239,7 +243,11 @@ impl Nic {
         if !page_size.is_power_of_two() || !(4096..=1 << 30).contains(&page_size) {
             return Err(HwError::InvalidParam("page_size"));
         }
+        let on_demand = access.contains(Access::ON_DEMAND);
         self.with(|n| {
+            if on_demand && !n.cfg.odp {
+                return Err(HwError::NotSupported("on-demand paging"));
+            }
             *slot(&mut n.pds, pdn, PDN_BASE)? += 1;
             let i = match n.mrs.iter().skip(1).position(|s| s.mr.is_none()) {
                 Some(i) => i + 1,
@@ -266,6 +274,7 @@ impl Nic {
                 invalid: false,
                 remote_invalidate: false,
                 page_shift: page_size.trailing_zeros() as u8,
+                present: on_demand.then(Default::default),
             });
             let key = (i as u32) << 8 | u32::from(s.variant);
             debug_assert_ne!(key, INVALID_LKEY);
@@ -285,6 +294,33 @@ impl Nic {
                 .ok_or(HwError::NoSuchObject)?
                 .remote_invalidate = true;
             Ok(())
+        })
+    }
+
+    /// Prefetch `[addr, addr+len)` of on-demand key `key` of PD `pdn` (`ibv_advise_mr`
+    /// with `IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE` and `IBV_ADVISE_MR_FLAG_FLUSH`: done when
+    /// this returns): every page not yet present is brought in as a fault would (its
+    /// translation written, `Purpose::Translation`), without a page-fault event. A key
+    /// that is not on demand or of another PD is `InvalidParam` (the kernel's
+    /// `pagefault_single_data_segment` answers `-EINVAL`); a range outside the key, or a
+    /// page not mapped in the process, is `BadAddress` (`-EFAULT`).
+    pub fn advise_mr(&self, pdn: u32, key: u32, addr: u64, len: u64) -> Result<(), HwError> {
+        self.with(|n| {
+            let mr = n.mr_mut(key).ok_or(HwError::NoSuchObject)?;
+            if mr.present.is_none() || mr.pdn != pdn {
+                return Err(HwError::InvalidParam("prefetch of a key not on demand"));
+            }
+            let inside = addr >= mr.addr
+                && addr
+                    .checked_add(len)
+                    .is_some_and(|end| end <= mr.addr + mr.len);
+            if len == 0 || !inside {
+                return Err(HwError::BadAddress);
+            }
+            match n.fault_in(None, key, addr, len) {
+                crate::state::Touch::Unmapped => Err(HwError::BadAddress),
+                _ => Ok(()),
+            }
         })
     }
 

@@ -408,6 +408,10 @@ pub(crate) enum Ctx {
 /// size rounded up to a power of two, so its read splits like an aligned one.
 const ICM_BASE: u64 = 0x7e00_0000_0000;
 
+/// The (made-up) host address of the buffer the kernel writes new translation entries to
+/// when it resolves a page fault or a prefetch, which the NIC reads.
+pub(crate) const XLT_BUF: u64 = ICM_BASE - (1 << 30);
+
 /// The contexts cached, each with the time of its last use (and by time, to evict).
 #[derive(Debug, Default)]
 struct Lru {

@@ -243,6 +243,9 @@ fn recv_cqe(nic: &mut NicState, qpi: usize, r: &Request<'_>, rv: &Recv, op: u8, 
 fn write(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failure> {
     let (pdn, _) = require(nic, qpi, Access::REMOTE_WRITE)?;
     let d = r.d;
+    if nic.responder_fault(qpi, d.rkey, d.raddr, d.len) {
+        return Ok(Resp::Rnr);
+    }
     let rv = if d.ctrl.opcode == opcode::RDMA_WRITE_IMM {
         match take_recv(nic, qpi) {
             Some(rv) => Some(rv),
@@ -267,6 +270,9 @@ fn write(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failur
 
 fn read(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failure> {
     let (pdn, _) = require(nic, qpi, Access::REMOTE_READ)?;
+    if nic.responder_fault(qpi, r.d.rkey, r.d.raddr, r.d.len) {
+        return Ok(Resp::Rnr);
+    }
     check_remote(nic, qpi, pdn, r.d, r.d.len, Access::REMOTE_READ)?;
     nic.dma_read(Some(qpi), r.d.raddr, r.d.len, Purpose::ReadResponse);
     Ok(Resp::Ack(0))
@@ -283,6 +289,9 @@ fn atomic(
     let size = u64::from(a.size);
     if d.raddr % size != 0 {
         return Err(Failure::nak(synd::REMOTE_INVAL_REQ_ERR));
+    }
+    if nic.responder_fault(qpi, d.rkey, d.raddr, size) {
+        return Ok(Resp::Rnr);
     }
     check_remote(nic, qpi, pdn, d, size, Access::REMOTE_ATOMIC)?;
     let store = nic.faults.host_store.take();

@@ -2,7 +2,7 @@
 
 use crate::pcie::{Ctx, Link, PcieCounters, Purpose};
 use crate::types::{Access, AsyncEvent, Event, NicConfig, QpState, Stats, Transport};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -56,6 +56,19 @@ pub(crate) struct Mr {
     pub(crate) remote_invalidate: bool,
     /// log2 of the page size one translation entry covers.
     pub(crate) page_shift: u8,
+    /// On-demand keys: the pages (in `page_shift` units) the NIC has a translation for.
+    pub(crate) present: Option<BTreeSet<u64>>,
+}
+
+/// What touching a range of a memory key finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Touch {
+    /// Every page is present (or the key is not on demand).
+    Present,
+    /// Some pages were not present and have been faulted in now.
+    Faulted,
+    /// A page is not mapped in the process: the fault cannot be resolved.
+    Unmapped,
 }
 
 /// A memory-key slot: key = slot << 8 | variant.
@@ -437,6 +450,7 @@ impl NicState {
         };
         let Some(mr) = &slot.mr else { return false };
         let page_shift = mr.page_shift;
+        let on_demand = mr.present.is_some();
         let ok = slot.variant == key as u8
             && !mr.invalid
             && mr.pdn == pdn
@@ -446,10 +460,71 @@ impl NicState {
                 .checked_add(len)
                 .is_some_and(|end| end <= mr.addr + mr.len);
         self.context(Some(qp), Ctx::Mkey(key >> 8));
-        if ok {
-            self.translate(qp, key >> 8, page_shift, addr, len);
+        if !ok {
+            return false;
         }
-        ok
+        // A fault the NIC raises here stalls this WQE until the kernel has resolved it;
+        // the model has no clock and resolves it at once. One it cannot resolve fails the
+        // access like any other bad address.
+        if on_demand && self.fault_in(Some(qp), key, addr, len) == Touch::Unmapped {
+            return false;
+        }
+        self.translate(qp, key >> 8, page_shift, addr, len);
+        true
+    }
+
+    /// Brings the pages of `[addr, addr + len)` (len > 0, inside the key) of on-demand key
+    /// `key` in: a page fault event (EQE + MSI-X, as `odp.c`'s page-fault EQ receives it)
+    /// when `qp` is given (the NIC faulted; `None` is a prefetch, which raises none), and
+    /// one write of the new translation entries (8 bytes each, a DMA read of them by the
+    /// NIC: `mlx5r_umr_update_xlt`). Pages not mapped in the process cannot be brought in.
+    pub(crate) fn fault_in(&mut self, qp: Option<usize>, key: u32, addr: u64, len: u64) -> Touch {
+        let Some(mr) = self.mr_mut(key) else {
+            return Touch::Present;
+        };
+        let shift = mr.page_shift;
+        let Some(present) = &mr.present else {
+            return Touch::Present;
+        };
+        let (first, last) = (addr >> shift, (addr + len - 1) >> shift);
+        let missing: Vec<u64> = (first..=last).filter(|p| !present.contains(p)).collect();
+        if missing.is_empty() {
+            return Touch::Present;
+        }
+        if !missing
+            .iter()
+            .all(|&p| crate::host::mapped(p << shift, 1 << shift))
+        {
+            return Touch::Unmapped;
+        }
+        if let Some(present) = self.mr_mut(key).and_then(|mr| mr.present.as_mut()) {
+            present.extend(missing.iter().copied());
+        }
+        if qp.is_some() {
+            self.stats.odp_faults += 1;
+            crate::cq::eqe(self);
+        }
+        self.stats.odp_pages_mapped += missing.len() as u64;
+        let entries = missing.len() as u64 * 8;
+        self.dma_read(qp, crate::pcie::XLT_BUF, entries, Purpose::Translation);
+        Touch::Faulted
+    }
+
+    /// Whether the on-demand key `key` lacks a page of `[addr, addr + len)` that the
+    /// process has mapped: the responder then faults it in and answers RNR NAK (the
+    /// request is retried after the requester's RNR timer, as `mlx5_ib_mr_rdma_pfault_handler`
+    /// resolves the fault meanwhile). Anything else (not on demand, a bad key, an unmapped
+    /// page) is left to the key check.
+    pub(crate) fn responder_fault(&mut self, qp: usize, key: u32, addr: u64, len: u64) -> bool {
+        let inside = self.mr_mut(key).is_some_and(|mr| {
+            mr.present.is_some()
+                && len > 0
+                && addr >= mr.addr
+                && addr
+                    .checked_add(len)
+                    .is_some_and(|end| end <= mr.addr + mr.len)
+        });
+        inside && self.fault_in(Some(qp), key, addr, len) == Touch::Faulted
     }
 
     /// The NIC translates every page of `[addr, addr + len)` (len > 0) of memory key index

@@ -19,6 +19,9 @@ impl Access {
     pub const REMOTE_READ: Access = Access(4);
     /// Remote peers may run atomics.
     pub const REMOTE_ATOMIC: Access = Access(8);
+    /// A memory key registered on demand (`IBV_ACCESS_ON_DEMAND`, bit 6): nothing is
+    /// present at registration; the NIC faults pages in on first touch. Memory keys only.
+    pub const ON_DEMAND: Access = Access(1 << 6);
 
     /// True if every right in `other` is also in `self`.
     pub fn contains(self, other: Access) -> bool {
@@ -48,6 +51,8 @@ pub enum HwError {
     OutOfResources,
     /// An address is null, misaligned or wraps the address space.
     BadAddress,
+    /// The device does not have this capability (`NicConfig` turned it off).
+    NotSupported(&'static str),
 }
 
 impl fmt::Display for HwError {
@@ -59,6 +64,7 @@ impl fmt::Display for HwError {
             HwError::InvalidParam(what) => write!(f, "invalid parameter: {what}"),
             HwError::OutOfResources => f.write_str("out of resources"),
             HwError::BadAddress => f.write_str("bad address"),
+            HwError::NotSupported(what) => write!(f, "not supported by the device: {what}"),
         }
     }
 }
@@ -132,6 +138,10 @@ pub struct NicConfig {
     pub cqe_version: u8,
     /// What a refused DC connect request does ([`DcRefusal`]; not pinned by a source).
     pub dc_refusal: DcRefusal,
+    /// The device supports on-demand paging for RC (`IBV_ODP_SUPPORT` with the RC
+    /// SEND/RECV/WRITE/READ/ATOMIC transport caps, as ConnectX-4 and later report): memory
+    /// keys registered with [`Access::ON_DEMAND`]. Off, such registrations are refused.
+    pub odp: bool,
 }
 
 impl Default for NicConfig {
@@ -145,6 +155,7 @@ impl Default for NicConfig {
             max_msg_sz: 1 << 30,
             cqe_version: 0,
             dc_refusal: DcRefusal::Drop,
+            odp: true,
         }
     }
 }
@@ -588,6 +599,11 @@ pub struct Stats {
     pub context_misses: u64,
     /// Translation-cache misses (`PcieConfig::translation_cache`).
     pub translation_misses: u64,
+    /// Page faults of on-demand keys the NIC raised (one page-fault event each, however
+    /// many pages it brought in).
+    pub odp_faults: u64,
+    /// Pages of on-demand keys made present, by faults and by prefetch.
+    pub odp_pages_mapped: u64,
     /// Data segments with `byte_count` 0, which mlx5 reads as 2^31 bytes (send gather and
     /// receive scatter).
     pub zero_length_segments: u64,

@@ -128,6 +128,10 @@ impl<B: Backend> Backend for Traced<B> {
         unsafe { self.inner.reg_mr(pd, addr, len, page_size, access) }
     }
 
+    fn advise_mr(&self, pd: &B::Pd, mr: &B::Mr, addr: u64, len: usize) -> Result<(), Error> {
+        self.inner.advise_mr(pd, mr, addr, len)
+    }
+
     fn create_channel(&self) -> Result<B::Channel, Error> {
         self.inner.create_channel()
     }

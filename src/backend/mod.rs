@@ -109,6 +109,15 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
         page_size: usize,
         access: Access,
     ) -> Result<(Self::Mr, u32, u32), Error>;
+    /// Brings `len` bytes at `addr` of the on-demand region `mr` in before the device
+    /// touches them (`ibv_advise_mr` with `IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE`, flushed:
+    /// done when this returns). A backend without on-demand paging refuses.
+    fn advise_mr(&self, pd: &Self::Pd, mr: &Self::Mr, addr: u64, len: usize) -> Result<(), Error> {
+        let _ = (pd, mr, addr, len);
+        Err(Error::OnDemandPaging(
+            "this backend has no on-demand paging".into(),
+        ))
+    }
     /// Creates a completion channel (`ibv_create_comp_channel`).
     fn create_channel(&self) -> Result<Self::Channel, Error>;
     /// Takes the next completion event of `channel` and returns the CQN it is for, or

@@ -387,7 +387,12 @@ impl Backend for Sim {
         page_size: usize,
         access: Access,
     ) -> Result<(SimMr, u32, u32), Error> {
-        let pinned = pin(len, page_size)?;
+        // On demand, nothing is pinned.
+        let pinned = if access.contains(Access::ON_DEMAND) {
+            0
+        } else {
+            pin(len, page_size)?
+        };
         // SAFETY: the caller keeps the memory valid until the handle (which deregisters it)
         // is dropped.
         let key = unsafe {
@@ -401,7 +406,12 @@ impl Backend for Sim {
         };
         let key = key.map_err(|e| {
             PINNED.fetch_sub(pinned, Ordering::Relaxed);
-            device_error("register memory")(e)
+            match e {
+                hw::HwError::NotSupported(what) => {
+                    Error::OnDemandPaging(format!("the device does not support {what}"))
+                }
+                e => device_error("register memory")(e),
+            }
         })?;
         Ok((
             SimMr {
@@ -412,6 +422,20 @@ impl Backend for Sim {
             key,
             key,
         ))
+    }
+
+    fn advise_mr(&self, pd: &SimPd, mr: &SimMr, addr: u64, len: usize) -> Result<(), Error> {
+        self.nic
+            .advise_mr(pd.pdn, mr.key, addr, len as u64)
+            .map_err(|e| match e {
+                hw::HwError::InvalidParam(_) => {
+                    Error::OnDemandPaging("the region is not registered on demand".into())
+                }
+                hw::HwError::BadAddress => Error::OnDemandPaging(
+                    "the range is outside the region or not mapped in the process".into(),
+                ),
+                e => device_error("prefetch")(e),
+            })
     }
 
     fn create_channel(&self) -> Result<SimChannel, Error> {

@@ -9,10 +9,13 @@ use core::time::Duration;
 use std::sync::Arc;
 
 use rdma_sys::{
-    ibv_alloc_pd, ibv_cq, ibv_cq_ex_to_cq, ibv_cq_init_attr_ex, ibv_create_srq, ibv_dealloc_pd,
-    ibv_dereg_mr, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq, ibv_modify_qp, ibv_mr, ibv_pd,
-    ibv_qp, ibv_qp_attr, ibv_qp_create_send_ops_flags, ibv_qp_init_attr, ibv_qp_init_attr_ex,
-    ibv_qp_init_attr_mask, ibv_qp_type, ibv_query_qp, ibv_reg_mr, ibv_srq, ibv_srq_init_attr,
+    ib_uverbs_advise_mr_advice, ibv_advise_mr, ibv_alloc_pd, ibv_context, ibv_cq, ibv_cq_ex_to_cq,
+    ibv_cq_init_attr_ex, ibv_create_srq, ibv_dealloc_pd, ibv_dereg_mr, ibv_destroy_cq,
+    ibv_destroy_qp, ibv_destroy_srq, ibv_device_attr_ex, ibv_modify_qp, ibv_mr,
+    ibv_odp_general_caps, ibv_odp_transport_cap_bits, ibv_pd, ibv_qp, ibv_qp_attr,
+    ibv_qp_create_send_ops_flags, ibv_qp_init_attr, ibv_qp_init_attr_ex, ibv_qp_init_attr_mask,
+    ibv_qp_type, ibv_query_device_ex, ibv_query_qp, ibv_reg_mr, ibv_sge, ibv_srq,
+    ibv_srq_init_attr,
 };
 
 use super::attr::{self, Addressing};
@@ -169,6 +172,36 @@ impl VerbsQp {
     }
 }
 
+/// Refuses on-demand registrations the device cannot serve for RC: `ibv_query_device_ex`'s
+/// `odp_caps` must report `IBV_ODP_SUPPORT` and, for RC, SEND, RECV, WRITE and READ (as
+/// perftest's `check_odp_support` requires for `--odp`).
+fn check_odp(ctx: *mut ibv_context) -> Result<(), Error> {
+    // SAFETY: an all-zero `ibv_device_attr_ex` is a valid output buffer.
+    let mut attr: ibv_device_attr_ex = unsafe { core::mem::zeroed() };
+    // SAFETY: an open context and an output buffer of the size the call passes on.
+    let rc = unsafe { ibv_query_device_ex(ctx, core::ptr::null(), &mut attr) };
+    if rc != 0 {
+        return Err(failed("query device (ODP caps)", rc));
+    }
+    let odp = attr.odp_caps;
+    let rc_needed = ibv_odp_transport_cap_bits::IBV_ODP_SUPPORT_SEND.0
+        | ibv_odp_transport_cap_bits::IBV_ODP_SUPPORT_RECV.0
+        | ibv_odp_transport_cap_bits::IBV_ODP_SUPPORT_WRITE.0
+        | ibv_odp_transport_cap_bits::IBV_ODP_SUPPORT_READ.0;
+    if odp.general_caps & u64::from(ibv_odp_general_caps::IBV_ODP_SUPPORT.0) == 0 {
+        return Err(Error::OnDemandPaging(
+            "the device does not report IBV_ODP_SUPPORT".into(),
+        ));
+    }
+    if odp.per_transport_caps.rc_odp_caps & rc_needed != rc_needed {
+        return Err(Error::OnDemandPaging(format!(
+            "the device's RC ODP caps are {:#x}, SEND|RECV|WRITE|READ ({rc_needed:#x}) needed",
+            odp.per_transport_caps.rc_odp_caps
+        )));
+    }
+    Ok(())
+}
+
 /// The verbs send operations (`enum ibv_qp_create_send_ops_flags`) a QP is created for: the
 /// ones the driver posts (`crate::sizing::sq_overhead` names them). Atomic flags only on a
 /// device with atomics: libmlx5 refuses them otherwise (qp.c `mlx5_qp_fill_wr_pfns`,
@@ -241,6 +274,9 @@ impl Backend for Verbs {
         _page_size: usize,
         access: Access,
     ) -> Result<(VerbsMr, u32, u32), Error> {
+        if access.contains(Access::ON_DEMAND) {
+            check_odp(self.dev.ctx.as_ptr())?;
+        }
         // SAFETY: the caller keeps the memory valid until the handle (which deregisters it)
         // is dropped; `access` holds `ibv_access_flags` values.
         let mr = unsafe { ibv_reg_mr(pd.pd.as_ptr(), addr.cast(), len, access.0 as c_int) };
@@ -255,6 +291,35 @@ impl Backend for Verbs {
             lkey,
             rkey,
         ))
+    }
+
+    fn advise_mr(&self, pd: &VerbsPd, mr: &VerbsMr, addr: u64, len: usize) -> Result<(), Error> {
+        /// `IB_UVERBS_ADVISE_MR_FLAG_FLUSH`: return once the pages are in.
+        const FLUSH: u32 = 1;
+        let mut sge = ibv_sge {
+            addr,
+            length: u32::try_from(len)
+                .map_err(|_| Error::InvalidArgument("prefetch of 4 GiB or more"))?,
+            // SAFETY: a live registration.
+            lkey: unsafe { (*mr.mr.as_ptr()).lkey },
+        };
+        // SAFETY: a live PD and one scatter entry, read during the call.
+        let rc = unsafe {
+            ibv_advise_mr(
+                pd.pd.as_ptr(),
+                ib_uverbs_advise_mr_advice::IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+                FLUSH,
+                &mut sge,
+                1,
+            )
+        };
+        match rc {
+            0 => Ok(()),
+            rc => Err(Error::OnDemandPaging(format!(
+                "ibv_advise_mr: {}",
+                std::io::Error::from_raw_os_error(rc.abs())
+            ))),
+        }
     }
 
     fn create_channel(&self) -> Result<VerbsChannel, Error> {

@@ -1,0 +1,191 @@
+//! On-demand paging on the model (issue 17): a first touch faults (the responder answers
+//! RNR NAK while the fault is resolved, the requester retries), a prefetch takes the fault
+//! out of the data path, an unmapped address fails on the side that touched it, and a
+//! device without ODP refuses the registration.
+
+mod common;
+use common::bodies::syndrome;
+use common::{connect_with, poll_n, rig_pair, side, Side};
+use mlx5_direct::backend::sim::hw::Purpose;
+use mlx5_direct::backend::sim::{Fabric, NicConfig, TlpKind};
+use mlx5_direct::prm::Syndrome;
+use mlx5_direct::{
+    Access, ConnectOptions, Data, Error, MemoryRegion, QpConfig, SendFlags, SendOp, Status,
+};
+
+const LEN: usize = 16 << 10;
+const ODP: Access = Access(Access::ALL.0 | Access::ON_DEMAND.0);
+
+fn write_all(from: &mut Side, to: &MemoryRegion<mlx5_direct::backend::sim::Sim>) -> Status {
+    let src = from.mr.sge(0, LEN as u32);
+    from.qp
+        .sq()
+        .post(
+            1,
+            SendOp::Write(to.remote(0)),
+            Data::Sges(&[src]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    poll_n(from, 1)[0].status
+}
+
+fn stats(s: &Side) -> mlx5_direct::backend::sim::Stats {
+    s.ctx.backend().nic().stats()
+}
+
+/// The first WRITE into an on-demand region faults its 4 pages in once: one page-fault
+/// event (EQE + MSI-X) and one read of the 4 new 8-byte translations at the responder, which
+/// answers one RNR NAK, then the data lands. The second WRITE takes no fault.
+#[test]
+fn first_touch_faults_once_and_the_requester_sees_an_rnr_nak() {
+    let (mut a, b) = rig_pair(&Fabric::new());
+    let target = b.pd.alloc_mr(LEN, ODP).unwrap();
+    a.mr.write(0, &[0x5a; LEN]);
+    let sb = stats(&b);
+    b.ctx.backend().nic().set_tlp_trace(true);
+    b.ctx.backend().nic().take_tlps();
+    assert_eq!(write_all(&mut a, &target), Status::Success);
+    assert_eq!(stats(&b).odp_faults - sb.odp_faults, 1);
+    assert_eq!(stats(&b).odp_pages_mapped - sb.odp_pages_mapped, 4);
+    assert_eq!(stats(&b).rnr_naks - sb.rnr_naks, 1);
+    let fault: Vec<_> = b
+        .ctx
+        .backend()
+        .nic()
+        .take_tlps()
+        .into_iter()
+        .filter(|t| {
+            matches!(
+                t.purpose,
+                Purpose::Eqe | Purpose::Msix | Purpose::Translation
+            )
+        })
+        .map(|t| (t.purpose, t.kind, t.payload))
+        .collect();
+    assert_eq!(
+        fault,
+        [
+            (Purpose::Eqe, TlpKind::MWr, 64),
+            (Purpose::Msix, TlpKind::MWr, 4),
+            (Purpose::Translation, TlpKind::MRd, 0),
+            (Purpose::Translation, TlpKind::CplD, 32),
+        ]
+    );
+    let mut back = [0u8; 8];
+    target.read(LEN - 8, &mut back);
+    assert_eq!(back, [0x5a; 8]);
+    let sb = stats(&b);
+    assert_eq!(write_all(&mut a, &target), Status::Success);
+    assert_eq!(stats(&b).odp_faults - sb.odp_faults, 0);
+    assert_eq!(stats(&b).rnr_naks - sb.rnr_naks, 0);
+}
+
+/// Prefetching the region maps its pages without a fault event; the WRITE then takes none.
+#[test]
+fn prefetch_takes_the_fault_out_of_the_data_path() {
+    let (mut a, b) = rig_pair(&Fabric::new());
+    let target = b.pd.alloc_mr(LEN, ODP).unwrap();
+    let sb = stats(&b);
+    target.prefetch(0, LEN).unwrap();
+    assert_eq!(stats(&b).odp_pages_mapped - sb.odp_pages_mapped, 4);
+    assert_eq!(stats(&b).odp_faults - sb.odp_faults, 0);
+    assert_eq!(write_all(&mut a, &target), Status::Success);
+    assert_eq!(stats(&b).odp_faults - sb.odp_faults, 0);
+    assert_eq!(stats(&b).rnr_naks - sb.rnr_naks, 0);
+    // A region not on demand, and a range outside it, are refused.
+    assert!(matches!(
+        a.mr.prefetch(0, 64),
+        Err(Error::OnDemandPaging(_))
+    ));
+    assert!(matches!(
+        target.prefetch(LEN - 8, 16),
+        Err(Error::OnDemandPaging(_))
+    ));
+}
+
+/// With no RNR retries (disni #39: ODP needs `rnr_retry` other than 0), the fault's RNR NAK
+/// ends the WRITE with RNR_RETRY_EXC_ERR.
+#[test]
+fn a_fault_without_rnr_retries_fails_the_request() {
+    let fabric = Fabric::new();
+    let (mut a, mut b) = (
+        side(&fabric, &QpConfig::default()),
+        side(&fabric, &QpConfig::default()),
+    );
+    let options = ConnectOptions {
+        rnr_retry: 0,
+        ..ConnectOptions::default()
+    };
+    connect_with(&mut a, &mut b, &options);
+    let target = b.pd.alloc_mr(LEN, ODP).unwrap();
+    assert_eq!(
+        syndrome(write_all(&mut a, &target)),
+        Some(Syndrome::RnrRetryExcErr)
+    );
+}
+
+/// Pages that are not mapped in the process cannot be faulted in: a WRITE into them fails
+/// at the requester with REMOTE_ACCESS_ERR (the responder's NAK), a gather from them with
+/// LOCAL_PROT_ERR, and a prefetch is refused. The registration itself succeeds: on demand,
+/// nothing is looked at until the device touches it.
+#[test]
+fn unmapped_pages_fail_on_the_side_that_touches_them() {
+    // Below `vm.mmap_min_addr`: no thread of the test binary can be mapping it (see
+    // tests/hostile.rs).
+    let hole = 0x4000 as *mut u8;
+    let (mut a, b) = rig_pair(&Fabric::new());
+    // SAFETY: the device never reaches the range: every access to it fails.
+    let remote = unsafe { b.pd.register(hole, 8192, ODP) }.unwrap();
+    assert!(matches!(
+        remote.prefetch(0, 64),
+        Err(Error::OnDemandPaging(_))
+    ));
+    let src = a.mr.sge(0, 64);
+    a.qp.sq()
+        .post(
+            1,
+            SendOp::Write(remote.remote(0)),
+            Data::Sges(&[src]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    assert_eq!(
+        syndrome(poll_n(&mut a, 1)[0].status),
+        Some(Syndrome::RemoteAccessErr)
+    );
+
+    let (mut a, b) = rig_pair(&Fabric::new());
+    // SAFETY: as above.
+    let local = unsafe { a.pd.register(hole, 8192, ODP) }.unwrap();
+    a.qp.sq()
+        .post(
+            1,
+            SendOp::Write(b.mr.remote(0)),
+            Data::Sges(&[local.sge(0, 64)]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    assert_eq!(
+        syndrome(poll_n(&mut a, 1)[0].status),
+        Some(Syndrome::LocalProtErr)
+    );
+}
+
+#[test]
+fn a_device_without_odp_refuses_on_demand_registrations() {
+    let ctx = mlx5_direct::Context::new(mlx5_direct::backend::sim::Sim::on_fabric(
+        &Fabric::new(),
+        NicConfig {
+            odp: false,
+            ..NicConfig::default()
+        },
+    ));
+    let pd = ctx.alloc_pd().unwrap();
+    let err = pd.alloc_mr(4096, ODP).unwrap_err();
+    assert_eq!(
+        err,
+        Error::OnDemandPaging("the device does not support on-demand paging".into())
+    );
+    pd.alloc_mr(4096, Access::ALL).unwrap();
+}
