@@ -929,6 +929,13 @@ impl Nic {
                 })
             }
             Fault::HostStoreInAtomic { value } => n.faults.host_store = Some(value),
+            Fault::CorruptPayload { qpn, count } => {
+                n.faults.corrupt = Some(Budget {
+                    qpn,
+                    skip: 0,
+                    count,
+                })
+            }
             Fault::Clear => n.faults = Default::default(),
         });
     }

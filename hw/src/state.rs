@@ -255,6 +255,8 @@ pub(crate) struct Faults {
     /// `Fault::HostStoreInAtomic`: a CPU store into the next atomic's target.
     pub(crate) host_store: Option<u64>,
     pub(crate) defer: bool,
+    /// `Fault::CorruptPayload`.
+    pub(crate) corrupt: Option<Budget>,
 }
 
 /// A per-QP fault budget: let `skip` units pass, then hit `count`.
@@ -565,6 +567,13 @@ impl NicState {
     pub(crate) fn dma_write(&mut self, qp: Option<usize>, addr: u64, len: u64, p: Purpose) {
         let (c, qpn) = qp_counters(&mut self.qps, qp);
         self.link.dma_write(c, qpn, addr, len, p);
+        if let (Purpose::Scatter, Some(qpn)) = (p, qpn) {
+            if len > 0 && take_fault(&mut self.faults.corrupt, qpn, 1) {
+                let mut byte = [0u8];
+                crate::host::read(addr, &mut byte);
+                crate::host::write(addr, &[!byte[0]]);
+            }
+        }
     }
 
     /// Account an MMIO write for QP index `qp` (or the NIC only).

@@ -524,6 +524,16 @@ pub enum Fault {
         /// The value the CPU stores.
         value: u64,
     },
+    /// Flip every bit of the first byte of each of the next `count` payload writes into
+    /// host memory (receive scatter, RDMA WRITE target, READ result) by QP `qpn` (any QP of
+    /// this NIC if `None`), after the bytes land: corruption between the wire and host
+    /// memory, which no public source describes; a knob for testing data checks.
+    CorruptPayload {
+        /// The QP whose payload writes are corrupted, or any.
+        qpn: Option<u32>,
+        /// Payload writes to corrupt.
+        count: u32,
+    },
     /// Remove every pending fault.
     Clear,
 }

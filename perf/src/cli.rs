@@ -384,6 +384,14 @@ pub struct BenchArgs {
     /// /proc/cpuinfo); the column names still say usec, as perftest's.
     #[arg(short = 'C', long = "report-cycles")]
     pub cycles: bool,
+    /// WRITE and READ bandwidth tests: every message carries a pattern the receiving end
+    /// checks byte for byte after each size; a wrong byte fails the run.
+    #[arg(long = "data_validation")]
+    pub data_validation: bool,
+    /// On the model: corrupt the first byte of every payload written into host memory
+    /// (`Fault::CorruptPayload`), to see --data_validation fail.
+    #[arg(long = "corrupt-payloads", hide = true)]
+    pub corrupt_payloads: bool,
     /// Duration mode: add perftest's CPU_Util[%] column, the user time's share of user plus
     /// idle time in /proc/stat over the sampling window.
     #[arg(long = "cpu_util")]
@@ -484,7 +492,6 @@ const REFUSED: &[(&[&str], &str)] = &[
     ),
     (
         &[
-            "--data_validation",
             "--data_validation_debug",
             "--disable_dynamic_polling",
             "--dlid",

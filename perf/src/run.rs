@@ -3,7 +3,7 @@
 
 use std::net::{TcpListener, TcpStream};
 
-use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use mlx5_direct::backend::sim::{Fabric, Fault, NicConfig, Sim};
 use mlx5_direct::Context;
 
 use crate::bench::{self, Local, Params, Row, Setup, Sink};
@@ -17,6 +17,9 @@ use crate::Error;
 pub fn bench(test: Test, args: &BenchArgs) -> Result<(), Error> {
     let params = Params::new(test, args)?;
     let local = Local::new(args);
+    if args.corrupt_payloads && args.device.is_some() {
+        return Err("--corrupt-payloads injects a fault into the model; a device has none".into());
+    }
     match &args.device {
         None if args.host.is_some() => Err(
             "the model runs both ends in this process: no host to connect to (give -d DEVICE \
@@ -121,7 +124,17 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
     let link = crate::probe::describe_link(&config.pcie);
     let listener = TcpListener::bind(("127.0.0.1", 0))?;
     let addr = listener.local_addr()?;
+    // The hidden --corrupt-payloads: every payload either NIC writes to host memory.
+    let corrupt = |sim: &Sim| {
+        if args.corrupt_payloads {
+            sim.nic().inject(Fault::CorruptPayload {
+                qpn: None,
+                count: u32::MAX,
+            });
+        }
+    };
     let server_ctx = Context::new(Sim::on_fabric(&fabric, config.clone()));
+    corrupt(server_ctx.backend());
     let server_params = params.clone();
     let mut report = reporter(args, params, true, Some(link))?;
     let server = std::thread::spawn(move || -> Result<(), Error> {
@@ -132,6 +145,7 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
         end(sends, server_ctx, peer, &server_params, local, &mut Quiet)
     });
     let ctx = Context::new(Sim::on_fabric(&fabric, config));
+    corrupt(ctx.backend());
     let sends = !params.reversed;
     let client = TcpStream::connect(addr)
         .map_err(Error::from)

@@ -1289,3 +1289,25 @@ fn report_both_reversed_cycles_and_wait_destroy() {
         "{err}"
     );
 }
+
+#[test]
+fn data_validation_fails_on_a_corrupted_byte() {
+    // WRITE: the server checks its receive areas after the client's Done; READ: the client
+    // checks what it read. Clean runs pass; with the model corrupting the first byte of
+    // every payload written to host memory (the hidden --corrupt-payloads), the check
+    // fails naming the byte, and the same corrupted run without the check passes.
+    for test in ["write_bw", "read_bw"] {
+        let v = json(&[test, "-n", "100", "-q", "2", "--data_validation", "--json"]);
+        assert_eq!(v["results"][0]["iterations"], 200, "{test}");
+        fails_with(
+            &[test, "-n", "100", "--data_validation", "--corrupt-payloads"],
+            "--data_validation: byte 0 of the 65536-byte message at offset",
+        );
+        let (ok, _, err) = perf(&[test, "-n", "100", "--corrupt-payloads"]);
+        assert!(ok, "{test}: {err}");
+    }
+    fails_with(
+        &["write_bw", "-d", "mlx5_0", "--corrupt-payloads"],
+        "injects a fault into the model",
+    );
+}

@@ -33,6 +33,7 @@ fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
         imm: false,
         periods: None,
         rate_limit: None,
+        validate: false,
         reversed: false,
         srq: false,
         recv_post_list: 1,

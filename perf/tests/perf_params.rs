@@ -467,3 +467,46 @@ fn small_reporting_and_direction_flags() {
     refused("write_lat --reversed", "bandwidth tests only");
     assert!(params("read_bw --wait_destroy 3").is_ok());
 }
+
+#[test]
+fn data_validation_follows_perftests_checks() {
+    assert!(ok("write_bw --data_validation").validate);
+    assert!(ok("read_bw -q 4 --data_validation").validate);
+    assert!(!ok("write_bw").validate);
+    for (line, why) in [
+        (
+            "send_bw --data_validation",
+            "only supported with WRITE or READ verb",
+        ),
+        (
+            "atomic_bw --data_validation",
+            "only supported with WRITE or READ verb",
+        ),
+        (
+            "write_bw --write_with_imm --data_validation",
+            "only supported with WRITE or READ verb",
+        ),
+        (
+            "read_lat --data_validation",
+            "only supported in bandwidth tests",
+        ),
+        (
+            "write_bw -l 2 --data_validation",
+            "incompatible with --post_list > 1",
+        ),
+        (
+            "write_bw --run_infinitely --data_validation",
+            "incompatible with --run_infinitely",
+        ),
+        ("write_bw -a --data_validation", "incompatible with -a"),
+        (
+            "write_bw -t 16 --data_validation",
+            "requires tx_depth >= 32",
+        ),
+        // The TX depth after it is lowered to -n.
+        ("read_bw -n 20 --data_validation", "requires tx_depth >= 32"),
+        ("write_bw -b --data_validation", "not available with -b"),
+    ] {
+        refused(line, why);
+    }
+}

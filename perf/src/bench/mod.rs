@@ -482,6 +482,7 @@ fn flag(field: &str) -> &'static str {
         "imm" => "--write_with_imm / --send_with_imm",
         "srq" => "--use-srq",
         "reversed" => "--reversed",
+        "validate" => "--data_validation",
         "periods" => "--run_infinitely",
         f if f.starts_with("rate_limit") => "--rate_limit / --rate_units / --burst_size",
         "recv_post_list" => "--recv_post_list",
@@ -569,6 +570,7 @@ pub fn serve<B: Device>(
     let mut side = setup(ctx, &mut peer, params, local, true, sink)?;
     for size in params.runs() {
         expect_ready(peer.recv()?, size)?;
+        side.prepare_validation(size, true);
         let mut before = side.pcie();
         peer.send(&Msg::Ready { size })?;
         if params.warm_up {
@@ -577,6 +579,8 @@ pub fn serve<B: Device>(
             peer.send(&Msg::Ready { size })?;
         }
         let (own, count) = server_body(&mut side, &mut peer, size, local)?;
+        // Every WRITE completed at the client before its Done: the data is in place.
+        side.validate(size, true)?;
         let pcie = side.pcie().zip(before).map(|(a, b)| Counts::from(a - b));
         // -b: the server's sending goes to the client, which prints both directions.
         let (own, duplex) = match own {
@@ -668,6 +672,7 @@ pub fn client<B: Device>(
         .map(|names| host::Counters::open(side.ctx.backend(), local.port, names))
         .transpose()?;
     for size in params.runs() {
+        side.prepare_validation(size, false);
         expect_ready(peer.swap(&Msg::Ready { size })?, size)?;
         if params.warm_up {
             // After the barrier (the server's QPs are connected), before either side
@@ -678,6 +683,7 @@ pub fn client<B: Device>(
         let before = side.pcie();
         let (mut stats, latencies, samples, mut count) =
             client_body(&mut side, &mut peer, size, local)?;
+        side.validate(size, false)?;
         peer.send(&Msg::Done { count })?;
         if params.duplex {
             // The server may still be sending: keep its SENDs landing until it reports.

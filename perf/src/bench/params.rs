@@ -48,6 +48,8 @@ pub struct Params {
     pub periods: Option<u64>,
     /// The software rate limiter (`--rate_limit`, `--rate_units`, `--burst_size`).
     pub rate_limit: Option<RateLimit>,
+    /// The receiving end checks every payload byte (`--data_validation`).
+    pub validate: bool,
     /// The end without a host sends (`--reversed`).
     pub reversed: bool,
     /// Receives from a shared receive queue (`--use-srq`).
@@ -208,6 +210,28 @@ fn check_fabric(a: &BenchArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// perftest's `--data_validation` checks (`force_dependecies`), in its order.
+fn check_data_validation(test: Test, a: &BenchArgs, tx_depth: u32) -> Result<(), String> {
+    let refusal = if !matches!(test.verb, Verb::Write | Verb::Read) || a.write_with_imm {
+        "is only supported with WRITE or READ verb"
+    } else if test.kind != Kind::Bw {
+        "is only supported in bandwidth tests"
+    } else if a.post_list > 1 {
+        "is incompatible with --post_list > 1"
+    } else if a.run_infinitely {
+        "is incompatible with --run_infinitely"
+    } else if a.all {
+        "is incompatible with -a (run all sizes)"
+    } else if tx_depth < 32 {
+        "requires tx_depth >= 32 (use -t)"
+    } else if a.bidirectional {
+        "is not available with -b in mlx5-perf (one end writes, the other checks)"
+    } else {
+        return Ok(());
+    };
+    Err(format!("--data_validation {refusal}"))
 }
 
 /// perftest's run_infinitely dependencies (`force_dependecies`).
@@ -471,6 +495,9 @@ impl Params {
                  QPs (-q {qps})"
             ));
         }
+        if a.data_validation {
+            check_data_validation(test, a, tx_depth)?;
+        }
         if a.events && test.verb == Verb::Write {
             return Err("-e: events feature not available on WRITE verb".into());
         }
@@ -552,6 +579,7 @@ impl Params {
             imm,
             periods: a.run_infinitely.then(|| a.periods.unwrap_or(u64::MAX)),
             rate_limit,
+            validate: a.data_validation,
             reversed: a.reversed,
             srq: a.use_srq,
             recv_post_list: a.recv_post_list,

@@ -473,6 +473,64 @@ impl<B: Device> Side<B> {
     }
 }
 
+/// `--data_validation`: the bytes of every `size`-byte message (byte `k` is `(k + size)`
+/// mod 251, so neither a zeroed buffer nor another size's pattern passes).
+fn pattern(size: usize) -> Vec<u8> {
+    (0..size).map(|k| ((k + size) % 251) as u8).collect()
+}
+
+impl<B: Device> Side<B> {
+    /// Where `--data_validation` checks: for WRITE the server's receive areas, for READ
+    /// the client's local area (all QPs read into it); each with the pattern's source.
+    fn validation_areas(&self, server: bool) -> (Vec<usize>, Vec<usize>) {
+        let all: Vec<usize> = (0..self.qps.len()).map(|q| self.recv_area(q)).collect();
+        let local = vec![self.send_area(0)];
+        match (self.params.test.verb, server) {
+            (Verb::Write, true) => (all, Vec::new()),
+            (Verb::Write, false) => (Vec::new(), local),
+            (_, true) => (Vec::new(), all),
+            (_, false) => (local, Vec::new()),
+        }
+    }
+
+    /// `--data_validation` before a size: this side's sources hold the pattern, its
+    /// destinations zeros.
+    pub(super) fn prepare_validation(&self, size: usize, server: bool) {
+        if !self.params.validate {
+            return;
+        }
+        let (destinations, sources) = self.validation_areas(server);
+        for at in destinations {
+            self.mr.write(at, &vec![0; size]);
+        }
+        for at in sources {
+            self.mr.write(at, &pattern(size));
+        }
+    }
+
+    /// `--data_validation` after a size: every byte of this side's destinations is the
+    /// pattern's.
+    pub(super) fn validate(&self, size: usize, server: bool) -> Result<(), Error> {
+        if !self.params.validate {
+            return Ok(());
+        }
+        let want = pattern(size);
+        let mut got = vec![0; size];
+        for at in self.validation_areas(server).0 {
+            self.mr.read(at, &mut got);
+            if let Some(k) = (0..size).find(|&k| got[k] != want[k]) {
+                return Err(format!(
+                    "--data_validation: byte {k} of the {size}-byte message at offset {at:#x} \
+                     is {:#04x}, expected {:#04x}",
+                    got[k], want[k]
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The message payload for iteration `i` (inline), or the local buffer with the marker.
 pub(super) fn data_for<'a, B: Device>(
     side: &Side<B>,
@@ -492,7 +550,9 @@ pub(super) fn data_for<'a, B: Device>(
             Data::Sges(&sge[..])
         }
         _ => {
-            side.mr.write(side.send_area(0) + size - 1, &[marker(i)]);
+            if !p.validate {
+                side.mr.write(side.send_area(0) + size - 1, &[marker(i)]);
+            }
             sge[0] = side.mr.sge(side.send_area(0), size as u32);
             Data::Sges(&sge[..])
         }

@@ -27,6 +27,7 @@ fn every_compared_parameter_names_its_flag() {
         imm: false,
         periods: None,
         rate_limit: None,
+        validate: false,
         reversed: false,
         srq: false,
         recv_post_list: 1,
