@@ -81,6 +81,9 @@ pub enum PostError {
         /// DCIs in the pool.
         dcis: usize,
     },
+    /// A [`PreparedWr`](crate::PreparedWr) posted on another send queue than the one that
+    /// prepared it (its QPN and checks are that queue's).
+    ForeignPreparedWr,
 }
 
 impl fmt::Display for PostError {
@@ -133,6 +136,9 @@ impl fmt::Display for PostError {
                 f,
                 "all {dcis} DCIs of the pool have operations outstanding to other destinations"
             ),
+            PostError::ForeignPreparedWr => {
+                f.write_str("a prepared work request posted on another queue than its own")
+            }
         }
     }
 }

@@ -235,7 +235,8 @@ pub use event::AsyncEvent;
 pub use mem::{MemOptions, Pages, HUGE_PAGE};
 pub use rq::{RecvQueue, SharedRecvQueue, UD_GRH_BYTES};
 pub use sq::{
-    Data, DcDest, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge, UdDest,
+    Data, DcDest, DoorbellMode, PreparedWr, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge,
+    UdDest,
 };
 pub use types::{
     Access, AhAttr, ConnectOptions, DeviceCaps, Endpoint, GlobalRoute, ParseEndpointError,

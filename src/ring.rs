@@ -378,6 +378,27 @@ impl WqeBuf<'_> {
         unsafe { run(view, at, segs) }
     }
 
+    /// Writes a whole WQEBB at byte 0 of the WQE: `word0` as its first 8 bytes, then bytes
+    /// 8..64 of `image` (one 8-byte and three 16-byte copies).
+    ///
+    /// # Safety
+    /// The WQE must be at least 64 bytes long (as given to [`Ring::wqe`]).
+    #[inline(always)]
+    pub(crate) unsafe fn wqebb(&mut self, word0: u64, image: &[u8; SEND_WQE_BB]) {
+        debug_assert!(self.len >= SEND_WQE_BB);
+        let src = image.as_ptr();
+        // SAFETY: the buffer's first 64 bytes (caller's contract) and the image's 64.
+        unsafe {
+            self.ptr.cast::<u64>().write_unaligned(word0);
+            let word1 = src.add(8).cast::<u64>().read_unaligned();
+            self.ptr.add(8).cast::<u64>().write_unaligned(word1);
+            for at in [16, 32, 48] {
+                let chunk = src.add(at).cast::<u128>().read_unaligned();
+                self.ptr.add(at).cast::<u128>().write_unaligned(chunk);
+            }
+        }
+    }
+
     /// Copies `data` to byte `at` of the WQE.
     ///
     /// # Safety

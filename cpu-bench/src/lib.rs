@@ -11,19 +11,24 @@
 //! **run-time** one (a work request in memory behind a reference from
 //! [`std::hint::black_box`], every field loaded on every operation, as when the work
 //! request comes from the application's data; posted by reference: `post_wr`, `push_wr`,
-//! `post_many` over `&SendWr`). Measured by `benches/callgrind.sh` (instructions, through the
+//! `post_many` over `&SendWr`), and with a **prepared** one (the same work request
+//! checked and encoded once by `SendQueue::prepare`, a `PreparedWr` in memory behind
+//! `black_box` posted by reference: `post_prepared`, `push_prepared`,
+//! `post_many_prepared`). Measured by `benches/callgrind.sh` (instructions, through the
 //! `cpu_ops` binary), by `cargo bench -p mlx5-cpu-bench` (criterion, ns) and by
 //! `mlx5-perf cpu`; results in `docs/benchmarks.md`.
 
 #![deny(missing_docs)]
 
-use std::borrow::Borrow;
 use std::hint::black_box;
 use std::time::Duration;
 
 use mlx5_direct::mmio::NullUar;
 use mlx5_direct::null::{CpuBench, CpuCase, NullQueues, CPU_BATCH, CPU_PAYLOAD, CPU_REMOTE};
-use mlx5_direct::{Completion, CompletionQueue, Data, Error, SendFlags, SendOp, SendQueue, SendWr};
+use mlx5_direct::{
+    Completion, CompletionQueue, Data, Error, PostError, PreparedWr, SendFlags, SendOp, SendQueue,
+    SendWr,
+};
 
 /// How a post case's work request is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -32,6 +37,9 @@ pub enum Wr {
     Const,
     /// Every field read at run time (through `black_box`) on every operation.
     Runtime,
+    /// Prepared once ([`SendQueue::prepare`]), read at run time (through `black_box`) on
+    /// every operation.
+    Prepared,
 }
 
 /// One measured case: what the null device prepares and how the work request is given
@@ -45,16 +53,21 @@ pub struct Case {
 }
 
 impl Case {
-    /// Every case, in report order: each post case constant then run-time, then the polls.
-    pub const ALL: [Case; 10] = [
+    /// Every case, in report order: each post case constant, run-time and prepared, then
+    /// the polls.
+    pub const ALL: [Case; 14] = [
         Case::new(CpuCase::WriteInlineBf, Wr::Const),
         Case::new(CpuCase::WriteInlineBf, Wr::Runtime),
+        Case::new(CpuCase::WriteInlineBf, Wr::Prepared),
         Case::new(CpuCase::WriteInlineDb, Wr::Const),
         Case::new(CpuCase::WriteInlineDb, Wr::Runtime),
+        Case::new(CpuCase::WriteInlineDb, Wr::Prepared),
         Case::new(CpuCase::WriteBatch32, Wr::Const),
         Case::new(CpuCase::WriteBatch32, Wr::Runtime),
+        Case::new(CpuCase::WriteBatch32, Wr::Prepared),
         Case::new(CpuCase::WriteList32, Wr::Const),
         Case::new(CpuCase::WriteList32, Wr::Runtime),
+        Case::new(CpuCase::WriteList32, Wr::Prepared),
         Case::new(CpuCase::PollOne, Wr::Const),
         Case::new(CpuCase::PollEmpty, Wr::Const),
     ];
@@ -64,11 +77,12 @@ impl Case {
     }
 
     /// A stable name: the null device's name of the operation, `_rt` added for a run-time
-    /// work request.
+    /// work request, `_prep` for a prepared one.
     pub fn name(self) -> String {
         match self.wr {
             Wr::Const => self.op.name().to_string(),
             Wr::Runtime => format!("{}_rt", self.op.name()),
+            Wr::Prepared => format!("{}_prep", self.op.name()),
         }
     }
 
@@ -78,28 +92,42 @@ impl Case {
     }
 }
 
-/// A case ready to run: the null device's queues and the case's timed loop.
+/// A case ready to run: the null device's queues, the work requests prepared for them and
+/// the case's timed loop.
 #[derive(Debug)]
 pub struct Bench {
     bench: CpuBench,
     case: Case,
+    prepared: [PreparedWr<'static>; CPU_BATCH as usize],
 }
 
 impl Bench {
     /// The queues for `case`.
+    ///
+    /// # Panics
+    /// If the null device's queue refuses to prepare the benchmark's WRITE (both are
+    /// fixed: that is a bug).
     pub fn new(case: Case) -> Result<Bench, Error> {
+        let bench = CpuBench::new(case.op)?;
+        let prepared = bench
+            .queues()
+            .sq
+            .prepare(&WRITE)
+            .expect("the null queue takes the benchmark's WRITE");
         Ok(Bench {
-            bench: CpuBench::new(case.op)?,
+            bench,
             case,
+            prepared: [prepared; CPU_BATCH as usize],
         })
     }
 
     /// Runs `ops` operations; returns the time spent in the timed chunks only (see
     /// [`CpuBench::run`]).
     pub fn run(&mut self, ops: u64) -> Duration {
-        let case = self.case;
-        self.bench
-            .run(ops, |queues, out, n| timed_chunk(case, queues, out, n))
+        let (case, prepared) = (self.case, &self.prepared);
+        self.bench.run(ops, |queues, out, n| {
+            timed_chunk(case, queues, prepared, out, n)
+        })
     }
 
     /// The null device's queues (to check what a run did).
@@ -108,20 +136,31 @@ impl Bench {
     }
 }
 
-/// `n` operations of `case`; returns how many were done before the first that did not
-/// behave as expected. The only function the instruction counter looks at
-/// (`valgrind --toggle-collect='*timed_chunk*'`). Each kind of loop is a function of its
-/// own, compiled on its own as in an application.
+/// `n` operations of `case` (`prepared`: the prepared work requests of the queues);
+/// returns how many were done before the first that did not behave as expected. The only
+/// function the instruction counter looks at (`valgrind --toggle-collect='*timed_chunk*'`).
+/// Each kind of loop is a function of its own, compiled on its own as in an application.
 #[inline(never)]
-pub fn timed_chunk(case: Case, q: &mut NullQueues, out: &mut [Completion; 1], n: u64) -> u64 {
+pub fn timed_chunk(
+    case: Case,
+    q: &mut NullQueues,
+    prepared: &[PreparedWr<'static>; CPU_BATCH as usize],
+    out: &mut [Completion; 1],
+    n: u64,
+) -> u64 {
     let sq = &mut q.sq;
     match (case.op, case.wr) {
         (CpuCase::WriteInlineBf | CpuCase::WriteInlineDb, Wr::Const) => post_chunk(sq, n),
         (CpuCase::WriteInlineBf | CpuCase::WriteInlineDb, Wr::Runtime) => post_chunk_rt(sq, n),
+        (CpuCase::WriteInlineBf | CpuCase::WriteInlineDb, Wr::Prepared) => {
+            post_chunk_prep(sq, &prepared[0], n)
+        }
         (CpuCase::WriteBatch32, Wr::Const) => batch_chunk(sq, n),
         (CpuCase::WriteBatch32, Wr::Runtime) => batch_chunk_rt(sq, n),
+        (CpuCase::WriteBatch32, Wr::Prepared) => batch_chunk_prep(sq, &prepared[0], n),
         (CpuCase::WriteList32, Wr::Const) => list_chunk(sq, n),
         (CpuCase::WriteList32, Wr::Runtime) => list_chunk_rt(sq, n),
+        (CpuCase::WriteList32, Wr::Prepared) => list_chunk_prep(sq, prepared, n),
         (CpuCase::PollOne, _) => poll_chunk::<1>(&mut q.cq, out, n),
         (CpuCase::PollEmpty, _) => poll_chunk::<0>(&mut q.cq, out, n),
     }
@@ -174,6 +213,18 @@ fn post_chunk_rt(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
     n
 }
 
+/// `n` × `post_prepared` of the prepared WRITE `wr`, read through `black_box` on every
+/// post.
+#[inline(never)]
+fn post_chunk_prep(sq: &mut SendQueue<NullUar>, wr: &PreparedWr<'static>, n: u64) -> u64 {
+    for i in 0..n {
+        if sq.post_prepared(black_box(wr)).is_err() {
+            return i;
+        }
+    }
+    n
+}
+
 /// `n` operations in runs of [`CPU_BATCH`]: `run(start, end)` does operations
 /// `start..end` and returns, if one failed, how many were done in all.
 #[inline(always)]
@@ -189,57 +240,80 @@ fn in_batches(n: u64, mut run: impl FnMut(u64, u64) -> Result<(), u64>) -> u64 {
     n
 }
 
-/// `n` × `push_wr` of the WRITE `wr()` gives, with a `ring_doorbell` after every
-/// [`CPU_BATCH`].
+/// `n` × `push(sq)` (one WQE each), with a `ring_doorbell` after every [`CPU_BATCH`].
 #[inline(always)]
-fn batches<'a>(sq: &mut SendQueue<NullUar>, n: u64, wr: impl Fn() -> &'a SendWr<'a>) -> u64 {
+fn batches(
+    sq: &mut SendQueue<NullUar>,
+    n: u64,
+    push: impl Fn(&mut SendQueue<NullUar>) -> Result<(), PostError>,
+) -> u64 {
     in_batches(n, |start, end| {
         for done in start..end {
-            sq.push_wr(wr()).map_err(|_| done)?;
+            push(sq).map_err(|_| done)?;
         }
         sq.ring_doorbell();
         Ok(())
     })
 }
 
-/// [`batches`] of the constant WRITE.
+/// [`batches`] of `push_wr` of the constant WRITE.
 #[inline(never)]
 fn batch_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
-    batches(sq, n, || &WRITE)
+    batches(sq, n, |sq| sq.push_wr(&WRITE))
 }
 
-/// [`batches`] of the run-time WRITE.
+/// [`batches`] of `push_wr` of the run-time WRITE.
 #[inline(never)]
 fn batch_chunk_rt(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
-    batches(sq, n, runtime_write)
+    batches(sq, n, |sq| sq.push_wr(runtime_write()))
 }
 
-/// `n` WRs in `post_many` lists of [`CPU_BATCH`], `list(start, end)` giving each.
+/// [`batches`] of `push_prepared` of the prepared WRITE `wr`, through `black_box` on every
+/// push.
+#[inline(never)]
+fn batch_chunk_prep(sq: &mut SendQueue<NullUar>, wr: &PreparedWr<'static>, n: u64) -> u64 {
+    batches(sq, n, |sq| sq.push_prepared(black_box(wr)))
+}
+
+/// `n` WRs in lists of [`CPU_BATCH`], `post(sq, start, end)` posting WRs `start..end` as
+/// one list (returning how many it posted before a refusal).
 #[inline(always)]
-fn lists<'a, W: Borrow<SendWr<'a>>, L: Iterator<Item = W>>(
+fn lists(
     sq: &mut SendQueue<NullUar>,
     n: u64,
-    list: impl Fn(u64, u64) -> L,
+    post: impl Fn(&mut SendQueue<NullUar>, u64, u64) -> Result<usize, (usize, PostError)>,
 ) -> u64 {
-    in_batches(n, |start, end| match sq.post_many(list(start, end)) {
+    in_batches(n, |start, end| match post(sq, start, end) {
         Ok(_) => Ok(()),
         Err((posted, _)) => Err(start + posted as u64),
     })
 }
 
-/// [`lists`] of the constant WRITE, built by value.
+/// [`lists`] of `post_many` of the constant WRITE, built by value.
 #[inline(never)]
 fn list_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
-    lists(sq, n, |start, end| {
-        (start..end).map(|wr_id| SendWr { wr_id, ..WRITE })
+    lists(sq, n, |sq, start, end| {
+        sq.post_many((start..end).map(|wr_id| SendWr { wr_id, ..WRITE }))
     })
 }
 
-/// [`lists`] of the run-time list in memory, by reference.
+/// [`lists`] of `post_many` of the run-time list in memory, by reference.
 #[inline(never)]
 fn list_chunk_rt(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
-    lists(sq, n, |start, end| {
-        black_box(&WRITE_LIST)[..(end - start) as usize].iter()
+    lists(sq, n, |sq, start, end| {
+        sq.post_many(black_box(&WRITE_LIST)[..(end - start) as usize].iter())
+    })
+}
+
+/// [`lists`] of `post_many_prepared` of the prepared list `wrs` (behind `black_box`).
+#[inline(never)]
+fn list_chunk_prep(
+    sq: &mut SendQueue<NullUar>,
+    wrs: &[PreparedWr<'static>; CPU_BATCH as usize],
+    n: u64,
+) -> u64 {
+    lists(sq, n, |sq, start, end| {
+        sq.post_many_prepared(black_box(wrs)[..(end - start) as usize].iter())
     })
 }
 

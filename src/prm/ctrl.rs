@@ -314,6 +314,22 @@ impl CtrlSeg {
         out
     }
 
+    /// The first word of [`CtrlSeg::to_words`] of a segment whose fields are all zero but
+    /// the WQE index: ORed into a segment built with index 0, it gives that segment with
+    /// index `wqe_index` (unit test).
+    #[inline(always)]
+    pub fn index_word(wqe_index: u16) -> u64 {
+        CtrlSeg {
+            opmod_idx_opcode: OpmodIdxOpcode::pack(0, wqe_index, 0),
+            qpn_ds: QpnDs::from_bits(Be32::new(0)),
+            signature: 0,
+            dci_stream_channel_id: [0; 2],
+            fm_ce_se: FmCeSe::from_bits(0),
+            imm: Be32::new(0),
+        }
+        .to_words()[0]
+    }
+
     /// The segment as the two 8-byte words a WQE write stores (memory order): the bytes of
     /// [`CtrlSeg::to_bytes`], built as words so the compiler keeps each in a register.
     #[inline(always)]
@@ -385,6 +401,32 @@ mod tests {
             assert_eq!(QpnDs::pack(qpn, ds), QpnDs::new().with_qpn(qpn).with_ds(ds));
         }
         assert_eq!(QpnDs::pack(0x1ff_ffff, 0x7f).into_bits().get(), 0xffff_ff3f);
+    }
+
+    /// A segment built with WQE index 0, its first word ORed with `index_word`, is the
+    /// segment built with that index, byte for byte.
+    #[test]
+    fn index_word_sets_the_wqe_index_alone() {
+        for index in [0, 1, 0x00ff, 0xbe00, 0xffff] {
+            let seg = |wqe_index| {
+                CtrlSeg::new(
+                    Opcode::RdmaWriteImm as u8,
+                    0x5a,
+                    wqe_index,
+                    0x12_3456,
+                    3,
+                    FmCeSe::new().with_ce(CqUpdate::Always),
+                    Be32::from_bytes([1, 2, 3, 4]),
+                )
+                .to_words()
+            };
+            let [w0, w1] = seg(0);
+            assert_eq!(
+                [w0 | CtrlSeg::index_word(index), w1],
+                seg(index),
+                "{index:#x}"
+            );
+        }
     }
 
     #[test]

@@ -13,16 +13,17 @@
 //! retires it and every earlier unsignaled one. A post that does not fit is refused with
 //! [`PostError::QueueFull`]; nothing is ever overwritten.
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use crate::error::PostError;
 use crate::mmio::{BfReg, DbRec, Uar};
 use crate::prm::{self, Be32, DS, SEND_WQE_BB};
-use crate::ring::{Ring, Staging};
+use crate::ring::{Ring, RingView, Staging};
 
 mod dc;
 mod doorbell;
+mod prepared;
 mod shared;
 #[cfg(test)]
 mod tests;
@@ -32,6 +33,7 @@ mod write;
 
 pub use dc::DcDest;
 pub use doorbell::DoorbellMode;
+pub use prepared::PreparedWr;
 pub use shared::SqDesc;
 pub(crate) use shared::SqShared;
 pub use ud::UdDest;
@@ -39,6 +41,7 @@ pub use wr::{Data, MaskedCs32Args, MaskedCs64Args, Remote, SendFlags, SendOp, Se
 
 use dc::DcEntry;
 use doorbell::{effective_mode, ring_last};
+use shared::SqSlot;
 use ud::UdEntry;
 use write::{Cursor, Limits, Ready, Written};
 
@@ -78,6 +81,8 @@ pub struct SendQueue<U: Uar> {
     ud: Option<UdEntry>,
     /// The DC post entry ([`SendQueue::post_dc`]) of a DCI's queue.
     dc: Option<DcEntry>,
+    /// This queue's identity, for the [`PreparedWr`]s it prepares.
+    id: u64,
 }
 
 /// `SendQueue::write_parts` of one work request on the fields of the queue `$sq`: the
@@ -95,6 +100,29 @@ macro_rules! write_wqe {
         )
     };
 }
+
+/// Rings the WQE just written (`$written`) and any pushed before it, on the fields of the
+/// queue `$sq`: no last-WQE state to store and reload.
+macro_rules! ring_alone {
+    ($sq:expr, $written:expr) => {{
+        let written = $written;
+        let bf_max = if $sq.pushed == 0 {
+            $sq.bf_single
+        } else {
+            $sq.pushed = 0;
+            $sq.bf_batch
+        };
+        $crate::sq::doorbell::ring_last(
+            &mut $sq.bf,
+            &$sq.dbrec,
+            $sq.c.pi,
+            &$sq.ring,
+            &written,
+            bf_max,
+        );
+    }};
+}
+pub(super) use ring_alone;
 
 impl<U: Uar> SendQueue<U> {
     /// A send queue over the described memory.
@@ -137,6 +165,7 @@ impl<U: Uar> SendQueue<U> {
             errored,
             ud: None,
             dc: None,
+            id: prepared::next_queue_id(),
         };
         sq.set_mode(DoorbellMode::Auto);
         sq
@@ -269,6 +298,29 @@ impl<U: Uar> SendQueue<U> {
         &mut self,
         wrs: impl IntoIterator<Item = W>,
     ) -> Result<usize, (usize, PostError)> {
+        self.post_list(wrs, |k, ring, staging, slots, tail, cur, wr| {
+            // SAFETY: as in `post_list`.
+            unsafe { k.write(ring, staging, slots, tail, cur, wr.borrow(), ()) }
+        })
+    }
+
+    /// The loop of a post list: `write` writes each work request (on copies of the queue's
+    /// fields, see `Limits`) and returns where it is; the QP-in-error flag is read once per
+    /// call. Then rings every WQE written (and any pushed before).
+    #[inline(always)]
+    fn post_list<W>(
+        &mut self,
+        wrs: impl IntoIterator<Item = W>,
+        write: impl for<'r, 's> Fn(
+            &Limits,
+            RingView<'r>,
+            &mut Staging,
+            &'s [SqSlot],
+            &AtomicU32,
+            &mut Cursor,
+            W,
+        ) -> Result<Written<'r>, PostError>,
+    ) -> Result<usize, (usize, PostError)> {
         let errored = self.errored.load(Ordering::Relaxed);
         let mut n = 0;
         let mut result = Ok(());
@@ -282,21 +334,12 @@ impl<U: Uar> SendQueue<U> {
         );
         let mut cur = self.c;
         for wr in wrs {
+            // `write` is given the queue's own ring and slots (one per WQEBB, checked in
+            // `new`): what `Limits::write` needs.
             let written = if errored {
                 Err(PostError::NotReadyToSend)
             } else {
-                // SAFETY: as in `write_wqe`.
-                unsafe {
-                    k.write(
-                        ring,
-                        &mut self.staging,
-                        slots,
-                        tail,
-                        &mut cur,
-                        wr.borrow(),
-                        (),
-                    )
-                }
+                write(&k, ring, &mut self.staging, slots, tail, &mut cur, wr)
             };
             match written {
                 Ok(w) => last_offset = w.offset,
@@ -387,22 +430,7 @@ impl<U: Uar> SendQueue<U> {
     /// field where needed instead of copied whole).
     #[inline(always)]
     pub fn post_wr(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
-        let written = write_wqe!(self, wr)?;
-        // Rings this WQE and any pushed before it; no last-WQE state to store and reload.
-        let bf_max = if self.pushed == 0 {
-            self.bf_single
-        } else {
-            self.pushed = 0;
-            self.bf_batch
-        };
-        ring_last(
-            &mut self.bf,
-            &self.dbrec,
-            self.c.pi,
-            &self.ring,
-            &written,
-            bf_max,
-        );
+        ring_alone!(self, write_wqe!(self, wr)?);
         Ok(())
     }
 

@@ -87,7 +87,7 @@ impl Ready {
     }
 
     /// What a post to an entry that is not ready is refused with.
-    fn refusal(self) -> PostError {
+    pub(super) fn refusal(self) -> PostError {
         match self {
             Ready::UdOnly => PostError::WrongTransport {
                 transport: Transport::Ud,
@@ -274,19 +274,11 @@ impl Limits {
         }
         drop(wqe);
 
-        let index = start / SEND_WQE_BB;
-        let slots = slots.slots();
-        debug_assert!(index < slots.len());
-        // SAFETY: `start` is a masked ring offset, so its WQEBB is a ring slot, and there is
-        // one slot per WQEBB (this function's contract).
-        let slot = unsafe { slots.get_unchecked(index) };
         let next_pi = pi.wrapping_add(bbs);
-        slot.wr_id.store(wr_id, Ordering::Relaxed);
-        slot.next_pi.store(next_pi, Ordering::Relaxed);
         // An atomic's operand size is its required local length; READ's (Some(0)) and the
         // others' (None) completions report 0 here.
-        slot.byte_len
-            .store(shape.local_len.unwrap_or(0), Ordering::Relaxed);
+        // SAFETY: `start` is a masked ring offset (this function's contract).
+        unsafe { record(slots, start, wr_id, next_pi, shape.local_len.unwrap_or(0)) };
         cur.pi = next_pi;
         Ok(Written {
             offset: start,
@@ -316,7 +308,7 @@ impl Limits {
     /// fit under the cached limit (or the queue is not ready: see `Cursor::limit`);
     /// refuses with [`PostError::NotReadyToSend`] or [`PostError::QueueFull`].
     #[inline(always)]
-    fn refresh_limit(
+    pub(super) fn refresh_limit(
         &self,
         tail: &AtomicU32,
         cur: &mut Cursor,
@@ -384,6 +376,30 @@ impl Limits {
             }
         }
     }
+}
+
+/// Records the WQE written at ring offset `start` for the poller: its `wr_id`, the
+/// producer count after it and the `byte_len` its completion reports unless it is a READ.
+///
+/// # Safety
+/// `start` must be a masked offset of the ring `slots` belong to (one slot per WQEBB).
+#[inline(always)]
+pub(super) unsafe fn record<'s>(
+    slots: impl Slots<'s>,
+    start: usize,
+    wr_id: u64,
+    next_pi: u32,
+    byte_len: u32,
+) {
+    let index = start / SEND_WQE_BB;
+    let slots = slots.slots();
+    debug_assert!(index < slots.len());
+    // SAFETY: `start` is a masked ring offset, so its WQEBB is a ring slot, and there is
+    // one slot per WQEBB (the caller's contract).
+    let slot = unsafe { slots.get_unchecked(index) };
+    slot.wr_id.store(wr_id, Ordering::Relaxed);
+    slot.next_pi.store(next_pi, Ordering::Relaxed);
+    slot.byte_len.store(byte_len, Ordering::Relaxed);
 }
 
 /// The size in DS of a WQE whose data is not an inline payload under `inline_fit`: every
