@@ -288,6 +288,17 @@ pub struct BenchArgs {
     /// take from (SEND tests, as perftest).
     #[arg(long = "use-srq")]
     pub use_srq: bool,
+    /// The test buffers on 2 MiB hugetlbfs pages (refused when the pool has too few free:
+    /// reserve them with `sysctl vm.nr_hugepages=N`).
+    #[arg(long = "use_hugepages")]
+    pub use_hugepages: bool,
+    /// The test buffers registered on demand (`IBV_ACCESS_ON_DEMAND`; refused by a device
+    /// without RC on-demand paging).
+    #[arg(long = "odp")]
+    pub odp: bool,
+    /// Bind the test buffers (and, on the model, the rings) to this NUMA node.
+    #[arg(long = "numa_node", value_name = "NODE")]
+    pub numa_node: Option<u32>,
     /// Receive WRs posted per call (bandwidth tests with receives; -n must be a multiple
     /// of it).
     #[arg(long = "recv_post_list", default_value_t = 1)]
@@ -423,8 +434,6 @@ pub struct BenchArgs {
 const REFUSED: &[(&[&str], &str)] = &[
     (
         &[
-            "--use_hugepages",
-            "--odp",
             "--use-null-mr",
             "--mmap",
             "--mmap-offset",
@@ -455,7 +464,6 @@ const REFUSED: &[(&[&str], &str)] = &[
             "--cpu_id",
             "--ph",
             "--pin_cores",
-            "--numa_node",
             "--disable_numa",
         ],
         "memory and placement flags come with the memory issue (issue 17)",

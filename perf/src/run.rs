@@ -4,7 +4,7 @@
 use std::net::{TcpListener, TcpStream};
 
 use mlx5_direct::backend::sim::{Fabric, Fault, NicConfig, Sim};
-use mlx5_direct::Context;
+use mlx5_direct::{Context, MemOptions};
 
 use crate::bench::{self, Local, Params, Row, Setup, Sink};
 use crate::cli::{BenchArgs, Test};
@@ -133,7 +133,13 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
             });
         }
     };
-    let server_ctx = Context::new(Sim::on_fabric(&fabric, config.clone()));
+    // perftest's --numa_node binds the process, rings included: the model's rings go to
+    // the node (on hardware only the buffers do).
+    let rings = MemOptions {
+        numa_node: local.memory.numa_node,
+        ..MemOptions::BASE
+    };
+    let server_ctx = Context::new(Sim::on_fabric(&fabric, config.clone()).with_ring_memory(rings));
     corrupt(server_ctx.backend());
     let server_params = params.clone();
     let mut report = reporter(args, params, true, Some(link))?;
@@ -144,7 +150,7 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
         let peer = Peer::new(stream);
         end(sends, server_ctx, peer, &server_params, local, &mut Quiet)
     });
-    let ctx = Context::new(Sim::on_fabric(&fabric, config));
+    let ctx = Context::new(Sim::on_fabric(&fabric, config).with_ring_memory(rings));
     corrupt(ctx.backend());
     let sends = !params.reversed;
     let client = TcpStream::connect(addr)

@@ -1311,3 +1311,37 @@ fn data_validation_fails_on_a_corrupted_byte() {
         "injects a fault into the model",
     );
 }
+
+/// Issue 17's memory flags: `--odp` and `--numa_node` run on the model, a missing node is
+/// refused by name, and `--use_hugepages` either runs on 2 MiB pages or, when the pool is
+/// short (as on a machine with none reserved), says how to reserve them.
+#[test]
+fn memory_flags_place_the_buffers() {
+    for flags in [
+        &["--odp"][..],
+        &["--numa_node", "0"],
+        &["--odp", "--numa_node", "0"],
+    ] {
+        let mut args = vec!["write_bw", "-n", "50"];
+        args.extend_from_slice(flags);
+        let (ok, _, err) = perf(&args);
+        assert!(ok, "{flags:?}: {err}");
+    }
+    fails_with(
+        &["write_lat", "-n", "10", "--numa_node", "4000"],
+        "cannot bind memory to NUMA node 4000",
+    );
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let free: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("HugePages_Free:"))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap();
+    let args = ["send_lat", "-n", "10", "--use_hugepages"];
+    if free >= 2 {
+        let (ok, _, err) = perf(&args);
+        assert!(ok, "{free} hugepages free: {err}");
+    } else {
+        fails_with(&args, "sysctl vm.nr_hugepages=");
+    }
+}

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use mlx5_direct::backend::sim::PcieCounters;
 use mlx5_direct::backend::Backend;
-use mlx5_direct::Context;
+use mlx5_direct::{Access, Context, MemOptions, Pages};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{BenchArgs, Kind, Mode, Verb};
@@ -123,6 +123,10 @@ pub struct Local {
     pub cpu_util: bool,
     /// Seconds to wait before releasing the resources (`--wait_destroy`).
     pub wait_destroy: u32,
+    /// Where the test buffers live (`--use_hugepages`, `--numa_node`).
+    pub memory: MemOptions,
+    /// The test buffers are registered on demand (`--odp`).
+    pub odp: bool,
 }
 
 impl Local {
@@ -143,6 +147,24 @@ impl Local {
             events: a.events,
             cpu_util: a.cpu_util,
             wait_destroy: a.wait_destroy,
+            memory: MemOptions {
+                pages: if a.use_hugepages {
+                    Pages::Huge
+                } else {
+                    Pages::Base
+                },
+                numa_node: a.numa_node,
+            },
+            odp: a.odp,
+        }
+    }
+
+    /// The rights of the test buffers' registration (on demand with `--odp`).
+    pub(super) fn access(&self) -> Access {
+        if self.odp {
+            Access(Access::ALL.0 | Access::ON_DEMAND.0)
+        } else {
+            Access::ALL
         }
     }
 

@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use mlx5_direct::{
-    Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, Endpoint, MemoryRegion,
-    Qp, QpConfig, Remote, SendFlags, SendOp, Srq, WcOpcode,
+    Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, Endpoint, MemoryRegion, Qp,
+    QpConfig, Remote, SendFlags, SendOp, Srq, WcOpcode,
 };
 
 use super::{Device, Error, Local, Msg, Params};
@@ -169,7 +169,7 @@ impl<B: Device> Side<B> {
             });
             qps.push(qp);
         }
-        let mr = pd.alloc_mr(params.slot() * q as usize, Access::ALL)?;
+        let mr = pd.alloc_mr_with(params.slot() * q as usize, local.access(), &local.memory)?;
         Ok(Side {
             ctx,
             cq,
