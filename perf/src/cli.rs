@@ -699,6 +699,10 @@ pub struct PcieArgs {
     /// Count the WQE re-read of a retransmission.
     #[arg(long)]
     pub retry_refetch: bool,
+    /// Entries of the NIC's address-translation cache in the memory rows (one 8-byte MTT
+    /// entry read per miss; the real size is not public).
+    #[arg(long, value_name = "ENTRIES", default_value_t = 1024)]
+    pub xlat_cache: u32,
     /// Post round robin over this many QP pairs (one doorbell's WRs per QP in turn).
     #[arg(long, default_value_t = 1)]
     pub qps: u32,

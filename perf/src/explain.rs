@@ -208,6 +208,9 @@ pub fn run(args: &ExplainArgs) -> Result<(), crate::Error> {
         arm: false,
         lose: 0,
         pcie: probe::link(args.tlp_overhead, 256, 512, 128),
+        pages: mlx5_direct::Pages::Base,
+        walk: false,
+        odp: false,
     };
     let o = probe::observe(&case)?;
     if args.json {

@@ -1,7 +1,10 @@
 //! `mlx5-perf pcie`: the PCIe transactions and link bytes one message costs, step by step
 //! through the posting optimisations, measured by posting with the driver on the model.
 
-use mlx5_direct::backend::sim::{Completions, ContextCache, PcieConfig, PcieCounters};
+use mlx5_direct::backend::sim::{
+    Completions, ContextCache, PcieConfig, PcieCounters, TranslationCache,
+};
+use mlx5_direct::Pages;
 use serde_json::{json, Value};
 
 use crate::cli::{CompletionSplit, ExplainOp, PcieArgs, PcieOp, PostMode};
@@ -68,6 +71,9 @@ fn case(op: ExplainOp, size: usize, p: Posting, pcie: PcieConfig, qps: u32) -> C
         // The loss of each QP's first packet.
         lose: p.lose * qps,
         pcie,
+        pages: Pages::Base,
+        walk: false,
+        odp: false,
     }
 }
 
@@ -187,6 +193,59 @@ fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> 
             messages: c.messages(),
             cost: o.responder,
         });
+    }
+    rows.extend(memory_rows(args, pcie)?);
+    Ok(rows)
+}
+
+/// Where the buffers live (docs/memory.md): WRITEs streaming through a buffer of many pages
+/// with a translation cache, on 4 KiB and on 2 MiB pages, and the first touch of buffers
+/// registered on demand; one QP, cold, without the context cache.
+fn memory_rows(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> {
+    const SIZE: usize = 64 << 10;
+    const MESSAGES: u32 = 64;
+    // No context cache here: its warming pass would warm the translations too.
+    let pcie = PcieConfig {
+        context_cache: None,
+        ..pcie
+    };
+    let xlat = PcieConfig {
+        translation_cache: Some(TranslationCache::new(args.xlat_cache)),
+        ..pcie
+    };
+    let mut cases = Vec::new();
+    for (pages, label) in [
+        (Pages::Base, "4 KiB pages"),
+        (Pages::Transparent, "2 MiB (THP)"),
+    ] {
+        let streaming = Posting::new(PostMode::Db, false, 1, 1, MESSAGES);
+        cases.push((
+            format!("64K WRITEs over 4 MiB, {label}, xlat cache"),
+            probe::Case {
+                walk: true,
+                pages,
+                ..case(ExplainOp::Write, SIZE, streaming, xlat, 1)
+            },
+        ));
+    }
+    cases.push((
+        "row 1, first touch of on-demand (ODP) buffers".into(),
+        probe::Case {
+            odp: true,
+            ..case(ExplainOp::Write, args.size, textbook(), pcie, 1)
+        },
+    ));
+    let mut rows = Vec::new();
+    for (step, c) in cases {
+        let o = probe::observe(&c)?;
+        for (side, cost) in [("requester", o.requester), ("responder", o.responder)] {
+            rows.push(Row {
+                side,
+                step: step.clone(),
+                messages: c.messages(),
+                cost,
+            });
+        }
     }
     Ok(rows)
 }

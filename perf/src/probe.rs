@@ -7,8 +7,8 @@ use mlx5_direct::backend::sim::{
 };
 use mlx5_direct::prm::{DS, SEND_WQE_BB};
 use mlx5_direct::{
-    Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, QpConfig, SendFlags,
-    SendOp, Sge,
+    Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, MemOptions, Pages,
+    QpConfig, SendFlags, SendOp, Sge,
 };
 
 use crate::cli::{ExplainOp, PostMode, TlpOverhead};
@@ -46,6 +46,13 @@ pub struct Case {
     /// Link parameters. With a context cache, one unmeasured pass of the same posts warms
     /// it first.
     pub pcie: PcieConfig,
+    /// The pages of both sides' buffers.
+    pub pages: Pages,
+    /// Each message of a QP at the next `size` bytes of the buffers (which then hold every
+    /// message of a pass) instead of all at offset 0.
+    pub walk: bool,
+    /// Both sides' buffers registered on demand (cold: the measured pass is the first).
+    pub odp: bool,
 }
 
 impl Case {
@@ -256,32 +263,39 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         qp_a.sq().set_mode(mode);
         pairs.push((qp_a, qp_b));
     }
-    let len = case.size.max(64);
+    let stride = if case.walk { case.size } else { 0 };
+    let len = (case.size + stride * per_qp as usize).max(64);
+    let memory = MemOptions {
+        pages: case.pages,
+        numa_node: None,
+    };
+    let access = if case.odp {
+        Access(Access::ALL.0 | Access::ON_DEMAND.0)
+    } else {
+        Access::ALL
+    };
     let (mr_a, mr_b) = (
-        pd_a.alloc_mr(len, Access::ALL)?,
-        pd_b.alloc_mr(len, Access::ALL)?,
+        pd_a.alloc_mr_with(len, access, &memory)?,
+        pd_b.alloc_mr_with(len, access, &memory)?,
     );
-    let remote = mr_b.remote(0);
-    let op = match case.op {
-        ExplainOp::Write => SendOp::Write(remote),
-        ExplainOp::WriteImm => SendOp::WriteImm(remote, 0x1234_5678),
-        ExplainOp::Send => SendOp::Send,
-        ExplainOp::SendImm => SendOp::SendImm(0x1234_5678),
-        ExplainOp::Read => SendOp::Read(remote),
-        ExplainOp::Cas => SendOp::CompareSwap {
-            remote,
-            compare: 0,
-            swap: 1,
-        },
-        ExplainOp::Faa => SendOp::FetchAdd { remote, add: 1 },
+    let op_at = |i: u32| {
+        let remote = mr_b.remote(i as usize * stride);
+        match case.op {
+            ExplainOp::Write => SendOp::Write(remote),
+            ExplainOp::WriteImm => SendOp::WriteImm(remote, 0x1234_5678),
+            ExplainOp::Send => SendOp::Send,
+            ExplainOp::SendImm => SendOp::SendImm(0x1234_5678),
+            ExplainOp::Read => SendOp::Read(remote),
+            ExplainOp::Cas => SendOp::CompareSwap {
+                remote,
+                compare: 0,
+                swap: 1,
+            },
+            ExplainOp::Faa => SendOp::FetchAdd { remote, add: 1 },
+        }
     };
     let payload = vec![0xa5u8; case.size];
-    let sges = split(mr_a.sge(0, case.size as u32), case.sge);
-    let data = if case.inline {
-        Data::Inline(&payload)
-    } else {
-        Data::Sges(&sges)
-    };
+    let sges_at = |i: u32| split(mr_a.sge(i as usize * stride, case.size as u32), case.sge);
     let (nic_a, nic_b) = (a.backend().inner().nic(), b.backend().nic());
 
     // One pass: receives for it, then `rounds` rounds ringing each QP's doorbell once, then
@@ -301,7 +315,10 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
             for (_, qp_b) in pairs.iter_mut() {
                 let rq = qp_b.rq().ok_or("no receive queue")?;
                 for i in 0..per_qp {
-                    rq.post(u64::from(i), &[mr_b.sge(0, case.size as u32)])?;
+                    rq.post(
+                        u64::from(i),
+                        &[mr_b.sge(i as usize * stride, case.size as u32)],
+                    )?;
                 }
             }
         }
@@ -318,7 +335,13 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
                     } else {
                         SendFlags::UNSIGNALED
                     };
-                    sq.push(u64::from(i), op, data, flags)?;
+                    let sges = sges_at(i);
+                    let data = if case.inline {
+                        Data::Inline(&payload)
+                    } else {
+                        Data::Sges(&sges)
+                    };
+                    sq.push(u64::from(i), op_at(i), data, flags)?;
                 }
                 if measured && case.arm {
                     cq_a.arm(false);

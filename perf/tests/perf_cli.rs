@@ -262,7 +262,8 @@ fn pcie_table_steps_and_rates() {
         rule[3] > last[3],
         "the copied WQE is not read: {rule:?} {last:?}"
     );
-    assert_eq!(rows.len(), 14);
+    // 14 posting and responder rows, then 6 memory rows (2 sides x 3).
+    assert_eq!(rows.len(), 20);
 }
 
 /// The row of `v` whose step starts with `name`.
@@ -1344,4 +1345,45 @@ fn memory_flags_place_the_buffers() {
     } else {
         fails_with(&args, "sysctl vm.nr_hugepages=");
     }
+}
+
+/// The memory rows (docs/pcie.md rows 12 and 13): 16 translations per 64 KiB message and
+/// side on 4 KiB pages against 2 per 4 MiB on 2 MiB pages, and the first touch of
+/// on-demand buffers.
+#[test]
+fn pcie_memory_rows_show_what_page_size_and_odp_cost() {
+    let v = json(&["pcie", "--json"]);
+    let rows = v["rows"].as_array().unwrap();
+    let row = |step: &str, side: &str| {
+        let r = rows
+            .iter()
+            .find(|r| r["step"].as_str().unwrap().starts_with(step) && r["side"] == side)
+            .unwrap_or_else(|| panic!("no {side} row {step}"));
+        per_message(r)
+    };
+    let small = "64K WRITEs over 4 MiB, 4 KiB pages";
+    let huge = "64K WRITEs over 4 MiB, 2 MiB (THP)";
+    // The responder writes the payload: its reads are its translations.
+    assert_eq!(row(small, "responder")[1], 16.0);
+    assert_eq!(row(huge, "responder")[1], 2.0 / 64.0);
+    let (rs, rh) = (row(small, "requester"), row(huge, "requester"));
+    assert_eq!(rs[1] - rh[1], 16.0 - 2.0 / 64.0);
+    assert_eq!(rs[3] - rh[3], (16.0 - 2.0 / 64.0) * 28.0);
+    // First touch: the responder adds the fault's EQE and MSI-X and a translation read to an
+    // inbound WRITE; the requester sends the WRITE twice (RNR NAK) and faults once itself.
+    let inbound = row("inbound WRITE", "responder");
+    let odp = row("row 1, first touch of on-demand", "responder");
+    assert_eq!(
+        [
+            odp[1] - inbound[1],
+            odp[2] - inbound[2],
+            odp[3] - inbound[3]
+        ],
+        [1.0, 2.0, 28.0]
+    );
+    assert_eq!(odp[4] - inbound[4], 24.0 + 88.0 + 28.0);
+    let first = row("doorbell, DMA gather", "requester");
+    let odp = row("row 1, first touch of on-demand", "requester");
+    assert_eq!([odp[0], odp[1], odp[2]], [1.0, 4.0, 3.0]);
+    assert_eq!(first[1], 2.0);
 }
