@@ -120,6 +120,11 @@ fn poll_target(t: &mut Target, n: usize) -> Vec<Completion> {
 }
 
 #[test]
+fn dc_operations_reach_a_dct() {
+    common::bodies::dc_operations_reach_a_dct(&Fabric::new(), 0);
+}
+
+#[test]
 fn dci_wqe_is_ctrl_datagram_segment_and_rc_segments() {
     let fabric = Fabric::new();
     let t = target(&fabric);

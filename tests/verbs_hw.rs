@@ -86,6 +86,12 @@ on_hardware!(
 
 #[test]
 #[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
+fn dc_operations_reach_a_dct() {
+    bodies::dc_operations_reach_a_dct(&hw(), env("MLX5_DIRECT_GID_INDEX").unwrap_or(0));
+}
+
+#[test]
+#[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
 fn inline_write_lands_and_completes() {
     let (mut a, _b) = bodies::inline_write_lands_and_completes(&hw());
     let why = a.qp.handle().doorbell_only();

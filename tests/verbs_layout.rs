@@ -55,6 +55,7 @@ fn our_structs() -> Vec<(&'static str, usize)> {
         ("mlx5dv_srq", size_of::<mlx5dv_srq>()),
         ("mlx5dv_obj", size_of::<mlx5dv_obj>()),
         ("mlx5dv_cq_init_attr", size_of::<mlx5dv_cq_init_attr>()),
+        ("mlx5dv_ah", size_of::<mlx5dv_ah>()),
         ("mlx5dv_dc_init_attr", size_of::<mlx5dv_dc_init_attr>()),
         ("mlx5dv_qp_init_attr", size_of::<mlx5dv_qp_init_attr>()),
         ("ibv_global_route", size_of::<ibv_global_route>()),
@@ -89,6 +90,7 @@ fn our_fields() -> Vec<Ours> {
             qp.r#in, qp.out, cq.r#in, cq.out, srq.r#in, srq.out, rwq.r#in, rwq.out,
             dm.r#in, dm.out, ah.r#in, ah.out, pd.r#in, pd.out),
         fields!(mlx5dv_cq_init_attr; comp_mask, cqe_comp_res_format, flags, cqe_size),
+        fields!(mlx5dv_ah; av, comp_mask),
         fields!(mlx5dv_dc_init_attr; dc_type, dct_access_key),
         fields!(mlx5dv_qp_init_attr; comp_mask, create_flags, dc_init_attr, send_ops_flags),
         fields!(ibv_global_route; dgid, flow_label, sgid_index, hop_limit, traffic_class),
@@ -183,7 +185,7 @@ fn the_ffi_members_cover_each_struct() {
     ignore = "install libibverbs-dev to compare with rdma-core"
 )]
 fn ffi_constants_match_the_headers() {
-    let ours: [(&str, i64); 13] = [
+    let ours: [(&str, i64); 17] = [
         (
             "MLX5DV_CONTEXT_MASK_CQE_COMPRESION",
             MLX5DV_CONTEXT_MASK_CQE_COMPRESION as i64,
@@ -212,6 +214,13 @@ fn ffi_constants_match_the_headers() {
             "MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE",
             MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE.into(),
         ),
+        (
+            "MLX5DV_QP_INIT_ATTR_MASK_DC",
+            MLX5DV_QP_INIT_ATTR_MASK_DC as i64,
+        ),
+        ("MLX5DV_DCTYPE_DCT", MLX5DV_DCTYPE_DCT.into()),
+        ("MLX5DV_DCTYPE_DCI", MLX5DV_DCTYPE_DCI.into()),
+        ("MLX5DV_OBJ_AH", MLX5DV_OBJ_AH as i64),
         ("MLX5DV_OBJ_QP", MLX5DV_OBJ_QP as i64),
         ("MLX5DV_OBJ_CQ", MLX5DV_OBJ_CQ as i64),
         ("MLX5DV_OBJ_SRQ", MLX5DV_OBJ_SRQ as i64),

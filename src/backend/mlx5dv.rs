@@ -9,8 +9,8 @@
 
 use core::ffi::{c_int, c_void};
 
+use rdma_sys::{ibv_ah, ibv_cq_ex, ibv_srq};
 use rdma_sys::{ibv_context, ibv_cq, ibv_cq_init_attr_ex, ibv_device, ibv_qp, ibv_qp_init_attr_ex};
-use rdma_sys::{ibv_cq_ex, ibv_srq};
 
 /// `MLX5DV_CONTEXT_MASK_CQE_COMPRESION` (sic): ask for `cqe_comp_caps`.
 pub const MLX5DV_CONTEXT_MASK_CQE_COMPRESION: u64 = 1 << 0;
@@ -34,6 +34,9 @@ pub const MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS: u64 = 1 << 0;
 /// `MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE`: small receives and READ results always land in
 /// the buffers, never inline in the CQE (the poller does not parse inline-scattered data).
 pub const MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE: u32 = 1 << 3;
+pub const MLX5DV_QP_INIT_ATTR_MASK_DC: u64 = 1 << 1;
+pub const MLX5DV_DCTYPE_DCT: u32 = 1;
+pub const MLX5DV_DCTYPE_DCI: u32 = 2;
 
 /// `MLX5DV_OBJ_QP`.
 pub const MLX5DV_OBJ_QP: u64 = 1 << 0;
@@ -41,6 +44,7 @@ pub const MLX5DV_OBJ_QP: u64 = 1 << 0;
 pub const MLX5DV_OBJ_CQ: u64 = 1 << 1;
 /// `MLX5DV_OBJ_SRQ`.
 pub const MLX5DV_OBJ_SRQ: u64 = 1 << 2;
+pub const MLX5DV_OBJ_AH: u64 = 1 << 5;
 /// `MLX5DV_SRQ_MASK_SRQN`: ask `mlx5dv_init_obj` for `mlx5dv_srq.srqn`.
 pub const MLX5DV_SRQ_MASK_SRQN: u64 = 1 << 0;
 
@@ -191,6 +195,14 @@ pub struct mlx5dv_srq {
 
 /// `struct mlx5dv_obj`, one `{in, out}` member. The members this backend never fills
 /// (`rwq`, `dm`, `ah`, `pd`) are typed as untyped pointers: only their layout matters.
+/// `struct mlx5dv_ah`: the address handle's own 48-byte `mlx5_wqe_av`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mlx5dv_ah {
+    pub av: *mut crate::prm::Av,
+    pub comp_mask: u64,
+}
+
 #[repr(C)]
 pub struct mlx5dv_obj_pair<I, O> {
     pub r#in: *mut I,
@@ -205,7 +217,7 @@ pub struct mlx5dv_obj {
     pub srq: mlx5dv_obj_pair<ibv_srq, mlx5dv_srq>,
     pub rwq: mlx5dv_obj_pair<c_void, c_void>,
     pub dm: mlx5dv_obj_pair<c_void, c_void>,
-    pub ah: mlx5dv_obj_pair<c_void, c_void>,
+    pub ah: mlx5dv_obj_pair<ibv_ah, mlx5dv_ah>,
     pub pd: mlx5dv_obj_pair<c_void, c_void>,
 }
 

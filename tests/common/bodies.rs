@@ -9,9 +9,9 @@ use mlx5_direct::backend::Backend;
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::sq::{MaskedCs32Args, MaskedCs64Args};
 use mlx5_direct::{
-    Access, AsyncEvent, CompChannel, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode,
-    Error, MemoryRegion, PostError, Qp, QpConfig, QpPsn, QpState, Remote, SendFlags, SendOp,
-    Status, WcOpcode,
+    Access, AhAttr, AsyncEvent, CompChannel, Completion, ConnectOptions, Context, Cq, Data,
+    DoorbellMode, Error, GlobalRoute, MemoryRegion, PostError, Qp, QpConfig, QpPsn, QpState,
+    Remote, SendFlags, SendOp, SendWr, Status, Transport, WcOpcode,
 };
 
 use super::{assert_empty, connect, connect_with, poll_n, rig_pair, Drive, Rig, Side, MR_LEN};
@@ -956,4 +956,80 @@ pub fn connecting_takes_the_port_depth_and_rights_of_the_device<R: Rig>(rig: &R)
             "REMOTE_ATOMIC on a device without atomics"
         ))
     );
+}
+
+/// A DCI WRITEs to a DCT, READs it back and SENDs to the DCT's SRQ; the target's completion
+/// names the DCT and the DCI. `sgid_index`: the GID index a RoCE address handle uses (the
+/// address is global only when the target's port has no LID).
+pub fn dc_operations_reach_a_dct<R: Rig>(rig: &R, sgid_index: u8) {
+    const DC_KEY: u64 = 0xffee_ddcc;
+    let dci_config = QpConfig {
+        transport: Transport::Dci,
+        ..QpConfig::default()
+    };
+    let mut a = rig.side(&dci_config);
+    a.qp.activate_dci(&ConnectOptions::default()).unwrap();
+    let mut t = rig.side(&QpConfig::default());
+    let mut srq = t.pd.create_srq(16, 1).unwrap();
+    let mut dct = t.pd.create_dct(&t.cq, &srq, DC_KEY).unwrap();
+    dct.activate(t.qp.port(), Access::ALL, &ConnectOptions::default())
+        .unwrap();
+    let ep = t.qp.endpoint().unwrap();
+    let ah =
+        a.pd.create_ah(&AhAttr {
+            port: a.qp.port(),
+            dlid: ep.lid,
+            grh: (ep.lid == 0).then_some(GlobalRoute {
+                dgid: ep.gid,
+                sgid_index,
+                hop_limit: 64,
+                ..GlobalRoute::default()
+            }),
+            ..AhAttr::default()
+        })
+        .unwrap();
+    let dest = ah.dc_dest(dct.number().unwrap(), DC_KEY);
+    let signaled = |wr_id, op, data| SendWr {
+        wr_id,
+        op,
+        data,
+        flags: SendFlags::SIGNALED,
+    };
+    a.qp.sq()
+        .post_dc(
+            signaled(1, SendOp::Write(t.mr.remote(8)), Data::Inline(b"dc write")),
+            &dest,
+        )
+        .unwrap();
+    let into = [a.mr.sge(64, 8)];
+    let read = signaled(2, SendOp::Read(t.mr.remote(8)), Data::Sges(&into));
+    a.qp.sq().post_dc(read, &dest).unwrap();
+    srq.post(9, &[t.mr.sge(256, 64)]).unwrap();
+    a.qp.sq()
+        .post_dc(
+            signaled(3, SendOp::Send, Data::Inline(b"to the srq")),
+            &dest,
+        )
+        .unwrap();
+    let cs = poll_n(&mut a, 3);
+    let got: Vec<_> = cs.iter().map(|c| (c.wr_id, c.opcode, c.status)).collect();
+    assert_eq!(
+        got,
+        [
+            (1, WcOpcode::RdmaWrite, Status::Success),
+            (2, WcOpcode::RdmaRead, Status::Success),
+            (3, WcOpcode::Send, Status::Success),
+        ]
+    );
+    let mut back = [0u8; 8];
+    a.mr.read(64, &mut back);
+    assert_eq!(&back, b"dc write");
+    let r = poll_n(&mut t, 1)[0];
+    assert_eq!(
+        (r.wr_id, r.qpn, r.src_qp, r.byte_len, r.opcode),
+        (9, dct.number().unwrap(), a.qp.qpn(), 10, WcOpcode::Recv)
+    );
+    let mut landed = [0u8; 10];
+    t.mr.read(256, &mut landed);
+    assert_eq!(&landed, b"to the srq");
 }

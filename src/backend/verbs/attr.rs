@@ -4,10 +4,10 @@
 //!
 //! Pure functions over plain values, so CI checks them without a NIC.
 
-use rdma_sys::{ibv_mtu, ibv_qp_attr, ibv_qp_attr_mask as m, ibv_qp_state};
+use rdma_sys::{ibv_ah_attr, ibv_mtu, ibv_qp_attr, ibv_qp_attr_mask as m, ibv_qp_state};
 
 use crate::error::Error;
-use crate::types::Transition;
+use crate::types::{AhAttr, Transition};
 
 /// How a port reaches its peers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,6 +179,25 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
         }
     };
     Ok((attr, mask))
+}
+
+/// `ibv_ah_attr` for `a` (static rate 0: unlimited).
+pub(crate) fn ah_attr(a: &AhAttr) -> ibv_ah_attr {
+    // SAFETY: plain C data (integers and GID bytes); all zeroes is valid.
+    let mut attr: ibv_ah_attr = unsafe { core::mem::zeroed() };
+    attr.port_num = a.port;
+    attr.dlid = a.dlid;
+    attr.sl = a.sl;
+    attr.src_path_bits = a.src_path_bits;
+    if let Some(g) = a.grh {
+        attr.is_global = 1;
+        attr.grh.dgid.raw = g.dgid;
+        attr.grh.flow_label = g.flow_label;
+        attr.grh.sgid_index = g.sgid_index;
+        attr.grh.hop_limit = g.hop_limit;
+        attr.grh.traffic_class = g.traffic_class;
+    }
+    attr
 }
 
 /// The local half of an address at RTR: the port, and on RoCE the GRH fields (`is_global`,
@@ -385,6 +404,52 @@ mod tests {
         let (attr, _) = qp_attr(&t, &IB).unwrap();
         assert_eq!((attr.ah_attr.is_global, attr.ah_attr.port_num), (0, 2));
         assert_eq!(attr.path_mtu, ibv_mtu::IBV_MTU_2048);
+    }
+
+    #[test]
+    fn address_handle_attributes_carry_the_grh_only_when_global() {
+        let lid = AhAttr {
+            port: 2,
+            dlid: 0x33,
+            sl: 5,
+            src_path_bits: 3,
+            grh: None,
+        };
+        let a = ah_attr(&lid);
+        assert_eq!(
+            (
+                a.port_num,
+                a.dlid,
+                a.sl,
+                a.src_path_bits,
+                a.is_global,
+                a.static_rate
+            ),
+            (2, 0x33, 5, 3, 0, 0)
+        );
+        let g = crate::types::GlobalRoute {
+            dgid: remote().gid,
+            flow_label: 0x12345,
+            sgid_index: 3,
+            hop_limit: 64,
+            traffic_class: 0x60,
+        };
+        let a = ah_attr(&AhAttr {
+            grh: Some(g),
+            ..lid
+        });
+        assert_eq!(a.is_global, 1);
+        // SAFETY: reading the bytes of a union of plain integers.
+        assert_eq!(unsafe { a.grh.dgid.raw }, remote().gid);
+        assert_eq!(
+            (
+                a.grh.flow_label,
+                a.grh.sgid_index,
+                a.grh.hop_limit,
+                a.grh.traffic_class
+            ),
+            (0x12345, 3, 64, 0x60)
+        );
     }
 
     #[test]

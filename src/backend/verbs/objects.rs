@@ -9,13 +9,13 @@ use core::time::Duration;
 use std::sync::Arc;
 
 use rdma_sys::{
-    ib_uverbs_advise_mr_advice, ibv_advise_mr, ibv_alloc_pd, ibv_context, ibv_cq, ibv_cq_ex_to_cq,
-    ibv_cq_init_attr_ex, ibv_create_srq, ibv_dealloc_pd, ibv_dereg_mr, ibv_destroy_cq,
-    ibv_destroy_qp, ibv_destroy_srq, ibv_device_attr_ex, ibv_modify_qp, ibv_mr,
-    ibv_odp_general_caps, ibv_odp_transport_cap_bits, ibv_pd, ibv_qp, ibv_qp_attr,
-    ibv_qp_create_send_ops_flags, ibv_qp_init_attr, ibv_qp_init_attr_ex, ibv_qp_init_attr_mask,
-    ibv_qp_type, ibv_query_device_ex, ibv_query_qp, ibv_reg_mr, ibv_sge, ibv_srq,
-    ibv_srq_init_attr,
+    ib_uverbs_advise_mr_advice, ibv_advise_mr, ibv_ah, ibv_alloc_pd, ibv_context, ibv_cq,
+    ibv_cq_ex_to_cq, ibv_cq_init_attr_ex, ibv_create_ah, ibv_create_srq, ibv_dealloc_pd,
+    ibv_dereg_mr, ibv_destroy_ah, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq,
+    ibv_device_attr_ex, ibv_modify_qp, ibv_mr, ibv_odp_general_caps, ibv_odp_transport_cap_bits,
+    ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_create_send_ops_flags, ibv_qp_init_attr,
+    ibv_qp_init_attr_ex, ibv_qp_init_attr_mask, ibv_qp_type, ibv_query_device_ex, ibv_query_qp,
+    ibv_reg_mr, ibv_sge, ibv_srq, ibv_srq_init_attr,
 };
 
 use super::attr::{self, Addressing};
@@ -23,19 +23,22 @@ use super::bfreg::{RegState, VerbsUar};
 use super::events::VerbsChannel;
 use super::{failed, failed_pinning, failed_registration, DeviceCtx, Verbs};
 use crate::backend::mlx5dv::{
-    mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp, mlx5dv_init_obj,
-    mlx5dv_obj, mlx5dv_qp, mlx5dv_qp_init_attr, mlx5dv_srq, MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE,
+    mlx5dv_ah, mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp,
+    mlx5dv_dc_init_attr, mlx5dv_init_obj, mlx5dv_obj, mlx5dv_qp, mlx5dv_qp_init_attr, mlx5dv_srq,
+    MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, MLX5DV_DCTYPE_DCI, MLX5DV_DCTYPE_DCT, MLX5DV_OBJ_AH,
     MLX5DV_OBJ_CQ, MLX5DV_OBJ_QP, MLX5DV_OBJ_SRQ, MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE,
-    MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS, MLX5DV_SRQ_MASK_SRQN,
+    MLX5DV_QP_INIT_ATTR_MASK_DC, MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS, MLX5DV_SRQ_MASK_SRQN,
 };
-use crate::backend::{Backend, QpParts};
+use crate::backend::{AhHandle, Backend, QpParts};
 use crate::cq::CqDesc;
 use crate::error::Error;
 use crate::event::AsyncEvent;
-use crate::prm::{Be32, SEND_WQE_BB, UAR_PAGE_SIZE};
+use crate::prm::{Av, Be32, SEND_WQE_BB, UAR_PAGE_SIZE};
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
-use crate::types::{Access, DeviceCaps, PortInfo, QpConfig, QpPsn, QpSizes, Transition, Transport};
+use crate::types::{
+    Access, AhAttr, DeviceCaps, PortInfo, QpConfig, QpPsn, QpSizes, Transition, Transport,
+};
 
 /// The UAR page holding `reg` and the register's offset in it.
 fn uar_page(reg: *mut c_void) -> Result<(NonNull<u8>, usize), Error> {
@@ -52,6 +55,18 @@ fn init_obj(obj: &mut mlx5dv_obj, kind: u64, operation: &'static str) -> Result<
         return Err(failed(operation, rc));
     }
     Ok(())
+}
+
+/// The mlx5dv attributes of a new QP: scatter-to-CQE off (the poller reads no data from
+/// CQEs), and the DC type and key of a DCI or DCT.
+fn dv_qp_attr(dc: Option<mlx5dv_dc_init_attr>) -> mlx5dv_qp_init_attr {
+    mlx5dv_qp_init_attr {
+        comp_mask: MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS
+            | dc.map_or(0, |_| MLX5DV_QP_INIT_ATTR_MASK_DC),
+        create_flags: MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE,
+        dc_init_attr: dc.unwrap_or_default(),
+        ..Default::default()
+    }
 }
 
 fn empty_obj() -> mlx5dv_obj {
@@ -78,6 +93,14 @@ pub struct VerbsMr {
 pub struct VerbsCq {
     cq: NonNull<ibv_cq>,
     cqn: u32,
+    _dev: Arc<DeviceCtx>,
+}
+
+/// An address handle (`ibv_create_ah`): the AV bytes were copied out of it, it lives as long
+/// as WQEs may use them.
+#[derive(Debug)]
+pub struct VerbsAh {
+    ah: NonNull<ibv_ah>,
     _dev: Arc<DeviceCtx>,
 }
 
@@ -126,6 +149,7 @@ verbs_handle! {
     VerbsMr { mr: ibv_dereg_mr },
     VerbsCq { cq: ibv_destroy_cq },
     VerbsSrq { srq: ibv_destroy_srq },
+    VerbsAh { ah: ibv_destroy_ah },
 }
 
 // SAFETY: as for the handles above.
@@ -454,37 +478,38 @@ impl Backend for Verbs {
         attr.send_cq = send_cq.cq.as_ptr();
         attr.recv_cq = recv_cq.cq.as_ptr();
         attr.srq = srq.map_or(core::ptr::null_mut(), |s| s.srq.as_ptr());
+        let dci = config.transport == Transport::Dci;
         attr.qp_type = match config.transport {
             Transport::Rc => ibv_qp_type::IBV_QPT_RC,
             Transport::Ud => ibv_qp_type::IBV_QPT_UD,
-            Transport::Dci | Transport::Dct => {
-                return Err(Error::Device {
-                    operation: "create QP",
-                    reason: "DC is not built on the verbs backend yet".into(),
-                })
+            // mlx5dv_create_qp(3): DC QPs are IBV_QPT_DRIVER with MLX5DV_QP_INIT_ATTR_MASK_DC.
+            Transport::Dci => ibv_qp_type::IBV_QPT_DRIVER,
+            Transport::Dct => {
+                return Err(Error::InvalidArgument(
+                    "a DCT is made by create_dct, not create_qp",
+                ))
             }
         };
         // rdma-core sizes the ring for `max_send_wr` WRs of its worst-case WQE for the
         // operations named below (verbs.c `mlx5_calc_sq_size`): `sizes` asks for as many as
         // make that ring exactly `sizes.sq_wqebbs` (crate::sizing).
         attr.cap.max_send_wr = sizes.max_send_wr;
-        attr.cap.max_recv_wr = if srq.is_some() { 0 } else { config.rq_wqes };
+        // A QP on an SRQ, and a DCI (send-only), have no receive queue.
+        let no_rq = srq.is_some() || dci;
+        attr.cap.max_recv_wr = if no_rq { 0 } else { config.rq_wqes };
         attr.cap.max_send_sge = config.max_send_sge;
-        attr.cap.max_recv_sge = if srq.is_some() {
-            0
-        } else {
-            config.max_recv_sge
-        };
+        attr.cap.max_recv_sge = if no_rq { 0 } else { config.max_recv_sge };
         attr.cap.max_inline_data = config.max_inline;
         attr.comp_mask = ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0
             | ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
         attr.pd = pd.pd.as_ptr();
         attr.send_ops_flags = send_ops(self.caps.atomics);
-        let mut dv_attr = mlx5dv_qp_init_attr {
-            comp_mask: MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS,
-            create_flags: MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE,
-            ..Default::default()
-        };
+        // A DCI's send_ops_flags are the crate's operations alone (above), so that
+        // rdma-core's overhead is not its worst case (prm-facts-next §3.1).
+        let mut dv_attr = dv_qp_attr(dci.then_some(mlx5dv_dc_init_attr {
+            dc_type: MLX5DV_DCTYPE_DCI,
+            dct_access_key: 0,
+        }));
         // SAFETY: an open context, live CQs / SRQ / PD, valid attribute structs.
         let qp = unsafe { mlx5dv_create_qp(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
         let qp = NonNull::new(qp).ok_or_else(|| failed_pinning("create QP", -1))?;
@@ -531,9 +556,9 @@ impl Backend for Verbs {
             max_inline: config.max_inline as usize,
             max_sge: config.max_send_sge as usize,
         };
-        let rq = match srq {
-            Some(_) => None,
-            None => Some(RqDesc {
+        let rq = match no_rq {
+            true => None,
+            false => Some(RqDesc {
                 buf: NonNull::new(out.rq.buf.cast()).ok_or(Error::OutOfMemory)?,
                 wqe_cnt: out.rq.wqe_cnt,
                 stride: out.rq.stride as usize,
@@ -559,13 +584,85 @@ impl Backend for Verbs {
         })
     }
 
+    fn create_ah(&self, pd: &VerbsPd, attr: &AhAttr) -> Result<(AhHandle, Av), Error> {
+        let mut ah_attr = attr::ah_attr(attr);
+        if self.port_attr(attr.port)?.addressing() != Addressing::Lid && attr.grh.is_none() {
+            // mlx5_create_ah: EINVAL on RoCE without is_global.
+            return Err(Error::InvalidArgument(
+                "an address handle on RoCE needs a global route",
+            ));
+        }
+        // SAFETY: a live PD and a valid attribute struct.
+        let ah = unsafe { ibv_create_ah(pd.pd.as_ptr(), &mut ah_attr) };
+        let ah = NonNull::new(ah).ok_or_else(|| failed("create AH", -1))?;
+        let handle = VerbsAh {
+            ah,
+            _dev: self.dev.clone(),
+        };
+        // SAFETY: plain C data.
+        let mut out: mlx5dv_ah = unsafe { core::mem::zeroed() };
+        let mut obj = empty_obj();
+        obj.ah.r#in = ah.as_ptr();
+        obj.ah.out = &mut out;
+        init_obj(&mut obj, MLX5DV_OBJ_AH, "describe AH")?;
+        let av = NonNull::new(out.av).ok_or(Error::Device {
+            operation: "describe AH",
+            reason: "mlx5dv_init_obj returned no AV".into(),
+        })?;
+        // SAFETY: the AH's own 48-byte AV, live while `handle` is; rdma-core wrote it at
+        // creation and never again.
+        let av = unsafe { av.as_ptr().read_unaligned() };
+        Ok((Box::new(handle), av))
+    }
+
+    fn create_dct(
+        &self,
+        pd: &VerbsPd,
+        recv_cq: &VerbsCq,
+        srq: &VerbsSrq,
+        dc_key: u64,
+    ) -> Result<VerbsQp, Error> {
+        // SAFETY: plain C data.
+        let mut attr: ibv_qp_init_attr_ex = unsafe { core::mem::zeroed() };
+        attr.qp_type = ibv_qp_type::IBV_QPT_DRIVER;
+        attr.send_cq = recv_cq.cq.as_ptr();
+        attr.recv_cq = recv_cq.cq.as_ptr();
+        attr.srq = srq.srq.as_ptr();
+        // No send_ops_flags: rdma-core refuses them for a DCT.
+        attr.comp_mask = ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0;
+        attr.pd = pd.pd.as_ptr();
+        let mut dv_attr = dv_qp_attr(Some(mlx5dv_dc_init_attr {
+            dc_type: MLX5DV_DCTYPE_DCT,
+            dct_access_key: dc_key,
+        }));
+        // SAFETY: an open context, a live CQ, SRQ and PD, valid attribute structs.
+        let qp = unsafe { mlx5dv_create_qp(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
+        let qp = NonNull::new(qp).ok_or_else(|| failed("create DCT", -1))?;
+        Ok(VerbsQp {
+            qp,
+            port: AtomicU8::new(self.port),
+            bf_size: 0,
+            shut_up_bf: self.info.shut_up_bf,
+            // No send queue, no register: detaching address 0 does nothing.
+            bf_reg: 0,
+            bf_state: Arc::default(),
+            single_threaded: self.dev.bf_regs.single_threaded(),
+            _dev: self.dev.clone(),
+        })
+    }
+
+    fn dct_number(&self, dct: &VerbsQp) -> Result<u32, Error> {
+        // SAFETY: a live QP; rdma-core's `modify_dct` stores the DCT number at RTR.
+        Ok(unsafe { (*dct.qp.as_ptr()).qp_num })
+    }
+
     fn modify_qp(&self, qp: &VerbsQp, transition: &Transition) -> Result<(), Error> {
-        if let Transition::Init { port, .. } = transition {
+        if let Transition::Init { port, .. } | Transition::InitDci { port } = transition {
             qp.port.store(*port, Ordering::Relaxed);
         }
         let port = qp.port.load(Ordering::Relaxed);
         let path = match transition {
-            Transition::Rtr { .. } => {
+            Transition::Rtr { .. } | Transition::RtrDci { .. } | Transition::RtrDct { .. } => {
                 let p = self.port_attr(port)?;
                 attr::PathInfo {
                     port,
