@@ -4,6 +4,7 @@
 
 use mlx5_hw::{
     Access, CqInfo, CqParams, Fabric, Nic, NicConfig, QpInfo, QpParams, QpTransition, SrqParams,
+    Transport,
 };
 use std::sync::Arc;
 
@@ -95,6 +96,7 @@ pub struct Cfg {
     pub cqe_size: u32,
     pub srq: bool,
     pub overrun_ignore: bool,
+    pub transport: Transport,
 }
 
 impl Default for Cfg {
@@ -107,6 +109,7 @@ impl Default for Cfg {
             cqe_size: 64,
             srq: false,
             overrun_ignore: false,
+            transport: Transport::Rc,
         }
     }
 }
@@ -225,6 +228,7 @@ impl Side {
             unsafe { nic.create_srq(&p) }.unwrap()
         });
         let qp = QpParams {
+            transport: cfg.transport,
             pdn: pd,
             send_cqn: scq.cqn,
             recv_cqn: rcq.cqn,
@@ -236,7 +240,6 @@ impl Side {
             log_rq_stride: cfg.log_rq_stride,
             dbrec: mem.addr(DBREC),
             user_index: USER_INDEX,
-            ..QpParams::default()
         };
         // SAFETY: the rings and record live in `mem`.
         let qp = unsafe { nic.create_qp(&qp) }.unwrap();
