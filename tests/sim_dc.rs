@@ -652,3 +652,55 @@ fn a_pool_recovers_a_dci_that_failed_and_serves_on() {
     t.mr.read(0, &mut got);
     assert_eq!(&got, b"ok");
 }
+
+proptest::proptest! {
+    #![proptest_config(common::proptest_config(48))]
+    /// An RC QP and a DCI of one NIC, on one CQ, WRITE in any order to the RC peer and to
+    /// three DCTs: every byte lands as a reference says (the last WRITE to a slot wins), every
+    /// completion names its QP, and the DCI connects once per run of WRITEs to one DCT.
+    #[test]
+    fn rc_and_dc_writes_mixed_on_one_cq_match_the_reference(
+        ops in proptest::collection::vec((0..4usize, 0..16usize, proptest::prelude::any::<u8>()), 1..40),
+    ) {
+        let fabric = Fabric::new();
+        let (mut a, mut b) = (side(&fabric, &QpConfig::default()), side(&fabric, &QpConfig::default()));
+        common::connect(&mut a, &mut b);
+        let mut d = a.pd.create_dci(&a.cq, &dci_config()).unwrap();
+        d.activate_dci(&ConnectOptions::default()).unwrap();
+        let targets: Vec<Target> = (0..3).map(|_| target(&fabric)).collect();
+        let ahs: Vec<_> = targets.iter().map(|t| ah_to(&a, t)).collect();
+        let mut want = [[[0u8; 8]; 16]; 4];
+        let (mut runs, mut last_dc) = (0u64, None);
+        for (i, &(to, slot, val)) in ops.iter().enumerate() {
+            let bytes = [val; 8];
+            if to == 3 {
+                let op = SendOp::Write(b.mr.remote(slot * 8));
+                a.qp.sq().post(i as u64, op, Data::Inline(&bytes), SendFlags::SIGNALED).unwrap();
+            } else {
+                let t = &targets[to];
+                let dest = ahs[to].dc_dest(t.dct.number().unwrap(), DC_KEY);
+                let op = SendOp::Write(t.mr.remote(slot * 8));
+                d.sq().post_dc(wr(i as u64, op, Data::Inline(&bytes)), &dest).unwrap();
+                runs += u64::from(last_dc != Some(to));
+                last_dc = Some(to);
+            }
+            want[to][slot] = bytes;
+        }
+        let cs = poll_n(&mut a, ops.len());
+        for c in &cs {
+            let (to, _, _) = ops[c.wr_id as usize];
+            let qpn = if to == 3 { a.qp.qpn() } else { d.qpn() };
+            proptest::prop_assert_eq!((c.qpn, c.status), (qpn, Status::Success));
+        }
+        for (to, slots) in want.iter().enumerate() {
+            let mr = if to == 3 { &b.mr } else { &targets[to].mr };
+            for (slot, bytes) in slots.iter().enumerate() {
+                let mut got = [0u8; 8];
+                mr.read(slot * 8, &mut got);
+                proptest::prop_assert_eq!(&got, bytes, "target {} slot {}", to, slot);
+            }
+        }
+        let s = a.ctx.backend().nic().stats();
+        proptest::prop_assert_eq!((s.dc_connects, s.dc_disconnects), (runs, runs.saturating_sub(1)));
+    }
+}
