@@ -221,6 +221,13 @@ pub struct Completion {
     pub ud_flags: u8,
     /// The sender asked for a solicited event.
     pub solicited: bool,
+    /// The device clock when the CQE was written (`mlx5_cqe64.timestamp`): convert with
+    /// [`ClockInfo::to_ns`](crate::ClockInfo::to_ns) from
+    /// [`Context::clock_info`](crate::Context::clock_info). Read on CQs created with
+    /// [`CqConfig::timestamps`](crate::CqConfig::timestamps) only (whose requester CQEs are
+    /// then parsed out of line: the common poll pays nothing for the feature); 0 elsewhere
+    /// and for error CQEs, whose layout has no timestamp.
+    pub timestamp: u64,
 }
 
 /// `MLX5_GRH_IN_BUFFER` in [`Completion::ud_flags`] (`flags_rqpn` bit 28).
@@ -302,6 +309,10 @@ pub struct CompletionQueue<U: Uar> {
     /// The offset of the entry at `ci`, kept as polling advances: a poll of an empty CQ is
     /// then one load and one compare (with the owner bit of the pass, `ci & cqe_cnt`).
     head: usize,
+    /// [`OUT_OF_LINE`] on a CQ whose requester CQEs need more than the inline parse
+    /// (timestamps), else 0: ORed into the owner bit once a poll finds a CQE, it fails the
+    /// one-compare test, sending every CQE out of line.
+    out_of_line: u8,
     set_ci: DbRec,
     arm_db: DbRec,
     cqn: u32,
@@ -318,6 +329,12 @@ pub struct CompletionQueue<U: Uar> {
 /// bit of the current pass XORed in, zero means a successful requester CQE that is ours.
 const REQ_NORMAL_MASK: u8 = 0xfd;
 const _: () = assert!(CqeOpcode::Req as u8 == 0 && CqeFormat::Normal as u8 == 0);
+/// ORed into the owner bit of a CQ whose requester CQEs are all parsed out of line (a CQ
+/// with timestamps): bit 7 of the opcode, so the one-compare test matches only opcode 8,
+/// which is reserved (no device writes it; on such a CQ it would be parsed as a requester
+/// CQE, not reported as [`Status::UnknownOpcode`]). [`software_owns`] answers as before:
+/// bit 0 is still the owner bit, and opcode 8 with a matching owner bit was ours already.
+const OUT_OF_LINE: u8 = 0x80;
 
 /// Whether the entry whose `op_own` is given belongs to software in the pass whose owner
 /// bit is `owner`: the owner bit matches and the opcode is not INVALID (the common
@@ -338,6 +355,8 @@ struct QpTable {
     qps: Vec<QpEntry>,
     /// Index of the QP the last CQE that was looked up named.
     last: usize,
+    /// The CQ was created with timestamps: completions carry the CQE's.
+    timestamps: bool,
     /// The send queue of the QP the last requester CQE named, and that QP's number
     /// ([`NO_QPN`] when none; `hot_sq` is then a placeholder): consecutive CQEs usually
     /// name the same QP, which then costs one compare and no table access.
@@ -350,6 +369,7 @@ impl Default for QpTable {
         QpTable {
             qps: Vec::new(),
             last: 0,
+            timestamps: false,
             hot_qpn: NO_QPN,
             hot_sq: Arc::new(SqShared::new(1)),
         }
@@ -360,12 +380,13 @@ impl<U: Uar> CompletionQueue<U> {
     /// # Safety
     /// The memory in `desc` must be valid as described for the life of the queue; `uar` is
     /// the UAR page holding this CQ's arm doorbell; `events` counts the completion events
-    /// handed out for it.
+    /// handed out for it. `timestamps`: the CQ was created with timestamps.
     pub(crate) unsafe fn new(
         desc: &CqDesc,
         uar: U,
         attachments: Arc<CqAttachments>,
         events: Arc<AtomicU32>,
+        timestamps: bool,
     ) -> Self {
         // SAFETY: forwarded from this function's contract.
         let buf = unsafe { CqBuf::new(desc.buf, desc.cqe_cnt, desc.cqe_size) };
@@ -383,6 +404,7 @@ impl<U: Uar> CompletionQueue<U> {
             cqe_cnt: desc.cqe_cnt,
             ci: 0,
             head: 0,
+            out_of_line: if timestamps { OUT_OF_LINE } else { 0 },
             set_ci,
             arm_db,
             cqn: desc.cqn,
@@ -390,7 +412,10 @@ impl<U: Uar> CompletionQueue<U> {
             events,
             attachments,
             generation: u64::MAX,
-            qps: QpTable::default(),
+            qps: QpTable {
+                timestamps,
+                ..QpTable::default()
+            },
         }
     }
 
@@ -423,6 +448,7 @@ impl<U: Uar> CompletionQueue<U> {
             self.uar.idle();
             return 0;
         }
+        owner |= self.out_of_line;
         // Once per batch, and only when there is a CQE to parse.
         let generation = self.attachments.generation.load(Ordering::Acquire);
         if generation != self.generation {
@@ -581,6 +607,9 @@ impl QpTable {
             Some(CqeOpcode::Req) => {
                 let mut out = Completion::default();
                 self.parse_req(entry, &mut out);
+                if self.timestamps && out.status.is_ok() {
+                    out.timestamp = entry.read().timestamp.get();
+                }
                 out
             }
             Some(
@@ -616,6 +645,11 @@ impl QpTable {
                     solicited: bits.se(),
                     slid: cqe.slid.get(),
                     ud_flags: (cqe.flags_rqpn.get() >> 24) as u8,
+                    timestamp: if self.timestamps {
+                        cqe.timestamp.get()
+                    } else {
+                        0
+                    },
                 }
             }
             Some(op @ (CqeOpcode::ReqErr | CqeOpcode::RespErr)) => {

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::backend::{AhHandle, Backend};
 use crate::channel::CompChannel;
+use crate::clock::ClockInfo;
 use crate::cq::{CompletionQueue, CqAttachments, QpEntry, RecvShared};
 use crate::error::Error;
 use crate::event::AsyncEvent;
@@ -21,8 +22,8 @@ use crate::prm::Av;
 use crate::rq::{RecvQueue, RqShared, SharedRecvQueue, SrqShared};
 use crate::sq::{DcDest, Remote, SendQueue, Sge, SqShared, UdDest};
 use crate::types::{
-    Access, AhAttr, ConnectOptions, DeviceCaps, Endpoint, PortInfo, QpConfig, QpState, Transition,
-    Transport,
+    Access, AhAttr, ConnectOptions, CqConfig, DeviceCaps, Endpoint, PortInfo, QpConfig, QpState,
+    Transition, Transport,
 };
 
 /// The error flags of a context's live QPs (by QPN) or CQs (by CQN): where an asynchronous
@@ -105,6 +106,15 @@ impl<B: Backend> Context<B> {
         self.backend.caps()
     }
 
+    /// The device clock's calibration, to convert
+    /// [`Completion::timestamp`](crate::Completion::timestamp) with [`ClockInfo::to_ns`]: a
+    /// copy of a page of host
+    /// memory (`mlx5dv_get_clock_info`), no device access. Take it again every
+    /// few seconds in long runs (see [`crate::clock`]). [`Error::Unsupported`] without a clock.
+    pub fn clock_info(&self) -> Result<ClockInfo, Error> {
+        self.backend.clock_info()
+    }
+
     /// Port attributes.
     pub fn port(&self, port: u8) -> Result<PortInfo, Error> {
         self.backend.port(port)
@@ -132,6 +142,16 @@ impl<B: Backend> Context<B> {
     /// context's own completion channel (shared by every CQ created this way; reach it
     /// with [`Cq::channel`]).
     pub fn create_cq(&self, entries: u32, cqe_size: usize) -> Result<Cq<B>, Error> {
+        self.create_cq_with(&CqConfig {
+            entries,
+            cqe_size,
+            ..CqConfig::default()
+        })
+    }
+
+    /// Creates a CQ as `config` says, on the context's own completion channel (as
+    /// [`Context::create_cq`]).
+    pub fn create_cq_with(&self, config: &CqConfig) -> Result<Cq<B>, Error> {
         let channel = {
             let mut own = self.channel.lock().unwrap_or_else(PoisonError::into_inner);
             match &*own {
@@ -139,7 +159,7 @@ impl<B: Backend> Context<B> {
                 None => own.insert(self.create_comp_channel()?).clone(),
             }
         };
-        self.create_cq_on(&channel, entries, cqe_size)
+        self.create_cq_on_with(&channel, config)
     }
 
     /// Creates a CQ with at least `entries` entries of `cqe_size` (64 or 128) bytes whose
@@ -150,17 +170,31 @@ impl<B: Backend> Context<B> {
         entries: u32,
         cqe_size: usize,
     ) -> Result<Cq<B>, Error> {
-        if cqe_size != 64 && cqe_size != 128 {
+        let config = CqConfig {
+            entries,
+            cqe_size,
+            ..CqConfig::default()
+        };
+        self.create_cq_on_with(channel, &config)
+    }
+
+    /// Creates a CQ as `config` says whose completion events go to `channel`.
+    pub fn create_cq_on_with(
+        &self,
+        channel: &CompChannel<B>,
+        config: &CqConfig,
+    ) -> Result<Cq<B>, Error> {
+        if config.cqe_size != 64 && config.cqe_size != 128 {
             return Err(Error::InvalidArgument("CQE size must be 64 or 128"));
         }
-        let (handle, desc, uar) = self
-            .backend
-            .create_cq(entries, cqe_size, channel.handle())?;
+        let (handle, desc, uar) = self.backend.create_cq(config, channel.handle())?;
         let attachments = Arc::new(CqAttachments::default());
         let events = channel.register(desc.cqn);
         // SAFETY: the backend's description stays valid while `handle` lives, and the
         // queue is dropped before its `inner` (field order; `inner` holds the handle).
-        let queue = unsafe { CompletionQueue::new(&desc, uar, attachments.clone(), events) };
+        let queue = unsafe {
+            CompletionQueue::new(&desc, uar, attachments.clone(), events, config.timestamps)
+        };
         let errored = Arc::new(AtomicBool::new(false));
         lock_flags(&self.cqs).insert(desc.cqn, errored.clone());
         Ok(Cq {

@@ -163,6 +163,8 @@ pub enum Error {
     },
     /// The object is still in use by another (e.g. a CQ serving a QP).
     Busy(&'static str),
+    /// The device lacks a feature the call asks for; the text names it.
+    Unsupported(&'static str),
     /// Memory for queues or a region could not be allocated or mapped.
     OutOfMemory,
     /// Too few free pages in the hugetlbfs pool for [`Pages::Huge`](crate::Pages::Huge):
@@ -224,6 +226,7 @@ impl fmt::Display for Error {
                 write!(f, "cannot {operation} a QP in state {state:?}")
             }
             Error::Busy(what) => write!(f, "{what} is still in use"),
+            Error::Unsupported(what) => write!(f, "the device does not support {what}"),
             Error::OutOfMemory => f.write_str("out of memory for queues or regions"),
             Error::NoHugePages {
                 needed,

@@ -207,6 +207,7 @@
 
 pub mod backend;
 pub mod channel;
+pub mod clock;
 pub mod cq;
 pub mod dci_pool;
 pub mod device;
@@ -225,6 +226,7 @@ pub mod types;
 #[cfg(feature = "tokio")]
 pub use channel::AsyncCompChannel;
 pub use channel::CompChannel;
+pub use clock::ClockInfo;
 pub use cq::{Completion, CompletionQueue, Status, WcError, WcOpcode};
 pub use dci_pool::DciPool;
 pub use device::{
@@ -239,8 +241,8 @@ pub use sq::{
     UdDest,
 };
 pub use types::{
-    Access, AhAttr, ConnectOptions, DeviceCaps, Endpoint, GlobalRoute, ParseEndpointError,
-    PortInfo, QpConfig, QpPsn, QpSizes, QpState, Transition, Transport,
+    Access, AhAttr, ConnectOptions, CqConfig, DeviceCaps, Endpoint, GlobalRoute,
+    ParseEndpointError, PortInfo, QpConfig, QpPsn, QpSizes, QpState, Transition, Transport,
 };
 
 /// The README's examples, compiled and run as doctests.

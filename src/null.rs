@@ -83,7 +83,13 @@ impl NullQueues {
         sq.set_ready(true);
         // SAFETY: as above.
         let cq = unsafe {
-            CompletionQueue::new(&cq_desc, NullUar::default(), attachments, Arc::default())
+            CompletionQueue::new(
+                &cq_desc,
+                NullUar::default(),
+                attachments,
+                Arc::default(),
+                false,
+            )
         };
         Ok(NullQueues {
             sq,

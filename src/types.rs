@@ -403,6 +403,33 @@ pub enum Transition {
     Reset,
 }
 
+/// How a CQ is created ([`Context::create_cq_with`](crate::Context::create_cq_with)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct CqConfig {
+    /// At least this many entries (the CQ gets the next power of two above, as rdma-core's
+    /// `align_queue_size(cqe + 1)`).
+    pub entries: u32,
+    /// Bytes per CQE: 64 or 128.
+    pub cqe_size: usize,
+    /// Completion timestamps: the device must have a clock (`hca_core_clock` on hardware,
+    /// `NicConfig::clock_khz` on the model), else creation fails with
+    /// [`Error::Unsupported`](crate::Error::Unsupported); on hardware the CQ is created with
+    /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP`. Convert with
+    /// [`Context::clock_info`](crate::Context::clock_info).
+    pub timestamps: bool,
+}
+
+impl Default for CqConfig {
+    fn default() -> Self {
+        CqConfig {
+            entries: 64,
+            cqe_size: 64,
+            timestamps: false,
+        }
+    }
+}
+
 /// QP sizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

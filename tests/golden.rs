@@ -877,3 +877,42 @@ proptest! {
         }
     }
 }
+
+#[test]
+#[cfg_attr(
+    not(rdma_headers),
+    ignore = "install libibverbs-dev to compare with rdma-core"
+)]
+fn clock_conversion_matches_mlx5dv_ts_to_ns() {
+    use mlx5_direct::ClockInfo;
+    let masks = [(1u64 << 41) - 1, u64::MAX >> 1, u64::MAX];
+    let mut runner = proptest::test_runner::TestRunner::default();
+    let case = (
+        any::<u64>(),
+        any::<u64>(),
+        0u64..1 << 31,
+        any::<u32>(),
+        0u32..40,
+        0usize..3,
+        any::<u64>(),
+        -100_000i64..100_000,
+    );
+    runner
+        .run(&case, |(nsec, last, frac, mult, shift, m, far, near)| {
+            let info = ClockInfo {
+                nsec,
+                last_cycles: last,
+                frac,
+                mult,
+                shift,
+                mask: masks[m],
+            };
+            // Timestamps near the page's cycle count (the case that matters) and anywhere.
+            for ts in [last.wrapping_add_signed(near), far] {
+                let theirs = golden::ts_to_ns([nsec, last, frac, masks[m]], mult, shift, ts);
+                prop_assert_eq!(info.to_ns(ts), theirs, "ts {:#x}", ts);
+            }
+            Ok(())
+        })
+        .unwrap();
+}

@@ -343,6 +343,8 @@ fn run_case(
             solicited: false,
             slid: r.slid,
             ud_flags: r.ud_flags,
+            // The device clock: pinned by tests/timestamps.rs.
+            timestamp: r.timestamp,
         };
         assert_eq!(r, expect, "{case}");
     } else {

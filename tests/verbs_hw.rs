@@ -82,6 +82,7 @@ on_hardware!(
     cq_overrun_is_an_asynchronous_cq_error,
     queues_are_sized_by_rdma_cores_formula,
     connecting_takes_the_port_depth_and_rights_of_the_device,
+    hw_timestamps_convert_with_the_clock_page,
 );
 
 #[test]

@@ -54,6 +54,7 @@ fn our_structs() -> Vec<(&'static str, usize)> {
         ("mlx5dv_cq", size_of::<mlx5dv_cq>()),
         ("mlx5dv_srq", size_of::<mlx5dv_srq>()),
         ("mlx5dv_obj", size_of::<mlx5dv_obj>()),
+        ("mlx5dv_clock_info", size_of::<mlx5dv_clock_info>()),
         ("mlx5dv_cq_init_attr", size_of::<mlx5dv_cq_init_attr>()),
         ("mlx5dv_ah", size_of::<mlx5dv_ah>()),
         ("mlx5dv_dc_init_attr", size_of::<mlx5dv_dc_init_attr>()),
@@ -89,6 +90,7 @@ fn our_fields() -> Vec<Ours> {
         fields!(mlx5dv_obj;
             qp.r#in, qp.out, cq.r#in, cq.out, srq.r#in, srq.out, rwq.r#in, rwq.out,
             dm.r#in, dm.out, ah.r#in, ah.out, pd.r#in, pd.out),
+        fields!(mlx5dv_clock_info; nsec, last_cycles, frac, mult, shift, mask),
         fields!(mlx5dv_cq_init_attr; comp_mask, cqe_comp_res_format, flags, cqe_size),
         fields!(mlx5dv_ah; av, comp_mask),
         fields!(mlx5dv_dc_init_attr; dc_type, dct_access_key),

@@ -96,7 +96,8 @@ fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
     }
     // A 128-byte CQE's first half carries scatter-to-CQE data only, which the model never
     // uses: it is left as it was (the link still sees one write of the whole entry).
-    host::write_cqe(base + size - 64, &cqe.encode(owner));
+    let timestamp = nic.clock.read();
+    host::write_cqe(base + size - 64, &cqe.encode(owner, timestamp));
     nic.dma_write(qp, base, size, Purpose::Cqe);
     nic.stats.cqes += 1;
     if fire.is_some() {

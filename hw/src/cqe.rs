@@ -106,8 +106,10 @@ impl Cqe {
         self.opcode == cqe_op::REQ_ERR || self.opcode == cqe_op::RESP_ERR
     }
 
-    /// The 64 bytes of the entry for ownership value `owner`.
-    pub(crate) fn encode(&self, owner: bool) -> [u8; 64] {
+    /// The 64 bytes of the entry for ownership value `owner`, written at device clock
+    /// `timestamp` (bytes 48..56 of a successful CQE; an error CQE has no timestamp field:
+    /// `mlx5_err_cqe` keeps its syndromes there).
+    pub(crate) fn encode(&self, owner: bool, timestamp: u64) -> [u8; 64] {
         let mut b = [0u8; 64];
         if self.is_error() {
             b[32..36].copy_from_slice(&self.srqn.to_be_bytes());
@@ -123,6 +125,7 @@ impl Cqe {
             b[32..36].copy_from_slice(&self.srqn.to_be_bytes());
             b[36..40].copy_from_slice(&self.imm);
             b[44..48].copy_from_slice(&self.byte_cnt.to_be_bytes());
+            b[48..56].copy_from_slice(&timestamp.to_be_bytes());
             let w = u32::from(self.send_opcode) << 24 | (self.qpn & 0xff_ffff);
             b[56..60].copy_from_slice(&w.to_be_bytes());
         }
@@ -146,7 +149,8 @@ mod tests {
             syndrome: synd::WR_FLUSH_ERR,
             ..Cqe::default()
         };
-        let b = c.encode(true);
+        let b = c.encode(true, 0x1122_3344_5566_7788);
+        assert_eq!(&b[48..54], &[0; 6], "no timestamp in an error CQE");
         assert_eq!((b[54], b[55]), (0xf9, 0x05));
         assert_eq!(&b[56..60], &[0x0a, 0x12, 0x34, 0x56]);
         assert_eq!(&b[60..62], &[0xbe, 0xef]);

@@ -25,6 +25,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod channel;
+mod clock;
 mod cq;
 mod cqe;
 mod dc;
@@ -42,6 +43,7 @@ mod ud;
 mod wqe;
 mod xfer;
 
+pub use clock::ClockInfo;
 pub use nic::{Fabric, Nic};
 pub use pcie::{
     Completions, ContextCache, Dir, PcieConfig, PcieCounters, Purpose, Tlp, TlpKind,

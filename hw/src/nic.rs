@@ -868,6 +868,14 @@ impl Nic {
         }
     }
 
+    /// The clock-info page (`mlx5dv_get_clock_info`): what converts CQE timestamps to
+    /// nanoseconds without reading the device; `None` on a device without a clock
+    /// (`NicConfig::clock_khz` 0). Reading it costs no PCIe transaction: on hardware it is a
+    /// page of host memory the kernel keeps up to date.
+    pub fn clock_info(&self) -> Option<crate::ClockInfo> {
+        self.with(|n| n.clock.info())
+    }
+
     /// Model statistics.
     pub fn stats(&self) -> Stats {
         self.with(|n| n.stats)

@@ -324,6 +324,8 @@ pub(crate) struct NicState {
     pub(crate) deferred: Arc<AtomicBool>,
     /// Buffers reused by every doorbell (taken while a send queue runs).
     pub(crate) scratch: Option<Box<crate::sq::Scratch>>,
+    /// The device clock (`NicConfig::clock_khz`).
+    pub(crate) clock: crate::clock::Clock,
 }
 
 impl NicState {
@@ -349,6 +351,7 @@ impl NicState {
         gid[1] = 0x80;
         gid[14..].copy_from_slice(&lid.to_be_bytes());
         let link = Link::new(cfg.pcie);
+        let clock = crate::clock::Clock::new(cfg.clock_khz, cfg.clock_step);
         let mut nic = NicState {
             lid,
             gid,
@@ -372,6 +375,7 @@ impl NicState {
             delayed: VecDeque::new(),
             deferred: Arc::new(AtomicBool::new(false)),
             scratch: None,
+            clock,
         };
         nic.new_uar(None);
         nic

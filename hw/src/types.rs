@@ -142,6 +142,15 @@ pub struct NicConfig {
     /// SEND/RECV/WRITE/READ/ATOMIC transport caps, as ConnectX-4 and later report): memory
     /// keys registered with [`Access::ON_DEMAND`]. Off, such registrations are refused.
     pub odp: bool,
+    /// Device clock rate in kHz (`device_frequency_khz`, reported as `hca_core_clock`): the
+    /// free-running clock every successful CQE carries at bytes 48..56 (`Nic::clock_info`
+    /// converts it). 156 250 is what a ConnectX-5 reports; 0 is a device without a clock,
+    /// whose CQEs carry 0 and which refuses [`Nic::clock_info`](crate::Nic::clock_info).
+    pub clock_khz: u32,
+    /// 0: the device clock follows the host's monotonic clock at `clock_khz` (CQE timestamps
+    /// are real elapsed time); any other value: the clock advances by this many ticks at
+    /// each CQE written and nothing else (deterministic timestamps for tests and `explain`).
+    pub clock_step: u64,
 }
 
 impl Default for NicConfig {
@@ -156,6 +165,8 @@ impl Default for NicConfig {
             cqe_version: 0,
             dc_refusal: DcRefusal::Drop,
             odp: true,
+            clock_khz: 156_250,
+            clock_step: 0,
         }
     }
 }

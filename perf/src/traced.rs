@@ -9,7 +9,8 @@ use mlx5_direct::cq::CqDesc;
 use mlx5_direct::mmio::Uar;
 use mlx5_direct::rq::RqDesc;
 use mlx5_direct::{
-    Access, AsyncEvent, DeviceCaps, Error, PortInfo, QpConfig, QpPsn, QpSizes, Transition,
+    Access, AsyncEvent, ClockInfo, CqConfig, DeviceCaps, Error, PortInfo, QpConfig, QpPsn, QpSizes,
+    Transition,
 };
 
 /// One MMIO store: offset in the UAR page and the bytes in memory order.
@@ -142,12 +143,15 @@ impl<B: Backend> Backend for Traced<B> {
 
     fn create_cq(
         &self,
-        entries: u32,
-        cqe_size: usize,
+        config: &CqConfig,
         channel: &B::Channel,
     ) -> Result<(B::Cq, CqDesc, Self::Uar), Error> {
-        let (cq, desc, uar) = self.inner.create_cq(entries, cqe_size, channel)?;
+        let (cq, desc, uar) = self.inner.create_cq(config, channel)?;
         Ok((cq, desc, self.wrap(uar)))
+    }
+
+    fn clock_info(&self) -> Result<ClockInfo, Error> {
+        self.inner.clock_info()
     }
 
     fn create_srq(

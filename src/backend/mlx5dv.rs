@@ -250,8 +250,18 @@ pub struct mlx5dv_qp_init_attr {
     pub send_ops_flags: u64,
 }
 
+/// `struct mlx5dv_clock_info`: the crate's [`ClockInfo`](crate::ClockInfo), declared with
+/// the header's layout.
+pub type mlx5dv_clock_info = crate::clock::ClockInfo;
+
 #[link(name = "mlx5")]
 extern "C" {
+    /// Copies the kernel's clock-info page (no device access); 0 or an errno (`EINVAL`: the
+    /// kernel mapped no page, `EOPNOTSUPP`: not mlx5).
+    pub(crate) fn mlx5dv_get_clock_info(
+        context: *mut ibv_context,
+        clock_info: *mut mlx5dv_clock_info,
+    ) -> c_int;
     /// True if `device` is driven by the mlx5 provider.
     pub(crate) fn mlx5dv_is_supported(device: *mut ibv_device) -> bool;
     /// Fills `attrs_out` with the blocks requested in its `comp_mask`; 0 or an errno.

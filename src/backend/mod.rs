@@ -8,6 +8,7 @@
 //! - `verbs` (feature `verbs`): a ConnectX NIC through libibverbs and `mlx5dv_init_obj`;
 //!   `mlx5dv` holds its hand-written mlx5dv FFI declarations.
 
+use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
 use crate::error::Error;
 use crate::event::AsyncEvent;
@@ -16,7 +17,7 @@ use crate::prm::Av;
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
 use crate::types::{
-    Access, AhAttr, DeviceCaps, Endpoint, PortInfo, QpConfig, QpPsn, QpSizes, Transition,
+    Access, AhAttr, CqConfig, DeviceCaps, Endpoint, PortInfo, QpConfig, QpPsn, QpSizes, Transition,
 };
 use core::time::Duration;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
@@ -124,14 +125,17 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     /// `None` if none is pending; never blocks. The event is acknowledged to the layer
     /// below (`ibv_ack_cq_events`), so destroying its CQ never waits for it.
     fn get_cq_event(&self, channel: &Self::Channel) -> Result<Option<u32>, Error>;
-    /// Creates a CQ of at least `entries` entries of `cqe_size` (64 or 128) bytes whose
-    /// completion events go to `channel`.
+    /// Creates a CQ as `config` says (its CQE size already checked: 64 or 128) whose
+    /// completion events go to `channel`; refuses timestamps ([`Error::Unsupported`]) on a
+    /// device without a clock.
     fn create_cq(
         &self,
-        entries: u32,
-        cqe_size: usize,
+        config: &CqConfig,
         channel: &Self::Channel,
     ) -> Result<(Self::Cq, CqDesc, Self::Uar), Error>;
+    /// The device clock's calibration (`mlx5dv_get_clock_info`): converts CQE timestamps to
+    /// nanoseconds; [`Error::Unsupported`] without a clock.
+    fn clock_info(&self) -> Result<ClockInfo, Error>;
     /// Creates an SRQ of at least `entries` WQEs with `max_sge` scatter entries each.
     fn create_srq(
         &self,

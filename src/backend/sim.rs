@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::{AhHandle, Backend, QpParts};
+use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
 use crate::error::Error;
 use crate::event::AsyncEvent;
@@ -22,7 +23,7 @@ use crate::rq::RqDesc;
 use crate::sizing;
 use crate::sq::SqDesc;
 use crate::types::{
-    Access, AhAttr, DeviceCaps, PortInfo, QpConfig, QpPsn, QpSizes, Transition, Transport,
+    Access, AhAttr, CqConfig, DeviceCaps, PortInfo, QpConfig, QpPsn, QpSizes, Transition, Transport,
 };
 
 /// The model crate itself, for the rest of [`Nic`]'s interface (its parameter, result and
@@ -462,13 +463,33 @@ impl Backend for Sim {
         Ok(event.map(|hw::Event::Completion { cqn }| cqn))
     }
 
+    fn clock_info(&self) -> Result<ClockInfo, Error> {
+        let info = self
+            .nic
+            .clock_info()
+            .ok_or(Error::Unsupported("a device clock"))?;
+        Ok(ClockInfo {
+            nsec: info.nsec,
+            last_cycles: info.last_cycles,
+            frac: info.frac,
+            mult: info.mult,
+            shift: info.shift,
+            mask: info.mask,
+        })
+    }
+
     fn create_cq(
         &self,
-        entries: u32,
-        cqe_size: usize,
+        config: &CqConfig,
         channel: &SimChannel,
     ) -> Result<(SimCq, CqDesc, SimUar), Error> {
-        let log_cqe_cnt = log2_ceil(entries.saturating_add(1));
+        if config.timestamps && self.nic.clock_info().is_none() {
+            return Err(Error::Unsupported(
+                "completion timestamps (no device clock)",
+            ));
+        }
+        let cqe_size = config.cqe_size;
+        let log_cqe_cnt = log2_ceil(config.entries.saturating_add(1));
         let cqe_cnt = 1u32 << log_cqe_cnt;
         let buf = self.ring(cqe_cnt as usize * cqe_size)?;
         let dbrec = self.ring(2 * CQE_SIZE)?;

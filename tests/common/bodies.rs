@@ -1033,3 +1033,49 @@ pub fn dc_operations_reach_a_dct<R: Rig>(rig: &R, sgid_index: u8) {
     t.mr.read(256, &mut landed);
     assert_eq!(&landed, b"to the srq");
 }
+
+/// CQs created with timestamps report the device clock, which the clock-info page converts
+/// to nanoseconds: two completions a sleep apart are at least that far apart, and not
+/// absurdly more.
+pub fn hw_timestamps_convert_with_the_clock_page<R: Rig>(rig: &R) {
+    let (a, b) = rig_pair(rig);
+    let config = mlx5_direct::CqConfig {
+        timestamps: true,
+        ..mlx5_direct::CqConfig::default()
+    };
+    let (mut cq_a, cq_b) = (
+        a.ctx.create_cq_with(&config).unwrap(),
+        b.ctx.create_cq_with(&config).unwrap(),
+    );
+    let mut qa = a.pd.create_qp(&cq_a, &cq_a, &QpConfig::default()).unwrap();
+    let mut qb = b.pd.create_qp(&cq_b, &cq_b, &QpConfig::default()).unwrap();
+    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+    qa.connect(&eb, &ConnectOptions::default()).unwrap();
+    qb.connect(&ea, &ConnectOptions::default()).unwrap();
+    let mut stamps = [0u64; 2];
+    for (i, stamp) in stamps.iter_mut().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        qa.sq()
+            .post(
+                i as u64,
+                SendOp::Write(b.mr.remote(0)),
+                Data::Inline(b"ts"),
+                SendFlags::SIGNALED,
+            )
+            .unwrap();
+        let mut out = [Completion::default(); 1];
+        while cq_a.poll(&mut out) == 0 {
+            R::B::progress(&a.ctx);
+        }
+        assert_eq!(out[0].status, Status::Success);
+        *stamp = out[0].timestamp;
+    }
+    let info = a.ctx.clock_info().unwrap();
+    let (t0, t1) = (info.to_ns(stamps[0]), info.to_ns(stamps[1]));
+    assert!(
+        (2_000_000..1_000_000_000).contains(&(t1 - t0)),
+        "{stamps:?}: {t0} -> {t1}"
+    );
+}

@@ -393,11 +393,14 @@ impl Side {
             return None;
         }
         let be = |o: usize| u32::from_be_bytes(c[o..o + 4].try_into().unwrap());
+        // Bytes 54..56 are syndromes in an error CQE and the timestamp's low bytes in any
+        // other.
+        let error = matches!(op_own >> 4, REQ_ERR | RESP_ERR);
         let cqe = Cqe {
             opcode: op_own >> 4,
             se: op_own & 2 != 0,
-            syndrome: c[55],
-            vendor: c[54],
+            syndrome: if error { c[55] } else { 0 },
+            vendor: if error { c[54] } else { 0 },
             sop_drop_qpn: be(56),
             wqe_counter: u16::from_be_bytes([c[60], c[61]]),
             byte_cnt: be(44),

@@ -57,8 +57,8 @@ use core::ptr::NonNull;
 use std::sync::Arc;
 
 use rdma_sys::{
-    ibv_atomic_cap, ibv_close_device, ibv_context, ibv_device_attr, ibv_open_device,
-    ibv_query_device,
+    ibv_atomic_cap, ibv_close_device, ibv_context, ibv_device_attr, ibv_device_attr_ex,
+    ibv_open_device, ibv_query_device_ex,
 };
 
 pub use attr::Addressing;
@@ -139,6 +139,11 @@ pub struct VerbsDeviceInfo {
     /// 2025 and later). False from older libraries (Debian 12's v44) whatever the device has:
     /// there each QP's `mlx5dv_qp.bf.size` is the only sign ([`VerbsQp::doorbell_only`]).
     pub blueflame_reported: bool,
+    /// Device clock rate in kHz (`ibv_device_attr_ex.hca_core_clock`; 0: no clock, CQs with
+    /// timestamps are refused).
+    pub hca_core_clock_khz: u64,
+    /// Bits of the CQE timestamp (`completion_timestamp_mask`; 0: no timestamps).
+    pub completion_timestamp_mask: u64,
 }
 
 /// The open device context, released last: every handle holds it.
@@ -354,13 +359,15 @@ fn caps_of(attr: &ibv_device_attr, shut_up_bf: bool) -> DeviceCaps {
 }
 
 fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error> {
-    // SAFETY: plain C data; zero is valid for every field.
-    let mut attr: ibv_device_attr = unsafe { core::mem::zeroed() };
-    // SAFETY: an open context and a valid out-pointer.
-    let rc = unsafe { ibv_query_device(dev.ctx.as_ptr(), &mut attr) };
+    // SAFETY: plain C data; zero is valid for every field (and stays so for the extended
+    // fields of a provider that answers only the basic query).
+    let mut ex: ibv_device_attr_ex = unsafe { core::mem::zeroed() };
+    // SAFETY: an open context, no input, a valid out-pointer of the size passed.
+    let rc = unsafe { ibv_query_device_ex(dev.ctx.as_ptr(), core::ptr::null(), &mut ex) };
     if rc != 0 {
         return Err(failed("query device", rc));
     }
+    let attr = ex.orig_attr;
     // SAFETY: plain C data (the one pointer, `hca_core_clock`, is only written when asked
     // for, and we do not ask).
     let mut dv: mlx5dv_context = unsafe { core::mem::zeroed() };
@@ -394,6 +401,8 @@ fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error>
         },
         shut_up_bf,
         blueflame_reported: dv.flags & MLX5DV_CONTEXT_FLAGS_BLUEFLAME != 0,
+        hca_core_clock_khz: ex.hca_core_clock,
+        completion_timestamp_mask: ex.completion_timestamp_mask,
     };
     Ok((caps, info))
 }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use rdma_sys::{
     ib_uverbs_advise_mr_advice, ibv_advise_mr, ibv_ah, ibv_alloc_pd, ibv_context, ibv_cq,
-    ibv_cq_ex_to_cq, ibv_cq_init_attr_ex, ibv_create_ah, ibv_create_srq, ibv_dealloc_pd,
-    ibv_dereg_mr, ibv_destroy_ah, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq,
+    ibv_cq_ex_to_cq, ibv_cq_init_attr_ex, ibv_create_ah, ibv_create_cq_wc_flags, ibv_create_srq,
+    ibv_dealloc_pd, ibv_dereg_mr, ibv_destroy_ah, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq,
     ibv_device_attr_ex, ibv_modify_qp, ibv_mr, ibv_odp_general_caps, ibv_odp_transport_cap_bits,
     ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_create_send_ops_flags, ibv_qp_init_attr,
     ibv_qp_init_attr_ex, ibv_qp_init_attr_mask, ibv_qp_type, ibv_query_device_ex, ibv_query_qp,
@@ -24,12 +24,14 @@ use super::events::VerbsChannel;
 use super::{failed, failed_pinning, failed_registration, DeviceCtx, Verbs};
 use crate::backend::mlx5dv::{
     mlx5dv_ah, mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp,
-    mlx5dv_dc_init_attr, mlx5dv_init_obj, mlx5dv_obj, mlx5dv_qp, mlx5dv_qp_init_attr, mlx5dv_srq,
-    MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, MLX5DV_DCTYPE_DCI, MLX5DV_DCTYPE_DCT, MLX5DV_OBJ_AH,
-    MLX5DV_OBJ_CQ, MLX5DV_OBJ_QP, MLX5DV_OBJ_SRQ, MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE,
-    MLX5DV_QP_INIT_ATTR_MASK_DC, MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS, MLX5DV_SRQ_MASK_SRQN,
+    mlx5dv_dc_init_attr, mlx5dv_get_clock_info, mlx5dv_init_obj, mlx5dv_obj, mlx5dv_qp,
+    mlx5dv_qp_init_attr, mlx5dv_srq, MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, MLX5DV_DCTYPE_DCI,
+    MLX5DV_DCTYPE_DCT, MLX5DV_OBJ_AH, MLX5DV_OBJ_CQ, MLX5DV_OBJ_QP, MLX5DV_OBJ_SRQ,
+    MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE, MLX5DV_QP_INIT_ATTR_MASK_DC,
+    MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS, MLX5DV_SRQ_MASK_SRQN,
 };
 use crate::backend::{AhHandle, Backend, QpParts};
+use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
 use crate::error::Error;
 use crate::event::AsyncEvent;
@@ -37,7 +39,7 @@ use crate::prm::{Av, Be32, SEND_WQE_BB, UAR_PAGE_SIZE};
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
 use crate::types::{
-    Access, AhAttr, DeviceCaps, PortInfo, QpConfig, QpPsn, QpSizes, Transition, Transport,
+    Access, AhAttr, CqConfig, DeviceCaps, PortInfo, QpConfig, QpPsn, QpSizes, Transition, Transport,
 };
 
 /// The UAR page holding `reg` and the register's offset in it.
@@ -354,19 +356,43 @@ impl Backend for Verbs {
         channel.next()
     }
 
+    fn clock_info(&self) -> Result<ClockInfo, Error> {
+        let mut info = ClockInfo::default();
+        // SAFETY: an open context and a valid out-struct of the header's layout.
+        let rc = unsafe { mlx5dv_get_clock_info(self.dev.ctx.as_ptr(), &mut info) };
+        match rc {
+            0 => Ok(info),
+            libc::EINVAL | libc::EOPNOTSUPP => Err(Error::Unsupported(
+                "a clock-info page (mlx5dv_get_clock_info)",
+            )),
+            rc => Err(failed("read the clock-info page", rc)),
+        }
+    }
+
     fn create_cq(
         &self,
-        entries: u32,
-        cqe_size: usize,
+        config: &CqConfig,
         channel: &VerbsChannel,
     ) -> Result<(VerbsCq, CqDesc, VerbsUar), Error> {
-        if entries > self.caps.max_cqe {
+        let cqe_size = config.cqe_size;
+        if config.entries > self.caps.max_cqe {
             return Err(Error::InvalidArgument("CQ larger than the device supports"));
         }
         // SAFETY: plain C data; zero is valid for every field.
         let mut attr: ibv_cq_init_attr_ex = unsafe { core::mem::zeroed() };
-        attr.cqe = entries;
+        attr.cqe = config.entries;
         attr.channel = channel.as_ptr();
+        if config.timestamps {
+            // rdma-core does not pass the flag to the kernel (the device writes its clock
+            // into every CQE); what says the device has a clock is `hca_core_clock`.
+            if self.info.hca_core_clock_khz == 0 || self.info.completion_timestamp_mask == 0 {
+                return Err(Error::Unsupported(
+                    "completion timestamps (no hca_core_clock)",
+                ));
+            }
+            attr.wc_flags =
+                u64::from(ibv_create_cq_wc_flags::IBV_WC_EX_WITH_COMPLETION_TIMESTAMP.0);
+        }
         // Always through mlx5dv with the size given, so `MLX5_CQE_SIZE` cannot change it.
         let mut dv_attr = mlx5dv_cq_init_attr {
             comp_mask: MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE,

@@ -103,6 +103,13 @@ static const struct golden_field fields[] = {
 	FIELD(mlx5dv_obj, pd.in, 1),
 	FIELD(mlx5dv_obj, pd.out, 1),
 
+	FIELD(mlx5dv_clock_info, nsec, 1),
+	FIELD(mlx5dv_clock_info, last_cycles, 1),
+	FIELD(mlx5dv_clock_info, frac, 1),
+	FIELD(mlx5dv_clock_info, mult, 1),
+	FIELD(mlx5dv_clock_info, shift, 1),
+	FIELD(mlx5dv_clock_info, mask, 1),
+
 	FIELD(mlx5dv_cq_init_attr, comp_mask, 1),
 	FIELD(mlx5dv_cq_init_attr, cqe_comp_res_format, 1),
 	FIELD(mlx5dv_cq_init_attr, flags, 1),
@@ -146,6 +153,7 @@ static const struct golden_struct structs[] = {
 	STRUCT(mlx5dv_cq),
 	STRUCT(mlx5dv_srq),
 	STRUCT(mlx5dv_obj),
+	STRUCT(mlx5dv_clock_info),
 	STRUCT(mlx5dv_cq_init_attr),
 	STRUCT(mlx5dv_ah),
 	STRUCT(mlx5dv_dc_init_attr),

@@ -328,3 +328,17 @@ void golden_set_dgram_seg(uint8_t *seg48, uint64_t key, uint32_t dqp_dct, uint8_
 			     hop_limit, grh_gid_fl, rgid);
 	memcpy(seg48, &seg, sizeof(seg));
 }
+
+uint64_t golden_ts_to_ns(const uint64_t info[4], uint32_t mult, uint32_t shift, uint64_t ts)
+{
+	struct mlx5dv_clock_info ci = {
+		.nsec = info[0],
+		.last_cycles = info[1],
+		.frac = info[2],
+		.mult = mult,
+		.shift = shift,
+		.mask = info[3],
+	};
+
+	return mlx5dv_ts_to_ns(&ci, ts);
+}

@@ -101,6 +101,7 @@ mod sys {
         pub fn golden_read_cqe64(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
         pub fn golden_read_err_cqe(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
         pub fn golden_get_cqe_bits(cqe: *const u8) -> u32;
+        pub fn golden_ts_to_ns(info: *const u64, mult: u32, shift: u32, ts: u64) -> u64;
         pub fn golden_set_ctrl_seg(
             seg16: *mut u8,
             pi: u16,
@@ -185,6 +186,9 @@ mod sys {
         unavailable()
     }
     pub unsafe fn golden_get_cqe_bits(_: *const u8) -> u32 {
+        unavailable()
+    }
+    pub unsafe fn golden_ts_to_ns(_: *const u64, _: u32, _: u32, _: u64) -> u64 {
         unavailable()
     }
     pub unsafe fn golden_set_ctrl_seg(
@@ -399,6 +403,13 @@ pub fn read_err_cqe(cqe: &[u8; 64]) -> Vec<Value> {
     let n = unsafe { sys::golden_read_err_cqe(cqe.as_ptr(), out.as_mut_ptr(), out.len()) };
     assert!(n <= out.len());
     values(&out[..n])
+}
+
+/// `mlx5dv_ts_to_ns` (the header's inline function) on a `struct mlx5dv_clock_info` of
+/// `[nsec, last_cycles, frac, mask]`, `mult` and `shift`, for device timestamp `ts`.
+pub fn ts_to_ns(info: [u64; 4], mult: u32, shift: u32, ts: u64) -> u64 {
+    // SAFETY: `info` is four readable u64s, as the C function reads them.
+    unsafe { sys::golden_ts_to_ns(info.as_ptr(), mult, shift, ts) }
 }
 
 /// `mlx5dv_get_cqe_owner/se/format/opcode` on a 64-byte CQE.
