@@ -8,7 +8,8 @@
 //!   `overhead + align16(4 + max_inline)`, whichever is larger, at most the device's largest
 //!   WQE (`max_sq_desc_sz`), rounded up to 64 bytes. `overhead` is `_sq_overhead` for the
 //!   operations the QP is created for ([`sq_overhead`]): control + remote-address + atomic
-//!   segments (48 bytes) with atomics, control + remote-address (32) without.
+//!   segments (48 bytes) with atomics, control + remote-address (32) without; a DCI adds its
+//!   48-byte datagram segment.
 //! - Send ring (`mlx5_calc_sq_size`): `roundup_pow2(max_send_wr · wqe_size)` bytes, at most
 //!   `max_send_wqebb` WQEBBs. The verbs backend asks for `max_send_wr` =
 //!   `ring / wqe_size` WRs, which makes rdma-core's ring exactly the ring asked for here:
@@ -23,7 +24,10 @@
 
 use crate::error::Error;
 use crate::prm::{DS, SEND_WQE_BB};
-use crate::types::{DeviceCaps, QpConfig, QpSizes};
+use crate::types::{DeviceCaps, QpConfig, QpSizes, Transport};
+
+/// `sizeof(struct mlx5_wqe_datagram_seg)`: what rdma-core adds to a DCI's send overhead.
+const DCI_AV: u32 = 48;
 
 /// `_sq_overhead` (verbs.c) of an RC QP created for the operations this driver posts
 /// (`IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`: SEND, SEND_WITH_IMM, SEND_WITH_INV, RDMA_WRITE,
@@ -90,8 +94,14 @@ impl QpConfig {
                 "a QP without an SRQ needs a receive queue of at least one WQE",
             ));
         }
-        // mlx5_calc_send_wqe.
-        let overhead = sq_overhead(caps.atomics);
+        // mlx5_calc_send_wqe; a DCI's WQEs carry the 48-byte address vector too
+        // (`_sq_overhead`: the largest RC part + `sizeof(struct mlx5_wqe_datagram_seg)`).
+        let overhead = sq_overhead(caps.atomics)
+            + if self.transport == Transport::Dci {
+                DCI_AV
+            } else {
+                0
+            };
         if overhead + self.max_send_sge * ds > caps.max_wqe_size {
             return Err(Error::InvalidArgument(
                 "the gather list does not fit the device's largest WQE",
@@ -157,6 +167,25 @@ mod tests {
             atomics,
             atomic_8b_host_order: atomics,
         }
+    }
+
+    #[test]
+    fn a_dci_counts_the_address_vector_in_its_overhead() {
+        // prm-facts-next §3.1: a DCI's overhead is the RC one + 48. With atomics 48 + 48 =
+        // 96: 96 + align16(4 + 44) = 144, a 192-byte WQE; 1 SGE alone would need 112.
+        let c = QpConfig {
+            transport: Transport::Dci,
+            max_inline: 44,
+            max_send_sge: 1,
+            ..QpConfig::default()
+        };
+        let s = c.check(&connectx(true), true).unwrap();
+        assert_eq!((s.send_wqe_size, s.rq_wqes, s.rq_stride), (192, 0, 0));
+        let rc = QpConfig {
+            transport: Transport::Rc,
+            ..c
+        };
+        assert_eq!(rc.check(&connectx(true), true).unwrap().send_wqe_size, 128);
     }
 
     #[test]
