@@ -209,6 +209,7 @@ pub fn run(args: &ExplainArgs) -> Result<(), crate::Error> {
         lose: 0,
         pcie: probe::link(args.tlp_overhead, 256, 512, 128),
         pages: mlx5_direct::Pages::Base,
+        mr_page_size: 0,
         walk: false,
         odp: false,
     };

@@ -48,6 +48,9 @@ pub struct Case {
     pub pcie: PcieConfig,
     /// The pages of both sides' buffers.
     pub pages: Pages,
+    /// The page size the model NICs are told the buffers are in, at least
+    /// (`Sim::with_mr_page_size`; 0: what the host gave).
+    pub mr_page_size: usize,
     /// Each message of a QP at the next `size` bytes of the buffers (which then hold every
     /// message of a pass) instead of all at offset 0.
     pub walk: bool,
@@ -229,8 +232,9 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         pcie: case.pcie,
         ..NicConfig::default()
     };
-    let a = Context::new(Traced::new(Sim::on_fabric(&fabric, config.clone())));
-    let b = Context::new(Sim::on_fabric(&fabric, config));
+    let sim = |config| Sim::on_fabric(&fabric, config).with_mr_page_size(case.mr_page_size);
+    let a = Context::new(Traced::new(sim(config.clone())));
+    let b = Context::new(sim(config));
     let n = case.messages();
     let per_qp = case.per_qp();
     let qp_config = QpConfig {

@@ -1362,7 +1362,7 @@ fn pcie_memory_rows_show_what_page_size_and_odp_cost() {
         per_message(r)
     };
     let small = "64K WRITEs over 4 MiB, 4 KiB pages";
-    let huge = "64K WRITEs over 4 MiB, 2 MiB (THP)";
+    let huge = "64K WRITEs over 4 MiB, 2 MiB pages";
     // The responder writes the payload: its reads are its translations.
     assert_eq!(row(small, "responder")[1], 16.0);
     assert_eq!(row(huge, "responder")[1], 2.0 / 64.0);

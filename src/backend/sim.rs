@@ -63,6 +63,8 @@ pub struct Sim {
     port: u8,
     /// Where rings and doorbell records are allocated ([`Sim::with_ring_memory`]).
     rings: MemOptions,
+    /// The smallest page size registrations tell the model ([`Sim::with_mr_page_size`]).
+    mr_page_size: usize,
 }
 
 impl Sim {
@@ -78,6 +80,19 @@ impl Sim {
             nic: NicHandle(hw::Nic::new(fabric, config)),
             port: 1,
             rings: MemOptions::BASE,
+            mr_page_size: 0,
+        }
+    }
+
+    /// The same NIC told that every region registered from now on is in pages of at least
+    /// `page_size` bytes, whatever the host backs it with: a what-if for the model's
+    /// translation cost (`mlx5-perf pcie` uses it so that its 2 MiB rows do not depend on
+    /// the host granting transparent huge pages). Registrations pin and are refused as
+    /// before.
+    pub fn with_mr_page_size(self, page_size: usize) -> Self {
+        Sim {
+            mr_page_size: page_size,
+            ..self
         }
     }
 
@@ -402,7 +417,7 @@ impl Backend for Sim {
                 addr as u64,
                 len as u64,
                 hw_access(access),
-                page_size as u64,
+                page_size.max(self.mr_page_size) as u64,
             )
         };
         let key = key.map_err(|e| {
