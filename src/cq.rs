@@ -434,6 +434,13 @@ impl<U: Uar> CompletionQueue<U> {
         self.ci
     }
 
+    /// A copy of the entry at consumer count `index` (all of its 64 or 128 bytes), as the
+    /// device last wrote that slot: to show what a NIC wrote (e.g. after polling it). Never a
+    /// reference: the device may write the slot again.
+    pub fn cqe_bytes(&self, index: u32) -> Vec<u8> {
+        self.buf.copy_entry(index)
+    }
+
     /// Polls up to `out.len()` completions into `out`; returns how many.
     ///
     /// When there is none, the UAR's [`Uar::idle`] hook runs: on the `sim` backend that is

@@ -530,6 +530,20 @@ impl CqBuf {
         }
     }
 
+    /// Copies the whole entry at consumer count `index` (a 128-byte CQE's first half
+    /// included) as the device wrote it, byte by byte with volatile reads: the device may
+    /// write the slot again once the consumer index passes it.
+    pub(crate) fn copy_entry(&self, index: u32) -> Vec<u8> {
+        // SAFETY: the `cqe64` of a masked entry minus the bytes before it in the entry is the
+        // entry's first byte, inside the buffer (constructor contract).
+        let start = unsafe { self.cqe(index).sub(self.size - CQE_SIZE) };
+        (0..self.size)
+            // SAFETY: `size` bytes from an entry's start are that entry; volatile because the
+            // device may be writing them.
+            .map(|i| unsafe { start.add(i).read_volatile() })
+            .collect()
+    }
+
     /// The entry at consumer count `index`: its address computed once, for the owner
     /// check and then the reads.
     #[inline(always)]

@@ -95,7 +95,8 @@ fn to_json(o: &Observed, messages: u32) -> Value {
             .collect::<Vec<_>>(),
         "tlps": tlps,
         "messages": messages,
-        "cqes": o.cqes,
+        "cqes": o.cqes.iter().map(|(i, b)| json!({"index": i, "hex": hex(b)}))
+            .collect::<Vec<_>>(),
         "per_message": per_message(&o.requester, messages),
         "per_message_responder": per_message(&o.responder, messages),
     })

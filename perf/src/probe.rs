@@ -96,8 +96,8 @@ pub struct Observed {
     pub requester: PcieCounters,
     /// Responder link counters for the whole case.
     pub responder: PcieCounters,
-    /// CQEs polled at the requester.
-    pub cqes: usize,
+    /// The CQEs polled at the requester, each as the NIC wrote it, with its consumer count.
+    pub cqes: Vec<(u32, Vec<u8>)>,
 }
 
 /// The link parameters of a preset with the given sizes.
@@ -230,6 +230,9 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
     let fabric = Fabric::new();
     let config = NicConfig {
         pcie: case.pcie,
+        // A clock of one tick per CQE: the CQEs' timestamps, and so their bytes, are the
+        // same on every run.
+        clock_step: 1,
         ..NicConfig::default()
     };
     let sim = |config| Sim::on_fabric(&fabric, config).with_mr_page_size(case.mr_page_size);
@@ -306,9 +309,11 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
     // every completion polled. The measured pass may lose packets and arm the CQ before each
     // doorbell (the model runs the doorbell's work before it returns, so the arm's event has
     // fired when the next arm comes; acknowledging it advances the arm sequence number).
-    // Returns the CQEs polled and the first QP's producer count before the pass.
-    let mut pass = |measured: bool| -> Result<(usize, u32), Error> {
+    // Returns the CQEs polled, and the first QP's producer count and the requester CQ's
+    // consumer count before the pass.
+    let mut pass = |measured: bool| -> Result<(usize, u32, u32), Error> {
         let pi0 = pairs[0].0.sq().producer_count();
+        let ci0 = cq_a.consumer_index();
         if measured && case.lose > 0 {
             nic_a.inject(Fault::LosePackets {
                 qpn: None,
@@ -362,7 +367,7 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         if needs_receive(case.op) {
             poll_all(&mut cq_b, n as usize, nic_b)?;
         }
-        Ok((cqes, pi0))
+        Ok((cqes, pi0, ci0))
     };
     if case.pcie.context_cache.is_some() {
         pass(false)?;
@@ -373,7 +378,10 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
     }
     a.backend().take_mmio();
     let before = (nic_a.pcie(), nic_b.pcie());
-    let (cqes, pi0) = pass(true)?;
+    let (polled, pi0, ci0) = pass(true)?;
+    let cqes = (ci0..ci0 + polled as u32)
+        .map(|i| (i, cq_a.cqe_bytes(i)))
+        .collect();
     let requester = nic_a.pcie() - before.0;
     let responder = nic_b.pcie() - before.1;
 

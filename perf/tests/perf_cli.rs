@@ -1387,3 +1387,43 @@ fn pcie_memory_rows_show_what_page_size_and_odp_cost() {
     assert_eq!([odp[0], odp[1], odp[2]], [1.0, 4.0, 3.0]);
     assert_eq!(first[1], 2.0);
 }
+
+#[test]
+fn explain_json_lists_every_cqe_as_the_nic_wrote_it() {
+    let v = json(&["explain", "write", "--size", "8", "--inline", "--json"]);
+    // One signaled WRITE: its requester CQE, 64 bytes: byte_cnt the model's poison for a
+    // requester CQE (44..48), the model's stepped clock at 1 (48..56), send opcode 0x08 and
+    // QPN 0x100 (56..60), WQE counter 0, opcode REQ with owner 0 (op_own 0x00).
+    let expect = format!("{}8badf00d{:016x}0800010000000000", "00".repeat(44), 1);
+    assert_eq!(
+        v["cqes"],
+        serde_json::json!([{"index": 0, "hex": expect}]),
+        "{}",
+        v["cqes"]
+    );
+    // Four WRITEs in one doorbell, a CQE every second: two CQEs, one clock tick apart.
+    let v = json(&[
+        "explain",
+        "write",
+        "--size",
+        "8",
+        "--inline",
+        "--batch",
+        "4",
+        "--signal-every",
+        "2",
+        "--json",
+    ]);
+    let cqes = v["cqes"].as_array().unwrap();
+    assert_eq!(cqes.len(), 2);
+    for (i, c) in cqes.iter().enumerate() {
+        assert_eq!(c["index"], i);
+        let hex = c["hex"].as_str().unwrap();
+        assert_eq!(hex.len(), 128);
+        assert_eq!(
+            &hex[96..112],
+            format!("{:016x}", i + 1),
+            "timestamp of CQE {i}"
+        );
+    }
+}
