@@ -1103,6 +1103,11 @@ impl<B: Backend> Qp<B> {
     /// RESET → INIT on `port`, granting the peer `access`: receives may be posted from here
     /// on. A device without atomics refuses REMOTE_ATOMIC.
     pub fn init(&mut self, port: u8, access: Access) -> Result<(), Error> {
+        self.init_with_pkey(port, access, 0)
+    }
+
+    /// [`Qp::init`] with the P_Key at `pkey_index` of the port's table.
+    fn init_with_pkey(&mut self, port: u8, access: Access, pkey_index: u16) -> Result<(), Error> {
         if self.state() != QpState::Reset {
             return Err(Error::WrongState {
                 operation: "initialise",
@@ -1114,7 +1119,14 @@ impl<B: Backend> Qp<B> {
                 "REMOTE_ATOMIC on a device without atomics",
             ));
         }
-        self.modify(Transition::Init { port, access }, QpState::Init)?;
+        self.modify(
+            Transition::Init {
+                port,
+                access,
+                pkey_index,
+            },
+            QpState::Init,
+        )?;
         self.port = port;
         if let Some(rq) = &mut self.rq {
             rq.set_ready(true);
@@ -1128,14 +1140,20 @@ impl<B: Backend> Qp<B> {
     /// reconnected and goes on with its sequence, so the QP goes on expecting the PSN it
     /// expected before the reset. The port, the
     /// rights and the READ / atomic depth follow the device where `options` leaves them to
-    /// it ([`ConnectOptions`]).
+    /// it ([`ConnectOptions`]). The P_Key index of `options` is set when this call brings
+    /// the QP from RESET to INIT; out-of-range fields are refused before anything changes.
     pub fn connect(&mut self, remote: &Endpoint, options: &ConnectOptions) -> Result<(), Error> {
+        options.validate()?;
         let caps = self.ctx().caps();
         if self.state() == QpState::Reset {
             let access = options
                 .access
                 .unwrap_or(Access::remote_default(caps.atomics));
-            self.init(options.port.unwrap_or(self.port), access)?;
+            self.init_with_pkey(
+                options.port.unwrap_or(self.port),
+                access,
+                options.pkey_index,
+            )?;
         }
         if self.state() != QpState::Init {
             return Err(Error::WrongState {
@@ -1162,6 +1180,8 @@ impl<B: Backend> Qp<B> {
                 min_rnr_timer: options.min_rnr_timer,
                 hop_limit: options.hop_limit,
                 traffic_class: options.traffic_class,
+                sl: options.sl,
+                flow_label: options.flow_label,
             },
             QpState::Rtr,
         )?;
@@ -1351,8 +1371,15 @@ impl<B: Backend> Dct<B> {
                 "REMOTE_ATOMIC on a device without atomics",
             ));
         }
-        ctx.backend
-            .modify_qp(&self.handle, &Transition::Init { port, access })?;
+        options.validate()?;
+        ctx.backend.modify_qp(
+            &self.handle,
+            &Transition::Init {
+                port,
+                access,
+                pkey_index: options.pkey_index,
+            },
+        )?;
         self.state = QpState::Init;
         ctx.backend.modify_qp(
             &self.handle,

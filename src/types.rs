@@ -328,6 +328,8 @@ pub enum Transition {
         port: u8,
         /// Rights granted to the peer.
         access: Access,
+        /// P_Key table index.
+        pkey_index: u16,
     },
     /// INIT → RTR.
     Rtr {
@@ -343,6 +345,10 @@ pub enum Transition {
         hop_limit: u8,
         /// GRH traffic class (RoCE).
         traffic_class: u8,
+        /// Service level (4 bits).
+        sl: u8,
+        /// GRH flow label (RoCE; 20 bits).
+        flow_label: u32,
     },
     /// RTR → RTS.
     Rts {
@@ -492,6 +498,31 @@ pub struct ConnectOptions {
     pub hop_limit: u8,
     /// GRH traffic class on RoCE (ignored on InfiniBand and by the model).
     pub traffic_class: u8,
+    /// Service level of the path (0..=15), in the RTR address vector (`ah_attr.sl`).
+    pub sl: u8,
+    /// GRH flow label on RoCE (20 bits, `ah_attr.grh.flow_label`; ignored where no GRH is
+    /// sent: InfiniBand, as perftest, and the model).
+    pub flow_label: u32,
+    /// P_Key table index, set at INIT (`IBV_QP_PKEY_INDEX`); an index beyond the port's
+    /// table is refused by the device.
+    pub pkey_index: u16,
+}
+
+impl ConnectOptions {
+    /// Checks the fields with a fixed width: the SL (4 bits) and the flow label (20 bits).
+    pub fn validate(&self) -> Result<(), crate::Error> {
+        if self.sl > 15 {
+            return Err(crate::Error::InvalidArgument(
+                "ConnectOptions::sl above 15 (4 bits)",
+            ));
+        }
+        if self.flow_label >= 1 << 20 {
+            return Err(crate::Error::InvalidArgument(
+                "ConnectOptions::flow_label above 20 bits",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Access {
@@ -521,6 +552,9 @@ impl Default for ConnectOptions {
             rd_atomic: 16,
             hop_limit: 64,
             traffic_class: 0,
+            sl: 0,
+            flow_label: 0,
+            pkey_index: 0,
         }
     }
 }

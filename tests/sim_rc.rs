@@ -104,3 +104,67 @@ fn the_opened_port_is_the_default_for_qps_and_connections() {
         })
     ));
 }
+
+#[test]
+fn connect_options_set_the_sl_and_refuse_what_does_not_fit() {
+    let fabric = Fabric::new();
+    let mut a = common::side(&fabric, &QpConfig::default());
+    let mut b = common::side(&fabric, &QpConfig::default());
+    let eb = b.qp.endpoint().unwrap();
+    // Out of range: refused before the QP changes state.
+    for (bad, what) in [
+        (
+            ConnectOptions {
+                sl: 16,
+                ..ConnectOptions::default()
+            },
+            "ConnectOptions::sl above 15 (4 bits)",
+        ),
+        (
+            ConnectOptions {
+                flow_label: 1 << 20,
+                ..ConnectOptions::default()
+            },
+            "ConnectOptions::flow_label above 20 bits",
+        ),
+    ] {
+        assert_eq!(a.qp.connect(&eb, &bad), Err(Error::InvalidArgument(what)));
+        assert_eq!(a.qp.state(), mlx5_direct::QpState::Reset);
+    }
+    // The model's P_Key table holds index 0 alone: index 1 is beyond it, refused at INIT.
+    let beyond = ConnectOptions {
+        pkey_index: 1,
+        ..ConnectOptions::default()
+    };
+    assert!(matches!(
+        a.qp.connect(&eb, &beyond),
+        Err(Error::Device {
+            operation: "modify QP",
+            ref reason,
+        }) if reason.contains("pkey_index")
+    ));
+    assert_eq!(a.qp.state(), mlx5_direct::QpState::Reset);
+    // In range: the SL lands in the QP context, the flow label (no GRH here) changes
+    // nothing, and the connection carries traffic.
+    let options = ConnectOptions {
+        sl: 15,
+        flow_label: 0xf_ffff,
+        ..ConnectOptions::default()
+    };
+    common::connect_with(&mut a, &mut b, &options);
+    let nic = a.ctx.backend().nic();
+    assert_eq!(nic.qp_sl(a.qp.qpn()).unwrap(), 15);
+    assert_eq!(b.ctx.backend().nic().qp_sl(b.qp.qpn()).unwrap(), 15);
+    a.qp.sq()
+        .post(
+            1,
+            SendOp::Write(b.mr.remote(0)),
+            Data::Inline(b"sl 15"),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    assert_eq!(common::poll_n(&mut a, 1)[0].status, Status::Success);
+    let mut buf = [0u8; 5];
+    b.mr.read(0, &mut buf);
+    assert_eq!(&buf, b"sl 15");
+}

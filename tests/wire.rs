@@ -189,6 +189,8 @@ fn the_plain_data_types_round_trip_through_serde() {
         min_rnr_timer: 12,
         hop_limit: 64,
         traffic_class: 0,
+        sl: 3,
+        flow_label: 0xabcde,
     });
     round_trip(DeviceCaps {
         max_sq_wqebbs: 1 << 15,

@@ -91,6 +91,7 @@ impl Ep {
             &QpTransition::Init {
                 port: 1,
                 access: Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+                pkey_index: 0,
             },
         )
         .unwrap();
@@ -105,6 +106,7 @@ impl Ep {
                 path_mtu: 4096,
                 max_dest_rd_atomic: 1,
                 min_rnr_timer: 0,
+                sl: 0,
             },
         )
         .unwrap();

@@ -60,6 +60,9 @@ const ALL_ACCESS: u32 = 0xf;
 /// The access bits a memory key may carry: the rights and `ON_DEMAND`.
 const MR_ACCESS: u32 = ALL_ACCESS | Access::ON_DEMAND.0;
 const MAX_WQE: u32 = 63 * 16;
+/// Entries in each port's P_Key table: the default P_Key alone, at index 0 (a knob no
+/// test needs yet; docs/model.md).
+const PKEY_TABLE_LEN: u16 = 1;
 /// The largest `max_msg_sz` a NIC can be given: what one pointer segment addresses.
 const MAX_MSG_LIMIT: u32 = 1 << 31;
 
@@ -496,6 +499,7 @@ impl Nic {
                 head_psn: None,
                 retry_cnt: 0,
                 rnr_retry: 0,
+                sl: 0,
                 user_index: p.user_index & 0xff_ffff,
                 dc_key: 0,
                 dc: None,
@@ -579,11 +583,21 @@ impl Nic {
                     q.max_dest_rd_atomic = MAX_RD_ATOMIC;
                     q.state = QpState::Rtr;
                 }
-                QpTransition::Init { port, access } => {
+                QpTransition::Init {
+                    port,
+                    access,
+                    pkey_index,
+                } => {
                     expect(q.state, QpState::Reset)?;
                     check_access_bits(access)?;
                     if port == 0 || port > ports {
                         return Err(HwError::InvalidParam("port"));
+                    }
+                    // The kernel refuses an index at or beyond the port's P_Key table
+                    // (mlx5_ib_modify_qp: pkey_index >= pkey_table_len, EINVAL); the
+                    // model's table holds the default P_Key alone (docs/model.md).
+                    if pkey_index >= PKEY_TABLE_LEN {
+                        return Err(HwError::InvalidParam("pkey_index"));
                     }
                     q.access = access;
                     q.state = QpState::Init;
@@ -595,10 +609,12 @@ impl Nic {
                     rq_psn,
                     path_mtu,
                     max_dest_rd_atomic,
+                    sl,
                     ..
                 } => {
                     expect(q.state, QpState::Init)?;
                     check_mtu(path_mtu)?;
+                    at_most(sl, 15, "sl")?;
                     // Checked like mlx5_ib_modify_qp; the value itself never binds (see
                     // docs/model.md, "READ and atomic depth").
                     at_most(max_dest_rd_atomic, MAX_RD_ATOMIC, "max_dest_rd_atomic")?;
@@ -610,6 +626,7 @@ impl Nic {
                     q.rq_psn = rq_psn & PSN_MASK;
                     q.mtu = path_mtu;
                     q.max_dest_rd_atomic = max_dest_rd_atomic;
+                    q.sl = sl;
                     q.state = QpState::Rtr;
                 }
                 QpTransition::Rts {
@@ -671,6 +688,11 @@ impl Nic {
                 rq_psn: q.rq_psn,
             })
         })
+    }
+
+    /// The service level of a connected QP's primary path, as the last RTR set it (0 before any).
+    pub fn qp_sl(&self, qpn: u32) -> Result<u8, HwError> {
+        self.with(|n| slot(&mut n.qps, qpn, QPN_BASE).map(|q| q.sl))
     }
 
     /// Destroy a QP (any state).

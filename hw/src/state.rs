@@ -174,6 +174,8 @@ pub(crate) struct Qp {
     pub(crate) head_psn: Option<u32>,
     pub(crate) retry_cnt: u8,
     pub(crate) rnr_retry: u8,
+    /// Service level of the primary path (RTR).
+    pub(crate) sl: u8,
     /// User index written into CQEs under CQE version 1.
     pub(crate) user_index: u32,
     /// A DCT's access key (set at RTR).

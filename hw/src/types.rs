@@ -342,6 +342,8 @@ pub enum QpTransition {
         port: u8,
         /// Remote access rights granted by the QP.
         access: Access,
+        /// P_Key table index (`IBV_QP_PKEY_INDEX`): below the port's table length.
+        pkey_index: u16,
     },
     /// INIT -> RTR.
     Rtr {
@@ -359,6 +361,8 @@ pub enum QpTransition {
         max_dest_rd_atomic: u8,
         /// RNR NAK timer code.
         min_rnr_timer: u8,
+        /// Service level of the primary path (4 bits).
+        sl: u8,
     },
     /// RTR -> RTS.
     Rts {

@@ -411,6 +411,7 @@ fn read_or_atomic_depth_above_the_device_limit_is_refused() {
     let init = mlx5_hw::QpTransition::Init {
         port: 1,
         access: all_access(),
+        pkey_index: 0,
     };
     let rtr = |depth| mlx5_hw::QpTransition::Rtr {
         dest_lid: 1,
@@ -420,6 +421,7 @@ fn read_or_atomic_depth_above_the_device_limit_is_refused() {
         path_mtu: 1024,
         max_dest_rd_atomic: depth,
         min_rnr_timer: 0,
+        sl: 0,
     };
     let rts = |depth| mlx5_hw::QpTransition::Rts {
         sq_psn: 0,
@@ -549,6 +551,7 @@ fn send_in_init_is_local_qp_op_err() {
         &mlx5_hw::QpTransition::Init {
             port: 1,
             access: all_access(),
+            pkey_index: 0,
         },
     )
     .unwrap();

@@ -402,6 +402,7 @@ fn connect_depth(a: &Side, b: &Side, depth: u8) {
         mlx5_hw::QpTransition::Init {
             port: 1,
             access: all_access(),
+            pkey_index: 0,
         },
         mlx5_hw::QpTransition::Rtr {
             dest_lid: b.nic.lid(),
@@ -411,6 +412,7 @@ fn connect_depth(a: &Side, b: &Side, depth: u8) {
             path_mtu: 1024,
             max_dest_rd_atomic: depth,
             min_rnr_timer: 1,
+            sl: 0,
         },
         mlx5_hw::QpTransition::Rts {
             sq_psn: 0x100,

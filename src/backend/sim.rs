@@ -714,15 +714,21 @@ impl Backend for Sim {
 
     fn modify_qp(&self, qp: &SimQp, transition: &Transition) -> Result<(), Error> {
         let t = match *transition {
-            Transition::Init { port, access } => hw::QpTransition::Init {
+            Transition::Init {
+                port,
+                access,
+                pkey_index,
+            } => hw::QpTransition::Init {
                 port,
                 access: hw_access(access),
+                pkey_index,
             },
             Transition::Rtr {
                 remote,
                 path_mtu,
                 max_dest_rd_atomic,
                 min_rnr_timer,
+                sl,
                 ..
             } => hw::QpTransition::Rtr {
                 dest_lid: remote.lid,
@@ -732,6 +738,7 @@ impl Backend for Sim {
                 path_mtu,
                 max_dest_rd_atomic,
                 min_rnr_timer,
+                sl,
             },
             Transition::Rts {
                 sq_psn,

@@ -539,6 +539,7 @@ pub fn connect_one(a: &Side, b: &Side, c: Conn) {
         &QpTransition::Init {
             port: 1,
             access: c.access,
+            pkey_index: 0,
         },
     )
     .unwrap();
@@ -552,6 +553,7 @@ pub fn connect_one(a: &Side, b: &Side, c: Conn) {
             path_mtu: c.mtu,
             max_dest_rd_atomic: 4,
             min_rnr_timer: 1,
+            sl: 0,
         },
     )
     .unwrap();

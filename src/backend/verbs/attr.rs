@@ -69,9 +69,13 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
     // valid value of each field and what rdma-core's own examples start from.
     let mut attr: ibv_qp_attr = unsafe { core::mem::zeroed() };
     let mask = match *transition {
-        Transition::Init { port, access } => {
+        Transition::Init {
+            port,
+            access,
+            pkey_index,
+        } => {
             attr.qp_state = ibv_qp_state::IBV_QPS_INIT;
-            attr.pkey_index = 0;
+            attr.pkey_index = pkey_index;
             attr.port_num = port;
             attr.qp_access_flags = access.0;
             m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT | m::IBV_QP_ACCESS_FLAGS
@@ -83,15 +87,19 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
             min_rnr_timer,
             hop_limit,
             traffic_class,
+            sl,
+            flow_label,
         } => {
             attr.qp_state = ibv_qp_state::IBV_QPS_RTR;
             attr.path_mtu = path.mtu(path_mtu)?;
             attr.dest_qp_num = remote.qpn;
+            attr.ah_attr.sl = sl;
             attr.rq_psn = remote.psn;
             attr.max_dest_rd_atomic = max_dest_rd_atomic;
             attr.min_rnr_timer = min_rnr_timer;
             if local_path(&mut attr, path, hop_limit, traffic_class) {
                 attr.ah_attr.grh.dgid.raw = remote.gid;
+                attr.ah_attr.grh.flow_label = flow_label;
             } else {
                 attr.ah_attr.dlid = remote.lid;
             }
@@ -252,6 +260,8 @@ mod tests {
             min_rnr_timer: 12,
             hop_limit: 64,
             traffic_class: 0x60,
+            sl: 5,
+            flow_label: 0xabcde,
         }
     }
 
@@ -285,6 +295,7 @@ mod tests {
         let t = Transition::Init {
             port: 2,
             access: Access::REMOTE_WRITE | Access::REMOTE_READ,
+            pkey_index: 3,
         };
         let (attr, mask) = qp_attr(&t, &IB).unwrap();
         assert_eq!(
@@ -295,7 +306,7 @@ mod tests {
         assert_eq!(attr.qp_state, ibv_qp_state::IBV_QPS_INIT);
         assert_eq!(
             (attr.port_num, attr.pkey_index, attr.qp_access_flags),
-            (2, 0, 6)
+            (2, 3, 6)
         );
     }
 
@@ -310,7 +321,8 @@ mod tests {
         assert_eq!((attr.dest_qp_num, attr.rq_psn), (0x1234, 77));
         assert_eq!((attr.max_dest_rd_atomic, attr.min_rnr_timer), (16, 12));
         assert_eq!((attr.ah_attr.dlid, attr.ah_attr.port_num), (0x12, 2));
-        assert_eq!(attr.ah_attr.is_global, 0);
+        assert_eq!((attr.ah_attr.sl, attr.ah_attr.is_global), (5, 0));
+        assert_eq!(attr.ah_attr.grh.flow_label, 0, "no GRH, no flow label");
     }
 
     #[test]
@@ -329,6 +341,7 @@ mod tests {
             (grh.sgid_index, grh.hop_limit, grh.traffic_class),
             (3, 64, 0x60)
         );
+        assert_eq!((grh.flow_label, attr.ah_attr.sl), (0xabcde, 5));
         assert_eq!(attr.ah_attr.port_num, 1);
     }
 
