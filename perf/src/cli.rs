@@ -333,16 +333,16 @@ pub struct BenchArgs {
     /// Local ACK timeout exponent (4.096 us x 2^N; 0..31).
     #[arg(short = 'u', long = "qp-timeout", default_value_t = 14, value_parser = clap::value_parser!(u8).range(..32))]
     pub qp_timeout: u8,
-    /// Service level: only 0 (the driver's connect options carry no SL yet).
+    /// Service level (0..15).
     #[arg(short = 'S', long = "sl", default_value_t = 0)]
     pub sl: u8,
     /// GRH traffic class (RoCE, and InfiniBand with -x; the model ignores it).
     #[arg(long = "tclass", default_value_t = 0)]
     pub tclass: u8,
-    /// GRH flow label: only 0 (the driver's connect options carry no flow label yet).
+    /// GRH flow label (20 bits; RoCE: InfiniBand sends no GRH here, as perftest without -x).
     #[arg(long = "flow_label", default_value_t = 0)]
     pub flow_label: u32,
-    /// P_Key index: only 0 (the driver's connect options carry no P_Key index yet).
+    /// P_Key index (the device refuses one beyond its P_Key table).
     #[arg(long = "pkey_index", default_value_t = 0)]
     pub pkey_index: u16,
     /// Print one number per size instead of the report, for scripts: `bandwidth` or

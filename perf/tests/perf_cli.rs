@@ -824,6 +824,21 @@ fn mtu_and_timeout_reach_the_qp() {
 }
 
 #[test]
+fn sl_flow_label_and_pkey_index_reach_the_qp() {
+    for flag in [
+        ["-S", "7"],
+        ["--flow_label", "12345"],
+        ["--pkey_index", "0"],
+    ] {
+        let (ok, out, err) = perf(&["write_bw", "-n", "50", flag[0], flag[1]]);
+        assert!(ok, "{flag:?}: {err}");
+        assert!(out.contains("\n 65536           50 "), "{flag:?}: {out}");
+    }
+    // The model's P_Key table holds index 0 alone: the device refuses index 1 at INIT.
+    fails_with(&["write_bw", "-n", "50", "--pkey_index", "1"], "pkey_index");
+}
+
+#[test]
 fn perftest_flags_not_taken_say_why() {
     fails_with(
         &["write_bw", "--use_cuda=0"],

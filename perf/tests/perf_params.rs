@@ -4,7 +4,7 @@
 
 use clap::Parser;
 
-use mlx5_perf::bench::Params;
+use mlx5_perf::bench::{Local, Params};
 use mlx5_perf::cli::{parse_size, AtomicType, Cli};
 
 fn params(line: &str) -> Result<Params, String> {
@@ -12,6 +12,13 @@ fn params(line: &str) -> Result<Params, String> {
     let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
     let (test, args) = cli.command.bench().expect("a benchmark");
     Params::new(test, args)
+}
+
+/// This side's settings for `line`, as the binary takes them.
+fn local(line: &str) -> Local {
+    let argv = std::iter::once("mlx5-perf").chain(line.split_whitespace());
+    let cli = Cli::try_parse_from(argv).unwrap();
+    Local::new(cli.command.bench().expect("a benchmark").1)
 }
 
 fn ok(line: &str) -> Params {
@@ -212,10 +219,22 @@ fn fabric_flags_take_what_the_driver_carries() {
     assert!(params("write_bw -m 1024 -u 20 --tclass 96").is_ok());
     refused("write_bw -m 1000", "256, 512, 1024, 2048 or 4096");
     assert!(params("write_bw -u 32").is_err());
-    assert!(params("write_bw -S 0 --flow_label 0 --pkey_index 0").is_ok());
-    refused("write_bw -S 3", "-S (service level) 3: only 0 is supported");
-    refused("write_bw --flow_label 7", "--flow_label 7: only 0");
-    refused("write_bw --pkey_index 1", "--pkey_index 1: only 0");
+    for (line, want) in [
+        (
+            "write_bw -S 15 --flow_label 1048575 --pkey_index 3",
+            (15, 0xf_ffff, 3),
+        ),
+        ("write_bw", (0, 0, 0)),
+    ] {
+        ok(line);
+        let l = local(line);
+        assert_eq!((l.sl, l.flow_label, l.pkey_index), want, "{line}");
+    }
+    refused("write_bw -S 16", "-S 16: only 16 service levels (0..15)");
+    refused(
+        "write_bw --flow_label 1048576",
+        "--flow_label 1048576: the GRH flow label has 20 bits",
+    );
 }
 
 #[test]

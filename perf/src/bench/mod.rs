@@ -111,6 +111,12 @@ pub struct Local {
     pub qp_timeout: u8,
     /// GRH traffic class (`--tclass`).
     pub traffic_class: u8,
+    /// Service level (`-S`).
+    pub sl: u8,
+    /// GRH flow label (`--flow_label`).
+    pub flow_label: u32,
+    /// P_Key index (`--pkey_index`).
+    pub pkey_index: u16,
     /// Latency tests: spin this long before each post (`--latency_gap`).
     pub latency_gap: Duration,
     /// Latency tests: perftest's statistics (`--perftest-stats`) instead of ours.
@@ -141,6 +147,9 @@ impl Local {
             mtu: a.mtu,
             qp_timeout: a.qp_timeout,
             traffic_class: a.tclass,
+            sl: a.sl,
+            flow_label: a.flow_label,
+            pkey_index: a.pkey_index,
             latency_gap: Duration::from_micros(a.latency_gap),
             perftest_stats: a.perftest_stats,
             keep_samples: a.histogram || a.unsorted,

@@ -230,6 +230,9 @@ impl<B: Device> Side<B> {
             path_mtu: self.path_mtu(port)?,
             timeout: self.local.qp_timeout,
             traffic_class: self.local.traffic_class,
+            sl: self.local.sl,
+            flow_label: self.local.flow_label,
+            pkey_index: self.local.pkey_index,
             rd_atomic: self.out_reads(),
             ..ConnectOptions::default()
         };
