@@ -52,6 +52,7 @@ fn dc_pair(nic_cfg: NicConfig) -> (std::sync::Arc<Fabric>, Side, Side) {
         QpTransition::Init {
             port: 1,
             access: all_access(),
+            pkey_index: 0,
         },
         QpTransition::RtrDct {
             path_mtu: 1024,
