@@ -139,8 +139,11 @@ impl<U: Uar> SendQueue<U> {
                 (),
             )?
         };
+        // The first WQEBB, read through the ring that wrote it.
         let mut image = [0; SEND_WQE_BB];
-        image.copy_from_slice(&scratch.0[..SEND_WQE_BB]);
+        for (bytes, word) in image.chunks_exact_mut(8).zip(ring.read_block(0)) {
+            bytes.copy_from_slice(&word.to_ne_bytes());
+        }
         Ok(PreparedWr {
             wr: *wr,
             queue: self.id,
