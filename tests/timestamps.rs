@@ -209,3 +209,31 @@ fn cqs_without_timestamps_report_zero() {
     let (s, r) = (poll_one(&mut cq_a), poll_one(&mut cq_b));
     assert_eq!((s.wr_id, s.timestamp, r.wr_id, r.timestamp), (2, 0, 1, 0));
 }
+
+#[test]
+fn timestamps_cost_nothing_on_the_link() {
+    // The requester's PCIe traffic for one signaled inline WRITE, with and without
+    // timestamps: the same CQE write (every CQE carries the clock), nothing else.
+    let cost = |cq: &CqConfig| {
+        let Pair {
+            a,
+            mut cq_a,
+            cq_b: _cq_b,
+            mut qp_a,
+            qp_b: _qp_b,
+            mr_b,
+        } = pair(NicConfig::default(), cq);
+        write_one(&mut qp_a, &mut cq_a, &mr_b, 0);
+        let before = a.backend().nic().pcie();
+        write_one(&mut qp_a, &mut cq_a, &mr_b, 1);
+        a.backend().nic().pcie() - before
+    };
+    let (with, without) = (cost(&TIMESTAMPS), cost(&CqConfig::default()));
+    assert_eq!(with, without);
+    // One BlueFlame write down; up: the 64-byte CQE as one MWr, 64 + 24 bytes.
+    assert_eq!(
+        (with.mmio_writes, with.dma_reads, with.dma_writes),
+        (1, 0, 1)
+    );
+    assert_eq!(with.bytes_up, 88);
+}
