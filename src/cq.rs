@@ -270,6 +270,9 @@ pub(crate) struct QpEntry {
     pub(crate) sq: Arc<SqShared>,
     pub(crate) recv: RecvShared,
     pub(crate) errored: Arc<AtomicBool>,
+    /// A UD or UC QP's send-queue error flag: a requester error CQE sets this one alone
+    /// (the QP is in SQE, its receives go on); `None` for RC, whose errors all end in ERR.
+    pub(crate) sq_error: Option<Arc<AtomicBool>>,
 }
 
 /// The QPs attached to a CQ. Attaching happens on the slow path (any thread); the poller
@@ -677,7 +680,14 @@ impl QpTable {
                 let Some(qp) = self.lookup(qpn) else {
                     return unknown_qp(qpn, opcode);
                 };
-                qp.errored.store(true, Ordering::Relaxed);
+                match &qp.sq_error {
+                    Some(sq) if requester => sq.store(true, Ordering::Relaxed),
+                    Some(sq) => {
+                        sq.store(true, Ordering::Relaxed);
+                        qp.errored.store(true, Ordering::Relaxed);
+                    }
+                    None => qp.errored.store(true, Ordering::Relaxed),
+                }
                 let wr_id = if requester {
                     qp.sq.complete(error.wqe_counter)
                 } else {

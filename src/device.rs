@@ -35,11 +35,20 @@ fn lock_flags(flags: &ErrorFlags) -> MutexGuard<'_, HashMap<u32, Arc<AtomicBool>
     flags.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Sets the flag of object `number` in `flags`, if it has one.
+fn raise(flags: &ErrorFlags, number: u32) {
+    if let Some(flag) = lock_flags(flags).get(&number) {
+        flag.store(true, Ordering::Relaxed);
+    }
+}
+
 /// An opened device.
 #[derive(Debug)]
 pub struct Context<B: Backend> {
     backend: Arc<B>,
     qps: Arc<ErrorFlags>,
+    /// The send-queue error flags of UD and UC QPs, which a QP error sets too.
+    sq_errors: Arc<ErrorFlags>,
     cqs: Arc<ErrorFlags>,
     /// The channel of the CQs made by [`Context::create_cq`], made with the first of them.
     channel: Arc<Mutex<Option<CompChannel<B>>>>,
@@ -50,6 +59,7 @@ impl<B: Backend> Clone for Context<B> {
         Context {
             backend: self.backend.clone(),
             qps: self.qps.clone(),
+            sq_errors: self.sq_errors.clone(),
             cqs: self.cqs.clone(),
             channel: self.channel.clone(),
         }
@@ -62,6 +72,7 @@ impl<B: Backend> Context<B> {
         Context {
             backend: Arc::new(backend),
             qps: Arc::default(),
+            sq_errors: Arc::default(),
             cqs: Arc::default(),
             channel: Arc::default(),
         }
@@ -83,15 +94,12 @@ impl<B: Backend> Context<B> {
     }
 
     fn record(&self, event: Option<AsyncEvent>) -> Option<AsyncEvent> {
-        let failed = event.as_ref().and_then(|e| {
-            e.failed_qp()
-                .map(|qpn| (&self.qps, qpn))
-                .or(e.failed_cq().map(|cqn| (&self.cqs, cqn)))
-        });
-        if let Some((flags, number)) = failed {
-            if let Some(flag) = lock_flags(flags).get(&number) {
-                flag.store(true, Ordering::Relaxed);
-            }
+        if let Some(qpn) = event.as_ref().and_then(AsyncEvent::failed_qp) {
+            raise(&self.qps, qpn);
+            raise(&self.sq_errors, qpn);
+        }
+        if let Some(cqn) = event.as_ref().and_then(AsyncEvent::failed_cq) {
+            raise(&self.cqs, cqn);
         }
         event
     }
@@ -382,17 +390,21 @@ impl<B: Backend> ProtectionDomain<B> {
             });
         }
         let errored = Arc::new(AtomicBool::new(false));
+        // UD and UC have a send-queue error state: their send queue refuses posts on a flag
+        // of its own, which a QP error sets too.
+        let sq_error = matches!(config.transport, Transport::Ud | Transport::Uc)
+            .then(|| Arc::new(AtomicBool::new(false)));
         let sq_shared = Arc::new(SqShared::new(parts.sq.wqe_cnt));
+        let sq_flag = sq_error.clone().unwrap_or_else(|| errored.clone());
         // SAFETY: the descriptions stay valid while `parts.handle` lives; the QP drops its
         // queues before the handle (field order).
-        let mut sq =
-            unsafe { SendQueue::new(&parts.sq, parts.uar, sq_shared.clone(), errored.clone()) };
+        let mut sq = unsafe { SendQueue::new(&parts.sq, parts.uar, sq_shared.clone(), sq_flag) };
         let ud = config.transport == Transport::Ud;
-        if ud {
-            sq.make_ud(&parts.sq);
-        }
-        if dci {
-            sq.make_dci(&parts.sq);
+        match config.transport {
+            Transport::Rc | Transport::Dct => {}
+            Transport::Ud => sq.make_ud(&parts.sq),
+            Transport::Uc => sq.make_uc(),
+            Transport::Dci => sq.make_dci(&parts.sq),
         }
         let (rq, recv) = match (&parts.rq, srq) {
             (_, Some(srq)) => (None, RecvShared::Srq(srq.inner.shared.clone())),
@@ -417,10 +429,14 @@ impl<B: Backend> ProtectionDomain<B> {
             sq: sq_shared,
             recv,
             errored: errored.clone(),
+            sq_error: sq_error.clone(),
         };
         send_cq.inner.attachments.attach(entry.clone());
         recv_cq.inner.attachments.attach(entry);
         lock_flags(&ctx.qps).insert(parts.qpn, errored.clone());
+        if let Some(flag) = &sq_error {
+            lock_flags(&ctx.sq_errors).insert(parts.qpn, flag.clone());
+        }
         Ok(Qp {
             sq,
             rq,
@@ -431,6 +447,7 @@ impl<B: Backend> ProtectionDomain<B> {
                 qpn: parts.qpn,
                 transport: config.transport,
                 errored,
+                sq_error,
                 seq: Mutex::new(Sequence {
                     psn: random_psn(),
                     peer: None,
@@ -832,6 +849,8 @@ struct QpCore<B: Backend> {
     qpn: u32,
     transport: Transport,
     errored: Arc<AtomicBool>,
+    /// The send-queue error flag of a UD or UC QP (see `QpEntry::sq_error`).
+    sq_error: Option<Arc<AtomicBool>>,
     /// The packet sequence numbers of the QP's connections (slow path only).
     seq: Mutex<Sequence>,
     send_cq: Arc<CqInner<B>>,
@@ -844,6 +863,12 @@ impl<B: Backend> QpCore<B> {
     fn state(&self, recorded: QpState) -> QpState {
         if self.errored.load(Ordering::Relaxed) {
             QpState::Err
+        } else if self
+            .sq_error
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+        {
+            QpState::Sqe
         } else {
             recorded
         }
@@ -883,6 +908,7 @@ impl<B: Backend> Drop for QpCore<B> {
         self.send_cq.attachments.detach(self.qpn);
         self.recv_cq.attachments.detach(self.qpn);
         lock_flags(&self._pd.ctx.qps).remove(&self.qpn);
+        lock_flags(&self._pd.ctx.sq_errors).remove(&self.qpn);
     }
 }
 
@@ -1145,10 +1171,13 @@ impl<B: Backend> Qp<B> {
     pub fn connect(&mut self, remote: &Endpoint, options: &ConnectOptions) -> Result<(), Error> {
         options.validate()?;
         let caps = self.ctx().caps();
+        let uc = self.core.transport == Transport::Uc;
         if self.state() == QpState::Reset {
-            let access = options
-                .access
-                .unwrap_or(Access::remote_default(caps.atomics));
+            let access = options.access.unwrap_or(if uc {
+                Access::REMOTE_WRITE
+            } else {
+                Access::remote_default(caps.atomics)
+            });
             self.init_with_pkey(
                 options.port.unwrap_or(self.port),
                 access,
@@ -1169,12 +1198,24 @@ impl<B: Backend> Qp<B> {
             };
             (expected, seq.psn)
         };
-        self.modify(
-            Transition::Rtr {
-                remote: Endpoint {
-                    psn: expected,
-                    ..*remote
-                },
+        let to = Endpoint {
+            psn: expected,
+            ..*remote
+        };
+        if uc {
+            // UC: no READ / atomic depth, no RNR timer, no ACK timeout, no retries.
+            let rtr = Transition::RtrUc {
+                remote: to,
+                path_mtu: options.path_mtu,
+                hop_limit: options.hop_limit,
+                traffic_class: options.traffic_class,
+            };
+            self.modify(rtr, QpState::Rtr)?;
+            self.modify(Transition::RtsUc { sq_psn: psn }, QpState::Rts)?;
+            self.sq.set_ready(true);
+        } else {
+            let rtr = Transition::Rtr {
+                remote: to,
                 path_mtu: options.path_mtu,
                 max_dest_rd_atomic: options.rd_atomic.min(caps.max_dest_rd_atomic),
                 min_rnr_timer: options.min_rnr_timer,
@@ -1182,10 +1223,10 @@ impl<B: Backend> Qp<B> {
                 traffic_class: options.traffic_class,
                 sl: options.sl,
                 flow_label: options.flow_label,
-            },
-            QpState::Rtr,
-        )?;
-        self.enter_rts(psn, options, &caps)?;
+            };
+            self.modify(rtr, QpState::Rtr)?;
+            self.enter_rts(psn, options, &caps)?;
+        }
         let mut seq = self.core.seq();
         seq.peer = Some(*remote);
         seq.resume = None;
@@ -1234,6 +1275,27 @@ impl<B: Backend> Qp<B> {
             rq.reset();
         }
         self.core.errored.store(false, Ordering::Relaxed);
+        if let Some(f) = &self.core.sq_error {
+            f.store(false, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Takes a UD or UC QP in the send-queue error state back to RTS (SQE → RTS): after a
+    /// send failed, the device flushed the rest of the send queue and went on receiving;
+    /// poll the error and flush CQEs first, then post again. Refused in any other state
+    /// (an RC QP never enters SQE).
+    pub fn recover_sq(&mut self) -> Result<(), Error> {
+        if self.state() != QpState::Sqe {
+            return Err(Error::WrongState {
+                operation: "recover the send queue",
+                state: self.state(),
+            });
+        }
+        self.modify(Transition::SqeToRts, QpState::Rts)?;
+        if let Some(f) = &self.core.sq_error {
+            f.store(false, Ordering::Relaxed);
+        }
         Ok(())
     }
 
@@ -1397,6 +1459,7 @@ impl<B: Backend> Dct<B> {
             sq: Arc::new(SqShared::new(1)),
             recv: RecvShared::Srq(self.srq.shared.clone()),
             errored: Arc::new(AtomicBool::new(false)),
+            sq_error: None,
         });
         self.number = Some(number);
         Ok(())

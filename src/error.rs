@@ -57,7 +57,8 @@ pub enum PostError {
     /// The QP is not ready to receive (in RESET or in error).
     NotReadyToReceive,
     /// The operation, or the post entry, is not one of the QP's transport: UD takes SEND and
-    /// SEND with immediate through `post_ud` only, RC takes no `post_ud`.
+    /// SEND with immediate through `post_ud` only, RC and UC take no `post_ud`, UC takes no
+    /// READ and no atomic.
     WrongTransport {
         /// The QP's transport.
         transport: crate::types::Transport,

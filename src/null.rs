@@ -74,6 +74,7 @@ impl NullQueues {
         attachments.attach(QpEntry {
             qpn: NULL_QPN,
             sq: sq_shared.clone(),
+            sq_error: None,
             recv: RecvShared::Rq(Arc::new(RqShared::new(1))),
             errored: errored.clone(),
         });

@@ -26,32 +26,39 @@ use crate::error::Error;
 use crate::prm::{DS, SEND_WQE_BB};
 use crate::types::{DeviceCaps, QpConfig, QpSizes, Transport};
 
-/// `sizeof(struct mlx5_wqe_datagram_seg)`: what rdma-core adds to a DCI's send overhead.
-const DCI_AV: u32 = 48;
-
-/// `_sq_overhead` (verbs.c) of an RC QP created for the operations this driver posts
-/// (`IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`: SEND, SEND_WITH_IMM, SEND_WITH_INV, RDMA_WRITE,
-/// RDMA_WRITE_WITH_IMM, RDMA_READ, and with `atomics` ATOMIC_CMP_AND_SWP and
-/// ATOMIC_FETCH_AND_ADD; never LOCAL_INV or BIND_MW, which would size every WQE for a
-/// 192-byte memory-window WQE): the largest fixed part of its WQEs, control 16 + remote
-/// address 16, + atomic 16 with atomics. The masked atomics have no verbs flag; with one data
-/// segment they need at most the 80 bytes of an 8-byte masked compare-and-swap, and every
-/// send queue accepts WQEs up to the device's largest ([`DeviceCaps::max_wqe_size`]).
-pub fn sq_overhead(atomics: bool) -> u32 {
+/// `_sq_overhead` (verbs.c) of a QP of `transport` created for the operations this driver
+/// posts on it (`IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`, never LOCAL_INV or BIND_MW, which would
+/// size every WQE for a 192-byte memory-window WQE): the largest fixed part of its WQEs.
+/// - RC (SEND, SEND_WITH_IMM, SEND_WITH_INV, RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ,
+///   and with `atomics` ATOMIC_CMP_AND_SWP and ATOMIC_FETCH_AND_ADD): control 16 + remote
+///   address 16, + atomic 16 with atomics. The masked atomics have no verbs flag; with one
+///   data segment they need at most the 80 bytes of an 8-byte masked compare-and-swap, and
+///   every send queue accepts WQEs up to the device's largest
+///   ([`DeviceCaps::max_wqe_size`]).
+/// - UC (the RC operations without READ and atomics, `MLX5_SUPPORTED_SEND_OPS_FLAGS_UC`):
+///   control 16 + remote address 16, whatever `atomics` says.
+/// - UD (SEND and SEND_WITH_IMM, `MLX5_SUPPORTED_SEND_OPS_FLAGS_UD`): control 16 +
+///   datagram segment 48 (`IBV_QPT_UD` adds `sizeof(struct mlx5_wqe_datagram_seg)`).
+/// - DCI: RC's + the datagram segment 48 (`IBV_QPT_DRIVER` with `MLX5DV_DCTYPE_DCI` falls
+///   through to UD's case). A DCT has no send queue: RC's value, unused.
+pub fn sq_overhead(transport: Transport, atomics: bool) -> u32 {
     let ds = DS as u32;
-    if atomics {
-        3 * ds
-    } else {
-        2 * ds
+    let rc = if atomics { 3 * ds } else { 2 * ds };
+    let av = size_of::<crate::prm::Av>() as u32;
+    match transport {
+        Transport::Rc | Transport::Dct => rc,
+        Transport::Uc => 2 * ds,
+        Transport::Ud => ds + av,
+        Transport::Dci => rc + av,
     }
 }
 
-/// The room rdma-core leaves after the fixed segments in a send WQE on a device whose
+/// The room rdma-core leaves after the fixed segments in an RC send WQE on a device whose
 /// largest WQE is `max_wqe_size` bytes: the WQE is rounded up to 64 bytes and must still fit
 /// (`mlx5_calc_sq_size`: `wqe_size > max_sq_desc_sz` is `EINVAL`).
 fn room(max_wqe_size: u32, atomics: bool) -> u32 {
     let whole = max_wqe_size / SEND_WQE_BB as u32 * SEND_WQE_BB as u32;
-    whole.saturating_sub(sq_overhead(atomics))
+    whole.saturating_sub(sq_overhead(Transport::Rc, atomics))
 }
 
 /// The largest inline payload rdma-core sizes a send WQE for on a device whose largest WQE
@@ -94,14 +101,8 @@ impl QpConfig {
                 "a QP without an SRQ needs a receive queue of at least one WQE",
             ));
         }
-        // mlx5_calc_send_wqe; a DCI's WQEs carry the 48-byte address vector too
-        // (`_sq_overhead`: the largest RC part + `sizeof(struct mlx5_wqe_datagram_seg)`).
-        let overhead = sq_overhead(caps.atomics)
-            + if self.transport == Transport::Dci {
-                DCI_AV
-            } else {
-                0
-            };
+        // mlx5_calc_send_wqe.
+        let overhead = sq_overhead(self.transport, caps.atomics);
         if overhead + self.max_send_sge * ds > caps.max_wqe_size {
             return Err(Error::InvalidArgument(
                 "the gather list does not fit the device's largest WQE",
@@ -208,6 +209,51 @@ mod tests {
         // Without atomics the overhead is 32: 32 + 224 = 256, 64 WRs.
         let s = c.check(&connectx(false), false).unwrap();
         assert_eq!((s.send_wqe_size, s.max_send_wr), (256, 64));
+    }
+
+    #[test]
+    fn uc_and_ud_sq_overheads_are_rdma_cores() {
+        // UC: ctrl + raddr whatever the device's atomics; UD: ctrl + the 48-byte AV.
+        assert_eq!(sq_overhead(Transport::Uc, true), 32);
+        assert_eq!(sq_overhead(Transport::Ud, true), 64);
+        assert_eq!(sq_overhead(Transport::Ud, false), 64);
+        // DCI: RC's + the AV.
+        assert_eq!(sq_overhead(Transport::Dci, true), 96);
+        assert_eq!(sq_overhead(Transport::Dci, false), 80);
+        let uc = QpConfig {
+            transport: Transport::Uc,
+            ..QpConfig::default()
+        };
+        // 32 + align16(4 + 220) = 256: 64 WRs, where an RC QP on the same device gets 51.
+        let s = uc.check(&connectx(true), false).unwrap();
+        assert_eq!((s.send_wqe_size, s.max_send_wr), (256, 64));
+        // UD with no inline and one SGE: 64 + 16 = 80 -> a 128-byte WQE, so rdma-core
+        // reports 128 - 64 - 4 = 60 bytes of inline (prm-facts-next 1.2).
+        let ud = QpConfig {
+            transport: Transport::Ud,
+            max_inline: 0,
+            max_send_sge: 1,
+            ..QpConfig::default()
+        };
+        let s = ud.check(&connectx(true), false).unwrap();
+        assert_eq!(s.send_wqe_size, 128);
+        let ud188 = QpConfig {
+            max_inline: 188,
+            ..ud
+        };
+        // 64 + align16(192) = 256: UCX's and perftest's UD inline limit fills 4 WQEBBs.
+        assert_eq!(
+            ud188.check(&connectx(true), false).unwrap().send_wqe_size,
+            256
+        );
+        let ud189 = QpConfig {
+            max_inline: 189,
+            ..ud
+        };
+        assert_eq!(
+            ud189.check(&connectx(true), false).unwrap().send_wqe_size,
+            320
+        );
     }
 
     #[test]

@@ -257,6 +257,10 @@ pub enum Transport {
     /// DC target: executes the requests of every DCI that carries its DC key, its receives
     /// from an SRQ. Not a QP of [`QpConfig`]: [`ProtectionDomain::create_dct`](crate::ProtectionDomain::create_dct).
     Dct,
+    /// Unreliable connection: SEND, WRITE and their immediate forms to the one connected QP
+    /// (no READ, no atomics); no acknowledgements, no retries: a send completes when it
+    /// has left, and a message that loses a packet is dropped by the responder unseen.
+    Uc,
 }
 
 /// The global route of an address handle (`ibv_global_route`): sent as a GRH.
@@ -314,6 +318,9 @@ pub enum QpState {
     Rtr,
     /// Ready to send.
     Rts,
+    /// Send queue error (UD and UC): a send failed and the rest of the send queue was
+    /// flushed; receives go on. [`Qp::recover_sq`](crate::Qp::recover_sq) returns to RTS.
+    Sqe,
     /// A WQE failed: everything outstanding is flushed; reset to reuse.
     Err,
 }
@@ -363,6 +370,23 @@ pub enum Transition {
         /// Outgoing READ / atomic depth.
         max_rd_atomic: u8,
     },
+    /// INIT → RTR of a UC QP (`IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+    /// IBV_QP_RQ_PSN`: no READ / atomic depth, no RNR timer).
+    RtrUc {
+        /// The peer.
+        remote: Endpoint,
+        /// Path MTU in bytes.
+        path_mtu: u32,
+        /// GRH hop limit (RoCE; InfiniBand within a subnet sends no GRH).
+        hop_limit: u8,
+        /// GRH traffic class (RoCE).
+        traffic_class: u8,
+    },
+    /// RTR → RTS of a UC QP (`IBV_QP_SQ_PSN` only: no timeout, retries or READ depth).
+    RtsUc {
+        /// First PSN sent.
+        sq_psn: u32,
+    },
     /// RESET → INIT of a UD QP (`IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY`).
     InitUd {
         /// Port (from 1).
@@ -403,6 +427,8 @@ pub enum Transition {
         /// GRH traffic class (RoCE).
         traffic_class: u8,
     },
+    /// SQE → RTS of a UD or UC QP (`IBV_QP_STATE | IBV_QP_CUR_STATE`, current state SQE).
+    SqeToRts,
     /// → ERR.
     Err,
     /// → RESET.
@@ -478,17 +504,18 @@ pub struct ConnectOptions {
     /// unless `Qp::init` named another.
     pub port: Option<u8>,
     /// Rights granted to the peer on this QP; `None`: REMOTE_WRITE and REMOTE_READ, and
-    /// REMOTE_ATOMIC when the device executes atomics ([`DeviceCaps::atomics`]).
+    /// REMOTE_ATOMIC when the device executes atomics ([`DeviceCaps::atomics`]); on a UC
+    /// QP (which takes no READ or atomic) REMOTE_WRITE alone.
     pub access: Option<Access>,
     /// Path MTU in bytes.
     pub path_mtu: u32,
-    /// Local ACK timeout code.
+    /// Local ACK timeout code (RC; UC has no ACKs).
     pub timeout: u8,
-    /// Transport retries.
+    /// Transport retries (RC; UC does not retry).
     pub retry_cnt: u8,
-    /// RNR retries (7 = forever).
+    /// RNR retries, 7 = forever (RC; UC has no RNR).
     pub rnr_retry: u8,
-    /// RNR NAK timer code.
+    /// RNR NAK timer code (RC).
     pub min_rnr_timer: u8,
     /// READ / atomic depth, both directions, at most the device's
     /// ([`DeviceCaps::max_rd_atomic`] outgoing, [`DeviceCaps::max_dest_rd_atomic`]

@@ -4,11 +4,12 @@
 
 mod common;
 
+use common::bodies::expect_sqe_after_a_bad_key;
 use common::{assert_empty, poll_n, side, Side};
 use mlx5_direct::backend::sim::{Fabric, Sim};
 use mlx5_direct::{
-    AddressHandle, AhAttr, Completion, Data, GlobalRoute, PostError, QpConfig, SendFlags, SendOp,
-    SendWr, Status, Transport, WcOpcode, UD_GRH_BYTES,
+    AddressHandle, AhAttr, Completion, Data, GlobalRoute, PostError, QpConfig, QpState, SendFlags,
+    SendOp, SendWr, Status, Transport, WcOpcode, UD_GRH_BYTES,
 };
 
 const QKEY: u32 = 0x1100_2233;
@@ -312,6 +313,55 @@ fn hostile_posts_are_refused_before_anything_is_written() {
         .unwrap();
     poll_n(&mut a, 1);
     assert_eq!(poll_n(&mut b, 1)[0].byte_len, 40 + 4096);
+}
+
+#[test]
+fn a_failed_send_leaves_the_qp_in_sqe_receiving_until_recovered() {
+    let fabric = Fabric::new();
+    let (mut a, mut b) = ud_pair(&fabric);
+    let (ah_ab, ah_ba) = (ah_to(&a, &b), ah_to(&b, &a));
+    let (to_b, to_a) = (ah_ab.dest(b.qp.qpn(), QKEY), ah_ba.dest(a.qp.qpn(), QKEY));
+    let mut bad = a.mr.sge(0, 8);
+    bad.lkey ^= 0x100;
+    // A send whose key the device does not know, then one posted before its error is seen.
+    a.qp.sq()
+        .post_ud(send(Data::Sges(&[bad]), SendOp::Send), &to_b)
+        .unwrap();
+    a.qp.sq()
+        .post_ud(send(Data::Inline(b"behind"), SendOp::Send), &to_b)
+        .unwrap();
+    // SQE, not ERR: the send queue refuses posts, receives go on.
+    expect_sqe_after_a_bad_key(&mut a);
+    assert_eq!(
+        a.qp.sq()
+            .post_ud(send(Data::Inline(b"no"), SendOp::Send), &to_b),
+        Err(PostError::NotReadyToSend)
+    );
+    post_recv(&mut a, 5, 0);
+    b.qp.sq()
+        .post_ud(send(Data::Inline(b"still here"), SendOp::Send), &to_a)
+        .unwrap();
+    poll_n(&mut b, 1);
+    let r = poll_n(&mut a, 1)[0];
+    assert_eq!(
+        (r.wr_id, r.status, r.byte_len),
+        (5, Status::Success, 40 + 10)
+    );
+    assert_empty(&mut b);
+    // SQE -> RTS, and the queue sends again.
+    a.qp.recover_sq().unwrap();
+    assert_eq!(a.qp.state(), QpState::Rts);
+    post_recv(&mut b, 6, 0);
+    a.qp.sq()
+        .post_ud(send(Data::Inline(b"back"), SendOp::Send), &to_b)
+        .unwrap();
+    assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
+    assert_eq!(poll_n(&mut b, 1)[0].byte_len, 44);
+    // Only from SQE.
+    assert!(matches!(
+        a.qp.recover_sq(),
+        Err(mlx5_direct::Error::WrongState { .. })
+    ));
 }
 
 /// Requests and responses over UD SEND, 64 outstanding: each request names its slot in the

@@ -83,6 +83,7 @@ on_hardware!(
     queues_are_sized_by_rdma_cores_formula,
     connecting_takes_the_port_depth_and_rights_of_the_device,
     hw_timestamps_convert_with_the_clock_page,
+    uc_operations_complete_and_read_is_refused,
 );
 
 #[test]

@@ -39,6 +39,7 @@ mod resp;
 mod sq;
 mod state;
 mod types;
+mod uc;
 mod ud;
 mod wqe;
 mod xfer;

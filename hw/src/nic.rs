@@ -618,16 +618,36 @@ impl Nic {
                     // Checked like mlx5_ib_modify_qp; the value itself never binds (see
                     // docs/model.md, "READ and atomic depth").
                     at_most(max_dest_rd_atomic, MAX_RD_ATOMIC, "max_dest_rd_atomic")?;
-                    q.dest = Dest {
+                    let dest = Dest {
                         lid: dest_lid,
                         gid: dest_gid,
                         qpn: dest_qpn & 0xff_ffff,
                     };
-                    q.rq_psn = rq_psn & PSN_MASK;
-                    q.mtu = path_mtu;
+                    set_rtr(q, dest, rq_psn, path_mtu);
                     q.max_dest_rd_atomic = max_dest_rd_atomic;
                     q.sl = sl;
                     q.state = QpState::Rtr;
+                }
+                QpTransition::RtrUc {
+                    dest_lid,
+                    dest_gid,
+                    dest_qpn,
+                    rq_psn,
+                    path_mtu,
+                } => {
+                    let dest = Dest {
+                        lid: dest_lid,
+                        gid: dest_gid,
+                        qpn: dest_qpn & 0xff_ffff,
+                    };
+                    expect(q.state, QpState::Init)?;
+                    check_mtu(path_mtu)?;
+                    set_rtr(q, dest, rq_psn, path_mtu);
+                }
+                QpTransition::RtsUc { sq_psn } => {
+                    expect(q.state, QpState::Rtr)?;
+                    q.sq_psn = sq_psn & PSN_MASK;
+                    q.state = QpState::Rts;
                 }
                 QpTransition::Rts {
                     sq_psn,
@@ -644,6 +664,11 @@ impl Nic {
                     q.retry_cnt = retry_cnt;
                     q.rnr_retry = rnr_retry;
                     q.max_rd_atomic = max_rd_atomic;
+                    q.state = QpState::Rts;
+                }
+                QpTransition::SqeToRts => {
+                    // Only a UD or UC QP ever enters SQE.
+                    expect(q.state, QpState::Sqe)?;
                     q.state = QpState::Rts;
                 }
                 QpTransition::Err => fail(n, qpi),
@@ -983,7 +1008,12 @@ fn transition_of(transport: Transport, t: &QpTransition) -> bool {
         ),
         Transport::Ud => matches!(
             t,
-            T::InitUd { .. } | T::RtrUd | T::RtsUd { .. } | T::Err | T::Reset
+            T::InitUd { .. } | T::RtrUd | T::RtsUd { .. } | T::SqeToRts | T::Err | T::Reset
+        ),
+        // INIT as RC's; RTR and RTS without READ depth, RNR timer, timeout or retries.
+        Transport::Uc => matches!(
+            t,
+            T::Init { .. } | T::RtrUc { .. } | T::RtsUc { .. } | T::SqeToRts | T::Err | T::Reset
         ),
         Transport::Dci => matches!(
             t,
@@ -1008,6 +1038,14 @@ fn at_most(v: u8, max: u8, what: &'static str) -> Result<(), HwError> {
     } else {
         Ok(())
     }
+}
+
+/// INIT -> RTR of a connected QP (RC or UC): the peer, the expected PSN, the path MTU.
+fn set_rtr(q: &mut crate::state::Qp, dest: Dest, rq_psn: u32, path_mtu: u32) {
+    q.dest = dest;
+    q.rq_psn = rq_psn & PSN_MASK;
+    q.mtu = path_mtu;
+    q.state = QpState::Rtr;
 }
 
 fn expect(have: QpState, want: QpState) -> Result<(), HwError> {

@@ -48,14 +48,25 @@ pub(crate) fn sq_producer(q: &Qp) -> Option<u16> {
 }
 
 /// Complete the WQE at the head of the SQ with error `syndrome` (ctrl already decoded),
-/// then move the QP to ERR and flush.
+/// then move the QP to ERR and flush; a UD or UC QP in RTS moves to SQE instead and
+/// flushes its send queue only (IB's send queue error state: the kernel's `qp_state_table`
+/// has SQE for UD and UC, not RC; which local errors take mlx5 there is not public,
+/// prm-facts-next §1.5: the model sends every send-side failure there).
 pub(crate) fn fail_head(nic: &mut NicState, qpi: usize, ctrl: Ctrl, syndrome: u8) {
     let q = nic.qp(qpi);
     let cqe = Cqe::req_err(q.qpn, ctrl.opcode, q.sq_ci, syndrome);
     let left = q.sq_pi.wrapping_sub(q.sq_ci);
     q.sq_ci = q.sq_ci.wrapping_add(ctrl.nbb().min(left));
+    let sq_error = q.transport != Transport::Rc && q.state == QpState::Rts;
     complete(nic, qpi, false, cqe);
-    fail(nic, qpi);
+    if !sq_error || nic.qp(qpi).fatal {
+        fail(nic, qpi);
+        return;
+    }
+    let q = nic.qp(qpi);
+    q.state = QpState::Sqe;
+    q.stall = None;
+    flush_sq(nic, qpi);
 }
 
 /// Move QP `qpi` to ERR and flush its SQ and RQ. A QP on an SRQ that enters ERR takes no

@@ -209,7 +209,7 @@ fn send(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failure
 
 /// Invalidate memory key `key` if it is a live MR of PD `pdn` that allows remote
 /// invalidation (a plain registration never does).
-fn invalidate(nic: &mut NicState, key: u32, pdn: u32) -> bool {
+pub(crate) fn invalidate(nic: &mut NicState, key: u32, pdn: u32) -> bool {
     match nic.mr_mut(key) {
         Some(mr) if mr.pdn == pdn && mr.remote_invalidate && !mr.invalid => {
             mr.invalid = true;
@@ -219,7 +219,14 @@ fn invalidate(nic: &mut NicState, key: u32, pdn: u32) -> bool {
     }
 }
 
-fn recv_cqe(nic: &mut NicState, qpi: usize, r: &Request<'_>, rv: &Recv, op: u8, imm: [u8; 4]) {
+pub(crate) fn recv_cqe(
+    nic: &mut NicState,
+    qpi: usize,
+    r: &Request<'_>,
+    rv: &Recv,
+    op: u8,
+    imm: [u8; 4],
+) {
     let qpn = nic.qp(qpi).qpn;
     let (src_qpn, slid) = r.src.unwrap_or_default();
     let cqe = Cqe {
@@ -368,6 +375,20 @@ pub(crate) fn take_recv(nic: &mut NicState, qpi: usize) -> Option<Recv> {
                 pdn,
                 spans,
             })
+        }
+    }
+}
+
+/// Give back receive `rv`, just taken from QP index `qpi`: the next message takes it
+/// again (a UC message dropped after its first packet, class D1 in rxe's
+/// `do_class_d1e_error`). Its fetch stays accounted: the NIC did read it.
+pub(crate) fn put_back(nic: &mut NicState, qpi: usize, rv: &Recv) {
+    match nic.qp(qpi).srq {
+        None => nic.qp(qpi).rq_ci = rv.counter,
+        Some(si) => {
+            let s = nic.srq(si);
+            s.head = rv.counter;
+            s.consumed = s.consumed.wrapping_sub(1);
         }
     }
 }

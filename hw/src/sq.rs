@@ -12,7 +12,7 @@ use crate::resp::{respond, respond_again, Request, Resp};
 use crate::state::{take_fault, Dest, NicState, Qp, Stall, World, PSN_MASK};
 use crate::types::{Access, QpState, Transport};
 use crate::ud::{Av, AV_BYTES};
-use crate::wqe::{decode, Ctrl, Op, Seg, Segs, Wqe, BB};
+use crate::wqe::{Ctrl, Op, Seg, Segs, Wqe, BB};
 use crate::xfer::{Cursor, Spans};
 
 /// Largest WQE buffer: 63 DS rounded up to whole BBs.
@@ -58,7 +58,7 @@ pub(crate) fn doorbell(w: &mut World, n: usize, qpi: usize, ctrl8: &[u8], bf: Op
         nic.stats.bad_doorbells += 1;
         return;
     }
-    if q.state == QpState::Err {
+    if matches!(q.state, QpState::Err | QpState::Sqe) {
         nic.stats.doorbells += 1;
         flush_sq(nic, qpi);
         return;
@@ -316,6 +316,7 @@ fn exec(
     }
     let av = match w.nics[n].qp(qpi).transport {
         Transport::Ud => return crate::ud::send(w, n, qpi, ctrl, wqe, in_flight),
+        Transport::Uc => return crate::uc::send(w, n, qpi, ctrl, wqe, in_flight),
         // A DCI's WQE: ctrl + the address vector + the RC segments (prm-facts-next §3.3).
         Transport::Dci => match wqe.get(16..16 + AV_BYTES).and_then(Av::parse) {
             Some(av) => Some(av),
@@ -325,14 +326,7 @@ fn exec(
     };
     let xport = if av.is_some() { AV_BYTES } else { 0 };
     let nic = &mut w.nics[n];
-    let max_msg = nic.cfg.max_msg_sz.into();
-    let d = match decode(
-        ctrl,
-        wqe,
-        xport,
-        max_msg,
-        &mut nic.stats.zero_length_segments,
-    ) {
+    let d = match nic.decode(ctrl, wqe, xport) {
         Ok(d) => d,
         Err(s) => return Outcome::Fail(s),
     };
@@ -349,8 +343,7 @@ fn exec(
             return Outcome::Fail(s);
         }
     }
-    // The path MTU is a power of two (checked at RTR).
-    let npkts = ((d.len + u64::from(mtu) - 1) >> mtu.trailing_zeros()).max(1) as u32;
+    let npkts = packets(d.len, mtu);
     let req_pkts = if remote_result { 1 } else { npkts };
     nic.stats.packets += u64::from(req_pkts);
     let psn = transmit(nic.qp(qpi), npkts);
@@ -366,7 +359,7 @@ fn exec(
             Err(Refused::Nak(s)) => return Outcome::Fail(s),
             Err(Refused::Dropped) => None,
         },
-        None => connected(w, n, qpn, &dest, psn),
+        None => connected(w, n, qpn, Transport::Rc, &dest, psn),
     };
     let Some(to) = to else {
         w.nics[n].stats.packets_lost += u64::from(req_pkts);
@@ -486,6 +479,12 @@ fn rd_atomic_depth(n: u8) -> u8 {
     n.max(1).next_power_of_two()
 }
 
+/// The packets of a message of `len` bytes on a path MTU of `mtu` (a power of two, checked
+/// at RTR): at least one.
+pub(crate) fn packets(len: u64, mtu: u32) -> u32 {
+    ((len + u64::from(mtu) - 1) >> mtu.trailing_zeros()).max(1) as u32
+}
+
 /// The PSN of the message at the head of the SQ, which is being put on the wire: on its
 /// first transmission the next new PSN, which then moves past its `npkts` packets; on a
 /// retransmission the same PSN again.
@@ -543,21 +542,30 @@ pub(crate) fn check_gather(
 }
 
 /// Where a request packet lands.
-struct Landing {
-    nic: usize,
-    qpi: usize,
+pub(crate) struct Landing {
+    pub(crate) nic: usize,
+    pub(crate) qpi: usize,
     seq: Seq,
 }
 
-/// The responder QP for a request, if the packet would reach a QP that accepts it: the
-/// destination routes, the QP exists in RTR/RTS and is connected back to the sender.
-/// Anything else is a silently dropped packet.
-fn connected(w: &World, n: usize, qpn: u32, dest: &Dest, psn: u32) -> Option<Landing> {
+/// The responder QP for a request of a `transport` QP, if the packet would reach a QP that
+/// accepts it: the destination routes, the QP exists with that transport in RTR/RTS and
+/// is connected back to the sender. Anything else is a silently dropped packet.
+pub(crate) fn connected(
+    w: &World,
+    n: usize,
+    qpn: u32,
+    transport: Transport,
+    dest: &Dest,
+    psn: u32,
+) -> Option<Landing> {
     let m = w.route(dest)?;
     let rqpi = w.nics[m].qp_index(dest.qpn)?;
     let r = w.nics[m].qps[rqpi].as_ref()?;
     let back = w.route(&r.dest) == Some(n);
-    let ready = matches!(r.state, QpState::Rtr | QpState::Rts);
+    // A UC QP in SQE still receives.
+    let ready =
+        matches!(r.state, QpState::Rtr | QpState::Rts | QpState::Sqe) && r.transport == transport;
     (ready && back && r.dest.qpn == qpn).then_some(Landing {
         nic: m,
         qpi: rqpi,

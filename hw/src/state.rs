@@ -272,23 +272,28 @@ pub(crate) struct Budget {
 /// Spend `n` units (packets or messages) of QP `qpn` against the budget; true if any of
 /// them is hit.
 pub(crate) fn take_fault(f: &mut Option<Budget>, qpn: u32, n: u32) -> bool {
-    let Some(b) = f
+    hit_range(f, qpn, n).is_some()
+}
+
+/// Spend `n` units of QP `qpn` against the budget; the units hit, if any, as the index of
+/// the first and how many (a run: the budget hits every unit after its skip, up to its
+/// count).
+pub(crate) fn hit_range(f: &mut Option<Budget>, qpn: u32, n: u32) -> Option<(u32, u32)> {
+    let b = f
         .as_mut()
-        .filter(|b| b.count > 0 && b.qpn.is_none_or(|q| q == qpn))
-    else {
-        return false;
-    };
+        .filter(|b| b.count > 0 && b.qpn.is_none_or(|q| q == qpn))?;
     if b.skip >= n {
         b.skip -= n;
-        return false;
+        return None;
     }
-    let hit = n - b.skip;
+    let first = b.skip;
+    let hit = (n - first).min(b.count);
     b.skip = 0;
-    b.count = b.count.saturating_sub(hit);
+    b.count -= hit;
     if b.count == 0 {
         *f = None;
     }
-    true
+    Some((first, hit))
 }
 
 /// A CQE held back by `Fault::DelayCqes`.
@@ -427,6 +432,25 @@ impl NicState {
 
     pub(crate) fn srq(&mut self, i: usize) -> &mut Srq {
         self.srqs[i].as_mut().expect("live SRQ index")
+    }
+
+    /// [`crate::wqe::decode`] of a send WQE on this NIC (its largest message; zero-length
+    /// data segments counted).
+    #[inline(always)]
+    pub(crate) fn decode(
+        &mut self,
+        ctrl: crate::wqe::Ctrl,
+        wqe: &[u8],
+        xport: usize,
+    ) -> Result<crate::wqe::Wqe, u8> {
+        let max_msg = self.cfg.max_msg_sz.into();
+        crate::wqe::decode(
+            ctrl,
+            wqe,
+            xport,
+            max_msg,
+            &mut self.stats.zero_length_segments,
+        )
     }
 
     /// The live MR named by `key`, if any.

@@ -213,7 +213,7 @@ pub struct SrqParams {
     pub dbrec: u64,
 }
 
-/// The transport service of a QP (QPC `st`: RC 0, UD 2).
+/// The transport service of a QP (QPC `st`: RC 0, UC 1, UD 2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Transport {
     /// Reliable connection.
@@ -228,6 +228,10 @@ pub enum Transport {
     /// DC target: executes the requests of any DCI that carries its DC key, taking receives
     /// from its SRQ; no send queue.
     Dct,
+    /// Unreliable connection: SEND (with immediate or invalidate) and WRITE (with
+    /// immediate) to the one connected QP; no acknowledgements, no retries, a message with
+    /// a lost packet is dropped by the responder.
+    Uc,
 }
 
 /// What a DCT does with a DCI's connect request it refuses (a wrong DC key, no such DCT).
@@ -400,6 +404,29 @@ pub enum QpTransition {
         /// The DC access key every DCI's WQE must carry.
         dc_key: u64,
     },
+    /// INIT -> RTR of a UC QP (`IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+    /// IBV_QP_RQ_PSN`: no READ/atomic depth, no RNR timer).
+    RtrUc {
+        /// Destination LID (0: resolve by GID).
+        dest_lid: u16,
+        /// Destination GID (used when `dest_lid` is 0).
+        dest_gid: [u8; 16],
+        /// Destination QP number.
+        dest_qpn: u32,
+        /// Expected PSN of the first incoming packet.
+        rq_psn: u32,
+        /// Path MTU in bytes (256..=4096, a power of two).
+        path_mtu: u32,
+    },
+    /// RTR -> RTS of a UC QP (`IBV_QP_SQ_PSN` only: no timeout, retry counts or READ
+    /// depth).
+    RtsUc {
+        /// First PSN sent.
+        sq_psn: u32,
+    },
+    /// SQE -> RTS of a UD or UC QP (`SQERR2RTS_QP`; verbs: `IBV_QP_STATE |
+    /// IBV_QP_CUR_STATE`).
+    SqeToRts,
     /// Any state -> ERR.
     Err,
     /// Any state -> RESET.
@@ -426,6 +453,9 @@ pub enum QpState {
     Rtr,
     /// Ready to send.
     Rts,
+    /// Send queue error (UD and UC only, QPC state SQER): a send WQE failed; the rest of
+    /// the send queue is flushed, receives go on. [`QpTransition::SqeToRts`] resumes.
+    Sqe,
     /// Error.
     Err,
 }
@@ -654,6 +684,15 @@ pub struct Stats {
     /// DC requests to a DCT number no ready DCT has (counted at the NIC the address names,
     /// or at the DCI's when it names no NIC).
     pub dc_unknown_dct: u64,
+    /// UC messages a lost packet cut short: the responder got some of their packets and
+    /// discarded the rest, up to the next first or only packet (the requester never
+    /// learns).
+    pub uc_incomplete: u64,
+    /// UC messages dropped for want of a posted receive (UC has no RNR).
+    pub uc_no_receive: u64,
+    /// UC messages the responder refused without a NAK: WRITE without REMOTE_WRITE, a bad
+    /// rkey or range, a receive too short (dropped, or completed in error on an SRQ).
+    pub uc_errors: u64,
 }
 
 /// Which way a driver bug the model counts shows on hardware.

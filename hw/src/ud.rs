@@ -11,7 +11,7 @@ use crate::resp::take_recv;
 use crate::sq::{check_gather, Outcome};
 use crate::state::{take_fault, Dest, NicState, World, ACTIVE_MTU};
 use crate::types::{Access, AhAttr, GlobalRoute, HwError, QpState, Transport};
-use crate::wqe::{be16, be32, be64, decode, opcode, Ctrl, Segs, Wqe};
+use crate::wqe::{be16, be32, be64, opcode, Ctrl, Segs, Wqe};
 use crate::xfer::Cursor;
 
 /// Size of `mlx5_wqe_av` (the full address vector).
@@ -115,14 +115,7 @@ pub(crate) fn send(
         return Outcome::Fail(synd::LOCAL_QP_OP_ERR);
     };
     let nic = &mut w.nics[n];
-    let max_msg = nic.cfg.max_msg_sz.into();
-    let d = match decode(
-        ctrl,
-        wqe,
-        AV_BYTES,
-        max_msg,
-        &mut nic.stats.zero_length_segments,
-    ) {
+    let d = match nic.decode(ctrl, wqe, AV_BYTES) {
         Ok(d) => d,
         Err(s) => return Outcome::Fail(s),
     };
@@ -172,7 +165,9 @@ fn deliver(w: &mut World, n: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) 
     };
     let target = w.nics[m].qp_index(av.dqpn).filter(|&i| {
         w.nics[m].qps[i].as_ref().is_some_and(|r| {
-            r.transport == Transport::Ud && matches!(r.state, QpState::Rtr | QpState::Rts)
+            // A QP in SQE still receives.
+            r.transport == Transport::Ud
+                && matches!(r.state, QpState::Rtr | QpState::Rts | QpState::Sqe)
         })
     });
     let Some(rqpi) = target else {

@@ -628,6 +628,7 @@ impl Backend for Sim {
                         "a DCT is made by create_dct, not create_qp",
                     ))
                 }
+                Transport::Uc => hw::Transport::Uc,
             },
             pdn: pd.pdn,
             send_cqn: send_cq.cqn,
@@ -753,6 +754,16 @@ impl Backend for Sim {
                 rnr_retry,
                 max_rd_atomic,
             },
+            Transition::RtrUc {
+                remote, path_mtu, ..
+            } => hw::QpTransition::RtrUc {
+                dest_lid: remote.lid,
+                dest_gid: remote.gid,
+                dest_qpn: remote.qpn,
+                rq_psn: remote.psn,
+                path_mtu,
+            },
+            Transition::RtsUc { sq_psn } => hw::QpTransition::RtsUc { sq_psn },
             Transition::InitUd { port, qkey } => hw::QpTransition::InitUd { port, qkey },
             Transition::RtrUd => hw::QpTransition::RtrUd,
             Transition::RtsUd { sq_psn } => hw::QpTransition::RtsUd { sq_psn },
@@ -767,6 +778,7 @@ impl Backend for Sim {
                 min_rnr_timer,
                 dc_key: qp.dc_key,
             },
+            Transition::SqeToRts => hw::QpTransition::SqeToRts,
             Transition::Err => hw::QpTransition::Err,
             Transition::Reset => hw::QpTransition::Reset,
         };

@@ -43,7 +43,7 @@ use dc::DcEntry;
 use doorbell::{effective_mode, ring_last};
 use shared::SqSlot;
 use ud::UdEntry;
-use write::{Cursor, Limits, Ready, Written};
+use write::{Cursor, Limits, Written};
 
 /// Largest total message length: 1 GiB, the `max_msg_sz` ConnectX-4..7 ports report
 /// (`1 << log_max_msg`, 30). [`PortInfo::max_msg_size`](crate::PortInfo::max_msg_size) is
@@ -236,7 +236,7 @@ impl<U: Uar> SendQueue<U> {
             dc.set_ready(ready, self.c.pi);
             return;
         }
-        self.k.ready = Ready::from(ready);
+        self.k.ready = self.k.ready.set(ready);
         if !ready {
             // No room until ready again (see `Cursor::limit`); the next post after that re-reads
             // the retire counter.

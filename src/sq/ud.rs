@@ -79,6 +79,11 @@ impl<U: Uar> SendQueue<U> {
         });
     }
 
+    /// Makes this the queue of a UC QP: the RC entries without READ and atomics.
+    pub(crate) fn make_uc(&mut self) {
+        self.k.ready = Ready::UcNo;
+    }
+
     /// The path MTU of a UD queue (its port's active MTU).
     pub(crate) fn set_ud_mtu(&mut self, mtu: u32) {
         if let Some(ud) = &mut self.ud {
@@ -93,9 +98,12 @@ impl<U: Uar> SendQueue<U> {
     #[inline(always)]
     pub fn post_ud(&mut self, wr: SendWr<'_>, dest: &UdDest<'_>) -> Result<(), PostError> {
         let Some(ud) = &mut self.ud else {
-            return Err(PostError::WrongTransport {
-                transport: Transport::Rc,
-            });
+            let transport = if self.k.ready.uc() {
+                Transport::Uc
+            } else {
+                Transport::Rc
+            };
+            return Err(PostError::WrongTransport { transport });
         };
         if !matches!(wr.op, SendOp::Send | SendOp::SendImm(_)) {
             return Err(PostError::WrongTransport {

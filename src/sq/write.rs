@@ -60,7 +60,9 @@ pub(super) struct Cursor {
     pub(super) limit: u32,
 }
 
-/// Whether a queue's entry takes posts.
+/// Whether a queue's entry takes posts, and which operations: a UC queue's entry takes
+/// no READ or atomic. (The transport rides here, read only on the slow paths, rather than
+/// in a field of its own that every post would carry.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Ready {
     /// Not in RTS, or in error.
@@ -75,6 +77,10 @@ pub(super) enum Ready {
     ///
     /// [`SendQueue::post_dc`]: super::SendQueue::post_dc
     DciOnly,
+    /// A UC queue, not ready.
+    UcNo,
+    /// A UC queue, ready.
+    UcYes,
 }
 
 impl Ready {
@@ -84,6 +90,25 @@ impl Ready {
         } else {
             Ready::No
         }
+    }
+
+    /// The same entry, ready or not as `ready` says.
+    pub(super) fn set(self, ready: bool) -> Ready {
+        match (self.uc(), ready) {
+            (true, true) => Ready::UcYes,
+            (true, false) => Ready::UcNo,
+            (false, _) => Ready::from(ready),
+        }
+    }
+
+    /// Whether posts are taken.
+    fn is_ready(self) -> bool {
+        matches!(self, Ready::Yes | Ready::UcYes)
+    }
+
+    /// Whether this is a UC queue's entry.
+    pub(super) fn uc(self) -> bool {
+        matches!(self, Ready::UcNo | Ready::UcYes)
     }
 
     /// What a post to an entry that is not ready is refused with.
@@ -296,9 +321,10 @@ impl Limits {
     fn refused(&self, err: PostError) -> PostError {
         #[cold]
         fn refused(ready: Ready, err: PostError) -> PostError {
-            match ready {
-                Ready::Yes => err,
-                _ => ready.refusal(),
+            if ready.is_ready() {
+                err
+            } else {
+                ready.refusal()
             }
         }
         refused(self.ready, err)
@@ -322,7 +348,7 @@ impl Limits {
             pi: u32,
             needed: u32,
         ) -> Result<u32, PostError> {
-            if ready != Ready::Yes {
+            if !ready.is_ready() {
                 return Err(ready.refusal());
             }
             let limit = tail.load(Ordering::Acquire).wrapping_add(wqe_cnt);
@@ -339,6 +365,14 @@ impl Limits {
     /// Validates the data part of a WQE and returns its size in DS.
     #[inline(always)]
     fn check_data(&self, shape: &Shape, data: Data<'_>) -> Result<usize, PostError> {
+        if shape.local_len.is_some() && self.ready.uc() {
+            // READ and atomics (the operations with a local result) are not UC operations
+            // (`MLX5_SUPPORTED_SEND_OPS_FLAGS_UC`); every one of them takes this path, so
+            // RC posts pay nothing for the check.
+            return Err(PostError::WrongTransport {
+                transport: Transport::Uc,
+            });
+        }
         match data {
             Data::Inline(bytes) => {
                 if shape.local_len.is_some() {

@@ -24,6 +24,17 @@ pub fn syndrome(status: Status) -> Option<Syndrome> {
     }
 }
 
+/// Polls, on a UD or UC side, the LOCAL_PROT_ERR of a send with a bad key and the flush of
+/// the send posted behind it, and asserts the QP is in SQE, not ERR.
+pub fn expect_sqe_after_a_bad_key<B: Drive>(side: &mut Side<B>) {
+    let cs = poll_n(side, 2);
+    assert_eq!(
+        cs.iter().map(|c| syndrome(c.status)).collect::<Vec<_>>(),
+        [Some(Syndrome::LocalProtErr), Some(Syndrome::WrFlushErr)]
+    );
+    assert_eq!(side.qp.state(), QpState::Sqe);
+}
+
 /// An inline WRITE in each doorbell mode lands and completes once.
 pub fn inline_write_lands_and_completes<R: Rig>(rig: &R) -> (Side<R::B>, Side<R::B>) {
     let (mut a, mut b) = rig_pair(rig);
@@ -1078,4 +1089,72 @@ pub fn hw_timestamps_convert_with_the_clock_page<R: Rig>(rig: &R) {
         (2_000_000..1_000_000_000).contains(&(t1 - t0)),
         "{stamps:?}: {t0} -> {t1}"
     );
+}
+
+/// UC: WRITE, WRITE with immediate and SEND with immediate complete on both sides (the
+/// requester without waiting for an ACK), and READ and atomics are refused at post.
+pub fn uc_operations_complete_and_read_is_refused<R: Rig>(rig: &R) {
+    let config = QpConfig {
+        transport: Transport::Uc,
+        ..QpConfig::default()
+    };
+    let (mut a, mut b) = (rig.side(&config), rig.side(&config));
+    connect(&mut a, &mut b);
+    assert_eq!((a.qp.state(), b.qp.state()), (QpState::Rts, QpState::Rts));
+    let remote = b.mr.remote(512);
+    let signaled = SendFlags::SIGNALED;
+    a.qp.sq()
+        .post(
+            1,
+            SendOp::Write(remote),
+            Data::Inline(b"uc write"),
+            signaled,
+        )
+        .unwrap();
+    b.qp.rq().unwrap().post(10, &[b.mr.sge(0, 64)]).unwrap();
+    b.qp.rq().unwrap().post(11, &[b.mr.sge(64, 64)]).unwrap();
+    let imm_at = b.mr.remote(1024);
+    a.qp.sq()
+        .post(
+            2,
+            SendOp::WriteImm(imm_at, 0x1234),
+            Data::Inline(b"wi"),
+            signaled,
+        )
+        .unwrap();
+    a.qp.sq()
+        .post(
+            3,
+            SendOp::SendImm(0x5678),
+            Data::Inline(b"uc send"),
+            signaled,
+        )
+        .unwrap();
+    let cs = poll_n(&mut a, 3);
+    assert!(cs.iter().all(|c| c.status == Status::Success), "{cs:?}");
+    let rs = poll_n(&mut b, 2);
+    assert_eq!(
+        (rs[0].wr_id, rs[0].opcode, rs[0].imm, rs[0].byte_len),
+        (10, WcOpcode::RecvRdmaWithImm, Some(0x1234), 2)
+    );
+    assert_eq!(
+        (rs[1].wr_id, rs[1].opcode, rs[1].imm, rs[1].byte_len),
+        (11, WcOpcode::Recv, Some(0x5678), 7)
+    );
+    let mut buf = [0u8; 8];
+    b.mr.read(512, &mut buf);
+    assert_eq!(&buf, b"uc write");
+    let mut buf = [0u8; 7];
+    b.mr.read(64, &mut buf);
+    assert_eq!(&buf, b"uc send");
+    let sge = a.mr.sge(0, 8);
+    let refused = Err(PostError::WrongTransport {
+        transport: Transport::Uc,
+    });
+    let read = SendOp::Read(remote);
+    let fadd = SendOp::FetchAdd { remote, add: 1 };
+    for op in [read, fadd] {
+        assert_eq!(a.qp.sq().post(4, op, Data::Sges(&[sge]), signaled), refused);
+    }
+    assert_empty(&mut a);
 }

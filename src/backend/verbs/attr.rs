@@ -7,7 +7,7 @@
 use rdma_sys::{ibv_ah_attr, ibv_mtu, ibv_qp_attr, ibv_qp_attr_mask as m, ibv_qp_state};
 
 use crate::error::Error;
-use crate::types::{AhAttr, Transition};
+use crate::types::{AhAttr, Endpoint, Transition};
 
 /// How a port reaches its peers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +111,20 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
                 | m::IBV_QP_MAX_DEST_RD_ATOMIC
                 | m::IBV_QP_MIN_RNR_TIMER
         }
+        // UC ([KCORE] `qp_state_table`): the path, MTU, peer and RQ PSN at RTR, without the
+        // READ / atomic depth and the RNR timer; the SQ PSN alone at RTS (below, as UD).
+        Transition::RtrUc {
+            remote,
+            path_mtu,
+            hop_limit,
+            traffic_class,
+        } => rtr_path(
+            &mut attr,
+            &remote,
+            path_mtu,
+            (hop_limit, traffic_class),
+            path,
+        )?,
         Transition::Rts {
             sq_psn,
             timeout,
@@ -144,7 +158,7 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
             attr.qp_state = ibv_qp_state::IBV_QPS_RTR;
             m::IBV_QP_STATE
         }
-        Transition::RtsUd { sq_psn } => {
+        Transition::RtsUd { sq_psn } | Transition::RtsUc { sq_psn } => {
             attr.qp_state = ibv_qp_state::IBV_QPS_RTS;
             attr.sq_psn = sq_psn;
             m::IBV_QP_STATE | m::IBV_QP_SQ_PSN
@@ -176,6 +190,14 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
             // answers EINVAL (UCX #3245, PR #3919, PR #4744).
             local_path(&mut attr, path, hop_limit, traffic_class);
             m::IBV_QP_STATE | m::IBV_QP_MIN_RNR_TIMER | m::IBV_QP_AV | m::IBV_QP_PATH_MTU
+        }
+        // The kernel tracks the state it last set (RTS): naming SQE as the current state
+        // makes it issue SQERR2RTS_QP ([KCORE] `qp_state_table`: SQE -> RTS, optional
+        // CUR_STATE).
+        Transition::SqeToRts => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_RTS;
+            attr.cur_qp_state = ibv_qp_state::IBV_QPS_SQE;
+            m::IBV_QP_STATE | m::IBV_QP_CUR_STATE
         }
         Transition::Err => {
             attr.qp_state = ibv_qp_state::IBV_QPS_ERR;
@@ -222,6 +244,28 @@ fn local_path(attr: &mut ibv_qp_attr, path: &PathInfo, hop_limit: u8, traffic_cl
     true
 }
 
+/// INIT -> RTR of a connected QP (RC or UC): the state, the path MTU (capped at the port's
+/// active MTU), the peer's QPN and PSN, and its address (a GRH with `grh`'s hop limit and
+/// traffic class on RoCE). Returns the mask bits set.
+fn rtr_path(
+    attr: &mut ibv_qp_attr,
+    remote: &Endpoint,
+    path_mtu: u32,
+    (hop_limit, traffic_class): (u8, u8),
+    path: &PathInfo,
+) -> Result<m, Error> {
+    attr.qp_state = ibv_qp_state::IBV_QPS_RTR;
+    attr.path_mtu = path.mtu(path_mtu)?;
+    attr.dest_qp_num = remote.qpn;
+    attr.rq_psn = remote.psn;
+    if local_path(attr, path, hop_limit, traffic_class) {
+        attr.ah_attr.grh.dgid.raw = remote.gid;
+    } else {
+        attr.ah_attr.dlid = remote.lid;
+    }
+    Ok(m::IBV_QP_STATE | m::IBV_QP_AV | m::IBV_QP_PATH_MTU | m::IBV_QP_DEST_QPN | m::IBV_QP_RQ_PSN)
+}
+
 /// The attributes [`Backend::query_psn`](crate::backend::Backend::query_psn) asks
 /// `ibv_query_qp` for: the next send PSN and the expected receive PSN (the kernel's mlx5
 /// driver answers them from the QPC's `next_send_psn` and `next_rcv_psn`).
@@ -230,7 +274,7 @@ pub(crate) const PSN_QUERY: m = m(m::IBV_QP_SQ_PSN.0 | m::IBV_QP_RQ_PSN.0);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{Access, Endpoint};
+    use crate::types::Access;
 
     const IB: PathInfo = PathInfo {
         port: 2,
@@ -288,6 +332,41 @@ mod tests {
             (attr.qp_state, attr.sq_psn),
             (ibv_qp_state::IBV_QPS_RTS, 0x77)
         );
+    }
+
+    #[test]
+    fn uc_transitions_set_the_path_but_no_depth_timers_or_retries() {
+        let rtr = Transition::RtrUc {
+            remote: remote(),
+            path_mtu: 4096,
+            hop_limit: 64,
+            traffic_class: 0x60,
+        };
+        let (attr, mask) = qp_attr(&rtr, &IB).unwrap();
+        // STATE 1, AV 128, PATH_MTU 256, RQ_PSN 4096, DEST_QPN 1048576: no
+        // MAX_DEST_RD_ATOMIC (131072), no MIN_RNR_TIMER (32768).
+        assert_eq!(mask.0, 1 | 128 | 256 | 4096 | 1048576);
+        assert_eq!(attr.qp_state, ibv_qp_state::IBV_QPS_RTR);
+        assert_eq!((attr.dest_qp_num, attr.rq_psn), (0x1234, 77));
+        assert_eq!((attr.ah_attr.dlid, attr.ah_attr.port_num), (0x12, 2));
+        assert_eq!((attr.max_dest_rd_atomic, attr.min_rnr_timer), (0, 0));
+        let (attr, _) = qp_attr(&rtr, &ROCE).unwrap();
+        assert_eq!(
+            (attr.ah_attr.is_global, attr.path_mtu),
+            (1, ibv_mtu::IBV_MTU_1024)
+        );
+        assert_eq!(
+            (attr.ah_attr.grh.hop_limit, attr.ah_attr.grh.traffic_class),
+            (64, 0x60)
+        );
+        let (attr, mask) = qp_attr(&Transition::RtsUc { sq_psn: 0x42 }, &IB).unwrap();
+        // STATE | SQ_PSN: no TIMEOUT, RETRY_CNT, RNR_RETRY or MAX_QP_RD_ATOMIC.
+        assert_eq!(mask.0, 1 | 65536);
+        assert_eq!(
+            (attr.qp_state, attr.sq_psn),
+            (ibv_qp_state::IBV_QPS_RTS, 0x42)
+        );
+        assert_eq!((attr.timeout, attr.retry_cnt, attr.rnr_retry), (0, 0, 0));
     }
 
     #[test]
@@ -462,6 +541,17 @@ mod tests {
                 a.grh.traffic_class
             ),
             (0x12345, 3, 64, 0x60)
+        );
+    }
+
+    #[test]
+    fn sqe_to_rts_names_the_current_state() {
+        let (attr, mask) = qp_attr(&Transition::SqeToRts, &IB).unwrap();
+        // STATE 1 | CUR_STATE 2.
+        assert_eq!(mask.0, 1 | 2);
+        assert_eq!(
+            (attr.qp_state, attr.cur_qp_state),
+            (ibv_qp_state::IBV_QPS_RTS, ibv_qp_state::IBV_QPS_SQE)
         );
     }
 

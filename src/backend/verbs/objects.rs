@@ -228,26 +228,37 @@ fn check_odp(ctx: *mut ibv_context) -> Result<(), Error> {
     Ok(())
 }
 
-/// The verbs send operations (`enum ibv_qp_create_send_ops_flags`) a QP is created for: the
-/// ones the driver posts (`crate::sizing::sq_overhead` names them). Atomic flags only on a
-/// device with atomics: libmlx5 refuses them otherwise (qp.c `mlx5_qp_fill_wr_pfns`,
-/// `EOPNOTSUPP`).
-fn send_ops(atomics: bool) -> u64 {
+/// The verbs send operations (`enum ibv_qp_create_send_ops_flags`) a QP of `transport` is
+/// created for: the ones the driver posts on it (`crate::sizing::sq_overhead` names them),
+/// within what libmlx5 allows the transport (`MLX5_SUPPORTED_SEND_OPS_FLAGS_UC`: no READ, no
+/// atomics; `_UD`: SEND and SEND_WITH_IMM only; anything more is `EOPNOTSUPP` from
+/// qp.c `mlx5_qp_fill_wr_pfns`). Atomic flags only on an RC QP of a device with atomics:
+/// libmlx5 refuses them otherwise.
+fn send_ops(transport: Transport, atomics: bool) -> u64 {
     use ibv_qp_create_send_ops_flags as op;
-    let ops = [
-        op::IBV_QP_EX_WITH_SEND,
-        op::IBV_QP_EX_WITH_SEND_WITH_IMM,
+    let send = [op::IBV_QP_EX_WITH_SEND, op::IBV_QP_EX_WITH_SEND_WITH_IMM];
+    let connected = [
         op::IBV_QP_EX_WITH_SEND_WITH_INV,
         op::IBV_QP_EX_WITH_RDMA_WRITE,
         op::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
-        op::IBV_QP_EX_WITH_RDMA_READ,
     ];
+    let read = [op::IBV_QP_EX_WITH_RDMA_READ];
     let atomic = [
         op::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
         op::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
     ];
-    let atomic: &[op] = if atomics { &atomic } else { &[] };
-    ops.iter()
+    let (connected, read, atomic): (&[op], &[op], &[op]) = match transport {
+        Transport::Ud => (&[], &[], &[]),
+        Transport::Uc => (&connected, &[], &[]),
+        // A DCI takes RC's operations (`MLX5_SUPPORTED_SEND_OPS_FLAGS_DCI`); a DCT has no
+        // send queue (and no verbs QP here yet).
+        Transport::Rc | Transport::Dci | Transport::Dct => {
+            (&connected, &read, if atomics { &atomic } else { &[] })
+        }
+    };
+    send.iter()
+        .chain(connected)
+        .chain(read)
         .chain(atomic)
         .fold(0, |all, o| all | u64::from(o.0))
 }
@@ -515,6 +526,7 @@ impl Backend for Verbs {
                     "a DCT is made by create_dct, not create_qp",
                 ))
             }
+            Transport::Uc => ibv_qp_type::IBV_QPT_UC,
         };
         // rdma-core sizes the ring for `max_send_wr` WRs of its worst-case WQE for the
         // operations named below (verbs.c `mlx5_calc_sq_size`): `sizes` asks for as many as
@@ -529,7 +541,7 @@ impl Backend for Verbs {
         attr.comp_mask = ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0
             | ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
         attr.pd = pd.pd.as_ptr();
-        attr.send_ops_flags = send_ops(self.caps.atomics);
+        attr.send_ops_flags = send_ops(config.transport, self.caps.atomics);
         // A DCI's send_ops_flags are the crate's operations alone (above), so that
         // rdma-core's overhead is not its worst case (prm-facts-next §3.1).
         let mut dv_attr = dv_qp_attr(dci.then_some(mlx5dv_dc_init_attr {
@@ -759,7 +771,10 @@ mod tests {
         // verbs.h: RDMA_WRITE 1 << 0, RDMA_WRITE_WITH_IMM 1 << 1, SEND 1 << 2, SEND_WITH_IMM
         // 1 << 3, RDMA_READ 1 << 4, SEND_WITH_INV 1 << 9; CMP_AND_SWP 1 << 5, FETCH_AND_ADD
         // 1 << 6. Not LOCAL_INV (1 << 7) nor BIND_MW (1 << 8).
-        assert_eq!(send_ops(false), 0b10_0001_1111);
-        assert_eq!(send_ops(true), 0b10_0111_1111);
+        assert_eq!(send_ops(Transport::Rc, false), 0b10_0001_1111);
+        assert_eq!(send_ops(Transport::Rc, true), 0b10_0111_1111);
+        // UC: no READ, no atomics, on any device; UD: SEND and SEND_WITH_IMM.
+        assert_eq!(send_ops(Transport::Uc, true), 0b10_0000_1111);
+        assert_eq!(send_ops(Transport::Ud, true), 0b1100);
     }
 }
