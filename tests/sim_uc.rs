@@ -335,6 +335,21 @@ fn read_and_atomics_are_refused_before_anything_is_written() {
             );
         }
     }
+    // Prepared work requests: the same refusal; a WRITE prepares and posts.
+    let read = SendWr {
+        wr_id: 1,
+        op: SendOp::Read(remote),
+        data: Data::Sges(&[sge]),
+        flags: SendFlags::SIGNALED,
+    };
+    assert_eq!(a.qp.sq().prepare(&read).err(), Some(refusal));
+    let write = SendWr {
+        op: SendOp::Write(remote),
+        data: Data::Inline(b"prepared"),
+        ..read
+    };
+    let prepared = a.qp.sq().prepare(&write).unwrap();
+    assert_eq!(a.qp.sq().producer_count(), pi);
     // The UD entry on a UC queue.
     let ah =
         a.pd.create_ah(&mlx5_direct::AhAttr::to_lid(1, &b.qp.endpoint().unwrap()));
@@ -348,6 +363,11 @@ fn read_and_atomics_are_refused_before_anything_is_written() {
     assert_eq!(a.qp.sq().post_ud(wr, &ah.dest(b.qp.qpn(), 1)), uc);
     assert_eq!(a.qp.sq().producer_count(), pi);
     assert_eq!(stats(&a).wqes, 0);
+    a.qp.sq().post_prepared(&prepared).unwrap();
+    assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
+    let mut got = [0u8; 8];
+    b.mr.read(0, &mut got);
+    assert_eq!(&got, b"prepared");
 }
 
 #[test]

@@ -106,9 +106,10 @@ impl<U: Uar> SendQueue<U> {
     /// Refuses what a post of `wr` would refuse for its data and size, with the same
     /// error; whether the QP is ready (or in error) and the room in the ring are checked
     /// by each post of it. A UD or DCI queue is refused with [`PostError::WrongTransport`]
-    /// (they post through [`SendQueue::post_ud`] and [`SendQueue::post_dc`]).
+    /// (they post through [`SendQueue::post_ud`] and [`SendQueue::post_dc`]), and so is a
+    /// READ or atomic on a UC queue.
     pub fn prepare<'a>(&self, wr: &SendWr<'a>) -> Result<PreparedWr<'a>, PostError> {
-        if !matches!(self.k.ready, Ready::Yes | Ready::No) {
+        if matches!(self.k.ready, Ready::UdOnly | Ready::DciOnly) {
             return Err(self.k.ready.refusal());
         }
         let mut scratch = Scratch([0; MAX_WQE_BYTES]);
@@ -118,8 +119,9 @@ impl<U: Uar> SendQueue<U> {
         let slots: Vec<SqSlot> = (0..MAX_WQE_BYTES / SEND_WQE_BB)
             .map(|_| SqSlot::default())
             .collect();
+        // Ready, keeping a UC queue's mark (it refuses READ and atomics).
         let k = Limits {
-            ready: Ready::Yes,
+            ready: self.k.ready.set(true),
             ..self.k
         };
         let mut cur = Cursor {
