@@ -57,7 +57,7 @@ pub(crate) fn fail_head(nic: &mut NicState, qpi: usize, ctrl: Ctrl, syndrome: u8
     let cqe = Cqe::req_err(q.qpn, ctrl.opcode, q.sq_ci, syndrome);
     let left = q.sq_pi.wrapping_sub(q.sq_ci);
     q.sq_ci = q.sq_ci.wrapping_add(ctrl.nbb().min(left));
-    let sq_error = q.transport != Transport::Rc && q.state == QpState::Rts;
+    let sq_error = matches!(q.transport, Transport::Ud | Transport::Uc) && q.state == QpState::Rts;
     complete(nic, qpi, false, cqe);
     if !sq_error || nic.qp(qpi).fatal {
         fail(nic, qpi);
