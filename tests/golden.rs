@@ -436,6 +436,12 @@ fn cqe_opcodes_and_op_own_constants_match_the_header() {
         c("MLX5_INLINE_SCATTER_64")
     );
 
+    // The compressed format is the next value of the same two-bit field.
+    assert_eq!(
+        i64::from(OP_OWN_COMPRESSED),
+        c("MLX5_INLINE_SCATTER_64") + c("MLX5_INLINE_SCATTER_32")
+    );
+
     // Every other MLX5_CQE_* constant of the header is accounted for.
     for name in constants_with_prefix("MLX5_CQE_").keys() {
         let known = CQE_OPCODE_NAMES.iter().any(|(_, n)| n == name)
@@ -573,6 +579,7 @@ fn every_other_header_constant_matches() {
         "MLX5_CQE_",
         "IBV_WC_",
         "MLX5_INLINE_SCATTER_",
+        "MLX5DV_CQE_RES_FORMAT_",
     ];
     let mut checked = 0;
     for v in golden::constants() {
@@ -601,6 +608,23 @@ fn every_other_header_constant_matches() {
     }
     assert_eq!(checked, 14);
     assert_eq!(1 << SEND_WQE_SHIFT, SEND_WQE_BB);
+}
+
+#[test]
+#[cfg_attr(
+    not(rdma_headers),
+    ignore = "install libibverbs-dev to compare with rdma-core"
+)]
+fn mini_cqe_formats_are_the_header_bits() {
+    let ours = [
+        ("MLX5DV_CQE_RES_FORMAT_HASH", MiniCqeFormat::Hash),
+        ("MLX5DV_CQE_RES_FORMAT_CSUM", MiniCqeFormat::Csum),
+        ("MLX5DV_CQE_RES_FORMAT_CSUM_STRIDX", MiniCqeFormat::CsumStridx),
+    ];
+    for (name, format) in ours {
+        assert_eq!(i64::from(format.dv_bit()), c(name), "{name}");
+    }
+    assert_eq!(constants_with_prefix("MLX5DV_CQE_RES_FORMAT_").len(), ours.len());
 }
 
 #[test]

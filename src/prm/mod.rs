@@ -11,12 +11,14 @@ mod dbrec;
 mod endian;
 mod seg;
 mod wire;
+mod zip;
 
 pub use cqe::*;
 pub use ctrl::*;
 pub use dbrec::*;
 pub use endian::{Be16, Be32, Be64};
 pub use seg::*;
+pub use zip::*;
 
 /// `MLX5_SEND_WQE_BB`: size of a send WQE basic block (WQEBB).
 pub const SEND_WQE_BB: usize = 64;
