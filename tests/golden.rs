@@ -619,12 +619,18 @@ fn mini_cqe_formats_are_the_header_bits() {
     let ours = [
         ("MLX5DV_CQE_RES_FORMAT_HASH", MiniCqeFormat::Hash),
         ("MLX5DV_CQE_RES_FORMAT_CSUM", MiniCqeFormat::Csum),
-        ("MLX5DV_CQE_RES_FORMAT_CSUM_STRIDX", MiniCqeFormat::CsumStridx),
+        (
+            "MLX5DV_CQE_RES_FORMAT_CSUM_STRIDX",
+            MiniCqeFormat::CsumStridx,
+        ),
     ];
     for (name, format) in ours {
         assert_eq!(i64::from(format.dv_bit()), c(name), "{name}");
     }
-    assert_eq!(constants_with_prefix("MLX5DV_CQE_RES_FORMAT_").len(), ours.len());
+    assert_eq!(
+        constants_with_prefix("MLX5DV_CQE_RES_FORMAT_").len(),
+        ours.len()
+    );
 }
 
 #[test]

@@ -42,6 +42,7 @@ impl Ep {
             dbrec: base + CQ_DB as u64,
             overrun_ignore: false,
             channel: None,
+            compression: None,
         };
         // SAFETY: `mem` lives as long as the endpoint, which outlives the benchmark run.
         let cq = unsafe { nic.create_cq(&cq) }.unwrap();

@@ -5,7 +5,7 @@ use crate::cqe::{cqe_op, Cqe, CQE_SE};
 use crate::host;
 use crate::pcie::{Ctx, Purpose};
 use crate::state::{Arm, Cq, Delayed, NicState, CQ_UAR};
-use crate::types::{AsyncEvent, Event};
+use crate::types::{AsyncEvent, Event, ZipLayout};
 use crate::wqe::be32;
 
 /// `MLX5_CQ_DB_REQ_NOT_SOL`: arm for solicited (or error) CQEs only.
@@ -55,7 +55,7 @@ pub(crate) fn flush_delayed(nic: &mut NicState) -> usize {
     done
 }
 
-fn lost(nic: &mut NicState, qpi: usize) {
+pub(crate) fn lost(nic: &mut NicState, qpi: usize) {
     let q = nic.qp(qpi);
     if !q.fatal {
         q.fatal = true;
@@ -65,45 +65,95 @@ fn lost(nic: &mut NicState, qpi: usize) {
     }
 }
 
-/// Write one CQE now. Returns false if the CQ is (or just went) into error.
+/// Write one CQE, or hold it for compression (`cqz`). Returns false if the CQ is (or just
+/// went) into error.
 fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
+    if nic.cq(cq).zip.is_some() && crate::cqz::hold(nic, cq, qp, cqe) {
+        return true;
+    }
+    write_now(nic, cq, qp, cqe)
+}
+
+/// Write one whole CQE now. Returns false if the CQ is (or just went) into error.
+pub(crate) fn write_now(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
+    let Some((at, fire)) = claim(nic, cq, qp, 1, cqe) else {
+        return false;
+    };
+    let timestamp = nic.clock.read();
+    let c = nic.cq(cq);
+    let mut bytes = cqe.encode((at >> c.log_cnt) & 1 == 1, timestamp);
+    if c.zip.is_some_and(|z| z.layout == ZipLayout::Enhanced) {
+        bytes[62] = crate::cqz::validity(nic, cq, at);
+    }
+    put(nic, cq, qp, at, &bytes, true);
+    nic.stats.cqes += 1;
+    if fire {
+        let cqn = nic.cq(cq).cqn;
+        raise(nic, cqn);
+    }
+    true
+}
+
+/// Takes `slots` CQ indices for CQE `cqe` (the first of a compressed block): the first
+/// index and whether an armed CQ fires for it (the caller raises the event once the
+/// entries are written). `None` if the CQ is (or just went) into error.
+pub(crate) fn claim(
+    nic: &mut NicState,
+    cq: usize,
+    qp: Option<usize>,
+    slots: u32,
+    cqe: &Cqe,
+) -> Option<(u32, bool)> {
     let cqn = nic.cq(cq).cqn;
     nic.context(qp, Ctx::Cq(cqn));
     let c = nic.cq(cq);
     if c.error {
-        nic.stats.cqes_dropped += 1;
-        return false;
+        nic.stats.cqes_dropped += u64::from(slots);
+        return None;
     }
     let cnt = 1u32 << c.log_cnt;
     if !c.overrun_ignore {
         let ci = host::read_be32(c.dbrec) & 0xff_ffff;
-        if c.pi.wrapping_sub(ci) & 0xff_ffff >= cnt {
+        if c.pi.wrapping_add(slots - 1).wrapping_sub(ci) & 0xff_ffff >= cnt {
             c.error = true;
             c.armed = None;
             raise_async(nic, AsyncEvent::CqError { cqn });
-            nic.stats.cqes_dropped += 1;
-            return false;
+            nic.stats.cqes_dropped += u64::from(slots);
+            return None;
         }
     }
-    let size = u64::from(c.cqe_size);
-    let base = c.buf + u64::from(c.pi & (cnt - 1)) * size;
-    let owner = (c.pi >> c.log_cnt) & 1 == 1;
-    c.pi = c.pi.wrapping_add(1);
+    let at = c.pi;
+    c.pi = c.pi.wrapping_add(slots);
     let fire = c.armed.filter(|a| !a.solicited || cqe.se || cqe.is_error());
     if let Some(a) = fire {
         c.armed = None;
         c.fired_sn = Some(a.sn);
     }
+    Some((at, fire.is_some()))
+}
+
+/// Writes the 64 bytes of the `cqe64` at CQ index `at` (`handover`: `op_own` last, with a
+/// release store; otherwise a mini-CQE array, plain bytes) and accounts the DMA write of the
+/// whole entry.
+pub(crate) fn put(
+    nic: &mut NicState,
+    cq: usize,
+    qp: Option<usize>,
+    at: u32,
+    bytes: &[u8; 64],
+    handover: bool,
+) {
+    let c = nic.cq(cq);
+    let size = u64::from(c.cqe_size);
+    let base = c.buf + u64::from(at & ((1u32 << c.log_cnt) - 1)) * size;
     // A 128-byte CQE's first half carries scatter-to-CQE data only, which the model never
     // uses: it is left as it was (the link still sees one write of the whole entry).
-    let timestamp = nic.clock.read();
-    host::write_cqe(base + size - 64, &cqe.encode(owner, timestamp));
-    nic.dma_write(qp, base, size, Purpose::Cqe);
-    nic.stats.cqes += 1;
-    if fire.is_some() {
-        raise(nic, cqn);
+    if handover {
+        host::write_cqe(base + size - 64, bytes);
+    } else {
+        host::write(base + size - 64, bytes);
     }
-    true
+    nic.dma_write(qp, base, size, Purpose::Cqe);
 }
 
 /// An EQE write and its MSI-X interrupt on the link (no QP's), and the driver's EQ
@@ -117,7 +167,7 @@ pub(crate) fn eqe(nic: &mut NicState) {
 }
 
 /// Deliver a completion event: EQE + MSI-X, then the completion event queue.
-fn raise(nic: &mut NicState, cqn: u32) {
+pub(crate) fn raise(nic: &mut NicState, cqn: u32) {
     eqe(nic);
     nic.stats.events += 1;
     let event = Event::Completion { cqn };

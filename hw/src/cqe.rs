@@ -52,7 +52,7 @@ pub(crate) mod cqe_op {
 }
 
 /// The fields of one completion; the owner bit is added when it is written.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Cqe {
     /// CQE opcode (`cqe_op`).
     pub(crate) opcode: u8,

@@ -28,6 +28,7 @@ mod channel;
 mod clock;
 mod cq;
 mod cqe;
+mod cqz;
 mod dc;
 mod fence;
 mod host;
@@ -55,3 +56,4 @@ pub use types::{
     Fault, GlobalRoute, HwError, NicConfig, PortAttr, QpInfo, QpParams, QpPsn, QpState,
     QpTransition, SrqParams, Stats, Transport,
 };
+pub use types::{CqCompression, MiniFormat, ZipConfig, ZipLayout, ZipPolicy};

@@ -2,6 +2,7 @@
 //! slow-path interface).
 
 use crate::cq::flush_delayed;
+use crate::cqz::close_all;
 use crate::pcie::{PcieConfig, PcieCounters, Tlp};
 use crate::qp::{fail, flush_rq};
 use crate::sq::{retry, run_deferred};
@@ -11,7 +12,7 @@ use crate::state::{
 };
 use crate::types::{
     Access, AhAttr, AsyncEvent, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr,
-    QpInfo, QpParams, QpPsn, QpState, QpTransition, SrqParams, Stats, Transport,
+    QpInfo, QpParams, QpPsn, QpState, QpTransition, SrqParams, Stats, Transport, ZipLayout,
 };
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -139,13 +140,17 @@ impl Nic {
 
     /// Run `f` on this NIC's state under the fabric lock.
     fn with<R>(&self, f: impl FnOnce(&mut NicState) -> R) -> R {
-        f(&mut self.fabric.lock().nics[self.idx])
+        let nic = &mut self.fabric.lock().nics[self.idx];
+        let r = f(nic);
+        close_all(nic);
+        r
     }
 
     /// Run `f` on the whole fabric, then wake event waiters if events are queued.
     fn with_world<R>(&self, f: impl FnOnce(&mut World, usize) -> R) -> R {
         let mut w = self.fabric.lock();
         let r = f(&mut w, self.idx);
+        w.nics.iter_mut().for_each(close_all);
         if w.nics
             .iter()
             .any(|n| !n.events.is_empty() || !n.async_events.is_empty())
@@ -356,6 +361,15 @@ impl Nic {
         aligned(p.buf, 64)?;
         aligned(p.dbrec, 4)?;
         self.with(|n| {
+            if let Some(z) = p.compression {
+                // The model has no `cqe_compression_128`.
+                if p.cqe_size != 64 {
+                    return Err(HwError::InvalidParam("compression needs 64-byte CQEs"));
+                }
+                if z.layout == ZipLayout::Enhanced && !n.cfg.cqe_zip.enhanced {
+                    return Err(HwError::InvalidParam("cqe_comp_layout"));
+                }
+            }
             if let Some(ch) = p.channel {
                 n.channel(ch).ok_or(HwError::NoSuchObject)?.refs += 1;
             }
@@ -373,6 +387,8 @@ impl Nic {
                 fired_sn: None,
                 error: false,
                 refs: 0,
+                zip: p.compression,
+                burst: Vec::new(),
             }));
             Ok(CqInfo { cqn, uar: CQ_UAR })
         })
@@ -991,6 +1007,7 @@ impl Nic {
                     count,
                 })
             }
+            Fault::PcieBackpressure(on) => n.faults.backpressure = on,
             Fault::Clear => n.faults = Default::default(),
         });
     }

@@ -96,6 +96,10 @@ pub(crate) struct Cq {
     /// Overrun happened: the CQ writes nothing more.
     pub(crate) error: bool,
     pub(crate) refs: u32,
+    /// `CqParams::compression`.
+    pub(crate) zip: Option<crate::types::CqCompression>,
+    /// CQEs of the current burst held for compression (see `cqz`), with their QP index.
+    pub(crate) burst: Vec<(Option<usize>, crate::cqe::Cqe)>,
 }
 
 /// An accepted CQ arm request.
@@ -259,6 +263,8 @@ pub(crate) struct Faults {
     pub(crate) defer: bool,
     /// `Fault::CorruptPayload`.
     pub(crate) corrupt: Option<Budget>,
+    /// `Fault::PcieBackpressure`.
+    pub(crate) backpressure: bool,
 }
 
 /// A per-QP fault budget: let `skip` units pass, then hit `count`.
@@ -324,6 +330,8 @@ pub(crate) struct NicState {
     pub(crate) async_events: VecDeque<AsyncEvent>,
     pub(crate) faults: Faults,
     pub(crate) delayed: VecDeque<Delayed>,
+    /// Indices of the CQs holding CQEs of the current burst for compression.
+    pub(crate) bursts: Vec<usize>,
     /// Set (under the fabric's lock) wherever work for [`crate::Nic::progress`] may appear:
     /// a deferred doorbell, a delayed CQE, a stalled, fatal or failed QP. `progress`
     /// clears it when it leaves none, and returns at once without the lock while it is
@@ -380,6 +388,7 @@ impl NicState {
             async_events: VecDeque::new(),
             faults: Faults::default(),
             delayed: VecDeque::new(),
+            bursts: Vec::new(),
             deferred: Arc::new(AtomicBool::new(false)),
             scratch: None,
             clock,

@@ -151,6 +151,82 @@ pub struct NicConfig {
     /// are real elapsed time); any other value: the clock advances by this many ticks at
     /// each CQE written and nothing else (deterministic timestamps for tests and `explain`).
     pub clock_step: u64,
+    /// When and how CQs created with [`CqParams::compression`] compress (docs/model.md,
+    /// "CQE compression").
+    pub cqe_zip: ZipConfig,
+}
+
+/// The NIC side of CQE compression: when it compresses and what its mini-CQEs look like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZipConfig {
+    /// When CQEs that are ready together are compressed.
+    pub policy: ZipPolicy,
+    /// `cqe_compression_max_num`: the most completions one block (one session) holds; at
+    /// least 2 (smaller values mean 2). Nothing public gives a device's value; 64 is what
+    /// the facts table's largest block uses.
+    pub max_num: u16,
+    /// The HCA cap `enhanced_cqe_compression` (ConnectX-6 on, per the kernel commit that
+    /// added the layout): false refuses CQs asking for the enhanced layout.
+    pub enhanced: bool,
+    /// Where a requester mini-CQE's send opcode goes: false is byte 2 (kernel
+    /// `mlx5_mini_cqe8.s_wqe_info`, UCX, what the driver reads); true is byte 3 with
+    /// byte 2 the validity iteration count (a DPDK header's reading; UNVERIFIED which one
+    /// ConnectX writes).
+    pub req_opcode_byte3: bool,
+}
+
+impl Default for ZipConfig {
+    fn default() -> Self {
+        ZipConfig {
+            policy: ZipPolicy::UnderBackpressure,
+            max_num: 64,
+            enhanced: true,
+            req_opcode_byte3: false,
+        }
+    }
+}
+
+/// When a NIC compresses the CQEs of a CQ created with compression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZipPolicy {
+    /// Every burst: CQEs of one CQ produced by one doorbell (or one `progress`) that may
+    /// share a block are compressed whenever there are two or more (deterministic, for
+    /// tests and `explain`).
+    EveryBurst,
+    /// Only while the link is congested (`Fault::PcieBackpressure`), as hardware does
+    /// ("when PCI back pressure is detected", DPDK 99c12dcca65d); otherwise every CQE is
+    /// written whole.
+    UnderBackpressure,
+}
+
+/// A CQ's request for compressed CQEs (CQC `cqe_comp_en`, `cqe_comp_layout`,
+/// `mini_cqe_res_format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CqCompression {
+    /// The block layout.
+    pub layout: ZipLayout,
+    /// What responder mini-CQEs carry besides the byte count.
+    pub format: MiniFormat,
+}
+
+/// `cqe_comp_layout`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZipLayout {
+    /// 0: a title CQE, then arrays of 8 mini-CQEs at title+1, +8, +16, ...
+    Basic,
+    /// 1: after a normal title CQE, slots of up to 7 mini-CQEs; validity counts in byte 62.
+    Enhanced,
+}
+
+/// `mini_cqe_res_format` of responder mini-CQEs (bytes 0..4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MiniFormat {
+    /// RX hash (BE32). The model computes no RSS hash on IB: 0.
+    Hash,
+    /// Checksum (BE16); bytes 2..4 reserved. The model writes 0 (no IP checksum on IB).
+    Csum,
+    /// Checksum and stride index (BE16 each); the model writes 0 for both.
+    CsumStridx,
 }
 
 impl Default for NicConfig {
@@ -167,6 +243,7 @@ impl Default for NicConfig {
             odp: true,
             clock_khz: 156_250,
             clock_step: 0,
+            cqe_zip: ZipConfig::default(),
         }
     }
 }
@@ -187,6 +264,8 @@ pub struct CqParams {
     /// The completion channel ([`Nic::create_channel`](crate::Nic::create_channel)) its
     /// events go to; `None`: the NIC's own event queue ([`Nic::poll_event`](crate::Nic::poll_event)).
     pub channel: Option<u32>,
+    /// Compressed CQEs (`cqe_comp_en`), when the NIC's [`ZipConfig::policy`] compresses.
+    pub compression: Option<CqCompression>,
 }
 
 /// Result of CQ creation.
@@ -579,6 +658,9 @@ pub enum Fault {
         /// Payload writes to corrupt.
         count: u32,
     },
+    /// While true the NIC sees PCIe back pressure: CQs with compression compress under
+    /// [`ZipPolicy::UnderBackpressure`].
+    PcieBackpressure(bool),
     /// Remove every pending fault.
     Clear,
 }
@@ -622,8 +704,13 @@ pub struct Stats {
     /// Unfenced WQEs whose gather overlapped the result buffer of an earlier READ or atomic
     /// of the same run (a missing fence: real hardware may gather before the result lands).
     pub fence_hazards: u64,
-    /// CQEs written.
+    /// Completions written (a compressed block counts each completion in it).
     pub cqes: u64,
+    /// Compressed blocks written (basic: a title and its arrays; enhanced: the slots after
+    /// one title).
+    pub zip_blocks: u64,
+    /// Completions written as mini-CQEs.
+    pub zip_minis: u64,
     /// CQEs discarded because their CQ was in error.
     pub cqes_dropped: u64,
     /// Request packets put on the wire (including retransmissions).

@@ -618,6 +618,7 @@ fn a_channel_outlives_its_cqs_and_only_live_channels_are_named() {
         dbrec: mem.addr(4096),
         overrun_ignore: false,
         channel: Some(channel),
+        compression: None,
     };
     // SAFETY: the buffer and record live in `mem`, which outlives the CQ.
     assert_eq!(

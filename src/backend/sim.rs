@@ -515,6 +515,7 @@ impl Backend for Sim {
             dbrec: addr(&dbrec),
             overrun_ignore: false,
             channel: Some(channel.number),
+            compression: None,
         };
         // SAFETY: both buffers live in the handle, which destroys the CQ before freeing them.
         let info = unsafe { self.nic.create_cq(&params) }.map_err(device_error("create CQ"))?;

@@ -97,6 +97,8 @@ pub struct Cfg {
     pub srq: bool,
     pub overrun_ignore: bool,
     pub transport: Transport,
+    /// Compressed CQEs on both CQs.
+    pub zip: Option<mlx5_hw::CqCompression>,
 }
 
 impl Default for Cfg {
@@ -110,6 +112,7 @@ impl Default for Cfg {
             srq: false,
             overrun_ignore: false,
             transport: Transport::Rc,
+            zip: None,
         }
     }
 }
@@ -204,6 +207,7 @@ impl Side {
             dbrec: mem.addr(db),
             overrun_ignore: cfg.overrun_ignore,
             channel: None,
+            compression: cfg.zip,
         };
         let (sp, rp) = (cq(&mut mem, SCQ, SCQ_DB), cq(&mut mem, RCQ, RCQ_DB));
         // SAFETY: the CQ buffers and records live in `mem`, owned by the returned Side.
