@@ -1,5 +1,5 @@
 //! A pool of DCIs shared by many destinations, with UCX's `dcs` policy
-//! (`UCX_DC_MLX5_TX_POLICY=dcs`, [UCX] `dc/dc_mlx5.c`; prm-facts-next §3.4): an operation
+//! (`UCX_DC_MLX5_TX_POLICY=dcs`, UCX's `dc/dc_mlx5.c`; prm-facts-next §3.4): an operation
 //! to a destination with operations outstanding goes to the DCI already serving it, so
 //! operations to one destination stay in order on one DCI; a destination with nothing
 //! outstanding takes a free DCI from a LIFO stack; a DCI goes back on the stack when its

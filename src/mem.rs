@@ -60,7 +60,7 @@ pub struct MemOptions {
 }
 
 impl MemOptions {
-    /// Base pages on no particular node (what [`Memory::new`] allocates).
+    /// Base pages on no particular node (what the crate allocates when no options are given).
     pub const BASE: MemOptions = MemOptions {
         pages: Pages::Base,
         numa_node: None,
@@ -392,6 +392,7 @@ impl HugePagePool {
 /// `ib_umem_get` checks it), or `None` when nothing limits them: an unlimited limit, or
 /// `CAP_IPC_LOCK` in the calling thread's effective set (`/proc/thread-self/status`:
 /// capabilities are per thread, as the kernel's `capable` checks them).
+#[cfg(any(feature = "sim", feature = "verbs"))]
 pub(crate) fn memlock_limit() -> Option<u64> {
     const CAP_IPC_LOCK: u32 = 14;
     let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();

@@ -40,7 +40,8 @@ pub(super) fn next_queue_id() -> u64 {
 
 /// A work request checked and encoded for one send queue by [`SendQueue::prepare`], posted
 /// with [`SendQueue::post_prepared`], [`SendQueue::push_prepared`] or
-/// [`SendQueue::post_many_prepared`] (see the [module](self) for what a post of it does).
+/// [`SendQueue::post_many_prepared`] (each post copies the kept WQE into the ring with its
+/// slot's WQE index, after checking the queue, its state and its room).
 ///
 /// It borrows the work request's data (an inline payload is encoded with the WQE, a gather
 /// list too when the WQE is one WQEBB). Posting it on another queue is refused with

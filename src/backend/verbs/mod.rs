@@ -2,7 +2,7 @@
 //! `mlx5dv_init_obj` for the queue memory). Everything after creation is the same data-path
 //! code the model exercises.
 //!
-//! - Device: [`Context::open`] lists the RDMA devices, takes the named one or the first mlx5
+//! - Device: [`Context::open`](crate::Context::open) lists the RDMA devices, takes the named one or the first mlx5
 //!   one, opens it, queries it ([`VerbsDeviceInfo`]) and its port ([`VerbsPort`]: link layer,
 //!   LID, GID: on RoCE a RoCE v2 GID by default, or the index given).
 //! - Objects: PD, MR (`ibv_reg_mr`), CQ (`mlx5dv_create_cq` with the CQE size asked for, on
@@ -31,7 +31,7 @@
 //! Missing pieces surface as follows: without rdma-core's development packages the crate does
 //! not build with `verbs` (rdma-sys's build script names the package); without the shared
 //! libraries (`libibverbs.so.1`, `libmlx5.so.1`) the dynamic loader refuses to start the
-//! program; without a device, a kernel driver or a provider library, [`Context::open`]
+//! program; without a device, a kernel driver or a provider library, [`Context::open`](crate::Context::open)
 //! returns [`Error::NoDevice`] saying which; a non-mlx5 device is [`Error::NotMlx5`]; no
 //! permission on `/dev/infiniband` is an [`Error::Device`] from opening the device.
 //!
