@@ -19,6 +19,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::cqz::{BadCompression, CqeCompression, Unzip};
 use crate::mmio::{ring_cq_arm, udma_from_device_barrier, DbRec, Uar};
 use crate::prm::{
     self, Arm, ArmCmd, Be32, CqeFormat, CqeOpcode, OpOwn, Opcode, Syndrome, WcStatus,
@@ -168,8 +169,11 @@ pub enum Status {
     Error(WcError),
     /// A CQE with an opcode this driver does not know (`op_own` given); skipped.
     UnknownOpcode(u8),
-    /// A compressed CQE (this driver never enables compression); skipped.
+    /// A compressed CQE on a CQ created without compression; skipped.
     Compressed,
+    /// A compressed block or slot that cannot be expanded ([`BadCompression`] says why):
+    /// the entry was consumed, nothing was retired.
+    BadCompression(BadCompression),
     /// A CQE for a QP this CQ does not serve (e.g. a destroyed QP's stale entry).
     UnknownQp,
     /// A CQE naming a WQE (by its `wqe_counter`) that is not outstanding on its queue: a
@@ -365,6 +369,8 @@ struct QpTable {
     /// name the same QP, which then costs one compare and no table access.
     hot_qpn: u32,
     hot_sq: Arc<SqShared>,
+    /// Expansion of compressed CQEs, on a CQ created with compression.
+    unzip: Option<Box<Unzip>>,
 }
 
 impl Default for QpTable {
@@ -375,6 +381,7 @@ impl Default for QpTable {
             timestamps: false,
             hot_qpn: NO_QPN,
             hot_sq: Arc::new(SqShared::new(1)),
+            unzip: None,
         }
     }
 }
@@ -420,6 +427,16 @@ impl<U: Uar> CompletionQueue<U> {
                 ..QpTable::default()
             },
         }
+    }
+
+    /// Expands compressed CQEs of `compression`'s layout from now on (the CQ was created
+    /// with it).
+    pub(crate) fn expand_compressed(&mut self, compression: CqeCompression) {
+        self.qps.unzip = Some(Box::new(Unzip::new(
+            self.buf.clone(),
+            self.cqe_cnt,
+            compression.layout,
+        )));
     }
 
     /// The CQ number.
@@ -479,7 +496,7 @@ impl<U: Uar> CompletionQueue<U> {
             if (op_own ^ owner) & REQ_NORMAL_MASK == 0 {
                 self.qps.parse_req(entry, &mut out[n]);
             } else {
-                out[n] = self.qps.parse_other(entry, op_own);
+                out[n] = self.qps.parse_other(entry, op_own, ci);
             }
             ci = ci.wrapping_add(1);
             n += 1;
@@ -605,13 +622,10 @@ impl QpTable {
     }
 
     #[inline(never)]
-    fn parse_other(&mut self, entry: CqeEntry<'_>, op_own: u8) -> Completion {
+    fn parse_other(&mut self, entry: CqeEntry<'_>, op_own: u8, ci: u32) -> Completion {
         let bits = OpOwn::from_bits(op_own);
         if bits.format() == CqeFormat::Compressed {
-            return Completion {
-                status: Status::Compressed,
-                ..Completion::default()
-            };
+            return self.parse_compressed(entry, op_own, ci);
         }
         match CqeOpcode::from_u8(bits.opcode()) {
             Some(CqeOpcode::Req) => {
@@ -706,6 +720,32 @@ impl QpTable {
             }
             _ => Completion {
                 status: Status::UnknownOpcode(op_own),
+                ..Completion::default()
+            },
+        }
+    }
+}
+
+impl QpTable {
+    /// A compressed entry at consumer index `ci`: expanded in place (see [`crate::cqz`]),
+    /// then the first expanded CQE parsed; or reported.
+    #[cold]
+    fn parse_compressed(&mut self, entry: CqeEntry<'_>, op_own: u8, ci: u32) -> Completion {
+        let Some(unzip) = self.unzip.as_mut() else {
+            return Completion {
+                status: Status::Compressed,
+                ..Completion::default()
+            };
+        };
+        match unzip.expand(ci, op_own) {
+            (_, Ok(())) => {
+                let op_own = entry.op_own();
+                debug_assert_ne!(OpOwn::from_bits(op_own).format(), CqeFormat::Compressed);
+                self.parse_other(entry, op_own, ci)
+            }
+            (qpn, Err(bad)) => Completion {
+                qpn,
+                status: Status::BadCompression(bad),
                 ..Completion::default()
             },
         }

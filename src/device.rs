@@ -15,6 +15,7 @@ use crate::backend::{AhHandle, Backend};
 use crate::channel::CompChannel;
 use crate::clock::ClockInfo;
 use crate::cq::{CompletionQueue, CqAttachments, QpEntry, RecvShared};
+use crate::cqz::CqeCompression;
 use crate::error::Error;
 use crate::event::AsyncEvent;
 use crate::mem::{MemOptions, Memory};
@@ -160,14 +161,36 @@ impl<B: Backend> Context<B> {
     /// Creates a CQ as `config` says, on the context's own completion channel (as
     /// [`Context::create_cq`]).
     pub fn create_cq_with(&self, config: &CqConfig) -> Result<Cq<B>, Error> {
-        let channel = {
-            let mut own = self.channel.lock().unwrap_or_else(PoisonError::into_inner);
-            match &*own {
-                Some(channel) => channel.clone(),
-                None => own.insert(self.create_comp_channel()?).clone(),
-            }
+        self.make_cq(&self.own_channel()?, config, None)
+    }
+
+    /// Creates a CQ as [`Context::create_cq`] does whose device may write compressed CQEs
+    /// ([`CqeCompression`]: the basic layout through `mlx5dv_create_cq`, the enhanced one
+    /// on the model only). Polling expands them: each completion still arrives as one
+    /// [`Completion`](crate::Completion). Devices compress only CQEs that are ready
+    /// together, under PCIe back pressure; a latency-bound loop never sees a block.
+    /// [`Error::Unsupported`] where the device (or backend) cannot.
+    pub fn create_compressed_cq(
+        &self,
+        entries: u32,
+        cqe_size: usize,
+        compression: CqeCompression,
+    ) -> Result<Cq<B>, Error> {
+        let config = CqConfig {
+            entries,
+            cqe_size,
+            ..CqConfig::default()
         };
-        self.create_cq_on_with(&channel, config)
+        self.make_cq(&self.own_channel()?, &config, Some(compression))
+    }
+
+    /// The context's own completion channel, created on first use.
+    fn own_channel(&self) -> Result<CompChannel<B>, Error> {
+        let mut own = self.channel.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(match &*own {
+            Some(channel) => channel.clone(),
+            None => own.insert(self.create_comp_channel()?).clone(),
+        })
     }
 
     /// Creates a CQ with at least `entries` entries of `cqe_size` (64 or 128) bytes whose
@@ -192,17 +215,37 @@ impl<B: Backend> Context<B> {
         channel: &CompChannel<B>,
         config: &CqConfig,
     ) -> Result<Cq<B>, Error> {
+        self.make_cq(channel, config, None)
+    }
+
+    fn make_cq(
+        &self,
+        channel: &CompChannel<B>,
+        config: &CqConfig,
+        compression: Option<CqeCompression>,
+    ) -> Result<Cq<B>, Error> {
         if config.cqe_size != 64 && config.cqe_size != 128 {
             return Err(Error::InvalidArgument("CQE size must be 64 or 128"));
         }
-        let (handle, desc, uar) = self.backend.create_cq(config, channel.handle())?;
+        let (handle, desc, uar) = match compression {
+            None => self.backend.create_cq(config, channel.handle())?,
+            Some(c) => self.backend.create_compressed_cq(
+                config.entries,
+                config.cqe_size,
+                channel.handle(),
+                c,
+            )?,
+        };
         let attachments = Arc::new(CqAttachments::default());
         let events = channel.register(desc.cqn);
         // SAFETY: the backend's description stays valid while `handle` lives, and the
         // queue is dropped before its `inner` (field order; `inner` holds the handle).
-        let queue = unsafe {
+        let mut queue = unsafe {
             CompletionQueue::new(&desc, uar, attachments.clone(), events, config.timestamps)
         };
+        if let Some(c) = compression {
+            queue.expand_compressed(c);
+        }
         let errored = Arc::new(AtomicBool::new(false));
         lock_flags(&self.cqs).insert(desc.cqn, errored.clone());
         Ok(Cq {

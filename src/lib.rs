@@ -209,6 +209,7 @@ pub mod backend;
 pub mod channel;
 pub mod clock;
 pub mod cq;
+pub mod cqz;
 pub mod dci_pool;
 pub mod device;
 pub mod error;
@@ -228,6 +229,7 @@ pub use channel::AsyncCompChannel;
 pub use channel::CompChannel;
 pub use clock::ClockInfo;
 pub use cq::{Completion, CompletionQueue, Status, WcError, WcOpcode};
+pub use cqz::{BadCompression, CqeCompression};
 pub use dci_pool::DciPool;
 pub use device::{
     AddressHandle, Context, Cq, Dct, MemoryRegion, ProtectionDomain, Qp, QpReceiver, QpSender, Srq,

@@ -11,10 +11,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cq::{Completion, CompletionQueue, CqAttachments, CqDesc, QpEntry, RecvShared};
+use crate::cqz::CqeCompression;
 use crate::error::Error;
 use crate::mem::Memory;
 use crate::mmio::NullUar;
-use crate::prm::{CqeOpcode, Opcode, CQE_SIZE, SEND_WQE_BB};
+use crate::prm::{
+    basic_array_slot, CqeOpcode, Opcode, CQE_SIZE, MINI_CQES_PER_ARRAY, OP_OWN_COMPRESSED,
+    SEND_WQE_BB,
+};
 use crate::rq::RqShared;
 use crate::sq::{Data, DoorbellMode, Remote, SendFlags, SendOp, SendQueue, SqDesc, SqShared};
 
@@ -133,6 +137,57 @@ impl NullQueues {
         self.produced = self.produced.wrapping_add(1);
     }
 
+    /// Writes a basic compressed block of `n` successful NOP completions for the WQEs at
+    /// counters `first`, `first + 1`, ... (one WQEBB each), as a device would.
+    pub fn complete_zipped(&mut self, first: u16, n: u32) {
+        let mut title = [0u8; CQE_SIZE];
+        title[44..48].copy_from_slice(&n.to_be_bytes());
+        let qpn_word = ((Opcode::Nop as u32) << 24 | NULL_QPN).to_be_bytes();
+        title[56..60].copy_from_slice(&qpn_word);
+        let owner = ((self.produced / self.cqe_cnt) & 1) as u8;
+        title[63] = OP_OWN_COMPRESSED | owner;
+        let mut block = vec![(0, title)];
+        for (j, counters) in (0..n)
+            .collect::<Vec<_>>()
+            .chunks(MINI_CQES_PER_ARRAY)
+            .enumerate()
+        {
+            let mut array = [0u8; CQE_SIZE];
+            for (k, i) in counters.iter().enumerate() {
+                let counter = first.wrapping_add(*i as u16).to_be_bytes();
+                array[8 * k..8 * k + 3].copy_from_slice(&[
+                    counter[0],
+                    counter[1],
+                    Opcode::Nop as u8,
+                ]);
+            }
+            block.push((basic_array_slot(j as u32), array));
+        }
+        self.write_raw_block(&block, n);
+    }
+
+    /// Writes a compressed block as a device would: each `(offset, bytes)` at the
+    /// producer index + offset (the one at offset 0, the title or slot that hands the block
+    /// over, last), then moves the producer index on by `taken` CQ indices.
+    pub fn write_raw_block(&mut self, entries: &[(u32, [u8; CQE_SIZE])], taken: u32) {
+        let at = |q: &Self, offset: u32| {
+            (q.produced.wrapping_add(offset) % q.cqe_cnt) as usize * CQE_SIZE
+        };
+        for (offset, bytes) in entries.iter().filter(|(o, _)| *o != 0) {
+            self.cq_mem.write(at(self, *offset), bytes);
+        }
+        for (_, bytes) in entries.iter().filter(|(o, _)| *o == 0) {
+            self.write_raw_cqe(bytes);
+            self.produced = self.produced.wrapping_sub(1);
+        }
+        self.produced = self.produced.wrapping_add(taken);
+    }
+
+    /// Makes the CQ expand compressed CQEs of `compression` (as one created with it).
+    pub fn expand_compressed(&mut self, compression: CqeCompression) {
+        self.cq.expand_compressed(compression);
+    }
+
     /// CQEs written so far.
     pub fn produced(&self) -> u32 {
         self.produced
@@ -162,7 +217,15 @@ pub enum CpuCase {
     PollOne,
     /// One poll of an empty CQ.
     PollEmpty,
+    /// One successful requester CQE polled from a CQ with compression, whose device wrote
+    /// basic blocks of [`CPU_ZIP_BLOCK`] completions: the expansion's cost spread over the
+    /// completions of a block.
+    PollZipped,
 }
+
+/// Completions per compressed block in [`CpuCase::PollZipped`] (the largest block of the
+/// facts' table).
+pub const CPU_ZIP_BLOCK: u32 = 64;
 
 /// WQEs per batch in [`CpuCase::WriteBatch32`] and [`CpuCase::WriteList32`].
 pub const CPU_BATCH: u32 = 32;
@@ -178,13 +241,14 @@ pub const CPU_PAYLOAD: [u8; 8] = [0x5a; 8];
 
 impl CpuCase {
     /// Every case, in report order.
-    pub const ALL: [CpuCase; 6] = [
+    pub const ALL: [CpuCase; 7] = [
         CpuCase::WriteInlineBf,
         CpuCase::WriteInlineDb,
         CpuCase::WriteBatch32,
         CpuCase::WriteList32,
         CpuCase::PollOne,
         CpuCase::PollEmpty,
+        CpuCase::PollZipped,
     ];
 
     /// A short stable name (the harness adds a suffix for run-time work requests).
@@ -196,12 +260,16 @@ impl CpuCase {
             CpuCase::WriteList32 => "post_write8_inline_list32",
             CpuCase::PollOne => "poll_one_cqe",
             CpuCase::PollEmpty => "poll_empty_cq",
+            CpuCase::PollZipped => "poll_one_cqe_zipped",
         }
     }
 
     /// Whether the case posts (the rest poll).
     pub fn posts(self) -> bool {
-        !matches!(self, CpuCase::PollOne | CpuCase::PollEmpty)
+        !matches!(
+            self,
+            CpuCase::PollOne | CpuCase::PollEmpty | CpuCase::PollZipped
+        )
     }
 }
 
@@ -222,7 +290,8 @@ const CPU_CQES: u32 = 1024;
 /// - [`CpuCase::PollOne`]: the untimed step posts signaled NOPs until the send ring is
 ///   full (256) and writes a requester CQE for each, owner bit of the current pass; the
 ///   timed chunk polls up to that many, one call each, every one retiring its WQE;
-/// - [`CpuCase::PollEmpty`]: nothing to prepare; every call finds an invalid entry.
+/// - [`CpuCase::PollEmpty`]: nothing to prepare; every call finds an invalid entry;
+/// - [`CpuCase::PollZipped`]: as `PollOne`, the CQEs written as basic compressed blocks.
 #[derive(Debug)]
 pub struct CpuBench {
     queues: NullQueues,
@@ -234,6 +303,9 @@ impl CpuBench {
     /// The queues for `case`.
     pub fn new(case: CpuCase) -> Result<Self, Error> {
         let mut queues = NullQueues::new(CPU_SQ_WQEBBS, CPU_CQES, 64)?;
+        if case == CpuCase::PollZipped {
+            queues.expand_compressed(CqeCompression::BASIC);
+        }
         queues.sq.set_mode(match case {
             CpuCase::WriteInlineDb => DoorbellMode::Doorbell,
             _ => DoorbellMode::BlueFlame,
@@ -306,6 +378,18 @@ impl CpuBench {
                     q.sq.push(0, SendOp::Nop, Data::NONE, SendFlags::SIGNALED)
                         .expect("room in the ring");
                     q.complete(counter, Opcode::Nop, CqeOpcode::Req, 0);
+                }
+                q.sq.ring_doorbell();
+            }
+            CpuCase::PollZipped => {
+                assert!(self.out[0].status.is_ok(), "{:?}", self.out[0]);
+                while q.sq.free_wqebbs() != 0 {
+                    let first = q.sq.producer_count() as u16;
+                    for _ in 0..CPU_ZIP_BLOCK {
+                        q.sq.push(0, SendOp::Nop, Data::NONE, SendFlags::SIGNALED)
+                            .expect("room in the ring");
+                    }
+                    q.complete_zipped(first, CPU_ZIP_BLOCK);
                 }
                 q.sq.ring_doorbell();
             }

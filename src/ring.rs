@@ -8,7 +8,7 @@
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU8, Ordering};
 
-use crate::prm::{Cqe64, ErrCqe, CQE_SIZE, DS, SEND_WQE_BB};
+use crate::prm::{Cqe64, ErrCqe, MiniCqe, CQE_SIZE, DS, MINI_CQES_PER_ARRAY, SEND_WQE_BB};
 
 /// A power-of-two ring of bytes in memory the device reads (or writes).
 #[derive(Debug)]
@@ -265,6 +265,23 @@ impl CqeEntry<'_> {
         // SAFETY: as in `read`; `ErrCqe` is another plain-bytes view of the same 64 bytes.
         unsafe { self.cqe.cast::<ErrCqe>().read() }
     }
+
+    /// The entry as an array of 8 mini-CQEs (a compressed block's slot), read after the
+    /// block's title or slot was found to be software's.
+    pub(crate) fn read_minis(self) -> [MiniCqe; MINI_CQES_PER_ARRAY] {
+        // SAFETY: as in `read`: the device wrote the block before handing over its title
+        // (or this slot) and no longer writes it; `MiniCqe` is plain bytes, 8 of them fill
+        // the 64-byte entry.
+        unsafe { self.cqe.cast::<[MiniCqe; MINI_CQES_PER_ARRAY]>().read() }
+    }
+
+    /// Overwrites the entry with `cqe` (the expansion of a compressed block in place).
+    pub(crate) fn write(self, cqe: &Cqe64) {
+        // SAFETY: an entry of a block the device handed over and software has not yet
+        // released through the consumer index, so the device does not write it; no
+        // reference to its bytes is live (reads copy them out).
+        unsafe { self.cqe.cast::<Cqe64>().write(*cqe) }
+    }
 }
 
 /// Largest WQE in bytes: 63 DS (the 6-bit DS field), rounded up to whole WQEBBs.
@@ -460,7 +477,7 @@ unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
 }
 
 /// The CQ buffer: `cqe_cnt` entries of `cqe_size` bytes, each ending with a `mlx5_cqe64`.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct CqBuf {
     /// The `cqe64` of entry 0: the buffer start for 64-byte CQEs, 64 bytes in for 128-byte
     /// ones.

@@ -105,6 +105,52 @@ fn inline_write_lands_and_completes() {
     );
 }
 
+/// A compressed CQ where the device offers one (else the typed refusal), and a burst of
+/// 64 signaled WRITEs polled through it: whether the NIC compressed (it does so only under
+/// PCIe back pressure) the completions are the same.
+#[test]
+#[ignore = "needs an mlx5 NIC with CQE compression; set MLX5_DIRECT_DEVICE"]
+fn a_compressed_cq_delivers_every_completion() {
+    use mlx5_direct::{CqeCompression, Data, Error, SendFlags, SendOp, SendWr};
+    let hw = hw();
+    let ctx = &hw.0;
+    if hw.0.backend().info().cqe_comp_max_num == 0 {
+        let refused = ctx.create_compressed_cq(256, 64, CqeCompression::BASIC);
+        assert!(matches!(refused.map(|_| ()), Err(Error::Unsupported(_))));
+        return;
+    }
+    let enhanced = ctx.create_compressed_cq(256, 64, CqeCompression::ENHANCED);
+    assert!(matches!(enhanced.map(|_| ()), Err(Error::Unsupported(_))));
+    let config = QpConfig::default();
+    let mut a = side_on(ctx.clone(), &config, 256, 64);
+    let mut b = side_on(ctx.clone(), &config, 256, 64);
+    let cq = ctx
+        .create_compressed_cq(256, 64, CqeCompression::BASIC)
+        .unwrap();
+    a.qp = a.pd.create_qp(&cq, &cq, &config).unwrap();
+    a.cq = cq;
+    common::connect(&mut a, &mut b);
+    let remote = b.mr.remote(0);
+    for round in 0..16u64 {
+        let wrs: Vec<SendWr<'_>> = (0..64u64)
+            .map(|i| SendWr {
+                wr_id: round * 64 + i,
+                op: SendOp::Write(remote.offset(8 * i)),
+                data: Data::Inline(&[1; 8]),
+                flags: SendFlags::SIGNALED,
+            })
+            .collect();
+        assert_eq!(a.qp.sq().post_many(&wrs), Ok(64));
+        let got = common::poll_n(&mut a, 64);
+        for (i, c) in got.iter().enumerate() {
+            assert_eq!(
+                (c.wr_id, c.status),
+                (round * 64 + i as u64, mlx5_direct::Status::Success)
+            );
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
 fn the_opened_port_reports_its_addressing() {

@@ -187,7 +187,7 @@ fn the_ffi_members_cover_each_struct() {
     ignore = "install libibverbs-dev to compare with rdma-core"
 )]
 fn ffi_constants_match_the_headers() {
-    let ours: [(&str, i64); 17] = [
+    let ours: [(&str, i64); 18] = [
         (
             "MLX5DV_CONTEXT_MASK_CQE_COMPRESION",
             MLX5DV_CONTEXT_MASK_CQE_COMPRESION as i64,
@@ -207,6 +207,10 @@ fn ffi_constants_match_the_headers() {
         (
             "MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE",
             MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE as i64,
+        ),
+        (
+            "MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE",
+            MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE as i64,
         ),
         (
             "MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS",

@@ -55,7 +55,7 @@ pub struct Case {
 impl Case {
     /// Every case, in report order: each post case constant, run-time and prepared, then
     /// the polls.
-    pub const ALL: [Case; 14] = [
+    pub const ALL: [Case; 15] = [
         Case::new(CpuCase::WriteInlineBf, Wr::Const),
         Case::new(CpuCase::WriteInlineBf, Wr::Runtime),
         Case::new(CpuCase::WriteInlineBf, Wr::Prepared),
@@ -70,6 +70,7 @@ impl Case {
         Case::new(CpuCase::WriteList32, Wr::Prepared),
         Case::new(CpuCase::PollOne, Wr::Const),
         Case::new(CpuCase::PollEmpty, Wr::Const),
+        Case::new(CpuCase::PollZipped, Wr::Const),
     ];
 
     const fn new(op: CpuCase, wr: Wr) -> Case {
@@ -161,7 +162,7 @@ pub fn timed_chunk(
         (CpuCase::WriteList32, Wr::Const) => list_chunk(sq, n),
         (CpuCase::WriteList32, Wr::Runtime) => list_chunk_rt(sq, n),
         (CpuCase::WriteList32, Wr::Prepared) => list_chunk_prep(sq, prepared, n),
-        (CpuCase::PollOne, _) => poll_chunk::<1>(&mut q.cq, out, n),
+        (CpuCase::PollOne | CpuCase::PollZipped, _) => poll_chunk::<1>(&mut q.cq, out, n),
         (CpuCase::PollEmpty, _) => poll_chunk::<0>(&mut q.cq, out, n),
     }
 }

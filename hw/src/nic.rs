@@ -969,6 +969,26 @@ impl Nic {
         self.with(|n| n.link.take_trace())
     }
 
+    /// A copy of the `cqe64` of entries `first..first + count` (indices taken mod the size)
+    /// of CQ `cqn`, as host memory holds them now: what the NIC wrote and software left
+    /// there (the slots a compressed block takes but does not write show what was there
+    /// before). For tools and tests; a driver polls its own memory.
+    pub fn cq_entries(&self, cqn: u32, first: u32, count: u32) -> Result<Vec<[u8; 64]>, HwError> {
+        self.with(|n| {
+            let c = slot(&mut n.cqs, cqn, CQN_BASE)?;
+            let mask = (1u32 << c.log_cnt) - 1;
+            let size = u64::from(c.cqe_size);
+            Ok((0..count)
+                .map(|i| {
+                    let mut e = [0u8; 64];
+                    let at = c.buf + u64::from(first.wrapping_add(i) & mask) * size;
+                    crate::host::read(at + size - 64, &mut e);
+                    e
+                })
+                .collect())
+        })
+    }
+
     /// Inject a fault.
     pub fn inject(&self, f: Fault) {
         self.with(|n| match f {

@@ -581,6 +581,25 @@ pub enum ExplainOp {
     Faa,
 }
 
+/// The CQE compression layouts `explain` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ZipArg {
+    /// A title CQE and arrays of 8 mini-CQEs (what verbs can create).
+    Basic,
+    /// A whole title, then slots of up to 7 mini-CQEs with validity counts (DevX).
+    Enhanced,
+}
+
+impl ZipArg {
+    /// The driver's request for this layout.
+    pub fn compression(self) -> mlx5_direct::CqeCompression {
+        match self {
+            ZipArg::Basic => mlx5_direct::CqeCompression::BASIC,
+            ZipArg::Enhanced => mlx5_direct::CqeCompression::ENHANCED,
+        }
+    }
+}
+
 /// The posting modes `explain` and `pcie` compare.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum PostMode {
@@ -639,6 +658,10 @@ pub struct ExplainArgs {
     /// TLP overhead preset.
     #[arg(long, value_enum, default_value_t = TlpOverhead::PcieBench)]
     pub tlp_overhead: TlpOverhead,
+    /// The requester's CQ compresses CQEs in this layout (the model compresses every
+    /// burst); the CQ entries as the NIC wrote them are shown, mini-CQEs decoded.
+    #[arg(long, value_enum)]
+    pub cqe_compression: Option<ZipArg>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -706,6 +729,10 @@ pub struct PcieArgs {
     /// Post round robin over this many QP pairs (one doorbell's WRs per QP in turn).
     #[arg(long, default_value_t = 1)]
     pub qps: u32,
+    /// Add rows with a CQE per WR in bursts of 1, 8, 16 and 64, written whole and
+    /// compressed in each layout (the model compressing every burst).
+    #[arg(long)]
+    pub cqe_compression: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

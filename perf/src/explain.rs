@@ -2,7 +2,10 @@
 //! each WQE per 16-byte DS, the doorbell record, the MMIO stores and every TLP on both links.
 
 use mlx5_direct::backend::sim::{Dir, PcieCounters, Tlp, TlpKind};
-use mlx5_direct::prm::DS;
+use mlx5_direct::prm::{
+    basic_array_slot, enhanced_count, Cqe64, CqeCompLayout, CqeFormat, CqeOpcode, MiniCqe, OpOwn,
+    DS, MINI_CQES_PER_ARRAY,
+};
 use serde_json::{json, Value};
 
 use crate::cli::{ExplainArgs, ExplainOp, PostMode};
@@ -79,7 +82,133 @@ fn tlp_json(side: &str, t: &Tlp) -> Value {
     })
 }
 
-fn to_json(o: &Observed, messages: u32) -> Value {
+/// The send opcode names a requester mini-CQE may carry.
+fn send_opcode_name(op: u8) -> &'static str {
+    match op {
+        0x00 => "NOP",
+        0x01 => "SEND_INVAL",
+        0x08 => "RDMA_WRITE",
+        0x09 => "RDMA_WRITE_IMM",
+        0x0a => "SEND",
+        0x0b => "SEND_IMM",
+        0x10 => "RDMA_READ",
+        0x11 => "ATOMIC_CS",
+        0x12 => "ATOMIC_FA",
+        0x14 => "ATOMIC_MASKED_CS",
+        0x16 => "ATOMIC_MASKED_FA",
+        _ => "?",
+    }
+}
+
+/// The mini-CQEs of a 64-byte slot, decoded (`requester`: `wqe_counter`, send opcode and
+/// byte count; responder: bytes 0..4 and the byte count).
+fn decode_minis(slot: &[u8; 64], count: usize, requester: bool) -> Vec<String> {
+    slot.chunks(8)
+        .take(count)
+        .enumerate()
+        .map(|(i, m)| {
+            let m = MiniCqe::from_bytes(m.try_into().expect("8 bytes"));
+            if requester {
+                format!(
+                    "mini {i}: wqe_counter {}, opcode {:#04x} {}, byte_cnt {:#x}",
+                    m.wqe_counter(),
+                    m.s_wqe_opcode(),
+                    send_opcode_name(m.s_wqe_opcode()),
+                    m.byte_cnt.get()
+                )
+            } else {
+                format!(
+                    "mini {i}: hash/checksum {:#010x}, byte_cnt {}",
+                    m.rx_hash_result(),
+                    m.byte_cnt.get()
+                )
+            }
+        })
+        .collect()
+}
+
+/// Each CQ entry of the pass with what it is: a whole CQE, a basic title, a mini-CQE array
+/// or an enhanced slot (mini-CQEs decoded), or a slot a block takes without writing it.
+fn describe_entries(layout: CqeCompLayout, first: u32, entries: &[[u8; 64]]) -> Vec<(u32, String)> {
+    let mut out: Vec<(u32, String)> = Vec::new();
+    let mut i = 0;
+    let mut requester = true;
+    while i < entries.len() {
+        let e = &entries[i];
+        let cqe = Cqe64::from_bytes(e);
+        let bits = OpOwn::from_bits(cqe.op_own);
+        let index = first.wrapping_add(i as u32);
+        let (taken, mut lines) = match (bits.format(), layout) {
+            (CqeFormat::Compressed, CqeCompLayout::Basic) => {
+                requester = bits.opcode() == CqeOpcode::Req as u8;
+                let n = cqe.byte_cnt.get() as usize;
+                let mut lines = vec![format!(
+                    "title of a basic block of {n} completions: opcode {}, qpn {:#x}, op_own {:#04x}",
+                    bits.opcode(),
+                    cqe.sop_drop_qpn.get() & 0xff_ffff,
+                    cqe.op_own
+                )];
+                for k in 1..n.max(1) {
+                    let array = (0..=k as u32).position(|j| basic_array_slot(j) as usize == k);
+                    let text = match array {
+                        Some(j) => {
+                            let slot = entries.get(i + k).copied().unwrap_or([0; 64]);
+                            let count = (n - 8 * j).min(MINI_CQES_PER_ARRAY);
+                            let mut t = vec![format!("mini-CQE array {j}:")];
+                            t.extend(
+                                decode_minis(&slot, count, requester)
+                                    .iter()
+                                    .map(|m| format!("  {m}")),
+                            );
+                            t.join("\n")
+                        }
+                        None => "(taken by the block, not written)".to_string(),
+                    };
+                    lines.push(text);
+                }
+                (n.max(1), lines)
+            }
+            (CqeFormat::Compressed, CqeCompLayout::Enhanced) => {
+                let k = enhanced_count(cqe.op_own) as usize;
+                let mut t = vec![format!(
+                    "compressed slot of {k} mini-CQEs, validity count {}, op_own {:#04x}:",
+                    cqe.signature, cqe.op_own
+                )];
+                t.extend(
+                    decode_minis(e, k, requester)
+                        .iter()
+                        .map(|m| format!("  {m}")),
+                );
+                let mut lines = vec![t.join("\n")];
+                lines.extend((1..k).map(|_| "(taken by the slot above, not written)".to_string()));
+                (k, lines)
+            }
+            _ => {
+                requester = bits.opcode() == CqeOpcode::Req as u8;
+                (1, vec![format!(
+                    "CQE: opcode {}, qpn {:#x}, wqe_counter {}, byte_cnt {:#x}, signature {}, op_own {:#04x}",
+                    bits.opcode(),
+                    cqe.sop_drop_qpn.get() & 0xff_ffff,
+                    cqe.wqe_counter.get(),
+                    cqe.byte_cnt.get(),
+                    cqe.signature,
+                    cqe.op_own
+                )])
+            }
+        };
+        lines.truncate(entries.len() - i);
+        out.extend(
+            lines
+                .drain(..)
+                .enumerate()
+                .map(|(k, l)| (index.wrapping_add(k as u32), l)),
+        );
+        i += taken;
+    }
+    out
+}
+
+fn to_json(o: &Observed, messages: u32, zip: Option<CqeCompLayout>) -> Value {
     let tlps: Vec<Value> = o
         .requester_tlps
         .iter()
@@ -99,6 +228,14 @@ fn to_json(o: &Observed, messages: u32) -> Value {
             .collect::<Vec<_>>(),
         "per_message": per_message(&o.requester, messages),
         "per_message_responder": per_message(&o.responder, messages),
+        "compressed_cq": zip.map(|layout| {
+            let (first, entries) = &o.cq_entries;
+            describe_entries(layout, *first, entries)
+                .into_iter()
+                .zip(entries)
+                .map(|((index, text), e)| json!({"index": index, "hex": hex(e), "text": text}))
+                .collect::<Vec<_>>()
+        }),
     })
 }
 
@@ -188,6 +325,16 @@ fn print_human(args: &ExplainArgs, o: &Observed, messages: u32) {
             hex(&m.bytes)
         );
     }
+    if let Some(zip) = args.cqe_compression {
+        let (first, entries) = &o.cq_entries;
+        outln!(
+            "requester CQ entries as the NIC wrote them ({:?} CQE compression, before polling):",
+            zip
+        );
+        for (index, text) in describe_entries(zip.compression().layout, *first, entries) {
+            outln!("  CQ {index:>3}  {}", text.replace('\n', "\n            "));
+        }
+    }
     print_tlps("requester", &o.requester_tlps);
     print_tlps("responder", &o.responder_tlps);
     print_totals("requester", &o.requester, messages);
@@ -213,12 +360,17 @@ pub fn run(args: &ExplainArgs) -> Result<(), crate::Error> {
         mr_page_size: 0,
         walk: false,
         odp: false,
+        zip: args.cqe_compression.map(|z| z.compression()),
     };
     let o = probe::observe(&case)?;
     if args.json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&to_json(&o, case.messages()))?
+            serde_json::to_string_pretty(&to_json(
+                &o,
+                case.messages(),
+                case.zip.map(|z| z.layout)
+            ))?
         );
     } else {
         print_human(args, &o, case.messages());

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use crate::cli::{CompletionSplit, ExplainOp, PcieArgs, PcieOp, PostMode};
 use crate::explain::per_message;
 use crate::probe::{self, Case, PERFTEST_INLINE};
+use mlx5_direct::CqeCompression;
 
 /// Transaction-layer bandwidth of an x16 link per direction in bytes/s: GT/s x 16 lanes x
 /// 128/130 (encoding) / 8 bits. DLLPs and flow control are not subtracted, so rates derived
@@ -31,6 +32,7 @@ struct Posting {
     rounds: u32,
     arm: bool,
     lose: u32,
+    zip: Option<CqeCompression>,
 }
 
 impl Posting {
@@ -44,6 +46,7 @@ impl Posting {
             rounds,
             arm: false,
             lose: 0,
+            zip: None,
         }
     }
 }
@@ -75,6 +78,7 @@ fn case(op: ExplainOp, size: usize, p: Posting, pcie: PcieConfig, qps: u32) -> C
         mr_page_size: 0,
         walk: false,
         odp: false,
+        zip: p.zip,
     }
 }
 
@@ -153,6 +157,33 @@ fn beyond_steps() -> [(&'static str, Posting); 2] {
     ]
 }
 
+/// Bursts of the CQE-compression rows.
+pub const ZIP_BURSTS: [u32; 4] = [1, 8, 16, 64];
+
+/// A CQE per WR in bursts of 1, 8, 16 and 64 (inline, rdma-core's doorbell rule), written
+/// whole and compressed in each layout.
+fn zip_steps() -> Vec<(String, Posting)> {
+    let layouts = [
+        ("whole CQEs", None),
+        ("basic compression", Some(CqeCompression::BASIC)),
+        ("enhanced compression", Some(CqeCompression::ENHANCED)),
+    ];
+    layouts
+        .iter()
+        .flat_map(|(name, zip)| {
+            ZIP_BURSTS.map(|burst| {
+                (
+                    format!("burst of {burst}, CQE each, {name}"),
+                    Posting {
+                        zip: *zip,
+                        ..Posting::new(PostMode::Bf, true, 1, burst, 1)
+                    },
+                )
+            })
+        })
+        .collect()
+}
+
 fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> {
     let op = match args.op {
         PcieOp::Write => ExplainOp::Write,
@@ -160,9 +191,15 @@ fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> 
     };
     let mut rows = Vec::new();
     let beyond = beyond_steps().map(|(step, p)| (step.to_string(), p));
+    let zip = if args.cqe_compression {
+        zip_steps()
+    } else {
+        Vec::new()
+    };
     for (step, p) in requester_steps(args.batch, args.signal_every)
         .into_iter()
         .chain(beyond)
+        .chain(zip)
     {
         if p.inline && args.size > PERFTEST_INLINE {
             continue;

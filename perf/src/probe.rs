@@ -3,12 +3,13 @@
 //! TLP the model counted on each NIC's link. Shared by `explain` and `pcie`.
 
 use mlx5_direct::backend::sim::{
-    Completions, Fabric, Fault, Nic, NicConfig, PcieConfig, PcieCounters, Sim, Tlp,
+    Completions, Fabric, Fault, Nic, NicConfig, PcieConfig, PcieCounters, Sim, Tlp, ZipConfig,
+    ZipPolicy,
 };
 use mlx5_direct::prm::{DS, SEND_WQE_BB};
 use mlx5_direct::{
-    Access, Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, MemOptions, Pages,
-    QpConfig, SendFlags, SendOp, Sge,
+    Access, Completion, ConnectOptions, Context, Cq, CqeCompression, Data, DoorbellMode,
+    MemOptions, Pages, QpConfig, SendFlags, SendOp, Sge,
 };
 
 use crate::cli::{ExplainOp, PostMode, TlpOverhead};
@@ -56,6 +57,8 @@ pub struct Case {
     pub walk: bool,
     /// Both sides' buffers registered on demand (cold: the measured pass is the first).
     pub odp: bool,
+    /// The requester's CQ compresses CQEs so (the model compressing every burst).
+    pub zip: Option<CqeCompression>,
 }
 
 impl Case {
@@ -98,6 +101,9 @@ pub struct Observed {
     pub responder: PcieCounters,
     /// The CQEs polled at the requester, each as the NIC wrote it, with its consumer count.
     pub cqes: Vec<(u32, Vec<u8>)>,
+    /// The requester CQ's entries the measured pass took, as the NIC wrote them (before
+    /// polling, which expands compressed ones in place): its first index and the `cqe64`s.
+    pub cq_entries: (u32, Vec<[u8; 64]>),
 }
 
 /// The link parameters of a preset with the given sizes.
@@ -233,6 +239,10 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         // A clock of one tick per CQE: the CQEs' timestamps, and so their bytes, are the
         // same on every run.
         clock_step: 1,
+        cqe_zip: ZipConfig {
+            policy: ZipPolicy::EveryBurst,
+            ..ZipConfig::default()
+        },
         ..NicConfig::default()
     };
     let sim = |config| Sim::on_fabric(&fabric, config).with_mr_page_size(case.mr_page_size);
@@ -255,7 +265,11 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         ..QpConfig::default()
     };
     let (pd_a, pd_b) = (a.alloc_pd()?, b.alloc_pd()?);
-    let (mut cq_a, mut cq_b) = (a.create_cq(2 * n + 16, 64)?, b.create_cq(2 * n + 16, 64)?);
+    let mut cq_a = match case.zip {
+        None => a.create_cq(2 * n + 16, 64)?,
+        Some(zip) => a.create_compressed_cq(2 * n + 16, 64, zip)?,
+    };
+    let mut cq_b = b.create_cq(2 * n + 16, 64)?;
     let mode = match case.mode {
         PostMode::Bf => DoorbellMode::BlueFlame,
         PostMode::BfLast => DoorbellMode::BlueFlameLast,
@@ -309,9 +323,10 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
     // every completion polled. The measured pass may lose packets and arm the CQ before each
     // doorbell (the model runs the doorbell's work before it returns, so the arm's event has
     // fired when the next arm comes; acknowledging it advances the arm sequence number).
-    // Returns the CQEs polled, and the first QP's producer count and the requester CQ's
-    // consumer count before the pass.
-    let mut pass = |measured: bool| -> Result<(usize, u32, u32), Error> {
+    // Returns the CQEs polled, the first QP's producer count before the pass and the
+    // requester CQ's entries the pass took, before they were polled.
+    type Pass = (usize, u32, (u32, Vec<[u8; 64]>));
+    let mut pass = |measured: bool| -> Result<Pass, Error> {
         let pi0 = pairs[0].0.sq().producer_count();
         let ci0 = cq_a.consumer_index();
         if measured && case.lose > 0 {
@@ -363,11 +378,12 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
                 }
             }
         }
+        let entries = nic_a.cq_entries(cq_a.cqn(), ci0, signaled as u32)?;
         let cqes = poll_all(&mut cq_a, signaled, nic_a)?;
         if needs_receive(case.op) {
             poll_all(&mut cq_b, n as usize, nic_b)?;
         }
-        Ok((cqes, pi0, ci0))
+        Ok((cqes, pi0, (ci0, entries)))
     };
     if case.pcie.context_cache.is_some() {
         pass(false)?;
@@ -378,7 +394,8 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
     }
     a.backend().take_mmio();
     let before = (nic_a.pcie(), nic_b.pcie());
-    let (polled, pi0, ci0) = pass(true)?;
+    let (polled, pi0, cq_entries) = pass(true)?;
+    let ci0 = cq_entries.0;
     let cqes = (ci0..ci0 + polled as u32)
         .map(|i| (i, cq_a.cqe_bytes(i)))
         .collect();
@@ -405,5 +422,6 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         requester,
         responder,
         cqes,
+        cq_entries,
     })
 }

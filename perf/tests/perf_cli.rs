@@ -1442,3 +1442,64 @@ fn explain_json_lists_every_cqe_as_the_nic_wrote_it() {
         );
     }
 }
+
+#[test]
+fn pcie_compression_rows_count_the_cqe_writes_of_each_layout() {
+    let v = json(&["pcie", "--cqe-compression", "--json"]);
+    let plain = json(&["pcie", "--json"])["rows"].as_array().unwrap().len();
+    assert_eq!(v["rows"].as_array().unwrap().len(), plain + 12);
+    let dma_writes = |name: &str| row(&v, name)["per_message"]["dma_writes"].as_f64().unwrap();
+    // A CQE MWr is 88 bytes; the WQE fetch adds 3 bytes up per message in bursts.
+    for burst in [1, 8, 16, 64] {
+        let whole = format!("burst of {burst}, CQE each, whole CQEs");
+        assert_eq!(dma_writes(&whole), 1.0, "{whole}");
+    }
+    // Basic: a title and one array per 8 (1 + ceil(N / 8) writes); enhanced: a whole title,
+    // then a slot per 7 (1 + ceil((N - 1) / 7)); a lone CQE is never compressed.
+    for (burst, basic, enhanced) in [(1, 1, 1), (8, 2, 2), (16, 3, 4), (64, 9, 10)] {
+        let b = format!("burst of {burst}, CQE each, basic compression");
+        let e = format!("burst of {burst}, CQE each, enhanced compression");
+        assert_eq!(dma_writes(&b), f64::from(basic) / f64::from(burst), "{b}");
+        assert_eq!(
+            dma_writes(&e),
+            f64::from(enhanced) / f64::from(burst),
+            "{e}"
+        );
+    }
+    assert_eq!(
+        row(&v, "burst of 64, CQE each, basic compression")["per_message"]["bytes_up"],
+        (9.0 * 88.0 + 8.0 * 24.0) / 64.0
+    );
+}
+
+#[test]
+fn explain_shows_the_compressed_entries_as_written() {
+    let explain = |layout: &str| {
+        let args = ["explain", "write", "--inline", "--batch", "10"];
+        let v = json(&[&args[..], &["--cqe-compression", layout, "--json"]].concat());
+        let entries = v["compressed_cq"].as_array().unwrap().clone();
+        assert_eq!(entries.len(), 10, "{layout}");
+        let text: Vec<String> = entries
+            .iter()
+            .map(|e| e["text"].as_str().unwrap().to_string())
+            .collect();
+        (v, entries, text)
+    };
+    let (v, entries, text) = explain("basic");
+    assert!(text[0].starts_with("title of a basic block of 10 completions"));
+    assert!(text[1].starts_with("mini-CQE array 0:"));
+    assert!(text[1].contains("mini 7: wqe_counter 7, opcode 0x08 RDMA_WRITE"));
+    assert_eq!(text[2], "(taken by the block, not written)");
+    assert!(text[8].contains("mini 1: wqe_counter 9"));
+    let title = entries[0]["hex"].as_str().unwrap();
+    assert_eq!(&title[88..96], "0000000a", "byte_cnt = 10");
+    assert_eq!(&title[126..], "0c");
+    assert_eq!(v["per_message"]["dma_writes"], 0.3);
+
+    let (_, _, text) = explain("enhanced");
+    assert!(text[0].starts_with("CQE: opcode 0"));
+    assert!(text[1].starts_with("compressed slot of 7 mini-CQEs, validity count 0, op_own 0x6c"));
+    assert!(text[8].starts_with("compressed slot of 2 mini-CQEs"));
+    assert_eq!(text[9], "(taken by the slot above, not written)");
+    assert!(json(&["explain", "write", "--json"])["compressed_cq"].is_null());
+}

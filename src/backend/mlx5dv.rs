@@ -26,6 +26,9 @@ pub const MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD: u64 = 1 << 5;
 /// v44 library never sets it.
 pub const MLX5DV_CONTEXT_FLAGS_BLUEFLAME: u64 = 1 << 8;
 
+/// `MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE`: `mlx5dv_cq_init_attr.cqe_comp_res_format`
+/// is set: the CQ may receive compressed CQEs (basic layout) in that responder format.
+pub const MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE: u64 = 1 << 0;
 /// `MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE`: `mlx5dv_cq_init_attr.cqe_size` is set.
 pub const MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE: u64 = 1 << 2;
 

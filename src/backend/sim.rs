@@ -14,11 +14,12 @@ use std::sync::Arc;
 use super::{AhHandle, Backend, QpParts};
 use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
+use crate::cqz::CqeCompression;
 use crate::error::Error;
 use crate::event::AsyncEvent;
 use crate::mem::{memlock_limit, MemOptions, Memory};
 use crate::mmio::Uar;
-use crate::prm::{Av, CQE_SIZE, DS, SEND_WQE_BB};
+use crate::prm::{Av, CqeCompLayout, MiniCqeFormat, CQE_SIZE, DS, SEND_WQE_BB};
 use crate::rq::RqDesc;
 use crate::sizing;
 use crate::sq::SqDesc;
@@ -34,7 +35,8 @@ pub use mlx5_hw as hw;
 /// statistics, fault injection, PCIe counters and completion events.
 pub use mlx5_hw::{
     BugClass, Completions, ContextCache, DcRefusal, Dir, DriverBug, Event, Fabric, Fault, Nic,
-    NicConfig, PcieConfig, PcieCounters, Stats, Tlp, TlpKind, TranslationCache,
+    NicConfig, PcieConfig, PcieCounters, Stats, Tlp, TlpKind, TranslationCache, ZipConfig,
+    ZipPolicy,
 };
 
 /// A model NIC handle that prints as its first port's LID.
@@ -124,6 +126,49 @@ impl Sim {
     /// The model NIC: PCIe counters, statistics, fault injection, `progress()`.
     pub fn nic(&self) -> &hw::Nic {
         &self.nic
+    }
+
+    /// A CQ on the model, compressed or not.
+    fn cq(
+        &self,
+        entries: u32,
+        cqe_size: usize,
+        channel: &SimChannel,
+        compression: Option<hw::CqCompression>,
+    ) -> Result<(SimCq, CqDesc, SimUar), Error> {
+        let log_cqe_cnt = log2_ceil(entries.saturating_add(1));
+        let cqe_cnt = 1u32 << log_cqe_cnt;
+        let buf = self.ring(cqe_cnt as usize * cqe_size)?;
+        let dbrec = self.ring(2 * CQE_SIZE)?;
+        let params = hw::CqParams {
+            buf: addr(&buf),
+            log_cqe_cnt,
+            cqe_size: cqe_size as u32,
+            dbrec: addr(&dbrec),
+            overrun_ignore: false,
+            channel: Some(channel.number),
+            compression,
+        };
+        // SAFETY: both buffers live in the handle, which destroys the CQ before freeing them.
+        let info = unsafe { self.nic.create_cq(&params) }.map_err(device_error("create CQ"))?;
+        let desc = CqDesc {
+            buf: buf.non_null(),
+            cqe_cnt,
+            cqe_size,
+            dbrec: dbrec.non_null().cast(),
+            cqn: info.cqn,
+        };
+        let uar = SimUar {
+            nic: self.nic.clone(),
+            uar: info.uar,
+        };
+        let handle = SimCq {
+            nic: self.nic.clone(),
+            cqn: info.cqn,
+            _buf: buf,
+            _dbrec: dbrec,
+        };
+        Ok((handle, desc, uar))
     }
 }
 
@@ -503,40 +548,27 @@ impl Backend for Sim {
                 "completion timestamps (no device clock)",
             ));
         }
-        let cqe_size = config.cqe_size;
-        let log_cqe_cnt = log2_ceil(config.entries.saturating_add(1));
-        let cqe_cnt = 1u32 << log_cqe_cnt;
-        let buf = self.ring(cqe_cnt as usize * cqe_size)?;
-        let dbrec = self.ring(2 * CQE_SIZE)?;
-        let params = hw::CqParams {
-            buf: addr(&buf),
-            log_cqe_cnt,
-            cqe_size: cqe_size as u32,
-            dbrec: addr(&dbrec),
-            overrun_ignore: false,
-            channel: Some(channel.number),
-            compression: None,
+        self.cq(config.entries, config.cqe_size, channel, None)
+    }
+
+    fn create_compressed_cq(
+        &self,
+        entries: u32,
+        cqe_size: usize,
+        channel: &SimChannel,
+        compression: CqeCompression,
+    ) -> Result<(SimCq, CqDesc, SimUar), Error> {
+        let layout = match compression.layout {
+            CqeCompLayout::Basic => hw::ZipLayout::Basic,
+            CqeCompLayout::Enhanced => hw::ZipLayout::Enhanced,
         };
-        // SAFETY: both buffers live in the handle, which destroys the CQ before freeing them.
-        let info = unsafe { self.nic.create_cq(&params) }.map_err(device_error("create CQ"))?;
-        let desc = CqDesc {
-            buf: buf.non_null(),
-            cqe_cnt,
-            cqe_size,
-            dbrec: dbrec.non_null().cast(),
-            cqn: info.cqn,
+        let format = match compression.format {
+            MiniCqeFormat::Hash => hw::MiniFormat::Hash,
+            MiniCqeFormat::Csum => hw::MiniFormat::Csum,
+            MiniCqeFormat::CsumStridx => hw::MiniFormat::CsumStridx,
         };
-        let uar = SimUar {
-            nic: self.nic.clone(),
-            uar: info.uar,
-        };
-        let handle = SimCq {
-            nic: self.nic.clone(),
-            cqn: info.cqn,
-            _buf: buf,
-            _dbrec: dbrec,
-        };
-        Ok((handle, desc, uar))
+        let zip = hw::CqCompression { layout, format };
+        self.cq(entries, cqe_size, channel, Some(zip))
     }
 
     fn create_srq(

@@ -21,21 +21,22 @@ use rdma_sys::{
 use super::attr::{self, Addressing};
 use super::bfreg::{RegState, VerbsUar};
 use super::events::VerbsChannel;
-use super::{failed, failed_pinning, failed_registration, DeviceCtx, Verbs};
+use super::{failed, failed_pinning, failed_registration, DeviceCtx, Verbs, VerbsDeviceInfo};
 use crate::backend::mlx5dv::{
     mlx5dv_ah, mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp,
     mlx5dv_dc_init_attr, mlx5dv_get_clock_info, mlx5dv_init_obj, mlx5dv_obj, mlx5dv_qp,
-    mlx5dv_qp_init_attr, mlx5dv_srq, MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, MLX5DV_DCTYPE_DCI,
-    MLX5DV_DCTYPE_DCT, MLX5DV_OBJ_AH, MLX5DV_OBJ_CQ, MLX5DV_OBJ_QP, MLX5DV_OBJ_SRQ,
-    MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE, MLX5DV_QP_INIT_ATTR_MASK_DC,
-    MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS, MLX5DV_SRQ_MASK_SRQN,
+    mlx5dv_qp_init_attr, mlx5dv_srq, MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE,
+    MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, MLX5DV_DCTYPE_DCI, MLX5DV_DCTYPE_DCT, MLX5DV_OBJ_AH,
+    MLX5DV_OBJ_CQ, MLX5DV_OBJ_QP, MLX5DV_OBJ_SRQ, MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE,
+    MLX5DV_QP_INIT_ATTR_MASK_DC, MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS, MLX5DV_SRQ_MASK_SRQN,
 };
 use crate::backend::{AhHandle, Backend, QpParts};
 use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
+use crate::cqz::CqeCompression;
 use crate::error::Error;
 use crate::event::AsyncEvent;
-use crate::prm::{Av, Be32, SEND_WQE_BB, UAR_PAGE_SIZE};
+use crate::prm::{Av, Be32, CqeCompLayout, SEND_WQE_BB, UAR_PAGE_SIZE};
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
 use crate::types::{
@@ -263,6 +264,115 @@ fn send_ops(transport: Transport, atomics: bool) -> u64 {
         .fold(0, |all, o| all | u64::from(o.0))
 }
 
+/// Refuses, before asking the device, what `mlx5dv_create_cq` cannot give: the enhanced
+/// layout (verbs never sets the CQ context's `cqe_comp_layout`: it needs a DevX CQ), a
+/// device without compression (`cqe_comp_caps.max_num` 0), a responder format it does not
+/// list, and 128-byte CQEs without `MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP`.
+fn check_compression(
+    info: &VerbsDeviceInfo,
+    cqe_size: usize,
+    c: CqeCompression,
+) -> Result<(), Error> {
+    if c.layout == CqeCompLayout::Enhanced {
+        return Err(Error::Unsupported(
+            "the enhanced CQE compression layout through verbs (it needs a DevX CQ)",
+        ));
+    }
+    if info.cqe_comp_max_num == 0 {
+        return Err(Error::Unsupported(
+            "CQE compression on this device (cqe_comp_caps.max_num is 0)",
+        ));
+    }
+    if info.cqe_comp_formats & u32::from(c.format.dv_bit()) == 0 {
+        return Err(Error::Unsupported(
+            "this mini-CQE format on this device (not in cqe_comp_caps.supported_format)",
+        ));
+    }
+    if cqe_size == 128 && !info.cqe_128b_compression {
+        return Err(Error::Unsupported(
+            "compressed 128-byte CQEs on this device",
+        ));
+    }
+    Ok(())
+}
+
+impl Verbs {
+    /// A CQ through `mlx5dv_create_cq`, compressed or not.
+    fn cq(
+        &self,
+        config: &CqConfig,
+        channel: &VerbsChannel,
+        compression: Option<CqeCompression>,
+    ) -> Result<(VerbsCq, CqDesc, VerbsUar), Error> {
+        let cqe_size = config.cqe_size;
+        if config.entries > self.caps.max_cqe {
+            return Err(Error::InvalidArgument("CQ larger than the device supports"));
+        }
+        // SAFETY: plain C data; zero is valid for every field.
+        let mut attr: ibv_cq_init_attr_ex = unsafe { core::mem::zeroed() };
+        attr.cqe = config.entries;
+        attr.channel = channel.as_ptr();
+        if config.timestamps {
+            // rdma-core does not pass the flag to the kernel (the device writes its clock
+            // into every CQE); what says the device has a clock is `hca_core_clock`.
+            if self.info.hca_core_clock_khz == 0 || self.info.completion_timestamp_mask == 0 {
+                return Err(Error::Unsupported(
+                    "completion timestamps (no hca_core_clock)",
+                ));
+            }
+            attr.wc_flags =
+                u64::from(ibv_create_cq_wc_flags::IBV_WC_EX_WITH_COMPLETION_TIMESTAMP.0);
+        }
+        // Always through mlx5dv with the size given, so `MLX5_CQE_SIZE` cannot change it.
+        let mut dv_attr = mlx5dv_cq_init_attr {
+            comp_mask: MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE,
+            cqe_size: cqe_size as u16,
+            ..Default::default()
+        };
+        if let Some(c) = compression {
+            dv_attr.comp_mask |= MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE;
+            dv_attr.cqe_comp_res_format = c.format.dv_bit();
+        }
+        // SAFETY: an open context, valid attribute structs.
+        let cq_ex = unsafe { mlx5dv_create_cq(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
+        if cq_ex.is_null() {
+            return Err(failed_pinning("create CQ", -1));
+        }
+        // SAFETY: an extended CQ starts with its `ibv_cq`.
+        let cq = unsafe { NonNull::new_unchecked(ibv_cq_ex_to_cq(cq_ex)) };
+        let mut handle = VerbsCq {
+            cq,
+            cqn: 0,
+            _dev: self.dev.clone(),
+        };
+        // SAFETY: plain C data.
+        let mut out: mlx5dv_cq = unsafe { core::mem::zeroed() };
+        let mut obj = empty_obj();
+        obj.cq.r#in = cq.as_ptr();
+        obj.cq.out = &mut out;
+        init_obj(&mut obj, MLX5DV_OBJ_CQ, "describe CQ")?;
+        if out.cqe_size as usize != cqe_size {
+            return Err(Error::InvalidArgument("the device chose another CQE size"));
+        }
+        handle.cqn = out.cqn;
+        // The event channel hands back `cq_context`: make it the CQN.
+        // SAFETY: a field of our live CQ that libibverbs only passes back to us.
+        unsafe { (*cq.as_ptr()).cq_context = out.cqn as usize as *mut c_void };
+        let (uar, _) = uar_page(out.cq_uar)?;
+        let desc = CqDesc {
+            buf: NonNull::new(out.buf.cast()).ok_or(Error::OutOfMemory)?,
+            cqe_cnt: out.cqe_cnt,
+            cqe_size,
+            dbrec: NonNull::new(out.dbrec.cast::<Be32>()).ok_or(Error::OutOfMemory)?,
+            cqn: out.cqn,
+        };
+        // SAFETY: the CQ's UAR page is mapped by the context, which the CQ (and so the
+        // queue) keeps alive; the arm doorbell at 0x20 belongs to this CQ's writes.
+        let uar = unsafe { VerbsUar::cq(uar) };
+        Ok((handle, desc, uar))
+    }
+}
+
 impl Backend for Verbs {
     type Uar = VerbsUar;
     type Pd = VerbsPd;
@@ -385,68 +495,23 @@ impl Backend for Verbs {
         config: &CqConfig,
         channel: &VerbsChannel,
     ) -> Result<(VerbsCq, CqDesc, VerbsUar), Error> {
-        let cqe_size = config.cqe_size;
-        if config.entries > self.caps.max_cqe {
-            return Err(Error::InvalidArgument("CQ larger than the device supports"));
-        }
-        // SAFETY: plain C data; zero is valid for every field.
-        let mut attr: ibv_cq_init_attr_ex = unsafe { core::mem::zeroed() };
-        attr.cqe = config.entries;
-        attr.channel = channel.as_ptr();
-        if config.timestamps {
-            // rdma-core does not pass the flag to the kernel (the device writes its clock
-            // into every CQE); what says the device has a clock is `hca_core_clock`.
-            if self.info.hca_core_clock_khz == 0 || self.info.completion_timestamp_mask == 0 {
-                return Err(Error::Unsupported(
-                    "completion timestamps (no hca_core_clock)",
-                ));
-            }
-            attr.wc_flags =
-                u64::from(ibv_create_cq_wc_flags::IBV_WC_EX_WITH_COMPLETION_TIMESTAMP.0);
-        }
-        // Always through mlx5dv with the size given, so `MLX5_CQE_SIZE` cannot change it.
-        let mut dv_attr = mlx5dv_cq_init_attr {
-            comp_mask: MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE,
-            cqe_size: cqe_size as u16,
-            ..Default::default()
-        };
-        // SAFETY: an open context, valid attribute structs.
-        let cq_ex = unsafe { mlx5dv_create_cq(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
-        if cq_ex.is_null() {
-            return Err(failed_pinning("create CQ", -1));
-        }
-        // SAFETY: an extended CQ starts with its `ibv_cq`.
-        let cq = unsafe { NonNull::new_unchecked(ibv_cq_ex_to_cq(cq_ex)) };
-        let mut handle = VerbsCq {
-            cq,
-            cqn: 0,
-            _dev: self.dev.clone(),
-        };
-        // SAFETY: plain C data.
-        let mut out: mlx5dv_cq = unsafe { core::mem::zeroed() };
-        let mut obj = empty_obj();
-        obj.cq.r#in = cq.as_ptr();
-        obj.cq.out = &mut out;
-        init_obj(&mut obj, MLX5DV_OBJ_CQ, "describe CQ")?;
-        if out.cqe_size as usize != cqe_size {
-            return Err(Error::InvalidArgument("the device chose another CQE size"));
-        }
-        handle.cqn = out.cqn;
-        // The event channel hands back `cq_context`: make it the CQN.
-        // SAFETY: a field of our live CQ that libibverbs only passes back to us.
-        unsafe { (*cq.as_ptr()).cq_context = out.cqn as usize as *mut c_void };
-        let (uar, _) = uar_page(out.cq_uar)?;
-        let desc = CqDesc {
-            buf: NonNull::new(out.buf.cast()).ok_or(Error::OutOfMemory)?,
-            cqe_cnt: out.cqe_cnt,
+        self.cq(config, channel, None)
+    }
+
+    fn create_compressed_cq(
+        &self,
+        entries: u32,
+        cqe_size: usize,
+        channel: &VerbsChannel,
+        compression: CqeCompression,
+    ) -> Result<(VerbsCq, CqDesc, VerbsUar), Error> {
+        check_compression(&self.info, cqe_size, compression)?;
+        let config = CqConfig {
+            entries,
             cqe_size,
-            dbrec: NonNull::new(out.dbrec.cast::<Be32>()).ok_or(Error::OutOfMemory)?,
-            cqn: out.cqn,
+            ..CqConfig::default()
         };
-        // SAFETY: the CQ's UAR page is mapped by the context, which the CQ (and so the
-        // queue) keeps alive; the arm doorbell at 0x20 belongs to this CQ's writes.
-        let uar = unsafe { VerbsUar::cq(uar) };
-        Ok((handle, desc, uar))
+        self.cq(&config, channel, Some(compression))
     }
 
     fn create_srq(
@@ -776,5 +841,56 @@ mod tests {
         // UC: no READ, no atomics, on any device; UD: SEND and SEND_WITH_IMM.
         assert_eq!(send_ops(Transport::Uc, true), 0b10_0000_1111);
         assert_eq!(send_ops(Transport::Ud, true), 0b1100);
+    }
+
+    fn info(max_num: u32, formats: u32, comp_128: bool) -> VerbsDeviceInfo {
+        VerbsDeviceInfo {
+            fw_ver: String::new(),
+            vendor_part_id: 4123,
+            phys_port_cnt: 1,
+            max_qp: 1 << 17,
+            max_srq_wr: 1 << 15,
+            max_srq_sge: 31,
+            atomic_cap: 1,
+            cqe_version: 1,
+            cqe_128b_compression: comp_128,
+            cqe_128b_padding: true,
+            cqe_comp_max_num: max_num,
+            cqe_comp_formats: formats,
+            shut_up_bf: false,
+            blueflame_reported: false,
+            hca_core_clock_khz: 156_250,
+            completion_timestamp_mask: (1 << 63) - 1,
+        }
+    }
+
+    use crate::prm::MiniCqeFormat;
+
+    #[test]
+    fn compression_is_refused_where_verbs_or_the_device_cannot() {
+        let hash_csum = 0b011;
+        let dev = info(64, hash_csum, false);
+        let csum = CqeCompression {
+            format: MiniCqeFormat::Csum,
+            ..CqeCompression::BASIC
+        };
+        assert_eq!(check_compression(&dev, 64, CqeCompression::BASIC), Ok(()));
+        assert_eq!(check_compression(&dev, 64, csum), Ok(()));
+        let refused = |info: &VerbsDeviceInfo, size, c| match check_compression(info, size, c) {
+            Err(Error::Unsupported(what)) => what,
+            other => panic!("{other:?}"),
+        };
+        assert!(refused(&dev, 64, CqeCompression::ENHANCED).contains("DevX"));
+        assert!(refused(&info(0, hash_csum, true), 64, CqeCompression::BASIC).contains("max_num"));
+        let stridx = CqeCompression {
+            format: MiniCqeFormat::CsumStridx,
+            ..CqeCompression::BASIC
+        };
+        assert!(refused(&dev, 64, stridx).contains("supported_format"));
+        assert!(refused(&dev, 128, CqeCompression::BASIC).contains("128-byte"));
+        assert_eq!(
+            check_compression(&info(64, hash_csum, true), 128, CqeCompression::BASIC),
+            Ok(())
+        );
     }
 }
