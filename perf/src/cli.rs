@@ -323,8 +323,8 @@ pub struct BenchArgs {
     /// Atomic operation (atomic tests; default FETCH_AND_ADD).
     #[arg(short = 'A', long = "atomic_type", value_enum)]
     pub atomic_type: Option<AtomicType>,
-    /// Connection type: RC only here (UC and UD come with issue 14, XRC and DC with
-    /// issue 15).
+    /// Connection type: RC, UC (SEND and WRITE tests), UD (SEND tests, messages up to the
+    /// MTU) or DC (every test; DCIs send to the peer's DCTs on an SRQ).
     #[arg(short = 'c', long = "connection", default_value = "RC")]
     pub connection: String,
     /// Path MTU in bytes (256, 512, 1024, 2048 or 4096; default the port's active MTU).
@@ -470,11 +470,12 @@ const REFUSED: &[(&[&str], &str)] = &[
     ),
     (
         &["--log_dci_streams", "--log_active_dci_streams"],
-        "DC flags come with the DC issue (issue 15)",
+        "DC streams are not in mlx5-perf: its DC tests run one stream per DCI",
     ),
     (
         &["-g", "--mcg", "-M", "--MGID", "--connectionless"],
-        "multicast runs on UD, which comes with the UC/UD issue (issue 14)",
+        "multicast is not in mlx5-perf: its UD tests send to the peer's QPs (the driver \
+         attaches no multicast groups)",
     ),
     (
         &[

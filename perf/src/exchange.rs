@@ -1,6 +1,6 @@
 //! perftest's out-of-band exchange over TCP, as JSON lines: the tool version, the test
-//! parameters compared field by field, then per QP the LID, QPN, PSN, rkey, address and GID;
-//! then barriers and results.
+//! parameters compared field by field, then per QP the LID, QPN, PSN, rkey, address and GID
+//! (with the Q_Key on UD, the DCT number and DC key on DC); then barriers and results.
 //!
 //! Self-contained (std, serde, serde_json only) so the tests can drive it directly.
 
@@ -99,6 +99,21 @@ pub struct QpRecord {
     /// GID of the port (32 hex digits on the wire).
     #[serde(with = "gid_hex")]
     pub gid: [u8; 16],
+    /// UD: the Q_Key the QP takes (perftest's `DEF_QKEY`); absent on the other transports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qkey: Option<u32>,
+    /// DC: the DC target the peer's DCI addresses, absent on the other transports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dct: Option<DctRecord>,
+}
+
+/// What a DCI needs to reach a DC target besides its port's address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DctRecord {
+    /// The DCT number (`dqp_dct` in the datagram segment).
+    pub number: u32,
+    /// Its DC access key.
+    pub key: u64,
 }
 
 /// A GID as 32 hex digits.

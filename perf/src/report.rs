@@ -185,6 +185,10 @@ fn record_lines(side: &str, r: &QpRecord, verb: Verb, out_reads: u8, gid: bool) 
             c_hex(r.addr, 16)
         );
     }
+    if let Some(d) = r.dct {
+        // mlx5-perf's own field: the DC target the peer's DCI addresses.
+        line += &format!(" DCTN {}", c_hex(d.number.into(), 6));
+    }
     let mut lines = vec![line];
     if gid {
         let bytes: Vec<String> = r.gid.iter().map(|b| format!("{b:02}")).collect();
@@ -297,7 +301,8 @@ impl Reporter {
             params.qps
         ));
         h.push(format!(
-            " Connection type : RC\t\tUsing SRQ      : {}",
+            " Connection type : {}\t\tUsing SRQ      : {}",
+            params.connection.name(),
             on_off(params.srq)
         ));
         h.push(" PCIe relax order: OFF\t\tLock-free      : ON".into());

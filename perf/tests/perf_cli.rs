@@ -844,8 +844,11 @@ fn perftest_flags_not_taken_say_why() {
         &["write_bw", "--use_cuda=0"],
         "--use_cuda: memory and placement flags come with the memory issue (issue 17)",
     );
-    fails_with(&["write_bw", "--log_dci_streams", "2"], "issue 15");
-    fails_with(&["send_bw", "-g"], "issue 14");
+    fails_with(
+        &["write_bw", "--log_dci_streams", "2"],
+        "DC streams are not in mlx5-perf",
+    );
+    fails_with(&["send_bw", "-g"], "multicast is not in mlx5-perf");
     fails_with(&["write_lat", "-R"], "rdma_cm is not supported");
     fails_with(&["write_bw", "-O"], "dual-port runs are not implemented");
     let (ok, out, _) = perf(&["send_bw", "-V"]);
@@ -1502,4 +1505,135 @@ fn explain_shows_the_compressed_entries_as_written() {
     assert!(text[8].starts_with("compressed slot of 2 mini-CQEs"));
     assert_eq!(text[9], "(taken by the slot above, not written)");
     assert!(json(&["explain", "write", "--json"])["compressed_cq"].is_null());
+}
+
+/// `-c UC`: the WRITE and SEND tests run over the exchange; a UC WRITE costs the link what
+/// an RC WRITE does (one BlueFlame copy, the payload read, one MWr at the responder).
+#[test]
+fn uc_runs_write_and_send_over_the_tcp_exchange() {
+    let v = json(&["write_bw", "-c", "UC", "-n", "200", "-s", "64", "--json"]);
+    assert_eq!(v["header"]["params"]["connection"], "UC");
+    let r = &v["results"][0];
+    assert_eq!(
+        (r["bytes"].as_u64(), r["iterations"].as_u64()),
+        (Some(64), Some(200))
+    );
+    let p = &r["pcie_per_message"];
+    assert_eq!(p["client"]["mmio_writes"], 1.0);
+    assert_eq!(p["client"]["dma_reads"], 1.0);
+    assert_eq!(p["server"]["dma_writes"], 1.0);
+    assert_eq!(p["server"]["bytes_up"], 88.0);
+    let v = json(&["send_bw", "-c", "UC", "-n", "200", "-s", "64", "--json"]);
+    assert_eq!(v["results"][0]["completions"]["server"]["recv"], 200);
+    let (ok, out, err) = perf(&["send_lat", "-c", "UC", "-n", "50"]);
+    assert!(ok, "{err}");
+    assert!(out.contains(" Connection type : UC"), "{out}");
+    fails_with(
+        &["read_bw", "-c", "UC"],
+        "-c UC: UC has no READ or atomic tests",
+    );
+}
+
+/// `-c UD`: the records carry perftest's Q_Key; every message is one datagram of ctrl, the
+/// 48-byte datagram segment and a data segment (80 bytes: two 64-byte BlueFlame chunks),
+/// and lands after the receive's 40-byte GRH area (not written on InfiniBand without a
+/// GRH: the payload's MWr and the CQE only).
+#[test]
+fn ud_send_bw_and_send_lat_over_the_tcp_exchange() {
+    let v = json(&["send_bw", "-c", "UD", "-n", "200", "-s", "64", "--json"]);
+    let h = &v["header"];
+    assert_eq!(h["params"]["connection"], "UD");
+    assert_eq!(h["local"][0]["qkey"], 0x1111_1111);
+    assert_eq!(h["remote"][0]["qkey"], 0x1111_1111);
+    assert!(h["local"][0].get("dct").is_none());
+    let r = &v["results"][0];
+    assert_eq!(
+        (r["bytes"].as_u64(), r["iterations"].as_u64()),
+        (Some(64), Some(200))
+    );
+    assert_eq!(r["completions"]["server"]["recv"], 200);
+    let p = &r["pcie_per_message"];
+    assert_eq!(p["client"]["mmio_writes"], 2.0);
+    // Two BlueFlame chunks (2 x (64 + 24)) and the payload's CplD (64 + 20).
+    assert_eq!(p["client"]["bytes_down"], 260.0);
+    assert_eq!(p["server"]["dma_writes"], 2.0);
+    let v = json(&["send_lat", "-c", "UD", "-n", "100", "-s", "32", "--json"]);
+    let r = &v["results"][0];
+    assert_eq!(v["header"]["params"]["inline_size"], 188);
+    assert_eq!(
+        (r["bytes"].as_u64(), r["iterations"].as_u64()),
+        (Some(32), Some(100))
+    );
+    // Each side: its SEND's CQE, the peer's payload and its receive CQE.
+    for side in ["client", "server"] {
+        assert_eq!(r["pcie_per_message"][side]["mmio_writes"], 2.0, "{side}");
+        assert_eq!(r["pcie_per_message"][side]["dma_writes"], 3.0, "{side}");
+    }
+    // -a stops at the MTU.
+    let v = json(&[
+        "send_bw", "-c", "UD", "-a", "-n", "20", "-m", "256", "--json",
+    ]);
+    let sizes: Vec<u64> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [2, 4, 8, 16, 32, 64, 128, 256]);
+    fails_with(
+        &["send_bw", "-c", "UD", "-s", "8192"],
+        "Max message size in UD cannot be greater than MTU (4096)",
+    );
+    fails_with(
+        &["write_bw", "-c", "UD"],
+        "-c UD: UD runs send_lat and send_bw only",
+    );
+}
+
+/// `-c DC`: DCIs send to the peer's DCTs, whose numbers and perftest's DC key ride in the
+/// records; a DC WQE carries the 48-byte datagram segment, so the smallest WRITE takes two
+/// BlueFlame chunks where RC takes one.
+#[test]
+fn dc_write_lat_and_send_bw_over_the_tcp_exchange() {
+    let v = json(&["write_lat", "-c", "DC", "-n", "100", "--json"]);
+    let h = &v["header"];
+    assert_eq!(h["params"]["connection"], "DC");
+    assert_eq!(h["params"]["srq"], true);
+    assert_eq!(h["params"]["inline_size"], 150);
+    for end in ["local", "remote"] {
+        assert_eq!(h[end][0]["dct"]["key"], 0xffee_ddccu64, "{end}");
+        assert!(h[end][0]["dct"]["number"].as_u64().is_some(), "{end}");
+    }
+    let r = &v["results"][0];
+    assert_eq!(r["iterations"], 100);
+    for side in ["client", "server"] {
+        let p = &r["pcie_per_message"][side];
+        assert_eq!(p["mmio_writes"], 2.0, "{side}");
+        assert_eq!(p["bytes_down"], 176.0, "{side}");
+        // The WQE's CQE and the peer's 2-byte payload (2 + 24 B).
+        assert_eq!(p["dma_writes"], 2.0, "{side}");
+    }
+    let v = json(&["send_bw", "-c", "DC", "-n", "200", "-s", "64", "--json"]);
+    let r = &v["results"][0];
+    assert_eq!(r["completions"]["server"]["recv"], 200);
+    assert_eq!(r["pcie_per_message"]["server"]["dma_writes"], 2.0);
+    for (test, op) in [
+        ("read_bw", "rdma_read"),
+        ("atomic_bw", "fetch_add"),
+        ("write_bw", "rdma_write"),
+    ] {
+        let v = json(&[test, "-c", "DC", "-n", "50", "-Q", "1", "--json"]);
+        assert_eq!(v["results"][0]["completions"]["client"][op], 50, "{test}");
+    }
+    let (ok, out, err) = perf(&["write_lat", "-c", "DC", "-n", "20"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(" Connection type : DC\t\tUsing SRQ      : ON"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(" remote address:") && l.contains(" DCTN 0x")),
+        "{out}"
+    );
 }

@@ -4,7 +4,7 @@
 use std::net::{TcpListener, TcpStream};
 use std::thread;
 
-use mlx5_perf::exchange::{ExchangeError, Peer, QpRecord};
+use mlx5_perf::exchange::{DctRecord, ExchangeError, Peer, QpRecord};
 use serde_json::{json, Value};
 
 /// Runs `server` and `client` on the two ends of a fresh connection.
@@ -45,6 +45,8 @@ fn equal_parameters_then_qp_records() {
         rkey: 0x101,
         addr: 0x7f00_0000_1000,
         gid: [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+        qkey: None,
+        dct: None,
     };
     let (theirs, mine) = pair(
         move |mut p| {
@@ -138,4 +140,47 @@ fn a_closed_peer_is_reported() {
         matches!(client, Err(ExchangeError::Closed | ExchangeError::Io(_))),
         "{client:?}"
     );
+}
+
+/// The transport's own fields ride in the record: the Q_Key of a UD QP, the DCT number and
+/// DC key of a DC target; an RC record carries neither key on the wire.
+#[test]
+fn ud_and_dc_records_carry_their_keys() {
+    let rc = QpRecord {
+        lid: 1,
+        qpn: 0x100,
+        psn: 0x123456,
+        rkey: 0x101,
+        addr: 0x7f00_0000_1000,
+        gid: [0; 16],
+        qkey: None,
+        dct: None,
+    };
+    let ud = QpRecord {
+        qkey: Some(0x1111_1111),
+        ..rc
+    };
+    let dc = QpRecord {
+        dct: Some(DctRecord {
+            number: 0x00ab_cdef,
+            key: 0xffee_ddcc,
+        }),
+        ..rc
+    };
+    let json = serde_json::to_string(&rc).unwrap();
+    assert!(!json.contains("qkey") && !json.contains("dct"), "{json}");
+    assert_eq!(
+        serde_json::to_string(&ud).unwrap(),
+        json.replace('}', ",\"qkey\":286331153}")
+    );
+    assert_eq!(
+        serde_json::to_string(&dc).unwrap(),
+        json.replace('}', ",\"dct\":{\"number\":11259375,\"key\":4293844428}}")
+    );
+    let (theirs, mine) = pair(
+        move |mut p| p.swap(&vec![ud, dc]).unwrap(),
+        move |mut p| p.swap(&vec![rc]).unwrap(),
+    );
+    assert_eq!(theirs, vec![rc]);
+    assert_eq!(mine, vec![ud, dc]);
 }

@@ -6,7 +6,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 
 use clap::Parser;
-use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use mlx5_direct::backend::sim::{Fabric, Fault, NicConfig, Sim};
 use mlx5_direct::Context;
 use mlx5_perf::bench::{self, Error, Local, Params, Row, Setup, Sink, Stats};
 use mlx5_perf::cli::{AtomicType, Cli, Kind, Test, Verb};
@@ -15,6 +15,7 @@ use mlx5_perf::stats::{BwRow, LatRow};
 
 fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
     Params {
+        connection: bench::Connection::Rc,
         test: Test { verb, kind },
         atomic_type: AtomicType::FetchAndAdd,
         sizes: vec![size],
@@ -60,6 +61,15 @@ impl Sink for Collect {
 /// Runs a server with `server` and a client with `client` on two NICs of one fabric; the
 /// client's report, then the server's.
 fn run(server: Params, client: Params) -> (Result<(), Error>, Result<(), Error>, Collect, Collect) {
+    run_with(server, client, None)
+}
+
+/// [`run`], the client's NIC given `fault` first.
+fn run_with(
+    server: Params,
+    client: Params,
+    fault: Option<Fault>,
+) -> (Result<(), Error>, Result<(), Error>, Collect, Collect) {
     let fabric: Arc<Fabric> = Fabric::new();
     let cli = Cli::try_parse_from(["mlx5-perf", "write_bw"]).unwrap();
     let local = Local::new(cli.command.bench().unwrap().1);
@@ -73,6 +83,9 @@ fn run(server: Params, client: Params) -> (Result<(), Error>, Result<(), Error>,
         (result, sink)
     });
     let ctx = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
+    if let Some(fault) = fault {
+        ctx.backend().nic().inject(fault);
+    }
     let mut sink = Collect::default();
     let stream = TcpStream::connect(addr).unwrap();
     let c = bench::client(ctx, Peer::new(stream), &client, local, &mut sink);
@@ -257,4 +270,50 @@ fn duration_mode_samples_between_the_margins_only() {
         );
         assert_eq!(served.rows.len(), 1);
     }
+}
+
+/// UD and UC do not retry: messages the client's NIC loses never arrive, and the server
+/// reports what did arrive once nothing more comes, where RC would have retransmitted.
+#[test]
+fn unreliable_transports_report_lost_messages_and_finish() {
+    for connection in [bench::Connection::Ud, bench::Connection::Uc] {
+        // A receive posted for every message: only the lost ones are missing.
+        let p = Params {
+            connection,
+            rx_depth: 100,
+            ..params(Verb::Send, Kind::Bw, 64, 100)
+        };
+        let fault = Fault::LosePackets {
+            qpn: None,
+            count: 3,
+        };
+        let (server, client, sink, served) = run_with(p.clone(), p, Some(fault));
+        server.unwrap();
+        client.unwrap();
+        // The client completed all 100 sends; 97 receives completed at the server.
+        let completions = sink.rows[0].completions.as_ref().unwrap();
+        assert_eq!(completions.server.get("recv"), Some(&97), "{connection:?}");
+        assert_eq!(bw(&sink.rows[0]).iterations, 100, "{connection:?}");
+        let own = served.rows[0].completions.as_ref().unwrap();
+        assert_eq!(own.server.get("recv"), Some(&97), "{connection:?}");
+    }
+}
+
+/// A UD ping-pong: every message is found after the receive's GRH area with the marker the
+/// sender gave it (a payload at the wrong offset fails the run).
+#[test]
+fn ud_send_lat_between_two_model_nics() {
+    let p = Params {
+        connection: bench::Connection::Ud,
+        ..params(Verb::Send, Kind::Lat, 100, 50)
+    };
+    let (sink, served) = run_ok(p);
+    assert_eq!(
+        (lat(&sink.rows[0]).bytes, lat(&sink.rows[0]).iterations),
+        (100, 50)
+    );
+    let completions = sink.rows[0].completions.as_ref().unwrap();
+    assert_eq!(completions.client.get("recv"), Some(&50));
+    assert_eq!(completions.server.get("recv"), Some(&50));
+    assert_eq!(served.rows.len(), 1);
 }

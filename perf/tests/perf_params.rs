@@ -205,13 +205,98 @@ fn rx_depth_is_512_lowered_to_the_iterations_and_even() {
 }
 
 #[test]
-fn connection_types_other_than_rc_name_their_issue() {
-    assert_eq!(ok("write_bw -c RC").qps, 1);
-    refused("send_bw -c UD", "issue 14");
-    refused("write_bw -c UC", "issue 14");
-    refused("write_bw -c DC", "issue 15");
-    refused("read_bw -c XRC", "issue 15");
-    refused("write_bw -c SRD", "not a connection type of mlx5");
+fn connection_types_follow_perftests_test_rules() {
+    use mlx5_perf::bench::Connection;
+    let conn = |line: &str| ok(line).connection;
+    assert_eq!(conn("write_bw"), Connection::Rc);
+    assert_eq!(conn("write_bw --connection RC"), Connection::Rc);
+    // UC: SEND and WRITE tests.
+    for test in ["send_lat", "send_bw", "write_lat", "write_bw"] {
+        assert_eq!(conn(&format!("{test} -c UC")), Connection::Uc, "{test}");
+    }
+    for test in ["read_lat", "read_bw", "atomic_lat", "atomic_bw"] {
+        refused(
+            &format!("{test} -c UC"),
+            "-c UC: UC has no READ or atomic tests",
+        );
+    }
+    // UD: SEND tests only.
+    assert_eq!(conn("send_lat -c UD"), Connection::Ud);
+    assert_eq!(conn("send_bw -c UD"), Connection::Ud);
+    for test in ["write_lat", "write_bw", "read_bw", "atomic_lat"] {
+        refused(
+            &format!("{test} -c UD"),
+            "-c UD: UD runs send_lat and send_bw only",
+        );
+    }
+    // DC: every test, its targets on an SRQ (perftest forces it).
+    for test in [
+        "write_lat",
+        "write_bw",
+        "read_lat",
+        "read_bw",
+        "send_lat",
+        "send_bw",
+        "atomic_lat",
+        "atomic_bw",
+    ] {
+        let p = ok(&format!("{test} -c DC"));
+        assert_eq!((p.connection, p.srq), (Connection::Dc, true), "{test}");
+    }
+    assert!(!ok("send_bw").srq);
+    refused("read_bw -c XRC", "-c XRC: mlx5-perf has no XRC");
+    refused("write_bw -c SRD", "-c SRD: SRD is EFA's transport");
+    refused("write_bw -c XX", "-c XX: not a connection type");
+    // One doorbell per WR on the datagram entries.
+    refused(
+        "send_bw -c UD -l 4",
+        "-l: with -c UD every WR rings its own doorbell",
+    );
+    refused(
+        "write_bw -c DC -l 4",
+        "-l: with -c DC every WR rings its own doorbell",
+    );
+    assert_eq!(ok("write_bw -c UC -l 4").post_list, 4);
+    refused(
+        "send_bw -c UD --use-srq",
+        "--use-srq: mlx5-perf's UD QPs receive on queues",
+    );
+}
+
+/// perftest's inline defaults of the latency tests per transport (`ctx_set_max_inline`:
+/// `DEF_INLINE_SEND_UD` 188, `DEF_INLINE_DC` 150).
+#[test]
+fn inline_defaults_per_transport() {
+    let inline = |line| ok(line).inline_size;
+    assert_eq!(inline("send_lat -c UD"), 188);
+    assert_eq!(inline("send_lat -c UC"), 236);
+    assert_eq!(inline("write_lat -c UC"), 220);
+    assert_eq!(inline("send_lat -c DC"), 150);
+    assert_eq!(inline("write_lat -c DC"), 150);
+    assert_eq!(inline("read_lat -c DC"), 0);
+    assert_eq!(inline("send_bw -c UD"), 0);
+}
+
+/// UD messages fit the MTU: a size not given becomes the MTU, `-a` stops at it, a larger
+/// `-s` is refused; the receive buffer holds the 40-byte GRH area in front.
+#[test]
+fn ud_sizes_stop_at_the_mtu() {
+    assert_eq!(ok("send_bw -c UD").sizes, vec![4096]);
+    assert_eq!(ok("send_bw -c UD -m 1024").sizes, vec![1024]);
+    assert_eq!(ok("send_lat -c UD").sizes, vec![2]);
+    assert_eq!(
+        ok("send_bw -c UD -a").sizes,
+        (1..=12).map(|k| 1usize << k).collect::<Vec<_>>()
+    );
+    assert_eq!(ok("send_lat -c UD -a -m 256").sizes.last(), Some(&256));
+    assert_eq!(ok("send_bw -c UD -s 4096").sizes, vec![4096]);
+    refused(
+        "send_bw -c UD -s 4097",
+        "-s 4097: Max message size in UD cannot be greater than MTU (4096)",
+    );
+    refused("send_lat -c UD -s 2048 -m 1024", "greater than MTU (1024)");
+    assert_eq!(ok("send_bw -c UD -s 64").grh(), 40);
+    assert_eq!(ok("send_bw -c UC -s 64").grh(), 0);
 }
 
 #[test]

@@ -28,7 +28,7 @@ mod side;
 mod tests;
 
 pub use host::{cpu_mhz, MODEL_COUNTERS};
-pub use params::{Params, RateLimit};
+pub use params::{Connection, Params, RateLimit, DEF_DC_KEY, DEF_QKEY};
 pub use row::{Counts, PerMessage, Row, RowCompletions, RowPcie, Setup, Stats};
 use side::{await_ping, data_for, finished, peer_stopped, sample, spin, Side};
 
@@ -117,6 +117,8 @@ pub struct Local {
     pub flow_label: u32,
     /// P_Key index (`--pkey_index`).
     pub pkey_index: u16,
+    /// The source GID index of UD and DC address handles on RoCE (`-x`, else 0).
+    pub sgid_index: u8,
     /// Latency tests: spin this long before each post (`--latency_gap`).
     pub latency_gap: Duration,
     /// Latency tests: perftest's statistics (`--perftest-stats`) instead of ours.
@@ -150,6 +152,7 @@ impl Local {
             sl: a.sl,
             flow_label: a.flow_label,
             pkey_index: a.pkey_index,
+            sgid_index: a.gid_index.map_or(0, |x| x as u8),
             latency_gap: Duration::from_micros(a.latency_gap),
             perftest_stats: a.perftest_stats,
             keep_samples: a.histogram || a.unsorted,
@@ -251,7 +254,7 @@ fn client_body<B: Device>(
     size: usize,
     local: Local,
 ) -> Result<Measured, Error> {
-    side.rebase()?;
+    side.rebase(size)?;
     let p = side.params.clone();
     let mut payload = vec![0u8; size.max(1)];
     let mut sge = [mlx5_direct::Sge::default(); 1];
@@ -311,7 +314,7 @@ fn client_body<B: Device>(
 /// completed before the size starts (so neither timed nor in either side's link counts);
 /// the measurement then counts from zero.
 fn warm_up<B: Device>(side: &mut Side<B>, size: usize) -> Result<(), Error> {
-    side.rebase()?;
+    side.rebase(size)?;
     let p = side.params.clone();
     let mut payload = vec![0u8; size.max(1)];
     let mut sge = [mlx5_direct::Sge::default(); 1];
@@ -414,6 +417,42 @@ fn serve_until_message<B: Device>(
     }
 }
 
+/// How long a UC or UD receiver waits for the next message once the sender is done and
+/// counted more than arrived: those messages found no receive and were dropped (neither
+/// transport retries).
+const LOSS_WAIT: Duration = Duration::from_millis(200);
+
+/// Takes receive completions until `count` messages arrived in all (`tp` looking on), or,
+/// on UC and UD, until none came for [`LOSS_WAIT`]: the rest were dropped, which is
+/// reported on stderr. Returns the messages that arrived.
+fn await_receives<B: Device>(
+    side: &mut Side<B>,
+    count: u64,
+    tp: &mut Throughput,
+) -> Result<u64, Error> {
+    let unreliable = side.params.connection.unreliable();
+    let mut last = (side.received.iter().sum::<u64>(), Instant::now());
+    while last.0 < count {
+        side.pump()?;
+        let received = side.received.iter().sum();
+        tp.look(received);
+        side.refill()?;
+        if received > last.0 {
+            last = (received, Instant::now());
+        } else if unreliable && last.1.elapsed() > LOSS_WAIT {
+            eprintln!(
+                "mlx5-perf: -c {}: {} of {count} messages were dropped (no receive was posted \
+                 when they arrived; {} does not retry)",
+                side.params.connection.name(),
+                count - received,
+                side.params.connection.name()
+            );
+            break;
+        }
+    }
+    Ok(last.0)
+}
+
 /// The server's half of one size: serves until the client's Done. Returns the server's own
 /// measurement where perftest's server makes one (the ping-pong latency tests: the time
 /// between its consecutive answers; `send_bw`: the receive bandwidth), and the client's
@@ -424,7 +463,7 @@ fn server_body<B: Device>(
     size: usize,
     local: Local,
 ) -> Result<(Option<Measured>, u64), Error> {
-    side.rebase()?;
+    side.rebase(size)?;
     let p = side.params.clone();
     let mut payload = vec![0u8; size.max(1)];
     let mut sge = [mlx5_direct::Sge::default(); 1];
@@ -479,12 +518,8 @@ fn server_body<B: Device>(
         let (stats, samples) = local.lat_row(&lat, &posts, true, size, iterations)?;
         Some((stats, Some(lat), samples, count))
     } else if receives {
-        while side.received.iter().sum::<u64>() < count {
-            side.pump()?;
-            tp.look(side.received.iter().sum());
-            side.refill()?;
-        }
-        tp.close(count);
+        let received = await_receives(side, count, &mut tp)?;
+        tp.close(received);
         Some((Stats::Bw(tp.summary(size, local.unit)?), None, None, count))
     } else {
         duplex.map(|(stats, sent)| (stats, None, None, sent))
@@ -496,6 +531,7 @@ fn server_body<B: Device>(
 fn flag(field: &str) -> &'static str {
     match field {
         "test.verb" | "test.kind" => "the test name",
+        "connection" => "-c",
         "atomic_type" => "-A",
         "sizes" => "-s / -a",
         "iters" => "-n",

@@ -12,6 +12,8 @@ use crate::stats::Schedule;
 pub struct Params {
     /// The test.
     pub test: Test,
+    /// The transport (`-c`).
+    pub connection: Connection,
     /// Atomic operation (`-A`).
     pub atomic_type: AtomicType,
     /// Message sizes (`-s`, or all with `-a`).
@@ -57,6 +59,86 @@ pub struct Params {
     /// Receive WRs per post call (`--recv_post_list`).
     pub recv_post_list: u32,
 }
+
+/// The transports of `-c` mlx5-perf runs (perftest's `connection_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Connection {
+    /// Reliable connection.
+    #[serde(rename = "RC")]
+    Rc,
+    /// Unreliable connection: SEND and WRITE, no acknowledgements.
+    #[serde(rename = "UC")]
+    Uc,
+    /// Unreliable datagram: SEND of at most one MTU, each receive behind a 40-byte GRH area.
+    #[serde(rename = "UD")]
+    Ud,
+    /// Dynamically connected: DC initiators (DCIs) on the sending side, DC targets (DCTs)
+    /// on a shared receive queue on the other.
+    #[serde(rename = "DC")]
+    Dc,
+}
+
+impl Connection {
+    /// perftest's name (`RC`, `UC`, `UD`, `DC`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Connection::Rc => "RC",
+            Connection::Uc => "UC",
+            Connection::Ud => "UD",
+            Connection::Dc => "DC",
+        }
+    }
+
+    /// True for the transports without acknowledgements (UC, UD): a message that finds no
+    /// receive is dropped, not retried.
+    pub fn unreliable(self) -> bool {
+        matches!(self, Connection::Uc | Connection::Ud)
+    }
+
+    /// `-c` as given, with perftest's rule of which tests each transport runs
+    /// (`change_conn_type` and the parser's checks): UD runs SEND only, UC SEND and WRITE,
+    /// DC every test; XRC and SRD are refused with the reason.
+    fn new(name: &str, verb: Verb) -> Result<Connection, String> {
+        let c =
+            match name {
+                "RC" => Connection::Rc,
+                "UC" => Connection::Uc,
+                "UD" => Connection::Ud,
+                "DC" => Connection::Dc,
+                "XRC" => return Err(
+                    "-c XRC: mlx5-perf has no XRC (the driver has no XRC QPs); RC, UC, UD and DC \
+                     run"
+                    .into(),
+                ),
+                "SRD" => return Err("-c SRD: SRD is EFA's transport, not mlx5's".into()),
+                other => {
+                    return Err(format!(
+                        "-c {other}: not a connection type (RC, UC, UD, XRC, DC or SRD)"
+                    ))
+                }
+            };
+        match (c, verb) {
+            (Connection::Ud, Verb::Write | Verb::Read | Verb::Atomic) => Err(
+                "-c UD: UD runs send_lat and send_bw only (a datagram reaches no remote memory)"
+                    .into(),
+            ),
+            (Connection::Uc, Verb::Read | Verb::Atomic) => {
+                Err("-c UC: UC has no READ or atomic tests (it carries SEND and WRITE only)".into())
+            }
+            _ => Ok(c),
+        }
+    }
+}
+
+/// perftest's Q_Key of its UD QPs (`DEF_QKEY`).
+pub const DEF_QKEY: u32 = 0x1111_1111;
+
+/// perftest's DC access key (`DC_KEY`).
+pub const DEF_DC_KEY: u64 = 0xffee_ddcc;
+
+/// The bytes in front of every UD receive's payload: the GRH area (perftest's
+/// `UD_ADDITION`).
+pub const UD_GRH: usize = mlx5_direct::UD_GRH_BYTES as usize;
 
 /// perftest's `-a` sizes.
 const ALL_SIZES: std::ops::RangeInclusive<u32> = 1..=23;
@@ -231,6 +313,26 @@ fn check_data_validation(test: Test, a: &BenchArgs, tx_depth: u32) -> Result<(),
     Err(format!("--data_validation {refusal}"))
 }
 
+/// The UD path MTU `Params::new` sizes for: `-m`, or the largest MTU (the model's active
+/// MTU); a smaller active MTU on hardware is refused when the QPs are set up.
+fn ud_mtu(a: &BenchArgs) -> usize {
+    a.mtu.unwrap_or(4096) as usize
+}
+
+/// perftest's UD sizes: no message above the MTU. `-a` stops at the MTU and a size not
+/// given becomes the MTU ("Max msg size in UD is MTU ... Changing to this MTU"); a larger
+/// `-s` is refused.
+fn ud_sizes(sizes: Vec<usize>, a: &BenchArgs) -> Result<Vec<usize>, String> {
+    let mtu = ud_mtu(a);
+    match a.size {
+        Some(s) if s > mtu && !a.all => Err(format!(
+            "-s {s}: Max message size in UD cannot be greater than MTU ({mtu})"
+        )),
+        _ if a.all => Ok(sizes.into_iter().filter(|&s| s <= mtu).collect()),
+        _ => Ok(sizes.into_iter().map(|s| s.min(mtu)).collect()),
+    }
+}
+
 /// perftest's run_infinitely dependencies (`force_dependecies`).
 fn check_run_infinitely(test: Test, a: &BenchArgs) -> Result<(), String> {
     let receives = test.verb == Verb::Send || a.write_with_imm;
@@ -323,11 +425,17 @@ impl Params {
             check_run_infinitely(test, a)?;
         }
         let iteration_mode = a.duration.is_none() && !a.run_infinitely;
-        match a.connection.as_str() {
-            "RC" => {}
-            "UC" | "UD" => return Err(format!("-c {}: mlx5-perf runs RC only; UC and UD come with issue 14", a.connection)),
-            "XRC" | "DC" => return Err(format!("-c {}: mlx5-perf runs RC only; XRC and DC come with issue 15", a.connection)),
-            other => return Err(format!("-c {other}: not a connection type of mlx5 (RC, UC, UD, XRC or DC); mlx5-perf runs RC")),
+        let connection = Connection::new(&a.connection, test.verb)?;
+        let datagram = matches!(connection, Connection::Ud | Connection::Dc);
+        if datagram && a.post_list > 1 {
+            return Err(format!(
+                "-l: with -c {} every WR rings its own doorbell in mlx5-perf (the driver's \
+                 post_ud / post_dc entries post one WR each)",
+                connection.name()
+            ));
+        }
+        if connection == Connection::Ud && a.use_srq {
+            return Err("--use-srq: mlx5-perf's UD QPs receive on queues of their own".into());
         }
         // The parser's per-flag checks.
         check_fabric(a)?;
@@ -515,21 +623,28 @@ impl Params {
             rx_depth += 1;
         }
 
-        let sizes = if atomic {
+        let mut sizes = if atomic {
             vec![8]
         } else if a.all {
             ALL_SIZES.map(|k| 1usize << k).collect()
         } else {
             vec![size]
         };
+        if connection == Connection::Ud {
+            sizes = ud_sizes(sizes, a)?;
+        }
         if sizes.iter().any(|&s| s == 0 || s > 1 << 31) {
             return Err("-s must be between 1 and 2^31".into());
         }
-        let inline_size = a.inline.unwrap_or(match (test.verb, test.kind) {
-            (Verb::Write, Kind::Lat) => 220,
-            (Verb::Send, Kind::Lat) => 236,
-            _ => 0,
-        });
+        let inline_size = a
+            .inline
+            .unwrap_or(match (test.verb, test.kind, connection) {
+                (Verb::Write | Verb::Send, Kind::Lat, Connection::Dc) => 150,
+                (Verb::Send, Kind::Lat, Connection::Ud) => 188,
+                (Verb::Write, Kind::Lat, _) => 220,
+                (Verb::Send, Kind::Lat, _) => 236,
+                _ => 0,
+            });
         // perftest's default margin: a quarter of the duration in whole seconds.
         let margin_ms = match (a.margin, duration_ms) {
             // Each period is reported whole.
@@ -559,6 +674,7 @@ impl Params {
         }
         let params = Params {
             test,
+            connection,
             atomic_type: a.atomic_type.unwrap_or(AtomicType::FetchAndAdd),
             sizes,
             iters,
@@ -578,7 +694,8 @@ impl Params {
             rate_limit,
             validate: a.data_validation,
             reversed: a.reversed,
-            srq: a.use_srq,
+            // perftest's DC targets take their receives from an SRQ.
+            srq: a.use_srq || connection == Connection::Dc,
             recv_post_list: a.recv_post_list,
         };
         if params.receives() && params.recv_depth() == 0 {
@@ -655,8 +772,17 @@ impl Params {
         self.sizes.iter().copied().max().unwrap_or(8)
     }
 
-    /// Bytes of buffer per QP: a receive half and a send half.
+    /// Bytes in front of each received payload: UD's GRH area, else none.
+    pub fn grh(&self) -> usize {
+        match self.connection {
+            Connection::Ud => UD_GRH,
+            _ => 0,
+        }
+    }
+
+    /// Bytes of buffer per QP: a receive half (UD's GRH area and the largest message, as
+    /// perftest's `SIZE(UD, size)` is size + 40) and a send half.
     pub(super) fn slot(&self) -> usize {
-        2 * self.max_size().next_multiple_of(64)
+        2 * (self.grh() + self.max_size()).next_multiple_of(64)
     }
 }

@@ -4,13 +4,15 @@
 use std::time::{Duration, Instant};
 
 use mlx5_direct::{
-    Completion, ConnectOptions, Context, Cq, Data, DoorbellMode, Endpoint, MemoryRegion, Qp,
-    QpConfig, Remote, SendFlags, SendOp, Srq, WcOpcode,
+    Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, Data, Dct,
+    DoorbellMode, Endpoint, GlobalRoute, MemoryRegion, ProtectionDomain, Qp, QpConfig, Remote,
+    SendFlags, SendOp, SendWr, Srq, Transport, WcOpcode,
 };
 
+use super::params::{Connection, DEF_DC_KEY, DEF_QKEY};
 use super::{Device, Error, Local, Msg, Params};
 use crate::cli::{AtomicType, Mode, Verb};
-use crate::exchange::{Peer, QpRecord};
+use crate::exchange::{DctRecord, Peer, QpRecord};
 use crate::stats::{Latencies, Phase, Schedule};
 use mlx5_direct::backend::sim::PcieCounters;
 
@@ -104,9 +106,17 @@ pub(super) fn peer_stopped(peer: &mut Peer) -> Error {
 pub(super) struct Side<B: Device> {
     pub(super) ctx: Context<B>,
     pub(super) cq: Cq<B>,
+    /// The sending QPs: RC, UC or UD QPs, or DC initiators (DCIs).
     pub(super) qps: Vec<Qp<B>>,
-    /// The shared receive queue of every QP (`--use-srq`).
+    /// DC: the DC target (DCT) of each QP index, where the peer's DCI of that index sends.
+    dcts: Vec<Dct<B>>,
+    /// UD and DC: the address handle of each remote QP.
+    ahs: Vec<AddressHandle<B>>,
+    /// The shared receive queue of every QP (`--use-srq`; DC's DCTs).
     srq: Option<Srq<B>>,
+    pd: ProtectionDomain<B>,
+    /// The message size of the current run (UD receives are checked against it).
+    size: usize,
     pub(super) mr: MemoryRegion<B>,
     pub(super) params: Params,
     pub(super) windows: Vec<Window>,
@@ -127,6 +137,34 @@ pub(super) struct Side<B: Device> {
     pub(super) local: Local,
 }
 
+/// The path MTU of `local`'s port: `-m`, cut to the port's active MTU (perftest's
+/// `set_mtu`), which is also the default (4096 on the model; often 1024 on RoCE with a
+/// 1500-byte Ethernet MTU, where 4096 would be refused).
+fn path_mtu<B: Device>(ctx: &Context<B>, local: &Local) -> Result<u32, Error> {
+    let active = ctx.port(local.port)?.active_mtu.min(4096);
+    Ok(local.mtu.map_or(active, |m| m.min(active)))
+}
+
+/// The address handle's attributes for the peer's record `r` through `port` (UD and DC):
+/// its LID and `-S` on InfiniBand; on RoCE (LID 0) a GRH to its GID from the source GID
+/// `-x` names (0 without it), with `--flow_label` and `--tclass`.
+fn ah_attr(port: u8, r: &QpRecord, local: &Local) -> AhAttr {
+    let grh = (r.lid == 0).then_some(GlobalRoute {
+        dgid: r.gid,
+        flow_label: local.flow_label,
+        sgid_index: local.sgid_index,
+        hop_limit: 64,
+        traffic_class: local.traffic_class,
+    });
+    AhAttr {
+        port,
+        dlid: r.lid,
+        sl: local.sl,
+        src_path_bits: 0,
+        grh,
+    }
+}
+
 /// The immediate of every WRITE_IMM and SEND_IMM.
 const IMM: u32 = 0x1234_5678;
 
@@ -142,23 +180,46 @@ impl<B: Device> Side<B> {
         if local.events {
             cq.arm(false);
         }
-        // ctrl + raddr + inline header and data, in WQEBBs.
-        let bbs = (36 + params.inline_size).div_ceil(64).max(1) as u32;
+        // ctrl (16), the datagram segment (48, UD and DC), raddr (16, not UD), inline
+        // header (4) and data, in WQEBBs.
+        let (transport, overhead) = match params.connection {
+            Connection::Rc => (Transport::Rc, 36),
+            Connection::Uc => (Transport::Uc, 36),
+            Connection::Ud => (Transport::Ud, 68),
+            Connection::Dc => (Transport::Dci, 84),
+        };
+        let bbs = (overhead + params.inline_size).div_ceil(64).max(1) as u32;
         let config = QpConfig {
             sq_wqebbs: (params.tx_depth * bbs).next_power_of_two().max(64),
             rq_wqes: params.rx_depth.next_power_of_two(),
             max_send_sge: 1,
             max_recv_sge: 1,
             max_inline: params.inline_size as u32,
-            ..QpConfig::default()
+            transport,
         };
         let srq = match params.srq {
             true => Some(pd.create_srq(params.rx_depth, 1)?),
             false => None,
         };
         let mut qps = Vec::new();
+        let mut dcts = Vec::new();
         for _ in 0..q {
             let mut qp = match &srq {
+                Some(srq) if transport == Transport::Dci => {
+                    // perftest's DC pairs: this side's DCI sends to the peer's DCT of the
+                    // same index, and this side's DCT (on the SRQ) serves the peer's DCI.
+                    let mut dct = pd.create_dct(&cq, srq, DEF_DC_KEY)?;
+                    let options = ConnectOptions {
+                        path_mtu: path_mtu(&ctx, &local)?,
+                        pkey_index: local.pkey_index,
+                        traffic_class: local.traffic_class,
+                        ..ConnectOptions::default()
+                    };
+                    let access = Access::remote_default(ctx.caps().atomics);
+                    dct.activate(local.port, access, &options)?;
+                    dcts.push(dct);
+                    pd.create_dci(&cq, &config)?
+                }
                 Some(srq) => pd.create_qp_with_srq(&cq, &cq, srq, &config)?,
                 None => pd.create_qp(&cq, &cq, &config)?,
             };
@@ -174,7 +235,11 @@ impl<B: Device> Side<B> {
             ctx,
             cq,
             qps,
+            dcts,
+            ahs: Vec::new(),
             srq,
+            pd,
+            size: 0,
             mr,
             params: params.clone(),
             windows: vec![Window::default(); q as usize],
@@ -204,6 +269,13 @@ impl<B: Device> Side<B> {
             // The QP's own first PSN, through the port this run uses.
             let psn = qp.endpoint()?.psn;
             let ep = self.ctx.backend().endpoint(port, qp.qpn(), psn)?;
+            let dct = match self.dcts.get(q) {
+                Some(d) => Some(DctRecord {
+                    number: d.number()?,
+                    key: d.dc_key(),
+                }),
+                None => None,
+            };
             out.push(QpRecord {
                 lid: ep.lid,
                 qpn: ep.qpn,
@@ -211,6 +283,8 @@ impl<B: Device> Side<B> {
                 rkey: self.mr.rkey(),
                 addr: self.mr.addr() + self.recv_area(q) as u64,
                 gid: ep.gid,
+                qkey: (self.params.connection == Connection::Ud).then_some(DEF_QKEY),
+                dct,
             });
         }
         Ok(out)
@@ -236,25 +310,53 @@ impl<B: Device> Side<B> {
             rd_atomic: self.out_reads(),
             ..ConnectOptions::default()
         };
+        let connection = self.params.connection;
+        if connection == Connection::Ud {
+            let mtu = options.path_mtu as usize;
+            if let Some(&s) = self.params.sizes.iter().find(|&&s| s > mtu) {
+                return Err(format!(
+                    "-c UD: {s}-byte messages are more than the path MTU {mtu} (perftest \
+                     cuts its sizes to the port's active MTU; give -m {mtu} or a smaller -s)"
+                )
+                .into());
+            }
+        }
         for (qp, r) in self.qps.iter_mut().zip(&remote) {
-            let ep = Endpoint {
-                lid: r.lid,
-                gid: r.gid,
-                qpn: r.qpn,
-                psn: r.psn,
-            };
-            qp.connect(&ep, &options)?;
+            match connection {
+                Connection::Rc | Connection::Uc => {
+                    let ep = Endpoint {
+                        lid: r.lid,
+                        gid: r.gid,
+                        qpn: r.qpn,
+                        psn: r.psn,
+                    };
+                    qp.connect(&ep, &options)?;
+                }
+                Connection::Ud => {
+                    qp.activate_ud(port, DEF_QKEY)?;
+                    if r.qkey.is_none() {
+                        return Err("-c UD: the peer's record has no Q_Key".into());
+                    }
+                }
+                Connection::Dc => {
+                    qp.activate_dci(&options)?;
+                    if r.dct.is_none() {
+                        return Err("-c DC: the peer's record has no DCT number and key".into());
+                    }
+                }
+            }
+            if matches!(connection, Connection::Ud | Connection::Dc) {
+                let ah = self.pd.create_ah(&ah_attr(port, r, &self.local))?;
+                self.ahs.push(ah);
+            }
         }
         self.remote = remote;
         Ok(())
     }
 
-    /// The path MTU: `-m`, cut to the port's active MTU (perftest's `set_mtu`), which is
-    /// also the default (4096 on the model; often 1024 on RoCE with a 1500-byte Ethernet
-    /// MTU, where 4096 would be refused).
+    /// The path MTU of this side's port ([`path_mtu`]).
     pub(super) fn path_mtu(&self, port: u8) -> Result<u32, Error> {
-        let active = self.ctx.port(port)?.active_mtu.min(4096);
-        Ok(self.local.mtu.map_or(active, |m| m.min(active)))
+        path_mtu(&self.ctx, &Local { port, ..self.local })
     }
 
     /// Outstanding READs / atomics per QP: `-o`, at most the device's maximum, which is also
@@ -315,9 +417,26 @@ impl<B: Device> Side<B> {
                 .qps
                 .iter()
                 .position(|qp| qp.qpn() == c.qpn)
+                .or_else(|| {
+                    self.dcts
+                        .iter()
+                        .position(|d| d.number().is_ok_and(|n| n == c.qpn))
+                })
                 .ok_or("completion for an unknown QP")?;
             self.opcodes.count(c);
             if matches!(c.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm) {
+                // UD: the GRH area, then exactly the message.
+                if self.params.connection == Connection::Ud && c.ud_payload().len() != self.size {
+                    return Err(format!(
+                        "UD receive on QP {:#x} of {} bytes: expected the {}-byte GRH area and \
+                         the {}-byte message",
+                        c.qpn,
+                        c.byte_len,
+                        self.params.grh(),
+                        self.size
+                    )
+                    .into());
+                }
                 // perftest's "completion with flags mismatch": every receive carries the
                 // immediate exactly when the test sends one.
                 let imm = self.params.imm.then_some(IMM);
@@ -424,18 +543,42 @@ impl<B: Device> Side<B> {
             } else {
                 SendFlags::UNSIGNALED
             };
-            sq.push(n, op, data, flags)?;
+            match (self.ahs.get(q), self.remote[q].dct, self.remote[q].qkey) {
+                (Some(ah), Some(dct), _) => {
+                    let wr = SendWr {
+                        wr_id: n,
+                        op,
+                        data,
+                        flags,
+                    };
+                    sq.post_dc(wr, &ah.dc_dest(dct.number, dct.key))?;
+                }
+                (Some(ah), None, Some(qkey)) => {
+                    let wr = SendWr {
+                        wr_id: n,
+                        op,
+                        data,
+                        flags,
+                    };
+                    sq.post_ud(wr, &ah.dest(self.remote[q].qpn, qkey))?;
+                }
+                _ => sq.push(n, op, data, flags)?,
+            }
             w.posted += 1;
             w.signaled += u64::from(signal);
         }
-        sq.ring_doorbell();
+        // UD and DC rang with each WR (post_ud / post_dc).
+        if self.ahs.is_empty() {
+            sq.ring_doorbell();
+        }
         w.closed |= last;
         Ok(())
     }
 
     /// Starts a new size: WR and receive counts from zero. Everything posted before has
     /// completed (each size ends drained), so WR ids can start over.
-    pub(super) fn rebase(&mut self) -> Result<(), Error> {
+    pub(super) fn rebase(&mut self, size: usize) -> Result<(), Error> {
+        self.size = size;
         if (0..self.qps.len()).any(|q| self.outstanding(q) > 0) {
             return Err("WRs still outstanding at the start of a size".into());
         }
@@ -597,6 +740,25 @@ pub(super) fn sample(
     }
 }
 
+/// UD: the ping-pong message `i` is in QP 0's receive area after the GRH area, its last
+/// byte the marker the sender gave it (perftest's `UD_ADDITION` offset).
+fn check_ud_payload<B: Device>(side: &Side<B>, size: usize, i: u64) -> Result<(), Error> {
+    if side.params.connection != Connection::Ud {
+        return Ok(());
+    }
+    let at = side.recv_area(0) + side.params.grh() + size - 1;
+    let got = side.mr.read_volatile_u8(at);
+    if got != marker(i) {
+        return Err(format!(
+            "UD message {i}: its last byte (offset {at:#x}, after the GRH area) is {got:#04x}, \
+             expected {:#04x}",
+            marker(i)
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// Waits for the peer's ping-pong message `i` on QP 0; false if a TCP message (the client's
 /// Done) or the end of the connection came instead.
 pub(super) fn await_ping<B: Device>(
@@ -617,6 +779,7 @@ pub(super) fn await_ping<B: Device>(
             }
         };
         if arrived {
+            check_ud_payload(side, size, i)?;
             return Ok(true);
         }
         spins = spins.wrapping_add(1);

@@ -6,6 +6,7 @@ use crate::cli::{AtomicType, Test};
 #[test]
 fn every_compared_parameter_names_its_flag() {
     let params = Params {
+        connection: super::Connection::Rc,
         test: Test {
             verb: Verb::Write,
             kind: Kind::Bw,
