@@ -379,8 +379,34 @@ impl<B: Backend> ProtectionDomain<B> {
         Ok(AddressHandle {
             av,
             attr: *attr,
+            compact: false,
             _handle: handle,
             _pd: self.inner.clone(),
+        })
+    }
+
+    /// Creates an address handle as [`ProtectionDomain::create_ah`] does whose UD and DC
+    /// WQEs carry the 16-byte compact AV (`dqp_dct` bit 31 clear: key, `dqp_dct`,
+    /// `stat_rate_sl`, `fl_mlid`, `rlid`), two DS less than the full 48 bytes. As UCX
+    /// (`uct_ib_mlx5_get_compact_av`, `ud_mlx5_common.c`), only where the device has the
+    /// `compact_address_vector` cap ([`DeviceCaps::compact_av`](crate::DeviceCaps::compact_av),
+    /// else [`Error::Unsupported`]) and only to a destination without a GRH (the compact AV
+    /// has no GRH fields; a global route is [`Error::InvalidArgument`], so RoCE, where every
+    /// address is global, never gets one).
+    pub fn create_compact_ah(&self, attr: &AhAttr) -> Result<AddressHandle<B>, Error> {
+        if attr.grh.is_some() {
+            return Err(Error::InvalidArgument(
+                "a compact address vector carries no GRH",
+            ));
+        }
+        if !self.inner.ctx.backend.caps().compact_av {
+            return Err(Error::Unsupported(
+                "the compact address vector (HCA cap compact_address_vector)",
+            ));
+        }
+        Ok(AddressHandle {
+            compact: true,
+            ..self.create_ah(attr)?
         })
     }
 
@@ -848,6 +874,7 @@ impl<B: Backend> DerefMut for Srq<B> {
 pub struct AddressHandle<B: Backend> {
     av: Av,
     attr: AhAttr,
+    compact: bool,
     _handle: AhHandle,
     _pd: Arc<PdInner<B>>,
 }
@@ -863,6 +890,12 @@ impl<B: Backend> AddressHandle<B> {
         &self.attr
     }
 
+    /// True if its WQEs carry the 16-byte compact AV
+    /// ([`ProtectionDomain::create_compact_ah`]).
+    pub fn is_compact(&self) -> bool {
+        self.compact
+    }
+
     /// The destination of a DC operation to DCT `dctn` with access key `dc_key` through
     /// this handle.
     pub fn dc_dest(&self, dctn: u32, dc_key: u64) -> DcDest<'_> {
@@ -870,6 +903,7 @@ impl<B: Backend> AddressHandle<B> {
             av: &self.av,
             dctn,
             dc_key,
+            compact: self.compact,
         }
     }
 
@@ -880,6 +914,7 @@ impl<B: Backend> AddressHandle<B> {
             av: &self.av,
             remote_qpn,
             qkey,
+            compact: self.compact,
         }
     }
 }

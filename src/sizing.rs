@@ -167,6 +167,7 @@ mod tests {
             max_dest_rd_atomic: 16,
             atomics,
             atomic_8b_host_order: atomics,
+            compact_av: false,
         }
     }
 

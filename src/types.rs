@@ -79,6 +79,11 @@ pub struct DeviceCaps {
     /// `IBV_ATOMIC_NONE`): QPs are created for atomic WQEs and grant `REMOTE_ATOMIC` by
     /// default.
     pub atomics: bool,
+    /// UD and DCI WQEs may carry the 16-byte compact address vector (the HCA cap
+    /// `compact_address_vector`, which UCX reads before using it):
+    /// [`ProtectionDomain::create_compact_ah`](crate::ProtectionDomain::create_compact_ah)
+    /// refuses without it.
+    pub compact_av: bool,
 }
 
 /// The queues a [`QpConfig`] gets (from [`QpConfig::check`]).

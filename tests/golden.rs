@@ -879,6 +879,35 @@ proptest! {
 
     #[test]
     #[cfg_attr(not(rdma_headers), ignore = "install libibverbs-dev to compare with rdma-core")]
+    fn compact_av_is_the_head_mlx5dv_set_dgram_seg_writes_without_ext(
+        qpn in 0..1u32 << 24,
+        qkey in any::<u32>(),
+        dc_key in any::<u64>(),
+        rest in any::<[u8; 36]>(),
+    ) {
+        // The compact AV (UCX with `compact_address_vector`): the first 16 bytes of the
+        // datagram segment `mlx5dv_set_dgram_seg` writes with `ext` 0 over an AH's AV.
+        let mut ah = [0u8; 48];
+        ah[12..48].copy_from_slice(&rest);
+        let av = Av::from_bytes(&ah);
+        for (key, ours) in [
+            (u64::from(qkey) << 32, CompactAv::ud(&av, qpn, qkey)),
+            (dc_key, CompactAv::dc(&av, qpn, dc_key)),
+        ] {
+            let mut theirs = ah;
+            golden::set_dgram_seg(
+                &mut theirs, key, qpn, 0, ah[12], ah[13], u16::from_be_bytes([ah[14], ah[15]]),
+                ah[20..26].try_into().unwrap(), ah[26], ah[27],
+                u32::from_be_bytes(ah[28..32].try_into().unwrap()),
+                ah[32..48].try_into().unwrap(),
+            );
+            prop_assert_eq!(&ours.to_bytes()[..], &theirs[..16]);
+            prop_assert_eq!(theirs[8] & 0x80, 0);
+        }
+    }
+
+    #[test]
+    #[cfg_attr(not(rdma_headers), ignore = "install libibverbs-dev to compare with rdma-core")]
     fn cqe64_fields_match_the_header_reads(bytes in any::<[u8; 64]>()) {
         let ours = Cqe64::from_bytes(&bytes);
         prop_assert_eq!(ours.to_bytes(), bytes);

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{assert_empty, poll_n, side, BugCheck, Side, MR_LEN};
-use mlx5_direct::backend::sim::{DcRefusal, Fabric, NicConfig, Sim};
+use mlx5_direct::backend::sim::{DcRefusal, Fabric, NicConfig, PcieCounters, Sim};
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::{
     Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, Data, DciPool, Dct,
@@ -119,6 +119,25 @@ fn poll_target(t: &mut Target, n: usize) -> Vec<Completion> {
     panic!("only {got} of {n} target completions: {:?}", &out[..got]);
 }
 
+/// Posts WRITE 5 of `payload` inline to byte 64 of `t`'s region through `ah`; returns the
+/// producer count before it and what it cost on `a`'s link.
+fn write_inline(
+    a: &mut Side,
+    t: &Target,
+    ah: &AddressHandle<Sim>,
+    payload: &[u8],
+) -> (u32, PcieCounters) {
+    let pi = a.qp.sq().producer_count();
+    let before = a.ctx.backend().nic().pcie();
+    a.qp.sq()
+        .post_dc(
+            wr(5, SendOp::Write(t.mr.remote(64)), Data::Inline(payload)),
+            &ah.dc_dest(t.dct.number().unwrap(), DC_KEY),
+        )
+        .unwrap();
+    (pi, a.ctx.backend().nic().pcie() - before)
+}
+
 #[test]
 fn dc_operations_reach_a_dct() {
     common::bodies::dc_operations_reach_a_dct(&Fabric::new(), 0);
@@ -132,15 +151,7 @@ fn dci_wqe_is_ctrl_datagram_segment_and_rc_segments() {
     let ah = ah_to(&a, &t);
     let dctn = t.dct.number().unwrap();
     let payload = *b"dc-write";
-    let pi = a.qp.sq().producer_count();
-    let before = a.ctx.backend().nic().pcie();
-    a.qp.sq()
-        .post_dc(
-            wr(5, SendOp::Write(t.mr.remote(64)), Data::Inline(&payload)),
-            &ah.dc_dest(dctn, DC_KEY),
-        )
-        .unwrap();
-    let cost = a.ctx.backend().nic().pcie() - before;
+    let (pi, cost) = write_inline(&mut a, &t, &ah, &payload);
 
     // ctrl (1 DS) + AV (3) + raddr (1) + 8 inline bytes after their header (1): 6 DS, 2 BBs.
     let wqe = a.qp.sq().wqe_bytes(pi, 128);
@@ -171,6 +182,65 @@ fn dci_wqe_is_ctrl_datagram_segment_and_rc_segments() {
     assert_eq!(got, payload);
     let stats = a.ctx.backend().nic().stats();
     assert_eq!((stats.dc_connects, stats.dc_disconnects), (1, 0));
+}
+
+#[test]
+fn a_compact_av_makes_a_small_dc_write_one_wqebb_and_a_read_lands() {
+    let fabric = Fabric::new();
+    let cap = NicConfig {
+        compact_av: true,
+        ..NicConfig::default()
+    };
+    let mut t = target_on(Context::new(Sim::on_fabric(&fabric, cap.clone())), DC_KEY);
+    let mut a = dci_on(Context::new(Sim::on_fabric(&fabric, cap)), 7);
+    let lid = t.ctx.port(1).unwrap().lid;
+    let ah =
+        a.pd.create_compact_ah(&AhAttr {
+            port: 1,
+            dlid: lid,
+            sl: 2,
+            ..AhAttr::default()
+        })
+        .unwrap();
+    let dctn = t.dct.number().unwrap();
+    let payload = *b"twelve bytes";
+    let (pi, cost) = write_inline(&mut a, &t, &ah, &payload);
+    // prm-facts-next §3.3: ctrl (1 DS) + compact AV (1) + raddr (1) + 12 inline bytes
+    // after their header (1): 4 DS, one WQEBB, one BlueFlame chunk (the full AV: 2).
+    let wqe = a.qp.sq().wqe_bytes(pi, 64);
+    assert_eq!(&wqe[4..8], &(a.qp.qpn() << 8 | 4).to_be_bytes());
+    assert_eq!(&wqe[16..24], &DC_KEY.to_be_bytes(), "BE64 DC key");
+    assert_eq!(&wqe[24..28], &dctn.to_be_bytes(), "dqp_dct, bit 31 clear");
+    assert_eq!((wqe[28], wqe[29]), (2, 0), "stat_rate_sl, fl_mlid");
+    assert_eq!(&wqe[30..32], &lid.to_be_bytes());
+    assert_eq!(&wqe[32..40], &(t.mr.addr() + 64).to_be_bytes(), "raddr");
+    assert_eq!(&wqe[40..44], &t.mr.rkey().to_be_bytes());
+    assert_eq!(&wqe[48..52], &(0x8000_0000u32 | 12).to_be_bytes());
+    assert_eq!(&wqe[52..64], &payload);
+    assert_eq!(a.qp.sq().producer_count() - pi, 1);
+    assert_eq!(
+        (cost.mmio_writes, cost.bytes_down, cost.dma_reads),
+        (1, 88, 0)
+    );
+    // A READ of it back through the same compact handle.
+    a.qp.sq()
+        .post_dc(
+            wr(
+                6,
+                SendOp::Read(t.mr.remote(64)),
+                Data::Sges(&[a.mr.sge(0, 12)]),
+            ),
+            &ah.dc_dest(dctn, DC_KEY),
+        )
+        .unwrap();
+    let cs = poll_n(&mut a, 2);
+    assert!(cs.iter().all(|c| c.status == Status::Success), "{cs:?}");
+    let mut got = [0u8; 12];
+    a.mr.read(0, &mut got);
+    assert_eq!(got, payload);
+    let stats = a.ctx.backend().nic().stats();
+    assert_eq!((stats.dc_connects, stats.dc_disconnects), (1, 0));
+    assert_empty_target(&mut t);
 }
 
 #[test]

@@ -5,11 +5,12 @@
 mod common;
 
 use common::bodies::expect_sqe_after_a_bad_key;
-use common::{assert_empty, poll_n, side, Side};
-use mlx5_direct::backend::sim::{Fabric, Sim};
+use common::{assert_empty, poll_n, side, side_on, Side};
+use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use mlx5_direct::prm::{CompactAv, Syndrome};
 use mlx5_direct::{
-    AddressHandle, AhAttr, Completion, Data, GlobalRoute, PostError, QpConfig, QpState, SendFlags,
-    SendOp, SendWr, Status, Transport, WcOpcode, UD_GRH_BYTES,
+    AddressHandle, AhAttr, Completion, Context, Data, Error, GlobalRoute, PostError, QpConfig,
+    QpState, SendFlags, SendOp, SendWr, Status, Transport, WcOpcode, UD_GRH_BYTES,
 };
 
 const QKEY: u32 = 0x1100_2233;
@@ -222,6 +223,155 @@ fn a_global_route_writes_the_grh_and_reports_it() {
     assert_eq!(&got[8..24], &pa.gid);
     assert_eq!(&got[24..40], &pb.gid);
     assert_eq!(&got[40..], &[0x5a; 100]);
+}
+
+/// A UD side in RTS on a NIC of its own with (`compact_av`) or without the compact AV cap.
+fn ud_side_on(fabric: &std::sync::Arc<Fabric>, compact_av: bool) -> Side {
+    let config = NicConfig {
+        compact_av,
+        ..NicConfig::default()
+    };
+    let ctx = Context::new(Sim::on_fabric(fabric, config));
+    let mut s = side_on(ctx, &ud_config(), 256, 64);
+    s.qp.activate_ud(1, QKEY).unwrap();
+    s
+}
+
+#[test]
+fn a_compact_av_is_two_ds_shorter_and_saves_a_blueflame_chunk() {
+    let fabric = Fabric::new();
+    let (mut a, mut b) = (ud_side_on(&fabric, true), ud_side_on(&fabric, true));
+    assert!(a.ctx.caps().compact_av);
+    let (lid_a, lid_b) = (a.ctx.port(1).unwrap().lid, b.ctx.port(1).unwrap().lid);
+    let attr = AhAttr {
+        port: 1,
+        dlid: lid_b,
+        sl: 5,
+        src_path_bits: 3,
+        grh: None,
+    };
+    let (full, compact) = (
+        a.pd.create_ah(&attr).unwrap(),
+        a.pd.create_compact_ah(&attr).unwrap(),
+    );
+    assert!(compact.is_compact() && !full.is_compact());
+    assert_eq!(compact.av(), full.av());
+    let payload: Vec<u8> = (100..129u8).collect();
+    for (i, (ah, len, wqebbs, chunks)) in [
+        // prm-facts-next §1.2: with the compact AV up to 28 inline bytes fit one WQEBB
+        // (ctrl 1 + AV 1 + inline 2 DS), 29 need two; with the full AV 28 bytes take two.
+        (&compact, 28, 1, 1),
+        (&compact, 29, 2, 2),
+        (&full, 28, 2, 2),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        post_recv(&mut b, i as u64, 512 * i);
+        let pi = a.qp.sq().producer_count();
+        let before = a.ctx.backend().nic().pcie();
+        a.qp.sq()
+            .post_ud(
+                send(Data::Inline(&payload[..len]), SendOp::Send),
+                &ah.dest(b.qp.qpn(), QKEY),
+            )
+            .unwrap();
+        let down = a.ctx.backend().nic().pcie() - before;
+        assert_eq!(a.qp.sq().producer_count() - pi, wqebbs);
+        // One 88-byte write-combined BlueFlame chunk per WQEBB, nothing read back.
+        assert_eq!((down.mmio_writes, down.bytes_down), (chunks, 88 * chunks));
+        let wqe = a.qp.sq().wqe_bytes(pi, 64 * wqebbs as usize);
+        let av_ds = if ah.is_compact() { 1 } else { 3 };
+        let ds = 1 + av_ds + (4 + len).div_ceil(16);
+        assert_eq!(usize::from(wqe[7] & 0x3f), ds, "DS");
+        let at = 16 + 16 * av_ds;
+        if ah.is_compact() {
+            // Q_Key in bytes 0..4, 4..8 zero, dqp_dct = QPN with bit 31 clear, then the
+            // AH's SL, path bits and DLID (mlx5dv_set_dgram_seg with ext 0).
+            let mut want = [0u8; 16];
+            want[0..4].copy_from_slice(&QKEY.to_be_bytes());
+            want[8..12].copy_from_slice(&b.qp.qpn().to_be_bytes());
+            want[12] = 5;
+            want[13] = 3;
+            want[14..16].copy_from_slice(&lid_b.to_be_bytes());
+            assert_eq!(&wqe[16..32], &want);
+            let ours = CompactAv::ud(ah.av(), b.qp.qpn(), QKEY);
+            assert_eq!(ours.to_bytes(), want);
+        } else {
+            assert_eq!(&wqe[24..28], &(b.qp.qpn() | 1 << 31).to_be_bytes());
+        }
+        assert_eq!(
+            &wqe[at..at + 4],
+            &(0x8000_0000u32 | len as u32).to_be_bytes()
+        );
+        assert_eq!(&wqe[at + 4..at + 4 + len], &payload[..len]);
+        poll_n(&mut a, 1);
+        let r = poll_n(&mut b, 1)[0];
+        assert_eq!(
+            (r.wr_id, r.status, r.byte_len, r.src_qp, r.slid, r.sl()),
+            (
+                i as u64,
+                Status::Success,
+                40 + len as u32,
+                a.qp.qpn(),
+                lid_a,
+                5
+            )
+        );
+        assert!(!r.grh_present());
+        let mut got = vec![0u8; len];
+        b.mr.read(512 * i + 40, &mut got);
+        assert_eq!(got, &payload[..len]);
+    }
+    assert_empty(&mut a);
+    assert_empty(&mut b);
+}
+
+#[test]
+fn a_compact_av_is_refused_without_the_cap_or_with_a_grh() {
+    let fabric = Fabric::new();
+    let (mut a, mut b) = (ud_side_on(&fabric, false), ud_side_on(&fabric, true));
+    let lid_b = b.ctx.port(1).unwrap().lid;
+    let attr = AhAttr {
+        port: 1,
+        dlid: lid_b,
+        ..AhAttr::default()
+    };
+    assert!(!a.ctx.caps().compact_av);
+    assert!(matches!(
+        a.pd.create_compact_ah(&attr),
+        Err(Error::Unsupported(_))
+    ));
+    let global = AhAttr {
+        grh: Some(GlobalRoute {
+            dgid: b.ctx.port(1).unwrap().gid,
+            hop_limit: 64,
+            ..GlobalRoute::default()
+        }),
+        ..attr
+    };
+    assert!(matches!(
+        b.pd.create_compact_ah(&global),
+        Err(Error::InvalidArgument(_))
+    ));
+    // A compact AV forced onto a NIC without the cap: a malformed WQE to the model
+    // (LOCAL_QP_OP_ERR), the QP in SQE, nothing delivered.
+    let ah = a.pd.create_ah(&attr).unwrap();
+    let dest = mlx5_direct::UdDest {
+        compact: true,
+        ..ah.dest(b.qp.qpn(), QKEY)
+    };
+    post_recv(&mut b, 1, 0);
+    a.qp.sq()
+        .post_ud(send(Data::Inline(&[1; 8]), SendOp::Send), &dest)
+        .unwrap();
+    let c = poll_n(&mut a, 1)[0];
+    let Status::Error(e) = c.status else {
+        panic!("{c:?}")
+    };
+    assert_eq!(e.syndrome(), Some(Syndrome::LocalQpOpErr));
+    assert_eq!(a.qp.state(), QpState::Sqe);
+    assert_empty(&mut b);
 }
 
 #[test]

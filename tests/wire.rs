@@ -204,6 +204,7 @@ fn the_plain_data_types_round_trip_through_serde() {
         max_dest_rd_atomic: 16,
         atomics: true,
         atomic_8b_host_order: false,
+        compact_av: true,
     });
     round_trip(QpSizes {
         send_wqe_size: 320,

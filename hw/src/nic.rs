@@ -179,6 +179,7 @@ impl Nic {
             max_rd_atomic: MAX_RD_ATOMIC,
             max_msg_sz: n.cfg.max_msg_sz,
             atomic_8b_host_order: n.cfg.atomic_8b_host_order,
+            compact_av: n.cfg.compact_av,
         })
     }
 

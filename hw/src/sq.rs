@@ -11,7 +11,7 @@ use crate::qp::{fail_head, fetch_sq, flush_sq, read_ring, read_sq, sq_producer};
 use crate::resp::{respond, respond_again, Request, Resp};
 use crate::state::{take_fault, Dest, NicState, Qp, Stall, World, PSN_MASK};
 use crate::types::{Access, QpState, Transport};
-use crate::ud::{Av, AV_BYTES};
+use crate::ud::Av;
 use crate::wqe::{Ctrl, Op, Seg, Segs, Wqe, BB};
 use crate::xfer::{Cursor, Spans};
 
@@ -318,13 +318,13 @@ fn exec(
         Transport::Ud => return crate::ud::send(w, n, qpi, ctrl, wqe, in_flight),
         Transport::Uc => return crate::uc::send(w, n, qpi, ctrl, wqe, in_flight),
         // A DCI's WQE: ctrl + the address vector + the RC segments (prm-facts-next §3.3).
-        Transport::Dci => match wqe.get(16..16 + AV_BYTES).and_then(Av::parse) {
+        Transport::Dci => match Av::parse(wqe, w.nics[n].cfg.compact_av) {
             Some(av) => Some(av),
             None => return Outcome::Fail(synd::LOCAL_QP_OP_ERR),
         },
         _ => None,
     };
-    let xport = if av.is_some() { AV_BYTES } else { 0 };
+    let xport = av.as_ref().map_or(0, |av| av.len);
     let nic = &mut w.nics[n];
     let d = match nic.decode(ctrl, wqe, xport) {
         Ok(d) => d,

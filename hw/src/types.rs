@@ -94,6 +94,8 @@ pub struct Caps {
     pub max_msg_sz: u32,
     /// 8-byte atomic results in host byte order (`NicConfig::atomic_8b_host_order`).
     pub atomic_8b_host_order: bool,
+    /// The compact (16-byte) address vector is accepted (`NicConfig::compact_av`).
+    pub compact_av: bool,
 }
 
 /// Port attributes.
@@ -154,6 +156,11 @@ pub struct NicConfig {
     /// When and how CQs created with [`CqParams::compression`] compress (docs/model.md,
     /// "CQE compression").
     pub cqe_zip: ZipConfig,
+    /// The HCA cap `compact_address_vector`: UD and DCI WQEs may carry the 16-byte compact
+    /// AV (bit 31 of `dqp_dct` clear: key, `dqp_dct`, `stat_rate_sl`, `fl_mlid`, `rlid`, no
+    /// GRH), which UCX uses only when the cap is set. Off (default), a WQE whose AV lacks
+    /// `MLX5_EXTENDED_UD_AV` is malformed: LOCAL_QP_OP_ERR (docs/model.md, UD).
+    pub compact_av: bool,
 }
 
 /// The NIC side of CQE compression: when it compresses and what its mini-CQEs look like.
@@ -244,6 +251,7 @@ impl Default for NicConfig {
             clock_khz: 156_250,
             clock_step: 0,
             cqe_zip: ZipConfig::default(),
+            compact_av: false,
         }
     }
 }

@@ -15,7 +15,9 @@ use crate::wqe::{be16, be32, be64, opcode, Ctrl, Segs, Wqe};
 use crate::xfer::Cursor;
 
 /// Size of `mlx5_wqe_av` (the full address vector).
-pub(crate) const AV_BYTES: usize = 48;
+const AV_BYTES: usize = 48;
+/// Size of the compact address vector: the first 16 bytes of `mlx5_wqe_av`.
+const COMPACT_AV_BYTES: usize = 16;
 /// The GRH area at the start of every UD receive buffer.
 const GRH_BYTES: u64 = 40;
 /// `dqp_dct` bit 31, `MLX5_EXTENDED_UD_AV`: the full 48-byte AV follows.
@@ -68,17 +70,25 @@ pub(crate) struct Av {
     sl: u8,
     pub(crate) dlid: u16,
     pub(crate) grh: Option<GlobalRoute>,
+    /// Its size in the WQE: 48 bytes, or 16 for a compact AV.
+    pub(crate) len: usize,
 }
 
 impl Av {
-    /// Parse the AV at `b[0..48]`; `None` without `MLX5_EXTENDED_UD_AV` (the model
-    /// advertises no compact AV).
-    pub(crate) fn parse(b: &[u8]) -> Option<Av> {
-        let dqp_dct = be32(b, 8);
-        if dqp_dct & EXTENDED_AV == 0 {
+    /// Parse the AV after the control segment of `wqe`: 48 bytes with
+    /// `MLX5_EXTENDED_UD_AV`, else the 16-byte compact AV when the NIC accepts one
+    /// (`compact`, `NicConfig::compact_av`). `None`: a compact AV the NIC does not accept,
+    /// or a WQE too short for its AV.
+    pub(crate) fn parse(wqe: &[u8], compact: bool) -> Option<Av> {
+        let b = wqe.get(16..)?;
+        let dqp_dct = be32(b.get(..COMPACT_AV_BYTES)?, 8);
+        let extended = dqp_dct & EXTENDED_AV != 0;
+        if !extended && !compact {
             return None;
         }
-        let gfl = be32(b, 28);
+        let len = if extended { AV_BYTES } else { COMPACT_AV_BYTES };
+        let b = b.get(..len)?;
+        let gfl = if extended { be32(b, 28) } else { 0 };
         let grh = (gfl & AV_GRH != 0).then(|| GlobalRoute {
             dgid: b[32..48].try_into().expect("16 bytes"),
             flow_label: gfl & 0xf_ffff,
@@ -93,6 +103,7 @@ impl Av {
             sl: b[12] & 0xf,
             dlid: be16(b, 14),
             grh,
+            len,
         })
     }
 }
@@ -111,11 +122,11 @@ pub(crate) fn send(
     if !matches!(ctrl.opcode, opcode::SEND | opcode::SEND_IMM) || ctrl.opmod != 0 {
         return Outcome::Fail(synd::LOCAL_QP_OP_ERR);
     }
-    let Some(av) = wqe.get(16..16 + AV_BYTES).and_then(Av::parse) else {
+    let nic = &mut w.nics[n];
+    let Some(av) = Av::parse(wqe, nic.cfg.compact_av) else {
         return Outcome::Fail(synd::LOCAL_QP_OP_ERR);
     };
-    let nic = &mut w.nics[n];
-    let d = match nic.decode(ctrl, wqe, AV_BYTES) {
+    let d = match nic.decode(ctrl, wqe, av.len) {
         Ok(d) => d,
         Err(s) => return Outcome::Fail(s),
     };

@@ -416,6 +416,7 @@ impl Backend for Sim {
             atomic_8b_host_order: c.atomic_8b_host_order,
             max_dest_rd_atomic: c.max_rd_atomic,
             atomics,
+            compact_av: c.compact_av,
         }
     }
 

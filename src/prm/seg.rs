@@ -241,6 +241,32 @@ pub struct CompactAv {
     pub rlid: Be16,
 }
 
+impl CompactAv {
+    /// The compact AV of a UD WQE to QP `remote_qpn` with `qkey` through an address
+    /// handle's `av`: what `mlx5dv_set_dgram_seg` writes into the first 16 bytes with `ext`
+    /// 0 (the Q_Key in the upper half of `key`, `dqp_dct` as given: a 24-bit QPN leaves
+    /// bit 31 clear), the AH's rate, SL, path bits and DLID kept.
+    pub fn ud(av: &Av, remote_qpn: u32, qkey: u32) -> CompactAv {
+        CompactAv::of(av, remote_qpn, u64::from(qkey) << 32)
+    }
+
+    /// The compact AV of a DCI WQE to DCT `dctn` with `dc_key` through `av`: as
+    /// [`CompactAv::ud`] with the 64-bit DC key.
+    pub fn dc(av: &Av, dctn: u32, dc_key: u64) -> CompactAv {
+        CompactAv::of(av, dctn, dc_key)
+    }
+
+    fn of(av: &Av, dqp_dct: u32, key: u64) -> CompactAv {
+        CompactAv {
+            key: Be64::new(key),
+            dqp_dct: Be32::new(dqp_dct),
+            stat_rate_sl: av.stat_rate_sl,
+            fl_mlid: av.fl_mlid,
+            rlid: av.rlid,
+        }
+    }
+}
+
 /// `struct mlx5_wqe_srq_next_seg`: first 16 bytes of an SRQ WQE, linking the free list.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -318,6 +344,11 @@ mod tests {
         assert_eq!(offset_of!(Av, hop_limit), 27);
         assert_eq!(offset_of!(Av, grh_gid_fl), 28);
         assert_eq!(offset_of!(Av, rgid), 32);
+        // The compact AV is the head of the full one.
+        assert_eq!(offset_of!(CompactAv, dqp_dct), offset_of!(Av, dqp_dct));
+        assert_eq!(offset_of!(CompactAv, stat_rate_sl), 12);
+        assert_eq!(offset_of!(CompactAv, fl_mlid), 13);
+        assert_eq!(offset_of!(CompactAv, rlid), 14);
         assert_eq!(offset_of!(SrqNextSeg, next_wqe_index), 2);
         assert_eq!(offset_of!(SrqNextSeg, signature), 4);
     }

@@ -1,7 +1,8 @@
 //! The DCI post entry: RC operations to a DC target, each WQE carrying a datagram segment
 //! (`mlx5_wqe_datagram_seg`: the address handle's 48-byte AV with `dqp_dct = DCT number |
 //! MLX5_EXTENDED_UD_AV` and the 64-bit DC access key, as `mlx5_send_wr_set_dc_addr` writes
-//! it) between the control segment and the RC segments.
+//! it) between the control segment and the RC segments; with a compact address handle the
+//! 16-byte compact AV (bit 31 clear), two DS shorter.
 //!
 //! A DCI's queue refuses the RC entries ([`SendQueue::post`], `push`, `post_many`) with
 //! [`PostError::WrongTransport`] through their not-ready path, and every other queue
@@ -10,10 +11,10 @@
 
 use crate::error::PostError;
 use crate::mmio::Uar;
-use crate::prm::{Av, DS};
-use crate::ring::WqeBuf;
+use crate::prm::{Av, CompactAv};
 use crate::types::Transport;
 
+use super::ud::Datagram;
 use super::wr::SendWr;
 use super::write::{Limits, Ready, Xport};
 use super::SendQueue;
@@ -28,35 +29,25 @@ pub struct DcDest<'a> {
     pub dctn: u32,
     /// The DCT's access key.
     pub dc_key: u64,
+    /// Write the 16-byte compact AV instead of the full 48 bytes (as
+    /// [`UdDest::compact`](crate::UdDest::compact)).
+    pub compact: bool,
 }
 
-/// The datagram segment of one DCI WQE.
-#[derive(Clone, Copy)]
-struct DcDatagram<'a>(&'a DcDest<'a>);
-
-impl Xport for DcDatagram<'_> {
-    const DS: usize = size_of::<Av>() / DS;
-
-    #[inline(always)]
-    unsafe fn write(self, wqe: &mut WqeBuf<'_>, at: usize) {
-        let mut av = *self.0.av;
-        av.set_dc(self.0.dctn & 0xff_ffff, self.0.dc_key);
-        // SAFETY: `Self::DS` units at `at` (caller's contract).
-        unsafe { wqe.seg(at, av) };
-    }
-}
-
-/// The DC entry of a DCI's queue: its limits (the datagram segment counted in every WQE)
-/// and its room limit (as [`super::write::Cursor::limit`], for this entry alone).
+/// The DC entry of a DCI's queue: its limits with the full and with the compact datagram
+/// segment counted in every WQE, and its room limit (as [`super::write::Cursor::limit`],
+/// for this entry alone).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct DcEntry {
     k: Limits,
+    compact: Limits,
     limit: u32,
 }
 
 impl DcEntry {
     pub(super) fn set_ready(&mut self, ready: bool, pi: u32) {
         self.k.ready = Ready::from(ready);
+        self.compact.ready = self.k.ready;
         if !ready {
             self.limit = pi;
         }
@@ -69,7 +60,8 @@ impl<U: Uar> SendQueue<U> {
         self.k.ready = Ready::DciOnly;
         self.c.limit = self.c.pi;
         self.dc = Some(DcEntry {
-            k: Limits::new(desc, DcDatagram::DS),
+            k: Limits::new(desc, Datagram::<Av>::DS),
+            compact: Limits::new(desc, Datagram::<CompactAv>::DS),
             limit: self.c.pi,
         });
     }
@@ -78,7 +70,8 @@ impl<U: Uar> SendQueue<U> {
     /// with immediate, READ, atomics, NOP) to the DC target `dest` and rings the doorbell
     /// (with any WQEs pushed before). Refused before anything is written: a queue that is
     /// not a DCI's ([`PostError::WrongTransport`]), and every check of
-    /// [`SendQueue::post`] (the datagram segment's 48 bytes counted in the WQE size).
+    /// [`SendQueue::post`] (the datagram segment's 48 bytes, or 16 when `dest.compact`,
+    /// counted in the WQE size).
     #[inline(always)]
     pub fn post_dc(&mut self, wr: SendWr<'_>, dest: &DcDest<'_>) -> Result<(), PostError> {
         let Some(dc) = &self.dc else {
@@ -90,8 +83,16 @@ impl<U: Uar> SendQueue<U> {
                 },
             });
         };
-        let (k, limit) = (dc.k, dc.limit);
-        let limit = self.post_via(k, limit, &wr, DcDatagram(dest))?;
+        let (k, compact, limit) = (dc.k, dc.compact, dc.limit);
+        let dctn = dest.dctn & 0xff_ffff;
+        let limit = if dest.compact {
+            let av = CompactAv::dc(dest.av, dctn, dest.dc_key);
+            self.post_via(compact, limit, &wr, Datagram(av))?
+        } else {
+            let mut av = *dest.av;
+            av.set_dc(dctn, dest.dc_key);
+            self.post_via(k, limit, &wr, Datagram(av))?
+        };
         if let Some(dc) = &mut self.dc {
             dc.limit = limit;
         }

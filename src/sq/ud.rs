@@ -1,6 +1,8 @@
 //! The UD post entry: SEND and SEND with immediate, each with a datagram segment
 //! (`mlx5_wqe_datagram_seg`: the address handle's 48-byte AV with `dqp_dct = remote QPN |
-//! MLX5_EXTENDED_UD_AV` and the Q_Key, as rdma-core's `_set_datagram_seg` writes it).
+//! MLX5_EXTENDED_UD_AV` and the Q_Key, as rdma-core's `_set_datagram_seg` writes it), or
+//! with a compact address handle the 16-byte compact AV (bit 31 clear, as UCX writes it on
+//! a device with the `compact_address_vector` cap), two DS shorter.
 //!
 //! A UD queue refuses the RC entries ([`SendQueue::post`], `push`, `post_many`) with
 //! [`PostError::WrongTransport`] through their not-ready path, and an RC queue refuses
@@ -11,7 +13,7 @@ use core::sync::atomic::Ordering;
 
 use crate::error::PostError;
 use crate::mmio::Uar;
-use crate::prm::{Av, DS};
+use crate::prm::{Av, CompactAv, DS};
 use crate::ring::WqeBuf;
 use crate::types::Transport;
 
@@ -29,29 +31,38 @@ pub struct UdDest<'a> {
     pub remote_qpn: u32,
     /// The Q_Key the remote QP was given.
     pub qkey: u32,
+    /// Write the 16-byte compact AV (the first 16 bytes of `av`, `dqp_dct` bit 31 clear)
+    /// instead of the full 48 bytes: set by a compact address handle
+    /// ([`ProtectionDomain::create_compact_ah`](crate::ProtectionDomain::create_compact_ah)).
+    pub compact: bool,
 }
 
-/// The datagram segment of one WQE.
+/// The datagram segment of one UD or DCI WQE, built before the write: the full AV or the
+/// compact one.
 #[derive(Clone, Copy)]
-struct Datagram<'a>(&'a UdDest<'a>);
+pub(super) struct Datagram<S>(pub(super) S);
 
-impl Xport for Datagram<'_> {
-    const DS: usize = size_of::<Av>() / DS;
+/// The address-vector layouts a datagram segment may be.
+pub(super) trait AvSeg: Copy {}
+impl AvSeg for Av {}
+impl AvSeg for CompactAv {}
+
+impl<S: AvSeg> Xport for Datagram<S> {
+    const DS: usize = size_of::<S>() / DS;
 
     #[inline(always)]
     unsafe fn write(self, wqe: &mut WqeBuf<'_>, at: usize) {
-        let mut av = *self.0.av;
-        av.set_ud(self.0.remote_qpn & 0xff_ffff, self.0.qkey, true);
-        // SAFETY: `Self::DS` units at `at` (caller's contract).
-        unsafe { wqe.seg(at, av) };
+        // SAFETY: `Self::DS` units at `at` (caller's contract); `S` is a PRM layout.
+        unsafe { wqe.seg(at, self.0) };
     }
 }
 
-/// The UD entry of a queue: its limits (the datagram segment counted in every WQE), its
-/// room limit and the path MTU.
+/// The UD entry of a queue: its limits with the full and with the compact datagram segment
+/// counted in every WQE, its room limit and the path MTU.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct UdEntry {
     k: Limits,
+    compact: Limits,
     /// As [`Cursor::limit`], for this entry alone (the RC entry's stays at the producer).
     limit: u32,
     mtu: u32,
@@ -60,6 +71,7 @@ pub(super) struct UdEntry {
 impl UdEntry {
     pub(super) fn set_ready(&mut self, ready: bool, pi: u32) {
         self.k.ready = Ready::from(ready);
+        self.compact.ready = self.k.ready;
         if !ready {
             self.limit = pi;
         }
@@ -73,7 +85,8 @@ impl<U: Uar> SendQueue<U> {
         self.k.ready = Ready::UdOnly;
         self.c.limit = self.c.pi;
         self.ud = Some(UdEntry {
-            k: Limits::new(desc, Datagram::DS),
+            k: Limits::new(desc, Datagram::<Av>::DS),
+            compact: Limits::new(desc, Datagram::<CompactAv>::DS),
             limit: self.c.pi,
             mtu: 0,
         });
@@ -94,7 +107,8 @@ impl<U: Uar> SendQueue<U> {
     /// Posts one UD SEND or SEND with immediate to `dest` and rings the doorbell (with any
     /// WQEs pushed before). Refused before anything is written: another operation or an RC
     /// queue ([`PostError::WrongTransport`]), more than the path MTU
-    /// ([`PostError::OverMtu`]), and every check of [`SendQueue::post`].
+    /// ([`PostError::OverMtu`]), and every check of [`SendQueue::post`] (the datagram
+    /// segment, 48 bytes or 16 when `dest.compact`, counted in the WQE size).
     #[inline(always)]
     pub fn post_ud(&mut self, wr: SendWr<'_>, dest: &UdDest<'_>) -> Result<(), PostError> {
         let Some(ud) = &mut self.ud else {
@@ -117,8 +131,16 @@ impl<U: Uar> SendQueue<U> {
         if len > u64::from(ud.mtu) {
             return Err(PostError::OverMtu { len, mtu: ud.mtu });
         }
-        let (k, limit) = (ud.k, ud.limit);
-        let limit = self.post_via(k, limit, &wr, Datagram(dest))?;
+        let (k, compact, limit) = (ud.k, ud.compact, ud.limit);
+        let qpn = dest.remote_qpn & 0xff_ffff;
+        let limit = if dest.compact {
+            let av = CompactAv::ud(dest.av, qpn, dest.qkey);
+            self.post_via(compact, limit, &wr, Datagram(av))?
+        } else {
+            let mut av = *dest.av;
+            av.set_ud(qpn, dest.qkey, true);
+            self.post_via(k, limit, &wr, Datagram(av))?
+        };
         if let Some(ud) = &mut self.ud {
             ud.limit = limit;
         }

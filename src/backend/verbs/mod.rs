@@ -355,6 +355,9 @@ fn caps_of(attr: &ibv_device_attr, shut_up_bf: bool) -> DeviceCaps {
         atomics,
         // mlx5 reports IBV_ATOMIC_HCA only in host-endianness mode (get_atomic_caps).
         atomic_8b_host_order: atomics,
+        // The cap `compact_address_vector` is read only through DevX (QUERY_HCA_CAP), which
+        // this backend does not issue; rdma-core's own AHs always set the extended bit.
+        compact_av: false,
     }
 }
 
@@ -444,6 +447,7 @@ mod tests {
                 max_dest_rd_atomic: 16,
                 atomics: true,
                 atomic_8b_host_order: true,
+                compact_av: false,
             }
         );
         attr.atomic_cap = ibv_atomic_cap::IBV_ATOMIC_NONE;
