@@ -16,6 +16,14 @@ pub(crate) fn read(src: u64, dst: &mut [u8]) {
     unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) }
 }
 
+/// Copy `N` bytes from host address `src` (a constant size: no call to `memcpy`).
+#[inline]
+pub(crate) fn read_array<const N: usize>(src: u64, dst: &mut [u8; N]) {
+    // SAFETY: as `read`: `src..src+N` lies in a registered object (module contract) that
+    // does not overlap the model's own buffer `dst`.
+    unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), N) }
+}
+
 /// Copy `src` to host address `dst`.
 pub(crate) fn write(dst: u64, src: &[u8]) {
     // SAFETY: `dst..dst+src.len()` lies in a registered object (module contract) that does

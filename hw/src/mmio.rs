@@ -37,7 +37,12 @@ pub(crate) fn write(w: &mut World, n: usize, uar: u32, off: u32, data: &[u8]) {
         nic.stats.bad_mmio += 1;
         return;
     };
-    let half_start = if bf == 0 { rel == 0 } else { rel % bf == 0 };
+    // `bf_size` is a power of two on every device (no division per doorbell then).
+    let half_start = match bf {
+        0 => rel == 0,
+        _ if bf.is_power_of_two() => rel & (bf - 1) == 0,
+        _ => rel % bf == 0,
+    };
     match len {
         DB_SIZE if half_start => doorbell(w, n, qpi, data, None),
         BB if bf != 0 && rel % BB as u32 == 0 => {

@@ -35,8 +35,12 @@ impl Fabric {
     }
 
     fn lock(&self) -> MutexGuard<'_, World> {
-        self.locks.fetch_add(1, Ordering::Relaxed);
-        self.world.lock().unwrap_or_else(|e| e.into_inner())
+        let w = self.world.lock().unwrap_or_else(|e| e.into_inner());
+        // Only the lock's holder writes the count: a plain load and store, no second
+        // atomic read-modify-write per lock.
+        let n = self.locks.load(Ordering::Relaxed);
+        self.locks.store(n + 1, Ordering::Relaxed);
+        w
     }
 
     /// How many times the fabric's lock has been taken (a diagnostic of contention
@@ -150,11 +154,15 @@ impl Nic {
     fn with_world<R>(&self, f: impl FnOnce(&mut World, usize) -> R) -> R {
         let mut w = self.fabric.lock();
         let r = f(&mut w, self.idx);
-        w.nics.iter_mut().for_each(close_all);
-        if w.nics
-            .iter()
-            .any(|n| !n.events.is_empty() || !n.async_events.is_empty())
-        {
+        // One pass: close the bursts held for compression, and see whether events wait.
+        let mut wake = false;
+        for n in &mut w.nics {
+            if !n.bursts.is_empty() {
+                close_all(n);
+            }
+            wake |= !n.events.is_empty() || !n.async_events.is_empty();
+        }
+        if wake {
             self.fabric.events.notify_all();
         }
         r

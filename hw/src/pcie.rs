@@ -387,6 +387,24 @@ pub(crate) struct Link {
     translations: Lru,
     /// Complete BlueFlame copies seen (for `bf_evict_every`).
     bf_copies: u64,
+    /// DMA reads of at most this many bytes that stay within one `read_align` block are
+    /// one MRd and one CplD (0: no such shortcut for this configuration).
+    read_one: u64,
+    read_align: u64,
+    /// DMA writes of at most this many bytes within one `write_align` block are one MWr.
+    write_one: u64,
+    write_align: u64,
+}
+
+/// The largest single-TLP transfer and the power-of-two block it must stay in, for a
+/// transfer split at most `max` bytes per TLP and at `align` boundaries (no shortcut when
+/// `align` is not a power of two no larger than a page).
+fn one_tlp(max: u64, align: u64) -> (u64, u64) {
+    if align.is_power_of_two() && align <= PAGE {
+        (max.min(align), align)
+    } else {
+        (0, PAGE)
+    }
 }
 
 /// A context the NIC may have to read from host memory: a QP by number, a CQ by number, a
@@ -447,16 +465,43 @@ impl Lru {
 
 impl Link {
     pub(crate) fn new(cfg: PcieConfig) -> Self {
-        Link {
+        let mut l = Link {
             cfg,
             other: PcieCounters::default(),
             trace: None,
             contexts: Lru::default(),
             translations: Lru::default(),
             bf_copies: 0,
-        }
+            read_one: 0,
+            read_align: PAGE,
+            write_one: 0,
+            write_align: PAGE,
+        };
+        l.set_shortcuts();
+        l
     }
 
+    /// The single-TLP shortcuts of `dma_read` and `dma_write` for this configuration:
+    /// exactly the transfers their loops would send as one request (and one completion).
+    fn set_shortcuts(&mut self) {
+        let c = &self.cfg;
+        let (mrrs, mps, rcb) = (u64::from(c.mrrs), u64::from(c.mps), u64::from(c.rcb));
+        // A read is one MRd when it fits MRRS within a page; one CplD when it fits MPS
+        // (and, with RCB completions, one RCB block).
+        let block = match c.completions {
+            Completions::Rcb => rcb,
+            Completions::Mps => PAGE,
+        };
+        (self.read_one, self.read_align) = one_tlp(mrrs.min(mps), block);
+        let align = if c.mps_aligned_writes {
+            mps.min(PAGE)
+        } else {
+            PAGE
+        };
+        (self.write_one, self.write_align) = one_tlp(mps, align);
+    }
+
+    #[inline]
     pub(crate) fn cfg(&self) -> &PcieConfig {
         &self.cfg
     }
@@ -470,6 +515,7 @@ impl Link {
             self.translations = Lru::default();
         }
         self.cfg = cfg;
+        self.set_shortcuts();
     }
 
     /// Count one complete BlueFlame copy; true if `bf_evict_every` evicts it.
@@ -574,6 +620,13 @@ impl Link {
             None => &mut self.other,
         };
         c.count(&t, self.cfg.dllps);
+        if self.trace.is_some() {
+            self.record(t);
+        }
+    }
+
+    #[cold]
+    fn record(&mut self, t: Tlp) {
         if let Some(tr) = &mut self.trace {
             tr.push(t);
         }
@@ -593,20 +646,36 @@ impl Link {
     /// A DMA read of `[addr, addr+len)`: MRd requests of at most MRRS bytes not crossing
     /// 4 KiB, each answered by CplDs of at most MPS bytes that end on RCB-aligned addresses
     /// (one per RCB block with [`Completions::Rcb`]), the last at the request's end.
+    #[inline]
     pub(crate) fn dma_read(
         &mut self,
         mut qp: Option<&mut PcieCounters>,
         qpn: Option<u32>,
-        mut addr: u64,
+        addr: u64,
         len: u64,
         purpose: Purpose,
     ) {
+        // One request and one completion (a WQE, a doorbell record): no split to work out.
+        if len != 0
+            && len <= self.read_one
+            && (addr & (self.read_align - 1)) + len <= self.read_align
+        {
+            self.emit(&mut qp, qpn, (Dir::Up, TlpKind::MRd), 0, purpose);
+            self.emit(
+                &mut qp,
+                qpn,
+                (Dir::Down, TlpKind::CplD),
+                len as u32,
+                purpose,
+            );
+            return;
+        }
         let (mrrs, mps, rcb) = (
             u64::from(self.cfg.mrrs),
             u64::from(self.cfg.mps),
             u64::from(self.cfg.rcb),
         );
-        let end = addr + len;
+        let (mut addr, end) = (addr, addr + len);
         while addr < end {
             let req_end = addr + chunk(addr, end - addr, mrrs, PAGE);
             self.emit(&mut qp, qpn, (Dir::Up, TlpKind::MRd), 0, purpose);
@@ -620,21 +689,30 @@ impl Link {
 
     /// A DMA write of `[addr, addr+len)`: MWr TLPs of at most MPS bytes not crossing 4 KiB
     /// (nor, with `mps_aligned_writes`, an MPS-aligned address).
+    #[inline]
     pub(crate) fn dma_write(
         &mut self,
         mut qp: Option<&mut PcieCounters>,
         qpn: Option<u32>,
-        mut addr: u64,
+        addr: u64,
         len: u64,
         purpose: Purpose,
     ) {
+        // One MWr (a CQE, a small payload): no split to work out.
+        if len != 0
+            && len <= self.write_one
+            && (addr & (self.write_align - 1)) + len <= self.write_align
+        {
+            self.emit(&mut qp, qpn, (Dir::Up, TlpKind::MWr), len as u32, purpose);
+            return;
+        }
         let mps = u64::from(self.cfg.mps);
         let align = if self.cfg.mps_aligned_writes {
             mps.min(PAGE)
         } else {
             PAGE
         };
-        let end = addr + len;
+        let (mut addr, end) = (addr, addr + len);
         while addr < end {
             let n = chunk(addr, end - addr, mps, align) as u32;
             self.emit(&mut qp, qpn, (Dir::Up, TlpKind::MWr), n, purpose);
@@ -721,6 +799,46 @@ mod tests {
                 l.dma_write(None, None, addr, len, Purpose::Scatter);
                 let got: Vec<u32> = l.take_trace().iter().map(|t| t.payload).collect();
                 assert_eq!(got, want, "{addr:#x}+{len}, aligned {mps_aligned_writes}");
+            }
+        }
+    }
+
+    #[test]
+    fn single_tlp_shortcuts_count_what_the_split_loops_count() {
+        let configs = [
+            PcieConfig::default(),
+            PcieConfig::kalia(),
+            PcieConfig {
+                mps_aligned_writes: true,
+                dllps: true,
+                ..PcieConfig::default()
+            },
+            PcieConfig {
+                mps: 128,
+                mrrs: 4096,
+                rcb: 64,
+                ..PcieConfig::kalia()
+            },
+            PcieConfig {
+                rcb: 96,
+                mps: 200,
+                ..PcieConfig::kalia()
+            },
+        ];
+        for cfg in configs {
+            for base in [0x10000u64, 0x10f00] {
+                for off in [0u64, 1, 8, 60, 63, 64, 100, 127, 128, 200, 255] {
+                    for len in [0u64, 1, 4, 8, 16, 63, 64, 65, 128, 129, 256, 257, 512, 600] {
+                        let addr = base + off;
+                        let (mut fast, mut split) = (Link::new(cfg), Link::new(cfg));
+                        (split.read_one, split.write_one) = (0, 0);
+                        for l in [&mut fast, &mut split] {
+                            l.dma_read(None, None, addr, len, Purpose::Gather);
+                            l.dma_write(None, None, addr, len, Purpose::Scatter);
+                        }
+                        assert_eq!(fast.other, split.other, "{cfg:?} {addr:#x}+{len}");
+                    }
+                }
             }
         }
     }

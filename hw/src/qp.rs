@@ -19,6 +19,13 @@ pub(crate) fn read_sq(q: &Qp, start: u16, out: &mut [u8]) {
     }
 }
 
+/// Read the BB at counter `bb` of the send ring (one fixed-size copy).
+#[inline]
+pub(crate) fn read_bb(q: &Qp, bb: u16, out: &mut [u8; BB]) {
+    let slot = bb & q.sq_mask();
+    host::read_array(q.sq_buf + u64::from(slot) * BB as u64, out);
+}
+
 /// Account the NIC's fetch of BBs `[from, to)`: one DMA read per contiguous ring span.
 pub(crate) fn fetch_sq(nic: &mut NicState, qpi: usize, from: u16, to: u16) {
     read_ring(nic, qpi, from, to, Purpose::SendWqeFetch);

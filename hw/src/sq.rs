@@ -7,7 +7,7 @@ use crate::dc::Refused;
 use crate::fence::InFlight;
 use crate::host;
 use crate::pcie::{Ctx, Purpose};
-use crate::qp::{fail_head, fetch_sq, flush_sq, read_ring, read_sq, sq_producer};
+use crate::qp::{fail_head, fetch_sq, flush_sq, read_bb, read_ring, read_sq, sq_producer};
 use crate::resp::{respond, respond_again, Request, Resp};
 use crate::state::{take_fault, Dest, NicState, Qp, Stall, World, PSN_MASK};
 use crate::types::{Access, QpState, Transport};
@@ -285,7 +285,8 @@ fn load_wqe(
         nic.stats.bf_mismatch += u64::from(differs);
         return len;
     }
-    read_sq(q, cons, &mut buf[..BB]);
+    let first: &mut [u8; BB] = (&mut buf[..BB]).try_into().expect("WQE_BUF holds a BB");
+    read_bb(q, cons, first);
     let len = usize::from(buf[7] & 0x3f) * 16;
     if len > BB {
         read_sq(q, cons.wrapping_add(1), &mut buf[BB..len.div_ceil(BB) * BB]);
@@ -330,7 +331,7 @@ fn exec(
         Ok(d) => d,
         Err(s) => return Outcome::Fail(s),
     };
-    if d.op == Op::Nop {
+    if matches!(d.op, Op::Nop) {
         return Outcome::Done(REQ_BYTE_CNT_POISON);
     }
     let q = nic.qp(qpi);
@@ -516,6 +517,7 @@ enum Seq {
 /// Check the local keys of the gather list of WQE `d` (a SEND or WRITE) and account its DMA
 /// reads, counting a gather that overlaps a READ or atomic result still in flight
 /// (`fence_hazards`).
+#[inline]
 pub(crate) fn check_gather(
     nic: &mut NicState,
     qpi: usize,
@@ -524,11 +526,22 @@ pub(crate) fn check_gather(
     d: &Wqe,
     in_flight: &InFlight,
 ) -> Result<(), u8> {
+    // Inline data only (the common small WQE): nothing to check, no call.
     if d.ptr_segs == 0 {
         return Ok(());
     }
+    check_ptr_segs(nic, (qpi, pdn), Segs::new(wqe, d.data), in_flight)
+}
+
+#[inline(never)]
+fn check_ptr_segs(
+    nic: &mut NicState,
+    (qpi, pdn): (usize, u32),
+    segs: Segs<'_>,
+    in_flight: &InFlight,
+) -> Result<(), u8> {
     let mut hazard = false;
-    for seg in Segs::new(wqe, d.data).flatten() {
+    for seg in segs.flatten() {
         if let Seg::Ptr { len, lkey, addr } = seg {
             if !nic.check_mr(qpi, lkey, pdn, addr, len.into(), Access::NONE) {
                 return Err(synd::LOCAL_PROT_ERR);
@@ -551,6 +564,7 @@ pub(crate) struct Landing {
 /// The responder QP for a request of a `transport` QP, if the packet would reach a QP that
 /// accepts it: the destination routes, the QP exists with that transport in RTR/RTS and
 /// is connected back to the sender. Anything else is a silently dropped packet.
+#[inline]
 pub(crate) fn connected(
     w: &World,
     n: usize,

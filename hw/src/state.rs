@@ -277,8 +277,10 @@ pub(crate) struct Budget {
 
 /// Spend `n` units (packets or messages) of QP `qpn` against the budget; true if any of
 /// them is hit.
+#[inline]
 pub(crate) fn take_fault(f: &mut Option<Budget>, qpn: u32, n: u32) -> bool {
-    hit_range(f, qpn, n).is_some()
+    // No budget set (the common case) is decided without a call.
+    f.is_some() && hit_range(f, qpn, n).is_some()
 }
 
 /// Spend `n` units of QP `qpn` against the budget; the units hit, if any, as the index of
@@ -426,6 +428,7 @@ impl NicState {
         self.srqs.get(i)?.as_ref().map(|_| i)
     }
 
+    #[inline]
     pub(crate) fn qp(&mut self, i: usize) -> &mut Qp {
         self.qps[i].as_mut().expect("live QP index")
     }
@@ -571,10 +574,15 @@ impl NicState {
     /// The NIC translates every page of `[addr, addr + len)` (len > 0) of memory key index
     /// `mkey`, in pages of `1 << page_shift` bytes, for QP index `qp`: translation-cache
     /// misses read their entries (`PcieConfig::translation_cache`).
+    #[inline]
     fn translate(&mut self, qp: usize, mkey: u32, page_shift: u8, addr: u64, len: u64) {
-        if self.link.cfg().translation_cache.is_none() {
-            return;
+        if self.link.cfg().translation_cache.is_some() {
+            self.translate_cached(qp, mkey, page_shift, addr, len);
         }
+    }
+
+    #[inline(never)]
+    fn translate_cached(&mut self, qp: usize, mkey: u32, page_shift: u8, addr: u64, len: u64) {
         for page in addr >> page_shift..=(addr + len - 1) >> page_shift {
             let (cnt, qpn) = qp_counters(&mut self.qps, Some(qp));
             if self.link.translate(cnt, qpn, mkey, page) {
@@ -585,11 +593,16 @@ impl NicState {
 
     /// The NIC uses context `c` for QP index `qp` (or the NIC only): a context-cache miss
     /// reads it (`PcieConfig::context_cache`).
+    #[inline]
     pub(crate) fn context(&mut self, qp: Option<usize>, c: Ctx) {
-        if self.link.cfg().context_cache.is_none() {
-            // The common case: no lookup of the QP's counters per WQE.
-            return;
+        // The common case (no context cache): no call, no lookup of the QP's counters.
+        if self.link.cfg().context_cache.is_some() {
+            self.context_cached(qp, c);
         }
+    }
+
+    #[inline(never)]
+    fn context_cached(&mut self, qp: Option<usize>, c: Ctx) {
         let (cnt, qpn) = qp_counters(&mut self.qps, qp);
         if self.link.context(cnt, qpn, c) {
             self.stats.context_misses += 1;
@@ -597,12 +610,14 @@ impl NicState {
     }
 
     /// Account a DMA read for QP index `qp` (or the NIC only).
+    #[inline]
     pub(crate) fn dma_read(&mut self, qp: Option<usize>, addr: u64, len: u64, p: Purpose) {
         let (c, qpn) = qp_counters(&mut self.qps, qp);
         self.link.dma_read(c, qpn, addr, len, p);
     }
 
     /// Account a DMA write for QP index `qp` (or the NIC only).
+    #[inline]
     pub(crate) fn dma_write(&mut self, qp: Option<usize>, addr: u64, len: u64, p: Purpose) {
         let (c, qpn) = qp_counters(&mut self.qps, qp);
         self.link.dma_write(c, qpn, addr, len, p);
@@ -616,6 +631,7 @@ impl NicState {
     }
 
     /// Account an MMIO write for QP index `qp` (or the NIC only).
+    #[inline]
     pub(crate) fn mmio(&mut self, qp: Option<usize>, len: u32, p: Purpose) {
         let (c, qpn) = qp_counters(&mut self.qps, qp);
         self.link.mmio(c, qpn, len, p);

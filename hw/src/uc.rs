@@ -90,7 +90,7 @@ fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>, in_order: u32) {
     nic.stats.uc_incomplete += u64::from(!whole);
     let d = r.d;
     let segs = Segs::new(r.wqe, d.data);
-    if d.op == Op::Write {
+    if matches!(d.op, Op::Write) {
         // The RETH of the first packet names the whole range (rxe `check_op_valid`,
         // `check_rkey`): a QP without REMOTE_WRITE or a bad key drops the message.
         let access = nic.qp(qpi).access;

@@ -349,7 +349,7 @@ pub(crate) fn decode(
             return Err(synd::LOCAL_LENGTH_ERR);
         }
     }
-    if op == Op::Nop {
+    if matches!(op, Op::Nop) {
         len = 0;
     }
     if len > max_msg {
