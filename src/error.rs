@@ -181,7 +181,8 @@ pub enum Error {
     /// [`Pages::Transparent`](crate::Pages::Transparent) was asked for and transparent huge
     /// pages are `never` in `/sys/kernel/mm/transparent_hugepage/enabled`.
     TransparentHugePagesOff,
-    /// Memory could not be bound to a NUMA node (no such node, or `mbind` refused).
+    /// Memory or a thread could not be bound to a NUMA node (no such node, `mbind` or
+    /// `sched_setaffinity` refused, a node without CPUs for [`run_on_node`](crate::run_on_node)).
     NumaNode {
         /// The node asked for.
         node: u32,
@@ -245,7 +246,7 @@ impl fmt::Display for Error {
             ),
             Error::OnDemandPaging(why) => write!(f, "on-demand paging: {why}"),
             Error::NumaNode { node, reason } => {
-                write!(f, "cannot bind memory to NUMA node {node}: {reason}")
+                write!(f, "cannot bind to NUMA node {node}: {reason}")
             }
             Error::MemlockTooLow { needed, limit } => write!(
                 f,

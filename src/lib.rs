@@ -236,7 +236,7 @@ pub use device::{
 };
 pub use error::{Error, PostError};
 pub use event::AsyncEvent;
-pub use mem::{MemOptions, Pages, HUGE_PAGE};
+pub use mem::{run_on_node, MemOptions, Pages, HUGE_PAGE};
 pub use rq::{RecvQueue, SharedRecvQueue, UD_GRH_BYTES};
 pub use sq::{
     Data, DcDest, DoorbellMode, PreparedWr, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge,

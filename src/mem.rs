@@ -289,6 +289,66 @@ fn thp_mode() -> Option<String> {
     Some(text[start..end].to_string())
 }
 
+/// Runs the calling thread (and the threads it starts from now on) on the CPUs of NUMA node
+/// `node`, as perftest's `--numa_node` does (perftest `set_process_affinity` /
+/// `run_on_node`, through libnuma's `numa_run_on_node`): the node's CPUs are read from
+/// `/sys/devices/system/node/node<N>/cpulist` and set with `sched_setaffinity`. Returns them.
+///
+/// A node missing from sysfs, one without CPUs (a memory-only node) or a refused
+/// `sched_setaffinity` (CPUs outside the thread's cpuset) is [`Error::NumaNode`]. Memory is
+/// not moved: place it with [`MemOptions::numa_node`].
+pub fn run_on_node(node: u32) -> Result<Vec<usize>, Error> {
+    let refused = |reason: String| Error::NumaNode { node, reason };
+    let path = format!("/sys/devices/system/node/node{node}/cpulist");
+    let list = std::fs::read_to_string(&path)
+        .map_err(|_| refused("no such node in /sys/devices/system/node".into()))?;
+    let cpus = parse_cpulist(&list).ok_or_else(|| refused(format!("unreadable {path}")))?;
+    if cpus.is_empty() {
+        return Err(refused("the node has no CPUs".into()));
+    }
+    // SAFETY: cpu_set_t is plain bits; zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    let capacity = 8 * core::mem::size_of::<libc::cpu_set_t>();
+    for &cpu in &cpus {
+        if cpu >= capacity {
+            return Err(refused(format!(
+                "CPU {cpu} is beyond the {capacity} of a cpu_set_t"
+            )));
+        }
+        // SAFETY: `cpu` is inside the set (checked above).
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: pid 0 is the calling thread; the set is a valid cpu_set_t of the size passed.
+    let rc = unsafe { libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(refused(format!(
+            "sched_setaffinity: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(cpus)
+}
+
+/// The CPUs of a sysfs CPU list (`0-3,8,10-11`, the kernel's `cpulist_parse` format, maybe
+/// empty), or `None` if it does not parse.
+fn parse_cpulist(list: &str) -> Option<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi): (usize, usize) = match part.split_once('-') {
+            Some((lo, hi)) => (lo.parse().ok()?, hi.parse().ok()?),
+            None => {
+                let cpu = part.parse().ok()?;
+                (cpu, cpu)
+            }
+        };
+        if lo > hi {
+            return None;
+        }
+        cpus.extend(lo..=hi);
+    }
+    Some(cpus)
+}
+
 /// Binds `[ptr, ptr + len)` to NUMA node `node` (`mbind(MPOL_BIND, MPOL_MF_STRICT |
 /// MPOL_MF_MOVE)`), before its pages are touched.
 fn bind(ptr: *mut u8, len: usize, node: u32) -> Result<(), Error> {
@@ -425,4 +485,21 @@ pub(crate) fn pinned_bytes() -> u64 {
         .find_map(|l| l.strip_prefix("VmPin:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kib| kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpulists_parse_as_the_kernel_prints_them() {
+        assert_eq!(
+            parse_cpulist("0-3,8,10-11\n"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
+        assert_eq!(parse_cpulist("5"), Some(vec![5]));
+        assert_eq!(parse_cpulist("\n"), Some(vec![]));
+        assert_eq!(parse_cpulist("3-1"), None);
+        assert_eq!(parse_cpulist("a"), None);
+    }
 }

@@ -160,15 +160,12 @@ fn numa_binding_places_pages_on_the_node_and_refuses_missing_nodes() {
     assert!(matches!(err, Error::NumaNode { node: 4000, .. }), "{err:?}");
 }
 
-/// Rings and doorbell records on the memory chosen for them, and a QP working on them.
-#[test]
-fn rings_take_the_chosen_memory() {
-    let fabric = Fabric::new();
-    let ring_memory = pages(Pages::Transparent);
-    let a =
-        Context::new(Sim::on_fabric(&fabric, NicConfig::default()).with_ring_memory(ring_memory));
-    let pd = a.alloc_pd().unwrap();
-    let mut cq = a.create_cq(16, 64).unwrap();
+/// A loopback QP on a model NIC whose rings and doorbell records live as `ring_memory`
+/// says, WRITEing `payload`: the completion and the bytes show the queues work there.
+fn write_through_rings(ring_memory: MemOptions, payload: &[u8]) {
+    let ctx = Context::new(Sim::new().with_ring_memory(ring_memory));
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq = ctx.create_cq(16, 64).unwrap();
     let mut qp = pd.create_qp(&cq, &cq, &QpConfig::default()).unwrap();
     let target = pd.alloc_mr(64, Access::ALL).unwrap();
     let ep = qp.endpoint().unwrap();
@@ -177,16 +174,22 @@ fn rings_take_the_chosen_memory() {
         .post(
             1,
             SendOp::Write(target.remote(0)),
-            Data::Inline(b"ring"),
+            Data::Inline(payload),
             SendFlags::SIGNALED,
         )
         .unwrap();
     let mut done = [Completion::default(); 1];
     assert_eq!(cq.poll(&mut done), 1);
     assert!(done[0].status.is_ok());
-    let mut back = [0u8; 4];
+    let mut back = vec![0u8; payload.len()];
     target.read(0, &mut back);
-    assert_eq!(&back, b"ring");
+    assert_eq!(back, payload);
+}
+
+/// Rings and doorbell records on the memory chosen for them, and a QP working on them.
+#[test]
+fn rings_take_the_chosen_memory() {
+    write_through_rings(pages(Pages::Transparent), b"ring");
 }
 
 /// Two model NICs with a translation cache; a WRITE of `len` bytes from a region on
@@ -223,4 +226,56 @@ fn the_model_translates_in_the_registered_page_size() {
     let src_pages = (len / src.page_size()).max(1) as u64;
     assert_eq!(misses(&a, before.0.translation_misses), src_pages);
     assert_eq!(misses(&b, before.1.translation_misses), 64);
+}
+
+/// The CPUs a thread may run on (`sched_getaffinity`).
+fn affinity() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain bits; zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    // SAFETY: pid 0 is the calling thread; the set is a valid cpu_set_t of the size passed.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    assert_eq!(rc, 0);
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` is inside the set.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
+}
+
+/// `--numa_node`'s CPU half: the thread runs on node 0's CPUs (its sysfs cpulist) from then
+/// on, and so do the threads it starts; a node that does not exist is refused by name.
+#[test]
+fn run_on_node_binds_the_thread_and_its_children() {
+    std::thread::spawn(|| {
+        let list = std::fs::read_to_string("/sys/devices/system/node/node0/cpulist").unwrap();
+        let (first, last) = list
+            .trim()
+            .split(',')
+            .next()
+            .unwrap()
+            .split_once('-')
+            .unwrap_or((list.trim(), list.trim()));
+        let cpus = mlx5_direct::run_on_node(0).unwrap();
+        assert_eq!(cpus.first(), Some(&first.parse().unwrap()));
+        assert!(cpus.contains(&last.parse().unwrap()));
+        assert_eq!(affinity(), cpus);
+        assert_eq!(std::thread::spawn(affinity).join().unwrap(), cpus);
+        let err = mlx5_direct::run_on_node(4000).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot bind to NUMA node 4000: no such node in /sys/devices/system/node"
+        );
+        assert_eq!(affinity(), cpus);
+    })
+    .join()
+    .unwrap();
+}
+
+/// The model's rings on hugetlbfs pages: each CQ, QP and SRQ buffer and each doorbell record
+/// takes a whole 2 MiB page (`Sim::with_ring_memory`; here four: the CQ's buffer and record,
+/// the QP's buffer and record), and the queues work on them.
+#[test]
+#[ignore = "needs 8 free 2 MiB hugepages: sysctl vm.nr_hugepages=8 (as root)"]
+fn rings_on_huge_pages_work_on_the_model() {
+    write_through_rings(pages(Pages::Huge), b"huge");
 }

@@ -56,6 +56,7 @@ fn our_structs() -> Vec<(&'static str, usize)> {
         ("mlx5dv_obj", size_of::<mlx5dv_obj>()),
         ("mlx5dv_clock_info", size_of::<mlx5dv_clock_info>()),
         ("mlx5dv_cq_init_attr", size_of::<mlx5dv_cq_init_attr>()),
+        ("mlx5dv_ctx_allocators", size_of::<mlx5dv_ctx_allocators>()),
         ("mlx5dv_ah", size_of::<mlx5dv_ah>()),
         ("mlx5dv_dc_init_attr", size_of::<mlx5dv_dc_init_attr>()),
         ("mlx5dv_qp_init_attr", size_of::<mlx5dv_qp_init_attr>()),
@@ -92,6 +93,7 @@ fn our_fields() -> Vec<Ours> {
             dm.r#in, dm.out, ah.r#in, ah.out, pd.r#in, pd.out),
         fields!(mlx5dv_clock_info; nsec, last_cycles, frac, mult, shift, mask),
         fields!(mlx5dv_cq_init_attr; comp_mask, cqe_comp_res_format, flags, cqe_size),
+        fields!(mlx5dv_ctx_allocators; alloc, free, data),
         fields!(mlx5dv_ah; av, comp_mask),
         fields!(mlx5dv_dc_init_attr; dc_type, dct_access_key),
         fields!(mlx5dv_qp_init_attr; comp_mask, create_flags, dc_init_attr, send_ops_flags),
@@ -187,7 +189,7 @@ fn the_ffi_members_cover_each_struct() {
     ignore = "install libibverbs-dev to compare with rdma-core"
 )]
 fn ffi_constants_match_the_headers() {
-    let ours: [(&str, i64); 18] = [
+    let ours: [(&str, i64); 19] = [
         (
             "MLX5DV_CONTEXT_MASK_CQE_COMPRESION",
             MLX5DV_CONTEXT_MASK_CQE_COMPRESION as i64,
@@ -226,6 +228,10 @@ fn ffi_constants_match_the_headers() {
         ),
         ("MLX5DV_DCTYPE_DCT", MLX5DV_DCTYPE_DCT.into()),
         ("MLX5DV_DCTYPE_DCI", MLX5DV_DCTYPE_DCI.into()),
+        (
+            "MLX5DV_CTX_ATTR_BUF_ALLOCATORS",
+            MLX5DV_CTX_ATTR_BUF_ALLOCATORS.into(),
+        ),
         ("MLX5DV_OBJ_AH", MLX5DV_OBJ_AH as i64),
         ("MLX5DV_OBJ_QP", MLX5DV_OBJ_QP as i64),
         ("MLX5DV_OBJ_CQ", MLX5DV_OBJ_CQ as i64),

@@ -296,7 +296,7 @@ pub struct BenchArgs {
     /// without RC on-demand paging).
     #[arg(long = "odp")]
     pub odp: bool,
-    /// Bind the test buffers (and, on the model, the rings) to this NUMA node.
+    /// Run on this NUMA node's CPUs and bind the test buffers and the rings to it.
     #[arg(long = "numa_node", value_name = "NODE")]
     pub numa_node: Option<u32>,
     /// Receive WRs posted per call (bandwidth tests with receives; -n must be a multiple

@@ -17,6 +17,12 @@ use crate::Error;
 pub fn bench(test: Test, args: &BenchArgs) -> Result<(), Error> {
     let params = Params::new(test, args)?;
     let local = Local::new(args);
+    // perftest's --numa_node runs the test on the node's CPUs (perftest_resources.c
+    // `set_process_affinity` / `run_on_node`); threads started from here (the model's
+    // server) inherit the binding.
+    if let Some(node) = args.numa_node {
+        mlx5_direct::run_on_node(node)?;
+    }
     if args.corrupt_payloads && args.device.is_some() {
         return Err("--corrupt-payloads injects a fault into the model; a device has none".into());
     }
@@ -133,12 +139,7 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
             });
         }
     };
-    // perftest's --numa_node binds the process, rings included: the model's rings go to
-    // the node (on hardware only the buffers do).
-    let rings = MemOptions {
-        numa_node: local.memory.numa_node,
-        ..MemOptions::BASE
-    };
+    let rings = ring_memory(&local);
     let server_ctx = Context::new(Sim::on_fabric(&fabric, config.clone()).with_ring_memory(rings));
     corrupt(server_ctx.backend());
     let server_params = params.clone();
@@ -168,6 +169,16 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
     }
 }
 
+/// Where the rings go: perftest's --numa_node also sets the process's memory policy to the
+/// node (`numa_set_membind` in `run_on_node`), so rings and doorbell records go there too,
+/// on the model and (through libmlx5's external allocator) on hardware.
+fn ring_memory(local: &Local) -> MemOptions {
+    MemOptions {
+        numa_node: local.memory.numa_node,
+        ..MemOptions::BASE
+    }
+}
+
 /// perftest's server / client form on a ConnectX NIC: without a host this side listens on
 /// `-p` and serves; with one it connects and reports.
 #[cfg(feature = "verbs")]
@@ -178,6 +189,7 @@ fn hardware(device: &str, params: &Params, local: Local, args: &BenchArgs) -> Re
         device: Some(device.to_string()),
         port: args.ib_port,
         gid_index: args.gid_index,
+        ring_memory: local.memory.numa_node.map(|_| ring_memory(&local)),
     })?;
     match &args.host {
         None => {

@@ -1348,7 +1348,7 @@ fn memory_flags_place_the_buffers() {
     }
     fails_with(
         &["write_lat", "-n", "10", "--numa_node", "4000"],
-        "cannot bind memory to NUMA node 4000",
+        "cannot bind to NUMA node 4000: no such node",
     );
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
     let free: u64 = meminfo

@@ -253,6 +253,21 @@ pub struct mlx5dv_qp_init_attr {
     pub send_ops_flags: u64,
 }
 
+/// `MLX5DV_CTX_ATTR_BUF_ALLOCATORS` (`enum mlx5dv_set_ctx_attr_type`): the attribute of
+/// `mlx5dv_set_context_attr` that installs [`mlx5dv_ctx_allocators`].
+pub const MLX5DV_CTX_ATTR_BUF_ALLOCATORS: u32 = 1;
+
+/// `struct mlx5dv_ctx_allocators`: the callbacks through which libmlx5 allocates the QP, CQ,
+/// SRQ and RWQ buffers and the doorbell-record pages of a context once installed
+/// (providers/mlx5 buf.c `mlx5_alloc_buf_extern`, dbrec.c `__add_page`).
+#[repr(C)]
+#[derive(Debug)]
+pub struct mlx5dv_ctx_allocators {
+    pub alloc: Option<unsafe extern "C" fn(size: usize, priv_data: *mut c_void) -> *mut c_void>,
+    pub free: Option<unsafe extern "C" fn(ptr: *mut c_void, priv_data: *mut c_void)>,
+    pub data: *mut c_void,
+}
+
 /// `struct mlx5dv_clock_info`: the crate's [`ClockInfo`](crate::ClockInfo), declared with
 /// the header's layout.
 pub type mlx5dv_clock_info = crate::clock::ClockInfo;
@@ -264,6 +279,13 @@ extern "C" {
     pub(crate) fn mlx5dv_get_clock_info(
         context: *mut ibv_context,
         clock_info: *mut mlx5dv_clock_info,
+    ) -> c_int;
+    /// Sets a context attribute (`MLX5DV_CTX_ATTR_BUF_ALLOCATORS`: copies the allocators);
+    /// 0 or an errno (`EOPNOTSUPP`: not mlx5).
+    pub(crate) fn mlx5dv_set_context_attr(
+        context: *mut ibv_context,
+        attr_type: u32,
+        attr: *mut c_void,
     ) -> c_int;
     /// True if `device` is driven by the mlx5 provider.
     pub(crate) fn mlx5dv_is_supported(device: *mut ibv_device) -> bool;

@@ -51,6 +51,7 @@ mod bfreg;
 mod events;
 mod objects;
 mod port;
+mod rings;
 
 use core::ffi::c_int;
 use core::ptr::NonNull;
@@ -66,6 +67,7 @@ pub use bfreg::VerbsUar;
 pub use events::VerbsChannel;
 pub use objects::{VerbsCq, VerbsMr, VerbsPd, VerbsQp, VerbsSrq};
 pub use port::{GidType, LinkLayer, VerbsPort};
+pub use rings::RingBuffer;
 
 use super::mlx5dv::{
     mlx5dv_context, mlx5dv_query_device, MLX5DV_CONTEXT_FLAGS_BLUEFLAME,
@@ -73,8 +75,10 @@ use super::mlx5dv::{
     MLX5DV_CONTEXT_FLAGS_CQE_V1, MLX5DV_CONTEXT_MASK_CQE_COMPRESION,
 };
 use bfreg::BfRegisters;
+use rings::RingAllocator;
 
 use crate::error::Error;
+use crate::mem::MemOptions;
 use crate::prm::DS;
 use crate::sizing;
 use crate::types::DeviceCaps;
@@ -94,6 +98,15 @@ pub struct VerbsOptions {
     pub port: u8,
     /// GID index on that port; `None` chooses: RoCE v2 on Ethernet, 0 on InfiniBand.
     pub gid_index: Option<u32>,
+    /// Where the rings and doorbell records of the context's CQs, QPs and SRQs live:
+    /// `Some` installs this crate's allocator in libmlx5
+    /// (`mlx5dv_set_context_attr(MLX5DV_CTX_ATTR_BUF_ALLOCATORS)`), which takes each buffer
+    /// and each doorbell-record page as [`MemOptions`] says (whole huge pages, a NUMA node),
+    /// as `Sim::with_ring_memory` does on the model; a refused allocation fails the
+    /// creation with its typed error ([`Error::NoHugePages`], [`Error::NumaNode`]). `None`
+    /// leaves them to libmlx5 (4 KiB pages, or what `MLX_QP_ALLOC_TYPE` and friends ask
+    /// for).
+    pub ring_memory: Option<MemOptions>,
 }
 
 impl Default for VerbsOptions {
@@ -102,6 +115,7 @@ impl Default for VerbsOptions {
             device: None,
             port: 1,
             gid_index: None,
+            ring_memory: None,
         }
     }
 }
@@ -152,6 +166,21 @@ struct DeviceCtx {
     ctx: NonNull<ibv_context>,
     /// The BlueFlame registers the context's live QPs use.
     bf_regs: BfRegisters,
+    /// The allocator installed in the context for its rings ([`VerbsOptions::ring_memory`]),
+    /// dropped after the context is closed (field drops follow `Drop::drop`).
+    rings: Option<Box<RingAllocator>>,
+}
+
+impl DeviceCtx {
+    /// The error of a creation that returned NULL: the ring allocator's refusal when it
+    /// refused (a typed error), else `failed_pinning`'s reading of `errno`.
+    fn creation_failed(&self, operation: &'static str) -> Error {
+        let err = failed_pinning(operation, -1);
+        self.rings
+            .as_ref()
+            .and_then(|r| r.take_refusal())
+            .unwrap_or(err)
+    }
 }
 
 // SAFETY: a verbs context may be used from any thread (libibverbs locks internally where it
@@ -285,7 +314,13 @@ impl Verbs {
             bf_regs: BfRegisters::new(bfreg::single_threaded(
                 std::env::var_os("MLX5_SINGLE_THREADED").as_deref(),
             )),
+            rings: options.ring_memory.map(|m| Box::new(RingAllocator::new(m))),
         });
+        if let Some(rings) = &dev.rings {
+            // SAFETY: the context is open and no object exists yet; the allocator is boxed
+            // in `dev`, which closes the context before dropping it.
+            unsafe { rings.install(ctx) }?;
+        }
         // SAFETY: the context is open while `dev` lives.
         events::set_nonblocking(unsafe { (*ctx.as_ptr()).async_fd });
         let (caps, info) = query_device(&dev)?;
@@ -302,6 +337,15 @@ impl Verbs {
         };
         verbs.port_attr(options.port)?;
         Ok(verbs)
+    }
+
+    /// The live ring allocations libmlx5 made through this crate's allocator
+    /// ([`VerbsOptions::ring_memory`]), in address order; empty without it.
+    pub fn ring_buffers(&self) -> Vec<RingBuffer> {
+        self.dev
+            .rings
+            .as_ref()
+            .map_or_else(Vec::new, |r| r.buffers())
     }
 
     /// What the device reports beyond [`DeviceCaps`].

@@ -21,7 +21,7 @@ use rdma_sys::{
 use super::attr::{self, Addressing};
 use super::bfreg::{RegState, VerbsUar};
 use super::events::VerbsChannel;
-use super::{failed, failed_pinning, failed_registration, DeviceCtx, Verbs, VerbsDeviceInfo};
+use super::{failed, failed_registration, DeviceCtx, Verbs, VerbsDeviceInfo};
 use crate::backend::mlx5dv::{
     mlx5dv_ah, mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp,
     mlx5dv_dc_init_attr, mlx5dv_get_clock_info, mlx5dv_init_obj, mlx5dv_obj, mlx5dv_qp,
@@ -336,7 +336,7 @@ impl Verbs {
         // SAFETY: an open context, valid attribute structs.
         let cq_ex = unsafe { mlx5dv_create_cq(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
         if cq_ex.is_null() {
-            return Err(failed_pinning("create CQ", -1));
+            return Err(self.dev.creation_failed("create CQ"));
         }
         // SAFETY: an extended CQ starts with its `ibv_cq`.
         let cq = unsafe { NonNull::new_unchecked(ibv_cq_ex_to_cq(cq_ex)) };
@@ -526,7 +526,7 @@ impl Backend for Verbs {
         attr.attr.max_sge = max_sge;
         // SAFETY: a live PD and a valid attribute struct.
         let srq = unsafe { ibv_create_srq(pd.pd.as_ptr(), &mut attr) };
-        let srq = NonNull::new(srq).ok_or_else(|| failed_pinning("create SRQ", -1))?;
+        let srq = NonNull::new(srq).ok_or_else(|| self.dev.creation_failed("create SRQ"))?;
         let handle = VerbsSrq {
             srq,
             _dev: self.dev.clone(),
@@ -615,7 +615,7 @@ impl Backend for Verbs {
         }));
         // SAFETY: an open context, live CQs / SRQ / PD, valid attribute structs.
         let qp = unsafe { mlx5dv_create_qp(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
-        let qp = NonNull::new(qp).ok_or_else(|| failed_pinning("create QP", -1))?;
+        let qp = NonNull::new(qp).ok_or_else(|| self.dev.creation_failed("create QP"))?;
         // SAFETY: plain C data.
         let mut out: mlx5dv_qp = unsafe { core::mem::zeroed() };
         let mut obj = empty_obj();

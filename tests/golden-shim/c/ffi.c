@@ -115,6 +115,10 @@ static const struct golden_field fields[] = {
 	FIELD(mlx5dv_cq_init_attr, flags, 1),
 	FIELD(mlx5dv_cq_init_attr, cqe_size, 1),
 
+	FIELD(mlx5dv_ctx_allocators, alloc, 1),
+	FIELD(mlx5dv_ctx_allocators, free, 1),
+	FIELD(mlx5dv_ctx_allocators, data, 1),
+
 	FIELD(mlx5dv_ah, av, 1),
 	FIELD(mlx5dv_ah, comp_mask, 1),
 	FIELD(mlx5dv_dc_init_attr, dc_type, 1),
@@ -154,6 +158,7 @@ static const struct golden_struct structs[] = {
 	STRUCT(mlx5dv_srq),
 	STRUCT(mlx5dv_obj),
 	STRUCT(mlx5dv_clock_info),
+	STRUCT(mlx5dv_ctx_allocators),
 	STRUCT(mlx5dv_cq_init_attr),
 	STRUCT(mlx5dv_ah),
 	STRUCT(mlx5dv_dc_init_attr),
@@ -174,6 +179,7 @@ static const struct golden_value constants[] = {
 	CONST(MLX5DV_QP_INIT_ATTR_MASK_DC),
 	CONST(MLX5DV_DCTYPE_DCT),
 	CONST(MLX5DV_DCTYPE_DCI),
+	CONST(MLX5DV_CTX_ATTR_BUF_ALLOCATORS),
 	CONST(MLX5DV_OBJ_AH),
 	CONST(MLX5DV_OBJ_QP),
 	CONST(MLX5DV_OBJ_CQ),

@@ -1,0 +1,204 @@
+//! Rings and doorbell records in this crate's memory: libmlx5's external allocator.
+//!
+//! `mlx5dv_set_context_attr(MLX5DV_CTX_ATTR_BUF_ALLOCATORS)` installs an `alloc` / `free`
+//! pair in the context (mlx5.c `_mlx5dv_set_context_attr` copies the struct). From then on
+//! libmlx5 takes every QP, CQ, SRQ and RWQ buffer from it (buf.c `mlx5_get_alloc_type`
+//! chooses `MLX5_ALLOC_TYPE_EXTERNAL` over the `MLX_*_ALLOC_TYPE` variables unless a parent
+//! domain brings its own allocator; `mlx5_alloc_buf_extern` passes the size, already
+//! aligned to the page size by its callers, e.g. a CQ's `align(nent × cqe_sz, page_size)`),
+//! and each doorbell-record page too (dbrec.c `__add_page`: one page of the device's page
+//! size, carved into cache-line records shared by several queues). It then calls
+//! `ibv_dontfork_range` on the buffer and registers it with the kernel as its own. The free
+//! callback gets the same pointer back when the last user of the buffer is destroyed.
+//!
+//! Each allocation here is a [`Memory`] of the context's [`MemOptions`] (whole huge pages on
+//! hugetlbfs or THP, bound to a NUMA node), kept until libmlx5 frees it. An allocation the
+//! system refuses (no huge pages in the pool, a missing node) returns NULL, which fails the
+//! creation; the refusal is kept so the creation reports it as the typed error
+//! ([`Error::NoHugePages`], [`Error::NumaNode`]) rather than libmlx5's bare `ENOMEM`.
+
+use core::ffi::c_void;
+use core::ptr::NonNull;
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use rdma_sys::ibv_context;
+
+use super::super::mlx5dv::{
+    mlx5dv_ctx_allocators, mlx5dv_set_context_attr, MLX5DV_CTX_ATTR_BUF_ALLOCATORS,
+};
+use super::failed;
+use crate::error::Error;
+use crate::mem::{MemOptions, Memory};
+
+/// One live ring allocation: what libmlx5 asked for and the page size backing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingBuffer {
+    /// Bytes libmlx5 asked for.
+    pub len: usize,
+    /// Size of the pages backing it (4 KiB, or 2 MiB on huge pages).
+    pub page_size: usize,
+}
+
+/// The allocator a context's rings come from, alive until the context is closed.
+#[derive(Debug)]
+pub(super) struct RingAllocator {
+    options: MemOptions,
+    /// Live allocations by address.
+    live: Mutex<HashMap<usize, Memory>>,
+    /// Why the last allocation was refused, for the creation that asked.
+    refused: Mutex<Option<Error>>,
+}
+
+/// The lock, whether or not another thread panicked holding it (the maps stay consistent:
+/// each update is one insert or remove).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl RingAllocator {
+    pub(super) fn new(options: MemOptions) -> Self {
+        RingAllocator {
+            options,
+            live: Mutex::new(HashMap::new()),
+            refused: Mutex::new(None),
+        }
+    }
+
+    /// Installs the allocator in `ctx`: every later QP, CQ, SRQ and doorbell-record page of
+    /// the context comes from it.
+    ///
+    /// # Safety
+    /// `ctx` is an open mlx5 context, and `self` stays at its address until the context is
+    /// closed (libmlx5 keeps the pointer and calls back through it until then).
+    pub(super) unsafe fn install(&self, ctx: NonNull<ibv_context>) -> Result<(), Error> {
+        let mut allocators = mlx5dv_ctx_allocators {
+            alloc: Some(ring_alloc),
+            free: Some(ring_free),
+            data: self as *const RingAllocator as *mut c_void,
+        };
+        // SAFETY: an open context (the caller's promise); libmlx5 copies the struct, and the
+        // data pointer stays valid while the context is open (the caller's promise).
+        let rc = unsafe {
+            mlx5dv_set_context_attr(
+                ctx.as_ptr(),
+                MLX5DV_CTX_ATTR_BUF_ALLOCATORS,
+                (&mut allocators as *mut mlx5dv_ctx_allocators).cast(),
+            )
+        };
+        match rc {
+            0 => Ok(()),
+            rc => Err(failed("install the ring allocator", rc)),
+        }
+    }
+
+    fn alloc(&self, size: usize) -> *mut c_void {
+        if size == 0 {
+            return core::ptr::null_mut();
+        }
+        match Memory::with_options(size, &self.options) {
+            Ok(memory) => {
+                let ptr = memory.ptr();
+                lock(&self.live).insert(ptr as usize, memory);
+                ptr.cast()
+            }
+            Err(e) => {
+                *lock(&self.refused) = Some(e);
+                core::ptr::null_mut()
+            }
+        }
+    }
+
+    fn free(&self, ptr: *mut c_void) {
+        lock(&self.live).remove(&(ptr as usize));
+    }
+
+    /// Why the last allocation was refused (taken: asked once per failed creation).
+    pub(super) fn take_refusal(&self) -> Option<Error> {
+        lock(&self.refused).take()
+    }
+
+    /// The live allocations, by address.
+    pub(super) fn buffers(&self) -> Vec<RingBuffer> {
+        let live = lock(&self.live);
+        let mut buffers: Vec<_> = live
+            .iter()
+            .map(|(&addr, m)| {
+                (
+                    addr,
+                    RingBuffer {
+                        len: m.len(),
+                        page_size: m.page_size(),
+                    },
+                )
+            })
+            .collect();
+        buffers.sort_unstable_by_key(|&(addr, _)| addr);
+        buffers.into_iter().map(|(_, b)| b).collect()
+    }
+}
+
+/// `mlx5dv_ctx_allocators.alloc`: `size` bytes of the context's ring memory, or NULL.
+///
+/// # Safety
+/// `data` is the [`RingAllocator`] installed with it (libmlx5 passes back what
+/// [`RingAllocator::install`] gave).
+unsafe extern "C" fn ring_alloc(size: usize, data: *mut c_void) -> *mut c_void {
+    // SAFETY: the installed allocator, alive while the context is open (install's contract).
+    let rings = unsafe { &*(data as *const RingAllocator) };
+    rings.alloc(size)
+}
+
+/// `mlx5dv_ctx_allocators.free`: releases what [`ring_alloc`] returned.
+///
+/// # Safety
+/// As [`ring_alloc`]; `ptr` came from it and libmlx5 no longer uses it.
+unsafe extern "C" fn ring_free(ptr: *mut c_void, data: *mut c_void) {
+    // SAFETY: as in `ring_alloc`.
+    let rings = unsafe { &*(data as *const RingAllocator) };
+    rings.free(ptr);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::Pages;
+
+    /// The callbacks as libmlx5 calls them: page-aligned zeroed memory of the size asked,
+    /// kept until freed; a refusal returns NULL and is kept for the creation.
+    #[test]
+    fn callbacks_allocate_keep_and_free() {
+        let rings = RingAllocator::new(MemOptions::BASE);
+        let data = &rings as *const RingAllocator as *mut c_void;
+        // SAFETY: `data` is the allocator, alive for the calls.
+        let ptr = unsafe { ring_alloc(8192, data) };
+        assert!(!ptr.is_null());
+        assert_eq!(ptr as usize % 4096, 0);
+        assert_eq!(
+            rings.buffers(),
+            [RingBuffer {
+                len: 8192,
+                page_size: 4096
+            }]
+        );
+        // SAFETY: as above; `ptr` came from `ring_alloc`.
+        unsafe { ring_free(ptr, data) };
+        assert!(rings.buffers().is_empty());
+        // SAFETY: as above.
+        assert!(unsafe { ring_alloc(0, data) }.is_null());
+        assert_eq!(rings.take_refusal(), None);
+
+        let missing = RingAllocator::new(MemOptions {
+            pages: Pages::Base,
+            numa_node: Some(4000),
+        });
+        let data = &missing as *const RingAllocator as *mut c_void;
+        // SAFETY: as above.
+        assert!(unsafe { ring_alloc(4096, data) }.is_null());
+        assert!(matches!(
+            missing.take_refusal(),
+            Some(Error::NumaNode { node: 4000, .. })
+        ));
+        assert_eq!(missing.take_refusal(), None);
+    }
+}
