@@ -663,9 +663,41 @@ pub struct ExplainArgs {
     /// burst); the CQ entries as the NIC wrote them are shown, mini-CQEs decoded.
     #[arg(long, value_enum)]
     pub cqe_compression: Option<ZipArg>,
+    /// The transport of the requester's QP: UD carries SEND only, UC no READ or atomics,
+    /// DC posts on a DC initiator to a DC target (UD and DC: one WR per doorbell).
+    #[arg(long, value_enum, default_value_t = TransportArg::Rc)]
+    pub transport: TransportArg,
+    /// UD and DC: the address handle carries a GRH (InfiniBand with a global route).
+    #[arg(long)]
+    pub grh: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The transports `explain` posts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    /// Reliable connection.
+    Rc,
+    /// Unreliable connection.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+    /// Dynamically connected (a DCI to a DCT).
+    Dc,
+}
+
+impl TransportArg {
+    /// The driver's transport of the requester's QP.
+    pub fn transport(self) -> mlx5_direct::Transport {
+        match self {
+            TransportArg::Rc => mlx5_direct::Transport::Rc,
+            TransportArg::Uc => mlx5_direct::Transport::Uc,
+            TransportArg::Ud => mlx5_direct::Transport::Ud,
+            TransportArg::Dc => mlx5_direct::Transport::Dci,
+        }
+    }
 }
 
 /// Requester operations of the `pcie` table.
@@ -734,6 +766,11 @@ pub struct PcieArgs {
     /// compressed in each layout (the model compressing every burst).
     #[arg(long)]
     pub cqe_compression: bool,
+    /// Add the transport rows: the BlueFlame row's posting on UC, as UD SENDs (the 48-byte
+    /// AV, and with a GRH), and on a DC initiator to one DC target and to two in turn, with
+    /// what the requester's NIC put on the wire (one QP).
+    #[arg(long)]
+    pub transports: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -6,6 +6,7 @@ use mlx5_direct::prm::{
     basic_array_slot, enhanced_count, Cqe64, CqeCompLayout, CqeFormat, CqeOpcode, MiniCqe, OpOwn,
     DS, MINI_CQES_PER_ARRAY,
 };
+use mlx5_direct::Transport;
 use serde_json::{json, Value};
 
 use crate::cli::{ExplainArgs, ExplainOp, PostMode};
@@ -53,9 +54,18 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The segment each DS of a WQE of `op` holds.
-fn segment_names(op: ExplainOp, inline: bool, ds: usize) -> Vec<&'static str> {
+/// The segment each DS of a WQE of `op` holds (UD and DC: the datagram segment after the
+/// control segment).
+fn segment_names(
+    op: ExplainOp,
+    inline: bool,
+    ds: usize,
+    transport: Transport,
+) -> Vec<&'static str> {
     let mut names = vec!["ctrl"];
+    if matches!(transport, Transport::Ud | Transport::Dci) {
+        names.extend(["datagram 1/3", "datagram 2/3", "datagram 3/3"]);
+    }
     if !matches!(op, ExplainOp::Send | ExplainOp::SendImm) {
         names.push("raddr");
     }
@@ -69,6 +79,62 @@ fn segment_names(op: ExplainOp, inline: bool, ds: usize) -> Vec<&'static str> {
         (false, _) => "data",
     }));
     names
+}
+
+/// The datagram segment of a UD or DC WQE (`struct mlx5_wqe_av` of mlx5dv.h, 48 bytes after
+/// the control segment), field by field: the Q_Key (UD: the upper BE32 of `key`) or the DC
+/// access key (BE64), `dqp_dct` (bit 31 the extended-AV flag, bits 23..0 the remote QPN or
+/// DCT number), `stat_rate_sl`, `fl_mlid`, `rlid`, `rmac`, `tclass`, `hop_limit`,
+/// `grh_gid_fl` (bit 30 GRH, 27..20 SGID index, 19..0 flow label) and `rgid`.
+fn decode_av(av: &[u8], dc: bool) -> Vec<(&'static str, String)> {
+    let be32 = |at: usize| u32::from_be_bytes(av[at..at + 4].try_into().expect("4 bytes"));
+    let key = match dc {
+        true => (
+            "dc_key",
+            format!(
+                "{:#018x}",
+                u64::from_be_bytes(av[0..8].try_into().expect("8 bytes"))
+            ),
+        ),
+        false => ("qkey", format!("{:#010x}", be32(0))),
+    };
+    let dqp = be32(8);
+    let gfl = be32(28);
+    vec![
+        key,
+        ("dqp_dct", format!("{dqp:#010x}")),
+        ("ext", format!("{}", dqp >> 31)),
+        (
+            if dc { "dctn" } else { "remote_qpn" },
+            format!("{:#08x}", dqp & 0xff_ffff),
+        ),
+        ("stat_rate", format!("{}", av[12] >> 4)),
+        ("sl", format!("{}", av[12] & 0xf)),
+        ("fl", format!("{}", av[13] >> 7)),
+        ("mlid", format!("{}", av[13] & 0x7f)),
+        (
+            "rlid",
+            format!("{:#06x}", u16::from_be_bytes([av[14], av[15]])),
+        ),
+        ("rmac", hex(&av[20..26])),
+        ("tclass", format!("{}", av[26])),
+        ("hop_limit", format!("{}", av[27])),
+        ("grh", format!("{}", gfl >> 30 & 1)),
+        ("sgid_index", format!("{}", gfl >> 20 & 0xff)),
+        ("flow_label", format!("{:#x}", gfl & 0xf_ffff)),
+        ("rgid", hex(&av[32..48])),
+    ]
+}
+
+/// The datagram segment of the first WQE, decoded, when the transport has one.
+fn datagram(o: &Observed, transport: Transport) -> Option<Vec<(&'static str, String)>> {
+    let dc = match transport {
+        Transport::Ud => false,
+        Transport::Dci => true,
+        _ => return None,
+    };
+    let w = o.wqes.first()?;
+    Some(decode_av(w.bytes.get(DS..DS + 48)?, dc))
 }
 
 fn tlp_json(side: &str, t: &Tlp) -> Value {
@@ -208,7 +274,7 @@ fn describe_entries(layout: CqeCompLayout, first: u32, entries: &[[u8; 64]]) -> 
     out
 }
 
-fn to_json(o: &Observed, messages: u32, zip: Option<CqeCompLayout>) -> Value {
+fn to_json(o: &Observed, messages: u32, zip: Option<CqeCompLayout>, transport: Transport) -> Value {
     let tlps: Vec<Value> = o
         .requester_tlps
         .iter()
@@ -228,6 +294,16 @@ fn to_json(o: &Observed, messages: u32, zip: Option<CqeCompLayout>) -> Value {
             .collect::<Vec<_>>(),
         "per_message": per_message(&o.requester, messages),
         "per_message_responder": per_message(&o.responder, messages),
+        "transport": transport_name(transport),
+        "datagram": datagram(o, transport).map(|fields| fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect::<serde_json::Map<_, _>>()),
+        "wire": {
+            "packets": o.wire.packets,
+            "dc_connects": o.wire.dc_connects,
+            "dc_disconnects": o.wire.dc_disconnects,
+        },
         "compressed_cq": zip.map(|layout| {
             let (first, entries) = &o.cq_entries;
             describe_entries(layout, *first, entries)
@@ -266,7 +342,17 @@ fn print_totals(side: &str, c: &PcieCounters, n: u32) {
     );
 }
 
-fn print_human(args: &ExplainArgs, o: &Observed, messages: u32) {
+/// perftest's name of a transport.
+fn transport_name(t: Transport) -> &'static str {
+    match t {
+        Transport::Rc => "RC",
+        Transport::Uc => "UC",
+        Transport::Ud => "UD",
+        Transport::Dci | Transport::Dct => "DC",
+    }
+}
+
+fn print_human(args: &ExplainArgs, o: &Observed, messages: u32, transport: Transport) {
     let (op, data) = match args.op {
         ExplainOp::Write => ("RDMA WRITE", "gathered from"),
         ExplainOp::WriteImm => ("RDMA WRITE with immediate", "gathered from"),
@@ -295,8 +381,8 @@ fn print_human(args: &ExplainArgs, o: &Observed, messages: u32) {
         k => format!("a CQE every {k} WR"),
     };
     outln!(
-        "# {op} of {} bytes, {data}, {} WR per doorbell ({ring}), {cqe}; posted by the driver on the mlx5-hw model",
-        args.size, args.batch
+        "# {op} of {} bytes over {}, {data}, {} WR per doorbell ({ring}), {cqe}; posted by the driver on the mlx5-hw model",
+        args.size, transport_name(transport), args.batch
     );
     for (i, w) in o.wqes.iter().enumerate() {
         let ds = w.bytes.len() / DS;
@@ -308,11 +394,17 @@ fn print_human(args: &ExplainArgs, o: &Observed, messages: u32) {
         for (k, (chunk, name)) in w
             .bytes
             .chunks(DS)
-            .zip(segment_names(args.op, args.inline, ds))
+            .zip(segment_names(args.op, args.inline, ds, transport))
             .enumerate()
         {
             let words: Vec<String> = chunk.chunks(4).map(hex).collect();
             outln!("  DS {k:>2}  {name:<15} {}", words.join(" "));
+        }
+    }
+    if let Some(fields) = datagram(o, transport) {
+        outln!("datagram segment of WQE 0 (struct mlx5_wqe_av):");
+        for (name, value) in fields {
+            outln!("  {name:<11} {value}");
         }
     }
     outln!("doorbell record (dbrec[1]): {}", o.dbrec);
@@ -339,6 +431,12 @@ fn print_human(args: &ExplainArgs, o: &Observed, messages: u32) {
     print_tlps("responder", &o.responder_tlps);
     print_totals("requester", &o.requester, messages);
     print_totals("responder", &o.responder, messages);
+    outln!(
+        "on the wire, requester: {} request packets, {} DC connects, {} DC disconnects",
+        o.wire.packets,
+        o.wire.dc_connects,
+        o.wire.dc_disconnects
+    );
 }
 
 /// Runs `explain`.
@@ -361,6 +459,9 @@ pub fn run(args: &ExplainArgs) -> Result<(), crate::Error> {
         walk: false,
         odp: false,
         zip: args.cqe_compression.map(|z| z.compression()),
+        transport: args.transport.transport(),
+        grh: args.grh,
+        dc_targets: 1,
     };
     let o = probe::observe(&case)?;
     if args.json {
@@ -369,11 +470,12 @@ pub fn run(args: &ExplainArgs) -> Result<(), crate::Error> {
             serde_json::to_string_pretty(&to_json(
                 &o,
                 case.messages(),
-                case.zip.map(|z| z.layout)
+                case.zip.map(|z| z.layout),
+                case.transport
             ))?
         );
     } else {
-        print_human(args, &o, case.messages());
+        print_human(args, &o, case.messages(), case.transport);
     }
     Ok(())
 }

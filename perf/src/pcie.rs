@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use crate::cli::{CompletionSplit, ExplainOp, PcieArgs, PcieOp, PostMode};
 use crate::explain::per_message;
-use crate::probe::{self, Case, PERFTEST_INLINE};
-use mlx5_direct::CqeCompression;
+use crate::probe::{self, Case, Wire, PERFTEST_INLINE};
+use mlx5_direct::{CqeCompression, Transport};
 
 /// Transaction-layer bandwidth of an x16 link per direction in bytes/s: GT/s x 16 lanes x
 /// 128/130 (encoding) / 8 bits. DLLPs and flow control are not subtracted, so rates derived
@@ -57,6 +57,8 @@ struct Row {
     step: String,
     messages: u32,
     cost: PcieCounters,
+    /// The transport rows: what the requester's NIC put on the wire.
+    wire: Option<Wire>,
 }
 
 fn case(op: ExplainOp, size: usize, p: Posting, pcie: PcieConfig, qps: u32) -> Case {
@@ -79,6 +81,9 @@ fn case(op: ExplainOp, size: usize, p: Posting, pcie: PcieConfig, qps: u32) -> C
         walk: false,
         odp: false,
         zip: p.zip,
+        transport: Transport::Rc,
+        grh: false,
+        dc_targets: 1,
     }
 }
 
@@ -211,6 +216,7 @@ fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> 
             step,
             messages: c.messages(),
             cost: o.requester,
+            wire: None,
         });
     }
     for (step, op, size) in [
@@ -230,11 +236,99 @@ fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> 
             step: step.into(),
             messages: c.messages(),
             cost: o.responder,
+            wire: None,
         });
     }
+    rows.extend(transport_rows(args, pcie)?);
     rows.extend(memory_rows(args, pcie)?);
     Ok(rows)
 }
+
+/// Posts `c` and returns its requester and its responder row (with the requester NIC's wire
+/// counts when `wire`).
+fn both_sides(step: &str, c: &Case, wire: bool) -> Result<[Row; 2], crate::Error> {
+    let o = probe::observe(c)?;
+    Ok(
+        [("requester", o.requester), ("responder", o.responder)].map(|(side, cost)| Row {
+            side,
+            step: step.to_string(),
+            messages: c.messages(),
+            cost,
+            wire: wire.then_some(o.wire),
+        }),
+    )
+}
+
+/// Messages of each transport row.
+const TRANSPORT_MESSAGES: u32 = 8;
+
+/// The transports beside RC (docs/pcie.md, "Transports"): row 3's posting (BlueFlame, a
+/// CQE per message, inline up to the inline limit) of `TRANSPORT_MESSAGES` messages on one
+/// QP: WRITEs or SENDs on UC, SENDs on UD (the 48-byte AV, then with a GRH in it as well),
+/// and on a DC initiator to one DC target and to two in turn. Each with both sides' cost
+/// and what the requester's NIC put on the wire. With `--transports`, not with `--qps` > 1.
+fn transport_rows(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> {
+    if !args.transports || args.qps > 1 {
+        return Ok(Vec::new());
+    }
+    let op = match args.op {
+        PcieOp::Write => ExplainOp::Write,
+        PcieOp::Send => ExplainOp::Send,
+    };
+    let posting = Posting::new(
+        PostMode::Bf,
+        args.size <= PERFTEST_INLINE,
+        1,
+        1,
+        TRANSPORT_MESSAGES,
+    );
+    let name = op_name(args.op);
+    let mut cases = vec![(format!("UC {name}, row 3"), op, Transport::Uc, false, 1)];
+    if args.size <= UD_MTU {
+        cases.push((
+            "UD SEND, 48-byte AV, row 3".into(),
+            ExplainOp::Send,
+            Transport::Ud,
+            false,
+            1,
+        ));
+        cases.push((
+            "UD SEND, AV with GRH, row 3".into(),
+            ExplainOp::Send,
+            Transport::Ud,
+            true,
+            1,
+        ));
+    }
+    cases.push((
+        format!("DC {name}, one DCT, row 3"),
+        op,
+        Transport::Dci,
+        false,
+        1,
+    ));
+    cases.push((
+        format!("DC {name}, two DCTs in turn, row 3"),
+        op,
+        Transport::Dci,
+        false,
+        2,
+    ));
+    let mut rows = Vec::new();
+    for (step, op, transport, grh, dc_targets) in cases {
+        let c = Case {
+            transport,
+            grh,
+            dc_targets,
+            ..case(op, args.size, posting, pcie, 1)
+        };
+        rows.extend(both_sides(&step, &c, true)?);
+    }
+    Ok(rows)
+}
+
+/// The largest UD message of the transport rows: the model's path MTU.
+const UD_MTU: usize = 4096;
 
 /// Where the buffers live (docs/memory.md): WRITEs streaming through a buffer of many pages
 /// with a translation cache, on 4 KiB and on 2 MiB pages, and the first touch of buffers
@@ -279,15 +373,7 @@ fn memory_rows(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Err
     ));
     let mut rows = Vec::new();
     for (step, c) in cases {
-        let o = probe::observe(&c)?;
-        for (side, cost) in [("requester", o.requester), ("responder", o.responder)] {
-            rows.push(Row {
-                side,
-                step: step.clone(),
-                messages: c.messages(),
-                cost,
-            });
-        }
+        rows.extend(both_sides(&step, &c, false)?);
     }
     Ok(rows)
 }
@@ -345,6 +431,9 @@ fn header(args: &PcieArgs, pcie: &PcieConfig) -> Vec<String> {
             args.size
         ));
     }
+    if args.transports && args.qps > 1 {
+        lines.push("# transport rows (UC, UD, DC) left out: they post on one QP".into());
+    }
     lines
 }
 
@@ -366,6 +455,11 @@ pub fn run(args: &PcieArgs) -> Result<(), crate::Error> {
                     "messages": r.messages,
                     "per_message": per_message(&r.cost, r.messages),
                     "max_mmsg_per_s": rates,
+                    "wire": r.wire.map(|w| json!({
+                        "packets": w.packets,
+                        "dc_connects": w.dc_connects,
+                        "dc_disconnects": w.dc_disconnects,
+                    })),
                 })
             })
             .collect();
@@ -432,6 +526,24 @@ pub fn run(args: &PcieArgs) -> Result<(), crate::Error> {
                 g[0].1,
                 g[1].1,
                 g[2].1
+            );
+        }
+        let wire: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.wire.is_some() && r.side == "requester")
+            .collect();
+        if !wire.is_empty() {
+            outln!("# on the wire, per message (the requester NIC's counts):");
+        }
+        for r in wire {
+            let w = r.wire.unwrap_or_default();
+            let n = f64::from(r.messages);
+            outln!(
+                "#   {:<50} {:.3} request packets, {:.3} DC connects, {:.3} DC disconnects",
+                r.step,
+                w.packets as f64 / n,
+                w.dc_connects as f64 / n,
+                w.dc_disconnects as f64 / n
             );
         }
     }

@@ -8,8 +8,9 @@ use mlx5_direct::backend::sim::{
 };
 use mlx5_direct::prm::{DS, SEND_WQE_BB};
 use mlx5_direct::{
-    Access, Completion, ConnectOptions, Context, Cq, CqeCompression, Data, DoorbellMode,
-    MemOptions, Pages, QpConfig, SendFlags, SendOp, Sge,
+    Access, AhAttr, Completion, ConnectOptions, Context, Cq, CqeCompression, Data, DoorbellMode,
+    GlobalRoute, MemOptions, Pages, QpConfig, SendFlags, SendOp, SendWr, Sge, Transport,
+    UD_GRH_BYTES,
 };
 
 use crate::cli::{ExplainOp, PostMode, TlpOverhead};
@@ -59,6 +60,30 @@ pub struct Case {
     pub odp: bool,
     /// The requester's CQ compresses CQEs so (the model compressing every burst).
     pub zip: Option<CqeCompression>,
+    /// The requester's QPs: RC, UC, UD, or DC initiators (`Transport::Dci`) sending to DC
+    /// targets on the responder's SRQ.
+    pub transport: Transport,
+    /// UD and DC: the address handle carries a GRH (InfiniBand with a global route), so UD
+    /// receives get the GRH area written.
+    pub grh: bool,
+    /// DC: the responder's DC targets, the messages addressed to them in turn (1: every
+    /// message to the same DCT).
+    pub dc_targets: u32,
+}
+
+/// The Q_Key of the UD cases, and the DC key of the DC ones (perftest's).
+const QKEY: u32 = 0x1111_1111;
+const DC_KEY: u64 = 0xffee_ddcc;
+
+/// What a case's measured pass did on the wire, as the requester's NIC counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wire {
+    /// Request packets sent.
+    pub packets: u64,
+    /// DC connections set up (one handshake on the wire each).
+    pub dc_connects: u64,
+    /// DC connections torn down to reach another target.
+    pub dc_disconnects: u64,
 }
 
 impl Case {
@@ -104,6 +129,8 @@ pub struct Observed {
     /// The requester CQ's entries the measured pass took, as the NIC wrote them (before
     /// polling, which expands compressed ones in place): its first index and the `cqe64`s.
     pub cq_entries: (u32, Vec<[u8; 64]>),
+    /// The requester NIC's wire counts of the measured pass.
+    pub wire: Wire,
 }
 
 /// The link parameters of a preset with the given sizes.
@@ -191,7 +218,29 @@ fn check(case: &Case) -> Result<(), Error> {
     if case.qps == 0 {
         return Err("--qps must be at least 1".into());
     }
-    Ok(())
+    let datagram = matches!(case.transport, Transport::Ud | Transport::Dci);
+    let refusal = match case.transport {
+        Transport::Ud if !matches!(case.op, ExplainOp::Send | ExplainOp::SendImm) => {
+            Some("UD carries SEND and SEND with immediate only")
+        }
+        Transport::Uc if atomic || case.op == ExplainOp::Read => {
+            Some("UC carries no READ or atomics")
+        }
+        Transport::Dct => Some("a DCT sends nothing: give the DCI side (dc)"),
+        _ if datagram && case.batch > 1 => {
+            Some("--batch: UD and DC post one WR per doorbell (post_ud / post_dc)")
+        }
+        _ if datagram && case.qps > 1 => Some("--qps: UD and DC cases use one QP"),
+        _ if case.grh && !datagram => Some("--grh: address handles are UD's and DC's"),
+        _ if case.dc_targets == 0 || (case.dc_targets > 1 && case.transport != Transport::Dci) => {
+            Some("DC targets: at least 1, and more only for DC")
+        }
+        _ => None,
+    };
+    match refusal {
+        Some(r) => Err(r.into()),
+        None => Ok(()),
+    }
 }
 
 /// Splits `len` bytes at `offset` of a region into `k` gather entries.
@@ -262,7 +311,7 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         } else {
             PERFTEST_INLINE
         } as u32,
-        ..QpConfig::default()
+        transport: case.transport,
     };
     let (pd_a, pd_b) = (a.alloc_pd()?, b.alloc_pd()?);
     let mut cq_a = match case.zip {
@@ -275,17 +324,75 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         PostMode::BfLast => DoorbellMode::BlueFlameLast,
         PostMode::Db => DoorbellMode::Doorbell,
     };
+    // Each requester QP with its responder QP (none for a DCI: its targets are `dcts`).
     let mut pairs = Vec::new();
+    let options = ConnectOptions::default();
     for _ in 0..case.qps {
-        let mut qp_a = pd_a.create_qp(&cq_a, &cq_a, &qp_config)?;
-        let mut qp_b = pd_b.create_qp(&cq_b, &cq_b, &qp_config)?;
-        qp_a.connect(&qp_b.endpoint()?, &ConnectOptions::default())?;
-        qp_b.connect(&qp_a.endpoint()?, &ConnectOptions::default())?;
+        let (mut qp_a, qp_b) = match case.transport {
+            Transport::Dci => {
+                let mut dci = pd_a.create_dci(&cq_a, &qp_config)?;
+                dci.activate_dci(&options)?;
+                (dci, None)
+            }
+            Transport::Ud => {
+                let mut qp_a = pd_a.create_qp(&cq_a, &cq_a, &qp_config)?;
+                let mut qp_b = pd_b.create_qp(&cq_b, &cq_b, &qp_config)?;
+                qp_a.activate_ud(1, QKEY)?;
+                qp_b.activate_ud(1, QKEY)?;
+                (qp_a, Some(qp_b))
+            }
+            _ => {
+                let mut qp_a = pd_a.create_qp(&cq_a, &cq_a, &qp_config)?;
+                let mut qp_b = pd_b.create_qp(&cq_b, &cq_b, &qp_config)?;
+                qp_a.connect(&qp_b.endpoint()?, &options)?;
+                qp_b.connect(&qp_a.endpoint()?, &options)?;
+                (qp_a, Some(qp_b))
+            }
+        };
         qp_a.sq().set_mode(mode);
         pairs.push((qp_a, qp_b));
     }
+    let mut srq_b = match case.transport {
+        Transport::Dci => Some(pd_b.create_srq(qp_config.rq_wqes, 1)?),
+        _ => None,
+    };
+    // The DCTs (kept alive for the case) and their numbers.
+    let mut dct_objects = Vec::new();
+    let mut dcts = Vec::new();
+    if let Some(srq) = &srq_b {
+        for _ in 0..case.dc_targets {
+            let mut dct = pd_b.create_dct(&cq_b, srq, DC_KEY)?;
+            dct.activate(1, Access::ALL, &options)?;
+            dcts.push(dct.number()?);
+            dct_objects.push(dct);
+        }
+    }
+    // UD and DC: the address handle of the responder's port.
+    let port_b = b.port(1)?;
+    let ah = match case.transport {
+        Transport::Ud | Transport::Dci => Some(pd_a.create_ah(&AhAttr {
+            port: 1,
+            dlid: port_b.lid,
+            grh: case.grh.then_some(GlobalRoute {
+                dgid: port_b.gid,
+                hop_limit: 64,
+                ..GlobalRoute::default()
+            }),
+            ..AhAttr::default()
+        })?),
+        _ => None,
+    };
+    let ud_qpns: Vec<u32> = pairs
+        .iter()
+        .map(|(_, b)| b.as_ref().map_or(0, |q| q.qpn()))
+        .collect();
     let stride = if case.walk { case.size } else { 0 };
-    let len = (case.size + stride * per_qp as usize).max(64);
+    // UD receives: the GRH area in front of the message.
+    let grh = match case.transport {
+        Transport::Ud => UD_GRH_BYTES as usize,
+        _ => 0,
+    };
+    let len = (grh + case.size + stride * per_qp as usize).max(64);
     let memory = MemOptions {
         pages: case.pages,
         numa_node: None,
@@ -336,19 +443,27 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
             });
         }
         if needs_receive(case.op) {
+            let sge = |i: u32| [mr_b.sge(i as usize * stride, (grh + case.size) as u32)];
+            if let Some(srq) = srq_b.as_mut() {
+                for i in 0..n {
+                    srq.post(u64::from(i), &sge(i))?;
+                }
+            }
             for (_, qp_b) in pairs.iter_mut() {
-                let rq = qp_b.rq().ok_or("no receive queue")?;
+                let Some(rq) = qp_b.as_mut().and_then(|q| q.rq()) else {
+                    continue;
+                };
                 for i in 0..per_qp {
-                    rq.post(
-                        u64::from(i),
-                        &[mr_b.sge(i as usize * stride, case.size as u32)],
-                    )?;
+                    rq.post(u64::from(i), &sge(i))?;
                 }
             }
         }
         let mut signaled = 0;
         for round in 0..case.rounds {
-            for (qp_a, _) in pairs.iter_mut() {
+            for (j, (qp_a, _)) in pairs.iter_mut().enumerate() {
+                if measured && case.arm {
+                    cq_a.arm(false);
+                }
                 let sq = qp_a.sq();
                 for k in 0..case.batch {
                     let i = round * case.batch + k;
@@ -365,12 +480,25 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
                     } else {
                         Data::Sges(&sges)
                     };
-                    sq.push(u64::from(i), op_at(i), data, flags)?;
+                    let wr = SendWr {
+                        wr_id: u64::from(i),
+                        op: op_at(i),
+                        data,
+                        flags,
+                    };
+                    match (&ah, case.transport) {
+                        (Some(ah), Transport::Ud) => sq.post_ud(wr, &ah.dest(ud_qpns[j], QKEY))?,
+                        (Some(ah), _) => {
+                            let dct = dcts[i as usize % dcts.len()];
+                            sq.post_dc(wr, &ah.dc_dest(dct, DC_KEY))?
+                        }
+                        (None, _) => sq.push(wr.wr_id, wr.op, wr.data, wr.flags)?,
+                    }
                 }
-                if measured && case.arm {
-                    cq_a.arm(false);
+                // UD and DC rang with their WR.
+                if ah.is_none() {
+                    sq.ring_doorbell();
                 }
-                sq.ring_doorbell();
                 if measured && case.arm {
                     // Take the event the doorbell's CQE raised (if it was signaled), so
                     // the next arm asks for a new one.
@@ -394,7 +522,14 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
     }
     a.backend().take_mmio();
     let before = (nic_a.pcie(), nic_b.pcie());
+    let stats = nic_a.stats();
     let (polled, pi0, cq_entries) = pass(true)?;
+    let after = nic_a.stats();
+    let wire = Wire {
+        packets: after.packets - stats.packets,
+        dc_connects: after.dc_connects - stats.dc_connects,
+        dc_disconnects: after.dc_disconnects - stats.dc_disconnects,
+    };
     let ci0 = cq_entries.0;
     let cqes = (ci0..ci0 + polled as u32)
         .map(|i| (i, cq_a.cqe_bytes(i)))
@@ -423,5 +558,6 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         responder,
         cqes,
         cq_entries,
+        wire,
     })
 }

@@ -4,13 +4,14 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mlx5_direct::backend::{Backend, QpParts};
+use mlx5_direct::backend::{AhHandle, Backend, QpParts};
 use mlx5_direct::cq::CqDesc;
 use mlx5_direct::mmio::Uar;
+use mlx5_direct::prm::Av;
 use mlx5_direct::rq::RqDesc;
 use mlx5_direct::{
-    Access, AsyncEvent, ClockInfo, CqConfig, DeviceCaps, Error, PortInfo, QpConfig, QpPsn, QpSizes,
-    Transition,
+    Access, AhAttr, AsyncEvent, ClockInfo, CqConfig, DeviceCaps, Error, PortInfo, QpConfig, QpPsn,
+    QpSizes, Transition,
 };
 
 /// One MMIO store: offset in the UAR page and the bytes in memory order.
@@ -174,6 +175,10 @@ impl<B: Backend> Backend for Traced<B> {
         max_sge: u32,
     ) -> Result<(B::Srq, RqDesc, u32), Error> {
         self.inner.create_srq(pd, entries, max_sge)
+    }
+
+    fn create_ah(&self, pd: &B::Pd, attr: &AhAttr) -> Result<(AhHandle, Av), Error> {
+        self.inner.create_ah(pd, attr)
     }
 
     fn create_qp(

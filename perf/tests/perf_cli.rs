@@ -1637,3 +1637,237 @@ fn dc_write_lat_and_send_bw_over_the_tcp_exchange() {
         "{out}"
     );
 }
+
+/// `explain OP --size 8 --inline EXTRA --json`.
+fn explain_8_inline(op: &str, extra: &[&str]) -> Value {
+    let args = [
+        &["explain", op, "--size", "8", "--inline"][..],
+        extra,
+        &["--json"],
+    ]
+    .concat();
+    json(&args)
+}
+
+/// The `side` row of `v` whose step is `step`.
+fn side_row<'a>(v: &'a Value, side: &str, step: &str) -> &'a Value {
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["side"] == side && r["step"] == step)
+        .unwrap_or_else(|| panic!("no {side} row {step}"))
+}
+
+/// `explain --transport ud`: ctrl, the 48-byte datagram segment (perftest's Q_Key, the
+/// remote QPN with bit 31, the responder's LID) and the inline data: 80 bytes, two
+/// BlueFlame chunks. With `--grh` the AV carries the GRH and the responder writes the GRH
+/// area in front of the payload: 40 bytes more in the same MWr.
+#[test]
+fn explain_ud_decodes_the_datagram_segment() {
+    let v = explain_8_inline("send", &["--transport", "ud"]);
+    assert_eq!(v["transport"], "UD");
+    let wqe = v["wqes"][0]["hex"].as_str().unwrap();
+    assert_eq!(v["wqes"][0]["ds"], 5);
+    // ctrl: SEND (0x0a), 5 DS.
+    assert!(wqe.starts_with("0000000a"), "{wqe}");
+    assert_eq!(&wqe[14..16], "05");
+    let d = &v["datagram"];
+    assert_eq!(d["qkey"], "0x11111111");
+    assert_eq!(d["ext"], "1");
+    let qpn = u32::from_str_radix(&d["remote_qpn"].as_str().unwrap()[2..], 16).unwrap();
+    assert_eq!(d["dqp_dct"], format!("{:#010x}", 1u32 << 31 | qpn));
+    assert_eq!(
+        &wqe[32..56],
+        format!("1111111100000000{:08x}", 1u32 << 31 | qpn)
+    );
+    assert_eq!(d["rlid"], "0x0002");
+    assert_eq!(
+        (d["grh"].as_str(), d["sl"].as_str()),
+        (Some("0"), Some("0"))
+    );
+    // Two 64-byte BlueFlame chunks: the WQE, then zeros.
+    let mmio = v["mmio"].as_array().unwrap();
+    assert_eq!(
+        (mmio[0]["offset"].as_u64(), mmio[1]["offset"].as_u64()),
+        (Some(2048), Some(2112))
+    );
+    let chunks = format!(
+        "{}{}",
+        mmio[0]["hex"].as_str().unwrap(),
+        mmio[1]["hex"].as_str().unwrap()
+    );
+    assert_eq!(&chunks[..160], wqe);
+    assert_eq!(v["per_message"]["mmio_writes"], 2);
+    assert_eq!(v["per_message"]["bytes_down"], 176);
+    assert_eq!(v["wire"]["packets"], 1);
+    let plain_up = v["per_message_responder"]["bytes_up"].as_u64().unwrap();
+    let g = explain_8_inline("send", &["--transport", "ud", "--grh"]);
+    assert_eq!(g["datagram"]["grh"], "1");
+    assert_eq!(g["datagram"]["hop_limit"], "64");
+    assert_eq!(g["datagram"]["rgid"], "fe800000000000000000000000000002");
+    assert_eq!(g["per_message_responder"]["bytes_up"], plain_up + 40);
+    let scatter: Vec<u64> = g["tlps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["side"] == "responder" && t["purpose"] == "Scatter")
+        .map(|t| t["payload"].as_u64().unwrap())
+        .collect();
+    assert_eq!(scatter, [48]);
+    let (ok, out, err) = perf(&["explain", "send", "--transport", "ud"]);
+    assert!(ok, "{err}");
+    for needle in [
+        "over UD",
+        "datagram 1/3",
+        "datagram 3/3",
+        "qkey        0x11111111",
+        "request packets",
+    ] {
+        assert!(out.contains(needle), "{needle:?} missing:\n{out}");
+    }
+}
+
+/// `explain --transport dc`: the datagram segment carries the DC key (BE64) and the DCT
+/// number, the RC segments follow it; the first WRITE to a target is one DC connect.
+/// `--transport uc`: RC's bytes and RC's link cost.
+#[test]
+fn explain_dc_and_uc() {
+    let v = explain_8_inline("write", &["--transport", "dc"]);
+    assert_eq!(v["transport"], "DC");
+    assert_eq!(v["wqes"][0]["ds"], 6);
+    let d = &v["datagram"];
+    assert_eq!(d["dc_key"], "0x00000000ffeeddcc");
+    assert_eq!(d["ext"], "1");
+    assert!(d.get("qkey").is_none() && d.get("dctn").is_some(), "{d}");
+    assert_eq!(v["wire"]["dc_connects"], 1);
+    assert_eq!(v["per_message"]["mmio_writes"], 2);
+    let (ok, out, err) = perf(&["explain", "faa", "--transport", "dc"]);
+    assert!(ok, "{err}");
+    let names: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("  DS "))
+        .map(|l| l[9..25].trim())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ctrl",
+            "datagram 1/3",
+            "datagram 2/3",
+            "datagram 3/3",
+            "raddr",
+            "atomic",
+            "data"
+        ]
+    );
+    let rc = explain_8_inline("write", &[]);
+    let uc = explain_8_inline("write", &["--transport", "uc"]);
+    assert_eq!(uc["transport"], "UC");
+    assert!(uc["datagram"].is_null());
+    for k in ["per_message", "per_message_responder"] {
+        assert_eq!(uc[k], rc[k], "{k}");
+    }
+    assert_eq!(
+        uc["wqes"][0]["hex"].as_str().map(str::len),
+        rc["wqes"][0]["hex"].as_str().map(str::len)
+    );
+    fails_with(
+        &["explain", "write", "--transport", "ud"],
+        "UD carries SEND and SEND with immediate only",
+    );
+    fails_with(
+        &["explain", "read", "--transport", "uc"],
+        "UC carries no READ or atomics",
+    );
+    fails_with(
+        &["explain", "send", "--transport", "dc", "--batch", "4"],
+        "--batch: UD and DC post one WR per doorbell",
+    );
+    fails_with(
+        &["explain", "send", "--grh"],
+        "--grh: address handles are UD's and DC's",
+    );
+}
+
+/// `pcie --transports`: UC costs RC's row 3 on the link; the 48-byte AV makes a UD SEND and
+/// a DC WRITE two BlueFlame chunks where RC's takes one; the GRH area is 40 bytes more at a
+/// UD responder; a DCI switching between two DCTs connects for every message and
+/// disconnects for all but the first, one DCT connects once.
+#[test]
+fn pcie_transport_rows() {
+    let v = json(&["pcie", "--transports", "--json"]);
+    let mmio = |side, step| {
+        side_row(&v, side, step)["per_message"]["mmio_writes"]
+            .as_f64()
+            .unwrap()
+    };
+    let rc = &row(&v, "+ BlueFlame")["per_message"];
+    assert_eq!(rc["mmio_writes"], 1);
+    assert_eq!(
+        side_row(&v, "requester", "UC RDMA WRITE, row 3")["per_message"],
+        *rc
+    );
+    assert_eq!(mmio("requester", "UD SEND, 48-byte AV, row 3"), 2.0);
+    assert_eq!(mmio("requester", "DC RDMA WRITE, one DCT, row 3"), 2.0);
+    let up = |step| {
+        side_row(&v, "responder", step)["per_message"]["bytes_up"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(
+        up("UD SEND, AV with GRH, row 3"),
+        up("UD SEND, 48-byte AV, row 3") + 40.0
+    );
+    let wire = |step| &side_row(&v, "requester", step)["wire"];
+    let one = wire("DC RDMA WRITE, one DCT, row 3");
+    assert_eq!(
+        (
+            one["packets"].as_u64(),
+            one["dc_connects"].as_u64(),
+            one["dc_disconnects"].as_u64()
+        ),
+        (Some(8), Some(1), Some(0))
+    );
+    let two = wire("DC RDMA WRITE, two DCTs in turn, row 3");
+    assert_eq!(
+        (two["dc_connects"].as_u64(), two["dc_disconnects"].as_u64()),
+        (Some(8), Some(7))
+    );
+    assert!(row(&v, "+ BlueFlame")["wire"].is_null());
+    // Not without the flag, not over several QPs.
+    let plain = json(&["pcie", "--json"]);
+    assert!(plain["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["wire"].is_null()));
+    let (ok, out, err) = perf(&["pcie", "--transports", "--qps", "2"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("# transport rows (UC, UD, DC) left out: they post on one QP"),
+        "{out}"
+    );
+    assert!(!out.contains("UD SEND"), "{out}");
+}
+
+/// docs/pcie.md's transport rows are the ones `pcie --transports` prints.
+#[test]
+fn docs_pcie_md_shows_the_transport_rows() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/pcie.md"))
+        .expect("docs/pcie.md");
+    let (ok, out, err) = perf(&["pcie", "--transports"]);
+    assert!(ok, "{err}");
+    let block: Vec<&str> = out
+        .lines()
+        .filter(|l| {
+            l.starts_with("side ") || l.contains(", row 3") || l.starts_with("# on the wire")
+        })
+        .collect();
+    assert_eq!(block.len(), 17, "{out}");
+    assert!(
+        doc.contains(&format!("```\n{}\n```", block.join("\n"))),
+        "docs/pcie.md is stale: regenerate the transport rows of `cargo run --release -p mlx5-perf -- pcie --transports`:\n{}",
+        block.join("\n")
+    );
+}
