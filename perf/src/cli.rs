@@ -670,6 +670,10 @@ pub struct ExplainArgs {
     /// UD and DC: the address handle carries a GRH (InfiniBand with a global route).
     #[arg(long)]
     pub grh: bool,
+    /// UD and DC: a compact address handle (the 16-byte AV, `dqp_dct` bit 31 clear), the
+    /// model NICs given the `compact_address_vector` cap.
+    #[arg(long)]
+    pub compact_av: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

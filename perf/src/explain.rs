@@ -55,16 +55,21 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// The segment each DS of a WQE of `op` holds (UD and DC: the datagram segment after the
-/// control segment).
+/// control segment, one DS when the AV is `compact`).
 fn segment_names(
     op: ExplainOp,
     inline: bool,
     ds: usize,
     transport: Transport,
+    compact: bool,
 ) -> Vec<&'static str> {
     let mut names = vec!["ctrl"];
-    if matches!(transport, Transport::Ud | Transport::Dci) {
-        names.extend(["datagram 1/3", "datagram 2/3", "datagram 3/3"]);
+    match (transport, compact) {
+        (Transport::Ud | Transport::Dci, false) => {
+            names.extend(["datagram 1/3", "datagram 2/3", "datagram 3/3"])
+        }
+        (Transport::Ud | Transport::Dci, true) => names.push("compact AV"),
+        _ => {}
     }
     if !matches!(op, ExplainOp::Send | ExplainOp::SendImm) {
         names.push("raddr");
@@ -85,7 +90,8 @@ fn segment_names(
 /// the control segment), field by field: the Q_Key (UD: the upper BE32 of `key`) or the DC
 /// access key (BE64), `dqp_dct` (bit 31 the extended-AV flag, bits 23..0 the remote QPN or
 /// DCT number), `stat_rate_sl`, `fl_mlid`, `rlid`, `rmac`, `tclass`, `hop_limit`,
-/// `grh_gid_fl` (bit 30 GRH, 27..20 SGID index, 19..0 flow label) and `rgid`.
+/// `grh_gid_fl` (bit 30 GRH, 27..20 SGID index, 19..0 flow label) and `rgid`. A compact AV
+/// (`ext` 0) ends after `rlid`: the 16 bytes of UCX's `mlx5_base_av`.
 fn decode_av(av: &[u8], dc: bool) -> Vec<(&'static str, String)> {
     let be32 = |at: usize| u32::from_be_bytes(av[at..at + 4].try_into().expect("4 bytes"));
     let key = match dc {
@@ -99,8 +105,7 @@ fn decode_av(av: &[u8], dc: bool) -> Vec<(&'static str, String)> {
         false => ("qkey", format!("{:#010x}", be32(0))),
     };
     let dqp = be32(8);
-    let gfl = be32(28);
-    vec![
+    let mut fields = vec![
         key,
         ("dqp_dct", format!("{dqp:#010x}")),
         ("ext", format!("{}", dqp >> 31)),
@@ -116,6 +121,12 @@ fn decode_av(av: &[u8], dc: bool) -> Vec<(&'static str, String)> {
             "rlid",
             format!("{:#06x}", u16::from_be_bytes([av[14], av[15]])),
         ),
+    ];
+    if dqp >> 31 == 0 || av.len() < 48 {
+        return fields;
+    }
+    let gfl = be32(28);
+    fields.extend([
         ("rmac", hex(&av[20..26])),
         ("tclass", format!("{}", av[26])),
         ("hop_limit", format!("{}", av[27])),
@@ -123,7 +134,8 @@ fn decode_av(av: &[u8], dc: bool) -> Vec<(&'static str, String)> {
         ("sgid_index", format!("{}", gfl >> 20 & 0xff)),
         ("flow_label", format!("{:#x}", gfl & 0xf_ffff)),
         ("rgid", hex(&av[32..48])),
-    ]
+    ]);
+    fields
 }
 
 /// The datagram segment of the first WQE, decoded, when the transport has one.
@@ -134,7 +146,9 @@ fn datagram(o: &Observed, transport: Transport) -> Option<Vec<(&'static str, Str
         _ => return None,
     };
     let w = o.wqes.first()?;
-    Some(decode_av(w.bytes.get(DS..DS + 48)?, dc))
+    let ext = w.bytes.get(DS + 8)? >> 7;
+    let len = if ext == 1 { 48 } else { 16 };
+    Some(decode_av(w.bytes.get(DS..DS + len)?, dc))
 }
 
 fn tlp_json(side: &str, t: &Tlp) -> Value {
@@ -394,7 +408,13 @@ fn print_human(args: &ExplainArgs, o: &Observed, messages: u32, transport: Trans
         for (k, (chunk, name)) in w
             .bytes
             .chunks(DS)
-            .zip(segment_names(args.op, args.inline, ds, transport))
+            .zip(segment_names(
+                args.op,
+                args.inline,
+                ds,
+                transport,
+                args.compact_av,
+            ))
             .enumerate()
         {
             let words: Vec<String> = chunk.chunks(4).map(hex).collect();
@@ -402,7 +422,11 @@ fn print_human(args: &ExplainArgs, o: &Observed, messages: u32, transport: Trans
         }
     }
     if let Some(fields) = datagram(o, transport) {
-        outln!("datagram segment of WQE 0 (struct mlx5_wqe_av):");
+        let what = match fields.iter().any(|(k, v)| *k == "ext" && v == "0") {
+            true => "the compact AV: the first 16 bytes of struct mlx5_wqe_av, ext 0",
+            false => "struct mlx5_wqe_av",
+        };
+        outln!("datagram segment of WQE 0 ({what}):");
         for (name, value) in fields {
             outln!("  {name:<11} {value}");
         }
@@ -462,6 +486,7 @@ pub fn run(args: &ExplainArgs) -> Result<(), crate::Error> {
         transport: args.transport.transport(),
         grh: args.grh,
         dc_targets: 1,
+        compact_av: args.compact_av,
     };
     let o = probe::observe(&case)?;
     if args.json {

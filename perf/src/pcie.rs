@@ -84,6 +84,7 @@ fn case(op: ExplainOp, size: usize, p: Posting, pcie: PcieConfig, qps: u32) -> C
         transport: Transport::Rc,
         grh: false,
         dc_targets: 1,
+        compact_av: false,
     }
 }
 
@@ -262,11 +263,12 @@ fn both_sides(step: &str, c: &Case, wire: bool) -> Result<[Row; 2], crate::Error
 /// Messages of each transport row.
 const TRANSPORT_MESSAGES: u32 = 8;
 
-/// The transports beside RC (docs/pcie.md, "Transports"): row 3's posting (BlueFlame, a
+/// The transports beside RC (docs/pcie.md, "Transport rows"): row 3's posting (BlueFlame, a
 /// CQE per message, inline up to the inline limit) of `TRANSPORT_MESSAGES` messages on one
-/// QP: WRITEs or SENDs on UC, SENDs on UD (the 48-byte AV, then with a GRH in it as well),
-/// and on a DC initiator to one DC target and to two in turn. Each with both sides' cost
-/// and what the requester's NIC put on the wire. With `--transports`, not with `--qps` > 1.
+/// QP: WRITEs or SENDs on UC, SENDs on UD (the 48-byte AV, with a GRH in it, the 16-byte
+/// compact AV), and on a DC initiator to one DC target, to two in turn, and to one through
+/// a compact AV. Each with both sides' cost and what the requester's NIC put on the wire.
+/// With `--transports`, not with `--qps` > 1.
 fn transport_rows(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> {
     if !args.transports || args.qps > 1 {
         return Ok(Vec::new());
@@ -283,45 +285,48 @@ fn transport_rows(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::
         TRANSPORT_MESSAGES,
     );
     let name = op_name(args.op);
-    let mut cases = vec![(format!("UC {name}, row 3"), op, Transport::Uc, false, 1)];
+    let on = |transport, op| Case {
+        transport,
+        ..case(op, args.size, posting, pcie, 1)
+    };
+    let ud = on(Transport::Ud, ExplainOp::Send);
+    let dc = on(Transport::Dci, op);
+    let mut cases = vec![(format!("UC {name}, row 3"), on(Transport::Uc, op))];
     if args.size <= UD_MTU {
-        cases.push((
-            "UD SEND, 48-byte AV, row 3".into(),
-            ExplainOp::Send,
-            Transport::Ud,
-            false,
-            1,
-        ));
-        cases.push((
-            "UD SEND, AV with GRH, row 3".into(),
-            ExplainOp::Send,
-            Transport::Ud,
-            true,
-            1,
-        ));
+        cases.extend([
+            ("UD SEND, 48-byte AV, row 3".to_string(), ud),
+            (
+                "UD SEND, AV with GRH, row 3".into(),
+                Case { grh: true, ..ud },
+            ),
+            (
+                "UD SEND, 16-byte compact AV, row 3".into(),
+                Case {
+                    compact_av: true,
+                    ..ud
+                },
+            ),
+        ]);
     }
-    cases.push((
-        format!("DC {name}, one DCT, row 3"),
-        op,
-        Transport::Dci,
-        false,
-        1,
-    ));
-    cases.push((
-        format!("DC {name}, two DCTs in turn, row 3"),
-        op,
-        Transport::Dci,
-        false,
-        2,
-    ));
+    cases.extend([
+        (format!("DC {name}, one DCT, row 3"), dc),
+        (
+            format!("DC {name}, two DCTs in turn, row 3"),
+            Case {
+                dc_targets: 2,
+                ..dc
+            },
+        ),
+        (
+            format!("DC {name}, compact AV, one DCT, row 3"),
+            Case {
+                compact_av: true,
+                ..dc
+            },
+        ),
+    ]);
     let mut rows = Vec::new();
-    for (step, op, transport, grh, dc_targets) in cases {
-        let c = Case {
-            transport,
-            grh,
-            dc_targets,
-            ..case(op, args.size, posting, pcie, 1)
-        };
+    for (step, c) in cases {
         rows.extend(both_sides(&step, &c, true)?);
     }
     Ok(rows)

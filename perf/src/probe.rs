@@ -69,6 +69,9 @@ pub struct Case {
     /// DC: the responder's DC targets, the messages addressed to them in turn (1: every
     /// message to the same DCT).
     pub dc_targets: u32,
+    /// UD and DC: a compact address handle (the 16-byte AV), both NICs given the
+    /// `compact_address_vector` cap (`NicConfig::compact_av`).
+    pub compact_av: bool,
 }
 
 /// The Q_Key of the UD cases, and the DC key of the DC ones (perftest's).
@@ -232,6 +235,10 @@ fn check(case: &Case) -> Result<(), Error> {
         }
         _ if datagram && case.qps > 1 => Some("--qps: UD and DC cases use one QP"),
         _ if case.grh && !datagram => Some("--grh: address handles are UD's and DC's"),
+        _ if case.compact_av && !datagram => {
+            Some("--compact-av: address handles are UD's and DC's")
+        }
+        _ if case.compact_av && case.grh => Some("--compact-av: a compact AV carries no GRH"),
         _ if case.dc_targets == 0 || (case.dc_targets > 1 && case.transport != Transport::Dci) => {
             Some("DC targets: at least 1, and more only for DC")
         }
@@ -292,6 +299,7 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
             policy: ZipPolicy::EveryBurst,
             ..ZipConfig::default()
         },
+        compact_av: case.compact_av,
         ..NicConfig::default()
     };
     let sim = |config| Sim::on_fabric(&fabric, config).with_mr_page_size(case.mr_page_size);
@@ -369,17 +377,19 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
     }
     // UD and DC: the address handle of the responder's port.
     let port_b = b.port(1)?;
-    let ah = match case.transport {
-        Transport::Ud | Transport::Dci => Some(pd_a.create_ah(&AhAttr {
-            port: 1,
-            dlid: port_b.lid,
-            grh: case.grh.then_some(GlobalRoute {
-                dgid: port_b.gid,
-                hop_limit: 64,
-                ..GlobalRoute::default()
-            }),
-            ..AhAttr::default()
-        })?),
+    let attr = AhAttr {
+        port: 1,
+        dlid: port_b.lid,
+        grh: case.grh.then_some(GlobalRoute {
+            dgid: port_b.gid,
+            hop_limit: 64,
+            ..GlobalRoute::default()
+        }),
+        ..AhAttr::default()
+    };
+    let ah = match (case.transport, case.compact_av) {
+        (Transport::Ud | Transport::Dci, false) => Some(pd_a.create_ah(&attr)?),
+        (Transport::Ud | Transport::Dci, true) => Some(pd_a.create_compact_ah(&attr)?),
         _ => None,
     };
     let ud_qpns: Vec<u32> = pairs

@@ -1715,6 +1715,34 @@ fn explain_ud_decodes_the_datagram_segment() {
         .map(|t| t["payload"].as_u64().unwrap())
         .collect();
     assert_eq!(scatter, [48]);
+    // The compact AV: 16 bytes, bit 31 of dqp_dct clear, no GRH fields; one DS.
+    let c = explain_8_inline("send", &["--transport", "ud", "--compact-av"]);
+    assert_eq!(c["wqes"][0]["ds"], 3);
+    assert_eq!(c["datagram"]["ext"], "0");
+    assert_eq!(c["datagram"]["dqp_dct"], format!("{qpn:#010x}"));
+    assert!(c["datagram"].get("rgid").is_none(), "{}", c["datagram"]);
+    let cwqe = c["wqes"][0]["hex"].as_str().unwrap();
+    assert_eq!(&cwqe[32..56], format!("1111111100000000{qpn:08x}"));
+    assert_eq!(c["per_message"]["mmio_writes"], 1);
+    fails_with(
+        &[
+            "explain",
+            "send",
+            "--transport",
+            "ud",
+            "--compact-av",
+            "--grh",
+        ],
+        "--compact-av: a compact AV carries no GRH",
+    );
+    fails_with(
+        &["explain", "send", "--compact-av"],
+        "--compact-av: address handles are UD's and DC's",
+    );
+    let (ok, out, err) = perf(&["explain", "send", "--transport", "ud", "--compact-av"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("  DS  1  compact AV "), "{out}");
+    assert!(out.contains("the compact AV: the first 16 bytes"), "{out}");
     let (ok, out, err) = perf(&["explain", "send", "--transport", "ud"]);
     assert!(ok, "{err}");
     for needle in [
@@ -1829,6 +1857,14 @@ fn pcie_transport_rows() {
         ),
         (Some(8), Some(1), Some(0))
     );
+    // The compact AV: one DS where the full AV takes three, so RC's one chunk again.
+    let compact = side_row(&v, "requester", "UD SEND, 16-byte compact AV, row 3");
+    assert_eq!(compact["per_message"]["mmio_writes"], 1);
+    assert_eq!(compact["per_message"]["bytes_down"], 88);
+    assert_eq!(
+        mmio("requester", "DC RDMA WRITE, compact AV, one DCT, row 3"),
+        1.0
+    );
     let two = wire("DC RDMA WRITE, two DCTs in turn, row 3");
     assert_eq!(
         (two["dc_connects"].as_u64(), two["dc_disconnects"].as_u64()),
@@ -1864,7 +1900,7 @@ fn docs_pcie_md_shows_the_transport_rows() {
             l.starts_with("side ") || l.contains(", row 3") || l.starts_with("# on the wire")
         })
         .collect();
-    assert_eq!(block.len(), 17, "{out}");
+    assert_eq!(block.len(), 23, "{out}");
     assert!(
         doc.contains(&format!("```\n{}\n```", block.join("\n"))),
         "docs/pcie.md is stale: regenerate the transport rows of `cargo run --release -p mlx5-perf -- pcie --transports`:\n{}",
