@@ -1381,6 +1381,63 @@ impl<B: Backend> Qp<B> {
     pub fn handle(&self) -> &B::Qp {
         &self.core.handle
     }
+
+    /// One step of a connection whose attributes another party computes (rdma_cm on the
+    /// `verbs` backend): `apply` moves the device QP to `state` (INIT from RESET, RTR from
+    /// INIT, RTS from RTR, refused otherwise), then the queues follow as in [`Qp::connect`]:
+    /// receives from INIT (on `port`), sends from RTS.
+    #[cfg(feature = "verbs")]
+    pub(crate) fn step_by(
+        &mut self,
+        state: QpState,
+        port: u8,
+        apply: impl FnOnce(&B, &B::Qp) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let from = match state {
+            QpState::Init => QpState::Reset,
+            QpState::Rtr => QpState::Init,
+            QpState::Rts => QpState::Rtr,
+            _ => {
+                return Err(Error::InvalidArgument(
+                    "a connection steps to INIT, RTR, RTS",
+                ))
+            }
+        };
+        if self.state() != from {
+            return Err(Error::WrongState {
+                operation: "connect",
+                state: self.state(),
+            });
+        }
+        apply(&self.ctx().backend, &self.core.handle)?;
+        self.state = state;
+        match state {
+            QpState::Init => {
+                self.port = port;
+                if let Some(rq) = &mut self.rq {
+                    rq.set_ready(true);
+                }
+            }
+            QpState::Rts => self.sq.set_ready(true),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Records the peer of a connection made with [`Qp::step_by`], as [`Qp::connect`] does
+    /// (a [`Qp::reset`] then continues both sequences).
+    #[cfg(feature = "verbs")]
+    pub(crate) fn connected_to(&mut self, peer: &Endpoint) {
+        let mut seq = self.core.seq();
+        seq.peer = Some(*peer);
+        seq.resume = None;
+    }
+
+    /// The backend the QP lives on.
+    #[cfg(feature = "verbs")]
+    pub(crate) fn backend(&self) -> &B {
+        &self.ctx().backend
+    }
 }
 
 /// The send half of a [`Qp::split`] QP: its send queue (`Deref` to [`SendQueue`]), owned,

@@ -216,6 +216,9 @@ pub enum Error {
         /// Why it failed.
         reason: String,
     },
+    /// An rdma_cm step failed (address or route resolution, the connect / accept
+    /// handshake): the event and what it means.
+    RdmaCm(crate::cm::CmError),
 }
 
 impl fmt::Display for Error {
@@ -258,8 +261,15 @@ impl fmt::Display for Error {
                 write!(f, "{variable} is set: {reason}; unset it")
             }
             Error::Device { operation, reason } => write!(f, "{operation} failed: {reason}"),
+            Error::RdmaCm(e) => write!(f, "rdma_cm: {e}"),
         }
     }
 }
 
 impl std::error::Error for Error {}
+
+impl From<crate::cm::CmError> for Error {
+    fn from(e: crate::cm::CmError) -> Self {
+        Error::RdmaCm(e)
+    }
+}

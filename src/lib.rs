@@ -208,6 +208,7 @@
 pub mod backend;
 pub mod channel;
 pub mod clock;
+pub mod cm;
 pub mod cq;
 pub mod cqz;
 pub mod dci_pool;
@@ -228,6 +229,7 @@ pub mod types;
 pub use channel::AsyncCompChannel;
 pub use channel::CompChannel;
 pub use clock::ClockInfo;
+pub use cm::{CmError, CmEvent, CmPrivateData};
 pub use cq::{Completion, CompletionQueue, Status, WcError, WcOpcode};
 pub use cqz::{BadCompression, CqeCompression};
 pub use dci_pool::DciPool;

@@ -195,3 +195,64 @@ fn the_opened_port_reports_its_addressing() {
     assert!(caps.max_sq_wqebbs >= 256 && caps.max_cqe >= 256, "{caps:?}");
     assert!(verbs.info().phys_port_cnt >= 1);
 }
+
+/// rdma_cm between two driver QPs of one device (loopback): a listener on
+/// `MLX5_DIRECT_CM_ADDR` (the device's IPoIB or RoCE address and a port, `IP:PORT`), a QP
+/// connected to it through rdma_cm and one accepted on it, each told the other's buffer in
+/// the private data; a WRITE then lands and both QPs are in RTS.
+#[test]
+#[ignore = "needs an mlx5 NIC with an IP address; set MLX5_DIRECT_DEVICE and MLX5_DIRECT_CM_ADDR"]
+fn rdma_cm_connects_driver_qps() {
+    use mlx5_direct::backend::verbs::{cm, CmListener, CmOptions};
+    use mlx5_direct::{CmPrivateData, Data, QpState, SendFlags, SendOp, Status};
+    let hw = hw();
+    let to: std::net::SocketAddr =
+        env("MLX5_DIRECT_CM_ADDR").expect("MLX5_DIRECT_CM_ADDR=IP:PORT of the device");
+    let config = QpConfig::default();
+    let mut a = side_on(hw.0.clone(), &config, 64, 64);
+    let mut b = side_on(hw.0.clone(), &config, 64, 64);
+    let listener = CmListener::bind(to).unwrap();
+    let options = CmOptions::default();
+    let record = |index: u16, mr: &mlx5_direct::MemoryRegion<Verbs>| CmPrivateData {
+        index,
+        rkey: mr.rkey(),
+        addr: mr.addr(),
+        ..CmPrivateData::default()
+    };
+    let (a_record, b_record) = (record(0, &a.mr), record(0, &b.mr));
+    let b_qp = &mut b.qp;
+    let (a_conn, b_conn) = std::thread::scope(|s| {
+        let server = s.spawn(|| {
+            let request = listener
+                .next_request(Some(std::time::Duration::from_secs(10)))
+                .unwrap();
+            assert_eq!(request.peer().rkey, a_record.rkey);
+            request.accept_qp(b_qp, &b_record, &options).unwrap()
+        });
+        let a_conn = cm::connect_qp(&mut a.qp, to, &a_record, &options).unwrap();
+        (a_conn, server.join().unwrap())
+    });
+    assert_eq!(
+        (a_conn.peer().qpn, b_conn.peer().qpn),
+        (b.qp.qpn(), a.qp.qpn())
+    );
+    assert_eq!(
+        (a_conn.peer().addr, a_conn.peer().rkey),
+        (b.mr.addr(), b.mr.rkey())
+    );
+    assert_eq!((a.qp.state(), b.qp.state()), (QpState::Rts, QpState::Rts));
+    let remote = b.mr.remote(0);
+    a.qp.sq()
+        .post(
+            1,
+            SendOp::Write(remote),
+            Data::Inline(b"rdma_cm"),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    let done = common::poll_n(&mut a, 1);
+    assert_eq!((done[0].wr_id, done[0].status), (1, Status::Success));
+    let mut buf = [0u8; 7];
+    b.mr.read(0, &mut buf);
+    assert_eq!(&buf, b"rdma_cm");
+}

@@ -8,8 +8,12 @@ use core::mem::{offset_of, size_of};
 use std::collections::BTreeSet;
 
 use mlx5_direct::backend::mlx5dv::*;
+use mlx5_direct::backend::rdmacm::*;
+use mlx5_direct::CmEvent;
 use mlx5_golden as golden;
-use rdma_sys::{ibv_ah_attr, ibv_global_route};
+use rdma_sys::{
+    ibv_ah_attr, ibv_global_route, rdma_cm_id, rdma_conn_param, rdma_event_channel, rdma_ud_param,
+};
 
 /// The size of the field `F` of some struct, given a projection to it (no value needed).
 fn size_of_field<T, F>(_: fn(&T) -> &F) -> usize {
@@ -62,6 +66,11 @@ fn our_structs() -> Vec<(&'static str, usize)> {
         ("mlx5dv_qp_init_attr", size_of::<mlx5dv_qp_init_attr>()),
         ("ibv_global_route", size_of::<ibv_global_route>()),
         ("ibv_ah_attr", size_of::<ibv_ah_attr>()),
+        ("rdma_event_channel", size_of::<rdma_event_channel>()),
+        ("rdma_conn_param", size_of::<rdma_conn_param>()),
+        ("rdma_ud_param", size_of::<rdma_ud_param>()),
+        ("rdma_cm_event", size_of::<rdma_cm_event>()),
+        ("rdma_cm_id", size_of::<rdma_cm_id>()),
     ]
 }
 
@@ -99,14 +108,26 @@ fn our_fields() -> Vec<Ours> {
         fields!(mlx5dv_qp_init_attr; comp_mask, create_flags, dc_init_attr, send_ops_flags),
         fields!(ibv_global_route; dgid, flow_label, sgid_index, hop_limit, traffic_class),
         fields!(ibv_ah_attr; grh, dlid, sl, src_path_bits, static_rate, is_global, port_num),
+        fields!(rdma_event_channel; fd),
+        fields!(rdma_conn_param;
+            private_data, private_data_len, responder_resources, initiator_depth,
+            flow_control, retry_count, rnr_retry_count, srq, qp_num),
+        fields!(rdma_ud_param; private_data, private_data_len, ah_attr, qp_num, qkey),
+        fields!(rdma_cm_event; id, listen_id, event, status, param),
+        fields!(rdma_cm_id;
+            verbs, channel, context, qp, route, ps, port_num, event, send_cq_channel,
+            send_cq, recv_cq_channel, recv_cq, srq, pd, qp_type),
     ]
     .concat()
 }
 
 /// Header members that are union alternatives we do not declare, and the member of ours
 /// whose bytes they share.
-const UNION_ALTERNATIVES: [(&str, &str, &str); 1] =
-    [("mlx5dv_dc_init_attr", "dci_streams", "dct_access_key")];
+const UNION_ALTERNATIVES: [(&str, &str, &str); 3] = [
+    ("mlx5dv_dc_init_attr", "dci_streams", "dct_access_key"),
+    ("rdma_cm_event", "param.conn", "param"),
+    ("rdma_cm_event", "param.ud", "param"),
+];
 
 #[test]
 #[cfg_attr(
@@ -189,7 +210,7 @@ fn the_ffi_members_cover_each_struct() {
     ignore = "install libibverbs-dev to compare with rdma-core"
 )]
 fn ffi_constants_match_the_headers() {
-    let ours: [(&str, i64); 19] = [
+    let mut ours: Vec<(&str, i64)> = vec![
         (
             "MLX5DV_CONTEXT_MASK_CQE_COMPRESION",
             MLX5DV_CONTEXT_MASK_CQE_COMPRESION as i64,
@@ -242,7 +263,15 @@ fn ffi_constants_match_the_headers() {
             IBV_LINK_LAYER_INFINIBAND.into(),
         ),
         ("IBV_LINK_LAYER_ETHERNET", IBV_LINK_LAYER_ETHERNET.into()),
+        ("RDMA_OPTION_ID", RDMA_OPTION_ID.into()),
+        ("RDMA_OPTION_ID_TOS", RDMA_OPTION_ID_TOS.into()),
+        (
+            "RDMA_OPTION_ID_ACK_TIMEOUT",
+            RDMA_OPTION_ID_ACK_TIMEOUT.into(),
+        ),
     ];
+    // `enum rdma_cm_event_type`, every value by its C name.
+    ours.extend(CmEvent::ALL.iter().map(|e| (e.name(), *e as i64)));
     let theirs = golden::ffi_constants();
     assert_eq!(
         theirs.len(),

@@ -25,6 +25,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 #[cfg(feature = "verbs")]
 pub mod mlx5dv;
+#[cfg(feature = "verbs")]
+pub mod rdmacm;
 #[cfg(feature = "sim")]
 pub mod sim;
 #[cfg(feature = "verbs")]

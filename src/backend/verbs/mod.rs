@@ -48,6 +48,7 @@ compile_error!("the `verbs` backend supports x86_64 and aarch64 only (see docs/h
 
 mod attr;
 mod bfreg;
+pub mod cm;
 mod events;
 mod objects;
 mod port;
@@ -64,6 +65,7 @@ use rdma_sys::{
 
 pub use attr::Addressing;
 pub use bfreg::VerbsUar;
+pub use cm::{CmConnection, CmListener, CmOptions, CmRequest};
 pub use events::VerbsChannel;
 pub use objects::{VerbsCq, VerbsMr, VerbsPd, VerbsQp, VerbsSrq};
 pub use port::{GidType, LinkLayer, VerbsPort};

@@ -13,7 +13,7 @@ use rdma_sys::{
     ibv_cq_ex_to_cq, ibv_cq_init_attr_ex, ibv_create_ah, ibv_create_cq_wc_flags, ibv_create_srq,
     ibv_dealloc_pd, ibv_dereg_mr, ibv_destroy_ah, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq,
     ibv_device_attr_ex, ibv_modify_qp, ibv_mr, ibv_odp_general_caps, ibv_odp_transport_cap_bits,
-    ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_create_send_ops_flags, ibv_qp_init_attr,
+    ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_attr_mask, ibv_qp_create_send_ops_flags, ibv_qp_init_attr,
     ibv_qp_init_attr_ex, ibv_qp_init_attr_mask, ibv_qp_type, ibv_query_device_ex, ibv_query_qp,
     ibv_reg_mr, ibv_sge, ibv_srq, ibv_srq_init_attr,
 };
@@ -177,6 +177,24 @@ impl VerbsCq {
 }
 
 impl VerbsQp {
+    /// `ibv_modify_qp` with `attr` and `mask` as given, the port recorded when `mask` sets
+    /// it.
+    pub(crate) fn modify(
+        &self,
+        attr: &mut ibv_qp_attr,
+        mask: ibv_qp_attr_mask,
+    ) -> Result<(), Error> {
+        // SAFETY: a live QP and a valid attribute struct with the fields `mask` names set.
+        let rc = unsafe { ibv_modify_qp(self.qp.as_ptr(), attr, mask.0 as c_int) };
+        if rc != 0 {
+            return Err(failed("modify QP", rc));
+        }
+        if mask.0 & ibv_qp_attr_mask::IBV_QP_PORT.0 != 0 {
+            self.port.store(attr.port_num, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
     /// Why this QP rings 8-byte doorbells only, or `None` when it has BlueFlame.
     pub fn doorbell_only(&self) -> Option<&'static str> {
         if self.shut_up_bf {
@@ -760,9 +778,6 @@ impl Backend for Verbs {
     }
 
     fn modify_qp(&self, qp: &VerbsQp, transition: &Transition) -> Result<(), Error> {
-        if let Transition::Init { port, .. } | Transition::InitDci { port } = transition {
-            qp.port.store(*port, Ordering::Relaxed);
-        }
         let port = qp.port.load(Ordering::Relaxed);
         let path = match transition {
             Transition::Rtr { .. } | Transition::RtrDci { .. } | Transition::RtrDct { .. } => {
@@ -780,12 +795,7 @@ impl Backend for Verbs {
             },
         };
         let (mut attr, mask) = attr::qp_attr(transition, &path)?;
-        // SAFETY: a live QP and a valid attribute struct with the fields `mask` names set.
-        let rc = unsafe { ibv_modify_qp(qp.qp.as_ptr(), &mut attr, mask.0 as c_int) };
-        if rc != 0 {
-            return Err(failed("modify QP", rc));
-        }
-        Ok(())
+        qp.modify(&mut attr, mask)
     }
 
     fn query_psn(&self, qp: &VerbsQp) -> Result<QpPsn, Error> {

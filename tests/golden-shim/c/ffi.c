@@ -3,10 +3,16 @@
  * by hand (src/backend/mlx5dv.rs) and the verbs structs rdma-sys writes by hand rather than
  * generating (ibv_ah_attr, ibv_global_route), with every member, plus the constants it uses.
  * Anonymous struct members are listed member by member ("sq.buf"); union alternatives are
- * not primary.
+ * not primary. With librdmacm's header (librdmacm-dev, which the `verbs` feature needs), the
+ * rdma_cma.h structs the backend declares (src/backend/rdmacm.rs) or reads from rdma-sys
+ * (rdma_cm_id, whose route holds rdma-sys's hand-written rdma_addr) and its constants too.
  */
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
+#if __has_include(<rdma/rdma_cma.h>)
+#include <rdma/rdma_cma.h>
+#define HAVE_RDMA_CMA 1
+#endif
 
 #include "table.h"
 
@@ -143,6 +149,50 @@ static const struct golden_field fields[] = {
 	FIELD(ibv_ah_attr, static_rate, 1),
 	FIELD(ibv_ah_attr, is_global, 1),
 	FIELD(ibv_ah_attr, port_num, 1),
+#ifdef HAVE_RDMA_CMA
+
+	FIELD(rdma_event_channel, fd, 1),
+
+	FIELD(rdma_conn_param, private_data, 1),
+	FIELD(rdma_conn_param, private_data_len, 1),
+	FIELD(rdma_conn_param, responder_resources, 1),
+	FIELD(rdma_conn_param, initiator_depth, 1),
+	FIELD(rdma_conn_param, flow_control, 1),
+	FIELD(rdma_conn_param, retry_count, 1),
+	FIELD(rdma_conn_param, rnr_retry_count, 1),
+	FIELD(rdma_conn_param, srq, 1),
+	FIELD(rdma_conn_param, qp_num, 1),
+
+	FIELD(rdma_ud_param, private_data, 1),
+	FIELD(rdma_ud_param, private_data_len, 1),
+	FIELD(rdma_ud_param, ah_attr, 1),
+	FIELD(rdma_ud_param, qp_num, 1),
+	FIELD(rdma_ud_param, qkey, 1),
+
+	FIELD(rdma_cm_event, id, 1),
+	FIELD(rdma_cm_event, listen_id, 1),
+	FIELD(rdma_cm_event, event, 1),
+	FIELD(rdma_cm_event, status, 1),
+	FIELD(rdma_cm_event, param, 1),
+	FIELD(rdma_cm_event, param.conn, 0),
+	FIELD(rdma_cm_event, param.ud, 0),
+
+	FIELD(rdma_cm_id, verbs, 1),
+	FIELD(rdma_cm_id, channel, 1),
+	FIELD(rdma_cm_id, context, 1),
+	FIELD(rdma_cm_id, qp, 1),
+	FIELD(rdma_cm_id, route, 1),
+	FIELD(rdma_cm_id, ps, 1),
+	FIELD(rdma_cm_id, port_num, 1),
+	FIELD(rdma_cm_id, event, 1),
+	FIELD(rdma_cm_id, send_cq_channel, 1),
+	FIELD(rdma_cm_id, send_cq, 1),
+	FIELD(rdma_cm_id, recv_cq_channel, 1),
+	FIELD(rdma_cm_id, recv_cq, 1),
+	FIELD(rdma_cm_id, srq, 1),
+	FIELD(rdma_cm_id, pd, 1),
+	FIELD(rdma_cm_id, qp_type, 1),
+#endif
 };
 
 static const struct golden_struct structs[] = {
@@ -165,6 +215,13 @@ static const struct golden_struct structs[] = {
 	STRUCT(mlx5dv_qp_init_attr),
 	STRUCT(ibv_global_route),
 	STRUCT(ibv_ah_attr),
+#ifdef HAVE_RDMA_CMA
+	STRUCT(rdma_event_channel),
+	STRUCT(rdma_conn_param),
+	STRUCT(rdma_ud_param),
+	STRUCT(rdma_cm_event),
+	STRUCT(rdma_cm_id),
+#endif
 };
 
 static const struct golden_value constants[] = {
@@ -187,6 +244,27 @@ static const struct golden_value constants[] = {
 	CONST(MLX5DV_SRQ_MASK_SRQN),
 	CONST(IBV_LINK_LAYER_INFINIBAND),
 	CONST(IBV_LINK_LAYER_ETHERNET),
+#ifdef HAVE_RDMA_CMA
+	CONST(RDMA_OPTION_ID),
+	CONST(RDMA_OPTION_ID_TOS),
+	CONST(RDMA_OPTION_ID_ACK_TIMEOUT),
+	CONST(RDMA_CM_EVENT_ADDR_RESOLVED),
+	CONST(RDMA_CM_EVENT_ADDR_ERROR),
+	CONST(RDMA_CM_EVENT_ROUTE_RESOLVED),
+	CONST(RDMA_CM_EVENT_ROUTE_ERROR),
+	CONST(RDMA_CM_EVENT_CONNECT_REQUEST),
+	CONST(RDMA_CM_EVENT_CONNECT_RESPONSE),
+	CONST(RDMA_CM_EVENT_CONNECT_ERROR),
+	CONST(RDMA_CM_EVENT_UNREACHABLE),
+	CONST(RDMA_CM_EVENT_REJECTED),
+	CONST(RDMA_CM_EVENT_ESTABLISHED),
+	CONST(RDMA_CM_EVENT_DISCONNECTED),
+	CONST(RDMA_CM_EVENT_DEVICE_REMOVAL),
+	CONST(RDMA_CM_EVENT_MULTICAST_JOIN),
+	CONST(RDMA_CM_EVENT_MULTICAST_ERROR),
+	CONST(RDMA_CM_EVENT_ADDR_CHANGE),
+	CONST(RDMA_CM_EVENT_TIMEWAIT_EXIT),
+#endif
 };
 
 TABLE_ACCESSORS(golden_ffi)
