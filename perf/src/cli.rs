@@ -345,6 +345,20 @@ pub struct BenchArgs {
     /// P_Key index (the device refuses one beyond its P_Key table).
     #[arg(long = "pkey_index", default_value_t = 0)]
     pub pkey_index: u16,
+    /// Connect the QPs with rdma_cm (hardware; the host is the server's IPoIB or RoCE
+    /// address), their addresses, rkeys and PSNs in the connection's private data.
+    #[arg(short = 'R', long = "rdma_cm")]
+    pub rdma_cm: bool,
+    /// Exchange the QPs' addresses, rkeys and PSNs through rdma_cm, connecting the QPs
+    /// directly (hardware).
+    #[arg(short = 'z', long = "comm_rdma_cm")]
+    pub comm_rdma_cm: bool,
+    /// Transport retries of the rdma_cm connection (-R; 0..7, perftest's default 7).
+    #[arg(long = "retry_count", default_value_t = 7, value_parser = clap::value_parser!(u8).range(..8))]
+    pub retry_count: u8,
+    /// Type of service of the rdma_cm connection (-R only; 0..255).
+    #[arg(short = 'T', long = "tos")]
+    pub tos: Option<u8>,
     /// Print one number per size instead of the report, for scripts: `bandwidth` or
     /// `message_rate` (bandwidth tests), `latency` (the average; latency tests).
     #[arg(long = "output", value_enum, conflicts_with_all = ["json", "csv"])]
@@ -476,19 +490,6 @@ const REFUSED: &[(&[&str], &str)] = &[
         &["-g", "--mcg", "-M", "--MGID", "--connectionless"],
         "multicast is not in mlx5-perf: its UD tests send to the peer's QPs (the driver \
          attaches no multicast groups)",
-    ),
-    (
-        &[
-            "-R",
-            "--rdma_cm",
-            "-z",
-            "--comm_rdma_cm",
-            "--retry_count",
-            "-T",
-            "--tos",
-        ],
-        "rdma_cm is not supported: mlx5-perf connects its QPs itself and exchanges over \
-         TCP (docs/benchmarks.md, \"rdma_cm\"); run the same command without it",
     ),
     (
         &["--typical_pkt_size"],

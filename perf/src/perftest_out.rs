@@ -2,7 +2,7 @@
 //! and `results`, as perftest 6.29's `write_test_info_to_file`, `write_bw_report_to_file`
 //! and `write_report_lat_to_file` write them) and the one number of `--output`.
 
-use crate::bench::{Params, Setup, Stats};
+use crate::bench::{Params, RdmaCm, Setup, Stats};
 use crate::cli::{AtomicType, Kind, Output, Verb};
 
 /// perftest's name of an atomic operation (`atomicTypesStr`).
@@ -43,6 +43,24 @@ pub fn on_off(on: bool) -> &'static str {
     } else {
         "OFF"
     }
+}
+
+/// perftest's `exchange_state`: `rdma_cm` with `-z` or `-R`, else `Ethernet`.
+pub fn exchange_method(cm: RdmaCm) -> &'static str {
+    match cm {
+        RdmaCm::Off => "Ethernet",
+        RdmaCm::Exchange | RdmaCm::Qps => "rdma_cm",
+    }
+}
+
+/// perftest's `Data ex. method` header line, with `\tTOS    : N` after it when `-R` and
+/// `-T` are given.
+pub fn data_exchange_line(cm: RdmaCm, tos: Option<u8>) -> String {
+    let mut line = format!(" Data ex. method : {}", exchange_method(cm));
+    if let (RdmaCm::Qps, Some(tos)) = (cm, tos) {
+        line.push_str(&format!(" \tTOS    : {tos}"));
+    }
+    line
 }
 
 /// perftest's `Link type`: InfiniBand ports have a LID, RoCE ports report LID 0.
@@ -94,10 +112,19 @@ pub fn test_info(params: &Params, setup: &Setup, gid_index: Option<u32>) -> Stri
     } else {
         lines.push(format!("\"Max_inline_data\": {}", params.inline_size));
     }
-    lines.push("\"rdma_cm_QPs\": \"OFF\"".into());
+    lines.push(format!(
+        "\"rdma_cm_QPs\": \"{}\"",
+        on_off(params.rdma_cm == RdmaCm::Qps)
+    ));
     lines.push("\"Use_ROCm_memory\": \"OFF\"".into());
     lines.push("\"Use_MUSA_memory\": \"OFF\"".into());
-    lines.push("\"Data_ex_method\": \"Ethernet\"".into());
+    lines.push(format!(
+        "\"Data_ex_method\": \"{}\"",
+        exchange_method(params.rdma_cm)
+    ));
+    if let (RdmaCm::Qps, Some(tos)) = (params.rdma_cm, setup.tos) {
+        lines.push(format!("\"TOS\": {tos}"));
+    }
     format!("\"test_info\": {{\n{}\n}},\n", lines.join(",\n"))
 }
 
@@ -141,5 +168,30 @@ pub fn number(stats: &Stats, output: Output) -> String {
         (Stats::Bw(b), Output::MessageRate) => format!("{:.6}", b.msg_rate_mpps),
         (Stats::Bw(b), _) => format!("{:.6}", b.bw_average),
         (Stats::Lat(l), _) => format!("{:.6}", l.t_avg),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exchange_line_is_perftests() {
+        assert_eq!(
+            data_exchange_line(RdmaCm::Off, None),
+            " Data ex. method : Ethernet"
+        );
+        assert_eq!(
+            data_exchange_line(RdmaCm::Exchange, None),
+            " Data ex. method : rdma_cm"
+        );
+        assert_eq!(
+            data_exchange_line(RdmaCm::Qps, None),
+            " Data ex. method : rdma_cm"
+        );
+        assert_eq!(
+            data_exchange_line(RdmaCm::Qps, Some(96)),
+            " Data ex. method : rdma_cm \tTOS    : 96"
+        );
     }
 }

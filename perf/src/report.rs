@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 
-use crate::bench::{Params, PerMessage, Row, Setup, Sink, Stats};
+use crate::bench::{Params, PerMessage, RdmaCm, Row, Setup, Sink, Stats};
 use crate::cli::{Kind, Output, Verb};
 use crate::exchange::QpRecord;
-use crate::perftest_out::{self, kind_name, link_type, on_off, verb_name};
+use crate::perftest_out::{self, data_exchange_line, kind_name, link_type, on_off, verb_name};
 use crate::stats::{c_g, BwUnit, Latencies};
 use crate::Error;
 
@@ -334,8 +334,11 @@ impl Reporter {
         } else {
             h.push(format!(" Max inline data : {}[B]", params.inline_size));
         }
-        h.push(" rdma_cm QPs\t : OFF".into());
-        h.push(" Data ex. method : Ethernet".into());
+        h.push(format!(
+            " rdma_cm QPs\t : {}",
+            on_off(params.rdma_cm == RdmaCm::Qps)
+        ));
+        h.push(data_exchange_line(params.rdma_cm, setup.tos));
         h.push(format!(
             " Doorbell mode   : {:?} (asked: {})",
             setup.mode, self.origin.requested_mode

@@ -6,7 +6,7 @@ use std::net::{TcpListener, TcpStream};
 use mlx5_direct::backend::sim::{Fabric, Fault, NicConfig, Sim};
 use mlx5_direct::{Context, MemOptions};
 
-use crate::bench::{self, Local, Params, Row, Setup, Sink};
+use crate::bench::{self, Local, Params, RdmaCm, Row, Setup, Sink};
 use crate::cli::{BenchArgs, Test};
 use crate::exchange::Peer;
 use crate::report::{Extras, Format, Origin, Reporter};
@@ -25,6 +25,18 @@ pub fn bench(test: Test, args: &BenchArgs) -> Result<(), Error> {
     }
     if args.corrupt_payloads && args.device.is_some() {
         return Err("--corrupt-payloads injects a fault into the model; a device has none".into());
+    }
+    if args.device.is_none() && params.rdma_cm != RdmaCm::Off {
+        return Err(format!(
+            "{}: rdma_cm needs an IP-addressed RDMA device (IPoIB or RoCE), which the model is \
+             not; give -d DEVICE on hardware, or run without it",
+            if params.rdma_cm == RdmaCm::Qps {
+                "-R"
+            } else {
+                "-z"
+            }
+        )
+        .into());
     }
     match &args.device {
         None if args.host.is_some() => Err(
@@ -97,6 +109,7 @@ fn reporter(
 
 /// One end of a run: the sending side (`bench::client`) or the other (`bench::serve`).
 /// Without `--reversed` the end with a host sends; with it, the end without one.
+/// `cm` carries the QP records through rdma_cm (`-R`, `-z`; hardware only).
 fn end<B: bench::Device>(
     sends: bool,
     ctx: Context<B>,
@@ -104,11 +117,12 @@ fn end<B: bench::Device>(
     params: &Params,
     local: Local,
     sink: &mut dyn Sink,
+    cm: Option<&mut dyn bench::CmLink<B>>,
 ) -> Result<(), Error> {
     if sends {
-        bench::client(ctx, peer, params, local, sink)
+        bench::client(ctx, peer, params, local, sink, cm)
     } else {
-        bench::serve(ctx, peer, params, local, sink)
+        bench::serve(ctx, peer, params, local, sink, cm)
     }
 }
 
@@ -149,14 +163,22 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
         // One table: the client's. The server's own report is for a server on its own host.
         let sends = server_params.reversed;
         let peer = Peer::new(stream);
-        end(sends, server_ctx, peer, &server_params, local, &mut Quiet)
+        end(
+            sends,
+            server_ctx,
+            peer,
+            &server_params,
+            local,
+            &mut Quiet,
+            None,
+        )
     });
     let ctx = Context::new(Sim::on_fabric(&fabric, config).with_ring_memory(rings));
     corrupt(ctx.backend());
     let sends = !params.reversed;
     let client = TcpStream::connect(addr)
         .map_err(Error::from)
-        .and_then(|s| end(sends, ctx, Peer::new(s), params, local, &mut report));
+        .and_then(|s| end(sends, ctx, Peer::new(s), params, local, &mut report, None));
     let server = server
         .join()
         .map_err(|_| Error::from("the server thread panicked"))?;
@@ -191,8 +213,24 @@ fn hardware(device: &str, params: &Params, local: Local, args: &BenchArgs) -> Re
         gid_index: args.gid_index,
         ring_memory: local.memory.numa_node.map(|_| ring_memory(&local)),
     })?;
-    match &args.host {
+    let (stream, sends, mut cm) = match &args.host {
         None => {
+            // Listening before the client can ask: it connects its QPs right after the
+            // handshake.
+            let cm = match params.rdma_cm {
+                RdmaCm::Off => None,
+                how => {
+                    let any = std::net::SocketAddr::from(([0, 0, 0, 0], args.port));
+                    let listener =
+                        cm_link::Role::Server(mlx5_direct::backend::verbs::CmListener::bind(any)?);
+                    eprintln!(
+                        "mlx5-perf: waiting for the client's rdma_cm connections on port {} \
+                         (the client names this host by its IPoIB or RoCE address)",
+                        args.port
+                    );
+                    Some(cm_link::Link::new(listener, how, local))
+                }
+            };
             let listener = TcpListener::bind(("0.0.0.0", args.port))?;
             eprintln!(
                 "mlx5-perf: {} server on {device}, waiting for a client on TCP port {}",
@@ -201,18 +239,139 @@ fn hardware(device: &str, params: &Params, local: Local, args: &BenchArgs) -> Re
             );
             let (stream, from) = listener.accept()?;
             eprintln!("mlx5-perf: client {from} connected");
-            let mut report = reporter(args, params, false, None)?;
-            let sends = params.reversed;
-            end(sends, ctx, Peer::new(stream), params, local, &mut report)?;
-            report.finish()
+            (stream, params.reversed, cm)
         }
         Some(host) => {
+            let cm = match params.rdma_cm {
+                RdmaCm::Off => None,
+                how => {
+                    use std::net::ToSocketAddrs;
+                    let to = (host.as_str(), args.port)
+                        .to_socket_addrs()
+                        .map_err(|e| format!("{host}: {e}"))?
+                        .next()
+                        .ok_or_else(|| format!("{host}: no address"))?;
+                    Some(cm_link::Link::new(cm_link::Role::Client(to), how, local))
+                }
+            };
             let stream = TcpStream::connect((host.as_str(), args.port))
                 .map_err(|e| format!("connect to {host}:{}: {e}", args.port))?;
-            let mut report = reporter(args, params, false, None)?;
-            let sends = !params.reversed;
-            end(sends, ctx, Peer::new(stream), params, local, &mut report)?;
-            report.finish()
+            (stream, !params.reversed, cm)
+        }
+    };
+    let mut report = reporter(args, params, false, None)?;
+    let link = cm.as_mut().map(|l| l as &mut dyn bench::CmLink<Verbs>);
+    end(
+        sends,
+        ctx,
+        Peer::new(stream),
+        params,
+        local,
+        &mut report,
+        link,
+    )?;
+    report.finish()
+}
+
+/// The hardware side's rdma_cm connections (`-R`, `-z`): one per QP, this side's record
+/// in the private data of the request (client) or of the reply (server).
+#[cfg(feature = "verbs")]
+mod cm_link {
+    use std::net::SocketAddr;
+
+    use mlx5_direct::backend::verbs::{cm, CmConnection, CmListener, CmOptions, Verbs};
+    use mlx5_direct::{CmPrivateData, Qp};
+
+    use crate::bench::{CmLink, Local, RdmaCm};
+    use crate::exchange::QpRecord;
+    use crate::Error;
+
+    /// Which end: the client connects to the server's address, the server listens.
+    pub(super) enum Role {
+        Client(SocketAddr),
+        Server(CmListener),
+    }
+
+    /// The connections, kept until the run ends (dropping one disconnects it).
+    pub(super) struct Link {
+        role: Role,
+        qps: bool,
+        local: Local,
+        conns: Vec<CmConnection>,
+    }
+
+    impl Link {
+        pub(super) fn new(role: Role, how: RdmaCm, local: Local) -> Link {
+            Link {
+                role,
+                qps: how == RdmaCm::Qps,
+                local,
+                conns: Vec::new(),
+            }
+        }
+    }
+
+    impl CmLink<Verbs> for Link {
+        fn link(
+            &mut self,
+            qp: &mut Qp<Verbs>,
+            index: usize,
+            mine: &QpRecord,
+            out_reads: u8,
+            path_mtu: u32,
+        ) -> Result<QpRecord, Error> {
+            let options = CmOptions {
+                tos: self.local.tos,
+                ack_timeout: Some(self.local.qp_timeout),
+                retry_count: self.local.retry_count,
+                rd_atomic: out_reads,
+                path_mtu: Some(path_mtu),
+                ..CmOptions::default()
+            };
+            let mine = CmPrivateData {
+                cm_qp: self.qps,
+                index: u16::try_from(index).map_err(|_| "-q: at most 65536 QPs over rdma_cm")?,
+                qpn: mine.qpn,
+                psn: mine.psn,
+                rkey: mine.rkey,
+                lid: mine.lid,
+                addr: mine.addr,
+                gid: mine.gid,
+            };
+            let conn = match &self.role {
+                Role::Client(to) if self.qps => cm::connect_qp(qp, *to, &mine, &options)?,
+                Role::Client(to) => cm::exchange(*to, &mine, &options)?,
+                Role::Server(listener) => {
+                    let request = listener.next_request(None)?;
+                    if self.qps {
+                        request.accept_qp(qp, &mine, &options)?
+                    } else {
+                        request.accept(&mine, &options)?
+                    }
+                }
+            };
+            let peer = *conn.peer();
+            self.conns.push(conn);
+            if usize::from(peer.index) != index || peer.cm_qp != self.qps {
+                return Err(format!(
+                    "rdma_cm: the peer introduced its QP {} ({}) where this side expected QP \
+                     {index} ({})",
+                    peer.index,
+                    if peer.cm_qp { "-R" } else { "-z" },
+                    if self.qps { "-R" } else { "-z" }
+                )
+                .into());
+            }
+            Ok(QpRecord {
+                lid: peer.lid,
+                qpn: peer.qpn,
+                psn: peer.psn,
+                rkey: peer.rkey,
+                addr: peer.addr,
+                gid: peer.gid,
+                qkey: None,
+                dct: None,
+            })
         }
     }
 }

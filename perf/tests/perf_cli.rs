@@ -849,7 +849,6 @@ fn perftest_flags_not_taken_say_why() {
         "DC streams are not in mlx5-perf",
     );
     fails_with(&["send_bw", "-g"], "multicast is not in mlx5-perf");
-    fails_with(&["write_lat", "-R"], "rdma_cm is not supported");
     fails_with(&["write_bw", "-O"], "dual-port runs are not implemented");
     let (ok, out, _) = perf(&["send_bw", "-V"]);
     assert!(ok);
@@ -1905,5 +1904,46 @@ fn docs_pcie_md_shows_the_transport_rows() {
         doc.contains(&format!("```\n{}\n```", block.join("\n"))),
         "docs/pcie.md is stale: regenerate the transport rows of `cargo run --release -p mlx5-perf -- pcie --transports`:\n{}",
         block.join("\n")
+    );
+}
+
+/// rdma_cm needs an IP-addressed RDMA device: on the model `-R` and `-z` exit non-zero with
+/// one line saying so, whatever the test.
+#[test]
+fn rdma_cm_on_the_model_says_it_needs_a_device() {
+    for (args, flag) in [
+        (&["write_lat", "-R"][..], "-R"),
+        (&["read_bw", "--rdma_cm", "-T", "32"][..], "-R"),
+        (&["send_bw", "-z"][..], "-z"),
+        (
+            &["atomic_lat", "--comm_rdma_cm", "--retry_count", "3"][..],
+            "-z",
+        ),
+        (&["write_bw", "-R", "-z"][..], "-R"),
+    ] {
+        let (ok, out, err) = perf(args);
+        assert!(!ok, "{args:?} should fail");
+        assert_eq!(out, "", "{args:?}");
+        assert_eq!(
+            err.lines().filter(|l| !l.is_empty()).count(),
+            1,
+            "{args:?}: one line: {err:?}"
+        );
+        assert!(
+            err.contains(&format!(
+                "{flag}: rdma_cm needs an IP-addressed RDMA device (IPoIB or RoCE), which the \
+                 model is not"
+            )),
+            "{args:?}: {err:?}"
+        );
+    }
+    // perftest's own refusals come first, as its parser's do.
+    fails_with(
+        &["write_bw", "-T", "8"],
+        "-T 8: TOS only valid for rdma_cm based QP and RawEth QP",
+    );
+    fails_with(
+        &["write_bw", "-R", "-c", "UC"],
+        "-R: UC is not supported in librdmacm",
     );
 }

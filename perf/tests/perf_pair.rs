@@ -8,7 +8,7 @@ use std::sync::Arc;
 use clap::Parser;
 use mlx5_direct::backend::sim::{Fabric, Fault, NicConfig, Sim};
 use mlx5_direct::Context;
-use mlx5_perf::bench::{self, Error, Local, Params, Row, Setup, Sink, Stats};
+use mlx5_perf::bench::{self, Error, Local, Params, RdmaCm, Row, Setup, Sink, Stats};
 use mlx5_perf::cli::{AtomicType, Cli, Kind, Test, Verb};
 use mlx5_perf::exchange::Peer;
 use mlx5_perf::stats::{BwRow, LatRow};
@@ -38,6 +38,7 @@ fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
         reversed: false,
         srq: false,
         recv_post_list: 1,
+        rdma_cm: RdmaCm::Off,
     }
 }
 
@@ -79,7 +80,14 @@ fn run_with(
     let thread = std::thread::spawn(move || {
         let (stream, _) = listener.accept().unwrap();
         let mut sink = Collect::default();
-        let result = bench::serve(server_ctx, Peer::new(stream), &server, local, &mut sink);
+        let result = bench::serve(
+            server_ctx,
+            Peer::new(stream),
+            &server,
+            local,
+            &mut sink,
+            None,
+        );
         (result, sink)
     });
     let ctx = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
@@ -88,7 +96,7 @@ fn run_with(
     }
     let mut sink = Collect::default();
     let stream = TcpStream::connect(addr).unwrap();
-    let c = bench::client(ctx, Peer::new(stream), &client, local, &mut sink);
+    let c = bench::client(ctx, Peer::new(stream), &client, local, &mut sink, None);
     let (s, server_sink) = thread.join().unwrap();
     (s, c, sink, server_sink)
 }

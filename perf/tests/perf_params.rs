@@ -4,7 +4,7 @@
 
 use clap::Parser;
 
-use mlx5_perf::bench::{Local, Params};
+use mlx5_perf::bench::{Local, Params, RdmaCm};
 use mlx5_perf::cli::{parse_size, AtomicType, Cli};
 
 fn params(line: &str) -> Result<Params, String> {
@@ -612,5 +612,61 @@ fn data_validation_follows_perftests_checks() {
         ("write_bw -b --data_validation", "not available with -b"),
     ] {
         refused(line, why);
+    }
+}
+
+/// `-R`, `-z`, `-T`, `--retry_count` as perftest's parser and `force_dependecies` take them:
+/// `-R` implies `-z`'s exchange, `-T` only with `-R`, no UC / XRC / DC over rdma_cm; and
+/// ours: RC only, no path flags that rdma_cm's route decides.
+#[test]
+fn rdma_cm_flags_follow_perftests_rules() {
+    assert_eq!(ok("write_bw").rdma_cm, RdmaCm::Off);
+    assert_eq!(ok("write_bw -z").rdma_cm, RdmaCm::Exchange);
+    assert_eq!(ok("write_bw --comm_rdma_cm").rdma_cm, RdmaCm::Exchange);
+    assert_eq!(ok("write_lat -R").rdma_cm, RdmaCm::Qps);
+    assert_eq!(ok("read_bw --rdma_cm -z").rdma_cm, RdmaCm::Qps);
+    for test in ["send_lat", "send_bw", "read_lat", "atomic_bw"] {
+        assert_eq!(ok(&format!("{test} -R")).rdma_cm, RdmaCm::Qps, "{test}");
+    }
+    assert_eq!(local("write_bw -R").tos, None);
+    assert_eq!(local("write_bw -R -T 96").tos, Some(96));
+    assert_eq!(local("write_bw -R --tos 255").tos, Some(255));
+    assert_eq!(local("write_bw").retry_count, 7);
+    assert_eq!(local("write_bw -R --retry_count 3").retry_count, 3);
+    refused("write_bw -R --retry_count 8", "--retry_count");
+    refused("write_bw -R -T 256", "--tos");
+    refused(
+        "write_bw -T 0",
+        "TOS only valid for rdma_cm based QP and RawEth QP",
+    );
+    refused(
+        "write_bw -z -T 4",
+        "TOS only valid for rdma_cm based QP and RawEth QP",
+    );
+    refused("write_bw -R -c UC", "-R: UC is not supported in librdmacm");
+    refused("write_bw -R -c XRC", "-R: XRC does not support RDMA_CM");
+    refused("write_bw -R -c DC", "-R: DC does not support RDMA_CM");
+    refused(
+        "send_bw -R -c UD",
+        "-R with -c UD: mlx5-perf's rdma_cm record carries no Q_Key or DC target (RC only",
+    );
+    refused(
+        "send_bw -z -c UD",
+        "-z with -c UD: mlx5-perf's rdma_cm record carries no Q_Key or DC target (RC and UC",
+    );
+    refused("write_bw -z -c DC", "-z with -c DC");
+    assert_eq!(ok("write_bw -z -c UC").rdma_cm, RdmaCm::Exchange);
+    for flag in [
+        "-S 1",
+        "--tclass 8",
+        "--flow_label 5",
+        "--pkey_index 1",
+        "-x 3",
+    ] {
+        let name = flag.split(' ').next().unwrap();
+        refused(
+            &format!("write_bw -R {flag}"),
+            &format!("{name} with -R: the path"),
+        );
     }
 }

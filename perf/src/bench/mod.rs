@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use mlx5_direct::backend::sim::PcieCounters;
 use mlx5_direct::backend::Backend;
-use mlx5_direct::{Access, Context, MemOptions, Pages};
+use mlx5_direct::{Access, Context, MemOptions, Pages, Qp};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{BenchArgs, Kind, Mode, Verb};
@@ -28,7 +28,7 @@ mod side;
 mod tests;
 
 pub use host::{cpu_mhz, MODEL_COUNTERS};
-pub use params::{Connection, Params, RateLimit, DEF_DC_KEY, DEF_QKEY};
+pub use params::{Connection, Params, RateLimit, RdmaCm, DEF_DC_KEY, DEF_QKEY};
 pub use row::{Counts, PerMessage, Row, RowCompletions, RowPcie, Setup, Stats};
 use side::{await_ping, data_for, finished, peer_stopped, sample, spin, Side};
 
@@ -119,6 +119,10 @@ pub struct Local {
     pub pkey_index: u16,
     /// The source GID index of UD and DC address handles on RoCE (`-x`, else 0).
     pub sgid_index: u8,
+    /// Type of service of the rdma_cm connections (`-T`).
+    pub tos: Option<u8>,
+    /// Transport retries of the rdma_cm connections (`--retry_count`).
+    pub retry_count: u8,
     /// Latency tests: spin this long before each post (`--latency_gap`).
     pub latency_gap: Duration,
     /// Latency tests: perftest's statistics (`--perftest-stats`) instead of ours.
@@ -153,6 +157,8 @@ impl Local {
             flow_label: a.flow_label,
             pkey_index: a.pkey_index,
             sgid_index: a.gid_index.map_or(0, |x| x as u8),
+            tos: a.tos,
+            retry_count: a.retry_count,
             latency_gap: Duration::from_micros(a.latency_gap),
             perftest_stats: a.perftest_stats,
             keep_samples: a.histogram || a.unsorted,
@@ -553,6 +559,7 @@ fn flag(field: &str) -> &'static str {
         "periods" => "--run_infinitely",
         f if f.starts_with("rate_limit") => "--rate_limit / --rate_units / --burst_size",
         "recv_post_list" => "--recv_post_list",
+        "rdma_cm" => "-R / -z",
         _ => "the test (derived from it)",
     }
 }
@@ -575,8 +582,24 @@ fn handshake(peer: &mut Peer, params: &Params) -> Result<(), Error> {
     })
 }
 
-/// Opens both sides' QPs to each other: compares the parameters, exchanges records,
-/// connects, pre-posts receives, and hands the header to `sink`.
+/// Carries the QP records through rdma_cm instead of the TCP exchange (`-R`, `-z`): the
+/// hardware side's connections (`run.rs`), one per QP, kept until the run ends.
+pub trait CmLink<B: Backend> {
+    /// Introduces this side's QP `index`, whose record is `mine`: with `-R` connects `qp`
+    /// (in RESET) through rdma_cm (READ / atomic depth `out_reads`, path MTU at most
+    /// `path_mtu`), with `-z` only exchanges the records. Returns the peer's record.
+    fn link(
+        &mut self,
+        qp: &mut Qp<B>,
+        index: usize,
+        mine: &QpRecord,
+        out_reads: u8,
+        path_mtu: u32,
+    ) -> Result<QpRecord, Error>;
+}
+
+/// Opens both sides' QPs to each other: compares the parameters, exchanges records (over
+/// TCP, or through `cm`), connects, pre-posts receives, and hands the header to `sink`.
 fn setup<B: Device>(
     ctx: Context<B>,
     peer: &mut Peer,
@@ -584,15 +607,22 @@ fn setup<B: Device>(
     local: Local,
     server: bool,
     sink: &mut dyn Sink,
+    cm: Option<&mut dyn CmLink<B>>,
 ) -> Result<Side<B>, Error> {
     handshake(peer, params)?;
     let mut side = Side::new(ctx, params, local)?;
     let mine = side.records(local.port)?;
-    let theirs = match peer.swap(&Msg::Qps { qps: mine.clone() })? {
-        Msg::Qps { qps } => qps,
-        m => return Err(format!("expected the peer's QPs, got {m:?}").into()),
+    let theirs = match cm {
+        Some(link) => side.link(link, &mine, local.port)?,
+        None => {
+            let theirs = match peer.swap(&Msg::Qps { qps: mine.clone() })? {
+                Msg::Qps { qps } => qps,
+                m => return Err(format!("expected the peer's QPs, got {m:?}").into()),
+            };
+            side.connect(theirs.clone(), local.port)?;
+            theirs
+        }
     };
-    side.connect(theirs.clone(), local.port)?;
     side.refill()?;
     let mode = side.qps[0].sq().effective_mode();
     let info = Setup {
@@ -604,6 +634,7 @@ fn setup<B: Device>(
         server,
         out_reads: side.out_reads(),
         cqe_poll: local.cqe_poll,
+        tos: local.tos,
     };
     if local.mtu.is_some_and(|m| m > info.mtu) {
         eprintln!(
@@ -626,15 +657,17 @@ fn setup<B: Device>(
 /// The server: handshake, then each size as the client drives it, reported to `sink` as
 /// perftest's server reports it: its own measurement in the ping-pong latency tests and
 /// `send_bw`, the client's row in the other bandwidth tests, no row in `read_lat` and
-/// `atomic_lat` (the header only).
+/// `atomic_lat` (the header only). `cm` carries the QP records through rdma_cm (`-R`,
+/// `-z`); without it they go over `peer`.
 pub fn serve<B: Device>(
     ctx: Context<B>,
     mut peer: Peer,
     params: &Params,
     local: Local,
     sink: &mut dyn Sink,
+    cm: Option<&mut dyn CmLink<B>>,
 ) -> Result<(), Error> {
-    let mut side = setup(ctx, &mut peer, params, local, true, sink)?;
+    let mut side = setup(ctx, &mut peer, params, local, true, sink, cm)?;
     for size in params.runs() {
         expect_ready(peer.recv()?, size)?;
         side.prepare_validation(size, true);
@@ -725,15 +758,17 @@ pub trait Sink {
     }
 }
 
-/// The client: handshake, then each size, reported to `sink` (and to the server).
+/// The client: handshake, then each size, reported to `sink` (and to the server). `cm`
+/// carries the QP records through rdma_cm (`-R`, `-z`); without it they go over `peer`.
 pub fn client<B: Device>(
     ctx: Context<B>,
     mut peer: Peer,
     params: &Params,
     local: Local,
     sink: &mut dyn Sink,
+    cm: Option<&mut dyn CmLink<B>>,
 ) -> Result<(), Error> {
-    let mut side = setup(ctx, &mut peer, params, local, false, sink)?;
+    let mut side = setup(ctx, &mut peer, params, local, false, sink, cm)?;
     let mut counters = sink
         .counters()
         .map(|names| host::Counters::open(side.ctx.backend(), local.port, names))

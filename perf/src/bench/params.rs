@@ -58,6 +58,83 @@ pub struct Params {
     pub srq: bool,
     /// Receive WRs per post call (`--recv_post_list`).
     pub recv_post_list: u32,
+    /// What rdma_cm does (`-R`, `-z`).
+    pub rdma_cm: RdmaCm,
+}
+
+/// perftest's use of rdma_cm: none (the QP records go over TCP), the records through it
+/// (`-z`, perftest's `use_rdma_cm`), or the QPs connected by it (`-R`, `work_rdma_cm`,
+/// which implies `use_rdma_cm`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RdmaCm {
+    /// Neither flag.
+    Off,
+    /// `-z`: the records through rdma_cm, the QPs connected directly.
+    Exchange,
+    /// `-R`: the QPs connected by rdma_cm, the records in its private data.
+    Qps,
+}
+
+impl RdmaCm {
+    fn of(a: &BenchArgs) -> RdmaCm {
+        match (a.rdma_cm, a.comm_rdma_cm) {
+            (true, _) => RdmaCm::Qps,
+            (false, true) => RdmaCm::Exchange,
+            (false, false) => RdmaCm::Off,
+        }
+    }
+}
+
+/// perftest's rules for `-R`, `-z`, `-T` (`force_dependecies`): TOS only with `-R`; no UC,
+/// XRC or DC over rdma_cm; and ours: `-R` RC only and `-z` RC or UC (perftest also runs UD
+/// over rdma_cm, and DC with `-z`: our record carries no Q_Key or DC target), and none of
+/// the path flags the route of rdma_cm decides (perftest ignores them there).
+fn check_rdma_cm(a: &BenchArgs) -> Result<RdmaCm, String> {
+    let cm = RdmaCm::of(a);
+    if let (false, Some(tos)) = (cm == RdmaCm::Qps, a.tos) {
+        return Err(format!(
+            "-T {tos}: TOS only valid for rdma_cm based QP and RawEth QP (give -R)"
+        ));
+    }
+    let flag = match cm {
+        RdmaCm::Off => return Ok(cm),
+        RdmaCm::Exchange => "-z",
+        RdmaCm::Qps => "-R",
+    };
+    match (cm, a.connection.as_str()) {
+        (RdmaCm::Qps, "UC") => return Err("-R: UC is not supported in librdmacm".into()),
+        (RdmaCm::Qps, "XRC") => return Err("-R: XRC does not support RDMA_CM".into()),
+        (RdmaCm::Qps, "DC") => return Err("-R: DC does not support RDMA_CM".into()),
+        (_, c @ ("UD" | "DC")) => {
+            return Err(format!(
+                "{flag} with -c {c}: mlx5-perf's rdma_cm record carries no Q_Key or DC target \
+                 (RC{} only; perftest also runs UD over rdma_cm)",
+                if cm == RdmaCm::Exchange {
+                    " and UC"
+                } else {
+                    ""
+                }
+            ))
+        }
+        _ => {}
+    }
+    if cm == RdmaCm::Exchange {
+        return Ok(cm);
+    }
+    let path = [
+        ("-S", a.sl != 0),
+        ("--tclass", a.tclass != 0),
+        ("--flow_label", a.flow_label != 0),
+        ("--pkey_index", a.pkey_index != 0),
+        ("-x", a.gid_index.is_some()),
+    ];
+    if let Some((flag, _)) = path.iter().find(|(_, set)| *set) {
+        return Err(format!(
+            "{flag} with -R: the path (SL, traffic class, flow label, P_Key, GID) is the one \
+             rdma_cm resolves for the address; set the type of service with -T"
+        ));
+    }
+    Ok(cm)
 }
 
 /// The transports of `-c` mlx5-perf runs (perftest's `connection_type`).
@@ -425,6 +502,7 @@ impl Params {
             check_run_infinitely(test, a)?;
         }
         let iteration_mode = a.duration.is_none() && !a.run_infinitely;
+        let rdma_cm = check_rdma_cm(a)?;
         let connection = Connection::new(&a.connection, test.verb)?;
         let datagram = matches!(connection, Connection::Ud | Connection::Dc);
         if datagram && a.post_list > 1 {
@@ -697,6 +775,7 @@ impl Params {
             // perftest's DC targets take their receives from an SRQ.
             srq: a.use_srq || connection == Connection::Dc,
             recv_post_list: a.recv_post_list,
+            rdma_cm,
         };
         if params.receives() && params.recv_depth() == 0 {
             return Err(format!(

@@ -141,4 +141,6 @@ pub struct Setup {
     pub out_reads: u8,
     /// CQEs taken per poll call.
     pub cqe_poll: u16,
+    /// Type of service of the rdma_cm connections (`-T`).
+    pub tos: Option<u8>,
 }

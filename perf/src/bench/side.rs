@@ -354,6 +354,27 @@ impl<B: Device> Side<B> {
         Ok(())
     }
 
+    /// The records of the peer's QPs through `link` (`-R`, `-z`), each QP introduced in
+    /// turn; with `-z` then connected as [`Side::connect`] does.
+    pub(super) fn link(
+        &mut self,
+        link: &mut dyn super::CmLink<B>,
+        mine: &[QpRecord],
+        port: u8,
+    ) -> Result<Vec<QpRecord>, Error> {
+        let (out_reads, mtu) = (self.out_reads(), self.path_mtu(port)?);
+        let mut theirs = Vec::new();
+        for (q, (qp, record)) in self.qps.iter_mut().zip(mine).enumerate() {
+            theirs.push(link.link(qp, q, record, out_reads, mtu)?);
+        }
+        if self.params.rdma_cm == super::RdmaCm::Qps {
+            self.remote = theirs.clone();
+        } else {
+            self.connect(theirs.clone(), port)?;
+        }
+        Ok(theirs)
+    }
+
     /// The path MTU of this side's port ([`path_mtu`]).
     pub(super) fn path_mtu(&self, port: u8) -> Result<u32, Error> {
         path_mtu(&self.ctx, &Local { port, ..self.local })
