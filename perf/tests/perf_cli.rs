@@ -1947,3 +1947,32 @@ fn rdma_cm_on_the_model_says_it_needs_a_device() {
         "-R: UC is not supported in librdmacm",
     );
 }
+
+/// `-q`: one DCI per QP, each to the peer's DCT of its index, and one UD QP per QP, each to
+/// the peer's of its index: every QP's messages arrive.
+#[test]
+fn dc_and_ud_run_one_qp_per_q() {
+    for connection in ["DC", "UD"] {
+        let v = json(&[
+            "send_bw", "-c", connection, "-q", "2", "-n", "100", "-s", "64", "--json",
+        ]);
+        let h = &v["header"];
+        assert_eq!(
+            h["remote"].as_array().map(Vec::len),
+            Some(2),
+            "{connection}"
+        );
+        let r = &v["results"][0];
+        assert_eq!(r["completions"]["server"]["recv"], 200, "{connection}");
+        assert_eq!(r["iterations"], 200, "{connection}");
+    }
+    let v = json(&["write_bw", "-c", "DC", "-q", "2", "-n", "100", "--json"]);
+    let numbers: Vec<u64> = v["header"]["remote"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["dct"]["number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers.len(), 2);
+    assert_ne!(numbers[0], numbers[1]);
+}
