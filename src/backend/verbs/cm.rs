@@ -66,7 +66,7 @@ pub struct CmOptions {
     /// RNR retries (`rdma_conn_param.rnr_retry_count`, 3 bits; 7 is infinite).
     pub rnr_retry_count: u8,
     /// READs and atomics outstanding each way (`responder_resources` and
-    /// `initiator_depth`; perftest's `-o`).
+    /// `initiator_depth`, each capped at the device's limit; perftest's `-o`).
     pub rd_atomic: u8,
     /// The rights the QP grants the peer at INIT; `None`: REMOTE_WRITE and READ, and
     /// atomics when the device has them (as [`crate::ConnectOptions`]).
@@ -501,18 +501,44 @@ impl Id {
     }
 
     /// `rdma_conn_param` for `qpn` carrying `private`.
-    fn conn_param(qpn: u32, private: &[u8], options: &CmOptions) -> rdma_conn_param {
+    fn conn_param(
+        qpn: u32,
+        private: &[u8],
+        options: &CmOptions,
+        (responder_resources, initiator_depth): (u8, u8),
+    ) -> rdma_conn_param {
         // SAFETY: plain C data; zero is valid.
         let mut p: rdma_conn_param = unsafe { core::mem::zeroed() };
         p.private_data = private.as_ptr().cast();
         p.private_data_len = private.len() as u8;
-        p.responder_resources = options.rd_atomic;
-        p.initiator_depth = options.rd_atomic;
+        p.responder_resources = responder_resources;
+        p.initiator_depth = initiator_depth;
         p.retry_count = options.retry_count;
         p.rnr_retry_count = options.rnr_retry_count;
         p.qp_num = qpn;
         p
     }
+}
+
+/// `rdma_conn_param`'s `responder_resources` and `initiator_depth` for a QP on a device
+/// whose `max_qp_rd_atom` and `max_qp_init_rd_atom` are `limits` (`None`: no QP is moved,
+/// nothing is negotiated): `rd_atomic` capped at each, which librdmacm's
+/// `ucma_valid_param` checks them against (EINVAL above).
+fn depths(rd_atomic: u8, limits: Option<(u8, u8)>) -> (u8, u8) {
+    match limits {
+        Some((responder, initiator)) => (rd_atomic.min(responder), rd_atomic.min(initiator)),
+        None => (0, 0),
+    }
+}
+
+/// [`depths`] of `qp`'s device.
+fn qp_depths(qp: &Qp<Verbs>, options: &CmOptions) -> (u8, u8) {
+    use crate::backend::Backend;
+    let caps = qp.backend().caps();
+    depths(
+        options.rd_atomic,
+        Some((caps.max_dest_rd_atomic, caps.max_rd_atomic)),
+    )
 }
 
 /// A connection: its id (disconnected and destroyed on drop) and the peer's record.
@@ -626,7 +652,7 @@ pub fn connect_qp(
         },
     )?;
     let bytes = mine.encode();
-    let mut param = Id::conn_param(qp.qpn(), &bytes, options);
+    let mut param = Id::conn_param(qp.qpn(), &bytes, options, qp_depths(qp, options));
     // SAFETY: a live, routed id; `param` and the private data it points to outlive the
     // call (librdmacm copies them).
     check("rdma_connect", unsafe {
@@ -673,7 +699,7 @@ pub fn exchange(
 ) -> Result<CmConnection, Error> {
     let id = resolve(&to, options)?;
     let bytes = mine.encode();
-    let mut param = Id::conn_param(mine.qpn, &bytes, options);
+    let mut param = Id::conn_param(mine.qpn, &bytes, options, depths(0, None));
     // SAFETY: as in `connect_qp`.
     check("rdma_connect", unsafe {
         rdma_connect(id.id.as_ptr(), &mut param)
@@ -765,14 +791,14 @@ impl CmRequest {
             },
         )?;
         finish_qp(&id, qp, &mine, &peer, options)?;
-        accept(id, peer, &mine, options)
+        accept(id, peer, &mine, options, qp_depths(qp, options))
     }
 
     /// Accepts carrying `mine`, moving no QP (perftest's `-z`).
     pub fn accept(self, mine: &CmPrivateData, options: &CmOptions) -> Result<CmConnection, Error> {
         options.check()?;
         let CmRequest { id, peer } = self;
-        accept(id, peer, mine, options)
+        accept(id, peer, mine, options, depths(0, None))
     }
 }
 
@@ -782,9 +808,10 @@ fn accept(
     peer: CmPrivateData,
     mine: &CmPrivateData,
     options: &CmOptions,
+    depths: (u8, u8),
 ) -> Result<CmConnection, Error> {
     let bytes = mine.encode();
-    let mut param = Id::conn_param(mine.qpn, &bytes, options);
+    let mut param = Id::conn_param(mine.qpn, &bytes, options, depths);
     // SAFETY: a live id with a pending request; `param` and its private data outlive the
     // call.
     check("rdma_accept", unsafe {
@@ -963,6 +990,25 @@ mod tests {
         assert!(matches!(bad.check(), Err(Error::InvalidArgument(_))));
         assert_eq!(CmOptions::default().check(), Ok(()));
         assert_eq!(CmOptions::default().timeout_ms(), 2000);
+    }
+
+    #[test]
+    fn negotiated_depths_stay_within_the_devices_limits() {
+        let limits = Some((16, 64));
+        assert_eq!(depths(32, limits), (16, 32));
+        assert_eq!(depths(100, limits), (16, 64));
+        assert_eq!(depths(4, limits), (4, 4));
+        assert_eq!(
+            depths(16, None),
+            (0, 0),
+            "nothing to negotiate without a QP"
+        );
+        let p = Id::conn_param(0x42, &[1, 2, 3], &CmOptions::default(), (16, 32));
+        assert_eq!(
+            (p.responder_resources, p.initiator_depth, p.private_data_len),
+            (16, 32, 3)
+        );
+        assert_eq!((p.retry_count, p.rnr_retry_count, p.qp_num), (7, 7, 0x42));
     }
 
     #[test]
