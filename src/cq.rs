@@ -9,6 +9,12 @@
 //! WQEs alike, with that WQE's `wr_id`), CQEs with an opcode this driver does not know and
 //! compressed CQEs (reported as errors and skipped, never a stall).
 //!
+//! **Scatter to CQE.** A receive CQE with format 1 or 2 carries the message (prm-facts
+//! §7.2, §7.5); it is parsed out of line (the responder path already is) and its bytes are
+//! copied into the receive's scatter list, recorded when the receive was posted, as
+//! rdma-core's `mlx5_copy_to_recv_wqe` / `mlx5_copy_to_recv_srq` do
+//! ([`Completion::data_in_cqe`], [`Status::BadScatter`]).
+//!
 //! **Progress of a software device.** A poll that finds the CQ empty calls the UAR's
 //! [`Uar::idle`] hook. It does nothing on hardware; on the `sim` backend it runs the
 //! model's deferred work (`mlx5_hw::Nic::progress`: RNR and transport retries, CQEs held
@@ -20,13 +26,14 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::cqz::{BadCompression, CqeCompression, Unzip};
+use crate::mem::MrTable;
 use crate::mmio::{ring_cq_arm, udma_from_device_barrier, DbRec, Uar};
 use crate::prm::{
     self, Arm, ArmCmd, Be32, CqeFormat, CqeOpcode, OpOwn, Opcode, Syndrome, WcStatus,
 };
 use crate::ring::{CqBuf, CqeEntry};
-use crate::rq::{RqShared, SrqShared};
-use crate::sq::SqShared;
+use crate::rq::{RqShared, SrqShared, MAX_RECV_SGE};
+use crate::sq::{Sge, SqShared};
 
 /// Description of a CQ as `mlx5dv_init_obj` (or the model) hands it over.
 #[derive(Debug)]
@@ -179,6 +186,14 @@ pub enum Status {
     /// A CQE naming a WQE (by its `wqe_counter`) that is not outstanding on its queue: a
     /// duplicate, an entry left from before a reset, or garbage. Nothing was retired.
     UnknownWqe(u16),
+    /// A receive whose data came in the CQE ([`QpConfig::scatter_to_cqe`]) that could not
+    /// be put into its scatter list: an entry is in no region of this context registered
+    /// with local write, the list is shorter than the data (rdma-core's copy answers
+    /// `IBV_WC_LOC_LEN_ERR`), or the CQE claims more bytes than it can carry. The receive
+    /// was retired; its buffers were not written.
+    ///
+    /// [`QpConfig::scatter_to_cqe`]: crate::QpConfig::scatter_to_cqe
+    BadScatter,
 }
 
 impl Status {
@@ -232,6 +247,13 @@ pub struct Completion {
     /// then parsed out of line: the common poll pays nothing for the feature); 0 elsewhere
     /// and for error CQEs, whose layout has no timestamp.
     pub timestamp: u64,
+    /// The received bytes came inside the CQE ([`QpConfig::scatter_to_cqe`]) and polling
+    /// copied them into the receive's scatter list: they are where a DMA write would have
+    /// put them. (`src_qp`, `slid` and `ud_flags` are then 0: a 64-byte CQE's data takes
+    /// their bytes.)
+    ///
+    /// [`QpConfig::scatter_to_cqe`]: crate::QpConfig::scatter_to_cqe
+    pub data_in_cqe: bool,
 }
 
 /// `MLX5_GRH_IN_BUFFER` in [`Completion::ud_flags`] (`flags_rqpn` bit 28).
@@ -306,7 +328,12 @@ impl CqAttachments {
     }
 }
 
-/// A completion queue. Polling takes `&mut self`: no locks, no allocation, no hashing.
+/// A completion queue. Polling takes `&mut self`: no locks, no allocation, no hashing
+/// (except for a receive whose data came in its CQE, [`QpConfig::scatter_to_cqe`]: its copy
+/// into the scatter list takes the context's region table lock, to write only into live
+/// regions).
+///
+/// [`QpConfig::scatter_to_cqe`]: crate::QpConfig::scatter_to_cqe
 #[derive(Debug)]
 pub struct CompletionQueue<U: Uar> {
     buf: CqBuf,
@@ -371,6 +398,9 @@ struct QpTable {
     hot_sq: Arc<SqShared>,
     /// Expansion of compressed CQEs, on a CQ created with compression.
     unzip: Option<Box<Unzip>>,
+    /// Where data carried in CQEs goes (scatter to CQE): the CQ's buffer and the
+    /// context's writable regions.
+    scattered: Option<Box<(CqBuf, Arc<MrTable>)>>,
 }
 
 impl Default for QpTable {
@@ -382,6 +412,7 @@ impl Default for QpTable {
             hot_qpn: NO_QPN,
             hot_sq: Arc::new(SqShared::new(1)),
             unzip: None,
+            scattered: None,
         }
     }
 }
@@ -437,6 +468,17 @@ impl<U: Uar> CompletionQueue<U> {
             self.cqe_cnt,
             compression.layout,
         )));
+    }
+
+    /// Puts the data of CQEs that carry it (scatter to CQE) into the receives' scatter
+    /// lists, into the regions of `mrs` only.
+    pub(crate) fn copy_scattered(&mut self, mrs: Arc<MrTable>) {
+        self.qps.scattered = Some(Box::new((self.buf.clone(), mrs)));
+    }
+
+    /// The CQ was created with compression.
+    pub(crate) fn compresses(&self) -> bool {
+        self.qps.unzip.is_some()
     }
 
     /// The CQ number.
@@ -653,11 +695,18 @@ impl QpTable {
                     return unknown_qp(qpn, opcode);
                 };
                 let counter = cqe.wqe_counter.get();
+                // The scatter list is read before the receive is retired (and its slot
+                // reused).
+                let scattered = match bits.format() {
+                    CqeFormat::InlineScatter32 => Some((false, recorded_list(qp, counter))),
+                    CqeFormat::InlineScatter64 => Some((true, recorded_list(qp, counter))),
+                    _ => None,
+                };
                 let Some(wr_id) = complete_recv(qp, counter) else {
                     return unknown_wqe(qpn, opcode, counter);
                 };
                 let raw = cqe.imm_inval_pkey.get();
-                Completion {
+                let out = Completion {
                     wr_id,
                     qpn,
                     opcode,
@@ -674,6 +723,11 @@ impl QpTable {
                     } else {
                         0
                     },
+                    data_in_cqe: false,
+                };
+                match scattered {
+                    Some((wide, (sges, n))) => self.put_scattered(entry, wide, &sges[..n], out),
+                    None => out,
                 }
             }
             Some(op @ (CqeOpcode::ReqErr | CqeOpcode::RespErr)) => {
@@ -727,6 +781,30 @@ impl QpTable {
 }
 
 impl QpTable {
+    /// Completion `out` of a receive whose data the CQE `entry` carries (`wide`: format 2),
+    /// with the data copied into its scatter list `sges` as rdma-core's
+    /// `mlx5_copy_to_recv_wqe` does, or [`Status::BadScatter`].
+    #[cold]
+    fn put_scattered(
+        &self,
+        entry: CqeEntry<'_>,
+        wide: bool,
+        sges: &[Sge],
+        mut out: Completion,
+    ) -> Completion {
+        (out.src_qp, out.slid, out.ud_flags) = (0, 0, 0);
+        let copied = self.scattered.as_ref().and_then(|to| {
+            let data = to.0.scattered(entry, wide)?;
+            let data = data.get(..out.byte_len as usize)?;
+            to.1.scatter(data, sges).ok()
+        });
+        match copied {
+            Some(()) => out.data_in_cqe = true,
+            None => out.status = Status::BadScatter,
+        }
+        out
+    }
+
     /// A compressed entry at consumer index `ci`: expanded in place (see [`crate::cqz`]),
     /// then the first expanded CQE parsed; or reported.
     #[cold]
@@ -750,6 +828,18 @@ impl QpTable {
             },
         }
     }
+}
+
+/// The scatter list posted for receive `wqe_counter` of `qp`, as its queue recorded it.
+#[cold]
+fn recorded_list(qp: &QpEntry, wqe_counter: u16) -> ([Sge; MAX_RECV_SGE], usize) {
+    let mut sges = [Sge::default(); MAX_RECV_SGE];
+    let n = match &qp.recv {
+        RecvShared::Rq(rq) => rq.log.list(wqe_counter.into(), &mut sges),
+        RecvShared::Srq(srq) => srq.log.list(wqe_counter.into(), &mut sges),
+        RecvShared::None => 0,
+    };
+    (sges, n)
 }
 
 fn complete_recv(qp: &QpEntry, wqe_counter: u16) -> Option<u64> {

@@ -18,8 +18,8 @@ use crate::cq::{CompletionQueue, CqAttachments, QpEntry, RecvShared};
 use crate::cqz::CqeCompression;
 use crate::error::Error;
 use crate::event::AsyncEvent;
-use crate::mem::{MemOptions, Memory};
-use crate::prm::Av;
+use crate::mem::{MemOptions, Memory, MrTable};
+use crate::prm::{Av, DS};
 use crate::rq::{RecvQueue, RqShared, SharedRecvQueue, SrqShared};
 use crate::sq::{DcDest, Remote, SendQueue, Sge, SqShared, UdDest};
 use crate::types::{
@@ -53,6 +53,8 @@ pub struct Context<B: Backend> {
     cqs: Arc<ErrorFlags>,
     /// The channel of the CQs made by [`Context::create_cq`], made with the first of them.
     channel: Arc<Mutex<Option<CompChannel<B>>>>,
+    /// The live regions the device may write, for data carried in CQEs.
+    mrs: Arc<MrTable>,
 }
 
 impl<B: Backend> Clone for Context<B> {
@@ -63,6 +65,7 @@ impl<B: Backend> Clone for Context<B> {
             sq_errors: self.sq_errors.clone(),
             cqs: self.cqs.clone(),
             channel: self.channel.clone(),
+            mrs: self.mrs.clone(),
         }
     }
 }
@@ -76,6 +79,7 @@ impl<B: Backend> Context<B> {
             sq_errors: Arc::default(),
             cqs: Arc::default(),
             channel: Arc::default(),
+            mrs: Arc::default(),
         }
     }
 
@@ -246,6 +250,7 @@ impl<B: Backend> Context<B> {
         if let Some(c) = compression {
             queue.expand_compressed(c);
         }
+        queue.copy_scattered(self.mrs.clone());
         let errored = Arc::new(AtomicBool::new(false));
         lock_flags(&self.cqs).insert(desc.cqn, errored.clone());
         Ok(Cq {
@@ -362,6 +367,9 @@ impl<B: Backend> ProtectionDomain<B> {
                 access,
             )?
         };
+        if access.contains(Access::LOCAL_WRITE) {
+            self.inner.ctx.mrs.insert(lkey, memory.ptr(), memory.len());
+        }
         Ok(MemoryRegion {
             handle,
             memory,
@@ -441,6 +449,12 @@ impl<B: Backend> ProtectionDomain<B> {
         let ctx = &self.inner.ctx;
         let dci = config.transport == Transport::Dci;
         let sizes = config.check(&ctx.backend.caps(), srq.is_some() || dci)?;
+        if config.scatter_to_cqe && recv_cq.queue.compresses() {
+            // No public source says how a compressed block carries scattered data.
+            return Err(Error::InvalidArgument(
+                "scatter to CQE on a QP whose receive CQ compresses CQEs",
+            ));
+        }
         let parts = ctx.backend.create_qp(
             &self.inner.handle,
             &send_cq.inner.handle,
@@ -478,7 +492,8 @@ impl<B: Backend> ProtectionDomain<B> {
         let (rq, recv) = match (&parts.rq, srq) {
             (_, Some(srq)) => (None, RecvShared::Srq(srq.inner.shared.clone())),
             (Some(desc), None) => {
-                let shared = Arc::new(RqShared::new(desc.wqe_cnt));
+                let log = config.scatter_to_cqe.then_some(desc.stride / DS);
+                let shared = Arc::new(RqShared::new(desc.wqe_cnt, log));
                 // SAFETY: as for the send queue.
                 let mut rq = unsafe { RecvQueue::new(desc, shared.clone(), errored.clone()) };
                 if ud {
@@ -573,7 +588,7 @@ impl<B: Backend> ProtectionDomain<B> {
                 .ctx
                 .backend
                 .create_srq(&self.inner.handle, entries, max_sge)?;
-        let shared = Arc::new(SrqShared::new(desc.wqe_cnt));
+        let shared = Arc::new(SrqShared::new(desc.wqe_cnt, desc.stride / DS - 1));
         // SAFETY: the description stays valid while `handle` lives; the queue is dropped
         // before its `inner` (field order).
         let queue = unsafe { SharedRecvQueue::new(&desc, shared.clone()) };
@@ -756,6 +771,13 @@ impl<B: Backend> MemoryRegion<B> {
     /// The backend handle.
     pub fn handle(&self) -> &B::Mr {
         &self.handle
+    }
+}
+
+impl<B: Backend> Drop for MemoryRegion<B> {
+    fn drop(&mut self) {
+        // Before the registration and the memory go (the fields, after this).
+        self._pd.ctx.mrs.remove(self.lkey);
     }
 }
 

@@ -487,9 +487,89 @@ pub(crate) fn pinned_bytes() -> u64 {
         .map_or(0, |kib| kib * 1024)
 }
 
+/// The host memory regions of a context by local key: where the CPU may put received data
+/// that the device wrote into a CQE instead (scatter to CQE, [`QpConfig::scatter_to_cqe`]),
+/// as rdma-core's `mlx5_copy_to_recv_wqe` does, but only into memory the device itself
+/// could have written: a live region of this context, registered with local write.
+///
+/// [`QpConfig::scatter_to_cqe`]: crate::QpConfig::scatter_to_cqe
+#[derive(Debug, Default)]
+pub(crate) struct MrTable {
+    /// `(lkey, first byte, length)` of each live region with local write.
+    regions: std::sync::Mutex<Vec<(u32, usize, usize)>>,
+}
+
+/// Why data carried in a CQE could not be put where the receive said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScatterFault {
+    /// An entry is in no region of the context registered with local write under its key.
+    NoRegion,
+    /// The scatter list holds fewer bytes than the CQE carries (rdma-core's copy answers
+    /// `IBV_WC_LOC_LEN_ERR`).
+    TooShort,
+}
+
+impl MrTable {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u32, usize, usize)>> {
+        self.regions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records region `lkey` (`len` bytes at `addr`), which the device may write.
+    pub(crate) fn insert(&self, lkey: u32, addr: *mut u8, len: usize) {
+        self.lock().push((lkey, addr as usize, len));
+    }
+
+    /// Forgets region `lkey`: called before its memory is released.
+    pub(crate) fn remove(&self, lkey: u32) {
+        self.lock().retain(|r| r.0 != lkey);
+    }
+
+    /// Copies `data` into the scatter list `sges` (entries in order, as the device fills
+    /// them), every byte into a live region of its entry's key, or nothing at all.
+    pub(crate) fn scatter(&self, data: &[u8], sges: &[crate::sq::Sge]) -> Result<(), ScatterFault> {
+        let regions = self.lock();
+        let mut plan = [(0usize, 0usize); crate::rq::MAX_RECV_SGE];
+        let (mut n, mut done) = (0, 0);
+        for sge in sges {
+            if done == data.len() {
+                break;
+            }
+            let len = (sge.len as usize).min(data.len() - done);
+            let addr = usize::try_from(sge.addr).map_err(|_| ScatterFault::NoRegion)?;
+            let inside = regions.iter().any(|&(key, start, size)| {
+                key == sge.lkey
+                    && addr >= start
+                    && addr.checked_add(len).is_some_and(|end| end <= start + size)
+            });
+            if !inside {
+                return Err(ScatterFault::NoRegion);
+            }
+            plan[n] = (addr, len);
+            n += 1;
+            done += len;
+        }
+        if done < data.len() {
+            return Err(ScatterFault::TooShort);
+        }
+        let mut at = 0;
+        for &(addr, len) in &plan[..n] {
+            // SAFETY: `addr..addr + len` lies in a live registered region (checked above,
+            // under the lock its release waits for): memory the device may write at any
+            // time, so nothing holds a reference to it (see `MemoryRegion`); the source is
+            // the caller's copy of the CQE's bytes.
+            unsafe { core::ptr::copy_nonoverlapping(data[at..].as_ptr(), addr as *mut u8, len) };
+            at += len;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sq::Sge;
 
     #[test]
     fn cpulists_parse_as_the_kernel_prints_them() {
@@ -501,5 +581,48 @@ mod tests {
         assert_eq!(parse_cpulist("\n"), Some(vec![]));
         assert_eq!(parse_cpulist("3-1"), None);
         assert_eq!(parse_cpulist("a"), None);
+    }
+
+    #[test]
+    fn scatter_fills_the_list_in_order_within_live_regions_only() {
+        let mut buf = [0u8; 64];
+        let base = buf.as_mut_ptr();
+        let table = MrTable::default();
+        table.insert(7, base, 48);
+        let sge = |off: usize, len: u32, lkey: u32| Sge {
+            addr: base as u64 + off as u64,
+            len,
+            lkey,
+        };
+        let data: Vec<u8> = (1..=20).collect();
+        // 8 bytes at 0, the other 12 at 32 (a second entry longer than what is left).
+        table
+            .scatter(&data, &[sge(0, 8, 7), sge(32, 16, 7)])
+            .unwrap();
+        assert_eq!(buf[..8], data[..8]);
+        assert_eq!(buf[8..32], [0; 24]);
+        assert_eq!(buf[32..44], data[8..]);
+        assert_eq!(buf[44..], [0; 20]);
+        let before = buf;
+        // An entry reaching past the region, under another key, or too short a list: no byte
+        // is written.
+        assert_eq!(
+            table.scatter(&data, &[sge(40, 20, 7)]),
+            Err(ScatterFault::NoRegion)
+        );
+        assert_eq!(
+            table.scatter(&data, &[sge(0, 8, 7), sge(8, 20, 8)]),
+            Err(ScatterFault::NoRegion)
+        );
+        assert_eq!(
+            table.scatter(&data, &[sge(0, 19, 7)]),
+            Err(ScatterFault::TooShort)
+        );
+        table.remove(7);
+        assert_eq!(
+            table.scatter(&data, &[sge(0, 20, 7)]),
+            Err(ScatterFault::NoRegion)
+        );
+        assert_eq!(buf, before);
     }
 }

@@ -79,7 +79,7 @@ impl NullQueues {
             qpn: NULL_QPN,
             sq: sq_shared.clone(),
             sq_error: None,
-            recv: RecvShared::Rq(Arc::new(RqShared::new(1))),
+            recv: RecvShared::Rq(Arc::new(RqShared::new(1, None))),
             errored: errored.clone(),
         });
         // SAFETY: the memory lives in the returned value, which drops the queues first

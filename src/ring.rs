@@ -561,6 +561,28 @@ impl CqBuf {
             .collect()
     }
 
+    /// The data a CQE carries (scatter to CQE, prm-facts §7.2): bytes 0..32 of its `cqe64`
+    /// (format 1), or with `wide` the 64 bytes before it (format 2), which exist in
+    /// 128-byte entries only (`None` on a CQ of 64-byte entries). Read after ownership was
+    /// established, as [`CqeEntry::read`].
+    pub(crate) fn scattered(&self, entry: CqeEntry<'_>, wide: bool) -> Option<[u8; 64]> {
+        let mut data = [0u8; 64];
+        if wide {
+            if self.size != 2 * CQE_SIZE {
+                return None;
+            }
+            // SAFETY: the first half of a 128-byte entry (its `cqe64` is the second half),
+            // handed to software with it.
+            unsafe {
+                core::ptr::copy_nonoverlapping(entry.cqe.sub(CQE_SIZE), data.as_mut_ptr(), 64)
+            };
+        } else {
+            // SAFETY: the first 32 bytes of the entry's `cqe64`, handed to software.
+            unsafe { core::ptr::copy_nonoverlapping(entry.cqe, data.as_mut_ptr(), 32) };
+        }
+        Some(data)
+    }
+
     /// The entry at consumer count `index`: its address computed once, for the owner
     /// check and then the reads.
     #[inline(always)]

@@ -28,6 +28,76 @@ pub struct RqDesc {
     pub dbrec: NonNull<Be32>,
 }
 
+/// Most scatter entries of one receive WQE (the largest stride, 1024 bytes, of 16-byte
+/// entries).
+pub(crate) const MAX_RECV_SGE: usize = 64;
+
+/// The scatter lists of posted receives, kept (when a QP scatters to CQE) for the CQ that
+/// puts data carried in a CQE where the receive said, as rdma-core's
+/// `mlx5_copy_to_recv_wqe` / `mlx5_copy_to_recv_srq` do from the WQE they wrote. A copy,
+/// not the ring: the CQ may outlive the ring's owner. Entry words: the address, then
+/// `len << 32 | lkey`; a zero second word ends a shorter list.
+#[derive(Debug, Default)]
+pub(crate) struct ScatterLog {
+    max_sge: usize,
+    words: Box<[AtomicU64]>,
+}
+
+impl ScatterLog {
+    fn new(slots: u32, max_sge: usize) -> Self {
+        ScatterLog {
+            max_sge,
+            words: (0..slots as usize * max_sge * 2)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        }
+    }
+
+    /// Records the list posted in `slot` (published by the poster's release store).
+    fn record(&self, slot: usize, sges: &[Sge]) {
+        if self.words.is_empty() {
+            return;
+        }
+        let words = &self.words[slot * self.max_sge * 2..][..self.max_sge * 2];
+        let mut n = 0;
+        for sge in sges.iter().filter(|s| s.len != 0) {
+            words[2 * n].store(sge.addr, Ordering::Relaxed);
+            words[2 * n + 1].store(
+                u64::from(sge.len) << 32 | u64::from(sge.lkey),
+                Ordering::Relaxed,
+            );
+            n += 1;
+        }
+        if n < self.max_sge {
+            words[2 * n + 1].store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The list recorded for `slot` into `out`; how many entries (0 when nothing is kept).
+    pub(crate) fn list(&self, slot: usize, out: &mut [Sge; MAX_RECV_SGE]) -> usize {
+        if self.words.is_empty() {
+            return 0;
+        }
+        let words = &self.words
+            [(slot % (self.words.len() / (self.max_sge * 2))) * self.max_sge * 2..]
+            [..self.max_sge * 2];
+        let mut n = 0;
+        while n < self.max_sge.min(MAX_RECV_SGE) {
+            let word = words[2 * n + 1].load(Ordering::Relaxed);
+            if word == 0 {
+                break;
+            }
+            out[n] = Sge {
+                addr: words[2 * n].load(Ordering::Relaxed),
+                len: (word >> 32) as u32,
+                lkey: word as u32,
+            };
+            n += 1;
+        }
+        n
+    }
+}
+
 /// Receive bookkeeping shared between a receive queue and the CQ completing it.
 #[derive(Debug)]
 pub(crate) struct RqShared {
@@ -37,15 +107,19 @@ pub(crate) struct RqShared {
     tail: AtomicU32,
     /// Receives posted (published with the doorbell record).
     head: AtomicU32,
+    /// The posted scatter lists, on a QP that scatters to CQE (else empty).
+    pub(crate) log: ScatterLog,
 }
 
 impl RqShared {
-    pub(crate) fn new(wqe_cnt: u32) -> Self {
+    /// `scatter_log`: keep the posted scatter lists of `max_sge` entries (scatter to CQE).
+    pub(crate) fn new(wqe_cnt: u32, scatter_log: Option<usize>) -> Self {
         RqShared {
             mask: wqe_cnt - 1,
             wr_id: (0..wqe_cnt).map(|_| AtomicU64::new(0)).collect(),
             tail: AtomicU32::new(0),
             head: AtomicU32::new(0),
+            log: scatter_log.map_or_else(ScatterLog::default, |max| ScatterLog::new(wqe_cnt, max)),
         }
     }
 
@@ -188,6 +262,7 @@ impl RecvQueue {
         }
         let slot = self.head & (self.wqe_cnt - 1);
         write_scatter(&self.ring, slot as usize * self.stride, self.max_sge, sges)?;
+        self.shared.log.record(slot as usize, sges);
         self.shared.wr_id[slot as usize].store(wr_id, Ordering::Relaxed);
         self.head = self.head.wrapping_add(1);
         Ok(())
@@ -235,13 +310,16 @@ impl RecvQueue {
 pub(crate) struct SrqShared {
     wr_id: Box<[AtomicU64]>,
     free: Box<[AtomicBool]>,
+    /// The posted scatter lists: any QP on the SRQ may scatter to CQE.
+    pub(crate) log: ScatterLog,
 }
 
 impl SrqShared {
-    pub(crate) fn new(wqe_cnt: u32) -> Self {
+    pub(crate) fn new(wqe_cnt: u32, max_sge: usize) -> Self {
         SrqShared {
             wr_id: (0..wqe_cnt).map(|_| AtomicU64::new(0)).collect(),
             free: (0..wqe_cnt).map(|_| AtomicBool::new(true)).collect(),
+            log: ScatterLog::new(wqe_cnt, max_sge),
         }
     }
 
@@ -309,6 +387,7 @@ impl SharedRecvQueue {
             return Err(PostError::QueueFull { needed: 1, free: 0 });
         }
         write_scatter(&self.ring, slot * self.stride + DS, self.max_sge, sges)?;
+        self.shared.log.record(slot, sges);
         self.shared.wr_id[slot].store(wr_id, Ordering::Relaxed);
         self.shared.free[slot].store(false, Ordering::Relaxed);
         self.head = self.head.wrapping_add(1);

@@ -91,6 +91,13 @@ impl QpConfig {
                 "inline size over the device maximum",
             ));
         }
+        if self.scatter_to_cqe && !matches!(self.transport, Transport::Rc | Transport::Uc) {
+            // The receive side this crate scatters to CQE: RC and UC (a DCI receives
+            // nothing; UD's, with its GRH area, is unverified: prm-facts-next §1.4).
+            return Err(Error::InvalidArgument(
+                "scatter to CQE is for RC and UC QPs",
+            ));
+        }
         if self.sq_wqebbs == 0 {
             return Err(Error::InvalidArgument(
                 "a QP needs a send queue of at least one WQEBB",

@@ -485,6 +485,17 @@ pub struct QpConfig {
     pub max_inline: u32,
     /// Transport service.
     pub transport: Transport,
+    /// Scatter to CQE on the receive side (RC and UC only): a SEND of up to 32 bytes (64-byte
+    /// receive CQEs) or 64 bytes (128-byte CQEs) arrives inside its CQE instead of by a DMA
+    /// write to the receive's buffers, saving that write on the link. Polling copies the
+    /// bytes into the receive's scatter list, so they are where a normal receive puts them
+    /// (rdma-core's `mlx5_copy_to_recv_wqe`); [`Completion::data_in_cqe`] says it happened.
+    /// Off by default (the verbs backend then creates the QP with
+    /// `MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE`). Refused with a receive CQ that
+    /// compresses CQEs. See `docs/pcie.md`.
+    ///
+    /// [`Completion::data_in_cqe`]: crate::Completion::data_in_cqe
+    pub scatter_to_cqe: bool,
 }
 
 impl Default for QpConfig {
@@ -496,6 +507,7 @@ impl Default for QpConfig {
             max_recv_sge: 4,
             max_inline: 220,
             transport: Transport::Rc,
+            scatter_to_cqe: false,
         }
     }
 }

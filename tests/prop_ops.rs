@@ -378,6 +378,7 @@ impl Reference {
                 slid: 0,
                 ud_flags: 0,
                 timestamp: 0,
+                data_in_cqe: false,
             });
         };
         let opcode = match op.op {

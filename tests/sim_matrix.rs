@@ -345,6 +345,8 @@ fn run_case(
             ud_flags: r.ud_flags,
             // The device clock: pinned by tests/timestamps.rs.
             timestamp: r.timestamp,
+            // No scatter to CQE here (tests/scatter_cqe.rs).
+            data_in_cqe: false,
         };
         assert_eq!(r, expect, "{case}");
     } else {

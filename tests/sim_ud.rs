@@ -163,6 +163,7 @@ fn inline_send_lands_after_the_grh_area_with_the_source_in_the_cqe() {
             slid: lid_a,
             ud_flags: 0,
             timestamp: r.timestamp,
+            data_in_cqe: false,
         }
     );
     assert!(!r.grh_present());

@@ -245,6 +245,7 @@ fn the_plain_data_types_round_trip_through_serde() {
         slid: 7,
         ud_flags: 0x13,
         timestamp: 0x1122_3344_5566_7788,
+        data_in_cqe: true,
     });
     round_trip(mlx5_direct::Transport::Ud);
     round_trip(mlx5_direct::AhAttr {

@@ -85,6 +85,11 @@ pub(crate) fn write_now(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &
     if c.zip.is_some_and(|z| z.layout == ZipLayout::Enhanced) {
         bytes[62] = crate::cqz::validity(nic, cq, at);
     }
+    if let Some(s) = cqe.scattered.filter(|s| s.wide) {
+        // Format 2: the data is the first half of the 128-byte entry, written before the
+        // `cqe64` hands the entry over.
+        host::write(entry_addr(nic.cq(cq), at), &s.data);
+    }
     put(nic, cq, qp, at, &bytes, true);
     nic.stats.cqes += 1;
     if fire {
@@ -145,15 +150,21 @@ pub(crate) fn put(
 ) {
     let c = nic.cq(cq);
     let size = u64::from(c.cqe_size);
-    let base = c.buf + u64::from(at & ((1u32 << c.log_cnt) - 1)) * size;
-    // A 128-byte CQE's first half carries scatter-to-CQE data only, which the model never
-    // uses: it is left as it was (the link still sees one write of the whole entry).
+    let base = entry_addr(c, at);
+    // A 128-byte CQE's first half carries scatter-to-CQE data only (written by
+    // `write_now`); otherwise it is left as it was (the link still sees one write of the
+    // whole entry).
     if handover {
         host::write_cqe(base + size - 64, bytes);
     } else {
         host::write(base + size - 64, bytes);
     }
     nic.dma_write(qp, base, size, Purpose::Cqe);
+}
+
+/// Host address of the entry at CQ index `at`.
+fn entry_addr(c: &Cq, at: u32) -> u64 {
+    c.buf + u64::from(at & ((1u32 << c.log_cnt) - 1)) * u64::from(c.cqe_size)
 }
 
 /// An EQE write and its MSI-X interrupt on the link (no QP's), and the driver's EQ

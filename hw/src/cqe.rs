@@ -40,6 +40,29 @@ fn vendor_syndrome(syndrome: u8) -> u8 {
 /// `op_own` bit 1: the solicited-event flag of a responder CQE.
 pub(crate) const CQE_SE: u8 = 0x02;
 
+/// Received data carried in the CQE (scatter to CQE; prm-facts §7.2, §7.5): with 64-byte
+/// CQEs up to 32 bytes in bytes 0..32 of the `cqe64` (format 1, `MLX5_INLINE_SCATTER_32`),
+/// with 128-byte CQEs up to 64 bytes in the 64 bytes before it (format 2,
+/// `MLX5_INLINE_SCATTER_64`); rdma-core's `handle_responder` reads them there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Scattered {
+    /// 64 bytes (format 2) or the first 32 (format 1); the bytes past the payload are 0.
+    pub(crate) data: [u8; 64],
+    /// Format 2: the data sits in the first half of a 128-byte CQE.
+    pub(crate) wide: bool,
+}
+
+impl Scattered {
+    /// `op_own` format bits 3..2: 1 or 2.
+    pub(crate) fn format_bits(&self) -> u8 {
+        if self.wide {
+            2 << 2
+        } else {
+            1 << 2
+        }
+    }
+}
+
 /// CQE opcodes (`op_own >> 4`).
 pub(crate) mod cqe_op {
     pub(crate) const REQ: u8 = 0;
@@ -75,6 +98,8 @@ pub(crate) struct Cqe {
     pub(crate) se: bool,
     /// Error syndrome (error CQEs only).
     pub(crate) syndrome: u8,
+    /// Received data carried in the CQE (successful responder CQEs only).
+    pub(crate) scattered: Option<Scattered>,
 }
 
 impl Cqe {
@@ -131,6 +156,13 @@ impl Cqe {
         }
         b[60..62].copy_from_slice(&self.wqe_counter.to_be_bytes());
         b[63] = self.opcode << 4 | if self.se { CQE_SE } else { 0 } | u8::from(owner);
+        if let Some(scattered) = &self.scattered {
+            // Format 1: the data replaces bytes 0..32 (the UD-only fields among them).
+            if !scattered.wide {
+                b[..32].copy_from_slice(&scattered.data[..32]);
+            }
+            b[63] |= scattered.format_bits();
+        }
         b
     }
 }

@@ -37,7 +37,9 @@ pub(crate) fn hold(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) 
         ZipPolicy::EveryBurst => true,
         ZipPolicy::UnderBackpressure => nic.faults.backpressure,
     };
-    if !now || cqe.is_error() {
+    // A CQE carrying scattered data is written whole: a mini-CQE has no room for the data
+    // and no public source says how a block would carry it (docs/model.md).
+    if !now || cqe.is_error() || cqe.scattered.is_some() {
         close(nic, cq);
         return false;
     }

@@ -507,6 +507,8 @@ impl Nic {
                 send_cq,
                 recv_cq,
                 srq,
+                scatter_cqe: p.scatter_to_cqe
+                    && matches!(p.transport, Transport::Rc | Transport::Uc),
                 sq_buf: p.sq_buf,
                 log_sq: p.log_sq_wqe_cnt,
                 rq_buf: p.rq_buf,

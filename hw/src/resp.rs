@@ -2,7 +2,7 @@
 //! consumption (RQ ring or SRQ linked list), RNR, and responder errors (prm-facts §5, §9).
 
 use crate::cq::{complete, raise_async};
-use crate::cqe::{cqe_op, synd, Cqe};
+use crate::cqe::{cqe_op, synd, Cqe, Scattered};
 use crate::host;
 use crate::pcie::Purpose;
 use crate::qp::fail;
@@ -194,17 +194,43 @@ fn send(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failure
         // IB_WC_REM_INV_REQ_ERR and the QP goes to error; the requester sees the NAK.
         return Err(rv.fail(synd::REMOTE_INVAL_REQ_ERR, synd::REMOTE_INVAL_REQ_ERR));
     }
-    Cursor::new(rv.spans.as_slice()).put_gather(r.wqe, Segs::new(r.wqe, r.d.data));
-    for s in rv.spans.used(len) {
-        nic.dma_write(Some(qpi), s.addr, s.len, Purpose::Scatter);
+    let scattered = scatter_to_cqe(nic, qpi, r);
+    if scattered.is_none() {
+        Cursor::new(rv.spans.as_slice()).put_gather(r.wqe, Segs::new(r.wqe, r.d.data));
+        for s in rv.spans.used(len) {
+            nic.dma_write(Some(qpi), s.addr, s.len, Purpose::Scatter);
+        }
     }
     let (op, imm) = match ctrl.opcode {
         opcode::SEND_IMM => (cqe_op::RESP_SEND_IMM, ctrl.imm),
         opcode::SEND_INVAL => (cqe_op::RESP_SEND_INV, ctrl.imm),
         _ => (cqe_op::RESP_SEND, [0; 4]),
     };
-    recv_cqe(nic, qpi, r, &rv, op, imm);
+    recv_cqe(nic, qpi, r, &rv, op, imm, scattered);
     Ok(Resp::Ack(0))
+}
+
+/// The payload of SEND `r` when QP index `qpi` scatters it into its CQE instead of the
+/// receive's buffers: the QP was created with scatter to CQE (`cs_res`) and the message
+/// has 1 to 32 bytes (64-byte receive CQ) or 1 to 64 (128-byte CQ), the kernel's
+/// `configure_responder_scat_cqe` choice of `MLX5_RES_SCAT_DATA32_CQE` /
+/// `MLX5_RES_SCAT_DATA64_CQE`. The receive's keys were checked as for a DMA write (no
+/// source says hardware skips that). `None`: the payload is written to the buffers.
+pub(crate) fn scatter_to_cqe(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Option<Scattered> {
+    let q = nic.qp(qpi);
+    let (on, recv_cq) = (q.scatter_cqe, q.recv_cq);
+    if !on || r.d.len == 0 {
+        return None;
+    }
+    let wide = nic.cq(recv_cq).cqe_size == 128;
+    if r.d.len > if wide { 64 } else { 32 } {
+        return None;
+    }
+    let mut data = [0u8; 64];
+    // The model's own buffer as the destination of the gather (host addresses are process
+    // addresses; `data` holds the at most 64 bytes checked above).
+    gather_to(data.as_mut_ptr() as u64, r.wqe, Segs::new(r.wqe, r.d.data));
+    Some(Scattered { data, wide })
 }
 
 /// Invalidate memory key `key` if it is a live MR of PD `pdn` that allows remote
@@ -219,6 +245,7 @@ pub(crate) fn invalidate(nic: &mut NicState, key: u32, pdn: u32) -> bool {
     }
 }
 
+/// A receive completion, carrying the payload when it was scattered to the CQE.
 pub(crate) fn recv_cqe(
     nic: &mut NicState,
     qpi: usize,
@@ -226,7 +253,12 @@ pub(crate) fn recv_cqe(
     rv: &Recv,
     op: u8,
     imm: [u8; 4],
+    scattered: Option<Scattered>,
 ) {
+    if scattered.is_some() {
+        nic.stats.scatter_cqes += 1;
+        nic.stats.scatter_cqe_bytes += r.d.len;
+    }
     let qpn = nic.qp(qpi).qpn;
     let (src_qpn, slid) = r.src.unwrap_or_default();
     let cqe = Cqe {
@@ -239,6 +271,7 @@ pub(crate) fn recv_cqe(
         slid,
         srqn: rv.srqn,
         se: r.d.ctrl.solicited(),
+        scattered,
         ..Cqe::default()
     };
     complete(nic, qpi, true, cqe);
@@ -270,7 +303,7 @@ fn write(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failur
     gather_to(d.raddr, r.wqe, Segs::new(r.wqe, d.data));
     nic.dma_write(Some(qpi), d.raddr, d.len, Purpose::Scatter);
     if let Some(rv) = rv {
-        recv_cqe(nic, qpi, r, &rv, cqe_op::RESP_WR_IMM, d.ctrl.imm);
+        recv_cqe(nic, qpi, r, &rv, cqe_op::RESP_WR_IMM, d.ctrl.imm, None);
     }
     Ok(Resp::Ack(0))
 }

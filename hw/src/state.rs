@@ -153,6 +153,8 @@ pub(crate) struct Qp {
     pub(crate) send_cq: usize,
     pub(crate) recv_cq: usize,
     pub(crate) srq: Option<usize>,
+    /// Receives of at most the CQE's data size go into the CQE (`QpParams::scatter_to_cqe`).
+    pub(crate) scatter_cqe: bool,
     pub(crate) sq_buf: u64,
     pub(crate) log_sq: u8,
     pub(crate) rq_buf: u64,

@@ -362,6 +362,11 @@ pub struct QpParams {
     pub dbrec: u64,
     /// User index (24 bits) for CQE version 1 (`NicConfig::cqe_version`).
     pub user_index: u32,
+    /// Scatter to CQE on the responder (`MLX5_QP_FLAG_SCATTER_CQE`: the kernel sets the
+    /// QPC's `cs_res` to 32 bytes with a 64-byte receive CQ, 64 with a 128-byte one): a
+    /// SEND of at most that many bytes is written into its CQE instead of the receive's
+    /// buffers. The model applies it on RC and UC QPs (docs/model.md).
+    pub scatter_to_cqe: bool,
 }
 
 /// The global route of an address handle (`ibv_global_route`).
@@ -714,6 +719,11 @@ pub struct Stats {
     pub fence_hazards: u64,
     /// Completions written (a compressed block counts each completion in it).
     pub cqes: u64,
+    /// Receive completions whose payload went into the CQE (scatter to CQE) instead of a
+    /// DMA write to the receive's buffers.
+    pub scatter_cqes: u64,
+    /// Payload bytes those CQEs carried.
+    pub scatter_cqe_bytes: u64,
     /// Compressed blocks written (basic: a title and its arrays; enhanced: the slots after
     /// one title).
     pub zip_blocks: u64,

@@ -9,7 +9,7 @@ use crate::cqe::{cqe_op, synd, Cqe, REQ_BYTE_CNT_POISON};
 use crate::fence::InFlight;
 use crate::pcie::{Ctx, Purpose};
 use crate::qp::fail;
-use crate::resp::{invalidate, put_back, recv_cqe, take_recv, Request};
+use crate::resp::{invalidate, put_back, recv_cqe, scatter_to_cqe, take_recv, Request};
 use crate::sq::{check_gather, connected, packets, Outcome};
 use crate::state::{hit_range, NicState, World, PSN_MASK};
 use crate::types::{Access, Transport};
@@ -112,7 +112,7 @@ fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>, in_order: u32) {
         }
         // The last packet carries the immediate and consumes a receive.
         match take_recv(nic, qpi) {
-            Some(rv) => recv_cqe(nic, qpi, r, &rv, cqe_op::RESP_WR_IMM, d.ctrl.imm),
+            Some(rv) => recv_cqe(nic, qpi, r, &rv, cqe_op::RESP_WR_IMM, d.ctrl.imm, None),
             None => nic.stats.uc_no_receive += 1,
         }
         return;
@@ -140,15 +140,18 @@ fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>, in_order: u32) {
         fail(nic, qpi);
         return;
     }
-    if whole {
-        Cursor::new(rv.spans.as_slice()).put_gather(r.wqe, segs);
-    } else {
-        // Only the bytes of the packets that arrived.
-        let part: Vec<Span> = rv.spans.used(landed).collect();
-        Cursor::new(&part).put_gather(r.wqe, segs);
-    }
-    for s in rv.spans.used(landed) {
-        nic.dma_write(Some(qpi), s.addr, s.len, Purpose::Scatter);
+    let scattered = whole.then(|| scatter_to_cqe(nic, qpi, r)).flatten();
+    if scattered.is_none() {
+        if whole {
+            Cursor::new(rv.spans.as_slice()).put_gather(r.wqe, segs);
+        } else {
+            // Only the bytes of the packets that arrived.
+            let part: Vec<Span> = rv.spans.used(landed).collect();
+            Cursor::new(&part).put_gather(r.wqe, segs);
+        }
+        for s in rv.spans.used(landed) {
+            nic.dma_write(Some(qpi), s.addr, s.len, Purpose::Scatter);
+        }
     }
     if !whole {
         // Class D1: the partial message is dropped and its receive reused.
@@ -169,7 +172,7 @@ fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>, in_order: u32) {
         fail(nic, qpi);
         return;
     }
-    recv_cqe(nic, qpi, r, &rv, op, imm);
+    recv_cqe(nic, qpi, r, &rv, op, imm, scattered);
     if nic.qp(qpi).fatal {
         // Its receive CQ is in error: the QP cannot report completions.
         fail(nic, qpi);

@@ -320,6 +320,7 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
             PERFTEST_INLINE
         } as u32,
         transport: case.transport,
+        scatter_to_cqe: false,
     };
     let (pd_a, pd_b) = (a.alloc_pd()?, b.alloc_pd()?);
     let mut cq_a = match case.zip {

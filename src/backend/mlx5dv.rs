@@ -35,7 +35,7 @@ pub const MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE: u64 = 1 << 2;
 /// `MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS`: `mlx5dv_qp_init_attr.create_flags` is set.
 pub const MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS: u64 = 1 << 0;
 /// `MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE`: small receives and READ results always land in
-/// the buffers, never inline in the CQE (the poller does not parse inline-scattered data).
+/// the buffers, never inline in the CQE (set unless `QpConfig::scatter_to_cqe`).
 pub const MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE: u32 = 1 << 3;
 pub const MLX5DV_QP_INIT_ATTR_MASK_DC: u64 = 1 << 1;
 pub const MLX5DV_DCTYPE_DCT: u32 = 1;

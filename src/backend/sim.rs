@@ -676,6 +676,7 @@ impl Backend for Sim {
             dbrec: addr(&dbrec),
             // CQE version 0 (the default NicConfig): unused; the poller keys on QPNs.
             user_index: 0,
+            scatter_to_cqe: config.scatter_to_cqe,
         };
         // SAFETY: the buffers live in the handle, which destroys the QP before freeing them.
         let info = unsafe { self.nic.create_qp(&params) }.map_err(device_error("create QP"))?;

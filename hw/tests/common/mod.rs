@@ -244,6 +244,7 @@ impl Side {
             log_rq_stride: cfg.log_rq_stride,
             dbrec: mem.addr(DBREC),
             user_index: USER_INDEX,
+            scatter_to_cqe: false,
         };
         // SAFETY: the rings and record live in `mem`.
         let qp = unsafe { nic.create_qp(&qp) }.unwrap();

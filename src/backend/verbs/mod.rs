@@ -6,8 +6,9 @@
 //!   one, opens it, queries it ([`VerbsDeviceInfo`]) and its port ([`VerbsPort`]: link layer,
 //!   LID, GID: on RoCE a RoCE v2 GID by default, or the index given).
 //! - Objects: PD, MR (`ibv_reg_mr`), CQ (`mlx5dv_create_cq` with the CQE size asked for, on
-//!   the completion channel given), RC QP (`mlx5dv_create_qp` with scatter-to-CQE
-//!   disabled: the poller does not parse data scattered into CQEs), SRQ. Each is described by
+//!   the completion channel given), QP (`mlx5dv_create_qp` with scatter-to-CQE disabled
+//!   unless [`QpConfig::scatter_to_cqe`](crate::QpConfig::scatter_to_cqe) asks for its
+//!   responder side), SRQ. Each is described by
 //!   `mlx5dv_init_obj` as the same [`SqDesc`] / [`RqDesc`] / [`CqDesc`] the model backend
 //!   produces, with a [`VerbsUar`] for its UAR page (`objects.rs`).
 //! - BlueFlame: rdma-core's `MLX5_SHUT_UP_BF` (set and not "0") or a QP without a BlueFlame

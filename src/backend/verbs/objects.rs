@@ -60,13 +60,20 @@ fn init_obj(obj: &mut mlx5dv_obj, kind: u64, operation: &'static str) -> Result<
     Ok(())
 }
 
-/// The mlx5dv attributes of a new QP: scatter-to-CQE off (the poller reads no data from
-/// CQEs), and the DC type and key of a DCI or DCT.
-fn dv_qp_attr(dc: Option<mlx5dv_dc_init_attr>) -> mlx5dv_qp_init_attr {
+/// The mlx5dv attributes of a new QP: scatter-to-CQE off unless `scatter_to_cqe` asks for
+/// it (then rdma-core's default stands: it asks the kernel for `MLX5_QP_FLAG_SCATTER_CQE`
+/// unless `MLX5_SCATTER_TO_CQE=0` is set, and the kernel enables the responder side, `cs_res`;
+/// the requester side, `cs_req`, needs `sq_sig_all` or `MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE`,
+/// neither of which this crate sets), and the DC type and key of a DCI or DCT.
+fn dv_qp_attr(dc: Option<mlx5dv_dc_init_attr>, scatter_to_cqe: bool) -> mlx5dv_qp_init_attr {
     mlx5dv_qp_init_attr {
         comp_mask: MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS
             | dc.map_or(0, |_| MLX5DV_QP_INIT_ATTR_MASK_DC),
-        create_flags: MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE,
+        create_flags: if scatter_to_cqe {
+            0
+        } else {
+            MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE
+        },
         dc_init_attr: dc.unwrap_or_default(),
         ..Default::default()
     }
@@ -627,10 +634,13 @@ impl Backend for Verbs {
         attr.send_ops_flags = send_ops(config.transport, self.caps.atomics);
         // A DCI's send_ops_flags are the crate's operations alone (above), so that
         // rdma-core's overhead is not its worst case (prm-facts-next §3.1).
-        let mut dv_attr = dv_qp_attr(dci.then_some(mlx5dv_dc_init_attr {
-            dc_type: MLX5DV_DCTYPE_DCI,
-            dct_access_key: 0,
-        }));
+        let mut dv_attr = dv_qp_attr(
+            dci.then_some(mlx5dv_dc_init_attr {
+                dc_type: MLX5DV_DCTYPE_DCI,
+                dct_access_key: 0,
+            }),
+            config.scatter_to_cqe,
+        );
         // SAFETY: an open context, live CQs / SRQ / PD, valid attribute structs.
         let qp = unsafe { mlx5dv_create_qp(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
         let qp = NonNull::new(qp).ok_or_else(|| self.dev.creation_failed("create QP"))?;
@@ -752,10 +762,13 @@ impl Backend for Verbs {
         // No send_ops_flags: rdma-core refuses them for a DCT.
         attr.comp_mask = ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0;
         attr.pd = pd.pd.as_ptr();
-        let mut dv_attr = dv_qp_attr(Some(mlx5dv_dc_init_attr {
-            dc_type: MLX5DV_DCTYPE_DCT,
-            dct_access_key: dc_key,
-        }));
+        let mut dv_attr = dv_qp_attr(
+            Some(mlx5dv_dc_init_attr {
+                dc_type: MLX5DV_DCTYPE_DCT,
+                dct_access_key: dc_key,
+            }),
+            false,
+        );
         // SAFETY: an open context, a live CQ, SRQ and PD, valid attribute structs.
         let qp = unsafe { mlx5dv_create_qp(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
         let qp = NonNull::new(qp).ok_or_else(|| failed("create DCT", -1))?;
@@ -851,6 +864,23 @@ mod tests {
         // UC: no READ, no atomics, on any device; UD: SEND and SEND_WITH_IMM.
         assert_eq!(send_ops(Transport::Uc, true), 0b10_0000_1111);
         assert_eq!(send_ops(Transport::Ud, true), 0b1100);
+    }
+
+    #[test]
+    fn scatter_to_cqe_is_disabled_at_creation_unless_the_qp_asks_for_it() {
+        // mlx5dv.h: MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS 1 << 0, MLX5DV_QP_INIT_ATTR_MASK_DC
+        // 1 << 1; MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE 1 << 3, ALLOW_SCATTER_TO_CQE 1 << 4.
+        let off = dv_qp_attr(None, false);
+        assert_eq!((off.comp_mask, off.create_flags), (1, 1 << 3));
+        let on = dv_qp_attr(None, true);
+        assert_eq!((on.comp_mask, on.create_flags), (1, 0));
+        let dci = mlx5dv_dc_init_attr {
+            dc_type: MLX5DV_DCTYPE_DCI,
+            dct_access_key: 0,
+        };
+        let dc = dv_qp_attr(Some(dci), false);
+        assert_eq!((dc.comp_mask, dc.create_flags), (3, 1 << 3));
+        assert_eq!(dc.dc_init_attr.dc_type, MLX5DV_DCTYPE_DCI);
     }
 
     fn info(max_num: u32, formats: u32, comp_128: bool) -> VerbsDeviceInfo {
