@@ -30,6 +30,7 @@ mod cq;
 mod cqe;
 mod cqz;
 mod dc;
+mod dm;
 mod fence;
 mod host;
 mod mmio;

@@ -111,6 +111,33 @@ fn slot<T>(v: &mut [Option<T>], id: u32, base: u32) -> Result<&mut T, HwError> {
         .ok_or(HwError::NoSuchObject)
 }
 
+/// A new key for `mr` in a free slot (PD `mr.pdn` exists, checked by the caller), which
+/// takes a reference to the PD.
+fn new_key(n: &mut NicState, mr: Mr) -> Result<u32, HwError> {
+    let i = match n.mrs.iter().skip(1).position(|s| s.mr.is_none()) {
+        Some(i) => i + 1,
+        None => {
+            n.mrs.push(MrSlot {
+                variant: 0,
+                mr: None,
+            });
+            n.mrs.len() - 1
+        }
+    };
+    if i >= 1 << 24 {
+        return Err(HwError::OutOfResources);
+    }
+    *slot(&mut n.pds, mr.pdn, PDN_BASE)? += 1;
+    let s = &mut n.mrs[i];
+    // Variants cycle through 1..=255, so a freed key is not reused soon and no key is ever
+    // MLX5_INVALID_LKEY (0x100).
+    s.variant = s.variant % 255 + 1;
+    s.mr = Some(mr);
+    let key = (i as u32) << 8 | u32::from(s.variant);
+    debug_assert_ne!(key, INVALID_LKEY);
+    Ok(key)
+}
+
 fn insert<T>(v: &mut Vec<Option<T>>, t: T, base: u32) -> u32 {
     v.push(Some(t));
     base + (v.len() - 1) as u32
@@ -188,6 +215,7 @@ impl Nic {
             max_msg_sz: n.cfg.max_msg_sz,
             atomic_8b_host_order: n.cfg.atomic_8b_host_order,
             compact_av: n.cfg.compact_av,
+            max_dm_size: n.cfg.dm_size / crate::dm::DM_PAGE * crate::dm::DM_PAGE,
         })
     }
 
@@ -265,37 +293,82 @@ impl Nic {
             if on_demand && !n.cfg.odp {
                 return Err(HwError::NotSupported("on-demand paging"));
             }
-            *slot(&mut n.pds, pdn, PDN_BASE)? += 1;
-            let i = match n.mrs.iter().skip(1).position(|s| s.mr.is_none()) {
-                Some(i) => i + 1,
-                None => {
-                    n.mrs.push(MrSlot {
-                        variant: 0,
-                        mr: None,
-                    });
-                    n.mrs.len() - 1
-                }
-            };
-            if i >= 1 << 24 {
-                return Err(HwError::OutOfResources);
+            slot(&mut n.pds, pdn, PDN_BASE)?;
+            new_key(
+                n,
+                Mr {
+                    pdn,
+                    addr,
+                    len,
+                    access,
+                    invalid: false,
+                    remote_invalidate: false,
+                    page_shift: page_size.trailing_zeros() as u8,
+                    present: on_demand.then(Default::default),
+                    dm: None,
+                },
+            )
+        })
+    }
+
+    /// Allocate `len` bytes of device memory (`ibv_alloc_dm`, MEMIC) aligned to
+    /// `1 << log_align`: the size is rounded up to 64 bytes and whole 4 KiB pages of the
+    /// NIC's [`NicConfig::dm_size`] are taken (`mlx5_cmd_alloc_memic`). Returns the
+    /// allocation's id and its rounded size. `NotSupported` on a NIC without device memory,
+    /// `InvalidParam` for a length of 0 or beyond `dm_size` or an alignment beyond 4 KiB,
+    /// `OutOfResources` when no run of free pages is long enough.
+    pub fn alloc_dm(&self, len: u64, log_align: u8) -> Result<(u32, u64), HwError> {
+        self.with(|n| n.dm.alloc(len, log_align))
+    }
+
+    /// Free a device-memory allocation (`ibv_free_dm`); `Busy` while keys are registered on
+    /// it.
+    pub fn free_dm(&self, dm: u32) -> Result<(), HwError> {
+        self.with(|n| n.dm.free(dm))
+    }
+
+    /// One CPU store through the write-combining mapping of allocation `dm`: `data` (4, 8 or
+    /// a merged 64-byte line, aligned to its size) at `offset`. It crosses the link as one
+    /// MMIO write TLP (`Purpose::DeviceMemory`); a write of another size, misaligned or
+    /// outside the allocation is counted in `Stats::bad_mmio` and dropped.
+    pub fn dm_write(&self, dm: u32, offset: u64, data: &[u8]) {
+        self.with(|n| crate::dm::write(n, dm, offset, data));
+    }
+
+    /// Register `len` bytes at `offset` of device-memory allocation `dm` in PD `pdn`
+    /// (`ibv_reg_dm_mr`): a zero-based key (its addresses run from 0) without translation
+    /// entries. Only local read (gather) is modelled: any other right is `NotSupported`. A
+    /// range outside the allocation is `BadAddress`.
+    pub fn reg_dm_mr(
+        &self,
+        pdn: u32,
+        dm: u32,
+        offset: u64,
+        len: u64,
+        access: Access,
+    ) -> Result<u32, HwError> {
+        crate::dm::check_dm_access(access)?;
+        self.with(|n| {
+            slot(&mut n.pds, pdn, PDN_BASE)?;
+            let map = n.dm.map(dm, offset, len)?;
+            let key = new_key(
+                n,
+                Mr {
+                    pdn,
+                    addr: 0,
+                    len,
+                    access,
+                    invalid: false,
+                    remote_invalidate: false,
+                    page_shift: crate::dm::DM_PAGE.trailing_zeros() as u8,
+                    present: None,
+                    dm: Some(map),
+                },
+            );
+            if key.is_err() {
+                n.dm.unmap(dm);
             }
-            let s = &mut n.mrs[i];
-            // Variants cycle through 1..=255, so a freed key is not reused soon and no key
-            // is ever MLX5_INVALID_LKEY (0x100).
-            s.variant = s.variant % 255 + 1;
-            s.mr = Some(Mr {
-                pdn,
-                addr,
-                len,
-                access,
-                invalid: false,
-                remote_invalidate: false,
-                page_shift: page_size.trailing_zeros() as u8,
-                present: on_demand.then(Default::default),
-            });
-            let key = (i as u32) << 8 | u32::from(s.variant);
-            debug_assert_ne!(key, INVALID_LKEY);
-            Ok(key)
+            key
         })
     }
 
@@ -351,6 +424,9 @@ impl Nic {
                 .ok_or(HwError::NoSuchObject)?;
             let mr = s.mr.take().ok_or(HwError::NoSuchObject)?;
             *slot(&mut n.pds, mr.pdn, PDN_BASE)? -= 1;
+            if let Some(m) = mr.dm {
+                n.dm.unmap(m.alloc);
+            }
             Ok(())
         })
     }

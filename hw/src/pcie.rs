@@ -231,6 +231,8 @@ pub enum Purpose {
     MkeyContext,
     /// Translation (MTT entry) read on a translation-cache miss.
     Translation,
+    /// CPU write into on-chip device memory (MEMIC) through its write-combining mapping.
+    DeviceMemory,
 }
 
 /// One traced TLP.

@@ -211,7 +211,7 @@ fn run_sq_with(
         let ctrl = Ctrl::parse(buf);
         let valid = ctrl.qpn == qpn && ctrl.idx == cons && ctrl.nbb() <= left;
         let outcome = if valid {
-            exec(w, n, qpi, ctrl, &buf[..len], in_flight)
+            exec(w, n, qpi, ctrl, &mut buf[..len], in_flight)
         } else {
             Outcome::Fail(synd::LOCAL_QP_OP_ERR)
         };
@@ -309,7 +309,7 @@ fn exec(
     n: usize,
     qpi: usize,
     ctrl: Ctrl,
-    wqe: &[u8],
+    wqe: &mut [u8],
     in_flight: &mut InFlight,
 ) -> Outcome {
     if ctrl.fenced() {
@@ -344,6 +344,7 @@ fn exec(
             return Outcome::Fail(s);
         }
     }
+    let wqe = &*wqe;
     let npkts = packets(d.len, mtu);
     let req_pkts = if remote_result { 1 } else { npkts };
     nic.stats.packets += u64::from(req_pkts);
@@ -516,13 +517,14 @@ enum Seq {
 
 /// Check the local keys of the gather list of WQE `d` (a SEND or WRITE) and account its DMA
 /// reads, counting a gather that overlaps a READ or atomic result still in flight
-/// (`fence_hazards`).
+/// (`fence_hazards`). Segments on device memory cost no DMA read; the NIC's copy `wqe`
+/// then names where their bytes are (`dm::relocate`).
 #[inline]
 pub(crate) fn check_gather(
     nic: &mut NicState,
     qpi: usize,
     pdn: u32,
-    wqe: &[u8],
+    wqe: &mut [u8],
     d: &Wqe,
     in_flight: &InFlight,
 ) -> Result<(), u8> {
@@ -530,28 +532,37 @@ pub(crate) fn check_gather(
     if d.ptr_segs == 0 {
         return Ok(());
     }
-    check_ptr_segs(nic, (qpi, pdn), Segs::new(wqe, d.data), in_flight)
+    if check_ptr_segs(nic, (qpi, pdn), Segs::new(wqe, d.data), in_flight)? {
+        crate::dm::relocate(nic, wqe, d.data);
+    }
+    Ok(())
 }
 
+/// [`check_gather`]'s pointer segments; true when one is on device memory.
 #[inline(never)]
 fn check_ptr_segs(
     nic: &mut NicState,
     (qpi, pdn): (usize, u32),
     segs: Segs<'_>,
     in_flight: &InFlight,
-) -> Result<(), u8> {
+) -> Result<bool, u8> {
     let mut hazard = false;
+    let mut on_chip = false;
     for seg in segs.flatten() {
         if let Seg::Ptr { len, lkey, addr } = seg {
             if !nic.check_mr(qpi, lkey, pdn, addr, len.into(), Access::NONE) {
                 return Err(synd::LOCAL_PROT_ERR);
+            }
+            if nic.mr_mut(lkey).is_some_and(|mr| mr.dm.is_some()) {
+                on_chip = true;
+                continue;
             }
             hazard |= in_flight.overlaps(addr, len.into());
             nic.dma_read(Some(qpi), addr, len.into(), Purpose::Gather);
         }
     }
     nic.stats.fence_hazards += u64::from(hazard);
-    Ok(())
+    Ok(on_chip)
 }
 
 /// Where a request packet lands.

@@ -58,6 +58,8 @@ pub(crate) struct Mr {
     pub(crate) page_shift: u8,
     /// On-demand keys: the pages (in `page_shift` units) the NIC has a translation for.
     pub(crate) present: Option<BTreeSet<u64>>,
+    /// Keys on device memory (zero based, no translation entries): where byte 0 is.
+    pub(crate) dm: Option<crate::dm::DmMap>,
 }
 
 /// What touching a range of a memory key finds.
@@ -345,6 +347,8 @@ pub(crate) struct NicState {
     pub(crate) scratch: Option<Box<crate::sq::Scratch>>,
     /// The device clock (`NicConfig::clock_khz`).
     pub(crate) clock: crate::clock::Clock,
+    /// On-chip device memory (`NicConfig::dm_size`).
+    pub(crate) dm: crate::dm::DevMem,
 }
 
 impl NicState {
@@ -371,6 +375,7 @@ impl NicState {
         gid[14..].copy_from_slice(&lid.to_be_bytes());
         let link = Link::new(cfg.pcie);
         let clock = crate::clock::Clock::new(cfg.clock_khz, cfg.clock_step);
+        let dm = crate::dm::DevMem::new(cfg.dm_size);
         let mut nic = NicState {
             lid,
             gid,
@@ -396,6 +401,7 @@ impl NicState {
             deferred: Arc::new(AtomicBool::new(false)),
             scratch: None,
             clock,
+            dm,
         };
         nic.new_uar(None);
         nic
@@ -497,6 +503,7 @@ impl NicState {
         let Some(mr) = &slot.mr else { return false };
         let page_shift = mr.page_shift;
         let on_demand = mr.present.is_some();
+        let on_chip = mr.dm.is_some();
         let ok = slot.variant == key as u8
             && !mr.invalid
             && mr.pdn == pdn
@@ -508,6 +515,10 @@ impl NicState {
         self.context(Some(qp), Ctx::Mkey(key >> 8));
         if !ok {
             return false;
+        }
+        if on_chip {
+            // Device memory: no translation entries, nothing to fault in.
+            return true;
         }
         // A fault the NIC raises here stalls this WQE until the kernel has resolved it;
         // the model has no clock and resolves it at once. One it cannot resolve fails the

@@ -96,6 +96,9 @@ pub struct Caps {
     pub atomic_8b_host_order: bool,
     /// The compact (16-byte) address vector is accepted (`NicConfig::compact_av`).
     pub compact_av: bool,
+    /// Device memory in bytes (`max_dm_size` of `ibv_query_device_ex`; 0: none), whole
+    /// 4 KiB pages of [`NicConfig::dm_size`].
+    pub max_dm_size: u64,
 }
 
 /// Port attributes.
@@ -161,6 +164,10 @@ pub struct NicConfig {
     /// GRH), which UCX uses only when the cap is set. Off (default), a WQE whose AV lacks
     /// `MLX5_EXTENDED_UD_AV` is malformed: LOCAL_QP_OP_ERR (docs/model.md, UD).
     pub compact_av: bool,
+    /// On-chip device memory (MEMIC) in bytes: the `max_dm_size` the device reports
+    /// (`memic_bar_size`), allocated in whole 4 KiB pages. 0 (the default): none, and
+    /// [`Nic::alloc_dm`](crate::Nic::alloc_dm) is refused (docs/model.md, "Device memory").
+    pub dm_size: u64,
 }
 
 /// The NIC side of CQE compression: when it compresses and what its mini-CQEs look like.
@@ -252,6 +259,7 @@ impl Default for NicConfig {
             clock_step: 0,
             cqe_zip: ZipConfig::default(),
             compact_av: false,
+            dm_size: 0,
         }
     }
 }
@@ -764,6 +772,12 @@ pub struct Stats {
     pub odp_faults: u64,
     /// Pages of on-demand keys made present, by faults and by prefetch.
     pub odp_pages_mapped: u64,
+    /// CPU writes into device memory accepted (`Nic::dm_write`).
+    pub dm_writes: u64,
+    /// Send data segments gathered from device memory (no DMA read).
+    pub dm_gathers: u64,
+    /// Bytes those segments named.
+    pub dm_gather_bytes: u64,
     /// Data segments with `byte_count` 0, which mlx5 reads as 2^31 bytes (send gather and
     /// receive scatter).
     pub zero_length_segments: u64,

@@ -24,7 +24,7 @@ pub(crate) fn send(
     n: usize,
     qpi: usize,
     ctrl: Ctrl,
-    wqe: &[u8],
+    wqe: &mut [u8],
     in_flight: &InFlight,
 ) -> Outcome {
     let nic = &mut w.nics[n];
@@ -42,6 +42,7 @@ pub(crate) fn send(
     if let Err(s) = check_gather(nic, qpi, pdn, wqe, &d, in_flight) {
         return Outcome::Fail(s);
     }
+    let wqe = &*wqe;
     let npkts = packets(d.len, mtu);
     nic.stats.packets += u64::from(npkts);
     let q = nic.qp(qpi);

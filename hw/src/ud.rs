@@ -116,7 +116,7 @@ pub(crate) fn send(
     n: usize,
     qpi: usize,
     ctrl: Ctrl,
-    wqe: &[u8],
+    wqe: &mut [u8],
     in_flight: &InFlight,
 ) -> Outcome {
     if !matches!(ctrl.opcode, opcode::SEND | opcode::SEND_IMM) || ctrl.opmod != 0 {
@@ -136,6 +136,7 @@ pub(crate) fn send(
     if let Err(s) = check_gather(nic, qpi, pdn, wqe, &d, in_flight) {
         return Outcome::Fail(s);
     }
+    let wqe = &*wqe;
     if d.len > u64::from(ACTIVE_MTU) {
         // What mlx5 does with an over-MTU UD send is not public (prm-facts-next §1.5): the
         // model completes it in error, as for any message the QP cannot carry.

@@ -136,6 +136,11 @@ impl<'a> Segs<'a> {
     pub(crate) fn new(wqe: &'a [u8], pos: usize) -> Self {
         Segs { wqe, pos }
     }
+
+    /// The WQE offset of the next segment.
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
 }
 
 impl Iterator for Segs<'_> {
