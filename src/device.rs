@@ -304,6 +304,11 @@ impl<B: Backend> Clone for ProtectionDomain<B> {
 }
 
 impl<B: Backend> ProtectionDomain<B> {
+    /// The backend's handle.
+    pub fn handle(&self) -> &B::Pd {
+        &self.inner.handle
+    }
+
     /// Allocates `len` bytes of page-aligned, zeroed memory and registers it.
     pub fn alloc_mr(&self, len: usize, access: Access) -> Result<MemoryRegion<B>, Error> {
         self.alloc_mr_with(len, access, &MemOptions::BASE)

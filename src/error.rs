@@ -85,6 +85,22 @@ pub enum PostError {
     /// A [`PreparedWr`](crate::PreparedWr) posted on another send queue than the one that
     /// prepared it (its QPN and checks are that queue's).
     ForeignPreparedWr,
+    /// [`SendQueue::post_dm`](crate::SendQueue::post_dm) on a queue without device-memory
+    /// slots ([`SendQueue::attach_dm`](crate::SendQueue::attach_dm)).
+    NoDmSlots,
+    /// Every device-memory slot of the queue holds the payload of a WQE that has not
+    /// completed: poll completions (and signal at least one WQE per `slots`) to free them.
+    DmSlotsFull {
+        /// Slots of the queue.
+        slots: u32,
+    },
+    /// A payload larger than a device-memory slot.
+    DmPayloadTooLarge {
+        /// Payload length.
+        len: usize,
+        /// Slot size.
+        slot: usize,
+    },
 }
 
 impl fmt::Display for PostError {
@@ -140,6 +156,15 @@ impl fmt::Display for PostError {
             PostError::ForeignPreparedWr => {
                 f.write_str("a prepared work request posted on another queue than its own")
             }
+            PostError::NoDmSlots => f.write_str("the queue has no device-memory slots"),
+            PostError::DmSlotsFull { slots } => write!(
+                f,
+                "all {slots} device-memory slots hold payloads of WQEs not yet completed"
+            ),
+            PostError::DmPayloadTooLarge { len, slot } => write!(
+                f,
+                "payload of {len} bytes exceeds the device-memory slot of {slot}"
+            ),
         }
     }
 }
@@ -208,6 +233,8 @@ pub enum Error {
         /// What it would change.
         reason: &'static str,
     },
+    /// Device memory (MEMIC) was refused; the [`DmRefusal`] says why.
+    DeviceMemory(DmRefusal),
     /// The device or library refused: the operation and the reason (errno text or the
     /// model's error).
     Device {
@@ -260,6 +287,7 @@ impl fmt::Display for Error {
             Error::Environment { variable, reason } => {
                 write!(f, "{variable} is set: {reason}; unset it")
             }
+            Error::DeviceMemory(why) => write!(f, "device memory: {why}"),
             Error::Device { operation, reason } => write!(f, "{operation} failed: {reason}"),
             Error::RdmaCm(e) => write!(f, "rdma_cm: {e}"),
         }
@@ -271,5 +299,64 @@ impl std::error::Error for Error {}
 impl From<crate::cm::CmError> for Error {
     fn from(e: crate::cm::CmError) -> Self {
         Error::RdmaCm(e)
+    }
+}
+
+/// Why device memory ([`crate::dm`]) was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DmRefusal {
+    /// The device has none (`max_dm_size` 0).
+    NoDeviceMemory,
+    /// More than the device has.
+    TooLarge {
+        /// Bytes asked for.
+        len: u64,
+        /// `max_dm_size`.
+        max: u64,
+    },
+    /// The device's device memory is taken (by this or other processes).
+    Exhausted {
+        /// Bytes asked for.
+        len: u64,
+    },
+    /// An offset or size that is not a multiple of what device memory needs.
+    Misaligned {
+        /// The value given.
+        value: u64,
+        /// The multiple it must be of.
+        align: u64,
+    },
+    /// A range outside the allocation or region.
+    OutOfRange {
+        /// Offset given.
+        offset: u64,
+        /// Length given.
+        len: u64,
+        /// Size of the allocation or region.
+        size: u64,
+    },
+}
+
+impl fmt::Display for DmRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DmRefusal::NoDeviceMemory => f.write_str("the device has none (max_dm_size 0)"),
+            DmRefusal::TooLarge { len, max } => {
+                write!(
+                    f,
+                    "{len} bytes asked for, the device has {max} (max_dm_size)"
+                )
+            }
+            DmRefusal::Exhausted { len } => {
+                write!(f, "no {len} bytes free (other allocations hold it)")
+            }
+            DmRefusal::Misaligned { value, align } => {
+                write!(f, "{value} is not a multiple of {align}")
+            }
+            DmRefusal::OutOfRange { offset, len, size } => write!(
+                f,
+                "{len} bytes at {offset} are outside the {size} bytes there are"
+            ),
+        }
     }
 }

@@ -213,6 +213,7 @@ pub mod cq;
 pub mod cqz;
 pub mod dci_pool;
 pub mod device;
+pub mod dm;
 pub mod error;
 pub mod event;
 mod mem;
@@ -236,7 +237,8 @@ pub use dci_pool::DciPool;
 pub use device::{
     AddressHandle, Context, Cq, Dct, MemoryRegion, ProtectionDomain, Qp, QpReceiver, QpSender, Srq,
 };
-pub use error::{Error, PostError};
+pub use dm::{DeviceMemory, DmRegion, DmSlots};
+pub use error::{DmRefusal, Error, PostError};
 pub use event::AsyncEvent;
 pub use mem::{run_on_node, MemOptions, Pages, HUGE_PAGE};
 pub use rq::{RecvQueue, SharedRecvQueue, UD_GRH_BYTES};

@@ -189,6 +189,71 @@ unsafe fn store_block(dst: *mut u8, block: &[u64; 8]) {
     }
 }
 
+/// A write-combining mapping of device memory (MEMIC, [`crate::dm`]): every store is an
+/// MMIO write the device receives. Implementations are the real mapping ([`MappedDm`]) and
+/// the device model (`sim` backend).
+pub trait DmWindow: Send + Sync + core::fmt::Debug {
+    /// One 8-byte store of `bytes` (memory order) at `offset` (8-byte aligned).
+    fn write64(&self, offset: usize, bytes: [u8; 8]);
+    /// One 64-byte aligned line at `offset` as eight 8-byte stores in address order, which
+    /// the write-combining buffer merges into one 64-byte write (as for BlueFlame).
+    fn write_line(&self, offset: usize, line: &[u64; 8]);
+}
+
+/// Device memory mapped from the device (`verbs` backend: the `buf` of
+/// `mlx5dv_init_obj(MLX5DV_OBJ_DM)`, a write-combining mapping of the MEMIC BAR pages).
+#[derive(Debug)]
+pub struct MappedDm {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is device memory with no thread affinity; stores through it are single
+// volatile accesses inside its bounds (checked), whichever thread makes them.
+unsafe impl Send for MappedDm {}
+// SAFETY: as for `Send`: `&self` methods only store, each store stays inside the mapping.
+unsafe impl Sync for MappedDm {}
+
+impl MappedDm {
+    /// Wraps a mapping of `len` bytes of device memory.
+    ///
+    /// # Safety
+    /// `base` must be 8-byte aligned and the start of a mapping of `len` bytes of device
+    /// memory that stays mapped for the life of the value.
+    pub unsafe fn new(base: NonNull<u8>, len: usize) -> Self {
+        MappedDm { base, len }
+    }
+
+    /// The store of the 8 bytes at `offset`, bounds and alignment checked (a store outside
+    /// the mapping would be a wild write: always checked, a compare next to an MMIO write).
+    #[inline(always)]
+    fn store(&self, offset: usize, word: u64) {
+        assert!(offset % 8 == 0 && offset.checked_add(8).is_some_and(|e| e <= self.len));
+        // SAFETY: 8 aligned bytes inside the mapping (asserted above, contract of `new`);
+        // one volatile 64-bit store is one MMIO write of the device memory.
+        unsafe {
+            self.base
+                .as_ptr()
+                .add(offset)
+                .cast::<u64>()
+                .write_volatile(word)
+        }
+    }
+}
+
+impl DmWindow for MappedDm {
+    fn write64(&self, offset: usize, bytes: [u8; 8]) {
+        self.store(offset, u64::from_ne_bytes(bytes));
+    }
+
+    fn write_line(&self, offset: usize, line: &[u64; 8]) {
+        assert!(offset % SEND_WQE_BB == 0);
+        for (i, word) in line.iter().enumerate() {
+            self.store(offset + 8 * i, *word);
+        }
+    }
+}
+
 /// Plain memory standing in for a UAR page: the "null device" of the CPU-cost benchmarks.
 /// Stores are volatile, so they cost what real MMIO stores cost the CPU (minus the bus).
 #[derive(Debug)]

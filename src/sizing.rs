@@ -175,6 +175,7 @@ mod tests {
             atomics,
             atomic_8b_host_order: atomics,
             compact_av: false,
+            max_dm_size: 0,
         }
     }
 

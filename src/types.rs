@@ -84,6 +84,9 @@ pub struct DeviceCaps {
     /// [`ProtectionDomain::create_compact_ah`](crate::ProtectionDomain::create_compact_ah)
     /// refuses without it.
     pub compact_av: bool,
+    /// Device memory (MEMIC) in bytes (`max_dm_size` of `ibv_query_device_ex`; 0: none):
+    /// the most [`Context::alloc_dm`](crate::Context::alloc_dm) allocates.
+    pub max_dm_size: u64,
 }
 
 /// The queues a [`QpConfig`] gets (from [`QpConfig::check`]).

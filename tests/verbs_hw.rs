@@ -92,6 +92,12 @@ on_hardware!(
 );
 
 #[test]
+#[ignore = "needs an mlx5 NIC with device memory (max_dm_size >= 1 KiB); set MLX5_DIRECT_DEVICE"]
+fn device_memory_slots_carry_payloads() {
+    bodies::device_memory_slots_carry_payloads(&hw());
+}
+
+#[test]
 #[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
 fn dc_operations_reach_a_dct() {
     bodies::dc_operations_reach_a_dct(&hw(), env("MLX5_DIRECT_GID_INDEX").unwrap_or(0));

@@ -205,6 +205,7 @@ fn the_plain_data_types_round_trip_through_serde() {
         atomics: true,
         atomic_8b_host_order: false,
         compact_av: true,
+        max_dm_size: 128 << 10,
     });
     round_trip(QpSizes {
         send_wqe_size: 320,

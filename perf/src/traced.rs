@@ -97,6 +97,7 @@ impl<B: Backend> Backend for Traced<B> {
     type Srq = B::Srq;
     type Qp = B::Qp;
     type Channel = B::Channel;
+    type Dm = B::Dm;
 
     fn name(&self) -> &str {
         self.inner.name()
@@ -128,6 +129,21 @@ impl<B: Backend> Backend for Traced<B> {
     ) -> Result<(B::Mr, u32, u32), Error> {
         // SAFETY: forwarded from this function's contract.
         unsafe { self.inner.reg_mr(pd, addr, len, page_size, access) }
+    }
+
+    fn alloc_dm(&self, len: usize, log_align: u8) -> Result<(B::Dm, usize), Error> {
+        self.inner.alloc_dm(len, log_align)
+    }
+
+    fn reg_dm_mr(
+        &self,
+        pd: &B::Pd,
+        dm: &B::Dm,
+        offset: usize,
+        len: usize,
+        access: Access,
+    ) -> Result<(B::Mr, u32, u32), Error> {
+        self.inner.reg_dm_mr(pd, dm, offset, len, access)
     }
 
     fn advise_mr(&self, pd: &B::Pd, mr: &B::Mr, addr: u64, len: usize) -> Result<(), Error> {

@@ -9,7 +9,7 @@
 
 use core::ffi::{c_int, c_void};
 
-use rdma_sys::{ibv_ah, ibv_cq_ex, ibv_srq};
+use rdma_sys::{ibv_ah, ibv_cq_ex, ibv_dm, ibv_srq};
 use rdma_sys::{ibv_context, ibv_cq, ibv_cq_init_attr_ex, ibv_device, ibv_qp, ibv_qp_init_attr_ex};
 
 /// `MLX5DV_CONTEXT_MASK_CQE_COMPRESION` (sic): ask for `cqe_comp_caps`.
@@ -48,6 +48,8 @@ pub const MLX5DV_OBJ_CQ: u64 = 1 << 1;
 /// `MLX5DV_OBJ_SRQ`.
 pub const MLX5DV_OBJ_SRQ: u64 = 1 << 2;
 pub const MLX5DV_OBJ_AH: u64 = 1 << 5;
+/// `MLX5DV_OBJ_DM`.
+pub const MLX5DV_OBJ_DM: u64 = 1 << 4;
 /// `MLX5DV_SRQ_MASK_SRQN`: ask `mlx5dv_init_obj` for `mlx5dv_srq.srqn`.
 pub const MLX5DV_SRQ_MASK_SRQN: u64 = 1 << 0;
 
@@ -196,8 +198,19 @@ pub struct mlx5dv_srq {
     pub srqn: u32,
 }
 
+/// `struct mlx5dv_dm`: the process's write-combining mapping of a device-memory allocation
+/// (`buf`, `length` bytes); `remote_va` only with `MLX5DV_DM_MASK_REMOTE_VA` in `comp_mask`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mlx5dv_dm {
+    pub buf: *mut c_void,
+    pub length: u64,
+    pub comp_mask: u64,
+    pub remote_va: u64,
+}
+
 /// `struct mlx5dv_obj`, one `{in, out}` member. The members this backend never fills
-/// (`rwq`, `dm`, `ah`, `pd`) are typed as untyped pointers: only their layout matters.
+/// (`rwq`, `pd`) are typed as untyped pointers: only their layout matters.
 /// `struct mlx5dv_ah`: the address handle's own 48-byte `mlx5_wqe_av`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -219,7 +232,7 @@ pub struct mlx5dv_obj {
     pub cq: mlx5dv_obj_pair<ibv_cq, mlx5dv_cq>,
     pub srq: mlx5dv_obj_pair<ibv_srq, mlx5dv_srq>,
     pub rwq: mlx5dv_obj_pair<c_void, c_void>,
-    pub dm: mlx5dv_obj_pair<c_void, c_void>,
+    pub dm: mlx5dv_obj_pair<ibv_dm, mlx5dv_dm>,
     pub ah: mlx5dv_obj_pair<ibv_ah, mlx5dv_ah>,
     pub pd: mlx5dv_obj_pair<c_void, c_void>,
 }

@@ -13,7 +13,7 @@ use crate::cq::CqDesc;
 use crate::cqz::CqeCompression;
 use crate::error::Error;
 use crate::event::AsyncEvent;
-use crate::mmio::Uar;
+use crate::mmio::{DmWindow, Uar};
 use crate::prm::Av;
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
@@ -89,6 +89,9 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     /// Completion channel handle: a file descriptor that is readable while a completion
     /// event waits on the channel.
     type Channel: Send + Sync + core::fmt::Debug + AsFd;
+    /// Device memory (MEMIC) handle: the allocation and its write-combining mapping; frees
+    /// the allocation when dropped.
+    type Dm: DmWindow;
 
     /// Device name.
     fn name(&self) -> &str;
@@ -122,6 +125,21 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
             "this backend has no on-demand paging".into(),
         ))
     }
+    /// Allocates `len` bytes of device memory (not above `DeviceCaps::max_dm_size`, checked
+    /// by the caller) aligned to `1 << log_align` (`ibv_alloc_dm`); returns the handle and
+    /// the size the device gave (rounded up to 64 bytes).
+    fn alloc_dm(&self, len: usize, log_align: u8) -> Result<(Self::Dm, usize), Error>;
+    /// Registers `len` bytes at `offset` of `dm` in `pd` (`ibv_reg_dm_mr` with
+    /// `IBV_ACCESS_ZERO_BASED`; the range checked by the caller); returns the handle, lkey
+    /// and rkey.
+    fn reg_dm_mr(
+        &self,
+        pd: &Self::Pd,
+        dm: &Self::Dm,
+        offset: usize,
+        len: usize,
+        access: Access,
+    ) -> Result<(Self::Mr, u32, u32), Error>;
     /// Creates a completion channel (`ibv_create_comp_channel`).
     fn create_channel(&self) -> Result<Self::Channel, Error>;
     /// Takes the next completion event of `channel` and returns the CQN it is for, or

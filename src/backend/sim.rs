@@ -15,10 +15,10 @@ use super::{AhHandle, Backend, QpParts};
 use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
 use crate::cqz::CqeCompression;
-use crate::error::Error;
+use crate::error::{DmRefusal, Error};
 use crate::event::AsyncEvent;
 use crate::mem::{memlock_limit, MemOptions, Memory};
-use crate::mmio::Uar;
+use crate::mmio::{DmWindow, Uar};
 use crate::prm::{Av, CqeCompLayout, MiniCqeFormat, CQE_SIZE, DS, SEND_WQE_BB};
 use crate::rq::RqDesc;
 use crate::sizing;
@@ -207,6 +207,41 @@ impl Uar for SimUar {
     }
 }
 
+/// Device memory of the model: stores become `Nic::dm_write` calls (MMIO writes).
+#[derive(Debug)]
+pub struct SimDm {
+    nic: NicHandle,
+    id: u32,
+}
+
+impl SimDm {
+    /// The model's allocation id.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+}
+
+impl DmWindow for SimDm {
+    fn write64(&self, offset: usize, bytes: [u8; 8]) {
+        self.nic.dm_write(self.id, offset as u64, &bytes);
+    }
+
+    fn write_line(&self, offset: usize, line: &[u64; 8]) {
+        let mut bytes = [0u8; SEND_WQE_BB];
+        for (chunk, word) in bytes.chunks_exact_mut(8).zip(line) {
+            chunk.copy_from_slice(&word.to_ne_bytes());
+        }
+        self.nic.dm_write(self.id, offset as u64, &bytes);
+    }
+}
+
+impl Drop for SimDm {
+    fn drop(&mut self) {
+        // Dropped after every region on it (they hold it), so this cannot be busy.
+        let _ = self.nic.free_dm(self.id);
+    }
+}
+
 fn device_error(operation: &'static str) -> impl FnOnce(hw::HwError) -> Error {
     move |e| match e {
         hw::HwError::Busy => Error::Busy(operation),
@@ -390,6 +425,7 @@ impl Backend for Sim {
     type Srq = SimSrq;
     type Qp = SimQp;
     type Channel = SimChannel;
+    type Dm = SimDm;
 
     fn name(&self) -> &str {
         "mlx5-hw model"
@@ -417,6 +453,7 @@ impl Backend for Sim {
             max_dest_rd_atomic: c.max_rd_atomic,
             atomics,
             compact_av: c.compact_av,
+            max_dm_size: c.max_dm_size,
         }
     }
 
@@ -484,6 +521,49 @@ impl Backend for Sim {
             key,
             key,
         ))
+    }
+
+    fn alloc_dm(&self, len: usize, log_align: u8) -> Result<(SimDm, usize), Error> {
+        let (id, size) = self
+            .nic
+            .alloc_dm(len as u64, log_align)
+            .map_err(|e| match e {
+                hw::HwError::NotSupported(_) => Error::DeviceMemory(DmRefusal::NoDeviceMemory),
+                hw::HwError::OutOfResources => {
+                    Error::DeviceMemory(DmRefusal::Exhausted { len: len as u64 })
+                }
+                e => device_error("allocate device memory")(e),
+            })?;
+        let dm = SimDm {
+            nic: self.nic.clone(),
+            id,
+        };
+        Ok((dm, size as usize))
+    }
+
+    fn reg_dm_mr(
+        &self,
+        pd: &SimPd,
+        dm: &SimDm,
+        offset: usize,
+        len: usize,
+        access: Access,
+    ) -> Result<(SimMr, u32, u32), Error> {
+        let key = self
+            .nic
+            .reg_dm_mr(pd.pdn, dm.id, offset as u64, len as u64, hw_access(access))
+            .map_err(|e| match e {
+                hw::HwError::NotSupported(_) => Error::Unsupported(
+                    "device memory the NIC writes (the model gathers from it only)",
+                ),
+                e => device_error("register device memory")(e),
+            })?;
+        let mr = SimMr {
+            nic: self.nic.clone(),
+            key,
+            pinned: 0,
+        };
+        Ok((mr, key, key))
     }
 
     fn advise_mr(&self, pd: &SimPd, mr: &SimMr, addr: u64, len: usize) -> Result<(), Error> {

@@ -16,7 +16,8 @@
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
-use crate::error::PostError;
+use crate::dm::DmSlots;
+use crate::error::{Error, PostError};
 use crate::mmio::{BfReg, DbRec, Uar};
 use crate::prm::{self, Be32, DS, SEND_WQE_BB};
 use crate::ring::{Ring, RingView, Staging};
@@ -83,6 +84,8 @@ pub struct SendQueue<U: Uar> {
     dc: Option<DcEntry>,
     /// This queue's identity, for the [`PreparedWr`]s it prepares.
     id: u64,
+    /// The device-memory send path ([`SendQueue::post_dm`]), when attached.
+    dm: Option<Box<DmSlots>>,
 }
 
 /// `SendQueue::write_parts` of one work request on the fields of the queue `$sq`: the
@@ -166,6 +169,7 @@ impl<U: Uar> SendQueue<U> {
             ud: None,
             dc: None,
             id: prepared::next_queue_id(),
+            dm: None,
         };
         sq.set_mode(DoorbellMode::Auto);
         sq
@@ -251,6 +255,65 @@ impl<U: Uar> SendQueue<U> {
         self.set_ready(false);
         self.dbrec.write(Be32::new(0));
         self.shared.reset();
+        if let Some(dm) = &mut self.dm {
+            dm.clear();
+        }
+    }
+
+    /// Gives the queue device-memory slots for [`SendQueue::post_dm`] (`crate::dm`). Refused
+    /// ([`Error::Busy`]) while slots attached before still hold payloads of WQEs that have
+    /// not completed.
+    pub fn attach_dm(&mut self, slots: DmSlots) -> Result<(), Error> {
+        if let Some(old) = &mut self.dm {
+            // Look again: completions polled since the last post may have freed them all.
+            let tail = self.shared.tail.load(Ordering::Acquire);
+            if !old.idle(tail) {
+                return Err(Error::Busy("device-memory slots"));
+            }
+        }
+        self.dm = Some(Box::new(slots));
+        Ok(())
+    }
+
+    /// The device-memory slots attached ([`SendQueue::attach_dm`]).
+    pub fn dm_slots(&self) -> Option<&DmSlots> {
+        self.dm.as_deref()
+    }
+
+    /// Posts `op` (SEND, SEND with immediate, WRITE or WRITE with immediate) with `payload`
+    /// copied into the next device-memory slot and gathered from there: the payload crosses
+    /// the link as the CPU's writes into device memory, and the device reads no host memory
+    /// for it (UCX's device-memory send path, `docs/memory.md`). Rings the doorbell, as
+    /// [`SendQueue::post`]. Refused when the queue has no slots ([`PostError::NoDmSlots`]),
+    /// the payload exceeds a slot ([`PostError::DmPayloadTooLarge`]), every slot's WQE is
+    /// outstanding ([`PostError::DmSlotsFull`]), for other operations
+    /// ([`PostError::InlineNotAllowed`]: like inline data, the path carries a payload), and
+    /// for every reason [`SendQueue::post`] refuses; nothing is posted then.
+    pub fn post_dm(
+        &mut self,
+        wr_id: u64,
+        op: SendOp,
+        payload: &[u8],
+        flags: SendFlags,
+    ) -> Result<(), PostError> {
+        if !matches!(
+            op,
+            SendOp::Send | SendOp::SendImm(_) | SendOp::Write(_) | SendOp::WriteImm(..)
+        ) {
+            return Err(PostError::InlineNotAllowed);
+        }
+        let Some(dm) = self.dm.as_deref_mut() else {
+            return Err(PostError::NoDmSlots);
+        };
+        if payload.is_empty() {
+            return self.post(wr_id, op, Data::Sges(&[]), flags);
+        }
+        let sge = dm.fill(self.shared.tail.load(Ordering::Acquire), payload)?;
+        self.post(wr_id, op, Data::Sges(&[sge]), flags)?;
+        if let Some(dm) = self.dm.as_deref_mut() {
+            dm.commit(self.c.pi);
+        }
+        Ok(())
     }
 
     /// Builds one WQE in the ring without ringing the doorbell.

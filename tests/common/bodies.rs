@@ -10,8 +10,8 @@ use mlx5_direct::prm::Syndrome;
 use mlx5_direct::sq::{MaskedCs32Args, MaskedCs64Args};
 use mlx5_direct::{
     Access, AhAttr, AsyncEvent, CompChannel, Completion, ConnectOptions, Context, Cq, Data,
-    DoorbellMode, Error, GlobalRoute, MemoryRegion, PostError, Qp, QpConfig, QpPsn, QpState,
-    Remote, SendFlags, SendOp, SendWr, Status, Transport, WcOpcode,
+    DmSlots, DoorbellMode, Error, GlobalRoute, MemoryRegion, PostError, Qp, QpConfig, QpPsn,
+    QpState, Remote, SendFlags, SendOp, SendWr, Status, Transport, WcOpcode,
 };
 
 use super::{assert_empty, connect, connect_with, poll_n, rig_pair, Drive, Rig, Side, MR_LEN};
@@ -1157,4 +1157,92 @@ pub fn uc_operations_complete_and_read_is_refused<R: Rig>(rig: &R) {
         assert_eq!(a.qp.sq().post(4, op, Data::Sges(&[sge]), signaled), refused);
     }
     assert_empty(&mut a);
+}
+
+/// The payload of the `i`th message of the device-memory body: `len` bytes counting from `i`.
+fn dm_payload(i: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|k| (k as u8).wrapping_mul(3).wrapping_add(i))
+        .collect()
+}
+
+/// A send queue's device-memory slots (4 of 256 bytes on 1 KiB of device memory): WRITEs
+/// and a SEND of payloads copied into the slots land byte for byte; a fifth post while the
+/// four WQEs have not been seen complete is refused (a slot is never reused before its WQE
+/// completed, even unsignaled ones: they retire with the signaled one after them), and
+/// succeeds once the completion is polled. Needs a device with at least 1 KiB of device
+/// memory.
+pub fn device_memory_slots_carry_payloads<R: Rig>(rig: &R) -> (Side<R::B>, Side<R::B>) {
+    let (mut a, mut b) = rig_pair(rig);
+    let dm = a.ctx.alloc_dm(1024).unwrap();
+    assert_eq!(dm.len(), 1024);
+    let region = dm.register(&a.pd, 0, 1024, Access::NONE).unwrap();
+    let slots = DmSlots::new(region, 256).unwrap();
+    assert_eq!((slots.count(), slots.slot_size()), (4, 256));
+    let write = |at: usize| SendOp::Write(b.mr.remote(at));
+    let sq = a.qp.sq();
+    assert_eq!(
+        sq.post_dm(9, write(0), &[1; 8], SendFlags::SIGNALED),
+        Err(PostError::NoDmSlots)
+    );
+    sq.attach_dm(slots).unwrap();
+    // Three unsignaled WRITEs and a signaled one, of lengths not all multiples of 8.
+    for i in 0..4u8 {
+        let flags = if i == 3 {
+            SendFlags::SIGNALED
+        } else {
+            SendFlags::UNSIGNALED
+        };
+        let payload = dm_payload(i, 200 + 17 * usize::from(i));
+        sq.post_dm(u64::from(i), write(1024 * usize::from(i)), &payload, flags)
+            .unwrap();
+    }
+    assert_eq!(sq.dm_slots().unwrap().in_flight(), 4);
+    assert_eq!(
+        sq.post_dm(4, write(4096), &[4; 64], SendFlags::SIGNALED),
+        Err(PostError::DmSlotsFull { slots: 4 })
+    );
+    assert_eq!(
+        sq.post_dm(4, write(4096), &[4; 257], SendFlags::SIGNALED),
+        Err(PostError::DmPayloadTooLarge {
+            len: 257,
+            slot: 256
+        })
+    );
+    assert_eq!(
+        sq.post_dm(
+            4,
+            SendOp::Read(b.mr.remote(0)),
+            &[4; 8],
+            SendFlags::SIGNALED
+        ),
+        Err(PostError::InlineNotAllowed)
+    );
+    let c = poll_n(&mut a, 1);
+    assert_eq!((c[0].wr_id, c[0].status), (3, Status::Success));
+    for i in 0..4u8 {
+        let want = dm_payload(i, 200 + 17 * usize::from(i));
+        assert_eq!(
+            read(&b, 1024 * usize::from(i), want.len()),
+            want,
+            "message {i}"
+        );
+    }
+    // Every slot is free again: a SEND of 100 bytes goes through slot 0.
+    b.qp.rq().unwrap().post(7, &[b.mr.sge(8192, 256)]).unwrap();
+    let payload = dm_payload(9, 100);
+    a.qp.sq()
+        .post_dm(5, SendOp::Send, &payload, SendFlags::SIGNALED)
+        .unwrap();
+    assert_eq!(a.qp.sq().dm_slots().unwrap().in_flight(), 1);
+    let c = poll_n(&mut a, 1);
+    assert_eq!((c[0].wr_id, c[0].status), (5, Status::Success));
+    let r = poll_n(&mut b, 1);
+    assert_eq!(
+        (r[0].wr_id, r[0].status, r[0].byte_len),
+        (7, Status::Success, 100)
+    );
+    assert_eq!(read(&b, 8192, 100), payload);
+    assert_empty(&mut a);
+    (a, b)
 }

@@ -405,6 +405,8 @@ fn caps_of(attr: &ibv_device_attr, shut_up_bf: bool) -> DeviceCaps {
         // The cap `compact_address_vector` is read only through DevX (QUERY_HCA_CAP), which
         // this backend does not issue; rdma-core's own AHs always set the extended bit.
         compact_av: false,
+        // In the extended attributes only (`query_device`).
+        max_dm_size: 0,
     }
 }
 
@@ -430,7 +432,10 @@ fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error>
     let fw = attr.fw_ver.map(|c| c as u8);
     let fw_len = fw.iter().position(|&b| b == 0).unwrap_or(fw.len());
     let shut_up_bf = is_set(std::env::var_os("MLX5_SHUT_UP_BF"));
-    let caps = caps_of(&attr, shut_up_bf);
+    let caps = DeviceCaps {
+        max_dm_size: ex.max_dm_size,
+        ..caps_of(&attr, shut_up_bf)
+    };
     let comp = dv.comp_mask & MLX5DV_CONTEXT_MASK_CQE_COMPRESION != 0;
     let info = VerbsDeviceInfo {
         fw_ver: String::from_utf8_lossy(&fw[..fw_len]).into_owned(),
@@ -495,6 +500,7 @@ mod tests {
                 atomics: true,
                 atomic_8b_host_order: true,
                 compact_av: false,
+                max_dm_size: 0,
             }
         );
         attr.atomic_cap = ibv_atomic_cap::IBV_ATOMIC_NONE;

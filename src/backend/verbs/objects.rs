@@ -17,6 +17,9 @@ use rdma_sys::{
     ibv_qp_init_attr_ex, ibv_qp_init_attr_mask, ibv_qp_type, ibv_query_device_ex, ibv_query_qp,
     ibv_reg_mr, ibv_sge, ibv_srq, ibv_srq_init_attr,
 };
+use rdma_sys::{
+    ibv_access_flags, ibv_alloc_dm, ibv_alloc_dm_attr, ibv_dm, ibv_free_dm, ibv_reg_dm_mr,
+};
 
 use super::attr::{self, Addressing};
 use super::bfreg::{RegState, VerbsUar};
@@ -24,18 +27,20 @@ use super::events::VerbsChannel;
 use super::{failed, failed_registration, DeviceCtx, Verbs, VerbsDeviceInfo};
 use crate::backend::mlx5dv::{
     mlx5dv_ah, mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp,
-    mlx5dv_dc_init_attr, mlx5dv_get_clock_info, mlx5dv_init_obj, mlx5dv_obj, mlx5dv_qp,
+    mlx5dv_dc_init_attr, mlx5dv_dm, mlx5dv_get_clock_info, mlx5dv_init_obj, mlx5dv_obj, mlx5dv_qp,
     mlx5dv_qp_init_attr, mlx5dv_srq, MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE,
     MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, MLX5DV_DCTYPE_DCI, MLX5DV_DCTYPE_DCT, MLX5DV_OBJ_AH,
-    MLX5DV_OBJ_CQ, MLX5DV_OBJ_QP, MLX5DV_OBJ_SRQ, MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE,
-    MLX5DV_QP_INIT_ATTR_MASK_DC, MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS, MLX5DV_SRQ_MASK_SRQN,
+    MLX5DV_OBJ_CQ, MLX5DV_OBJ_DM, MLX5DV_OBJ_QP, MLX5DV_OBJ_SRQ,
+    MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE, MLX5DV_QP_INIT_ATTR_MASK_DC,
+    MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS, MLX5DV_SRQ_MASK_SRQN,
 };
 use crate::backend::{AhHandle, Backend, QpParts};
 use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
 use crate::cqz::CqeCompression;
-use crate::error::Error;
+use crate::error::{DmRefusal, Error};
 use crate::event::AsyncEvent;
+use crate::mmio::MappedDm;
 use crate::prm::{Av, Be32, CqeCompLayout, SEND_WQE_BB, UAR_PAGE_SIZE};
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
@@ -89,6 +94,39 @@ fn empty_obj() -> mlx5dv_obj {
 pub struct VerbsPd {
     pd: NonNull<ibv_pd>,
     _dev: Arc<DeviceCtx>,
+}
+
+/// A device-memory allocation (`ibv_alloc_dm`) and its write-combining mapping
+/// (`mlx5dv_init_obj(MLX5DV_OBJ_DM)`); freed (`ibv_free_dm`, which unmaps it) when dropped.
+#[derive(Debug)]
+pub struct VerbsDm {
+    /// Dropped before the allocation is freed (field order; `Drop` frees).
+    map: MappedDm,
+    dm: NonNull<ibv_dm>,
+    _dev: Arc<DeviceCtx>,
+}
+
+// SAFETY: an `ibv_dm` may be used from any thread (libibverbs objects have no thread
+// affinity); its mapping is `MappedDm`, which is `Send` and `Sync`.
+unsafe impl Send for VerbsDm {}
+// SAFETY: as for `Send`: shared use only stores through the mapping.
+unsafe impl Sync for VerbsDm {}
+
+impl crate::mmio::DmWindow for VerbsDm {
+    fn write64(&self, offset: usize, bytes: [u8; 8]) {
+        self.map.write64(offset, bytes);
+    }
+
+    fn write_line(&self, offset: usize, line: &[u64; 8]) {
+        self.map.write_line(offset, line);
+    }
+}
+
+impl Drop for VerbsDm {
+    fn drop(&mut self) {
+        // SAFETY: a live allocation with no registration left (each `DmRegion` holds it).
+        let _ = unsafe { ibv_free_dm(self.dm.as_ptr()) };
+    }
 }
 
 /// A memory registration.
@@ -398,6 +436,19 @@ impl Verbs {
     }
 }
 
+impl Verbs {
+    /// The handle and keys of a registration just made on this context.
+    fn registered(&self, mr: NonNull<ibv_mr>) -> (VerbsMr, u32, u32) {
+        // SAFETY: a live registration.
+        let (lkey, rkey) = unsafe { ((*mr.as_ptr()).lkey, (*mr.as_ptr()).rkey) };
+        let handle = VerbsMr {
+            mr,
+            _dev: self.dev.clone(),
+        };
+        (handle, lkey, rkey)
+    }
+}
+
 impl Backend for Verbs {
     type Uar = VerbsUar;
     type Pd = VerbsPd;
@@ -406,6 +457,76 @@ impl Backend for Verbs {
     type Srq = VerbsSrq;
     type Qp = VerbsQp;
     type Channel = VerbsChannel;
+    type Dm = VerbsDm;
+
+    fn alloc_dm(&self, len: usize, log_align: u8) -> Result<(VerbsDm, usize), Error> {
+        let mut attr = ibv_alloc_dm_attr {
+            length: len,
+            log_align_req: log_align.into(),
+            comp_mask: 0,
+        };
+        // SAFETY: an open context and an attribute struct read during the call.
+        let dm = unsafe { ibv_alloc_dm(self.dev.ctx.as_ptr(), &mut attr) };
+        let Some(dm) = dm.and_then(NonNull::new) else {
+            let err = std::io::Error::last_os_error();
+            return Err(match err.raw_os_error() {
+                Some(libc::EOPNOTSUPP | libc::ENOSYS) => {
+                    Error::DeviceMemory(DmRefusal::NoDeviceMemory)
+                }
+                Some(libc::ENOMEM) => Error::DeviceMemory(DmRefusal::Exhausted { len: len as u64 }),
+                _ => failed("allocate device memory", 0),
+            });
+        };
+        // SAFETY: plain C data, all-null is valid.
+        let mut out: mlx5dv_dm = unsafe { core::mem::zeroed() };
+        let mut obj = empty_obj();
+        obj.dm.r#in = dm.as_ptr();
+        obj.dm.out = &mut out;
+        let mapped = init_obj(&mut obj, MLX5DV_OBJ_DM, "describe device memory").and_then(|()| {
+            NonNull::new(out.buf.cast::<u8>()).ok_or(Error::InvalidArgument(
+                "mlx5dv_init_obj returned no DM mapping",
+            ))
+        });
+        let base = match mapped {
+            Ok(base) => base,
+            Err(e) => {
+                // SAFETY: the allocation just made, never registered.
+                let _ = unsafe { ibv_free_dm(dm.as_ptr()) };
+                return Err(e);
+            }
+        };
+        let length = out.length as usize;
+        Ok((
+            VerbsDm {
+                // SAFETY: libmlx5 mapped `length` bytes at `buf` (page aligned) for the life of
+                // the allocation, which this value frees after dropping the mapping.
+                map: unsafe { MappedDm::new(base, length) },
+                dm,
+                _dev: self.dev.clone(),
+            },
+            length,
+        ))
+    }
+
+    fn reg_dm_mr(
+        &self,
+        pd: &VerbsPd,
+        dm: &VerbsDm,
+        offset: usize,
+        len: usize,
+        access: Access,
+    ) -> Result<(VerbsMr, u32, u32), Error> {
+        // libibverbs refuses a DM registration that is not zero based (`ibv_cmd_reg_dm_mr`).
+        let access = access.0 | ibv_access_flags::IBV_ACCESS_ZERO_BASED.0;
+        // SAFETY: a live PD and allocation of this context; the range is inside it (checked
+        // by the caller).
+        let mr =
+            unsafe { ibv_reg_dm_mr(pd.pd.as_ptr(), dm.dm.as_ptr(), offset as u64, len, access) };
+        let mr = mr
+            .and_then(NonNull::new)
+            .ok_or_else(|| failed("register device memory", 0))?;
+        Ok(self.registered(mr))
+    }
 
     fn name(&self) -> &str {
         &self.name
@@ -453,16 +574,7 @@ impl Backend for Verbs {
         // is dropped; `access` holds `ibv_access_flags` values.
         let mr = unsafe { ibv_reg_mr(pd.pd.as_ptr(), addr.cast(), len, access.0 as c_int) };
         let mr = NonNull::new(mr).ok_or_else(|| failed_registration(len, access))?;
-        // SAFETY: a registration just returned.
-        let (lkey, rkey) = unsafe { ((*mr.as_ptr()).lkey, (*mr.as_ptr()).rkey) };
-        Ok((
-            VerbsMr {
-                mr,
-                _dev: self.dev.clone(),
-            },
-            lkey,
-            rkey,
-        ))
+        Ok(self.registered(mr))
     }
 
     fn advise_mr(&self, pd: &VerbsPd, mr: &VerbsMr, addr: u64, len: usize) -> Result<(), Error> {
