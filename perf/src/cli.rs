@@ -664,6 +664,10 @@ pub struct ExplainArgs {
     /// burst); the CQ entries as the NIC wrote them are shown, mini-CQEs decoded.
     #[arg(long, value_enum)]
     pub cqe_compression: Option<ZipArg>,
+    /// The responder's QP scatters to CQE, on a CQ of this many bytes per CQE (64 or 128):
+    /// a SEND of up to 32 / 64 bytes comes up inside the CQE, without the payload's write.
+    #[arg(long, value_name = "CQE_SIZE")]
+    pub scatter_to_cqe: Option<usize>,
     /// The transport of the requester's QP: UD carries SEND only, UC no READ or atomics,
     /// DC posts on a DC initiator to a DC target (UD and DC: one WR per doorbell).
     #[arg(long, value_enum, default_value_t = TransportArg::Rc)]
@@ -771,6 +775,10 @@ pub struct PcieArgs {
     /// compressed in each layout (the model compressing every burst).
     #[arg(long)]
     pub cqe_compression: bool,
+    /// Add responder rows for the inbound SEND on 128-byte CQEs and with scatter to CQE on
+    /// 64- and 128-byte CQEs.
+    #[arg(long)]
+    pub scatter_to_cqe: bool,
     /// Add the transport rows: the BlueFlame row's posting on UC, as UD SENDs (the 48-byte
     /// AV, and with a GRH), and on a DC initiator to one DC target and to two in turn, with
     /// what the requester's NIC put on the wire (one QP).

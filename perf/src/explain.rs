@@ -487,6 +487,8 @@ pub fn run(args: &ExplainArgs) -> Result<(), crate::Error> {
         grh: args.grh,
         dc_targets: 1,
         compact_av: args.compact_av,
+        recv_cqe: args.scatter_to_cqe.unwrap_or(64),
+        scatter_to_cqe: args.scatter_to_cqe.is_some(),
     };
     let o = probe::observe(&case)?;
     if args.json {

@@ -85,6 +85,8 @@ fn case(op: ExplainOp, size: usize, p: Posting, pcie: PcieConfig, qps: u32) -> C
         grh: false,
         dc_targets: 1,
         compact_av: false,
+        recv_cqe: 64,
+        scatter_to_cqe: false,
     }
 }
 
@@ -241,6 +243,7 @@ fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> 
         });
     }
     rows.extend(transport_rows(args, pcie)?);
+    rows.extend(scatter_rows(args, pcie)?);
     rows.extend(memory_rows(args, pcie)?);
     Ok(rows)
 }
@@ -258,6 +261,30 @@ fn both_sides(step: &str, c: &Case, wire: bool) -> Result<[Row; 2], crate::Error
             wire: wire.then_some(o.wire),
         }),
     )
+}
+
+/// The inbound SEND of the responder rows on a 128-byte CQE, and with scatter to CQE on
+/// 64- and 128-byte CQEs (docs/pcie.md, "Scatter to CQE rows"): a message of up to 32 / 64
+/// bytes comes up inside its CQE, without the payload's write. With `--scatter-to-cqe`.
+fn scatter_rows(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> {
+    if !args.scatter_to_cqe {
+        return Ok(Vec::new());
+    }
+    let mut rows = Vec::new();
+    for (step, scatter_to_cqe, recv_cqe) in [
+        ("inbound SEND, 128-byte CQEs", false, 128),
+        ("inbound SEND, scatter to CQE, 64-byte CQEs", true, 64),
+        ("inbound SEND, scatter to CQE, 128-byte CQEs", true, 128),
+    ] {
+        let c = Case {
+            recv_cqe,
+            scatter_to_cqe,
+            ..case(ExplainOp::Send, args.size, textbook(), pcie, args.qps)
+        };
+        let [_, responder] = both_sides(step, &c, false)?;
+        rows.push(responder);
+    }
+    Ok(rows)
 }
 
 /// Messages of each transport row.

@@ -72,6 +72,10 @@ pub struct Case {
     /// UD and DC: a compact address handle (the 16-byte AV), both NICs given the
     /// `compact_address_vector` cap (`NicConfig::compact_av`).
     pub compact_av: bool,
+    /// Bytes per CQE of the responder's CQ: 64 or 128.
+    pub recv_cqe: usize,
+    /// The responder's QPs scatter to CQE (`QpConfig::scatter_to_cqe`; RC and UC).
+    pub scatter_to_cqe: bool,
 }
 
 /// The Q_Key of the UD cases, and the DC key of the DC ones (perftest's).
@@ -242,6 +246,12 @@ fn check(case: &Case) -> Result<(), Error> {
         _ if case.dc_targets == 0 || (case.dc_targets > 1 && case.transport != Transport::Dci) => {
             Some("DC targets: at least 1, and more only for DC")
         }
+        _ if case.recv_cqe != 64 && case.recv_cqe != 128 => {
+            Some("--scatter-to-cqe takes the CQE size: 64 or 128")
+        }
+        _ if case.scatter_to_cqe && !matches!(case.transport, Transport::Rc | Transport::Uc) => {
+            Some("--scatter-to-cqe: RC and UC receives only")
+        }
         _ => None,
     };
     match refusal {
@@ -322,12 +332,16 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         transport: case.transport,
         scatter_to_cqe: false,
     };
+    let qp_config_b = QpConfig {
+        scatter_to_cqe: case.scatter_to_cqe,
+        ..qp_config
+    };
     let (pd_a, pd_b) = (a.alloc_pd()?, b.alloc_pd()?);
     let mut cq_a = match case.zip {
         None => a.create_cq(2 * n + 16, 64)?,
         Some(zip) => a.create_compressed_cq(2 * n + 16, 64, zip)?,
     };
-    let mut cq_b = b.create_cq(2 * n + 16, 64)?;
+    let mut cq_b = b.create_cq(2 * n + 16, case.recv_cqe)?;
     let mode = match case.mode {
         PostMode::Bf => DoorbellMode::BlueFlame,
         PostMode::BfLast => DoorbellMode::BlueFlameLast,
@@ -345,14 +359,14 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
             }
             Transport::Ud => {
                 let mut qp_a = pd_a.create_qp(&cq_a, &cq_a, &qp_config)?;
-                let mut qp_b = pd_b.create_qp(&cq_b, &cq_b, &qp_config)?;
+                let mut qp_b = pd_b.create_qp(&cq_b, &cq_b, &qp_config_b)?;
                 qp_a.activate_ud(1, QKEY)?;
                 qp_b.activate_ud(1, QKEY)?;
                 (qp_a, Some(qp_b))
             }
             _ => {
                 let mut qp_a = pd_a.create_qp(&cq_a, &cq_a, &qp_config)?;
-                let mut qp_b = pd_b.create_qp(&cq_b, &cq_b, &qp_config)?;
+                let mut qp_b = pd_b.create_qp(&cq_b, &cq_b, &qp_config_b)?;
                 qp_a.connect(&qp_b.endpoint()?, &options)?;
                 qp_b.connect(&qp_a.endpoint()?, &options)?;
                 (qp_a, Some(qp_b))

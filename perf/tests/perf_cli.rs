@@ -1475,6 +1475,96 @@ fn pcie_compression_rows_count_the_cqe_writes_of_each_layout() {
 }
 
 #[test]
+fn pcie_scatter_rows_save_the_payload_write_up_to_the_cqe_limit() {
+    let rows = |size: &str| {
+        json(&[
+            "pcie",
+            "--op",
+            "send",
+            "--size",
+            size,
+            "--scatter-to-cqe",
+            "--json",
+        ])
+    };
+    let up = |v: &Value, name: &str| {
+        let m = &row(v, name)["per_message"];
+        (
+            m["dma_writes"].as_f64().unwrap(),
+            m["bytes_up"].as_f64().unwrap(),
+        )
+    };
+    // Up the link per 32-byte SEND: two read requests (record, WQE: 48 B), the payload MWr
+    // (32 + 24) and the CQE MWr (64 + 24, or 128 + 24); scatter to CQE drops the payload's.
+    let v = rows("32");
+    assert_eq!(up(&v, "inbound SEND (receive"), (2.0, 48.0 + 56.0 + 88.0));
+    assert_eq!(
+        up(&v, "inbound SEND, 128-byte CQEs"),
+        (2.0, 48.0 + 56.0 + 152.0)
+    );
+    assert_eq!(
+        up(&v, "inbound SEND, scatter to CQE, 64-byte"),
+        (1.0, 48.0 + 88.0)
+    );
+    assert_eq!(
+        up(&v, "inbound SEND, scatter to CQE, 128-byte"),
+        (1.0, 48.0 + 152.0)
+    );
+    // 64 bytes: over the 64-byte CQE's 32, within the 128-byte CQE's 64.
+    let v = rows("64");
+    assert_eq!(
+        up(&v, "inbound SEND, scatter to CQE, 64-byte"),
+        (2.0, 48.0 + 88.0 + 88.0)
+    );
+    assert_eq!(
+        up(&v, "inbound SEND, scatter to CQE, 128-byte"),
+        (1.0, 48.0 + 152.0)
+    );
+    // Without the flag, no such rows.
+    let plain = json(&["pcie", "--op", "send", "--json"])["rows"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(rows("8")["rows"].as_array().unwrap().len(), plain + 3);
+}
+
+#[test]
+fn explain_shows_the_send_that_came_in_the_cqe() {
+    let v = json(&[
+        "explain",
+        "send",
+        "--size",
+        "32",
+        "--scatter-to-cqe",
+        "64",
+        "--json",
+    ]);
+    let writes: Vec<&str> = v["tlps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["side"] == "responder" && t["kind"] == "MWr")
+        .map(|t| t["purpose"].as_str().unwrap())
+        .collect();
+    assert_eq!(writes, ["Cqe"]);
+    fails_with(
+        &["explain", "send", "--scatter-to-cqe", "96"],
+        "--scatter-to-cqe takes the CQE size: 64 or 128",
+    );
+    fails_with(
+        &[
+            "explain",
+            "send",
+            "--transport",
+            "ud",
+            "--scatter-to-cqe",
+            "64",
+        ],
+        "--scatter-to-cqe: RC and UC receives only",
+    );
+}
+
+#[test]
 fn explain_shows_the_compressed_entries_as_written() {
     let explain = |layout: &str| {
         let args = ["explain", "write", "--inline", "--batch", "10"];
@@ -1884,6 +1974,31 @@ fn pcie_transport_rows() {
         "{out}"
     );
     assert!(!out.contains("UD SEND"), "{out}");
+}
+
+/// docs/pcie.md's scatter-to-CQE rows are the ones `pcie --op send --scatter-to-cqe` prints.
+#[test]
+fn docs_pcie_md_shows_the_scatter_rows() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/pcie.md"))
+        .expect("docs/pcie.md");
+    for size in ["32", "64"] {
+        let args = ["pcie", "--op", "send", "--size", size, "--scatter-to-cqe"];
+        let (ok, out, err) = perf(&args);
+        assert!(ok, "{err}");
+        let block: Vec<&str> = out
+            .lines()
+            .filter(|l| {
+                l.starts_with(['#', ' ']) || l.starts_with("side ") || l.contains("inbound SEND")
+            })
+            .collect();
+        assert_eq!(block.len(), 10, "{out}");
+        assert!(
+            doc.contains(&format!("```\n{}\n```", block.join("\n"))),
+            "docs/pcie.md is stale: regenerate the scatter rows of `cargo run --release -p mlx5-perf -- {}`:\n{}",
+            args.join(" "),
+            block.join("\n")
+        );
+    }
 }
 
 /// docs/pcie.md's transport rows are the ones `pcie --transports` prints.
