@@ -6,6 +6,8 @@
 //! limit (normal DMA), and the refusals.
 #![cfg(feature = "sim")]
 
+mod common;
+
 use mlx5_direct::backend::sim::{hw, Fabric, Sim};
 use mlx5_direct::{
     Access, Completion, ConnectOptions, Context, Cq, CqeCompression, Data, Error, MemoryRegion, Qp,
@@ -278,4 +280,10 @@ fn scatter_to_cqe_is_refused_off_rc_and_uc_and_with_a_compressing_cq() {
     ));
     // The compressing CQ may still complete sends: only the receive CQ matters.
     assert!(pd.create_qp(&zipped, &cq, &SCATTER).is_ok());
+}
+
+#[test]
+fn small_sends_come_through_the_cqe() {
+    // The body the hardware test runs too (tests/verbs_hw.rs).
+    common::bodies::small_sends_come_through_the_cqe(&Fabric::new());
 }

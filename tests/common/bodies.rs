@@ -1246,3 +1246,40 @@ pub fn device_memory_slots_carry_payloads<R: Rig>(rig: &R) -> (Side<R::B>, Side<
     assert_empty(&mut a);
     (a, b)
 }
+
+/// Scatter to CQE (`QpConfig::scatter_to_cqe`): a SEND of the CQE's limit (32 bytes with
+/// 64-byte CQEs, 64 with 128) arrives inside the CQE and polling puts it into the receive's
+/// buffer; one byte more arrives by DMA. On hardware `MLX5_SCATTER_TO_CQE=0` must not be set
+/// (rdma-core would then not ask the kernel for it).
+pub fn small_sends_come_through_the_cqe<R: Rig>(rig: &R) {
+    let config = QpConfig {
+        scatter_to_cqe: true,
+        ..QpConfig::default()
+    };
+    for (cqe_size, limit) in [(64, 32usize), (128, 64)] {
+        let (mut a, mut b) = (
+            rig.side_sized(&config, 256, cqe_size),
+            rig.side_sized(&config, 256, cqe_size),
+        );
+        connect(&mut a, &mut b);
+        for len in [limit, limit + 1] {
+            let data: Vec<u8> = (0..len).map(|i| 0x5a ^ i as u8).collect();
+            b.mr.write(0, &[0; 128]);
+            b.qp.rq().unwrap().post(7, &[b.mr.sge(0, 128)]).unwrap();
+            a.qp.sq()
+                .post(1, SendOp::Send, Data::Inline(&data), SendFlags::SIGNALED)
+                .unwrap();
+            assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
+            let r = poll_n(&mut b, 1)[0];
+            assert_eq!(
+                (r.wr_id, r.status, r.byte_len, r.data_in_cqe),
+                (7, Status::Success, len as u32, len == limit),
+                "{cqe_size}-byte CQEs, {len} bytes"
+            );
+            let mut got = vec![0; 128];
+            b.mr.read(0, &mut got);
+            assert_eq!(got[..len], data[..], "{cqe_size}-byte CQEs, {len} bytes");
+            assert_eq!(got[len..], vec![0; 128 - len][..]);
+        }
+    }
+}
