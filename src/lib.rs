@@ -237,7 +237,7 @@ pub use dci_pool::DciPool;
 pub use device::{
     AddressHandle, Context, Cq, Dct, MemoryRegion, ProtectionDomain, Qp, QpReceiver, QpSender, Srq,
 };
-pub use dm::{DeviceMemory, DmRegion, DmSlots};
+pub use dm::{DeviceMemory, DmRegion, DmSlots, DM_LINE};
 pub use error::{DmRefusal, Error, PostError};
 pub use event::AsyncEvent;
 pub use mem::{run_on_node, MemOptions, Pages, HUGE_PAGE};

@@ -784,6 +784,11 @@ pub struct PcieArgs {
     /// what the requester's NIC put on the wire (one QP).
     #[arg(long)]
     pub transports: bool,
+    /// Only the MEMIC rows: WRITEs (or SENDs) of 256, 512, 1024 and 2048 bytes gathered
+    /// from host memory against the same payloads copied into device memory and gathered
+    /// there (docs/memory.md, "Device memory").
+    #[arg(long)]
+    pub memic: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -489,6 +489,7 @@ pub fn run(args: &ExplainArgs) -> Result<(), crate::Error> {
         compact_av: args.compact_av,
         recv_cqe: args.scatter_to_cqe.unwrap_or(64),
         scatter_to_cqe: args.scatter_to_cqe.is_some(),
+        dm: false,
     };
     let o = probe::observe(&case)?;
     if args.json {

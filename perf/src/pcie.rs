@@ -87,6 +87,7 @@ fn case(op: ExplainOp, size: usize, p: Posting, pcie: PcieConfig, qps: u32) -> C
         compact_av: false,
         recv_cqe: 64,
         scatter_to_cqe: false,
+        dm: false,
     }
 }
 
@@ -192,11 +193,48 @@ fn zip_steps() -> Vec<(String, Posting)> {
         .collect()
 }
 
-fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> {
-    let op = match args.op {
+/// Payload sizes of the MEMIC rows: above perftest's inline limit, up to UCX's default
+/// device-memory slot (`DM_SIZE`, 2 KiB).
+pub const MEMIC_SIZES: [usize; 4] = [256, 512, 1024, 2048];
+
+/// The operation of the table.
+fn explain_op(args: &PcieArgs) -> ExplainOp {
+    match args.op {
         PcieOp::Write => ExplainOp::Write,
         PcieOp::Send => ExplainOp::Send,
-    };
+    }
+}
+
+/// `--memic`: per size, a signaled BlueFlame WQE gathering its payload from host memory
+/// by DMA, then the same payload copied into device memory and gathered there; the
+/// responder's side is the same in both.
+fn memic_rows(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> {
+    let posting = Posting::new(PostMode::Bf, false, 1, 1, 1);
+    let mut rows = Vec::new();
+    for size in MEMIC_SIZES {
+        for (how, dm) in [("DMA gather", false), ("from device memory (MEMIC)", true)] {
+            let c = probe::Case {
+                dm,
+                ..case(explain_op(args), size, posting, pcie, args.qps)
+            };
+            let o = probe::observe(&c)?;
+            rows.push(Row {
+                side: "requester",
+                step: format!("{size} B, BlueFlame, {how}"),
+                messages: c.messages(),
+                cost: o.requester,
+                wire: None,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> {
+    if args.memic {
+        return memic_rows(args, pcie);
+    }
+    let op = explain_op(args);
     let mut rows = Vec::new();
     let beyond = beyond_steps().map(|(step, p)| (step.to_string(), p));
     let zip = if args.cqe_compression {
@@ -441,11 +479,15 @@ fn op_name(op: PcieOp) -> &'static str {
 }
 
 fn header(args: &PcieArgs, pcie: &PcieConfig) -> Vec<String> {
+    let sizes = if args.memic {
+        MEMIC_SIZES.map(|s| s.to_string()).join(", ")
+    } else {
+        args.size.to_string()
+    };
     let mut lines = vec![
         format!(
-            "# PCIe cost per message, measured on the mlx5-hw model: {} of {} bytes",
-            op_name(args.op),
-            args.size
+            "# PCIe cost per message, measured on the mlx5-hw model: {} of {sizes} bytes",
+            op_name(args.op)
         ),
         format!("# {}", probe::describe_link(pcie)),
         format!("# optional NIC traffic: {}", probe::describe_options(pcie)),
@@ -457,7 +499,11 @@ fn header(args: &PcieArgs, pcie: &PcieConfig) -> Vec<String> {
             args.qps
         ));
     }
-    if args.size > PERFTEST_INLINE {
+    if args.memic {
+        lines.push(
+            "# device memory: the payload copied in 64-byte lines (a partial last line in 8-byte writes) before the WQE".into(),
+        );
+    } else if args.size > PERFTEST_INLINE {
         lines.push(format!(
             "# inline rows left out: {} bytes is over the {PERFTEST_INLINE}-byte inline limit",
             args.size

@@ -8,9 +8,9 @@ use mlx5_direct::backend::sim::{
 };
 use mlx5_direct::prm::{DS, SEND_WQE_BB};
 use mlx5_direct::{
-    Access, AhAttr, Completion, ConnectOptions, Context, Cq, CqeCompression, Data, DoorbellMode,
-    GlobalRoute, MemOptions, Pages, QpConfig, SendFlags, SendOp, SendWr, Sge, Transport,
-    UD_GRH_BYTES,
+    Access, AhAttr, Completion, ConnectOptions, Context, Cq, CqeCompression, Data, DmSlots,
+    DoorbellMode, GlobalRoute, MemOptions, Pages, QpConfig, SendFlags, SendOp, SendWr, Sge,
+    Transport, DM_LINE, UD_GRH_BYTES,
 };
 
 use crate::cli::{ExplainOp, PostMode, TlpOverhead};
@@ -76,6 +76,9 @@ pub struct Case {
     pub recv_cqe: usize,
     /// The responder's QPs scatter to CQE (`QpConfig::scatter_to_cqe`; RC and UC).
     pub scatter_to_cqe: bool,
+    /// Each message's payload copied into device-memory slots of the requester's QP and
+    /// gathered from there (`SendQueue::push_dm`; the model NICs get the device memory).
+    pub dm: bool,
 }
 
 /// The Q_Key of the UD cases, and the DC key of the DC ones (perftest's).
@@ -225,6 +228,16 @@ fn check(case: &Case) -> Result<(), Error> {
     if case.qps == 0 {
         return Err("--qps must be at least 1".into());
     }
+    let payload_op = matches!(
+        case.op,
+        ExplainOp::Write | ExplainOp::WriteImm | ExplainOp::Send | ExplainOp::SendImm
+    );
+    let rc = case.transport == Transport::Rc;
+    if case.dm && (case.inline || !payload_op || case.signal_every != 1 || !rc) {
+        return Err(
+            "device memory carries the payload of RC WRITEs and SENDs, each signaled".into(),
+        );
+    }
     let datagram = matches!(case.transport, Transport::Ud | Transport::Dci);
     let refusal = match case.transport {
         Transport::Ud if !matches!(case.op, ExplainOp::Send | ExplainOp::SendImm) => {
@@ -296,6 +309,12 @@ fn poll_all<B: mlx5_direct::backend::Backend>(
     Ok(got)
 }
 
+/// The device memory of one QP of a `dm` case: a slot (the size in whole 64-byte lines) per
+/// message of a pass.
+fn dm_bytes(case: &Case) -> usize {
+    case.size.next_multiple_of(DM_LINE) * case.per_qp() as usize
+}
+
 /// Posts `case` on two fresh model NICs and returns what it cost.
 pub fn observe(case: &Case) -> Result<Observed, Error> {
     check(case)?;
@@ -310,6 +329,12 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
             ..ZipConfig::default()
         },
         compact_av: case.compact_av,
+        // A slot per message of a QP's pass, each allocation in whole 4 KiB pages.
+        dm_size: if case.dm {
+            u64::from(case.qps) * dm_bytes(case).next_multiple_of(4096) as u64
+        } else {
+            0
+        },
         ..NicConfig::default()
     };
     let sim = |config| Sim::on_fabric(&fabric, config).with_mr_page_size(case.mr_page_size);
@@ -373,6 +398,12 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
             }
         };
         qp_a.sq().set_mode(mode);
+        if case.dm {
+            let dm = a.alloc_dm(dm_bytes(case))?;
+            let region = dm.register(&pd_a, 0, dm.len(), Access::NONE)?;
+            qp_a.sq()
+                .attach_dm(DmSlots::new(region, case.size.next_multiple_of(DM_LINE))?)?;
+        }
         pairs.push((qp_a, qp_b));
     }
     let mut srq_b = match case.transport {
@@ -517,6 +548,7 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
                             let dct = dcts[i as usize % dcts.len()];
                             sq.post_dc(wr, &ah.dc_dest(dct, DC_KEY))?
                         }
+                        (None, _) if case.dm => sq.push_dm(wr.wr_id, wr.op, &payload, wr.flags)?,
                         (None, _) => sq.push(wr.wr_id, wr.op, wr.data, wr.flags)?,
                     }
                 }

@@ -929,6 +929,7 @@ fn docs_pcie_md_shows_the_tables_the_tool_prints() {
         ][..],
         &["pcie", "--ctx-cache", "64", "--qps", "32"][..],
         &["pcie", "--ctx-cache", "64", "--qps", "128"][..],
+        &["pcie", "--memic"][..],
     ] {
         let (ok, out, err) = perf(args);
         assert!(ok, "{err}");
@@ -1403,6 +1404,40 @@ fn pcie_memory_rows_show_what_page_size_and_odp_cost() {
     let odp = row("row 1, first touch of on-demand", "requester");
     assert_eq!([odp[0], odp[1], odp[2]], [1.0, 4.0, 3.0]);
     assert_eq!(first[1], 2.0);
+}
+
+/// The MEMIC rows (docs/pcie.md, `pcie --memic`): per signaled BlueFlame WRITE, the payload
+/// crosses down as the CPU's 64-byte writes (88 bytes each on the link) instead of the NIC's
+/// read requests up (24 each, MRRS 512) and completions down (256 + 20 each, MPS 256).
+#[test]
+fn pcie_memic_rows_trade_the_dma_read_for_cpu_writes() {
+    let v = json(&["pcie", "--memic", "--json"]);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 8);
+    let row = |step: String| {
+        per_message(
+            rows.iter()
+                .find(|r| r["step"] == step.as_str())
+                .unwrap_or_else(|| panic!("no row {step}")),
+        )
+    };
+    for (size, reads) in [(256, 1.0), (2048, 4.0)] {
+        let gather = row(format!("{size} B, BlueFlame, DMA gather"));
+        let memic = row(format!("{size} B, BlueFlame, from device memory (MEMIC)"));
+        let (lines, completions) = (f64::from(size / 64), f64::from(size / 256));
+        // [MMIO, MRd, MWr, down, up]: BlueFlame 88 down, the CQE 88 up.
+        assert_eq!(
+            gather,
+            [
+                1.0,
+                reads,
+                1.0,
+                88.0 + completions * 276.0,
+                reads * 24.0 + 88.0
+            ]
+        );
+        assert_eq!(memic, [1.0 + lines, 0.0, 1.0, (1.0 + lines) * 88.0, 88.0]);
+    }
 }
 
 #[test]

@@ -280,16 +280,30 @@ impl<U: Uar> SendQueue<U> {
         self.dm.as_deref()
     }
 
-    /// Posts `op` (SEND, SEND with immediate, WRITE or WRITE with immediate) with `payload`
+    /// [`SendQueue::push_dm`], then [`SendQueue::ring_doorbell`].
+    pub fn post_dm(
+        &mut self,
+        wr_id: u64,
+        op: SendOp,
+        payload: &[u8],
+        flags: SendFlags,
+    ) -> Result<(), PostError> {
+        self.push_dm(wr_id, op, payload, flags)?;
+        self.ring_doorbell();
+        Ok(())
+    }
+
+    /// Pushes `op` (SEND, SEND with immediate, WRITE or WRITE with immediate) with `payload`
     /// copied into the next device-memory slot and gathered from there: the payload crosses
     /// the link as the CPU's writes into device memory, and the device reads no host memory
-    /// for it (UCX's device-memory send path, `docs/memory.md`). Rings the doorbell, as
-    /// [`SendQueue::post`]. Refused when the queue has no slots ([`PostError::NoDmSlots`]),
-    /// the payload exceeds a slot ([`PostError::DmPayloadTooLarge`]), every slot's WQE is
-    /// outstanding ([`PostError::DmSlotsFull`]), for other operations
-    /// ([`PostError::InlineNotAllowed`]: like inline data, the path carries a payload), and
-    /// for every reason [`SendQueue::post`] refuses; nothing is posted then.
-    pub fn post_dm(
+    /// for it (UCX's device-memory send path, `docs/memory.md`). The WQE reaches the device
+    /// with the next doorbell, as for [`SendQueue::push`]. Refused when the queue has no
+    /// slots ([`PostError::NoDmSlots`]), the payload exceeds a slot
+    /// ([`PostError::DmPayloadTooLarge`]), every slot's WQE is outstanding
+    /// ([`PostError::DmSlotsFull`]), for other operations ([`PostError::InlineNotAllowed`]:
+    /// like inline data, the path carries a payload), and for every reason
+    /// [`SendQueue::push`] refuses; nothing is pushed then.
+    pub fn push_dm(
         &mut self,
         wr_id: u64,
         op: SendOp,
@@ -306,10 +320,10 @@ impl<U: Uar> SendQueue<U> {
             return Err(PostError::NoDmSlots);
         };
         if payload.is_empty() {
-            return self.post(wr_id, op, Data::Sges(&[]), flags);
+            return self.push(wr_id, op, Data::Sges(&[]), flags);
         }
         let sge = dm.fill(self.shared.tail.load(Ordering::Acquire), payload)?;
-        self.post(wr_id, op, Data::Sges(&[sge]), flags)?;
+        self.push(wr_id, op, Data::Sges(&[sge]), flags)?;
         if let Some(dm) = self.dm.as_deref_mut() {
             dm.commit(self.c.pi);
         }
