@@ -207,7 +207,8 @@ impl Status {
 ///
 /// The fields are laid out in this order (`repr(C)`) so that a requester completion, the
 /// common case, is written with few stores: the fields it sets first, the ones it leaves
-/// empty together after them. New fields go at the end.
+/// empty together after them. New fields go into padding where there is some
+/// (`pkey_index` and `user_index` did; a unit test pins the offsets), else at the end.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -223,6 +224,11 @@ pub struct Completion {
     pub byte_len: u32,
     /// What completed.
     pub opcode: WcOpcode,
+    /// The P_Key field of a receive without immediate or invalidate (`imm_inval_pkey` bits
+    /// 15..0), which rdma-core's `handle_responder` reports as `wc.pkey_index`; the kernel
+    /// reads the same bits as the P_Key value (QP1), and the model writes either
+    /// (`NicConfig::cqe_pkey`, docs/model.md). Defined for UD; 0 for every other completion.
+    pub pkey_index: u16,
     /// Success or the error.
     pub status: Status,
     /// Immediate data, host order as the sender gave it.
@@ -240,6 +246,13 @@ pub struct Completion {
     pub ud_flags: u8,
     /// The sender asked for a solicited event.
     pub solicited: bool,
+    /// `srqn_uidx` bits 23..0 of the CQE (`mlx5_err_cqe.srqn` of an error CQE): on a
+    /// context with CQE version 1 (what rdma-core negotiates on current kernels, and
+    /// `mlx5_poll_cq_v1` looks resources up by) the user index the QP was created with
+    /// ([`QpConfig::user_index`](crate::QpConfig::user_index) on the model); with version
+    /// 0 the SRQ number of an SRQ receive, else 0. UCX gives each DCI its pool index here,
+    /// so that a CQE names its DCI without a lookup.
+    pub user_index: u32,
     /// The device clock when the CQE was written (`mlx5_cqe64.timestamp`): convert with
     /// [`ClockInfo::to_ns`](crate::ClockInfo::to_ns) from
     /// [`Context::clock_info`](crate::Context::clock_info). Read on CQs created with
@@ -382,6 +395,8 @@ fn software_owns(op_own: u8, owner: u8) -> bool {
 
 /// QP number that no CQE carries (QPNs are 24-bit).
 const NO_QPN: u32 = u32::MAX;
+/// The bits of `srqn_uidx` rdma-core reads as the user index (`mlx5_parse_cqe`, CQE v1).
+const UIDX_MASK: u32 = 0xff_ffff;
 
 /// The poller's copy of the attached QPs, and the parsing that needs them.
 #[derive(Debug)]
@@ -640,6 +655,7 @@ impl QpTable {
             qpn,
             opcode: WcOpcode::from_send_opcode((sop >> 24) as u8),
             byte_len,
+            user_index: cqe.srqn_uidx.get() & UIDX_MASK,
             ..Completion::default()
         };
     }
@@ -712,6 +728,12 @@ impl QpTable {
                     opcode,
                     status: Status::Success,
                     byte_len: cqe.byte_cnt.get(),
+                    pkey_index: if op == CqeOpcode::RespSend {
+                        raw as u16
+                    } else {
+                        0
+                    },
+                    user_index: cqe.srqn_uidx.get() & UIDX_MASK,
                     imm: matches!(op, CqeOpcode::RespSendImm | CqeOpcode::RespWrImm).then_some(raw),
                     invalidated_rkey: (op == CqeOpcode::RespSendInv).then_some(raw),
                     src_qp: cqe.flags_rqpn.get() & 0xff_ffff,
@@ -769,6 +791,7 @@ impl QpTable {
                     qpn,
                     opcode,
                     status: Status::Error(error),
+                    user_index: err.srqn.get() & UIDX_MASK,
                     ..Completion::default()
                 }
             }
@@ -873,6 +896,15 @@ fn unknown_qp(qpn: u32, opcode: WcOpcode) -> Completion {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pkey_and_the_user_index_live_in_what_was_padding() {
+        // 64 bytes up to the timestamp; `data_in_cqe` after it.
+        assert_eq!(core::mem::offset_of!(Completion, data_in_cqe), 64);
+        assert_eq!(size_of::<Completion>(), 72);
+        assert_eq!(core::mem::offset_of!(Completion, pkey_index), 18);
+        assert_eq!(core::mem::offset_of!(Completion, user_index), 52);
+    }
 
     #[test]
     fn send_opcode_table_names_every_posted_opcode_and_only_those() {

@@ -98,6 +98,9 @@ impl QpConfig {
                 "scatter to CQE is for RC and UC QPs",
             ));
         }
+        if self.user_index.is_some_and(|u| u > 0xff_ffff) {
+            return Err(Error::InvalidArgument("user index above 24 bits"));
+        }
         if self.sq_wqebbs == 0 {
             return Err(Error::InvalidArgument(
                 "a QP needs a send queue of at least one WQEBB",

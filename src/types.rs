@@ -499,6 +499,13 @@ pub struct QpConfig {
     ///
     /// [`Completion::data_in_cqe`]: crate::Completion::data_in_cqe
     pub scatter_to_cqe: bool,
+    /// The user index CQEs of this QP carry in `srqn_uidx` on a context with CQE version 1
+    /// ([`Completion::user_index`](crate::Completion::user_index); 24 bits): `None` leaves
+    /// it to the backend. The model takes it from the create call (`QpParams::user_index`);
+    /// through verbs rdma-core allocates it itself (`mlx5_store_uidx`: `mlx5dv_create_qp`
+    /// has no attribute for it, only a DevX QPC's `user_index`, which UCX sets), so `Some`
+    /// is refused there with [`Error::Unsupported`](crate::Error::Unsupported).
+    pub user_index: Option<u32>,
 }
 
 impl Default for QpConfig {
@@ -511,6 +518,7 @@ impl Default for QpConfig {
             max_inline: 220,
             transport: Transport::Rc,
             scatter_to_cqe: false,
+            user_index: None,
         }
     }
 }

@@ -320,6 +320,8 @@ fn every_operation_over_dc_lands_with_its_data() {
         opcode: WcOpcode::Recv,
         src_qp: a.qp.qpn(),
         slid: lid_a,
+        // CQE version 0: srqn_uidx of an SRQ receive is the SRQ's number.
+        user_index: t.srq.srqn(),
         ..Completion::default()
     };
     assert_eq!(
@@ -689,6 +691,75 @@ fn a_pool_keeps_a_dci_per_busy_destination_and_reuses_released_ones() {
     // Each DCI's connections: DCI `first` one (to t0), DCI `second` two (t1, then t2).
     let stats = a.ctx.backend().nic().stats();
     assert_eq!((stats.dc_connects, stats.dc_disconnects), (3, 1));
+}
+
+#[test]
+fn cqe_version_1_completions_carry_the_dcis_user_index() {
+    let fabric = Fabric::new();
+    let t = target(&fabric);
+    // A NIC whose context negotiated CQE version 1, NAKing refusals (an error CQE at once).
+    let cfg = NicConfig {
+        cqe_version: 1,
+        dc_refusal: DcRefusal::Nak,
+        ..NicConfig::default()
+    };
+    let ctx = Context::new(Sim::on_fabric(&fabric, cfg));
+    let config = QpConfig {
+        user_index: Some(0xab_cdef),
+        ..dci_config()
+    };
+    let mut a = common::side_on(ctx, &config, 256, 64);
+    a.qp.activate_dci(&ConnectOptions::default()).unwrap();
+    let mut other =
+        a.pd.create_dci(
+            &a.cq,
+            &QpConfig {
+                user_index: Some(7),
+                ..dci_config()
+            },
+        )
+        .unwrap();
+    other.activate_dci(&ConnectOptions::default()).unwrap();
+    let ah = ah_to(&a, &t);
+    let dctn = t.dct.number().unwrap();
+    let op = SendOp::Write(t.mr.remote(0));
+    other
+        .sq()
+        .post_dc(wr(3, op, Data::Inline(b"ok")), &ah.dc_dest(dctn, DC_KEY))
+        .unwrap();
+    a.qp.sq()
+        .post_dc(wr(1, op, Data::Inline(b"ok")), &ah.dc_dest(dctn, DC_KEY))
+        .unwrap();
+    a.qp.sq()
+        .post_dc(
+            wr(2, op, Data::Inline(b"no")),
+            &ah.dc_dest(dctn, DC_KEY ^ 1),
+        )
+        .unwrap();
+    let cs = poll_n(&mut a, 3);
+    assert_eq!(
+        (cs[0].status, cs[0].qpn, cs[0].user_index),
+        (Status::Success, other.qpn(), 7)
+    );
+    assert_eq!(
+        (cs[1].status, cs[1].qpn, cs[1].user_index),
+        (Status::Success, a.qp.qpn(), 0xab_cdef)
+    );
+    // The error CQE carries it too (mlx5_err_cqe.srqn).
+    assert_eq!(
+        (syndrome(&cs[2]), cs[2].user_index),
+        (Some(Syndrome::RemoteAccessErr), 0xab_cdef)
+    );
+    assert_eq!(&a.cq.cqe_bytes(1)[32..36], &0x00ab_cdefu32.to_be_bytes());
+    // More than 24 bits is refused before the device is asked.
+    let wide = QpConfig {
+        user_index: Some(1 << 24),
+        ..dci_config()
+    };
+    assert!(matches!(
+        a.pd.create_dci(&a.cq, &wide),
+        Err(mlx5_direct::Error::InvalidArgument(_))
+    ));
 }
 
 #[test]

@@ -5,8 +5,8 @@
 mod common;
 
 use common::bodies::expect_sqe_after_a_bad_key;
-use common::{assert_empty, poll_n, side, side_on, Side};
-use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use common::{assert_empty, poll_n, side, side_on, Rig, Side};
+use mlx5_direct::backend::sim::{hw::CqePkey, Fabric, NicConfig, Sim};
 use mlx5_direct::prm::{CompactAv, Syndrome};
 use mlx5_direct::{
     AddressHandle, AhAttr, Completion, Context, Data, Error, GlobalRoute, PostError, QpConfig,
@@ -164,6 +164,8 @@ fn inline_send_lands_after_the_grh_area_with_the_source_in_the_cqe() {
             ud_flags: 0,
             timestamp: r.timestamp,
             data_in_cqe: false,
+            pkey_index: 0,
+            user_index: 0,
         }
     );
     assert!(!r.grh_present());
@@ -174,6 +176,48 @@ fn inline_send_lands_after_the_grh_area_with_the_source_in_the_cqe() {
     assert_eq!(&got[40..], &payload[..]);
     assert_empty(&mut a);
     assert_empty(&mut b);
+}
+
+#[test]
+fn a_receive_without_immediate_reports_the_pkey_field_as_the_nic_writes_it() {
+    // rdma-core's wc.pkey_index is imm_inval_pkey & 0xffff; the model writes the index
+    // (0: one-entry table) or, as the kernel reads the field, the P_Key value.
+    for (how, want) in [(CqePkey::Index, 0u16), (CqePkey::Value, 0xffff)] {
+        let rig = (
+            Fabric::new(),
+            NicConfig {
+                cqe_pkey: how,
+                ..NicConfig::default()
+            },
+        );
+        let (mut a, mut b) = (rig.side(&ud_config()), rig.side(&ud_config()));
+        a.qp.activate_ud(1, QKEY).unwrap();
+        b.qp.activate_ud(1, QKEY).unwrap();
+        let ah = ah_to(&a, &b);
+        post_recv(&mut b, 1, 0);
+        post_recv(&mut b, 2, 512);
+        let dest = ah.dest(b.qp.qpn(), QKEY);
+        for op in [SendOp::Send, SendOp::SendImm(0x0102_0304)] {
+            a.qp.sq()
+                .post_ud(send(Data::Inline(b"pkey"), op), &dest)
+                .unwrap();
+        }
+        let r = poll_n(&mut b, 2);
+        assert_eq!(
+            (r[0].wr_id, r[0].pkey_index, r[0].imm),
+            (1, want, None),
+            "{how:?}"
+        );
+        assert_eq!(&b.cq.cqe_bytes(0)[36..40], &u32::from(want).to_be_bytes());
+        // With an immediate the field is the immediate: no P_Key.
+        assert_eq!(
+            (r[1].wr_id, r[1].pkey_index, r[1].imm),
+            (2, 0, Some(0x0102_0304))
+        );
+        // CQE version 0: srqn_uidx of a receive on the QP's own RQ is 0.
+        assert_eq!((r[0].user_index, r[1].user_index), (0, 0));
+        poll_n(&mut a, 2);
+    }
 }
 
 #[test]

@@ -57,4 +57,4 @@ pub use types::{
     Fault, GlobalRoute, HwError, NicConfig, PortAttr, QpInfo, QpParams, QpPsn, QpState,
     QpTransition, SrqParams, Stats, Transport,
 };
-pub use types::{CqCompression, MiniFormat, ZipConfig, ZipLayout, ZipPolicy};
+pub use types::{CqCompression, CqePkey, MiniFormat, ZipConfig, ZipLayout, ZipPolicy};

@@ -168,6 +168,23 @@ pub struct NicConfig {
     /// (`memic_bar_size`), allocated in whole 4 KiB pages. 0 (the default): none, and
     /// [`Nic::alloc_dm`](crate::Nic::alloc_dm) is refused (docs/model.md, "Device memory").
     pub dm_size: u64,
+    /// What a UD receive CQE carries in `imm_inval_pkey` bits 15..0 when the message had no
+    /// immediate ([`CqePkey`]; the sources disagree, docs/model.md "UD").
+    pub cqe_pkey: CqePkey,
+}
+
+/// The P_Key field of a UD receive CQE (`mlx5_cqe64.imm_inval_pkey` bits 15..0 of a
+/// SEND without immediate). rdma-core's `handle_responder` reports those bits as
+/// `wc.pkey_index`; the kernel's reads them as the P_Key *value* and looks its index up
+/// (QP1 only, `ib_find_cached_pkey`). No public source says which one ConnectX writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CqePkey {
+    /// The receiving QP's P_Key index (rdma-core's reading; the model's table has one
+    /// entry, so 0).
+    #[default]
+    Index,
+    /// The P_Key at that index (the kernel's reading): the model's default P_Key 0xffff.
+    Value,
 }
 
 /// The NIC side of CQE compression: when it compresses and what its mini-CQEs look like.
@@ -260,6 +277,7 @@ impl Default for NicConfig {
             cqe_zip: ZipConfig::default(),
             compact_av: false,
             dm_size: 0,
+            cqe_pkey: CqePkey::Index,
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::qp::fail;
 use crate::resp::take_recv;
 use crate::sq::{check_gather, Outcome};
 use crate::state::{take_fault, Dest, NicState, World, ACTIVE_MTU};
-use crate::types::{Access, AhAttr, GlobalRoute, HwError, QpState, Transport};
+use crate::types::{Access, AhAttr, CqePkey, GlobalRoute, HwError, QpState, Transport};
 use crate::wqe::{be16, be32, be64, opcode, Ctrl, Segs, Wqe};
 use crate::xfer::Cursor;
 
@@ -236,9 +236,10 @@ fn deliver(w: &mut World, n: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) 
     for s in rv.spans.used_from(written_from, total) {
         nic.dma_write(Some(rqpi), s.addr, s.len, Purpose::Scatter);
     }
+    // Without an immediate the field carries the P_Key (index or value: `CqePkey`).
     let (op, imm) = match d.ctrl.opcode {
         opcode::SEND_IMM => (cqe_op::RESP_SEND_IMM, d.ctrl.imm),
-        _ => (cqe_op::RESP_SEND, [0; 4]),
+        _ => (cqe_op::RESP_SEND, cqe_pkey(nic.cfg.cqe_pkey)),
     };
     let flags = if av.grh.is_some() {
         CQE_GRH_IN_BUFFER
@@ -259,6 +260,19 @@ fn deliver(w: &mut World, n: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) 
         ..Cqe::default()
     };
     complete(nic, rqpi, true, cqe);
+}
+
+/// The model's P_Key table: one entry, the default P_Key (full membership, IBA 10.9.1.2).
+const DEFAULT_PKEY: u16 = 0xffff;
+
+/// `imm_inval_pkey` of a UD receive without immediate: bits 15..0 the P_Key index (0,
+/// the table's only entry) or its value, as `how` says; bits 31..16 zero.
+fn cqe_pkey(how: CqePkey) -> [u8; 4] {
+    let field = match how {
+        CqePkey::Index => 0,
+        CqePkey::Value => DEFAULT_PKEY,
+    };
+    u32::from(field).to_be_bytes()
 }
 
 /// The 40-byte IBA GRH (IBA 8.3.1): IPVer 6, TClass, FlowLabel, PayLen, NxtHdr, HopLmt,

@@ -754,8 +754,8 @@ impl Backend for Sim {
             log_rq_wqe_cnt: log_rq,
             log_rq_stride: rq_stride.trailing_zeros() as u8,
             dbrec: addr(&dbrec),
-            // CQE version 0 (the default NicConfig): unused; the poller keys on QPNs.
-            user_index: 0,
+            // Written into CQEs on a NIC with CQE version 1 only; the poller keys on QPNs.
+            user_index: config.user_index.unwrap_or(0),
             scatter_to_cqe: config.scatter_to_cqe,
         };
         // SAFETY: the buffers live in the handle, which destroys the QP before freeing them.

@@ -712,6 +712,12 @@ impl Backend for Verbs {
         config: &QpConfig,
         sizes: &QpSizes,
     ) -> Result<QpParts<Verbs>, Error> {
+        if config.user_index.is_some() {
+            // rdma-core allocates the user index (mlx5_store_uidx); only a DevX QP sets it.
+            return Err(Error::Unsupported(
+                "choosing a QP's user index through verbs (rdma-core allocates it)",
+            ));
+        }
         // SAFETY: plain C data.
         let mut attr: ibv_qp_init_attr_ex = unsafe { core::mem::zeroed() };
         attr.send_cq = send_cq.cq.as_ptr();
