@@ -379,6 +379,10 @@ impl Reference {
                 ud_flags: 0,
                 timestamp: 0,
                 data_in_cqe: false,
+                // An RC receive carries no P_Key (the model writes 0); the SRQ number the
+                // rig checks on its own.
+                pkey_index: 0,
+                user_index: 0,
             });
         };
         let opcode = match op.op {
@@ -864,12 +868,18 @@ impl Rig {
             match c.opcode {
                 // The source QP, SLID and their flags are defined for UD only: not compared
                 // on these RC QPs.
-                WcOpcode::Recv | WcOpcode::RecvRdmaWithImm => self.recvs[q].push(Completion {
-                    src_qp: 0,
-                    slid: 0,
-                    ud_flags: 0,
-                    ..c
-                }),
+                WcOpcode::Recv | WcOpcode::RecvRdmaWithImm => {
+                    // CQE version 0: `srqn_uidx` is the SRQ's number, or 0 on an RQ.
+                    let srqn = self.srqs.get(q).map_or(0, Srq::srqn);
+                    assert_eq!(c.user_index, srqn, "srqn_uidx of {c:?}");
+                    self.recvs[q].push(Completion {
+                        src_qp: 0,
+                        slid: 0,
+                        ud_flags: 0,
+                        user_index: 0,
+                        ..c
+                    })
+                }
                 _ => self.sends[q].push(c),
             }
         }

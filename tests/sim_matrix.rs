@@ -347,6 +347,10 @@ fn run_case(
             timestamp: r.timestamp,
             // No scatter to CQE here (tests/scatter_cqe.rs).
             data_in_cqe: false,
+            // An RC receive carries no P_Key (the model writes 0); CQE version 0 and the
+            // QP's own RQ: no SRQ number.
+            pkey_index: 0,
+            user_index: 0,
         };
         assert_eq!(r, expect, "{case}");
     } else {

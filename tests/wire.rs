@@ -247,6 +247,8 @@ fn the_plain_data_types_round_trip_through_serde() {
         ud_flags: 0x13,
         timestamp: 0x1122_3344_5566_7788,
         data_in_cqe: true,
+        pkey_index: 0xffff,
+        user_index: 0xab_cdef,
     });
     round_trip(mlx5_direct::Transport::Ud);
     round_trip(mlx5_direct::AhAttr {
