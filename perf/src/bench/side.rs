@@ -197,6 +197,7 @@ impl<B: Device> Side<B> {
             max_inline: params.inline_size as u32,
             transport,
             scatter_to_cqe: false,
+            ..QpConfig::default()
         };
         let srq = match params.srq {
             true => Some(pd.create_srq(params.rx_depth, 1)?),
