@@ -356,6 +356,7 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         } as u32,
         transport: case.transport,
         scatter_to_cqe: false,
+        ..QpConfig::default()
     };
     let qp_config_b = QpConfig {
         scatter_to_cqe: case.scatter_to_cqe,
