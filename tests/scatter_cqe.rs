@@ -70,6 +70,7 @@ const SCATTER: QpConfig = QpConfig {
     max_inline: 64,
     transport: Transport::Rc,
     scatter_to_cqe: true,
+    user_index: None,
 };
 
 fn poll_one(cq: &mut Cq<Sim>) -> Completion {
