@@ -6,8 +6,8 @@ mod common;
 use common::{poll_n, rig_pair, Side};
 use mlx5_direct::backend::sim::{Fabric, NicConfig, PcieConfig, Sim, TranslationCache};
 use mlx5_direct::{
-    Access, Completion, ConnectOptions, Context, Data, Error, MemOptions, Pages, QpConfig,
-    SendFlags, SendOp, HUGE_PAGE,
+    Access, Completion, ConnectOptions, Context, Data, DoorbellMode, Error, MemOptions, Pages,
+    QpConfig, SendFlags, SendOp, HUGE_PAGE,
 };
 
 /// The hugetlbfs pool as `/proc/meminfo` reports it: (total, free).
@@ -278,4 +278,60 @@ fn run_on_node_binds_the_thread_and_its_children() {
 #[ignore = "needs 8 free 2 MiB hugepages: sysctl vm.nr_hugepages=8 (as root)"]
 fn rings_on_huge_pages_work_on_the_model() {
     write_through_rings(pages(Pages::Huge), b"huge");
+}
+
+/// Ring translations (`TranslationCache::rings`): 128 signaled 8-byte inline WRITEs, one
+/// per doorbell, from a QP whose rings are on 4 KiB pages cost the requester one
+/// translation per ring page the NIC touches: 2 pages of WQEs fetched (128 BBs) and 2 of
+/// CQEs written (128 × 64 B). On 2 MiB pages the send ring and the CQ need one each. With
+/// BlueFlame the NIC fetches no WQE, so only the CQ's pages count. The responder translates
+/// the one page of its region the WRITEs land in, and no ring (a WRITE consumes no receive
+/// and writes no CQE). Doorbell records need none (their bus address is in the context).
+#[test]
+fn rings_need_one_translation_per_page_the_nic_touches() {
+    let cfg = NicConfig {
+        pcie: PcieConfig {
+            translation_cache: Some(TranslationCache::new(1024).with_rings()),
+            ..PcieConfig::default()
+        },
+        ..NicConfig::default()
+    };
+    for (mode, ring_page, want) in [
+        (DoorbellMode::Doorbell, 4096, 4),
+        (DoorbellMode::Doorbell, HUGE_PAGE, 2),
+        (DoorbellMode::BlueFlame, 4096, 2),
+    ] {
+        let fabric = Fabric::new();
+        let side = || {
+            // 2 MiB rings on 2 MiB-aligned memory, so each ring lies in one such page.
+            let memory = if ring_page == HUGE_PAGE {
+                Pages::Transparent
+            } else {
+                Pages::Base
+            };
+            let sim = Sim::on_fabric(&fabric, cfg.clone())
+                .with_ring_memory(pages(memory))
+                .with_ring_page_size(ring_page);
+            common::side_on(Context::new(sim), &QpConfig::default(), 256, 64)
+        };
+        let (mut a, mut b) = (side(), side());
+        common::connect(&mut a, &mut b);
+        a.qp.sq().set_mode(mode);
+        let misses = |s: &Side| s.ctx.backend().nic().stats().translation_misses;
+        let before = (misses(&a), misses(&b));
+        for i in 0..128u64 {
+            a.qp.sq()
+                .post(
+                    i,
+                    SendOp::Write(b.mr.remote(0)),
+                    Data::Inline(&i.to_le_bytes()),
+                    SendFlags::SIGNALED,
+                )
+                .unwrap();
+            assert!(poll_n(&mut a, 1)[0].status.is_ok());
+        }
+        let label = format!("{mode:?}, rings in {ring_page}-byte pages");
+        assert_eq!(misses(&a) - before.0, want, "{label}");
+        assert_eq!(misses(&b) - before.1, 1, "{label}");
+    }
 }

@@ -387,6 +387,39 @@ impl Nic {
         })
     }
 
+    /// Tells the NIC that the queue memory at `[addr, addr + len)` is in pages of
+    /// `page_size` bytes (4 KiB or 2 MiB), as the kernel's queue creation does: it registers
+    /// a CQ, QP or SRQ buffer as a umem with the largest page size the memory allows and
+    /// hands the device its page list and `log_page_size` (drivers/infiniband/hw/mlx5
+    /// cq.c `create_cq_user`, qp.c `_create_user_qp`, `mlx5_umem_find_best_pgsz`). Rings
+    /// the NIC was told nothing about are in 4 KiB pages. Replaces what overlaps the range
+    /// (memory reused by a later ring). Only translations use it
+    /// (`TranslationCache::rings`); doorbell records need none: the kernel gives the device
+    /// their bus address (`dbr_addr`, `cq->db.dma`).
+    pub fn set_ring_page_size(&self, addr: u64, len: u64, page_size: u64) -> Result<(), HwError> {
+        if !page_size.is_power_of_two() || !(4096..=1 << 30).contains(&page_size) {
+            return Err(HwError::InvalidParam("page_size"));
+        }
+        let end = addr.checked_add(len).ok_or(HwError::BadAddress)?;
+        if len == 0 {
+            return Err(HwError::BadAddress);
+        }
+        self.with(|n| {
+            let overlapping: Vec<u64> = n
+                .ring_pages
+                .range(..end)
+                .filter(|(_, &(e, _))| e > addr)
+                .map(|(&start, _)| start)
+                .collect();
+            for start in overlapping {
+                n.ring_pages.remove(&start);
+            }
+            n.ring_pages
+                .insert(addr, (end, page_size.trailing_zeros() as u8));
+            Ok(())
+        })
+    }
+
     /// Prefetch `[addr, addr+len)` of on-demand key `key` of PD `pdn` (`ibv_advise_mr`
     /// with `IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE` and `IBV_ADVISE_MR_FLAG_FLUSH`: done when
     /// this returns): every page not yet present is brought in as a fault would (its

@@ -64,14 +64,29 @@ pub struct TranslationCache {
     /// Bytes read on a miss: one MTT entry, `struct mlx5_mtt` (a big-endian 64-bit page
     /// address), 8 bytes.
     pub entry_bytes: u32,
+    /// Queue rings share the cache: the NIC's WQE fetches from send, receive and SRQ rings
+    /// (not BlueFlame copies) and its CQE writes translate the ring's pages too, in the page
+    /// size the ring was created with ([`crate::Nic::set_ring_page_size`]). The kernel hands
+    /// rings to the device as page lists (`pas` with `log_page_size`), so they are
+    /// translated; whether through the cache that serves memory keys is not public.
+    pub rings: bool,
 }
 
 impl TranslationCache {
-    /// A cache of `entries` translations of one 8-byte MTT entry each.
+    /// A cache of `entries` translations of one 8-byte MTT entry each, of memory keys only.
     pub fn new(entries: u32) -> Self {
         TranslationCache {
             entries,
             entry_bytes: 8,
+            rings: false,
+        }
+    }
+
+    /// The same cache translating queue rings too ([`TranslationCache::rings`]).
+    pub fn with_rings(self) -> Self {
+        TranslationCache {
+            rings: true,
+            ..self
         }
     }
 }
@@ -423,6 +438,11 @@ pub(crate) enum Ctx {
         page: u64,
     },
 }
+
+/// The memory-key index under which ring pages are cached: above every real key index
+/// (24 bits), so a ring page never shares an entry with a region's. Ring pages are keyed
+/// by their address, unique across the rings of a NIC.
+pub(crate) const RING_MKEY: u32 = 1 << 24;
 
 /// Base of the (made-up) host addresses of the context tables: each context sits at its
 /// size rounded up to a power of two, so its read splits like an aligned one.

@@ -349,6 +349,9 @@ pub(crate) struct NicState {
     pub(crate) clock: crate::clock::Clock,
     /// On-chip device memory (`NicConfig::dm_size`).
     pub(crate) dm: crate::dm::DevMem,
+    /// Page shifts of queue memory by start address: `start -> (end, page shift)`
+    /// (`Nic::set_ring_page_size`); rings elsewhere are in 4 KiB pages.
+    pub(crate) ring_pages: std::collections::BTreeMap<u64, (u64, u8)>,
 }
 
 impl NicState {
@@ -402,6 +405,7 @@ impl NicState {
             scratch: None,
             clock,
             dm,
+            ring_pages: Default::default(),
         };
         nic.new_uar(None);
         nic
@@ -622,9 +626,36 @@ impl NicState {
         }
     }
 
+    /// A ring access of `[addr, addr + len)` (len > 0) for `qp`: with a translation cache
+    /// that covers rings, every page of it needs its translation, in the ring's page size.
+    fn translate_ring(&mut self, qp: Option<usize>, addr: u64, len: u64) {
+        if !self.link.cfg().translation_cache.is_some_and(|t| t.rings) || len == 0 {
+            return;
+        }
+        let shift = match self.ring_pages.range(..=addr).next_back() {
+            Some((_, &(end, shift))) if addr < end => shift,
+            _ => 12,
+        };
+        for page in addr >> shift..=(addr + len - 1) >> shift {
+            let (cnt, qpn) = qp_counters(&mut self.qps, qp);
+            if self
+                .link
+                .translate(cnt, qpn, crate::pcie::RING_MKEY, page << (shift - 12))
+            {
+                self.stats.translation_misses += 1;
+            }
+        }
+    }
+
     /// Account a DMA read for QP index `qp` (or the NIC only).
     #[inline]
     pub(crate) fn dma_read(&mut self, qp: Option<usize>, addr: u64, len: u64, p: Purpose) {
+        if matches!(
+            p,
+            Purpose::SendWqeFetch | Purpose::WqeRefetch | Purpose::RecvWqeFetch
+        ) {
+            self.translate_ring(qp, addr, len);
+        }
         let (c, qpn) = qp_counters(&mut self.qps, qp);
         self.link.dma_read(c, qpn, addr, len, p);
     }
@@ -632,6 +663,9 @@ impl NicState {
     /// Account a DMA write for QP index `qp` (or the NIC only).
     #[inline]
     pub(crate) fn dma_write(&mut self, qp: Option<usize>, addr: u64, len: u64, p: Purpose) {
+        if p == Purpose::Cqe {
+            self.translate_ring(qp, addr, len);
+        }
         let (c, qpn) = qp_counters(&mut self.qps, qp);
         self.link.dma_write(c, qpn, addr, len, p);
         if let (Purpose::Scatter, Some(qpn)) = (p, qpn) {

@@ -482,6 +482,7 @@ pub fn run(args: &ExplainArgs) -> Result<(), crate::Error> {
         mr_page_size: 0,
         walk: false,
         odp: false,
+        huge_rings: false,
         zip: args.cqe_compression.map(|z| z.compression()),
         transport: args.transport.transport(),
         grh: args.grh,

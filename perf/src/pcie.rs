@@ -80,6 +80,7 @@ fn case(op: ExplainOp, size: usize, p: Posting, pcie: PcieConfig, qps: u32) -> C
         mr_page_size: 0,
         walk: false,
         odp: false,
+        huge_rings: false,
         zip: p.zip,
         transport: Transport::Rc,
         grh: false,
@@ -431,6 +432,27 @@ fn memory_rows(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Err
                 pages,
                 mr_page_size,
                 ..case(ExplainOp::Write, SIZE, streaming, xlat, 1)
+            },
+        ));
+    }
+    // Rings: small inline WRITEs, one per 8-byte doorbell (the NIC fetches each WQE),
+    // signaled, walking the send ring and the CQ; a translation per ring page touched.
+    let rings = PcieConfig {
+        translation_cache: Some(TranslationCache::new(args.xlat_cache).with_rings()),
+        ..pcie
+    };
+    for (huge_rings, label) in [(false, "4 KiB pages"), (true, "2 MiB pages")] {
+        cases.push((
+            format!("inline WRITEs, rings on {label}, xlat cache"),
+            probe::Case {
+                huge_rings,
+                ..case(
+                    ExplainOp::Write,
+                    8,
+                    Posting::new(PostMode::Db, true, 1, 1, MESSAGES * 2),
+                    rings,
+                    1,
+                )
             },
         ));
     }

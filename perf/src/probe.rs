@@ -58,6 +58,9 @@ pub struct Case {
     pub walk: bool,
     /// Both sides' buffers registered on demand (cold: the measured pass is the first).
     pub odp: bool,
+    /// Both sides' rings (CQ, QP, SRQ buffers) on 2 MiB-aligned memory that the model NICs
+    /// are told is in 2 MiB pages (`Sim::with_ring_page_size`); else 4 KiB pages.
+    pub huge_rings: bool,
     /// The requester's CQ compresses CQEs so (the model compressing every burst).
     pub zip: Option<CqeCompression>,
     /// The requester's QPs: RC, UC, UD, or DC initiators (`Transport::Dci`) sending to DC
@@ -337,7 +340,18 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         },
         ..NicConfig::default()
     };
-    let sim = |config| Sim::on_fabric(&fabric, config).with_mr_page_size(case.mr_page_size);
+    let sim = |config| {
+        let sim = Sim::on_fabric(&fabric, config).with_mr_page_size(case.mr_page_size);
+        match case.huge_rings {
+            true => sim
+                .with_ring_memory(MemOptions {
+                    pages: Pages::Transparent,
+                    numa_node: None,
+                })
+                .with_ring_page_size(mlx5_direct::HUGE_PAGE),
+            false => sim,
+        }
+    };
     let a = Context::new(Traced::new(sim(config.clone())));
     let b = Context::new(sim(config));
     let n = case.messages();

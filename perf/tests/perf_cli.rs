@@ -1365,8 +1365,8 @@ fn memory_flags_place_the_buffers() {
     }
 }
 
-/// The memory rows (docs/pcie.md rows 12 and 13): 16 translations per 64 KiB message and
-/// side on 4 KiB pages against 2 per 4 MiB on 2 MiB pages, and the first touch of
+/// The memory rows: 16 translations per 64 KiB message and side on 4 KiB pages against 2
+/// per 4 MiB on 2 MiB pages, rings on 4 KiB against 2 MiB pages, and the first touch of
 /// on-demand buffers.
 #[test]
 fn pcie_memory_rows_show_what_page_size_and_odp_cost() {
@@ -1404,6 +1404,15 @@ fn pcie_memory_rows_show_what_page_size_and_odp_cost() {
     let odp = row("row 1, first touch of on-demand", "requester");
     assert_eq!([odp[0], odp[1], odp[2]], [1.0, 4.0, 3.0]);
     assert_eq!(first[1], 2.0);
+    // Rings (translation cache with rings): over 128 messages the requester translates 2
+    // send-ring and 2 CQ pages on 4 KiB pages, one of each on 2 MiB pages (8-byte MTT
+    // reads: MRd up, CplD of 28 B down); the responder's one page of region is the same.
+    let small = "inline WRITEs, rings on 4 KiB pages";
+    let huge = "inline WRITEs, rings on 2 MiB pages";
+    let (rs, rh) = (row(small, "requester"), row(huge, "requester"));
+    assert_eq!(rs[1], rh[1] + 2.0 / 128.0);
+    assert_eq!(rs[3], rh[3] + 2.0 / 128.0 * 28.0);
+    assert_eq!(row(small, "responder"), row(huge, "responder"));
 }
 
 /// The MEMIC rows (docs/pcie.md, `pcie --memic`): per signaled BlueFlame WRITE, the payload

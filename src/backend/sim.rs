@@ -67,6 +67,8 @@ pub struct Sim {
     rings: MemOptions,
     /// The smallest page size registrations tell the model ([`Sim::with_mr_page_size`]).
     mr_page_size: usize,
+    /// The smallest page size rings are created with ([`Sim::with_ring_page_size`]).
+    ring_page_size: usize,
 }
 
 impl Sim {
@@ -83,6 +85,7 @@ impl Sim {
             port: 1,
             rings: MemOptions::BASE,
             mr_page_size: 0,
+            ring_page_size: 0,
         }
     }
 
@@ -110,8 +113,26 @@ impl Sim {
         }
     }
 
+    /// The same NIC told that every ring created from now on is in pages of at least
+    /// `page_size` bytes, whatever the host backs it with: the what-if of
+    /// [`Sim::with_mr_page_size`] for the translations of rings
+    /// (`TranslationCache::rings`).
+    pub fn with_ring_page_size(self, page_size: usize) -> Self {
+        Sim {
+            ring_page_size: page_size,
+            ..self
+        }
+    }
+
+    /// Memory for a ring or doorbell record, whose page size the model is told as the
+    /// kernel's queue creation tells the device.
     fn ring(&self, len: usize) -> Result<Memory, Error> {
-        Memory::with_options(len, &self.rings)
+        let memory = Memory::with_options(len, &self.rings)?;
+        let page_size = memory.page_size().max(self.ring_page_size);
+        self.nic
+            .set_ring_page_size(addr(&memory), memory.len() as u64, page_size as u64)
+            .map_err(device_error("create a queue"))?;
+        Ok(memory)
     }
 
     /// The same NIC opened on `port` (from 1), as `VerbsOptions::port` opens a ConnectX:
