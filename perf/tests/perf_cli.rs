@@ -262,8 +262,8 @@ fn pcie_table_steps_and_rates() {
         rule[3] > last[3],
         "the copied WQE is not read: {rule:?} {last:?}"
     );
-    // 14 posting and responder rows, then 6 memory rows (2 sides x 3).
-    assert_eq!(rows.len(), 20);
+    // 14 posting and responder rows, then 10 memory rows (2 sides x 5).
+    assert_eq!(rows.len(), 24);
 }
 
 /// The row of `v` whose step starts with `name`.
