@@ -6,7 +6,9 @@
 //!
 //! A DCI's queue refuses the RC entries ([`SendQueue::post`], `push`, `post_many`) with
 //! [`PostError::WrongTransport`] through their not-ready path, and every other queue
-//! refuses [`SendQueue::post_dc`]: the RC hot path has no transport branch. Facts:
+//! refuses [`SendQueue::post_dc`]: the RC hot path has no transport branch. [`SendQueue::push_dc`] writes
+//! the same WQE without the doorbell, so that a list rings once with
+//! [`SendQueue::ring_doorbell`] (BlueFlame only for a list of one, as RC's). Facts:
 //! `shared/docs/prm-facts-next.md` §3.
 
 use crate::error::PostError;
@@ -14,7 +16,7 @@ use crate::mmio::Uar;
 use crate::prm::{Av, CompactAv};
 use crate::types::Transport;
 
-use super::ud::Datagram;
+use super::ud::{Datagram, Doorbell};
 use super::wr::SendWr;
 use super::write::{Limits, Ready, Xport};
 use super::SendQueue;
@@ -74,6 +76,26 @@ impl<U: Uar> SendQueue<U> {
     /// counted in the WQE size).
     #[inline(always)]
     pub fn post_dc(&mut self, wr: SendWr<'_>, dest: &DcDest<'_>) -> Result<(), PostError> {
+        self.write_dc(&wr, dest, Doorbell::Now)
+    }
+
+    /// [`SendQueue::post_dc`] without the doorbell: writes the WQE, which reaches the device
+    /// with the next [`SendQueue::ring_doorbell`] (or post), as [`SendQueue::push_wr`] does
+    /// for RC. A list of DC operations then costs one doorbell. Refused as `post_dc`,
+    /// nothing written then.
+    #[inline(always)]
+    pub fn push_dc(&mut self, wr: &SendWr<'_>, dest: &DcDest<'_>) -> Result<(), PostError> {
+        self.write_dc(wr, dest, Doorbell::Later)
+    }
+
+    /// The checks and the write of [`SendQueue::post_dc`] and [`SendQueue::push_dc`].
+    #[inline(always)]
+    fn write_dc(
+        &mut self,
+        wr: &SendWr<'_>,
+        dest: &DcDest<'_>,
+        doorbell: Doorbell,
+    ) -> Result<(), PostError> {
         let Some(dc) = &self.dc else {
             return Err(PostError::WrongTransport {
                 transport: if self.ud.is_some() {
@@ -87,11 +109,11 @@ impl<U: Uar> SendQueue<U> {
         let dctn = dest.dctn & 0xff_ffff;
         let limit = if dest.compact {
             let av = CompactAv::dc(dest.av, dctn, dest.dc_key);
-            self.post_via(compact, limit, &wr, Datagram(av))?
+            self.post_via(compact, limit, wr, Datagram(av), doorbell)?
         } else {
             let mut av = *dest.av;
             av.set_dc(dctn, dest.dc_key);
-            self.post_via(k, limit, &wr, Datagram(av))?
+            self.post_via(k, limit, wr, Datagram(av), doorbell)?
         };
         if let Some(dc) = &mut self.dc {
             dc.limit = limit;

@@ -6,7 +6,9 @@
 //!
 //! A UD queue refuses the RC entries ([`SendQueue::post`], `push`, `post_many`) with
 //! [`PostError::WrongTransport`] through their not-ready path, and an RC queue refuses
-//! [`SendQueue::post_ud`]: the RC hot path has no transport branch. Facts:
+//! [`SendQueue::post_ud`]: the RC hot path has no transport branch. [`SendQueue::push_ud`] writes
+//! the same WQE without the doorbell, so that a list rings once with
+//! [`SendQueue::ring_doorbell`] (BlueFlame only for a list of one, as RC's). Facts:
 //! `shared/docs/prm-facts-next.md` §1.
 
 use core::sync::atomic::Ordering;
@@ -55,6 +57,17 @@ impl<S: AvSeg> Xport for Datagram<S> {
         // SAFETY: `Self::DS` units at `at` (caller's contract); `S` is a PRM layout.
         unsafe { wqe.seg(at, self.0) };
     }
+}
+
+/// Whether a datagram post rings the doorbell ([`SendQueue::post_ud`],
+/// [`SendQueue::post_dc`]) or leaves its WQE pushed ([`SendQueue::push_ud`],
+/// [`SendQueue::push_dc`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Doorbell {
+    /// Ring now, with any WQEs pushed before.
+    Now,
+    /// Ring with the next [`SendQueue::ring_doorbell`] or post.
+    Later,
 }
 
 /// The UD entry of a queue: its limits with the full and with the compact datagram segment
@@ -111,6 +124,26 @@ impl<U: Uar> SendQueue<U> {
     /// segment, 48 bytes or 16 when `dest.compact`, counted in the WQE size).
     #[inline(always)]
     pub fn post_ud(&mut self, wr: SendWr<'_>, dest: &UdDest<'_>) -> Result<(), PostError> {
+        self.write_ud(&wr, dest, Doorbell::Now)
+    }
+
+    /// [`SendQueue::post_ud`] without the doorbell: writes the WQE, which reaches the device
+    /// with the next [`SendQueue::ring_doorbell`] (or post), as [`SendQueue::push_wr`] does
+    /// for RC. A list of datagrams then costs one doorbell. Refused as `post_ud`, nothing
+    /// written then.
+    #[inline(always)]
+    pub fn push_ud(&mut self, wr: &SendWr<'_>, dest: &UdDest<'_>) -> Result<(), PostError> {
+        self.write_ud(wr, dest, Doorbell::Later)
+    }
+
+    /// The checks and the write of [`SendQueue::post_ud`] and [`SendQueue::push_ud`].
+    #[inline(always)]
+    fn write_ud(
+        &mut self,
+        wr: &SendWr<'_>,
+        dest: &UdDest<'_>,
+        doorbell: Doorbell,
+    ) -> Result<(), PostError> {
         let Some(ud) = &mut self.ud else {
             let transport = if self.k.ready.uc() {
                 Transport::Uc
@@ -135,11 +168,11 @@ impl<U: Uar> SendQueue<U> {
         let qpn = dest.remote_qpn & 0xff_ffff;
         let limit = if dest.compact {
             let av = CompactAv::ud(dest.av, qpn, dest.qkey);
-            self.post_via(compact, limit, &wr, Datagram(av))?
+            self.post_via(compact, limit, wr, Datagram(av), doorbell)?
         } else {
             let mut av = *dest.av;
             av.set_ud(qpn, dest.qkey, true);
-            self.post_via(k, limit, &wr, Datagram(av))?
+            self.post_via(k, limit, wr, Datagram(av), doorbell)?
         };
         if let Some(ud) = &mut self.ud {
             ud.limit = limit;
@@ -148,9 +181,10 @@ impl<U: Uar> SendQueue<U> {
     }
 
     /// Posts `wr` through an entry of its own (`k`, room limit `limit`) with transport
-    /// segment `xport`, and rings the doorbell (with any WQEs pushed before); returns the
-    /// entry's new room limit. Refused before anything is written when the QP is in error,
-    /// and by every check of [`Limits::write`].
+    /// segment `xport`; rings the doorbell (with any WQEs pushed before) when `doorbell` is
+    /// [`Doorbell::Now`], or leaves the WQE pushed for [`SendQueue::ring_doorbell`]; returns
+    /// the entry's new room limit. Refused before anything is written when the QP is in
+    /// error, and by every check of [`Limits::write`].
     #[inline(always)]
     pub(super) fn post_via<X: Xport>(
         &mut self,
@@ -158,6 +192,7 @@ impl<U: Uar> SendQueue<U> {
         limit: u32,
         wr: &SendWr<'_>,
         xport: X,
+        doorbell: Doorbell,
     ) -> Result<u32, PostError> {
         if self.errored.load(Ordering::Relaxed) {
             return Err(PostError::NotReadyToSend);
@@ -179,14 +214,27 @@ impl<U: Uar> SendQueue<U> {
                 xport,
             )
         }?;
-        self.c.pi = cur.pi;
-        let bf_max = if self.pushed == 0 {
-            self.bf_single
-        } else {
-            self.pushed = 0;
-            self.bf_batch
+        // The RC entry's limit stays at the producer (no room: its posts take the refusing
+        // slow path), also once datagram WQEs moved the producer on.
+        self.c = Cursor {
+            pi: cur.pi,
+            limit: cur.pi,
         };
-        ring_last(&mut self.bf, &self.dbrec, cur.pi, ring, &written, bf_max);
+        match doorbell {
+            Doorbell::Now => {
+                let bf_max = if self.pushed == 0 {
+                    self.bf_single
+                } else {
+                    self.pushed = 0;
+                    self.bf_batch
+                };
+                ring_last(&mut self.bf, &self.dbrec, cur.pi, ring, &written, bf_max);
+            }
+            Doorbell::Later => {
+                self.last_offset = written.offset;
+                self.pushed += 1;
+            }
+        }
         Ok(cur.limit)
     }
 }
