@@ -250,9 +250,6 @@ fn check(case: &Case) -> Result<(), Error> {
             Some("UC carries no READ or atomics")
         }
         Transport::Dct => Some("a DCT sends nothing: give the DCI side (dc)"),
-        _ if datagram && case.batch > 1 => {
-            Some("--batch: UD and DC post one WR per doorbell (post_ud / post_dc)")
-        }
         _ if datagram && case.qps > 1 => Some("--qps: UD and DC cases use one QP"),
         _ if case.grh && !datagram => Some("--grh: address handles are UD's and DC's"),
         _ if case.compact_av && !datagram => {
@@ -558,19 +555,16 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
                         flags,
                     };
                     match (&ah, case.transport) {
-                        (Some(ah), Transport::Ud) => sq.post_ud(wr, &ah.dest(ud_qpns[j], QKEY))?,
+                        (Some(ah), Transport::Ud) => sq.push_ud(&wr, &ah.dest(ud_qpns[j], QKEY))?,
                         (Some(ah), _) => {
                             let dct = dcts[i as usize % dcts.len()];
-                            sq.post_dc(wr, &ah.dc_dest(dct, DC_KEY))?
+                            sq.push_dc(&wr, &ah.dc_dest(dct, DC_KEY))?
                         }
                         (None, _) if case.dm => sq.push_dm(wr.wr_id, wr.op, &payload, wr.flags)?,
-                        (None, _) => sq.push(wr.wr_id, wr.op, wr.data, wr.flags)?,
+                        (None, _) => sq.push_wr(&wr)?,
                     }
                 }
-                // UD and DC rang with their WR.
-                if ah.is_none() {
-                    sq.ring_doorbell();
-                }
+                sq.ring_doorbell();
                 if measured && case.arm {
                     // Take the event the doorbell's CQE raised (if it was signaled), so
                     // the next arm asks for a new one.

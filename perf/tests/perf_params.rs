@@ -247,20 +247,11 @@ fn connection_types_follow_perftests_test_rules() {
     refused("read_bw -c XRC", "-c XRC: mlx5-perf has no XRC");
     refused("write_bw -c SRD", "-c SRD: SRD is EFA's transport");
     refused("write_bw -c XX", "-c XX: not a connection type");
-    // One doorbell per WR on the datagram entries.
-    refused(
-        "send_bw -c UD -l 4",
-        "-l: with -c UD every WR rings its own doorbell",
-    );
-    refused(
-        "write_bw -c DC -l 4",
-        "-l: with -c DC every WR rings its own doorbell",
-    );
+    // Post lists on the datagram entries too (push_ud / push_dc, one doorbell).
+    assert_eq!(ok("send_bw -c UD -l 4").post_list, 4);
+    assert_eq!(ok("write_bw -c DC -l 4").post_list, 4);
     assert_eq!(ok("write_bw -c UC -l 4").post_list, 4);
-    refused(
-        "send_bw -c UD --use-srq",
-        "--use-srq: mlx5-perf's UD QPs receive on queues",
-    );
+    assert!(ok("send_bw -c UD --use-srq").srq);
 }
 
 /// perftest's inline defaults of the latency tests per transport (`ctx_set_max_inline`:

@@ -504,17 +504,6 @@ impl Params {
         let iteration_mode = a.duration.is_none() && !a.run_infinitely;
         let rdma_cm = check_rdma_cm(a)?;
         let connection = Connection::new(&a.connection, test.verb)?;
-        let datagram = matches!(connection, Connection::Ud | Connection::Dc);
-        if datagram && a.post_list > 1 {
-            return Err(format!(
-                "-l: with -c {} every WR rings its own doorbell in mlx5-perf (the driver's \
-                 post_ud / post_dc entries post one WR each)",
-                connection.name()
-            ));
-        }
-        if connection == Connection::Ud && a.use_srq {
-            return Err("--use-srq: mlx5-perf's UD QPs receive on queues of their own".into());
-        }
         // The parser's per-flag checks.
         check_fabric(a)?;
         check_reporting(lat, a)?;

@@ -566,34 +566,23 @@ impl<B: Device> Side<B> {
             } else {
                 SendFlags::UNSIGNALED
             };
+            let wr = SendWr {
+                wr_id: n,
+                op,
+                data,
+                flags,
+            };
             match (self.ahs.get(q), self.remote[q].dct, self.remote[q].qkey) {
-                (Some(ah), Some(dct), _) => {
-                    let wr = SendWr {
-                        wr_id: n,
-                        op,
-                        data,
-                        flags,
-                    };
-                    sq.post_dc(wr, &ah.dc_dest(dct.number, dct.key))?;
-                }
+                (Some(ah), Some(dct), _) => sq.push_dc(&wr, &ah.dc_dest(dct.number, dct.key))?,
                 (Some(ah), None, Some(qkey)) => {
-                    let wr = SendWr {
-                        wr_id: n,
-                        op,
-                        data,
-                        flags,
-                    };
-                    sq.post_ud(wr, &ah.dest(self.remote[q].qpn, qkey))?;
+                    sq.push_ud(&wr, &ah.dest(self.remote[q].qpn, qkey))?;
                 }
-                _ => sq.push(n, op, data, flags)?,
+                _ => sq.push_wr(&wr)?,
             }
             w.posted += 1;
             w.signaled += u64::from(signal);
         }
-        // UD and DC rang with each WR (post_ud / post_dc).
-        if self.ahs.is_empty() {
-            sq.ring_doorbell();
-        }
+        sq.ring_doorbell();
         w.closed |= last;
         Ok(())
     }
