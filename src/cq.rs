@@ -280,7 +280,9 @@ impl Completion {
         self.ud_flags & 0x30 == GRH_IN_BUFFER
     }
 
-    /// The SL of a UD receive on InfiniBand (on RoCE these bits are the packet type).
+    /// The SL of a receive on InfiniBand: the sender's path SL (UD, DC: its address
+    /// vector's), as rdma-core's `handle_responder` reads `wc->sl` from `flags_rqpn` bits
+    /// 27..24 for every transport (on RoCE these bits are the packet type).
     pub fn sl(&self) -> u8 {
         self.ud_flags & 0xf
     }

@@ -1156,6 +1156,17 @@ impl<B: Backend> Qp<B> {
     /// 0 at RTS): it then receives datagrams carrying `qkey` and sends with
     /// [`SendQueue::post_ud`], datagrams of at most the port's active MTU.
     pub fn activate_ud(&mut self, port: u8, qkey: u32) -> Result<(), Error> {
+        let options = ConnectOptions {
+            port: Some(port),
+            ..ConnectOptions::default()
+        };
+        self.activate_ud_with(qkey, &options)
+    }
+
+    /// [`Qp::activate_ud`] on the port `options` names (else the QP's) with its P_Key
+    /// index at INIT (`IBV_QP_PKEY_INDEX`, as perftest's `--pkey_index`); the other fields
+    /// do not apply to UD.
+    pub fn activate_ud_with(&mut self, qkey: u32, options: &ConnectOptions) -> Result<(), Error> {
         if self.core.transport != Transport::Ud {
             return Err(Error::InvalidArgument("activate_ud on a QP that is not UD"));
         }
@@ -1165,8 +1176,14 @@ impl<B: Backend> Qp<B> {
                 state: self.state(),
             });
         }
+        let port = options.port.unwrap_or(self.port);
         let mtu = self.ctx().backend.port(port)?.active_mtu;
-        self.modify(Transition::InitUd { port, qkey }, QpState::Init)?;
+        let init = Transition::InitUd {
+            port,
+            qkey,
+            pkey_index: options.pkey_index,
+        };
+        self.modify(init, QpState::Init)?;
         self.port = port;
         if let Some(rq) = &mut self.rq {
             rq.set_ready(true);
@@ -1178,7 +1195,8 @@ impl<B: Backend> Qp<B> {
         Ok(())
     }
 
-    /// Brings a DCI from RESET to RTS (INIT on the port `options` names or the QP's, RTR
+    /// Brings a DCI from RESET to RTS (INIT on the port `options` names or the QP's with
+    /// its P_Key index, RTR
     /// with the path MTU, RTS with the SQ PSN of [`Qp::endpoint`], the timeout, the retry
     /// counts and the READ / atomic depth of `options`): it then posts with
     /// [`SendQueue::post_dc`]. After an error, [`Qp::reset`] and activate again (the
@@ -1195,9 +1213,16 @@ impl<B: Backend> Qp<B> {
                 state: self.state(),
             });
         }
+        options.validate()?;
         let caps = self.ctx().caps();
         let port = options.port.unwrap_or(self.port);
-        self.modify(Transition::InitDci { port }, QpState::Init)?;
+        self.modify(
+            Transition::InitDci {
+                port,
+                pkey_index: options.pkey_index,
+            },
+            QpState::Init,
+        )?;
         self.port = port;
         self.modify(
             Transition::RtrDci {
@@ -1314,6 +1339,8 @@ impl<B: Backend> Qp<B> {
                 path_mtu: options.path_mtu,
                 hop_limit: options.hop_limit,
                 traffic_class: options.traffic_class,
+                sl: options.sl,
+                flow_label: options.flow_label,
             };
             self.modify(rtr, QpState::Rtr)?;
             self.modify(Transition::RtsUc { sq_psn: psn }, QpState::Rts)?;
@@ -1612,6 +1639,8 @@ impl<B: Backend> Dct<B> {
                 min_rnr_timer: options.min_rnr_timer,
                 hop_limit: options.hop_limit,
                 traffic_class: options.traffic_class,
+                sl: options.sl,
+                flow_label: options.flow_label,
             },
         )?;
         self.state = QpState::Rtr;

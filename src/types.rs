@@ -389,6 +389,10 @@ pub enum Transition {
         hop_limit: u8,
         /// GRH traffic class (RoCE).
         traffic_class: u8,
+        /// Service level (4 bits).
+        sl: u8,
+        /// GRH flow label (RoCE; 20 bits).
+        flow_label: u32,
     },
     /// RTR → RTS of a UC QP (`IBV_QP_SQ_PSN` only: no timeout, retries or READ depth).
     RtsUc {
@@ -401,6 +405,8 @@ pub enum Transition {
         port: u8,
         /// The Q_Key datagrams to this QP must carry.
         qkey: u32,
+        /// P_Key table index.
+        pkey_index: u16,
     },
     /// INIT → RTR of a UD QP: nothing remote.
     RtrUd,
@@ -415,6 +421,8 @@ pub enum Transition {
     InitDci {
         /// Port (from 1).
         port: u8,
+        /// P_Key table index.
+        pkey_index: u16,
     },
     /// INIT → RTR of a DCI (`IBV_QP_PATH_MTU`, nothing remote).
     RtrDci {
@@ -434,6 +442,10 @@ pub enum Transition {
         hop_limit: u8,
         /// GRH traffic class (RoCE).
         traffic_class: u8,
+        /// Service level (4 bits) of the DCT's responses.
+        sl: u8,
+        /// GRH flow label (RoCE; 20 bits).
+        flow_label: u32,
     },
     /// SQE → RTS of a UD or UC QP (`IBV_QP_STATE | IBV_QP_CUR_STATE`, current state SQE).
     SqeToRts,

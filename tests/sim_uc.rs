@@ -403,6 +403,7 @@ fn the_model_takes_only_uc_transitions_on_a_uc_qp() {
         dest_qpn: qpn,
         rq_psn: 5,
         path_mtu: 1024,
+        sl: 0,
     };
     nic.modify_qp(qpn, &rtr).unwrap();
     let rc_rts = hw::QpTransition::Rts {

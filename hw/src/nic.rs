@@ -678,11 +678,13 @@ impl Nic {
                 return Err(HwError::InvalidParam("transition of another transport"));
             }
             match *t {
-                QpTransition::InitUd { port, qkey } => {
+                QpTransition::InitUd {
+                    port,
+                    qkey,
+                    pkey_index,
+                } => {
                     expect(q.state, QpState::Reset)?;
-                    if port == 0 || port > ports {
-                        return Err(HwError::InvalidParam("port"));
-                    }
+                    check_port_pkey(port, ports, pkey_index)?;
                     q.qkey = qkey;
                     q.state = QpState::Init;
                 }
@@ -696,11 +698,9 @@ impl Nic {
                     q.sq_psn = sq_psn & 0xff_ffff;
                     q.state = QpState::Rts;
                 }
-                QpTransition::InitDci { port } => {
+                QpTransition::InitDci { port, pkey_index } => {
                     expect(q.state, QpState::Reset)?;
-                    if port == 0 || port > ports {
-                        return Err(HwError::InvalidParam("port"));
-                    }
+                    check_port_pkey(port, ports, pkey_index)?;
                     q.state = QpState::Init;
                 }
                 QpTransition::RtrDci { path_mtu } => {
@@ -726,15 +726,7 @@ impl Nic {
                 } => {
                     expect(q.state, QpState::Reset)?;
                     check_access_bits(access)?;
-                    if port == 0 || port > ports {
-                        return Err(HwError::InvalidParam("port"));
-                    }
-                    // The kernel refuses an index at or beyond the port's P_Key table
-                    // (mlx5_ib_modify_qp: pkey_index >= pkey_table_len, EINVAL); the
-                    // model's table holds the default P_Key alone (docs/model.md).
-                    if pkey_index >= PKEY_TABLE_LEN {
-                        return Err(HwError::InvalidParam("pkey_index"));
-                    }
+                    check_port_pkey(port, ports, pkey_index)?;
                     q.access = access;
                     q.state = QpState::Init;
                 }
@@ -770,6 +762,7 @@ impl Nic {
                     dest_qpn,
                     rq_psn,
                     path_mtu,
+                    sl,
                 } => {
                     let dest = Dest {
                         lid: dest_lid,
@@ -778,7 +771,9 @@ impl Nic {
                     };
                     expect(q.state, QpState::Init)?;
                     check_mtu(path_mtu)?;
+                    at_most(sl, 15, "sl")?;
                     set_rtr(q, dest, rq_psn, path_mtu);
+                    q.sl = sl;
                 }
                 QpTransition::RtsUc { sq_psn } => {
                     expect(q.state, QpState::Rtr)?;
@@ -1178,6 +1173,20 @@ fn transition_of(transport: Transport, t: &QpTransition) -> bool {
         ),
         Transport::Dct => matches!(t, T::Init { .. } | T::RtrDct { .. }),
     }
+}
+
+/// A port of the NIC (`ports` of them) and a P_Key index in its table: the kernel refuses
+/// an index at or beyond the port's P_Key table (`mlx5_ib_modify_qp`: `pkey_index >=
+/// pkey_table_len`, EINVAL) for every QP type; the model's table holds the default P_Key
+/// alone (docs/model.md).
+fn check_port_pkey(port: u8, ports: u8, pkey_index: u16) -> Result<(), HwError> {
+    if port == 0 || port > ports {
+        return Err(HwError::InvalidParam("port"));
+    }
+    if pkey_index >= PKEY_TABLE_LEN {
+        return Err(HwError::InvalidParam("pkey_index"));
+    }
+    Ok(())
 }
 
 /// A path MTU the QPC takes: 256..=4096, a power of two.

@@ -22,6 +22,9 @@ pub(crate) struct Request<'a> {
     pub(crate) npkts: u32,
     /// The sender (QPN, LID) a receive completion names: DC only (RC CQEs leave it 0).
     pub(crate) src: Option<(u32, u16)>,
+    /// The service level the request travelled on (the requester's path SL; a DCI's from
+    /// its AV): receive CQEs carry it in `flags_rqpn` bits 27..24.
+    pub(crate) sl: u8,
 }
 
 /// The responder's answer.
@@ -268,6 +271,9 @@ pub(crate) fn recv_cqe(
         byte_cnt: r.d.len as u32,
         imm,
         src_qpn,
+        // rdma-core's and the kernel's `handle_responder` read `wc->sl` from `flags_rqpn`
+        // bits 27..24 on every responder CQE of an InfiniBand port.
+        rqpn_flags: r.sl,
         slid,
         srqn: rv.srqn,
         se: r.d.ctrl.solicited(),

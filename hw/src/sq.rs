@@ -337,6 +337,7 @@ fn exec(
     let q = nic.qp(qpi);
     let (pdn, qpn, mtu) = (q.pdn, q.qpn, q.mtu);
     let (dest, depth) = (q.dest, q.max_rd_atomic);
+    let sl = av.as_ref().map_or(q.sl, |av| av.sl);
     let remote_result = matches!(d.op, Op::Read | Op::Atomic(_));
     // READ and atomic result buffers are checked when the response arrives (below).
     if !remote_result {
@@ -387,6 +388,7 @@ fn exec(
         npkts,
         // A DCT's receive completions name the DCI and its port (prm-facts-next §3.6).
         src: av.as_ref().map(|_| (qpn, w.nics[n].lid)),
+        sl,
     };
     if remote_result
         && rd_atomic_depth(depth) > rd_atomic_depth(w.nics[to.nic].qp(to.qpi).max_dest_rd_atomic)

@@ -450,6 +450,8 @@ pub enum QpTransition {
         port: u8,
         /// Q_Key incoming datagrams must carry.
         qkey: u32,
+        /// P_Key table index: below the port's table length, as for [`QpTransition::Init`].
+        pkey_index: u16,
     },
     /// INIT -> RTR of a UD QP: nothing remote.
     RtrUd,
@@ -504,6 +506,8 @@ pub enum QpTransition {
     InitDci {
         /// Port number (1-based).
         port: u8,
+        /// P_Key table index: below the port's table length, as for [`QpTransition::Init`].
+        pkey_index: u16,
     },
     /// INIT -> RTR of a DCI (`IBV_QP_PATH_MTU`: nothing remote).
     RtrDci {
@@ -535,6 +539,8 @@ pub enum QpTransition {
         rq_psn: u32,
         /// Path MTU in bytes (256..=4096, a power of two).
         path_mtu: u32,
+        /// Service level of the primary path (4 bits).
+        sl: u8,
     },
     /// RTR -> RTS of a UC QP (`IBV_QP_SQ_PSN` only: no timeout, retry counts or READ
     /// depth).

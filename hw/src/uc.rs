@@ -38,7 +38,7 @@ pub(crate) fn send(
         Op::Send | Op::Write => {}
     }
     let q = nic.qp(qpi);
-    let (pdn, qpn, mtu, dest) = (q.pdn, q.qpn, q.mtu, q.dest);
+    let (pdn, qpn, mtu, dest, sl) = (q.pdn, q.qpn, q.mtu, q.dest, q.sl);
     if let Err(s) = check_gather(nic, qpi, pdn, wqe, &d, in_flight) {
         return Outcome::Fail(s);
     }
@@ -64,6 +64,7 @@ pub(crate) fn send(
         psn,
         npkts,
         src: None,
+        sl,
     };
     if in_order == 0 {
         // The first packet was lost: whatever follows it is discarded.

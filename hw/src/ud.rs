@@ -67,7 +67,8 @@ pub(crate) struct Av {
     pub(crate) dc_key: u64,
     /// `dqp_dct` bits 23..0: the remote QPN (UD) or DCT number (DC).
     pub(crate) dqpn: u32,
-    sl: u8,
+    /// `stat_rate_sl` bits 3..0: the service level the packet travels on.
+    pub(crate) sl: u8,
     pub(crate) dlid: u16,
     pub(crate) grh: Option<GlobalRoute>,
     /// Its size in the WQE: 48 bytes, or 16 for a compact AV.

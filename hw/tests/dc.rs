@@ -32,7 +32,10 @@ fn dc_pair(nic_cfg: NicConfig) -> (std::sync::Arc<Fabric>, Side, Side) {
     );
     let dci = a.qp.qpn;
     for step in [
-        QpTransition::InitDci { port: 1 },
+        QpTransition::InitDci {
+            port: 1,
+            pkey_index: 0,
+        },
         QpTransition::RtrDci { path_mtu: 1024 },
         QpTransition::Rts {
             sq_psn: 7,

@@ -891,19 +891,33 @@ impl Backend for Sim {
                 max_rd_atomic,
             },
             Transition::RtrUc {
-                remote, path_mtu, ..
+                remote,
+                path_mtu,
+                sl,
+                ..
             } => hw::QpTransition::RtrUc {
                 dest_lid: remote.lid,
                 dest_gid: remote.gid,
                 dest_qpn: remote.qpn,
                 rq_psn: remote.psn,
                 path_mtu,
+                sl,
             },
             Transition::RtsUc { sq_psn } => hw::QpTransition::RtsUc { sq_psn },
-            Transition::InitUd { port, qkey } => hw::QpTransition::InitUd { port, qkey },
+            Transition::InitUd {
+                port,
+                qkey,
+                pkey_index,
+            } => hw::QpTransition::InitUd {
+                port,
+                qkey,
+                pkey_index,
+            },
             Transition::RtrUd => hw::QpTransition::RtrUd,
             Transition::RtsUd { sq_psn } => hw::QpTransition::RtsUd { sq_psn },
-            Transition::InitDci { port } => hw::QpTransition::InitDci { port },
+            Transition::InitDci { port, pkey_index } => {
+                hw::QpTransition::InitDci { port, pkey_index }
+            }
             Transition::RtrDci { path_mtu } => hw::QpTransition::RtrDci { path_mtu },
             Transition::RtrDct {
                 path_mtu,

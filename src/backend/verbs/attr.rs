@@ -1,6 +1,7 @@
 //! QP transitions as verbs attributes: which `ibv_qp_attr` fields and which
 //! `ibv_qp_attr_mask` bits each step sets (the IB core's `qp_state_table` requirements), for
-//! InfiniBand (LID) and RoCE (GRH: GID index, hop limit, traffic class) addressing.
+//! InfiniBand (LID, or LID and a GRH) and RoCE (GRH: GID index, hop limit, traffic class,
+//! flow label) addressing.
 //!
 //! Pure functions over plain values, so CI checks them without a NIC.
 
@@ -19,6 +20,19 @@ pub enum Addressing {
         /// Source GID index.
         sgid_index: u8,
     },
+    /// InfiniBand with a GRH (perftest's `-x` on an InfiniBand port, which sets
+    /// `ah_attr.is_global` there too): the destination LID and a GRH from this GID index.
+    LidGrh {
+        /// Source GID index.
+        sgid_index: u8,
+    },
+}
+
+impl Addressing {
+    /// True if the destination LID is part of the address (InfiniBand).
+    fn uses_lid(self) -> bool {
+        !matches!(self, Addressing::Gid { .. })
+    }
 }
 
 /// What a transition needs besides the transition itself.
@@ -90,24 +104,14 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
             sl,
             flow_label,
         } => {
-            attr.qp_state = ibv_qp_state::IBV_QPS_RTR;
-            attr.path_mtu = path.mtu(path_mtu)?;
-            attr.dest_qp_num = remote.qpn;
-            attr.ah_attr.sl = sl;
-            attr.rq_psn = remote.psn;
             attr.max_dest_rd_atomic = max_dest_rd_atomic;
             attr.min_rnr_timer = min_rnr_timer;
-            if local_path(&mut attr, path, hop_limit, traffic_class) {
-                attr.ah_attr.grh.dgid.raw = remote.gid;
-                attr.ah_attr.grh.flow_label = flow_label;
-            } else {
-                attr.ah_attr.dlid = remote.lid;
-            }
-            m::IBV_QP_STATE
-                | m::IBV_QP_AV
-                | m::IBV_QP_PATH_MTU
-                | m::IBV_QP_DEST_QPN
-                | m::IBV_QP_RQ_PSN
+            let grh = Grh {
+                hop_limit,
+                traffic_class,
+                flow_label,
+            };
+            rtr_path(&mut attr, &remote, path_mtu, sl, grh, path)?
                 | m::IBV_QP_MAX_DEST_RD_ATOMIC
                 | m::IBV_QP_MIN_RNR_TIMER
         }
@@ -118,13 +122,16 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
             path_mtu,
             hop_limit,
             traffic_class,
-        } => rtr_path(
-            &mut attr,
-            &remote,
-            path_mtu,
-            (hop_limit, traffic_class),
-            path,
-        )?,
+            sl,
+            flow_label,
+        } => {
+            let grh = Grh {
+                hop_limit,
+                traffic_class,
+                flow_label,
+            };
+            rtr_path(&mut attr, &remote, path_mtu, sl, grh, path)?
+        }
         Transition::Rts {
             sq_psn,
             timeout,
@@ -147,9 +154,13 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
         }
         // UD ([KCORE] `qp_state_table`, as perftest sets them): the Q_Key at INIT,
         // nothing remote at RTR, the SQ PSN alone at RTS.
-        Transition::InitUd { port, qkey } => {
+        Transition::InitUd {
+            port,
+            qkey,
+            pkey_index,
+        } => {
             attr.qp_state = ibv_qp_state::IBV_QPS_INIT;
-            attr.pkey_index = 0;
+            attr.pkey_index = pkey_index;
             attr.port_num = port;
             attr.qkey = qkey;
             m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT | m::IBV_QP_QKEY
@@ -165,16 +176,16 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
         }
         // DC ([KIB] `modify_dci_qp_is_ok`, `mlx5_ib_modify_dct`; UCX's
         // `uct_dc_mlx5_iface_dci_connect` adds the AV at the DCI's RTR, global on RoCE).
-        Transition::InitDci { port } => {
+        Transition::InitDci { port, pkey_index } => {
             attr.qp_state = ibv_qp_state::IBV_QPS_INIT;
-            attr.pkey_index = 0;
+            attr.pkey_index = pkey_index;
             attr.port_num = port;
             m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT
         }
         Transition::RtrDci { path_mtu } => {
             attr.qp_state = ibv_qp_state::IBV_QPS_RTR;
             attr.path_mtu = path.mtu(path_mtu)?;
-            local_path(&mut attr, path, 0, 0);
+            local_path(&mut attr, path, Grh::default());
             m::IBV_QP_STATE | m::IBV_QP_PATH_MTU | m::IBV_QP_AV
         }
         Transition::RtrDct {
@@ -182,13 +193,21 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
             min_rnr_timer,
             hop_limit,
             traffic_class,
+            sl,
+            flow_label,
         } => {
             attr.qp_state = ibv_qp_state::IBV_QPS_RTR;
             attr.path_mtu = path.mtu(path_mtu)?;
             attr.min_rnr_timer = min_rnr_timer;
+            attr.ah_attr.sl = sl;
             // On RoCE without `is_global`, the SGID index and the hop limit the kernel
             // answers EINVAL (UCX #3245, PR #3919, PR #4744).
-            local_path(&mut attr, path, hop_limit, traffic_class);
+            let grh = Grh {
+                hop_limit,
+                traffic_class,
+                flow_label,
+            };
+            local_path(&mut attr, path, grh);
             m::IBV_QP_STATE | m::IBV_QP_MIN_RNR_TIMER | m::IBV_QP_AV | m::IBV_QP_PATH_MTU
         }
         // The kernel tracks the state it last set (RTS): naming SQE as the current state
@@ -230,37 +249,51 @@ pub(crate) fn ah_attr(a: &AhAttr) -> ibv_ah_attr {
     attr
 }
 
-/// The local half of an address at RTR: the port, and on RoCE the GRH fields (`is_global`,
-/// the SGID index, the hop limit and the traffic class). True if it set a GRH.
-fn local_path(attr: &mut ibv_qp_attr, path: &PathInfo, hop_limit: u8, traffic_class: u8) -> bool {
+/// The GRH fields of an address at RTR, where one is sent.
+#[derive(Clone, Copy, Default)]
+struct Grh {
+    hop_limit: u8,
+    traffic_class: u8,
+    flow_label: u32,
+}
+
+/// The local half of an address at RTR: the port, and where the port sends a GRH (RoCE,
+/// InfiniBand with [`Addressing::LidGrh`]) `is_global`, the SGID index and `grh`'s hop
+/// limit, traffic class and flow label. True if it set a GRH.
+fn local_path(attr: &mut ibv_qp_attr, path: &PathInfo, grh: Grh) -> bool {
     attr.ah_attr.port_num = path.port;
-    let Addressing::Gid { sgid_index } = path.addressing else {
+    let (Addressing::Gid { sgid_index } | Addressing::LidGrh { sgid_index }) = path.addressing
+    else {
         return false;
     };
     attr.ah_attr.is_global = 1;
     attr.ah_attr.grh.sgid_index = sgid_index;
-    attr.ah_attr.grh.hop_limit = hop_limit;
-    attr.ah_attr.grh.traffic_class = traffic_class;
+    attr.ah_attr.grh.hop_limit = grh.hop_limit;
+    attr.ah_attr.grh.traffic_class = grh.traffic_class;
+    attr.ah_attr.grh.flow_label = grh.flow_label;
     true
 }
 
 /// INIT -> RTR of a connected QP (RC or UC): the state, the path MTU (capped at the port's
-/// active MTU), the peer's QPN and PSN, and its address (a GRH with `grh`'s hop limit and
-/// traffic class on RoCE). Returns the mask bits set.
+/// active MTU), the peer's QPN and PSN, and its address: the SL, the LID on InfiniBand and
+/// a GRH to its GID where the port sends one. Returns the mask bits set.
 fn rtr_path(
     attr: &mut ibv_qp_attr,
     remote: &Endpoint,
     path_mtu: u32,
-    (hop_limit, traffic_class): (u8, u8),
+    sl: u8,
+    grh: Grh,
     path: &PathInfo,
 ) -> Result<m, Error> {
     attr.qp_state = ibv_qp_state::IBV_QPS_RTR;
     attr.path_mtu = path.mtu(path_mtu)?;
     attr.dest_qp_num = remote.qpn;
     attr.rq_psn = remote.psn;
-    if local_path(attr, path, hop_limit, traffic_class) {
+    attr.ah_attr.sl = sl;
+    if local_path(attr, path, grh) {
         attr.ah_attr.grh.dgid.raw = remote.gid;
-    } else {
+    }
+    if path.addressing.uses_lid() {
         attr.ah_attr.dlid = remote.lid;
     }
     Ok(m::IBV_QP_STATE | m::IBV_QP_AV | m::IBV_QP_PATH_MTU | m::IBV_QP_DEST_QPN | m::IBV_QP_RQ_PSN)
@@ -315,6 +348,7 @@ mod tests {
             &Transition::InitUd {
                 port: 2,
                 qkey: 0x1100_2233,
+                pkey_index: 3,
             },
             &IB,
         )
@@ -322,7 +356,10 @@ mod tests {
         // STATE 1 | PKEY_INDEX 16 | PORT 32 | QKEY 64: no access flags.
         assert_eq!(mask.0, 1 | 16 | 32 | 64);
         assert_eq!(attr.qp_state, ibv_qp_state::IBV_QPS_INIT);
-        assert_eq!((attr.port_num, attr.qkey), (2, 0x1100_2233));
+        assert_eq!(
+            (attr.port_num, attr.qkey, attr.pkey_index),
+            (2, 0x1100_2233, 3)
+        );
         let (attr, mask) = qp_attr(&Transition::RtrUd, &IB).unwrap();
         assert_eq!((mask.0, attr.qp_state), (1, ibv_qp_state::IBV_QPS_RTR));
         let (attr, mask) = qp_attr(&Transition::RtsUd { sq_psn: 0x77 }, &IB).unwrap();
@@ -341,6 +378,8 @@ mod tests {
             path_mtu: 4096,
             hop_limit: 64,
             traffic_class: 0x60,
+            sl: 9,
+            flow_label: 0x54321,
         };
         let (attr, mask) = qp_attr(&rtr, &IB).unwrap();
         // STATE 1, AV 128, PATH_MTU 256, RQ_PSN 4096, DEST_QPN 1048576: no
@@ -350,15 +389,19 @@ mod tests {
         assert_eq!((attr.dest_qp_num, attr.rq_psn), (0x1234, 77));
         assert_eq!((attr.ah_attr.dlid, attr.ah_attr.port_num), (0x12, 2));
         assert_eq!((attr.max_dest_rd_atomic, attr.min_rnr_timer), (0, 0));
+        assert_eq!((attr.ah_attr.sl, attr.ah_attr.is_global), (9, 0));
+        assert_eq!(attr.ah_attr.grh.flow_label, 0, "no GRH, no flow label");
         let (attr, _) = qp_attr(&rtr, &ROCE).unwrap();
         assert_eq!(
             (attr.ah_attr.is_global, attr.path_mtu),
             (1, ibv_mtu::IBV_MTU_1024)
         );
+        let grh = attr.ah_attr.grh;
         assert_eq!(
-            (attr.ah_attr.grh.hop_limit, attr.ah_attr.grh.traffic_class),
-            (64, 0x60)
+            (grh.hop_limit, grh.traffic_class, grh.flow_label),
+            (64, 0x60, 0x54321)
         );
+        assert_eq!(attr.ah_attr.sl, 9);
         let (attr, mask) = qp_attr(&Transition::RtsUc { sq_psn: 0x42 }, &IB).unwrap();
         // STATE | SQ_PSN: no TIMEOUT, RETRY_CNT, RNR_RETRY or MAX_QP_RD_ATOMIC.
         assert_eq!(mask.0, 1 | 65536);
@@ -425,6 +468,31 @@ mod tests {
     }
 
     #[test]
+    fn rtr_on_infiniband_with_a_grh_addresses_the_lid_and_sends_a_grh() {
+        // perftest's `-x` on an InfiniBand port: `is_global` with the SGID index, and the
+        // DLID as well (ibv_ah_attr carries both).
+        let ib_grh = PathInfo {
+            addressing: Addressing::LidGrh { sgid_index: 1 },
+            ..IB
+        };
+        let (attr, _) = qp_attr(&rtr(), &ib_grh).unwrap();
+        assert_eq!((attr.ah_attr.is_global, attr.ah_attr.dlid), (1, 0x12));
+        let grh = attr.ah_attr.grh;
+        // SAFETY: reading the bytes of a union of plain integers.
+        assert_eq!(unsafe { grh.dgid.raw }, remote().gid);
+        assert_eq!(
+            (
+                grh.sgid_index,
+                grh.hop_limit,
+                grh.traffic_class,
+                grh.flow_label
+            ),
+            (1, 64, 0x60, 0xabcde)
+        );
+        assert_eq!((attr.ah_attr.sl, attr.path_mtu), (5, ibv_mtu::IBV_MTU_4096));
+    }
+
+    #[test]
     fn rts_sets_timers_retries_psn_and_depth() {
         let t = Transition::Rts {
             sq_psn: 5,
@@ -452,12 +520,16 @@ mod tests {
 
     #[test]
     fn dci_transitions_carry_no_access_and_nothing_remote() {
-        let (attr, mask) = qp_attr(&Transition::InitDci { port: 2 }, &IB).unwrap();
+        let init = Transition::InitDci {
+            port: 2,
+            pkey_index: 1,
+        };
+        let (attr, mask) = qp_attr(&init, &IB).unwrap();
         // STATE 1 | PKEY_INDEX 16 | PORT 32: no access flags.
         assert_eq!(mask.0, 1 | 16 | 32);
         assert_eq!(
-            (attr.qp_state, attr.port_num),
-            (ibv_qp_state::IBV_QPS_INIT, 2)
+            (attr.qp_state, attr.port_num, attr.pkey_index),
+            (ibv_qp_state::IBV_QPS_INIT, 2, 1)
         );
         let (attr, mask) = qp_attr(&Transition::RtrDci { path_mtu: 4096 }, &ROCE).unwrap();
         // STATE 1 | AV 128 | PATH_MTU 256: no DEST_QPN, RQ_PSN or READ depth.
@@ -478,6 +550,8 @@ mod tests {
             min_rnr_timer: 12,
             hop_limit: 64,
             traffic_class: 0x60,
+            sl: 4,
+            flow_label: 0x12345,
         };
         let (attr, mask) = qp_attr(&t, &ROCE).unwrap();
         // Exactly STATE 1 | AV 128 | PATH_MTU 256 | MIN_RNR_TIMER 32768 (mlx5_ib_modify_dct).
@@ -493,8 +567,10 @@ mod tests {
             (grh.sgid_index, grh.hop_limit, grh.traffic_class),
             (3, 64, 0x60)
         );
+        assert_eq!((grh.flow_label, attr.ah_attr.sl), (0x12345, 4));
         let (attr, _) = qp_attr(&t, &IB).unwrap();
         assert_eq!((attr.ah_attr.is_global, attr.ah_attr.port_num), (0, 2));
+        assert_eq!((attr.ah_attr.grh.flow_label, attr.ah_attr.sl), (0, 4));
         assert_eq!(attr.path_mtu, ibv_mtu::IBV_MTU_2048);
     }
 

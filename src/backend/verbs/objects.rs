@@ -835,7 +835,11 @@ impl Backend for Verbs {
 
     fn create_ah(&self, pd: &VerbsPd, attr: &AhAttr) -> Result<(AhHandle, Av), Error> {
         let mut ah_attr = attr::ah_attr(attr);
-        if self.port_attr(attr.port)?.addressing() != Addressing::Lid && attr.grh.is_none() {
+        let roce = matches!(
+            self.port_attr(attr.port)?.addressing(),
+            Addressing::Gid { .. }
+        );
+        if roce && attr.grh.is_none() {
             // mlx5_create_ah: EINVAL on RoCE without is_global.
             return Err(Error::InvalidArgument(
                 "an address handle on RoCE needs a global route",
@@ -911,7 +915,10 @@ impl Backend for Verbs {
     fn modify_qp(&self, qp: &VerbsQp, transition: &Transition) -> Result<(), Error> {
         let port = qp.port.load(Ordering::Relaxed);
         let path = match transition {
-            Transition::Rtr { .. } | Transition::RtrDci { .. } | Transition::RtrDct { .. } => {
+            Transition::Rtr { .. }
+            | Transition::RtrUc { .. }
+            | Transition::RtrDci { .. }
+            | Transition::RtrDct { .. } => {
                 let p = self.port_attr(port)?;
                 attr::PathInfo {
                     port,

@@ -191,6 +191,10 @@ pub struct VerbsPort {
     pub gid: [u8; 16],
     /// Its type, when sysfs says.
     pub gid_type: Option<GidType>,
+    /// The GID index was given (perftest's `-x`): on InfiniBand every path from this port
+    /// then carries a GRH from it ([`Addressing::LidGrh`]), as perftest sets `is_global`
+    /// whenever `-x` is given.
+    pub gid_given: bool,
 }
 
 impl VerbsPort {
@@ -198,6 +202,9 @@ impl VerbsPort {
     pub fn addressing(&self) -> Addressing {
         match self.link_layer {
             LinkLayer::Ethernet => Addressing::Gid {
+                sgid_index: self.gid_index as u8,
+            },
+            _ if self.gid_given => Addressing::LidGrh {
                 sgid_index: self.gid_index as u8,
             },
             _ => Addressing::Lid,
@@ -320,6 +327,7 @@ pub(crate) fn query_port(
         gid_index: index,
         gid: gid_at(index)?,
         gid_type: gid_type(index),
+        gid_given: gid_index.is_some(),
     })
 }
 
@@ -377,9 +385,12 @@ mod tests {
             gid_index: 3,
             gid: V4,
             gid_type: Some(GidType::RoceV2),
+            gid_given: false,
         };
         assert_eq!(port.addressing(), Addressing::Gid { sgid_index: 3 });
         port.link_layer = LinkLayer::InfiniBand;
         assert_eq!(port.addressing(), Addressing::Lid);
+        port.gid_given = true;
+        assert_eq!(port.addressing(), Addressing::LidGrh { sgid_index: 3 });
     }
 }

@@ -1,0 +1,153 @@
+//! Addressing on the model: the P_Key index at the INIT of UD QPs and DCIs (as RC's), and
+//! the sender's service level in the receive CQEs of RC, UC and DC (`flags_rqpn` bits
+//! 27..24, which rdma-core's and the kernel's `handle_responder` read as `wc->sl`).
+
+mod common;
+
+use common::{connect_with, poll_n, side, Side};
+use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use mlx5_direct::{
+    Access, AhAttr, ConnectOptions, Context, Data, Error, QpConfig, QpState, SendFlags, SendOp,
+    SendWr, Transport,
+};
+
+/// Options with P_Key index `pkey_index` and the rest perftest's defaults.
+fn pkey(pkey_index: u16) -> ConnectOptions {
+    ConnectOptions {
+        pkey_index,
+        ..ConnectOptions::default()
+    }
+}
+
+#[test]
+fn ud_and_dci_init_take_the_pkey_index_and_the_device_checks_it() {
+    let fabric = Fabric::new();
+    let ud = QpConfig {
+        transport: Transport::Ud,
+        ..QpConfig::default()
+    };
+    let dci = QpConfig {
+        transport: Transport::Dci,
+        ..QpConfig::default()
+    };
+    for config in [ud, dci] {
+        let mut s = side(&fabric, &config);
+        let activate = |s: &mut Side, options: &ConnectOptions| match config.transport {
+            Transport::Ud => s.qp.activate_ud_with(0x1111_1111, options),
+            _ => s.qp.activate_dci(options),
+        };
+        // The model's P_Key table holds one entry: index 1 is beyond it (the kernel's
+        // EINVAL), and the QP stays in RESET.
+        let refused = activate(&mut s, &pkey(1));
+        assert!(
+            matches!(&refused, Err(Error::Device { reason, .. }) if reason.contains("pkey_index")),
+            "{refused:?}"
+        );
+        assert_eq!(s.qp.state(), QpState::Reset);
+        activate(&mut s, &pkey(0)).unwrap();
+        assert_eq!(s.qp.state(), QpState::Rts);
+    }
+}
+
+/// Sends one SEND of 8 bytes from `a` to `b` and returns the SL of b's receive CQE.
+fn sl_of_a_send(a: &mut Side, b: &mut Side) -> u8 {
+    b.qp.rq().unwrap().post(1, &[b.mr.sge(0, 64)]).unwrap();
+    a.qp.sq()
+        .post(
+            2,
+            SendOp::Send,
+            Data::Inline(b"service!"),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    assert!(poll_n(a, 1)[0].status.is_ok());
+    let r = poll_n(b, 1)[0];
+    assert_eq!((r.wr_id, r.byte_len), (1, 8));
+    r.sl()
+}
+
+#[test]
+fn rc_and_uc_receives_carry_the_senders_service_level() {
+    for transport in [Transport::Rc, Transport::Uc] {
+        let fabric = Fabric::new();
+        let config = QpConfig {
+            transport,
+            ..QpConfig::default()
+        };
+        let (mut a, mut b) = (side(&fabric, &config), side(&fabric, &config));
+        // Each side's RTR sets the SL of its own path: a sends on 11, b on 0.
+        let (ea, eb) = (a.qp.endpoint().unwrap(), b.qp.endpoint().unwrap());
+        let sl11 = ConnectOptions {
+            sl: 11,
+            ..ConnectOptions::default()
+        };
+        a.qp.connect(&eb, &sl11).unwrap();
+        b.qp.connect(&ea, &ConnectOptions::default()).unwrap();
+        assert_eq!(sl_of_a_send(&mut a, &mut b), 11, "{transport:?}");
+        assert_eq!(sl_of_a_send(&mut b, &mut a), 0, "{transport:?}");
+    }
+    // Refused above 4 bits before anything changes.
+    let fabric = Fabric::new();
+    let (mut a, mut b) = (
+        side(&fabric, &QpConfig::default()),
+        side(&fabric, &QpConfig::default()),
+    );
+    let bad = ConnectOptions {
+        sl: 16,
+        ..ConnectOptions::default()
+    };
+    assert!(matches!(
+        a.qp.connect(&b.qp.endpoint().unwrap(), &bad),
+        Err(Error::InvalidArgument(_))
+    ));
+    connect_with(&mut a, &mut b, &ConnectOptions::default());
+}
+
+#[test]
+fn a_dct_receive_carries_the_sl_of_the_dcis_address_vector() {
+    let fabric = Fabric::new();
+    let t = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
+    let pd = t.alloc_pd().unwrap();
+    let mut cq = t.create_cq(64, 64).unwrap();
+    let mut srq = pd.create_srq(16, 1).unwrap();
+    let mut dct = pd.create_dct(&cq, &srq, 7).unwrap();
+    dct.activate(1, Access::ALL, &ConnectOptions::default())
+        .unwrap();
+    let mr = pd.alloc_mr(4096, Access::ALL).unwrap();
+    srq.post(9, &[mr.sge(0, 64)]).unwrap();
+    let dci = QpConfig {
+        transport: Transport::Dci,
+        ..QpConfig::default()
+    };
+    let mut a = side(&fabric, &dci);
+    a.qp.activate_dci(&ConnectOptions::default()).unwrap();
+    let ah =
+        a.pd.create_ah(&AhAttr {
+            port: 1,
+            dlid: t.port(1).unwrap().lid,
+            sl: 13,
+            ..AhAttr::default()
+        })
+        .unwrap();
+    let wr = SendWr {
+        wr_id: 3,
+        op: SendOp::Send,
+        data: Data::Inline(b"dc"),
+        flags: SendFlags::SIGNALED,
+    };
+    a.qp.sq()
+        .post_dc(wr, &ah.dc_dest(dct.number().unwrap(), 7))
+        .unwrap();
+    assert!(poll_n(&mut a, 1)[0].status.is_ok());
+    let mut got = [mlx5_direct::Completion::default(); 1];
+    for _ in 0..1000 {
+        if cq.poll(&mut got) == 1 {
+            break;
+        }
+        t.backend().nic().progress();
+    }
+    assert_eq!(
+        (got[0].wr_id, got[0].src_qp, got[0].sl()),
+        (9, a.qp.qpn(), 13)
+    );
+}
