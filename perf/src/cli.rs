@@ -334,16 +334,16 @@ pub struct BenchArgs {
     #[arg(short = 'u', long = "qp-timeout", default_value_t = 14, value_parser = clap::value_parser!(u8).range(..32))]
     pub qp_timeout: u8,
     /// Service level (0..15).
-    #[arg(short = 'S', long = "sl", default_value_t = 0)]
+    #[arg(short = 'S', long = "sl", default_value_t = 0, value_parser = parse_int::<u8>)]
     pub sl: u8,
     /// GRH traffic class (RoCE, and InfiniBand with -x; the model ignores it).
     #[arg(long = "tclass", default_value_t = 0)]
     pub tclass: u8,
-    /// GRH flow label (20 bits; RoCE: InfiniBand sends no GRH here, as perftest without -x).
-    #[arg(long = "flow_label", default_value_t = 0)]
+    /// GRH flow label (20 bits; RoCE, and InfiniBand with -x).
+    #[arg(long = "flow_label", default_value_t = 0, value_parser = parse_int::<u32>)]
     pub flow_label: u32,
     /// P_Key index (the device refuses one beyond its P_Key table).
-    #[arg(long = "pkey_index", default_value_t = 0)]
+    #[arg(long = "pkey_index", default_value_t = 0, value_parser = parse_int::<u16>)]
     pub pkey_index: u16,
     /// Connect the QPs with rdma_cm (hardware; the host is the server's IPoIB or RoCE
     /// address), their addresses, rkeys and PSNs in the connection's private data.
@@ -545,20 +545,34 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
             None => (text, 1),
         },
     };
-    let parsed = if let Some(hex) = digits
+    strtol0(digits)
+        .and_then(|n| usize::try_from(n).ok())
+        .and_then(|n| n.checked_mul(factor))
+        .ok_or_else(|| format!("{text:?} is not a size (decimal, 0x hex, or with K / M)"))
+}
+
+/// `strtol(text, NULL, 0)` of a whole non-negative number: `0x` / `0X` hex, a leading `0`
+/// octal, else decimal; `None` for anything else (perftest reads it without checking the
+/// end, we refuse trailing text).
+fn strtol0(digits: &str) -> Option<u64> {
+    if let Some(hex) = digits
         .strip_prefix("0x")
         .or_else(|| digits.strip_prefix("0X"))
     {
-        usize::from_str_radix(hex, 16)
+        u64::from_str_radix(hex, 16).ok()
     } else if digits.len() > 1 && digits.starts_with('0') {
-        usize::from_str_radix(&digits[1..], 8)
+        u64::from_str_radix(&digits[1..], 8).ok()
     } else {
-        digits.parse()
-    };
-    parsed
-        .ok()
-        .and_then(|n| n.checked_mul(factor))
-        .ok_or_else(|| format!("{text:?} is not a size (decimal, 0x hex, or with K / M)"))
+        digits.parse().ok()
+    }
+}
+
+/// A number as perftest reads `-S`, `--flow_label` and `--pkey_index` (`strtol` with base
+/// 0: decimal, `0x` hex or `0` octal), that fits `T`.
+pub fn parse_int<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
+    strtol0(text)
+        .and_then(|n| T::try_from(n).ok())
+        .ok_or_else(|| format!("{text:?} is not a number in range (decimal, 0x hex or 0 octal)"))
 }
 
 /// Operations `explain` knows.

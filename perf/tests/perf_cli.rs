@@ -834,8 +834,14 @@ fn sl_flow_label_and_pkey_index_reach_the_qp() {
         assert!(ok, "{flag:?}: {err}");
         assert!(out.contains("\n 65536           50 "), "{flag:?}: {out}");
     }
-    // The model's P_Key table holds index 0 alone: the device refuses index 1 at INIT.
-    fails_with(&["write_bw", "-n", "50", "--pkey_index", "1"], "pkey_index");
+    // The model's P_Key table holds index 0 alone: the device refuses index 1 at INIT, of
+    // a UD QP and a DCI too.
+    for c in ["RC", "UD", "DC"] {
+        fails_with(
+            &["send_bw", "-c", c, "-n", "50", "--pkey_index", "0x1"],
+            "pkey_index",
+        );
+    }
 }
 
 #[test]
@@ -1720,6 +1726,28 @@ fn ud_send_bw_and_send_lat_over_the_tcp_exchange() {
     fails_with(
         &["write_bw", "-c", "UD"],
         "-c UD: UD runs send_lat and send_bw only",
+    );
+}
+
+/// `-x` on InfiniBand gives every path a GRH, as perftest sets `is_global` whenever `-x` is
+/// given: each UD datagram then carries one and its receive gets the 40-byte GRH written
+/// (40 bytes more up the link per message); the model's ports have GID index 0 alone.
+#[test]
+fn ud_with_x_on_infiniband_sends_a_grh() {
+    let up = |extra: &[&str]| {
+        let mut args = vec!["send_bw", "-c", "UD", "-n", "200", "-s", "64", "--json"];
+        args.extend_from_slice(extra);
+        let v = json(&args);
+        let p = &v["results"][0]["pcie_per_message"]["server"];
+        (p["bytes_up"].as_f64().unwrap(), p["dma_writes"].as_f64())
+    };
+    let (plain, plain_writes) = up(&[]);
+    let (global, global_writes) = up(&["-x", "0"]);
+    assert_eq!(global - plain, 40.0);
+    assert_eq!(global_writes, plain_writes);
+    fails_with(
+        &["send_bw", "-c", "UD", "-n", "20", "-x", "1"],
+        "sgid_index",
     );
 }
 

@@ -301,12 +301,34 @@ fn fabric_flags_take_what_the_driver_carries() {
             (15, 0xf_ffff, 3),
         ),
         ("write_bw", (0, 0, 0)),
+        // strtol base 0, as perftest reads them: hex and octal too.
+        (
+            "write_bw -S 0xa --flow_label 0xABCDE --pkey_index 0x2",
+            (10, 0xa_bcde, 2),
+        ),
+        (
+            "write_bw -S 017 --flow_label 0X10 --pkey_index 0",
+            (15, 16, 0),
+        ),
     ] {
         ok(line);
         let l = local(line);
         assert_eq!((l.sl, l.flow_label, l.pkey_index), want, "{line}");
     }
     refused("write_bw -S 16", "-S 16: only 16 service levels (0..15)");
+    refused("write_bw -S 0x10", "-S 16: only 16 service levels (0..15)");
+    for line in [
+        "write_bw -S 0x",
+        "write_bw -S 0x100",
+        "write_bw --pkey_index 0x10000",
+        "write_bw --flow_label 12z",
+        "write_bw -S 08",
+    ] {
+        refused(
+            line,
+            "is not a number in range (decimal, 0x hex or 0 octal)",
+        );
+    }
     refused(
         "write_bw --flow_label 1048576",
         "--flow_label 1048576: the GRH flow label has 20 bits",

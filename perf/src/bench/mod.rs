@@ -117,8 +117,10 @@ pub struct Local {
     pub flow_label: u32,
     /// P_Key index (`--pkey_index`).
     pub pkey_index: u16,
-    /// The source GID index of UD and DC address handles on RoCE (`-x`, else 0).
-    pub sgid_index: u8,
+    /// The source GID index `-x` names: with it UD and DC address handles carry a GRH on
+    /// InfiniBand too (perftest sets `is_global` whenever `-x` is given); RoCE uses index
+    /// 0 without it.
+    pub gid_index: Option<u8>,
     /// Type of service of the rdma_cm connections (`-T`).
     pub tos: Option<u8>,
     /// Transport retries of the rdma_cm connections (`--retry_count`).
@@ -156,7 +158,7 @@ impl Local {
             sl: a.sl,
             flow_label: a.flow_label,
             pkey_index: a.pkey_index,
-            sgid_index: a.gid_index.map_or(0, |x| x as u8),
+            gid_index: a.gid_index.map(|x| x as u8),
             tos: a.tos,
             retry_count: a.retry_count,
             latency_gap: Duration::from_micros(a.latency_gap),

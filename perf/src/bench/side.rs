@@ -146,13 +146,14 @@ fn path_mtu<B: Device>(ctx: &Context<B>, local: &Local) -> Result<u32, Error> {
 }
 
 /// The address handle's attributes for the peer's record `r` through `port` (UD and DC):
-/// its LID and `-S` on InfiniBand; on RoCE (LID 0) a GRH to its GID from the source GID
-/// `-x` names (0 without it), with `--flow_label` and `--tclass`.
+/// its LID and `-S`; on RoCE (LID 0), and on InfiniBand with `-x`, a GRH to its GID from
+/// the source GID `-x` names (0 without it), with `--flow_label` and `--tclass`.
 fn ah_attr(port: u8, r: &QpRecord, local: &Local) -> AhAttr {
-    let grh = (r.lid == 0).then_some(GlobalRoute {
+    let global = r.lid == 0 || local.gid_index.is_some();
+    let grh = global.then_some(GlobalRoute {
         dgid: r.gid,
         flow_label: local.flow_label,
-        sgid_index: local.sgid_index,
+        sgid_index: local.gid_index.unwrap_or(0),
         hop_limit: 64,
         traffic_class: local.traffic_class,
     });
@@ -215,6 +216,8 @@ impl<B: Device> Side<B> {
                         path_mtu: path_mtu(&ctx, &local)?,
                         pkey_index: local.pkey_index,
                         traffic_class: local.traffic_class,
+                        sl: local.sl,
+                        flow_label: local.flow_label,
                         ..ConnectOptions::default()
                     };
                     let access = Access::remote_default(ctx.caps().atomics);
@@ -335,7 +338,7 @@ impl<B: Device> Side<B> {
                     qp.connect(&ep, &options)?;
                 }
                 Connection::Ud => {
-                    qp.activate_ud(port, DEF_QKEY)?;
+                    qp.activate_ud_with(DEF_QKEY, &options)?;
                     if r.qkey.is_none() {
                         return Err("-c UD: the peer's record has no Q_Key".into());
                     }
