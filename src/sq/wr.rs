@@ -226,78 +226,148 @@ impl SendFlags {
     }
 }
 
-/// Everything a post needs to know about one WQE before writing it.
+/// Everything a post needs to know about one WQE before writing it, packed so that
+/// decoding a run-time [`SendOp`] sets few values: one constant per operation (`code`),
+/// its immediate and its remote address.
 #[derive(Clone, Copy)]
 pub(super) struct Shape {
-    pub(super) opcode: Opcode,
-    pub(super) opmod: u8,
+    /// Opcode (bits 0..8) and opmod (24..32) where the control segment's first dword
+    /// has them, the units of atomic arguments (8..10), a remote address (bit 10), a
+    /// required local length (bit 11), the units after the control segment and before the
+    /// data (12..16: the remote address and the arguments) and the required length
+    /// (16..24).
+    code: u32,
     pub(super) imm: Be32,
-    pub(super) remote: Option<Remote>,
-    pub(super) args_ds: usize,
-    /// For READ and atomics: required local-buffer length (0 = any, READ).
-    pub(super) local_len: Option<u32>,
+    /// Meaningful when [`Shape::remote`] says so (zero otherwise).
+    remote: Remote,
+}
+
+const REMOTE: u32 = 1 << 10;
+const LOCAL_LEN: u32 = 1 << 11;
+
+impl Shape {
+    /// `args_ds` units of atomic arguments; `local_len`: for READ and atomics, the
+    /// required local-buffer length (0 = any, READ).
+    const fn code(
+        opcode: Opcode,
+        opmod: u8,
+        remote: bool,
+        args_ds: u32,
+        local_len: Option<u32>,
+    ) -> u32 {
+        let local = match local_len {
+            Some(len) => LOCAL_LEN | len << 16,
+            None => 0,
+        };
+        let fixed = remote as u32 + args_ds;
+        opcode as u32
+            | (opmod as u32) << 24
+            | args_ds << 8
+            | (remote as u32 * REMOTE)
+            | fixed << 12
+            | local
+    }
+
+    #[inline(always)]
+    pub(super) fn opcode(&self) -> u8 {
+        self.code as u8
+    }
+
+    #[inline(always)]
+    pub(super) fn opmod(&self) -> u8 {
+        (self.code >> 24) as u8
+    }
+
+    /// Whether a remote-address segment follows the control (and transport) segment.
+    #[inline(always)]
+    pub(super) fn has_remote(&self) -> bool {
+        self.code & REMOTE != 0
+    }
+
+    #[inline(always)]
+    pub(super) fn remote(&self) -> Option<Remote> {
+        self.has_remote().then_some(self.remote)
+    }
+
+    /// Units of the remote-address segment and the atomic arguments.
+    #[inline(always)]
+    pub(super) fn fixed_ds(&self) -> usize {
+        (self.code >> 12 & 0xf) as usize
+    }
+
+    /// Units of atomic arguments.
+    #[inline(always)]
+    pub(super) fn args_ds(&self) -> usize {
+        (self.code >> 8 & 3) as usize
+    }
+
+    /// For READ and atomics: the required local-buffer length (0 = any, READ).
+    #[inline(always)]
+    pub(super) fn local_len(&self) -> Option<u32> {
+        (self.code & LOCAL_LEN != 0).then_some(self.kept_len())
+    }
+
+    /// What the completion reports as `byte_len` unless it is a READ's: an atomic's
+    /// operand size, else 0 (no test: the bits are 0 without a local length).
+    #[inline(always)]
+    pub(super) fn kept_len(&self) -> u32 {
+        self.code >> 16 & 0xff
+    }
 }
 
 impl SendOp {
     #[inline(always)]
     pub(super) fn shape(&self) -> Shape {
-        let plain = |opcode, imm: u32, remote| Shape {
-            opcode,
-            opmod: 0,
+        let plain = |code, imm: u32, remote: Option<Remote>| Shape {
+            code,
             imm: Be32::new(imm),
-            remote,
-            args_ds: 0,
-            local_len: None,
+            remote: remote.unwrap_or_default(),
         };
-        let atomic = |opcode, opmod, remote, args_ds, len| Shape {
-            opcode,
-            opmod,
+        let atomic = |code, remote| Shape {
+            code,
             imm: Be32::new(0),
-            remote: Some(remote),
-            args_ds,
-            local_len: Some(len),
+            remote,
         };
+        const fn p(opcode: Opcode, remote: bool) -> u32 {
+            Shape::code(opcode, 0, remote, 0, None)
+        }
+        const fn a(opcode: Opcode, opmod: u8, args_ds: u32, len: u32) -> u32 {
+            Shape::code(opcode, opmod, true, args_ds, Some(len))
+        }
+        const B4: u8 = prm::OPMOD_MASKED_ATOMIC_4B;
+        const B8: u8 = prm::OPMOD_MASKED_ATOMIC_8B;
         match *self {
-            SendOp::Send => plain(Opcode::Send, 0, None),
-            SendOp::SendImm(imm) => plain(Opcode::SendImm, imm, None),
-            SendOp::SendInv(rkey) => plain(Opcode::SendInval, rkey, None),
-            SendOp::Write(r) => plain(Opcode::RdmaWrite, 0, Some(r)),
-            SendOp::WriteImm(r, imm) => plain(Opcode::RdmaWriteImm, imm, Some(r)),
-            SendOp::Read(r) => Shape {
-                local_len: Some(0),
-                ..plain(Opcode::RdmaRead, 0, Some(r))
-            },
-            SendOp::CompareSwap { remote, .. } => atomic(Opcode::AtomicCs, 0, remote, 1, 8),
-            SendOp::FetchAdd { remote, .. } => atomic(Opcode::AtomicFa, 0, remote, 1, 8),
-            SendOp::MaskedCompareSwap32 { remote, .. } => atomic(
-                Opcode::AtomicMaskedCs,
-                prm::OPMOD_MASKED_ATOMIC_4B,
-                remote,
-                1,
-                4,
+            SendOp::Send => plain(const { p(Opcode::Send, false) }, 0, None),
+            SendOp::SendImm(imm) => plain(const { p(Opcode::SendImm, false) }, imm, None),
+            SendOp::SendInv(rkey) => plain(const { p(Opcode::SendInval, false) }, rkey, None),
+            SendOp::Write(r) => plain(const { p(Opcode::RdmaWrite, true) }, 0, Some(r)),
+            SendOp::WriteImm(r, imm) => {
+                plain(const { p(Opcode::RdmaWriteImm, true) }, imm, Some(r))
+            }
+            SendOp::Read(r) => plain(
+                const { Shape::code(Opcode::RdmaRead, 0, true, 0, Some(0)) },
+                0,
+                Some(r),
             ),
-            SendOp::MaskedCompareSwap64 { remote, .. } => atomic(
-                Opcode::AtomicMaskedCs,
-                prm::OPMOD_MASKED_ATOMIC_8B,
-                remote,
-                2,
-                8,
-            ),
-            SendOp::MaskedFetchAdd32 { remote, .. } => atomic(
-                Opcode::AtomicMaskedFa,
-                prm::OPMOD_MASKED_ATOMIC_4B,
-                remote,
-                1,
-                4,
-            ),
-            SendOp::MaskedFetchAdd64 { remote, .. } => atomic(
-                Opcode::AtomicMaskedFa,
-                prm::OPMOD_MASKED_ATOMIC_8B,
-                remote,
-                1,
-                8,
-            ),
-            SendOp::Nop => plain(Opcode::Nop, 0, None),
+            SendOp::CompareSwap { remote, .. } => {
+                atomic(const { a(Opcode::AtomicCs, 0, 1, 8) }, remote)
+            }
+            SendOp::FetchAdd { remote, .. } => {
+                atomic(const { a(Opcode::AtomicFa, 0, 1, 8) }, remote)
+            }
+            SendOp::MaskedCompareSwap32 { remote, .. } => {
+                atomic(const { a(Opcode::AtomicMaskedCs, B4, 1, 4) }, remote)
+            }
+            SendOp::MaskedCompareSwap64 { remote, .. } => {
+                atomic(const { a(Opcode::AtomicMaskedCs, B8, 2, 8) }, remote)
+            }
+            SendOp::MaskedFetchAdd32 { remote, .. } => {
+                atomic(const { a(Opcode::AtomicMaskedFa, B4, 1, 4) }, remote)
+            }
+            SendOp::MaskedFetchAdd64 { remote, .. } => {
+                atomic(const { a(Opcode::AtomicMaskedFa, B8, 1, 8) }, remote)
+            }
+            SendOp::Nop => plain(const { p(Opcode::Nop, false) }, 0, None),
         }
     }
 
@@ -305,7 +375,7 @@ impl SendOp {
     /// also its completion's `byte_len`); `None` for any other operation.
     pub fn atomic_size(&self) -> Option<u32> {
         let shape = self.shape();
-        shape.local_len.filter(|_| shape.args_ds != 0)
+        shape.local_len().filter(|_| shape.args_ds() != 0)
     }
 
     /// For an atomic, the original value from the bytes of its local entry (`entry`, at
@@ -331,7 +401,7 @@ impl SendOp {
     /// Writes the atomic argument segment(s) at byte `offset` of the WQE.
     ///
     /// # Safety
-    /// The WQE must have room for `self.shape().args_ds` units at `offset`.
+    /// The WQE must have room for `self.shape().args_ds()` units at `offset`.
     #[inline(always)]
     pub(super) unsafe fn write_args(&self, wqe: &mut WqeBuf<'_>, offset: usize) {
         // SAFETY: each arm writes exactly `args_ds` units of its shape (caller's contract).

@@ -175,14 +175,14 @@ impl Limits {
         // earlier refusal names it first through `refused`), not in error (by the caller),
         // data, size, room.
         let shape = op.shape();
-        let fixed_ds = 1 + X::DS + shape.remote.is_some() as usize + shape.args_ds;
+        let fixed_ds = 1 + X::DS + shape.fixed_ds();
         let ds = match data {
             Data::Inline(bytes) => {
                 // Inline SEND / WRITE under `inline_fit`: every size check in one compare.
                 // Anything else takes the full checks (out of line); the size is computed
                 // here either way, so that a constant payload gives a constant size.
-                if shape.local_len.is_some()
-                    || bytes.len() > self.inline_fit[shape.remote.is_some() as usize]
+                if shape.local_len().is_some()
+                    || bytes.len() > self.inline_fit[shape.has_remote() as usize]
                 {
                     checked_ds::<X>(*self, shape, data)?;
                 }
@@ -197,10 +197,14 @@ impl Limits {
         // then constants.
         if ds <= SEND_WQE_BB / DS {
             // SAFETY: forwarded.
-            unsafe { self.place::<true, X>(ring, staging, slots, tail, cur, wr, xport, shape, ds) }
+            unsafe {
+                self.place::<true, X>(ring, staging, slots, tail, cur, wr, data, xport, shape, ds)
+            }
         } else {
             // SAFETY: forwarded.
-            unsafe { self.place::<false, X>(ring, staging, slots, tail, cur, wr, xport, shape, ds) }
+            unsafe {
+                self.place::<false, X>(ring, staging, slots, tail, cur, wr, data, xport, shape, ds)
+            }
         }
     }
 
@@ -219,17 +223,14 @@ impl Limits {
         tail: &AtomicU32,
         cur: &mut Cursor,
         wr: &SendWr<'_>,
+        data: Data<'_>,
         xport: X,
         shape: Shape,
         ds: usize,
     ) -> Result<Written<'r>, PostError> {
-        let SendWr {
-            wr_id,
-            op,
-            data,
-            flags,
-        } = wr;
-        let (wr_id, data, flags) = (*wr_id, *data, *flags);
+        // `wr_id` and the flags are read where used (short live ranges: no spills across
+        // the segment stores); the data was read once, by the size check.
+        let op = &wr.op;
         let bbs = if ONE_BB { 1 } else { prm::wqebbs(ds) as u32 };
         let pi = cur.pi;
         if cur.limit.wrapping_sub(pi) < bbs {
@@ -237,12 +238,12 @@ impl Limits {
         }
 
         let ctrl = CtrlSeg {
-            opmod_idx_opcode: OpmodIdxOpcode::pack(shape.opcode as u8, pi as u16, shape.opmod),
+            opmod_idx_opcode: OpmodIdxOpcode::pack(shape.opcode(), pi as u16, shape.opmod()),
             // `qpn_ds` has DS 0 and `ds <= max_ds <= 63`: OR it in (no field masking).
             qpn_ds: QpnDs::from_bits(Be32::new(self.qpn_ds.into_bits().get() | ds as u32)),
             signature: 0,
             dci_stream_channel_id: [0; 2],
-            fm_ce_se: flags.fm_ce_se(),
+            fm_ce_se: wr.flags.fm_ce_se(),
             imm: shape.imm,
         };
         let (mut wqe, start) = ring.wqe(
@@ -261,7 +262,7 @@ impl Limits {
             // SAFETY: see above (`X::DS` units; none for RC).
             unsafe { xport.write(wqe, DS) };
             let mut at = DS + X::DS * DS;
-            if let Some(remote) = shape.remote {
+            if let Some(remote) = shape.remote() {
                 let raddr = RaddrSeg {
                     raddr: Be64::new(remote.addr),
                     rkey: Be32::new(remote.rkey),
@@ -271,10 +272,10 @@ impl Limits {
                 unsafe { wqe.seg(at, raddr) };
                 at += DS;
             }
-            if shape.args_ds != 0 {
+            if shape.args_ds() != 0 {
                 // SAFETY: see above (`args_ds` units).
                 unsafe { op.write_args(wqe, at) };
-                at += shape.args_ds * DS;
+                at += shape.args_ds() * DS;
             }
             match data {
                 Data::Sges(sges) => {
@@ -303,7 +304,7 @@ impl Limits {
         // An atomic's operand size is its required local length; READ's (Some(0)) and the
         // others' (None) completions report 0 here.
         // SAFETY: `start` is a masked ring offset (this function's contract).
-        unsafe { record(slots, start, wr_id, next_pi, shape.local_len.unwrap_or(0)) };
+        unsafe { record(slots, start, wr.wr_id, next_pi, shape.kept_len()) };
         cur.pi = next_pi;
         Ok(Written {
             offset: start,
@@ -365,7 +366,7 @@ impl Limits {
     /// Validates the data part of a WQE and returns its size in DS.
     #[inline(always)]
     fn check_data(&self, shape: &Shape, data: Data<'_>) -> Result<usize, PostError> {
-        if shape.local_len.is_some() && self.ready.uc() {
+        if shape.local_len().is_some() && self.ready.uc() {
             // READ and atomics (the operations with a local result) are not UC operations
             // (`MLX5_SUPPORTED_SEND_OPS_FLAGS_UC`); every one of them takes this path, so
             // RC posts pay nothing for the check.
@@ -375,7 +376,7 @@ impl Limits {
         }
         match data {
             Data::Inline(bytes) => {
-                if shape.local_len.is_some() {
+                if shape.local_len().is_some() {
                     return Err(PostError::InlineNotAllowed);
                 }
                 if bytes.len() > self.max_inline {
@@ -397,8 +398,8 @@ impl Limits {
                 if total > MAX_MESSAGE_SIZE {
                     return Err(PostError::MessageTooLarge { len: total });
                 }
-                if let Some(len) = shape.local_len.filter(|l| *l != 0) {
-                    let remote = shape.remote.map_or(0, |r| r.addr);
+                if let Some(len) = shape.local_len().filter(|l| *l != 0) {
+                    let remote = shape.remote().map_or(0, |r| r.addr);
                     if remote % len as u64 != 0 {
                         return Err(PostError::MisalignedAtomic { addr: remote });
                     }
@@ -440,7 +441,7 @@ pub(super) unsafe fn record<'s>(
 /// data and size check, in order, with the refusal as `Limits::refused` names it.
 #[inline(never)]
 fn checked_ds<X: Xport>(k: Limits, shape: Shape, data: Data<'_>) -> Result<usize, PostError> {
-    let fixed_ds = 1 + X::DS + shape.remote.is_some() as usize + shape.args_ds;
+    let fixed_ds = 1 + X::DS + shape.fixed_ds();
     let ds = match k.check_data(&shape, data) {
         Ok(data_ds) => fixed_ds + data_ds,
         Err(e) => return Err(k.refused(e)),
@@ -474,12 +475,15 @@ impl Xport for () {
     unsafe fn write(self, _: &mut WqeBuf<'_>, _: usize) {}
 }
 
-/// DS of `len` bytes of inline data (none at all when empty).
+/// DS of `len` bytes of inline data (none at all when empty). `len` is at most the
+/// queue's inline limit here (checked before), so the sum cannot overflow: an add and a
+/// shift, where `InlineSeg::ds`'s `div_ceil` of any length takes five instructions.
 #[inline(always)]
 fn inline_data_ds(len: usize) -> usize {
     if len == 0 {
         0
     } else {
-        InlineSeg::ds(len)
+        const LOG_DS: u32 = DS.trailing_zeros();
+        (len + size_of::<InlineSeg>() + DS - 1) >> LOG_DS
     }
 }
