@@ -58,13 +58,26 @@ impl Clock {
     /// A clock at `khz` (0: no clock); `step` 0 follows the host's monotonic clock, any other
     /// value makes the clock advance by `step` ticks at each read (deterministic).
     pub(crate) fn new(khz: u32, step: u64) -> Clock {
-        let epoch_real_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
+        // Pair the monotonic epoch with the wall clock: of a few reads of the wall clock
+        // between two monotonic ones, keep the tightest, its monotonic time the midpoint (a
+        // thread preempted between two lone reads would put every converted time early by
+        // the preemption).
+        let (epoch, epoch_real_ns) = (0..8)
+            .map(|_| {
+                let before = Instant::now();
+                let real = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64);
+                let gap = before.elapsed();
+                (gap, before + gap / 2, real)
+            })
+            .min_by_key(|&(gap, ..)| gap)
+            .map(|(_, epoch, real)| (epoch, real))
+            .expect("eight pairings");
         Clock {
             khz: khz.into(),
             step,
-            epoch: Instant::now(),
+            epoch,
             epoch_real_ns,
             ticks: 0,
         }
