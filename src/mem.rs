@@ -555,10 +555,8 @@ impl MrTable {
         }
         let mut at = 0;
         for &(addr, len) in &plan[..n] {
-            // SAFETY: `addr..addr + len` lies in a live registered region (checked above,
-            // under the lock its release waits for): memory the device may write at any
-            // time, so nothing holds a reference to it (see `MemoryRegion`); the source is
-            // the caller's copy of the CQE's bytes.
+            // SAFETY: `addr..addr + len` is in a live registered region (checked above under
+            // the lock its release waits for) that nothing references; `data` is a CQE copy.
             unsafe { core::ptr::copy_nonoverlapping(data[at..].as_ptr(), addr as *mut u8, len) };
             at += len;
         }
