@@ -10,7 +10,7 @@ use mlx5_direct::backend::sim::{hw::CqePkey, Fabric, NicConfig, Sim};
 use mlx5_direct::prm::{CompactAv, Syndrome};
 use mlx5_direct::{
     AddressHandle, AhAttr, Completion, Context, Data, Error, GlobalRoute, PostError, QpConfig,
-    QpState, SendFlags, SendOp, SendWr, Status, Transport, WcOpcode, UD_GRH_BYTES,
+    QpState, SendFlags, SendOp, SendWr, Status, Transport, UdDest, WcOpcode, UD_GRH_BYTES,
 };
 
 const QKEY: u32 = 0x1100_2233;
@@ -218,6 +218,39 @@ fn a_receive_without_immediate_reports_the_pkey_field_as_the_nic_writes_it() {
         assert_eq!((r[0].user_index, r[1].user_index), (0, 0));
         poll_n(&mut a, 2);
     }
+}
+
+#[test]
+fn a_controlled_qkey_in_the_wr_sends_the_qps_own() {
+    let fabric = Fabric::new();
+    let (mut a, mut b) = ud_pair(&fabric);
+    let ah = ah_to(&a, &b);
+    post_recv(&mut b, 1, 0);
+    let pi = a.qp.sq().producer_count();
+    let own = ah.dest(b.qp.qpn(), UdDest::OWN_QKEY);
+    a.qp.sq()
+        .post_ud(send(Data::Inline(b"own"), SendOp::Send), &own)
+        .unwrap();
+    // Written as given: the device substitutes a's Q_Key (QKEY, which b expects).
+    assert_eq!(&a.qp.sq().wqe_bytes(pi, 64)[16..20], &[0x80, 0, 0, 0]);
+    poll_n(&mut a, 1);
+    let r = poll_n(&mut b, 1)[0];
+    assert_eq!((r.wr_id, r.status, r.byte_len), (1, Status::Success, 43));
+    // A sender whose own Q_Key differs: b drops the datagram (a Q_Key violation).
+    let mut c = side(&fabric, &ud_config());
+    c.qp.activate_ud(1, QKEY ^ 1).unwrap();
+    let ah = ah_to(&c, &b);
+    post_recv(&mut b, 2, 512);
+    c.qp.sq()
+        .post_ud(
+            send(Data::Inline(b"own"), SendOp::Send),
+            &ah.dest(b.qp.qpn(), UdDest::OWN_QKEY),
+        )
+        .unwrap();
+    poll_n(&mut c, 1);
+    assert_empty(&mut b);
+    let stats = b.ctx.backend().nic().stats();
+    assert_eq!(stats.qkey_violations, 1);
 }
 
 #[test]

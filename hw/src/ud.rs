@@ -20,6 +20,12 @@ const AV_BYTES: usize = 48;
 const COMPACT_AV_BYTES: usize = 16;
 /// The GRH area at the start of every UD receive buffer.
 const GRH_BYTES: u64 = 40;
+/// Q_Key bit 31: a controlled Q_Key (IBA 1.6 §3.5.3). A send whose work request carries
+/// one goes out with the sending QP's own Q_Key instead (IBA 10.2.5 / 11.4.1.1; the kernel
+/// drivers that build the DETH in software apply the same rule: mthca and mlx4
+/// `build_mlx_header`, hns `set_ud_wqe`); rdma-core's mlx5 writes the WR's value as given,
+/// so on mlx5 the HCA applies it.
+const CONTROLLED_QKEY: u32 = 1 << 31;
 /// `dqp_dct` bit 31, `MLX5_EXTENDED_UD_AV`: the full 48-byte AV follows.
 const EXTENDED_AV: u32 = 1 << 31;
 /// `grh_gid_fl` bit 30: the AV carries a GRH (InfiniBand).
@@ -124,9 +130,13 @@ pub(crate) fn send(
         return Outcome::Fail(synd::LOCAL_QP_OP_ERR);
     }
     let nic = &mut w.nics[n];
-    let Some(av) = Av::parse(wqe, nic.cfg.compact_av) else {
+    let Some(mut av) = Av::parse(wqe, nic.cfg.compact_av) else {
         return Outcome::Fail(synd::LOCAL_QP_OP_ERR);
     };
+    if av.qkey & CONTROLLED_QKEY != 0 {
+        // A controlled Q_Key in the WQE means "the QP's own" (IBA: see CONTROLLED_QKEY).
+        av.qkey = nic.qp(qpi).qkey;
+    }
     let d = match nic.decode(ctrl, wqe, av.len) {
         Ok(d) => d,
         Err(s) => return Outcome::Fail(s),

@@ -31,12 +31,20 @@ pub struct UdDest<'a> {
     pub av: &'a Av,
     /// Remote QP number (24 bits).
     pub remote_qpn: u32,
-    /// The Q_Key the remote QP was given.
+    /// The Q_Key the remote QP was given, written as given (as rdma-core does). With bit 31
+    /// set ([`UdDest::OWN_QKEY`], a controlled Q_Key) the device sends the sending QP's own
+    /// Q_Key instead (the IB rule; docs/model.md "UD").
     pub qkey: u32,
     /// Write the 16-byte compact AV (the first 16 bytes of `av`, `dqp_dct` bit 31 clear)
     /// instead of the full 48 bytes: set by a compact address handle
     /// ([`ProtectionDomain::create_compact_ah`](crate::ProtectionDomain::create_compact_ah)).
     pub compact: bool,
+}
+
+impl UdDest<'_> {
+    /// A Q_Key with bit 31 set: "send with my QP's own Q_Key" (the one given at
+    /// `activate_ud`), for a sender whose QP shares its Q_Key with every peer.
+    pub const OWN_QKEY: u32 = 1 << 31;
 }
 
 /// The datagram segment of one UD or DCI WQE, built before the write: the full AV or the
