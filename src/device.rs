@@ -155,11 +155,7 @@ impl<B: Backend> Context<B> {
     /// context's own completion channel (shared by every CQ created this way; reach it
     /// with [`Cq::channel`]).
     pub fn create_cq(&self, entries: u32, cqe_size: usize) -> Result<Cq<B>, Error> {
-        self.create_cq_with(&CqConfig {
-            entries,
-            cqe_size,
-            ..CqConfig::default()
-        })
+        self.create_cq_with(&CqConfig::new(entries, cqe_size))
     }
 
     /// Creates a CQ as `config` says, on the context's own completion channel (as
@@ -180,11 +176,7 @@ impl<B: Backend> Context<B> {
         cqe_size: usize,
         compression: CqeCompression,
     ) -> Result<Cq<B>, Error> {
-        let config = CqConfig {
-            entries,
-            cqe_size,
-            ..CqConfig::default()
-        };
+        let config = CqConfig::new(entries, cqe_size);
         self.make_cq(&self.own_channel()?, &config, Some(compression))
     }
 
@@ -205,11 +197,7 @@ impl<B: Backend> Context<B> {
         entries: u32,
         cqe_size: usize,
     ) -> Result<Cq<B>, Error> {
-        let config = CqConfig {
-            entries,
-            cqe_size,
-            ..CqConfig::default()
-        };
+        let config = CqConfig::new(entries, cqe_size);
         self.create_cq_on_with(channel, &config)
     }
 

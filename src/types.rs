@@ -472,13 +472,20 @@ pub struct CqConfig {
     pub timestamps: bool,
 }
 
-impl Default for CqConfig {
-    fn default() -> Self {
+impl CqConfig {
+    /// `entries` entries of `cqe_size` bytes, without timestamps.
+    pub fn new(entries: u32, cqe_size: usize) -> Self {
         CqConfig {
-            entries: 64,
-            cqe_size: 64,
+            entries,
+            cqe_size,
             timestamps: false,
         }
+    }
+}
+
+impl Default for CqConfig {
+    fn default() -> Self {
+        CqConfig::new(64, 64)
     }
 }
 

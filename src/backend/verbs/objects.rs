@@ -643,11 +643,7 @@ impl Backend for Verbs {
         compression: CqeCompression,
     ) -> Result<(VerbsCq, CqDesc, VerbsUar), Error> {
         check_compression(&self.info, cqe_size, compression)?;
-        let config = CqConfig {
-            entries,
-            cqe_size,
-            ..CqConfig::default()
-        };
+        let config = CqConfig::new(entries, cqe_size);
         self.cq(&config, channel, Some(compression))
     }
 
