@@ -421,7 +421,11 @@ impl<B: Backend> ProtectionDomain<B> {
         self.build_qp(send_cq, recv_cq, None, config)
     }
 
-    /// Creates an RC QP whose receives come from `srq`.
+    /// Creates a QP of `config.transport` whose receives come from `srq`. A UD QP needs an
+    /// SRQ made for UD ([`ProtectionDomain::create_ud_srq`]): the device writes the GRH area
+    /// into the first scatter entry of every UD receive (`ibv_post_recv(3)`), so only such
+    /// an SRQ checks that each receive holds it; any other is refused with
+    /// [`Error::InvalidArgument`].
     pub fn create_qp_with_srq(
         &self,
         send_cq: &Cq<B>,
@@ -429,6 +433,11 @@ impl<B: Backend> ProtectionDomain<B> {
         srq: &Srq<B>,
         config: &QpConfig,
     ) -> Result<Qp<B>, Error> {
+        if config.transport == Transport::Ud && !srq.holds_grh_area() {
+            return Err(Error::InvalidArgument(
+                "a UD QP's SRQ must be made for UD (create_ud_srq) to check the GRH area",
+            ));
+        }
         self.build_qp(send_cq, recv_cq, Some(srq), config)
     }
 
@@ -576,6 +585,19 @@ impl<B: Backend> ProtectionDomain<B> {
     /// Creates a shared receive queue of at least `entries` WQEs with `max_sge` scatter
     /// entries each.
     pub fn create_srq(&self, entries: u32, max_sge: u32) -> Result<Srq<B>, Error> {
+        self.build_srq(entries, max_sge, false)
+    }
+
+    /// [`create_srq`](Self::create_srq) for an SRQ that serves UD QPs (and may serve
+    /// others): every post must leave the [`UD_GRH_BYTES`](crate::UD_GRH_BYTES) area at the
+    /// start of its first scatter entry, or it is refused with
+    /// [`PostError::GrhAreaTooSmall`](crate::PostError::GrhAreaTooSmall), as a UD QP's own
+    /// receive queue refuses it.
+    pub fn create_ud_srq(&self, entries: u32, max_sge: u32) -> Result<Srq<B>, Error> {
+        self.build_srq(entries, max_sge, true)
+    }
+
+    fn build_srq(&self, entries: u32, max_sge: u32, ud: bool) -> Result<Srq<B>, Error> {
         let (handle, desc, srqn) =
             self.inner
                 .ctx
@@ -584,7 +606,10 @@ impl<B: Backend> ProtectionDomain<B> {
         let shared = Arc::new(SrqShared::new(desc.wqe_cnt, desc.stride / DS - 1));
         // SAFETY: the description stays valid while `handle` lives; the queue is dropped
         // before its `inner` (field order).
-        let queue = unsafe { SharedRecvQueue::new(&desc, shared.clone()) };
+        let mut queue = unsafe { SharedRecvQueue::new(&desc, shared.clone()) };
+        if ud {
+            queue.make_ud();
+        }
         Ok(Srq {
             queue,
             srqn,

@@ -169,6 +169,18 @@ fn write_scatter(
     Ok(())
 }
 
+/// Refuses a receive whose first scatter entry is shorter than `min_first` (the GRH area of
+/// a queue serving UD, else 0). Zero-length entries never reach the ring
+/// ([`write_scatter`]): the first that does is the one the device writes the area into.
+#[inline(always)]
+fn check_grh_area(sges: &[Sge], min_first: u32) -> Result<(), PostError> {
+    let first = sges.iter().find(|s| s.len != 0).map_or(0, |s| s.len);
+    if first < min_first {
+        return Err(PostError::GrhAreaTooSmall { len: first });
+    }
+    Ok(())
+}
+
 /// A QP's receive queue. Posting takes `&mut self`.
 #[derive(Debug)]
 pub struct RecvQueue {
@@ -256,10 +268,7 @@ impl RecvQueue {
         if free == 0 {
             return Err(PostError::QueueFull { needed: 1, free });
         }
-        let first = sges.first().map_or(0, |s| s.len);
-        if first < self.min_first {
-            return Err(PostError::GrhAreaTooSmall { len: first });
-        }
+        check_grh_area(sges, self.min_first)?;
         let slot = self.head & (self.wqe_cnt - 1);
         write_scatter(&self.ring, slot as usize * self.stride, self.max_sge, sges)?;
         self.shared.log.record(slot as usize, sges);
@@ -352,6 +361,8 @@ pub struct SharedRecvQueue {
     max_sge: usize,
     head: u32,
     dbrec: DbRec,
+    /// Bytes the first scatter entry must hold: the GRH area on an SRQ made for UD, else 0.
+    min_first: u32,
     shared: Arc<SrqShared>,
 }
 
@@ -376,16 +387,32 @@ impl SharedRecvQueue {
             head: 0,
             // SAFETY: forwarded from this function's contract.
             dbrec: unsafe { DbRec::new(desc.dbrec) },
+            min_first: 0,
             shared,
         }
     }
 
-    /// Posts one receive.
+    /// Makes this an SRQ that serves UD QPs: every receive's first scatter entry must hold
+    /// the [`UD_GRH_BYTES`] area.
+    pub(crate) fn make_ud(&mut self) {
+        self.min_first = UD_GRH_BYTES;
+    }
+
+    /// True if the SRQ was made for UD QPs
+    /// ([`ProtectionDomain::create_ud_srq`](crate::ProtectionDomain::create_ud_srq)): each
+    /// receive's first scatter entry holds the [`UD_GRH_BYTES`] area.
+    pub fn holds_grh_area(&self) -> bool {
+        self.min_first == UD_GRH_BYTES
+    }
+
+    /// Posts one receive. On an SRQ made for UD, a first scatter entry shorter than
+    /// [`UD_GRH_BYTES`] is refused with [`PostError::GrhAreaTooSmall`].
     pub fn post(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), PostError> {
         let slot = (self.head & (self.wqe_cnt - 1)) as usize;
         if !self.shared.free[slot].load(Ordering::Acquire) {
             return Err(PostError::QueueFull { needed: 1, free: 0 });
         }
+        check_grh_area(sges, self.min_first)?;
         write_scatter(&self.ring, slot * self.stride + DS, self.max_sge, sges)?;
         self.shared.log.record(slot, sges);
         self.shared.wr_id[slot].store(wr_id, Ordering::Relaxed);

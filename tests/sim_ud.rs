@@ -543,6 +543,83 @@ fn hostile_posts_are_refused_before_anything_is_written() {
     assert_eq!(poll_n(&mut b, 1)[0].byte_len, 40 + 4096);
 }
 
+/// The GRH area on an SRQ: a UD QP takes only an SRQ made for UD, and that SRQ refuses a
+/// receive whose first scatter entry (the first that reaches the ring: zero-length entries
+/// never do) cannot hold the 40 bytes, as the QP's own receive queue does, with nothing
+/// written. Datagrams then consume its WQEs in order, each after its GRH area.
+#[test]
+fn an_srq_serving_ud_refuses_a_receive_without_room_for_the_grh_area() {
+    let fabric = Fabric::new();
+    let (mut a, mut b) = ud_pair(&fabric);
+    let plain = b.pd.create_srq(4, 2).unwrap();
+    assert!(!plain.holds_grh_area());
+    assert!(matches!(
+        b.pd.create_qp_with_srq(&b.cq, &b.cq, &plain, &ud_config()),
+        Err(Error::InvalidArgument(_))
+    ));
+    let mut srq = b.pd.create_ud_srq(4, 2).unwrap();
+    assert!(srq.holds_grh_area());
+    let mut qp =
+        b.pd.create_qp_with_srq(&b.cq, &b.cq, &srq, &ud_config())
+            .unwrap();
+    qp.activate_ud(1, QKEY).unwrap();
+    let empty = b.mr.sge(0, 0);
+    for (sges, len) in [
+        (vec![b.mr.sge(0, 39), b.mr.sge(64, 256)], 39),
+        (vec![], 0),
+        (vec![empty, b.mr.sge(0, 39)], 39),
+        (vec![empty, empty], 0),
+    ] {
+        assert_eq!(srq.post(1, &sges), Err(PostError::GrhAreaTooSmall { len }));
+    }
+    // Nothing was written: every slot is still free, and the ring holds exactly that many.
+    let n = srq.capacity();
+    assert_eq!(n, 4);
+    for i in 0..n {
+        let off = i as usize * 512;
+        srq.post(
+            10 + u64::from(i),
+            &[empty, b.mr.sge(off, UD_GRH_BYTES + 256)],
+        )
+        .unwrap();
+    }
+    assert_eq!(
+        srq.post(99, &[b.mr.sge(0, UD_GRH_BYTES)]),
+        Err(PostError::QueueFull { needed: 1, free: 0 })
+    );
+    let ah = ah_to(&a, &b);
+    for i in 0..n {
+        let payload = vec![i as u8 + 1; 16 * (i as usize + 1)];
+        a.qp.sq()
+            .post_ud(
+                send(Data::Inline(&payload), SendOp::Send),
+                &ah.dest(qp.qpn(), QKEY),
+            )
+            .unwrap();
+    }
+    assert!(poll_n(&mut a, n as usize)
+        .iter()
+        .all(|c| c.status == Status::Success));
+    let rs = poll_n(&mut b, n as usize);
+    for (i, r) in rs.iter().enumerate() {
+        let len = 16 * (i + 1);
+        assert_eq!(
+            (r.wr_id, r.qpn, r.status, r.byte_len, r.src_qp),
+            (
+                10 + i as u64,
+                qp.qpn(),
+                Status::Success,
+                40 + len as u32,
+                a.qp.qpn()
+            )
+        );
+        let mut got = vec![0u8; len];
+        b.mr.read(i * 512 + 40, &mut got);
+        assert_eq!(got, vec![i as u8 + 1; len]);
+    }
+    assert_empty(&mut b);
+}
+
 #[test]
 fn a_failed_send_leaves_the_qp_in_sqe_receiving_until_recovered() {
     let fabric = Fabric::new();

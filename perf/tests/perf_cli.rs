@@ -1044,6 +1044,19 @@ fn use_srq_takes_the_receives_from_one_shared_queue() {
         "--json",
     ]);
     assert_eq!(v["results"][0]["messages_run"], 400);
+    // UD on an SRQ made for UD: every receive leaves room for the GRH area.
+    let v = json(&[
+        "send_bw",
+        "-c",
+        "UD",
+        "-n",
+        "200",
+        "-s",
+        "64",
+        "--use-srq",
+        "--json",
+    ]);
+    assert_eq!(v["results"][0]["iterations"], 200);
     let (ok, out, err) = perf(&["send_lat", "-n", "20", "--use-srq"]);
     assert!(ok, "{err}");
     assert!(

@@ -200,9 +200,10 @@ impl<B: Device> Side<B> {
             scatter_to_cqe: false,
             ..QpConfig::default()
         };
-        let srq = match params.srq {
-            true => Some(pd.create_srq(params.rx_depth, 1)?),
-            false => None,
+        let srq = match (params.srq, transport) {
+            (true, Transport::Ud) => Some(pd.create_ud_srq(params.rx_depth, 1)?),
+            (true, _) => Some(pd.create_srq(params.rx_depth, 1)?),
+            (false, _) => None,
         };
         let mut qps = Vec::new();
         let mut dcts = Vec::new();
