@@ -15,7 +15,6 @@ use crate::backend::{AhHandle, Backend};
 use crate::channel::CompChannel;
 use crate::clock::ClockInfo;
 use crate::cq::{CompletionQueue, CqAttachments, QpEntry, RecvShared};
-use crate::cqz::CqeCompression;
 use crate::error::Error;
 use crate::event::AsyncEvent;
 use crate::mem::{MemOptions, Memory, MrTable};
@@ -161,23 +160,7 @@ impl<B: Backend> Context<B> {
     /// Creates a CQ as `config` says, on the context's own completion channel (as
     /// [`Context::create_cq`]).
     pub fn create_cq_with(&self, config: &CqConfig) -> Result<Cq<B>, Error> {
-        self.make_cq(&self.own_channel()?, config, None)
-    }
-
-    /// Creates a CQ as [`Context::create_cq`] does whose device may write compressed CQEs
-    /// ([`CqeCompression`]: the basic layout through `mlx5dv_create_cq`, the enhanced one
-    /// on the model only). Polling expands them: each completion still arrives as one
-    /// [`Completion`](crate::Completion). Devices compress only CQEs that are ready
-    /// together, under PCIe back pressure; a latency-bound loop never sees a block.
-    /// [`Error::Unsupported`] where the device (or backend) cannot.
-    pub fn create_compressed_cq(
-        &self,
-        entries: u32,
-        cqe_size: usize,
-        compression: CqeCompression,
-    ) -> Result<Cq<B>, Error> {
-        let config = CqConfig::new(entries, cqe_size);
-        self.make_cq(&self.own_channel()?, &config, Some(compression))
+        self.make_cq(&self.own_channel()?, config)
     }
 
     /// The context's own completion channel, created on first use.
@@ -207,27 +190,14 @@ impl<B: Backend> Context<B> {
         channel: &CompChannel<B>,
         config: &CqConfig,
     ) -> Result<Cq<B>, Error> {
-        self.make_cq(channel, config, None)
+        self.make_cq(channel, config)
     }
 
-    fn make_cq(
-        &self,
-        channel: &CompChannel<B>,
-        config: &CqConfig,
-        compression: Option<CqeCompression>,
-    ) -> Result<Cq<B>, Error> {
+    fn make_cq(&self, channel: &CompChannel<B>, config: &CqConfig) -> Result<Cq<B>, Error> {
         if config.cqe_size != 64 && config.cqe_size != 128 {
             return Err(Error::InvalidArgument("CQE size must be 64 or 128"));
         }
-        let (handle, desc, uar) = match compression {
-            None => self.backend.create_cq(config, channel.handle())?,
-            Some(c) => self.backend.create_compressed_cq(
-                config.entries,
-                config.cqe_size,
-                channel.handle(),
-                c,
-            )?,
-        };
+        let (handle, desc, uar) = self.backend.create_cq(config, channel.handle())?;
         let attachments = Arc::new(CqAttachments::default());
         let events = channel.register(desc.cqn);
         // SAFETY: the backend's description stays valid while `handle` lives, and the
@@ -235,7 +205,7 @@ impl<B: Backend> Context<B> {
         let mut queue = unsafe {
             CompletionQueue::new(&desc, uar, attachments.clone(), events, config.timestamps)
         };
-        if let Some(c) = compression {
+        if let Some(c) = config.compression {
             queue.expand_compressed(c);
         }
         queue.copy_scattered(self.mrs.clone());

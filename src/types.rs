@@ -470,15 +470,27 @@ pub struct CqConfig {
     /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP`. Convert with
     /// [`Context::clock_info`](crate::Context::clock_info).
     pub timestamps: bool,
+    /// Compressed CQEs ([`CqeCompression`](crate::CqeCompression)): the device may write
+    /// several completions as one block, which polling expands, so each still arrives as
+    /// one [`Completion`](crate::Completion). Devices compress only CQEs that are ready
+    /// together (under PCIe back pressure on hardware, as the model's `ZipPolicy` says on
+    /// the model); a latency-bound loop never sees a block. On hardware the basic layout
+    /// comes through `mlx5dv_create_cq` where the device lists the format (and, for
+    /// 128-byte CQEs, `MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP`); the enhanced layout needs a
+    /// DevX CQ, which the verbs backend does not create. What the device cannot do fails
+    /// creation with [`Error::Unsupported`](crate::Error::Unsupported). See
+    /// `docs/pcie.md`.
+    pub compression: Option<crate::CqeCompression>,
 }
 
 impl CqConfig {
-    /// `entries` entries of `cqe_size` bytes, without timestamps.
+    /// `entries` entries of `cqe_size` bytes, without timestamps or compression.
     pub fn new(entries: u32, cqe_size: usize) -> Self {
         CqConfig {
             entries,
             cqe_size,
             timestamps: false,
+            compression: None,
         }
     }
 }

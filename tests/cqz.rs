@@ -10,9 +10,17 @@ use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim, ZipConfig, ZipPolicy};
 use mlx5_direct::null::{NullQueues, NULL_QPN};
 use mlx5_direct::prm::{CqeCompLayout, CqeOpcode, MiniCqeFormat, Opcode};
 use mlx5_direct::{
-    Access, BadCompression, Completion, Context, CqeCompression, Data, Error, QpConfig, SendFlags,
-    SendOp, SendWr, Status, WcOpcode,
+    Access, BadCompression, Completion, Context, CqConfig, CqeCompression, Data, Error, QpConfig,
+    SendFlags, SendOp, SendWr, Status, WcOpcode,
 };
+
+/// A CQ config of `entries` CQEs of `cqe_size` bytes compressed as `zip` asks.
+fn zipped(entries: u32, cqe_size: usize, zip: CqeCompression) -> CqConfig {
+    CqConfig {
+        compression: Some(zip),
+        ..CqConfig::new(entries, cqe_size)
+    }
+}
 
 fn zip_side(fabric: &std::sync::Arc<Fabric>, zip: CqeCompression, cq_entries: u32) -> Side {
     let config = NicConfig {
@@ -24,7 +32,7 @@ fn zip_side(fabric: &std::sync::Arc<Fabric>, zip: CqeCompression, cq_entries: u3
     };
     let ctx = Context::new(Sim::on_fabric(fabric, config));
     let pd = ctx.alloc_pd().unwrap();
-    let cq = ctx.create_compressed_cq(cq_entries, 64, zip).unwrap();
+    let cq = ctx.create_cq_with(&zipped(cq_entries, 64, zip)).unwrap();
     let qp = pd.create_qp(&cq, &cq, &QpConfig::default()).unwrap();
     let mr = pd
         .alloc_mr(MR_LEN, Access::LOCAL_WRITE | Access::ALL)
@@ -187,15 +195,15 @@ fn the_model_refuses_what_it_does_not_offer() {
     let ctx = Context::new(Sim::on_fabric(&fabric, config));
     let err = |r: Result<_, Error>| r.map(|_| ()).unwrap_err();
     assert!(matches!(
-        err(ctx.create_compressed_cq(16, 64, CqeCompression::ENHANCED)),
+        err(ctx.create_cq_with(&zipped(16, 64, CqeCompression::ENHANCED))),
         Error::Device { .. }
     ));
     assert!(matches!(
-        err(ctx.create_compressed_cq(16, 128, CqeCompression::BASIC)),
+        err(ctx.create_cq_with(&zipped(16, 128, CqeCompression::BASIC))),
         Error::Device { .. }
     ));
     assert!(ctx
-        .create_compressed_cq(16, 64, CqeCompression::BASIC)
+        .create_cq_with(&zipped(16, 64, CqeCompression::BASIC))
         .is_ok());
 }
 

@@ -10,8 +10,8 @@ mod common;
 
 use mlx5_direct::backend::sim::{hw, Fabric, Sim};
 use mlx5_direct::{
-    Access, Completion, ConnectOptions, Context, Cq, CqeCompression, Data, Error, MemoryRegion, Qp,
-    QpConfig, SendFlags, SendOp, Sge, Srq, Status, Transport, WcOpcode,
+    Access, Completion, ConnectOptions, Context, Cq, CqConfig, CqeCompression, Data, Error,
+    MemoryRegion, Qp, QpConfig, SendFlags, SendOp, Sge, Srq, Status, Transport, WcOpcode,
 };
 
 /// A requester and a responder on one fabric; the responder's QP as `config` says, its CQ
@@ -273,7 +273,10 @@ fn scatter_to_cqe_is_refused_off_rc_and_uc_and_with_a_compressing_cq() {
         );
     }
     let zipped = ctx
-        .create_compressed_cq(16, 64, CqeCompression::BASIC)
+        .create_cq_with(&CqConfig {
+            compression: Some(CqeCompression::BASIC),
+            ..CqConfig::new(16, 64)
+        })
         .unwrap();
     assert!(matches!(
         pd.create_qp(&cq, &zipped, &SCATTER),

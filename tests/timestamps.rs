@@ -19,6 +19,7 @@ const TIMESTAMPS: CqConfig = CqConfig {
     entries: 64,
     cqe_size: 64,
     timestamps: true,
+    compression: None,
 };
 
 /// Two model NICs of `nic`, each with a CQ of `cq` and a connected RC QP on it, and a region

@@ -144,22 +144,24 @@ fn rings_come_from_the_crates_allocator() {
 #[test]
 #[ignore = "needs an mlx5 NIC with CQE compression; set MLX5_DIRECT_DEVICE"]
 fn a_compressed_cq_delivers_every_completion() {
-    use mlx5_direct::{CqeCompression, Data, Error, SendFlags, SendOp, SendWr};
+    use mlx5_direct::{CqConfig, CqeCompression, Data, Error, SendFlags, SendOp, SendWr};
+    let zipped = |c| CqConfig {
+        compression: Some(c),
+        ..CqConfig::new(256, 64)
+    };
     let hw = hw();
     let ctx = &hw.0;
     if hw.0.backend().info().cqe_comp_max_num == 0 {
-        let refused = ctx.create_compressed_cq(256, 64, CqeCompression::BASIC);
+        let refused = ctx.create_cq_with(&zipped(CqeCompression::BASIC));
         assert!(matches!(refused.map(|_| ()), Err(Error::Unsupported(_))));
         return;
     }
-    let enhanced = ctx.create_compressed_cq(256, 64, CqeCompression::ENHANCED);
+    let enhanced = ctx.create_cq_with(&zipped(CqeCompression::ENHANCED));
     assert!(matches!(enhanced.map(|_| ()), Err(Error::Unsupported(_))));
     let config = QpConfig::default();
     let mut a = side_on(ctx.clone(), &config, 256, 64);
     let mut b = side_on(ctx.clone(), &config, 256, 64);
-    let cq = ctx
-        .create_compressed_cq(256, 64, CqeCompression::BASIC)
-        .unwrap();
+    let cq = ctx.create_cq_with(&zipped(CqeCompression::BASIC)).unwrap();
     a.qp = a.pd.create_qp(&cq, &cq, &config).unwrap();
     a.cq = cq;
     common::connect(&mut a, &mut b);

@@ -8,9 +8,9 @@ use mlx5_direct::backend::sim::{
 };
 use mlx5_direct::prm::{DS, SEND_WQE_BB};
 use mlx5_direct::{
-    Access, AhAttr, Completion, ConnectOptions, Context, Cq, CqeCompression, Data, DmSlots,
-    DoorbellMode, GlobalRoute, MemOptions, Pages, QpConfig, SendFlags, SendOp, SendWr, Sge,
-    Transport, DM_LINE, UD_GRH_BYTES,
+    Access, AhAttr, Completion, ConnectOptions, Context, Cq, CqConfig, CqeCompression, Data,
+    DmSlots, DoorbellMode, GlobalRoute, MemOptions, Pages, QpConfig, SendFlags, SendOp, SendWr,
+    Sge, Transport, DM_LINE, UD_GRH_BYTES,
 };
 
 use crate::cli::{ExplainOp, PostMode, TlpOverhead};
@@ -374,10 +374,10 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         ..qp_config
     };
     let (pd_a, pd_b) = (a.alloc_pd()?, b.alloc_pd()?);
-    let mut cq_a = match case.zip {
-        None => a.create_cq(2 * n + 16, 64)?,
-        Some(zip) => a.create_compressed_cq(2 * n + 16, 64, zip)?,
-    };
+    let mut cq_a = a.create_cq_with(&CqConfig {
+        compression: case.zip,
+        ..CqConfig::new(2 * n + 16, 64)
+    })?;
     let mut cq_b = b.create_cq(2 * n + 16, case.recv_cqe)?;
     let mode = match case.mode {
         PostMode::Bf => DoorbellMode::BlueFlame,

@@ -171,19 +171,6 @@ impl<B: Backend> Backend for Traced<B> {
         self.inner.clock_info()
     }
 
-    fn create_compressed_cq(
-        &self,
-        entries: u32,
-        cqe_size: usize,
-        channel: &B::Channel,
-        compression: mlx5_direct::CqeCompression,
-    ) -> Result<(B::Cq, CqDesc, Self::Uar), Error> {
-        let (cq, desc, uar) =
-            self.inner
-                .create_compressed_cq(entries, cqe_size, channel, compression)?;
-        Ok((cq, desc, self.wrap(uar)))
-    }
-
     fn create_srq(
         &self,
         pd: &B::Pd,

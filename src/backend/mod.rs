@@ -10,7 +10,6 @@
 
 use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
-use crate::cqz::CqeCompression;
 use crate::error::Error;
 use crate::event::AsyncEvent;
 use crate::mmio::{DmWindow, Uar};
@@ -147,8 +146,9 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     /// below (`ibv_ack_cq_events`), so destroying its CQ never waits for it.
     fn get_cq_event(&self, channel: &Self::Channel) -> Result<Option<u32>, Error>;
     /// Creates a CQ as `config` says (its CQE size already checked: 64 or 128) whose
-    /// completion events go to `channel`; refuses timestamps ([`Error::Unsupported`]) on a
-    /// device without a clock.
+    /// completion events go to `channel`; refuses ([`Error::Unsupported`]) timestamps on a
+    /// device without a clock and compression (`mlx5dv_create_cq` with
+    /// `MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE`) the device cannot give.
     fn create_cq(
         &self,
         config: &CqConfig,
@@ -157,19 +157,6 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     /// The device clock's calibration (`mlx5dv_get_clock_info`): converts CQE timestamps to
     /// nanoseconds; [`Error::Unsupported`] without a clock.
     fn clock_info(&self) -> Result<ClockInfo, Error>;
-    /// Creates a CQ as [`Backend::create_cq`] does whose device compresses CQEs as
-    /// `compression` asks (`mlx5dv_create_cq` with `MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE`).
-    /// A backend or device without it refuses with [`Error::Unsupported`].
-    fn create_compressed_cq(
-        &self,
-        entries: u32,
-        cqe_size: usize,
-        channel: &Self::Channel,
-        compression: CqeCompression,
-    ) -> Result<(Self::Cq, CqDesc, Self::Uar), Error> {
-        let _ = (entries, cqe_size, channel, compression);
-        Err(Error::Unsupported("CQE compression on this backend"))
-    }
     /// Creates an SRQ of at least `entries` WQEs with `max_sge` scatter entries each.
     fn create_srq(
         &self,

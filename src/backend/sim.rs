@@ -14,7 +14,6 @@ use std::sync::Arc;
 use super::{AhHandle, Backend, QpParts};
 use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
-use crate::cqz::CqeCompression;
 use crate::error::{DmRefusal, Error};
 use crate::event::AsyncEvent;
 use crate::mem::{memlock_limit, MemOptions, Memory};
@@ -650,27 +649,18 @@ impl Backend for Sim {
                 "completion timestamps (no device clock)",
             ));
         }
-        self.cq(config.entries, config.cqe_size, channel, None)
-    }
-
-    fn create_compressed_cq(
-        &self,
-        entries: u32,
-        cqe_size: usize,
-        channel: &SimChannel,
-        compression: CqeCompression,
-    ) -> Result<(SimCq, CqDesc, SimUar), Error> {
-        let layout = match compression.layout {
-            CqeCompLayout::Basic => hw::ZipLayout::Basic,
-            CqeCompLayout::Enhanced => hw::ZipLayout::Enhanced,
-        };
-        let format = match compression.format {
-            MiniCqeFormat::Hash => hw::MiniFormat::Hash,
-            MiniCqeFormat::Csum => hw::MiniFormat::Csum,
-            MiniCqeFormat::CsumStridx => hw::MiniFormat::CsumStridx,
-        };
-        let zip = hw::CqCompression { layout, format };
-        self.cq(entries, cqe_size, channel, Some(zip))
+        let zip = config.compression.map(|c| hw::CqCompression {
+            layout: match c.layout {
+                CqeCompLayout::Basic => hw::ZipLayout::Basic,
+                CqeCompLayout::Enhanced => hw::ZipLayout::Enhanced,
+            },
+            format: match c.format {
+                MiniCqeFormat::Hash => hw::MiniFormat::Hash,
+                MiniCqeFormat::Csum => hw::MiniFormat::Csum,
+                MiniCqeFormat::CsumStridx => hw::MiniFormat::CsumStridx,
+            },
+        });
+        self.cq(config.entries, config.cqe_size, channel, zip)
     }
 
     fn create_srq(

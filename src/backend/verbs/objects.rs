@@ -365,7 +365,6 @@ impl Verbs {
         &self,
         config: &CqConfig,
         channel: &VerbsChannel,
-        compression: Option<CqeCompression>,
     ) -> Result<(VerbsCq, CqDesc, VerbsUar), Error> {
         let cqe_size = config.cqe_size;
         if config.entries > self.caps.max_cqe {
@@ -392,7 +391,7 @@ impl Verbs {
             cqe_size: cqe_size as u16,
             ..Default::default()
         };
-        if let Some(c) = compression {
+        if let Some(c) = config.compression {
             dv_attr.comp_mask |= MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE;
             dv_attr.cqe_comp_res_format = c.format.dv_bit();
         }
@@ -632,19 +631,10 @@ impl Backend for Verbs {
         config: &CqConfig,
         channel: &VerbsChannel,
     ) -> Result<(VerbsCq, CqDesc, VerbsUar), Error> {
-        self.cq(config, channel, None)
-    }
-
-    fn create_compressed_cq(
-        &self,
-        entries: u32,
-        cqe_size: usize,
-        channel: &VerbsChannel,
-        compression: CqeCompression,
-    ) -> Result<(VerbsCq, CqDesc, VerbsUar), Error> {
-        check_compression(&self.info, cqe_size, compression)?;
-        let config = CqConfig::new(entries, cqe_size);
-        self.cq(&config, channel, Some(compression))
+        if let Some(c) = config.compression {
+            check_compression(&self.info, config.cqe_size, c)?;
+        }
+        self.cq(config, channel)
     }
 
     fn create_srq(
