@@ -668,7 +668,7 @@ impl Link {
     /// A DMA read of `[addr, addr+len)`: MRd requests of at most MRRS bytes not crossing
     /// 4 KiB, each answered by CplDs of at most MPS bytes that end on RCB-aligned addresses
     /// (one per RCB block with [`Completions::Rcb`]), the last at the request's end.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn dma_read(
         &mut self,
         mut qp: Option<&mut PcieCounters>,
@@ -677,7 +677,8 @@ impl Link {
         len: u64,
         purpose: Purpose,
     ) {
-        // One request and one completion (a WQE, a doorbell record): no split to work out.
+        // One request and one completion (a WQE, a doorbell record): no split to work out,
+        // no call.
         if len != 0
             && len <= self.read_one
             && (addr & (self.read_align - 1)) + len <= self.read_align
@@ -692,6 +693,19 @@ impl Link {
             );
             return;
         }
+        self.dma_read_split(qp, qpn, addr, len, purpose);
+    }
+
+    /// [`Link::dma_read`] of a transfer that is not one MRd and one CplD.
+    #[inline(never)]
+    fn dma_read_split(
+        &mut self,
+        mut qp: Option<&mut PcieCounters>,
+        qpn: Option<u32>,
+        addr: u64,
+        len: u64,
+        purpose: Purpose,
+    ) {
         let (mrrs, mps, rcb) = (
             u64::from(self.cfg.mrrs),
             u64::from(self.cfg.mps),
@@ -711,7 +725,7 @@ impl Link {
 
     /// A DMA write of `[addr, addr+len)`: MWr TLPs of at most MPS bytes not crossing 4 KiB
     /// (nor, with `mps_aligned_writes`, an MPS-aligned address).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn dma_write(
         &mut self,
         mut qp: Option<&mut PcieCounters>,
@@ -720,7 +734,7 @@ impl Link {
         len: u64,
         purpose: Purpose,
     ) {
-        // One MWr (a CQE, a small payload): no split to work out.
+        // One MWr (a CQE, a small payload): no split to work out, no call.
         if len != 0
             && len <= self.write_one
             && (addr & (self.write_align - 1)) + len <= self.write_align
@@ -728,6 +742,19 @@ impl Link {
             self.emit(&mut qp, qpn, (Dir::Up, TlpKind::MWr), len as u32, purpose);
             return;
         }
+        self.dma_write_split(qp, qpn, addr, len, purpose);
+    }
+
+    /// [`Link::dma_write`] of a transfer that is not one MWr.
+    #[inline(never)]
+    fn dma_write_split(
+        &mut self,
+        mut qp: Option<&mut PcieCounters>,
+        qpn: Option<u32>,
+        addr: u64,
+        len: u64,
+        purpose: Purpose,
+    ) {
         let mps = u64::from(self.cfg.mps);
         let align = if self.cfg.mps_aligned_writes {
             mps.min(PAGE)

@@ -36,6 +36,7 @@ pub(crate) struct World {
 
 impl World {
     /// The NIC answering to a destination's LID (or its GID when the LID is 0).
+    #[inline]
     pub(crate) fn route(&self, d: &Dest) -> Option<usize> {
         if d.lid != 0 {
             let i = usize::from(d.lid) - 1;
@@ -440,7 +441,7 @@ impl NicState {
         self.srqs.get(i)?.as_ref().map(|_| i)
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn qp(&mut self, i: usize) -> &mut Qp {
         self.qps[i].as_mut().expect("live QP index")
     }
@@ -628,10 +629,16 @@ impl NicState {
 
     /// A ring access of `[addr, addr + len)` (len > 0) for `qp`: with a translation cache
     /// that covers rings, every page of it needs its translation, in the ring's page size.
+    #[inline(always)]
     fn translate_ring(&mut self, qp: Option<usize>, addr: u64, len: u64) {
-        if !self.link.cfg().translation_cache.is_some_and(|t| t.rings) || len == 0 {
-            return;
+        // The common case (no such cache): no call.
+        if self.link.cfg().translation_cache.is_some_and(|t| t.rings) && len != 0 {
+            self.translate_ring_cached(qp, addr, len);
         }
+    }
+
+    #[inline(never)]
+    fn translate_ring_cached(&mut self, qp: Option<usize>, addr: u64, len: u64) {
         let shift = match self.ring_pages.range(..=addr).next_back() {
             Some((_, &(end, shift))) if addr < end => shift,
             _ => 12,
@@ -648,7 +655,7 @@ impl NicState {
     }
 
     /// Account a DMA read for QP index `qp` (or the NIC only).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn dma_read(&mut self, qp: Option<usize>, addr: u64, len: u64, p: Purpose) {
         if matches!(
             p,
@@ -661,7 +668,7 @@ impl NicState {
     }
 
     /// Account a DMA write for QP index `qp` (or the NIC only).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn dma_write(&mut self, qp: Option<usize>, addr: u64, len: u64, p: Purpose) {
         if p == Purpose::Cqe {
             self.translate_ring(qp, addr, len);
