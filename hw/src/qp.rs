@@ -32,6 +32,7 @@ pub(crate) fn fetch_sq(nic: &mut NicState, qpi: usize, from: u16, to: u16) {
 }
 
 /// Account a DMA read of send-ring BBs `[from, to)` for `purpose`, one per contiguous span.
+#[inline]
 pub(crate) fn read_ring(nic: &mut NicState, qpi: usize, from: u16, to: u16, purpose: Purpose) {
     let q = nic.qp(qpi);
     let cnt = 1u32 << q.log_sq;

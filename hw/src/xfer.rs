@@ -86,6 +86,7 @@ impl Spans {
 
 /// Write the gather list of a WQE (inline bytes and pointer segments, in order) to the
 /// contiguous host range starting at `dst` (an RDMA WRITE target).
+#[inline]
 pub(crate) fn gather_to(dst: u64, wqe: &[u8], segs: Segs<'_>) {
     let mut at = dst;
     for seg in segs.flatten() {
