@@ -3,11 +3,21 @@
 //! `dqp_dct`, the DC access key in bytes 0..8). It holds one connection at a time: a WQE to
 //! another destination than the last tears the connection down and sets up a new one, each a
 //! handshake on the wire and nothing on PCIe (§3.6), both counted in `Stats`.
+//!
+//! A DCI with stream channels (`DciStreams`, prm-facts-next §3.5) names a stream in each
+//! WQE; an error reported by the target or the retry timers is confined to that stream
+//! while fewer than `1 << log_errored` streams are in error: the WQE completes with its
+//! syndrome, the DCI stays in RTS, and the stream's later WQEs are flushed until
+//! `Nic::reset_dci_stream` (mlx5dv_dci_stream_id_reset(3)). The model executes a DCI's WQEs
+//! in order across streams (hardware may interleave them; only the order within a stream is
+//! promised) and keeps one connection per DCI (docs/model.md, "DCI streams").
 
-use crate::cqe::synd;
-use crate::state::{Dest, World};
+use crate::cq::complete;
+use crate::cqe::{synd, Cqe};
+use crate::state::{Dest, NicState, World};
 use crate::types::{DcRefusal, QpState, Transport};
 use crate::ud::Av;
+use crate::wqe::Ctrl;
 
 /// A DCI's connection: the DCT it talks to, and the part of that DCT's responder context
 /// that belongs to it (the PSN it expects next), set up by the connect handshake.
@@ -120,4 +130,65 @@ pub(crate) fn save(w: &mut World, n: usize, qpi: usize, m: usize, dqpi: usize) {
     if let Some(c) = &mut w.nics[n].qp(qpi).dc {
         c.rq_psn = rq_psn;
     }
+}
+
+/// What the stream of a DCI's WQE `ctrl` lets it do before it executes.
+pub(crate) enum Gate {
+    /// Execute it.
+    Run,
+    /// An id beyond the DCI's channels: fail the DCI with this syndrome.
+    BadStream(u8),
+    /// Its stream is in error: flush it.
+    Flush,
+}
+
+/// The gate of WQE `ctrl` of DCI `qpi` on NIC `nic`.
+pub(crate) fn gate(nic: &mut NicState, qpi: usize, ctrl: &Ctrl) -> Gate {
+    let bad = nic.cfg.dci_streams.bad_stream_syndrome;
+    let q = nic.qp(qpi);
+    if u32::from(ctrl.stream) >= 1 << q.dci_streams.log_channels {
+        Gate::BadStream(bad)
+    } else if q.errored_streams.contains(&ctrl.stream) {
+        Gate::Flush
+    } else {
+        Gate::Run
+    }
+}
+
+/// Complete WQE `ctrl` at the head of QP `qpi` with `syndrome` as a stream error if it is
+/// one: a DCI's WQE on one of its channels, a syndrome from the target or the retry timers
+/// (or any, with `DciStreamConfig::local_errors_are_stream_errors`), and fewer than
+/// `1 << log_errored` streams in error with this one. The stream enters error, the DCI's
+/// connection ends (the next WQE connects again, with fresh PSNs), and the DCI stays in RTS;
+/// returns false (nothing done) when the error is the whole QP's.
+pub(crate) fn stream_error(nic: &mut NicState, qpi: usize, ctrl: Ctrl, syndrome: u8) -> bool {
+    let local_too = nic.cfg.dci_streams.local_errors_are_stream_errors;
+    let q = nic.qp(qpi);
+    let remote = matches!(
+        syndrome,
+        synd::REMOTE_INVAL_REQ_ERR
+            | synd::REMOTE_ACCESS_ERR
+            | synd::REMOTE_OP_ERR
+            | synd::TRANSPORT_RETRY_EXC_ERR
+            | synd::RNR_RETRY_EXC_ERR
+    );
+    if q.transport != Transport::Dci
+        || u32::from(ctrl.stream) >= 1 << q.dci_streams.log_channels
+        || !(remote || local_too)
+        || q.errored_streams.len() + 1 >= 1usize << q.dci_streams.log_errored
+    {
+        return false;
+    }
+    q.errored_streams.push(ctrl.stream);
+    let cqe = Cqe::req_err(q.qpn, ctrl.opcode, q.sq_ci, syndrome);
+    let left = q.sq_pi.wrapping_sub(q.sq_ci);
+    q.sq_ci = q.sq_ci.wrapping_add(ctrl.nbb().min(left));
+    q.head_psn = None;
+    q.stall = None;
+    q.retries = 0;
+    q.rnr_retries = 0;
+    q.dc = None;
+    nic.stats.dci_stream_errors += 1;
+    complete(nic, qpi, false, cqe);
+    true
 }

@@ -58,3 +58,4 @@ pub use types::{
     QpTransition, SrqParams, Stats, Transport,
 };
 pub use types::{CqCompression, CqePkey, MiniFormat, ZipConfig, ZipLayout, ZipPolicy};
+pub use types::{DciStreamConfig, DciStreams};

@@ -11,8 +11,9 @@ use crate::state::{
     INVALID_LKEY, MAX_RD_ATOMIC, PDN_BASE, PSN_MASK, QPN_BASE, SRQN_BASE,
 };
 use crate::types::{
-    Access, AhAttr, AsyncEvent, Caps, CqInfo, CqParams, Event, Fault, HwError, NicConfig, PortAttr,
-    QpInfo, QpParams, QpPsn, QpState, QpTransition, SrqParams, Stats, Transport, ZipLayout,
+    Access, AhAttr, AsyncEvent, Caps, CqInfo, CqParams, DciStreams, Event, Fault, HwError,
+    NicConfig, PortAttr, QpInfo, QpParams, QpPsn, QpState, QpTransition, SrqParams, Stats,
+    Transport, ZipLayout,
 };
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -575,6 +576,18 @@ impl Nic {
             }
             _ => {}
         }
+        let caps = self.with(|n| n.cfg.dci_streams);
+        if p.dci_streams != DciStreams::default() && p.transport != Transport::Dci {
+            return Err(HwError::InvalidParam(
+                "DCI streams on a QP that is not a DCI",
+            ));
+        }
+        // rdma-core's `mlx5dv_create_qp` refuses more than `dci_streams_caps` with EINVAL.
+        if p.dci_streams.log_channels > caps.max_log_channels
+            || p.dci_streams.log_errored > caps.max_log_errored
+        {
+            return Err(HwError::InvalidParam("DCI streams above the device's caps"));
+        }
         if p.transport != Transport::Dct {
             if p.log_sq_wqe_cnt > LOG_MAX_QP_WR {
                 return Err(HwError::InvalidParam("log_sq_wqe_cnt"));
@@ -639,6 +652,8 @@ impl Nic {
                 user_index: p.user_index & 0xff_ffff,
                 dc_key: 0,
                 dc: None,
+                dci_streams: p.dci_streams,
+                errored_streams: Vec::new(),
                 max_rd_atomic: 0,
                 max_dest_rd_atomic: 0,
                 sq_ci: 0,
@@ -662,6 +677,36 @@ impl Nic {
                 bf_offset: crate::state::BF_OFFSET,
                 bf_size: n.cfg.bf_size,
             })
+        })
+    }
+
+    /// Take stream `stream` of DCI `qpn` out of error (`mlx5dv_dci_stream_id_reset`: an
+    /// RTS2RTS with `dci_stream_channel_id` in the QPC extension): its WQEs execute again
+    /// instead of being flushed. A stream not in error is left as it is. Refused: no such
+    /// QP; a QP that is not a DCI (rdma-core's EINVAL); a device whose
+    /// `max_log_errored` is 0, or a DCI not in RTS (rdma-core's EOPNOTSUPP); a stream id
+    /// beyond the DCI's channels (the model's check: the QPC field names a channel).
+    pub fn reset_dci_stream(&self, qpn: u32, stream: u16) -> Result<(), HwError> {
+        self.with(|n| {
+            let unsupported = n.cfg.dci_streams.max_log_errored == 0;
+            let qpi = n.qp_index(qpn).ok_or(HwError::NoSuchObject)?;
+            let q = n.qp(qpi);
+            if q.transport != Transport::Dci {
+                return Err(HwError::InvalidParam(
+                    "stream reset of a QP that is not a DCI",
+                ));
+            }
+            if unsupported {
+                return Err(HwError::NotSupported("DCI stream reset"));
+            }
+            if q.state != QpState::Rts {
+                return Err(HwError::InvalidTransition);
+            }
+            if u32::from(stream) >= 1 << q.dci_streams.log_channels {
+                return Err(HwError::InvalidParam("stream id beyond the DCI's channels"));
+            }
+            q.errored_streams.retain(|&s| s != stream);
+            Ok(())
         })
     }
 
@@ -806,6 +851,7 @@ impl Nic {
                 QpTransition::Reset => {
                     q.state = QpState::Reset;
                     q.dc = None;
+                    q.errored_streams.clear();
                     q.sq_ci = 0;
                     q.sq_pi = 0;
                     q.sq_fetched = 0;

@@ -114,17 +114,25 @@ pub(crate) fn flush_sq(nic: &mut NicState, qpi: usize) -> usize {
         let q = nic.qp(qpi);
         let mut c = [0u8; 16];
         read_sq(q, q.sq_ci, &mut c);
-        let ctrl = Ctrl::parse(&c);
-        let cqe = Cqe::req_err(q.qpn, ctrl.opcode, q.sq_ci, synd::WR_FLUSH_ERR);
-        q.sq_ci = q
-            .sq_ci
-            .wrapping_add(ctrl.nbb().min(pi.wrapping_sub(q.sq_ci)));
-        if !ctrl.only_first_error() {
-            complete(nic, qpi, false, cqe);
-            n += 1;
-        }
+        n += usize::from(flush_head(nic, qpi, Ctrl::parse(&c), pi));
     }
     n
+}
+
+/// Complete the WQE at the head of the SQ (`ctrl`, ending by producer `pi`) with
+/// WR_FLUSH_ERR unless it asks for a CQE only on the first error (CE = 1), and move past
+/// it; returns whether a CQE was written.
+pub(crate) fn flush_head(nic: &mut NicState, qpi: usize, ctrl: Ctrl, pi: u16) -> bool {
+    let q = nic.qp(qpi);
+    let cqe = Cqe::req_err(q.qpn, ctrl.opcode, q.sq_ci, synd::WR_FLUSH_ERR);
+    q.sq_ci = q
+        .sq_ci
+        .wrapping_add(ctrl.nbb().min(pi.wrapping_sub(q.sq_ci)));
+    let written = !ctrl.only_first_error();
+    if written {
+        complete(nic, qpi, false, cqe);
+    }
+    written
 }
 
 /// Complete every posted RQ WQE with WR_FLUSH_ERR (SRQ WQEs are never flushed). The

@@ -3,11 +3,13 @@
 
 use crate::cq::complete;
 use crate::cqe::{cqe_op, synd, Cqe, REQ_BYTE_CNT_POISON};
-use crate::dc::Refused;
+use crate::dc::{Gate, Refused};
 use crate::fence::InFlight;
 use crate::host;
 use crate::pcie::{Ctx, Purpose};
-use crate::qp::{fail_head, fetch_sq, flush_sq, read_bb, read_ring, read_sq, sq_producer};
+use crate::qp::{
+    fail_head, fetch_sq, flush_head, flush_sq, read_bb, read_ring, read_sq, sq_producer,
+};
 use crate::resp::{respond, respond_again, Request, Resp};
 use crate::state::{take_fault, Dest, NicState, Qp, Stall, World, PSN_MASK};
 use crate::types::{Access, QpState, Transport};
@@ -41,6 +43,8 @@ pub(crate) enum Outcome {
     Rnr,
     Lost,
     Fail(u8),
+    /// Not executed: its DCI stream is in error (flushed).
+    Flushed,
 }
 
 /// A send doorbell for QP index `qpi`: `ctrl8` is the doorbell (ctrl bytes 0..7) and `bf`
@@ -254,8 +258,15 @@ fn run_sq_with(
                 return;
             }
             Outcome::Fail(s) => {
-                fail_head(nic, qpi, ctrl, s);
-                return;
+                if !crate::dc::stream_error(nic, qpi, ctrl, s) {
+                    fail_head(nic, qpi, ctrl, s);
+                    return;
+                }
+            }
+            Outcome::Flushed => {
+                let pi = q.sq_pi;
+                nic.stats.dci_stream_flushes += 1;
+                flush_head(nic, qpi, ctrl, pi);
             }
         }
     }
@@ -319,9 +330,13 @@ fn exec(
         Transport::Ud => return crate::ud::send(w, n, qpi, ctrl, wqe, in_flight),
         Transport::Uc => return crate::uc::send(w, n, qpi, ctrl, wqe, in_flight),
         // A DCI's WQE: ctrl + the address vector + the RC segments (prm-facts-next §3.3).
-        Transport::Dci => match Av::parse(wqe, w.nics[n].cfg.compact_av) {
-            Some(av) => Some(av),
-            None => return Outcome::Fail(synd::LOCAL_QP_OP_ERR),
+        Transport::Dci => match crate::dc::gate(&mut w.nics[n], qpi, &ctrl) {
+            Gate::Run => match Av::parse(wqe, w.nics[n].cfg.compact_av) {
+                Some(av) => Some(av),
+                None => return Outcome::Fail(synd::LOCAL_QP_OP_ERR),
+            },
+            Gate::BadStream(s) => return Outcome::Fail(s),
+            Gate::Flush => return Outcome::Flushed,
         },
         _ => None,
     };
@@ -628,7 +643,11 @@ pub(crate) fn retry(w: &mut World, n: usize, qpi: usize) -> bool {
             Stall::Lost => synd::TRANSPORT_RETRY_EXC_ERR,
         };
         let ctrl = head_ctrl(nic, qpi);
-        fail_head(nic, qpi, ctrl, s);
+        if crate::dc::stream_error(nic, qpi, ctrl, s) {
+            run_sq(w, n, qpi, &[], None);
+        } else {
+            fail_head(nic, qpi, ctrl, s);
+        }
         return true;
     }
     match stall {

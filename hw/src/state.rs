@@ -189,8 +189,11 @@ pub(crate) struct Qp {
     pub(crate) user_index: u32,
     /// A DCT's access key (set at RTR).
     pub(crate) dc_key: u64,
-    /// A DCI's current connection.
+    /// A DCI's current connection (one per DCI, whatever its streams: docs/model.md).
     pub(crate) dc: Option<crate::dc::DcConn>,
+    /// A DCI's stream channels, and the ids of its streams in error.
+    pub(crate) dci_streams: crate::types::DciStreams,
+    pub(crate) errored_streams: Vec<u16>,
     /// Outgoing READ/atomic depth (RTS) and incoming depth (RTR), as set.
     pub(crate) max_rd_atomic: u8,
     pub(crate) max_dest_rd_atomic: u8,

@@ -171,6 +171,8 @@ pub struct NicConfig {
     /// What a UD receive CQE carries in `imm_inval_pkey` bits 15..0 when the message had no
     /// immediate ([`CqePkey`]; the sources disagree, docs/model.md "UD").
     pub cqe_pkey: CqePkey,
+    /// DCI stream capabilities and knobs ([`DciStreamConfig`]).
+    pub dci_streams: DciStreamConfig,
 }
 
 /// The P_Key field of a UD receive CQE (`mlx5_cqe64.imm_inval_pkey` bits 15..0 of a
@@ -278,6 +280,7 @@ impl Default for NicConfig {
             compact_av: false,
             dm_size: 0,
             cqe_pkey: CqePkey::Index,
+            dci_streams: DciStreamConfig::default(),
         }
     }
 }
@@ -361,6 +364,55 @@ pub enum DcRefusal {
     Nak,
 }
 
+/// The stream channels of a DCI (QPC `log_num_dci_stream_channels` and
+/// `log_num_dci_errored_streams`, which the kernel's `create_dci` fills from rdma-core's
+/// `mlx5dv_dci_streams` when `MLX5_QP_FLAG_DCI_STREAM` is set; both 0 otherwise). Each WQE
+/// names its stream in control-segment bytes 9..10 (`dci_stream_channel_id`, BE16,
+/// `mlx5dv_wr_set_dc_addr_stream`). The default (both 0) is a plain DCI: one stream, id 0,
+/// and its first error takes the DCI to ERR.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DciStreams {
+    /// log2 of the stream channels (`log_num_concurent`): ids `0..1 << log_channels`.
+    pub log_channels: u8,
+    /// log2 of the errored streams that take the DCI to ERR (`log_num_errored`): a stream
+    /// error is confined to its stream while fewer than `1 << log_errored` streams are in
+    /// error; the one that reaches it fails the DCI (mlx5dv_dci_stream_id_reset(3)).
+    pub log_errored: u8,
+}
+
+/// The device's DCI stream capabilities and the parts of stream behaviour no public source
+/// pins (docs/model.md, "DCI streams").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DciStreamConfig {
+    /// `dci_streams_caps.max_log_num_concurent` (HCA cap `log_max_dci_stream_channels`): a
+    /// DCI asking for more is refused (rdma-core's EINVAL). 0: no streams. The default 4 is
+    /// the model's choice, not a device's.
+    pub max_log_channels: u8,
+    /// `dci_streams_caps.max_log_num_errored` (`log_max_dci_errored_streams`). 0 also makes
+    /// [`Nic::reset_dci_stream`](crate::Nic::reset_dci_stream) unsupported, as rdma-core's
+    /// `mlx5dv_dci_stream_id_reset` returns EOPNOTSUPP then. Default 4 (the model's).
+    pub max_log_errored: u8,
+    /// The syndrome of a WQE naming a stream id at or above `1 << log_channels` (a local
+    /// error of the whole DCI: the stream does not exist). Not public; default
+    /// LOCAL_QP_OP_ERR (0x02), the model's syndrome for a malformed WQE.
+    pub bad_stream_syndrome: u8,
+    /// Whether a local error of a WQE (length, protection, malformed) is confined to its
+    /// stream like the errors reported by the target and the retry timers. Not public;
+    /// default false: a local error takes the whole DCI to ERR.
+    pub local_errors_are_stream_errors: bool,
+}
+
+impl Default for DciStreamConfig {
+    fn default() -> Self {
+        DciStreamConfig {
+            max_log_channels: 4,
+            max_log_errored: 4,
+            bad_stream_syndrome: 0x02,
+            local_errors_are_stream_errors: false,
+        }
+    }
+}
+
 /// QP creation parameters.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct QpParams {
@@ -393,6 +445,8 @@ pub struct QpParams {
     /// SEND of at most that many bytes is written into its CQE instead of the receive's
     /// buffers. The model applies it on RC and UC QPs (docs/model.md).
     pub scatter_to_cqe: bool,
+    /// A DCI's stream channels ([`DciStreams`]); must be the default on other QPs.
+    pub dci_streams: DciStreams,
 }
 
 /// The global route of an address handle (`ibv_global_route`).
@@ -827,6 +881,11 @@ pub struct Stats {
     /// DC requests to a DCT number no ready DCT has (counted at the NIC the address names,
     /// or at the DCI's when it names no NIC).
     pub dc_unknown_dct: u64,
+    /// WQEs of a DCI that failed with an error confined to their stream (the DCI stayed
+    /// in RTS, the stream entered error: `DciStreams`).
+    pub dci_stream_errors: u64,
+    /// WQEs of a DCI flushed because their stream was in error.
+    pub dci_stream_flushes: u64,
     /// UC messages a lost packet cut short: the responder got some of their packets and
     /// discarded the rest, up to the next first or only packet (the requester never
     /// learns).

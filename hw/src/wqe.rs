@@ -59,6 +59,8 @@ pub(crate) struct Ctrl {
     pub(crate) fm_ce_se: u8,
     /// Raw (wire-order) immediate / invalidate rkey.
     pub(crate) imm: [u8; 4],
+    /// `dci_stream_channel_id` (bytes 9..10, BE16): a DCI's stream; reserved (0) elsewhere.
+    pub(crate) stream: u16,
 }
 
 impl Ctrl {
@@ -66,10 +68,10 @@ impl Ctrl {
     pub(crate) fn parse(b: &[u8]) -> Ctrl {
         let w0 = be32(b, 0);
         let w1 = be32(b, 4);
-        let (fm_ce_se, imm) = if b.len() >= 16 {
-            (b[11], bytes(b, 12))
+        let (fm_ce_se, imm, stream) = if b.len() >= 16 {
+            (b[11], bytes(b, 12), u16::from_be_bytes([b[9], b[10]]))
         } else {
-            (0, [0; 4])
+            (0, [0; 4], 0)
         };
         Ctrl {
             opmod: (w0 >> 24) as u8,
@@ -79,6 +81,7 @@ impl Ctrl {
             ds: (w1 & 0x3f) as u8,
             fm_ce_se,
             imm,
+            stream,
         }
     }
 

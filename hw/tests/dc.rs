@@ -6,19 +6,31 @@
 mod common;
 
 use common::*;
-use mlx5_hw::{DcRefusal, Fabric, Nic, NicConfig, QpTransition, Transport};
+use mlx5_hw::{
+    DcRefusal, DciStreams, Fabric, HwError, Nic, NicConfig, QpParams, QpState, QpTransition,
+    Transport,
+};
 
 const KEY: u64 = 0x1ee7_a330;
 const REMOTE_ACCESS_ERR: u8 = 0x13;
 
 /// A DCI on one NIC and a DCT (on an SRQ) on another, both ready.
 fn dc_pair(nic_cfg: NicConfig) -> (std::sync::Arc<Fabric>, Side, Side) {
+    dc_pair_streams(nic_cfg, DciStreams::default())
+}
+
+/// [`dc_pair`] with a DCI of `streams`.
+fn dc_pair_streams(
+    nic_cfg: NicConfig,
+    streams: DciStreams,
+) -> (std::sync::Arc<Fabric>, Side, Side) {
     let f = Fabric::new();
     let (na, nb) = (Nic::new(&f, nic_cfg.clone()), Nic::new(&f, nic_cfg));
     let a = Side::new(
         &na,
         Cfg {
             transport: Transport::Dci,
+            dci_streams: streams,
             ..Cfg::default()
         },
     );
@@ -150,4 +162,232 @@ fn a_wrong_key_is_nakked_with_remote_access_err_when_the_knob_says_so() {
     assert_eq!((c[0].opcode, c[0].syndrome), (REQ_ERR, REMOTE_ACCESS_ERR));
     assert_eq!(t.nic.stats().dc_key_violations, 1);
     assert_eq!(a.state(), mlx5_hw::QpState::Err);
+}
+
+const LOCAL_QP_OP_ERR: u8 = 0x02;
+const WR_FLUSH_ERR: u8 = 0x05;
+const TRANSPORT_RETRY_EXC_ERR: u8 = 0x15;
+
+/// Post a signaled inline WRITE of `payload` to the DCT at `off` of its data, on DCI
+/// stream `stream` (control bytes 9..10), with DC key `key`.
+fn write_on(a: &mut Side, t: &Side, stream: u16, key: u64, off: usize, payload: &[u8]) {
+    let segs = vec![
+        av(key, t.qp.qpn, t.nic.lid()),
+        raddr_seg(t.data(off), t.key),
+        inline_seg(payload),
+    ];
+    let mut w = a.wqe(WRITE, 0, SIGNALED, 0, &segs);
+    w[9..11].copy_from_slice(&stream.to_be_bytes());
+    a.post(&w);
+}
+
+/// Four streams, the second errored one fails the DCI.
+const FOUR_BY_TWO: DciStreams = DciStreams {
+    log_channels: 2,
+    log_errored: 1,
+};
+
+/// NICs whose DCTs NAK a refused connect.
+fn nak() -> NicConfig {
+    NicConfig {
+        dc_refusal: DcRefusal::Nak,
+        ..NicConfig::default()
+    }
+}
+
+fn statuses(cs: &[Cqe]) -> Vec<(u8, u8)> {
+    cs.iter().map(|c| (c.opcode, c.syndrome)).collect()
+}
+
+#[test]
+fn a_stream_error_flushes_that_stream_only_until_it_is_reset() {
+    let (_f, mut a, t) = dc_pair_streams(nak(), FOUR_BY_TWO);
+    write_on(&mut a, &t, 0, KEY ^ 1, 0, b"bad");
+    write_on(&mut a, &t, 1, KEY, 0x10, b"one");
+    write_on(&mut a, &t, 0, KEY, 0x20, b"zero");
+    write_on(&mut a, &t, 3, KEY, 0x30, b"three");
+    a.ring();
+    assert_eq!(
+        statuses(&a.drain_send()),
+        [
+            (REQ_ERR, REMOTE_ACCESS_ERR),
+            (REQ, 0),
+            (REQ_ERR, WR_FLUSH_ERR),
+            (REQ, 0)
+        ]
+    );
+    assert_eq!(a.state(), QpState::Rts);
+    assert_eq!(t.read_data(0x10, 3), b"one");
+    assert_eq!(t.read_data(0x20, 4), [0; 4]);
+    assert_eq!(t.read_data(0x30, 5), b"three");
+    let s = a.nic.stats();
+    assert_eq!((s.dci_stream_errors, s.dci_stream_flushes), (1, 1));
+    // Still flushed until the stream is reset; then it runs again.
+    write_on(&mut a, &t, 0, KEY, 0x20, b"zero");
+    a.ring();
+    assert_eq!(statuses(&a.drain_send()), [(REQ_ERR, WR_FLUSH_ERR)]);
+    a.nic.reset_dci_stream(a.qp.qpn, 0).unwrap();
+    write_on(&mut a, &t, 0, KEY, 0x20, b"zero");
+    a.ring();
+    assert_eq!(statuses(&a.drain_send()), [(REQ, 0)]);
+    assert_eq!(t.read_data(0x20, 4), b"zero");
+}
+
+#[test]
+fn the_errored_stream_that_reaches_two_to_the_log_errored_fails_the_dci() {
+    let (_f, mut a, t) = dc_pair_streams(nak(), FOUR_BY_TWO);
+    write_on(&mut a, &t, 2, KEY ^ 1, 0, b"a");
+    write_on(&mut a, &t, 1, KEY ^ 1, 0, b"b");
+    write_on(&mut a, &t, 0, KEY, 0x10, b"c");
+    a.ring();
+    assert_eq!(
+        statuses(&a.drain_send()),
+        [
+            (REQ_ERR, REMOTE_ACCESS_ERR),
+            (REQ_ERR, REMOTE_ACCESS_ERR),
+            (REQ_ERR, WR_FLUSH_ERR)
+        ]
+    );
+    assert_eq!(a.state(), QpState::Err);
+    assert_eq!(a.nic.stats().dci_stream_errors, 1);
+    assert_eq!(
+        a.nic.reset_dci_stream(a.qp.qpn, 2),
+        Err(HwError::InvalidTransition)
+    );
+}
+
+#[test]
+fn a_plain_dci_fails_at_its_first_error_and_a_stream_beyond_its_channels_is_a_local_error() {
+    let cfg = nak();
+    // log_errored 0: one errored stream is the limit (torchcomms PR #958's firmware).
+    let one = DciStreams {
+        log_channels: 1,
+        log_errored: 0,
+    };
+    let (_f, mut a, t) = dc_pair_streams(cfg.clone(), one);
+    write_on(&mut a, &t, 1, KEY ^ 1, 0, b"a");
+    write_on(&mut a, &t, 0, KEY, 0x10, b"b");
+    a.ring();
+    assert_eq!(
+        statuses(&a.drain_send()),
+        [(REQ_ERR, REMOTE_ACCESS_ERR), (REQ_ERR, WR_FLUSH_ERR)]
+    );
+    assert_eq!(a.state(), QpState::Err);
+    for (streams, id) in [(DciStreams::default(), 1), (one, 2)] {
+        let (_f, mut a, t) = dc_pair_streams(cfg.clone(), streams);
+        write_on(&mut a, &t, id, KEY, 0, b"a");
+        a.ring();
+        assert_eq!(
+            statuses(&a.drain_send()),
+            [(REQ_ERR, LOCAL_QP_OP_ERR)],
+            "stream {id} of {streams:?}"
+        );
+        assert_eq!(a.state(), QpState::Err);
+        assert_eq!(t.read_data(0, 1), [0]);
+    }
+    // The knob names the syndrome.
+    let knob = NicConfig {
+        dci_streams: mlx5_hw::DciStreamConfig {
+            bad_stream_syndrome: 0x14,
+            ..Default::default()
+        },
+        ..cfg
+    };
+    let (_f, mut a, t) = dc_pair_streams(knob, one);
+    write_on(&mut a, &t, 7, KEY, 0, b"a");
+    a.ring();
+    assert_eq!(statuses(&a.drain_send()), [(REQ_ERR, 0x14)]);
+}
+
+#[test]
+fn streams_are_a_dci_s_within_the_caps_and_stream_reset_is_checked() {
+    let f = Fabric::new();
+    let streams = DciStreams {
+        log_channels: 1,
+        log_errored: 1,
+    };
+    let nic = Nic::new(&f, NicConfig::default());
+    let side = Side::new(&nic, Cfg::default());
+    let rc = QpParams {
+        transport: Transport::Rc,
+        pdn: side.pd,
+        send_cqn: side.scq.cqn,
+        recv_cqn: side.rcq.cqn,
+        dci_streams: streams,
+        ..QpParams::default()
+    };
+    // SAFETY: refused before any buffer is used.
+    let r = unsafe { nic.create_qp(&rc) };
+    assert_eq!(
+        r.err(),
+        Some(HwError::InvalidParam(
+            "DCI streams on a QP that is not a DCI"
+        ))
+    );
+    let above = QpParams {
+        transport: Transport::Dci,
+        dci_streams: DciStreams {
+            log_channels: 5,
+            log_errored: 0,
+        },
+        ..rc
+    };
+    // SAFETY: refused before any buffer is used.
+    let r = unsafe { nic.create_qp(&above) };
+    assert_eq!(
+        r.err(),
+        Some(HwError::InvalidParam("DCI streams above the device's caps"))
+    );
+    assert_eq!(
+        nic.reset_dci_stream(side.qp.qpn, 0),
+        Err(HwError::InvalidParam(
+            "stream reset of a QP that is not a DCI"
+        ))
+    );
+    let (_f, a, _t) = dc_pair_streams(NicConfig::default(), streams);
+    assert_eq!(
+        a.nic.reset_dci_stream(a.qp.qpn, 2),
+        Err(HwError::InvalidParam("stream id beyond the DCI's channels"))
+    );
+    assert_eq!(a.nic.reset_dci_stream(a.qp.qpn, 1), Ok(()));
+    let no_reset = NicConfig {
+        dci_streams: mlx5_hw::DciStreamConfig {
+            max_log_errored: 0,
+            ..Default::default()
+        },
+        ..NicConfig::default()
+    };
+    let (_f, a, _t) = dc_pair_streams(
+        no_reset,
+        DciStreams {
+            log_channels: 1,
+            log_errored: 0,
+        },
+    );
+    assert_eq!(
+        a.nic.reset_dci_stream(a.qp.qpn, 0),
+        Err(HwError::NotSupported("DCI stream reset"))
+    );
+}
+
+#[test]
+fn a_retry_exhausted_on_one_stream_lets_the_next_stream_run() {
+    // DcRefusal::Drop: the wrong key is never answered; after retry_cnt (1) retransmissions
+    // the WQE fails with TRANSPORT_RETRY_EXC_ERR, confined to stream 1.
+    let streams = DciStreams {
+        log_channels: 1,
+        log_errored: 1,
+    };
+    let (_f, mut a, t) = dc_pair_streams(NicConfig::default(), streams);
+    write_on(&mut a, &t, 1, KEY ^ 1, 0, b"lost");
+    write_on(&mut a, &t, 0, KEY, 0x10, b"kept");
+    a.ring();
+    assert!(a.drain_send().is_empty());
+    while a.nic.progress() != 0 {}
+    assert_eq!(
+        statuses(&a.drain_send()),
+        [(REQ_ERR, TRANSPORT_RETRY_EXC_ERR), (REQ, 0)]
+    );
+    assert_eq!(a.state(), QpState::Rts);
+    assert_eq!(t.read_data(0x10, 4), b"kept");
 }

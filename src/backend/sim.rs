@@ -768,6 +768,7 @@ impl Backend for Sim {
             // Written into CQEs on a NIC with CQE version 1 only; the poller keys on QPNs.
             user_index: config.user_index.unwrap_or(0),
             scatter_to_cqe: config.scatter_to_cqe,
+            dci_streams: hw::DciStreams::default(),
         };
         // SAFETY: the buffers live in the handle, which destroys the QP before freeing them.
         let info = unsafe { self.nic.create_qp(&params) }.map_err(device_error("create QP"))?;

@@ -99,6 +99,8 @@ pub struct Cfg {
     pub transport: Transport,
     /// Compressed CQEs on both CQs.
     pub zip: Option<mlx5_hw::CqCompression>,
+    /// A DCI's stream channels.
+    pub dci_streams: mlx5_hw::DciStreams,
 }
 
 impl Default for Cfg {
@@ -113,6 +115,7 @@ impl Default for Cfg {
             overrun_ignore: false,
             transport: Transport::Rc,
             zip: None,
+            dci_streams: mlx5_hw::DciStreams::default(),
         }
     }
 }
@@ -245,6 +248,7 @@ impl Side {
             dbrec: mem.addr(DBREC),
             user_index: USER_INDEX,
             scatter_to_cqe: false,
+            dci_streams: cfg.dci_streams,
         };
         // SAFETY: the rings and record live in `mem`.
         let qp = unsafe { nic.create_qp(&qp) }.unwrap();
