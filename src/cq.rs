@@ -358,10 +358,11 @@ pub struct CompletionQueue<U: Uar> {
     /// The offset of the entry at `ci`, kept as polling advances: a poll of an empty CQ is
     /// then one load and one compare (with the owner bit of the pass, `ci & cqe_cnt`).
     head: usize,
-    /// [`OUT_OF_LINE`] on a CQ whose requester CQEs need more than the inline parse
-    /// (timestamps), else 0: ORed into the owner bit once a poll finds a CQE, it fails the
-    /// one-compare test, sending every CQE out of line.
-    out_of_line: u8,
+    /// The owner bit of the current pass (`ci & cqe_cnt`, kept as polling wraps).
+    owner: u8,
+    /// [`REQ_INLINE`], or 0 on a CQ whose requester CQEs need more than the inline parse
+    /// (timestamps): no [`owner_key`] is below 0, so every CQE goes out of line.
+    req_below: u8,
     set_ci: DbRec,
     arm_db: DbRec,
     cqn: u32,
@@ -374,26 +375,23 @@ pub struct CompletionQueue<U: Uar> {
     qps: QpTable,
 }
 
-/// The bits of `op_own` that say "opcode REQ, normal format, owner bit 1"; with the owner
-/// bit of the current pass XORed in, zero means a successful requester CQE that is ours.
-const REQ_NORMAL_MASK: u8 = 0xfd;
-const _: () = assert!(CqeOpcode::Req as u8 == 0 && CqeFormat::Normal as u8 == 0);
-/// ORed into the owner bit of a CQ whose requester CQEs are all parsed out of line (a CQ
-/// with timestamps): bit 7 of the opcode, so the one-compare test matches only opcode 8,
-/// which is reserved (no device writes it; on such a CQ it would be parsed as a requester
-/// CQE, not reported as [`Status::UnknownOpcode`]). [`software_owns`] answers as before:
-/// bit 0 is still the owner bit, and opcode 8 with a matching owner bit was ours already.
-const OUT_OF_LINE: u8 = 0x80;
-
-/// Whether the entry whose `op_own` is given belongs to software in the pass whose owner
-/// bit is `owner`: the owner bit matches and the opcode is not INVALID (the common
-/// successful requester CQE is recognised by its first compare).
+/// `op_own` XOR the owner bit of the pass, rotated right by one: the owner mismatch in bit
+/// 7, the opcode in bits 6..3, the format in bits 2..1, the solicited-event bit in bit 0.
+/// Two compares of this one byte tell a poll what it needs ([`OWNED_BELOW`],
+/// [`REQ_INLINE`]).
 #[inline(always)]
-fn software_owns(op_own: u8, owner: u8) -> bool {
-    let mismatch = op_own ^ owner;
-    mismatch & REQ_NORMAL_MASK == 0
-        || (mismatch & 1 == 0 && op_own >> 4 != CqeOpcode::Invalid as u8)
+fn owner_key(op_own: u8, owner: u8) -> u8 {
+    (op_own ^ owner).rotate_right(1)
 }
+
+/// An entry belongs to software when its [`owner_key`] is below this: the owner bit
+/// matches (bit 7 clear) and the opcode is not INVALID (bits 6..3 not all ones).
+const OWNED_BELOW: u8 = 0x78;
+const _: () = assert!(CqeOpcode::Invalid as u8 == 0xf);
+/// An [`owner_key`] below this is ours, opcode REQ, normal format (the solicited-event bit
+/// aside): the common case, parsed inline.
+const REQ_INLINE: u8 = 2;
+const _: () = assert!(CqeOpcode::Req as u8 == 0 && CqeFormat::Normal as u8 == 0);
 
 /// QP number that no CQE carries (QPNs are 24-bit).
 const NO_QPN: u32 = u32::MAX;
@@ -462,7 +460,8 @@ impl<U: Uar> CompletionQueue<U> {
             cqe_cnt: desc.cqe_cnt,
             ci: 0,
             head: 0,
-            out_of_line: if timestamps { OUT_OF_LINE } else { 0 },
+            owner: 0,
+            req_below: if timestamps { 0 } else { REQ_INLINE },
             set_ci,
             arm_db,
             cqn: desc.cqn,
@@ -527,14 +526,14 @@ impl<U: Uar> CompletionQueue<U> {
     /// a loop that polls until a completion arrives needs nothing backend-specific.
     #[inline(always)]
     pub fn poll(&mut self, out: &mut [Completion]) -> usize {
-        let (mut at, mut owner) = (self.head, (self.ci & self.cqe_cnt != 0) as u8);
+        let (mut at, mut owner) = (self.head, self.owner);
         let mut entry = self.buf.entry_at(at);
         let mut op_own = entry.op_own();
-        if out.is_empty() || !software_owns(op_own, owner) {
+        let mut key = owner_key(op_own, owner);
+        if out.is_empty() || key >= OWNED_BELOW {
             self.uar.idle();
             return 0;
         }
-        owner |= self.out_of_line;
         // Once per batch, and only when there is a CQE to parse.
         let generation = self.attachments.generation.load(Ordering::Acquire);
         if generation != self.generation {
@@ -546,13 +545,13 @@ impl<U: Uar> CompletionQueue<U> {
             );
         }
         // In locals: the barrier below makes the compiler reload every field after it.
-        let mut ci = self.ci;
+        let (mut ci, req_below) = (self.ci, self.req_below);
         let mut n = 0;
         loop {
             udma_from_device_barrier();
-            // The common case in one compare: ours (owner bit of this pass), opcode REQ,
-            // normal format; its parse is inlined here, everything else out of line.
-            if (op_own ^ owner) & REQ_NORMAL_MASK == 0 {
+            // The common case in one compare: ours, opcode REQ, normal format; its parse is
+            // inlined here, everything else out of line.
+            if key < req_below {
                 self.qps.parse_req(entry, &mut out[n]);
             } else {
                 out[n] = self.qps.parse_other(entry, op_own, ci);
@@ -560,13 +559,18 @@ impl<U: Uar> CompletionQueue<U> {
             ci = ci.wrapping_add(1);
             n += 1;
             at = self.buf.next_offset(at);
-            owner ^= (at == 0) as u8;
+            if at == 0 {
+                // A new pass: stored here, not after every poll.
+                owner ^= 1;
+                self.owner = owner;
+            }
             if n == out.len() {
                 break;
             }
             entry = self.buf.entry_at(at);
             op_own = entry.op_own();
-            if !software_owns(op_own, owner) {
+            key = owner_key(op_own, owner);
+            if key >= OWNED_BELOW {
                 break;
             }
         }
@@ -906,6 +910,20 @@ mod tests {
         assert_eq!(size_of::<Completion>(), 72);
         assert_eq!(core::mem::offset_of!(Completion, pkey_index), 18);
         assert_eq!(core::mem::offset_of!(Completion, user_index), 52);
+    }
+
+    #[test]
+    fn the_owner_key_tells_ours_and_the_inline_requester_case() {
+        for op_own in 0..=255u8 {
+            for owner in [0, 1] {
+                let key = owner_key(op_own, owner);
+                let ours = op_own & 1 == owner && op_own >> 4 != 0xf;
+                assert_eq!(key < OWNED_BELOW, ours, "{op_own:#04x} {owner}");
+                // Ours, opcode 0 (REQ), format 0 (normal), the solicited-event bit aside.
+                let req = (op_own ^ owner) & 0xfd == 0;
+                assert_eq!(key < REQ_INLINE, req, "{op_own:#04x} {owner}");
+            }
+        }
     }
 
     #[test]
