@@ -417,6 +417,18 @@ pub struct BenchArgs {
     /// (`Fault::CorruptPayload`), to see --data_validation fail.
     #[arg(long = "corrupt-payloads", hide = true)]
     pub corrupt_payloads: bool,
+    /// Latency tests: create the CQ with completion timestamps and add the latency by the
+    /// NIC's clock (differences of two CQEs' timestamps on one NIC; docs/benchmarks.md):
+    /// hw_t_* = requester CQE to the next WR's requester CQE (halved in the ping-pongs);
+    /// hw_post_cqe_* = requester CQE minus the CQE that let the CPU post (the peer's
+    /// receive CQE in send_lat and write_lat --write_with_imm, the previous requester CQE
+    /// in read_lat and atomic_lat; none in write_lat, which spins on memory). A device
+    /// without a clock is refused.
+    #[arg(long = "hw-timestamps")]
+    pub hw_timestamps: bool,
+    /// On the model: the NICs' clock in kHz (`NicConfig::clock_khz`; 0: no clock).
+    #[arg(long = "model-clock-khz", hide = true)]
+    pub model_clock_khz: Option<u32>,
     /// Duration mode: add perftest's CPU_Util[%] column, the user time's share of user plus
     /// idle time in /proc/stat over the sampling window.
     #[arg(long = "cpu_util")]

@@ -10,7 +10,7 @@ use crate::bench::{Params, PerMessage, RdmaCm, Row, Setup, Sink, Stats};
 use crate::cli::{Kind, Output, Verb};
 use crate::exchange::QpRecord;
 use crate::perftest_out::{self, data_exchange_line, kind_name, link_type, on_off, verb_name};
-use crate::stats::{c_g, BwUnit, Latencies};
+use crate::stats::{c_g, BwUnit, LatRow, Latencies};
 use crate::Error;
 
 /// Output format.
@@ -67,6 +67,8 @@ pub struct Extras {
     pub report_both: bool,
     /// `-C`: the CPU's MHz, by which microseconds become cycles.
     pub cycles_per_usec: Option<f64>,
+    /// `--hw-timestamps`: the latency columns by the NIC's clock.
+    pub hw_timestamps: bool,
 }
 
 const LAT_COLUMNS: [&str; 11] = [
@@ -91,6 +93,27 @@ const RULE: &str =
 const NOT_MEASURED: &str = "n/a";
 
 const PCIE_COLUMNS: [&str; 6] = ["MMIO", "MRd", "CplD", "MWr", "B_down", "B_up"];
+
+/// The columns of each `--hw-timestamps` measure, after its prefix (`hw_t` for the
+/// iteration, `hw_post_cqe` for post to CQE); always microseconds of the NIC's clock.
+const HW_COLUMNS: [&str; 5] = [
+    "min[usec]",
+    "typical[usec]",
+    "avg[usec]",
+    "99%[usec]",
+    "99.9%[usec]",
+];
+
+/// A `--hw-timestamps` measure's cells (`n/a` where the test has none).
+fn hw_values(row: Option<&LatRow>) -> Vec<String> {
+    match row {
+        Some(r) => [r.t_min, r.t_typical, r.t_avg, r.p99, r.p99_9]
+            .iter()
+            .map(|x| format!("{x:.3}"))
+            .collect(),
+        None => vec![NOT_MEASURED.to_string(); HW_COLUMNS.len()],
+    }
+}
 
 fn bw_columns(unit: BwUnit) -> [&'static str; 5] {
     if unit == BwUnit::Gbits {
@@ -400,6 +423,11 @@ impl Reporter {
         if self.extras.cpu_util {
             c.push("CPU_Util[%]".into());
         }
+        if self.extras.hw_timestamps {
+            for prefix in ["hw_t", "hw_post_cqe"] {
+                c.extend(HW_COLUMNS.iter().map(|h| format!("{prefix}_{h}")));
+            }
+        }
         if self.origin.link.is_some() {
             for side in ["client", "server"] {
                 c.extend(PCIE_COLUMNS.iter().map(|p| format!("{side}_{p}")));
@@ -600,6 +628,11 @@ impl Sink for Reporter {
                     .map_or_else(|| NOT_MEASURED.into(), |u| format!("{u:.2}")),
             );
         }
+        if self.extras.hw_timestamps {
+            let hw = row.hw.as_ref();
+            values.extend(hw_values(hw.map(|h| &h.iteration)));
+            values.extend(hw_values(hw.and_then(|h| h.post_to_cqe.as_ref())));
+        }
         if let Some(p) = &row.pcie {
             for side in [&p.client, &p.server] {
                 values.extend(pcie_values(side).iter().map(|x| format!("{x:.2}")));
@@ -635,6 +668,9 @@ impl Sink for Reporter {
                 v["completions"] = serde_json::to_value(&row.completions)?;
                 if self.extras.cpu_util {
                     v["cpu_util"] = row.cpu_util.into();
+                }
+                if self.extras.hw_timestamps {
+                    v["hw"] = serde_json::to_value(&row.hw)?;
                 }
                 if !row.counters.is_empty() {
                     v["counters"] = row.counters.iter().cloned().collect();

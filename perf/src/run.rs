@@ -7,7 +7,7 @@ use mlx5_direct::backend::sim::{Fabric, Fault, NicConfig, Sim};
 use mlx5_direct::{Context, MemOptions};
 
 use crate::bench::{self, Local, Params, RdmaCm, Row, Setup, Sink};
-use crate::cli::{BenchArgs, Test};
+use crate::cli::{BenchArgs, Kind, Test};
 use crate::exchange::Peer;
 use crate::report::{Extras, Format, Origin, Reporter};
 use crate::stats::BwUnit;
@@ -25,6 +25,17 @@ pub fn bench(test: Test, args: &BenchArgs) -> Result<(), Error> {
     }
     if args.corrupt_payloads && args.device.is_some() {
         return Err("--corrupt-payloads injects a fault into the model; a device has none".into());
+    }
+    if args.model_clock_khz.is_some() && args.device.is_some() {
+        return Err("--model-clock-khz sets the model's clock; a device has its own".into());
+    }
+    if args.hw_timestamps && test.kind == Kind::Bw {
+        return Err(format!(
+            "--hw-timestamps: latency tests only ({} has no per-message latency to time; \
+             the NIC's clock is not used for bandwidth)",
+            test.name()
+        )
+        .into());
     }
     if args.device.is_none() && params.rdma_cm != RdmaCm::Off {
         return Err(format!(
@@ -96,6 +107,7 @@ fn reporter(
         counters: args.counters.clone(),
         report_both: args.report_both,
         cycles_per_usec,
+        hw_timestamps: args.hw_timestamps,
     };
     Ok(Reporter::new(
         format(args),
@@ -140,7 +152,12 @@ impl Sink for Quiet {
 /// Both sides on model NICs of one fabric: the server in a thread, the client here.
 fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
     let fabric = Fabric::new();
-    let config = NicConfig::default();
+    let config = NicConfig {
+        clock_khz: args
+            .model_clock_khz
+            .unwrap_or(NicConfig::default().clock_khz),
+        ..NicConfig::default()
+    };
     let link = crate::probe::describe_link(&config.pcie);
     let listener = TcpListener::bind(("127.0.0.1", 0))?;
     let addr = listener.local_addr()?;

@@ -2234,3 +2234,168 @@ fn dc_and_ud_run_one_qp_per_q() {
     assert_eq!(numbers.len(), 2);
     assert_ne!(numbers[0], numbers[1]);
 }
+
+// `--hw-timestamps`: the columns of the table and CSV, the `hw` object of `--json`, samples
+// that fit the model clock's tick (`NicConfig::clock_khz`, the hidden `--model-clock-khz`),
+// and the refusals.
+
+/// The `hw` object of the one row of a `--json` run.
+fn hw_of(args: &[&str]) -> Value {
+    let (ok, out, err) = perf(args);
+    assert!(ok, "mlx5-perf {args:?} failed: {err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
+    let rows = v["results"].as_array().expect("results");
+    assert_eq!(rows.len(), 1, "{out}");
+    rows[0]["hw"].clone()
+}
+
+const LAT_FIELDS: [&str; 12] = [
+    "bytes",
+    "iterations",
+    "t_min",
+    "t_max",
+    "t_typical",
+    "t_avg",
+    "t_stdev",
+    "p50",
+    "p90",
+    "p99",
+    "p99_9",
+    "p99_99",
+];
+
+/// Checks one measure: the CPU row's fields, `samples` samples, ordered, and its true
+/// minimum and maximum whole multiples of `step_ns` nanoseconds (the clock's tick, or half
+/// of it where the ping-pong halves).
+fn check_measure(m: &Value, samples: u64, step_ns: f64) {
+    let fields: Vec<&str> = m
+        .as_object()
+        .expect("a row")
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    let mut want = LAT_FIELDS.to_vec();
+    want.sort();
+    assert_eq!(fields, want);
+    assert_eq!(m["iterations"], samples, "{m}");
+    let f = |k: &str| m[k].as_f64().unwrap();
+    assert!(f("t_min") > 0.0, "{m}");
+    assert!(f("t_min") <= f("t_avg") && f("t_avg") <= f("t_max"), "{m}");
+    assert!(
+        f("t_typical") <= f("p99") * 1.001 && f("p99") <= f("t_max") * 1.001,
+        "{m}"
+    );
+    for k in ["t_min", "t_max"] {
+        let ticks = f(k) * 1e3 / step_ns;
+        assert!(
+            (ticks - ticks.round()).abs() < 1e-6,
+            "{k} {} not whole {step_ns} ns",
+            f(k)
+        );
+    }
+}
+
+#[test]
+fn each_latency_test_times_its_iterations_by_the_nics_clock() {
+    // A 100 MHz clock: 10 ns per tick, exactly (mult 10 · 2^23, shift 23), so every
+    // difference of two converted CQE times is a whole number of 10 ns. 40 iterations, all
+    // signaled: 39 pairs of consecutive requester CQEs; the first post has no trigger.
+    for (test, extra, halves, post_to_cqe) in [
+        ("send_lat", None, true, true),
+        ("write_lat", Some("--write_with_imm"), true, true),
+        ("write_lat", None, true, false),
+        ("read_lat", None, false, true),
+        ("atomic_lat", None, false, true),
+    ] {
+        let mut args = vec![test, "-n", "40", "--hw-timestamps", "--model-clock-khz"];
+        args.extend(["100000", "--json"]);
+        args.extend(extra);
+        let h = hw_of(&args);
+        assert_eq!(h["tick_ns"], 10.0, "{test}");
+        let step = if halves { 5.0 } else { 10.0 };
+        check_measure(&h["iteration"], 39, step);
+        match post_to_cqe {
+            true => check_measure(&h["post_to_cqe"], 39, 10.0),
+            // write_lat spins on memory: no CQE triggers its posts.
+            false => assert!(h["post_to_cqe"].is_null(), "{test}: {h}"),
+        }
+        if test == "read_lat" {
+            // READ: the trigger is the previous requester CQE, so both measures agree.
+            assert_eq!(h["iteration"], h["post_to_cqe"]);
+        }
+    }
+}
+
+#[test]
+fn the_default_model_clock_is_a_connectx5s() {
+    // 156 250 kHz: mult 53 687 091 at shift 23, 6.4 ns per tick as rounded by the kernel.
+    let h = hw_of(&["read_lat", "-n", "20", "--hw-timestamps", "--json"]);
+    assert_eq!(h["tick_ns"], 53_687_091.0 / 8_388_608.0);
+    assert_eq!(h["iteration"]["iterations"], 19);
+    // Duration mode: only samples polled in the sampling window.
+    let (ok, out, err) = perf(&["send_lat", "-D", "1", "--hw-timestamps", "--json"]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let r = &v["results"][0];
+    let hw = r["hw"]["iteration"]["iterations"].as_u64().unwrap();
+    let cpu = r["iterations"].as_u64().unwrap();
+    assert!(hw > 0 && hw <= r["messages_run"].as_u64().unwrap(), "{r}");
+    assert!(hw.abs_diff(cpu) <= 2, "{hw} hw samples, {cpu} CPU samples");
+}
+
+#[test]
+fn the_table_and_csv_add_the_hw_columns() {
+    let (ok, out, err) = perf(&["write_lat", "-n", "20", "--hw-timestamps", "--csv"]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let row: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(header.len(), row.len());
+    let at = |name: &str| {
+        let i = header.iter().position(|h| *h == name);
+        row[i.unwrap_or_else(|| panic!("no column {name}: {header:?}"))]
+    };
+    for name in ["min", "typical", "avg", "99%", "99.9%"] {
+        let cpu = at(&format!("hw_t_{name}[usec]")).parse::<f64>().unwrap();
+        assert!(cpu > 0.0);
+        // write_lat: no trigger CQE.
+        assert_eq!(at(&format!("hw_post_cqe_{name}[usec]")), "n/a");
+    }
+    // Without the flag, no hw column and no `hw` key.
+    let (ok, out, _) = perf(&["write_lat", "-n", "20", "--csv"]);
+    assert!(ok && !out.contains("hw_"), "{out}");
+    let (ok, out, _) = perf(&["write_lat", "-n", "20", "--json"]);
+    assert!(ok && !out.contains("\"hw\""), "{out}");
+    // The text table names the same columns.
+    let (ok, out, err) = perf(&["send_lat", "-n", "20", "--hw-timestamps"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("hw_t_typical[usec]") && out.contains("hw_post_cqe_99%[usec]"));
+}
+
+#[test]
+fn refusals_are_one_line_and_fail_the_run() {
+    for (args, reason) in [
+        (
+            &["send_lat", "--hw-timestamps", "--model-clock-khz", "0"][..],
+            "--hw-timestamps: the device does not support a device clock",
+        ),
+        (
+            &["write_bw", "--hw-timestamps"][..],
+            "--hw-timestamps: latency tests only (write_bw",
+        ),
+        (
+            &["send_lat", "-d", "mlx5_0", "--model-clock-khz", "1"][..],
+            "--model-clock-khz sets the model's clock",
+        ),
+    ] {
+        let (ok, out, err) = perf(args);
+        assert!(!ok, "{args:?} should fail");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with(&format!("mlx5-perf: {reason}")),
+            "{args:?}: {err}"
+        );
+    }
+}

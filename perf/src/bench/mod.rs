@@ -20,6 +20,7 @@ use crate::stats::{perftest_samples, perftest_summary, BwUnit, Latencies, Phase,
 pub use crate::Error;
 
 mod host;
+mod hwts;
 mod pace;
 mod params;
 mod row;
@@ -28,6 +29,7 @@ mod side;
 mod tests;
 
 pub use host::{cpu_mhz, MODEL_COUNTERS};
+pub use hwts::HwRow;
 pub use params::{Connection, Params, RateLimit, RdmaCm, DEF_DC_KEY, DEF_QKEY};
 pub use row::{Counts, PerMessage, Row, RowCompletions, RowPcie, Setup, Stats};
 use side::{await_ping, data_for, finished, peer_stopped, sample, spin, Side};
@@ -141,6 +143,9 @@ pub struct Local {
     pub memory: MemOptions,
     /// The test buffers are registered on demand (`--odp`).
     pub odp: bool,
+    /// Latency tests: CQs with timestamps, and the latency by the NIC's clock beside the
+    /// CPU's (`--hw-timestamps`).
+    pub hw_timestamps: bool,
 }
 
 impl Local {
@@ -176,6 +181,7 @@ impl Local {
                 numa_node: a.numa_node,
             },
             odp: a.odp,
+            hw_timestamps: a.hw_timestamps,
         }
     }
 
@@ -244,8 +250,15 @@ enum Msg {
 }
 
 /// One side's own measurement of a size: statistics, latency samples (latency tests),
-/// perftest's samples (with `-H` / `-U`) and the messages run in all.
-type Measured = (Stats, Option<Latencies>, Option<Vec<f64>>, u64);
+/// perftest's samples (with `-H` / `-U`), the messages run in all and the latency by the
+/// NIC's clock (`--hw-timestamps`).
+type Measured = (
+    Stats,
+    Option<Latencies>,
+    Option<Vec<f64>>,
+    u64,
+    Option<HwRow>,
+);
 
 /// Checks that `msg` is the peer's Ready for `size`.
 fn expect_ready(msg: Msg, size: usize) -> Result<(), Error> {
@@ -272,6 +285,7 @@ fn client_body<B: Device>(
             let mut lat = Latencies::new();
             let mut posts = Vec::new();
             let ping_pong = matches!(p.test.verb, Verb::Write | Verb::Send);
+            side.time_by_nic(schedule)?;
             let mut i = 0;
             while !finished(schedule.as_ref(), i, p.iters) {
                 side.refill()?;
@@ -308,12 +322,13 @@ fn client_body<B: Device>(
             side.drain()?;
             let iterations = if schedule.is_some() { lat.count() } else { i };
             let (stats, samples) = local.lat_row(&lat, &posts, ping_pong, size, iterations)?;
-            Ok((stats, Some(lat), samples, i))
+            let hw = side.hw.take().map(|h| h.row(size));
+            Ok((stats, Some(lat), samples, i, hw))
         }
         Kind::Bw => {
             let (stats, completed) =
                 bw_loop(side, Some(peer), size, local, &mut payload, &mut sge)?;
-            Ok((stats, None, None, completed))
+            Ok((stats, None, None, completed, None))
         }
     }
 }
@@ -486,6 +501,7 @@ fn server_body<B: Device>(
         None => Throughput::iterations(false),
     };
     if ping_pong {
+        side.time_by_nic(schedule)?;
         let mut i = 0;
         let mut answered: Option<Instant> = None;
         while await_ping(side, peer, size, i)? {
@@ -524,13 +540,20 @@ fn server_body<B: Device>(
             count
         };
         let (stats, samples) = local.lat_row(&lat, &posts, true, size, iterations)?;
-        Some((stats, Some(lat), samples, count))
+        let hw = side.hw.take().map(|h| h.row(size));
+        Some((stats, Some(lat), samples, count, hw))
     } else if receives {
         let received = await_receives(side, count, &mut tp)?;
         tp.close(received);
-        Some((Stats::Bw(tp.summary(size, local.unit)?), None, None, count))
+        Some((
+            Stats::Bw(tp.summary(size, local.unit)?),
+            None,
+            None,
+            count,
+            None,
+        ))
     } else {
-        duplex.map(|(stats, sent)| (stats, None, None, sent))
+        duplex.map(|(stats, sent)| (stats, None, None, sent, None))
     };
     Ok((own, count))
 }
@@ -611,6 +634,11 @@ fn setup<B: Device>(
     sink: &mut dyn Sink,
     cm: Option<&mut dyn CmLink<B>>,
 ) -> Result<Side<B>, Error> {
+    if local.hw_timestamps {
+        // Before the handshake: both ends stop with this one reason.
+        ctx.clock_info()
+            .map_err(|e| format!("--hw-timestamps: {e} (the CQEs carry no time to convert)"))?;
+    }
     handshake(peer, params)?;
     let mut side = Side::new(ctx, params, local)?;
     let mine = side.records(local.port)?;
@@ -686,7 +714,7 @@ pub fn serve<B: Device>(
         let pcie = side.pcie().zip(before).map(|(a, b)| Counts::from(a - b));
         // -b: the server's sending goes to the client, which prints both directions.
         let (own, duplex) = match own {
-            Some((stats, _, _, sent)) if params.duplex => (None, Some((stats, sent))),
+            Some((stats, _, _, sent, _)) if params.duplex => (None, Some((stats, sent))),
             own => (own, None),
         };
         let completions = side.opcodes.to_map();
@@ -704,11 +732,12 @@ pub fn serve<B: Device>(
             m => return Err(format!("expected the client's report, got {m:?}").into()),
         };
         let row = match own {
-            Some((stats, latencies, samples, messages)) => Some(Row {
+            Some((stats, latencies, samples, messages, hw)) => Some(Row {
                 stats,
                 pcie,
                 latencies,
                 samples,
+                hw,
                 messages,
                 completions: Some(completions),
                 cpu_util: side.cpu.take(),
@@ -720,6 +749,7 @@ pub fn serve<B: Device>(
                 pcie,
                 latencies: None,
                 samples: None,
+                hw: None,
                 messages: count,
                 completions: Some(completions),
                 cpu_util: None,
@@ -785,7 +815,7 @@ pub fn client<B: Device>(
             expect_ready(peer.swap(&Msg::Ready { size })?, size)?;
         }
         let before = side.pcie();
-        let (mut stats, latencies, samples, mut count) =
+        let (mut stats, latencies, samples, mut count, hw) =
             client_body(&mut side, &mut peer, size, local)?;
         side.validate(size, false)?;
         peer.send(&Msg::Done { count })?;
@@ -833,6 +863,7 @@ pub fn client<B: Device>(
             pcie,
             latencies,
             samples,
+            hw,
             messages: count,
             completions: Some(completions),
             cpu_util,

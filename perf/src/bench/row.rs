@@ -107,6 +107,8 @@ pub struct Row {
     pub latencies: Option<Latencies>,
     /// perftest's latency samples in microseconds, in order (with `-H` / `-U`).
     pub samples: Option<Vec<f64>>,
+    /// `--hw-timestamps`: the latency by the NIC's clock (latency tests).
+    pub hw: Option<super::HwRow>,
     /// Messages (ping-pong iterations) run in all; more than the row's iterations in
     /// duration mode, whose margins are run and not sampled.
     pub messages: u64,

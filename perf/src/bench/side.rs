@@ -4,11 +4,12 @@
 use std::time::{Duration, Instant};
 
 use mlx5_direct::{
-    Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, Data, Dct,
+    Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, CqConfig, Data, Dct,
     DoorbellMode, Endpoint, GlobalRoute, MemoryRegion, ProtectionDomain, Qp, QpConfig, Remote,
     SendFlags, SendOp, SendWr, Srq, Transport, WcOpcode,
 };
 
+use super::hwts::{HwTimes, Trigger};
 use super::params::{Connection, DEF_DC_KEY, DEF_QKEY};
 use super::{Device, Error, Local, Msg, Params};
 use crate::cli::{AtomicType, Mode, Verb};
@@ -133,6 +134,8 @@ pub(super) struct Side<B: Device> {
     pub(super) cpu: super::host::CpuWindow,
     /// The poll buffer: `--cqe_poll` completions.
     done: Vec<Completion>,
+    /// `--hw-timestamps`: the current latency size's CQE times.
+    pub(super) hw: Option<HwTimes>,
     /// This side's own settings.
     pub(super) local: Local,
 }
@@ -177,7 +180,11 @@ impl<B: Device> Side<B> {
     pub(super) fn new(ctx: Context<B>, params: &Params, local: Local) -> Result<Self, Error> {
         let pd = ctx.alloc_pd()?;
         let q = params.qps;
-        let mut cq = ctx.create_cq(q * (params.tx_depth + params.rx_depth) + 16, 64)?;
+        let cq_config = CqConfig {
+            timestamps: local.hw_timestamps,
+            ..CqConfig::new(q * (params.tx_depth + params.rx_depth) + 16, 64)
+        };
+        let mut cq = ctx.create_cq_with(&cq_config)?;
         if local.events {
             cq.arm(false);
         }
@@ -257,6 +264,7 @@ impl<B: Device> Side<B> {
             opcodes: OpCounts::default(),
             cpu: super::host::CpuWindow::new(local.cpu_util),
             done: vec![Completion::default(); usize::from(local.cqe_poll.max(1))],
+            hw: None,
             local,
         })
     }
@@ -475,10 +483,16 @@ impl<B: Device> Side<B> {
                     .into());
                 }
                 self.received[q] += 1;
+                if let Some(hw) = &mut self.hw {
+                    hw.received(c.timestamp);
+                }
             } else {
                 let w = &mut self.windows[q];
                 w.completed = c.wr_id + 1;
                 w.signaled -= 1;
+                if let Some(hw) = &mut self.hw {
+                    hw.completed(c.wr_id, c.timestamp)?;
+                }
             }
         }
         if n == 0 && self.local.events {
@@ -570,6 +584,9 @@ impl<B: Device> Side<B> {
             } else {
                 SendFlags::UNSIGNALED
             };
+            if let Some(hw) = &mut self.hw {
+                hw.posted(n);
+            }
             let wr = SendWr {
                 wr_id: n,
                 op,
@@ -608,6 +625,23 @@ impl<B: Device> Side<B> {
             *posted -= *received;
             *received = 0;
         }
+        Ok(())
+    }
+
+    /// `--hw-timestamps`: starts a latency size's CQE times (the clock's calibration taken
+    /// again, as `mlx5dv_get_clock_info` asks); nothing without the flag.
+    pub(super) fn time_by_nic(&mut self, schedule: Option<Schedule>) -> Result<(), Error> {
+        if !self.local.hw_timestamps {
+            return Ok(());
+        }
+        let info = self.ctx.clock_info()?;
+        let trigger = match self.params.test.verb {
+            Verb::Write if !self.params.imm => Trigger::Memory,
+            Verb::Write | Verb::Send => Trigger::Receive,
+            Verb::Read | Verb::Atomic => Trigger::Requester,
+        };
+        let halves = matches!(self.params.test.verb, Verb::Write | Verb::Send);
+        self.hw = Some(HwTimes::new(info, trigger, halves, schedule));
         Ok(())
     }
 
