@@ -22,17 +22,22 @@ fn zipped(entries: u32, cqe_size: usize, zip: CqeCompression) -> CqConfig {
     }
 }
 
-fn zip_side(fabric: &std::sync::Arc<Fabric>, zip: CqeCompression, cq_entries: u32) -> Side {
+/// The model's compression in these tests: every burst compresses.
+fn every_burst() -> ZipConfig {
+    ZipConfig {
+        policy: ZipPolicy::EveryBurst,
+        ..ZipConfig::default()
+    }
+}
+
+fn zip_side(fabric: &std::sync::Arc<Fabric>, nic: ZipConfig, cq: &CqConfig) -> Side {
     let config = NicConfig {
-        cqe_zip: ZipConfig {
-            policy: ZipPolicy::EveryBurst,
-            ..ZipConfig::default()
-        },
+        cqe_zip: nic,
         ..NicConfig::default()
     };
     let ctx = Context::new(Sim::on_fabric(fabric, config));
     let pd = ctx.alloc_pd().unwrap();
-    let cq = ctx.create_cq_with(&zipped(cq_entries, 64, zip)).unwrap();
+    let cq = ctx.create_cq_with(cq).unwrap();
     let qp = pd.create_qp(&cq, &cq, &QpConfig::default()).unwrap();
     let mr = pd
         .alloc_mr(MR_LEN, Access::LOCAL_WRITE | Access::ALL)
@@ -49,11 +54,13 @@ fn zip_side(fabric: &std::sync::Arc<Fabric>, zip: CqeCompression, cq_entries: u3
 }
 
 fn zip_pair(zip: CqeCompression, cq_entries: u32) -> (Side, Side) {
+    zip_pair_with(every_burst(), &zipped(cq_entries, 64, zip))
+}
+
+/// Two connected sides on NICs compressing as `nic` says, each with a CQ as `cq` says.
+fn zip_pair_with(nic: ZipConfig, cq: &CqConfig) -> (Side, Side) {
     let fabric = Fabric::new();
-    let (mut a, mut b) = (
-        zip_side(&fabric, zip, cq_entries),
-        zip_side(&fabric, zip, cq_entries),
-    );
+    let (mut a, mut b) = (zip_side(&fabric, nic, cq), zip_side(&fabric, nic, cq));
     connect(&mut a, &mut b);
     (a, b)
 }
@@ -134,17 +141,94 @@ fn polls_of_one_walk_through_a_block() {
 #[test]
 fn blocks_across_many_wraps_keep_ownership_right() {
     // A 16-entry CQ (32 after rdma-core's rounding of 16 + 1), bursts of 13: blocks start
-    // anywhere and wrap; every slot must read right in every pass.
-    for zip in [CqeCompression::BASIC, CqeCompression::ENHANCED] {
-        let (mut a, b) = zip_pair(zip, 16);
-        for round in 0..20u64 {
-            write_burst(&mut a, &b, round * 13, 13);
-            let got = without_qpn(poll_n(&mut a, 13), a.qp.qpn());
-            assert_eq!(got, writes(round * 13, 13), "{zip:?} round {round}");
-            common::assert_empty(&mut a);
+    // anywhere and wrap; every slot must read right in every pass, in 64- and 128-byte
+    // CQEs (the latter in each entry's last 64 bytes).
+    let nic = ZipConfig {
+        compress_128: true,
+        ..every_burst()
+    };
+    for cqe_size in [64, 128] {
+        for zip in [CqeCompression::BASIC, CqeCompression::ENHANCED] {
+            let (mut a, b) = zip_pair_with(nic, &zipped(16, cqe_size, zip));
+            for round in 0..20u64 {
+                write_burst(&mut a, &b, round * 13, 13);
+                let got = without_qpn(poll_n(&mut a, 13), a.qp.qpn());
+                assert_eq!(
+                    got,
+                    writes(round * 13, 13),
+                    "{zip:?} {cqe_size} round {round}"
+                );
+                common::assert_empty(&mut a);
+            }
+            let s = a.ctx.backend().nic().stats();
+            assert_eq!(
+                (s.zip_blocks, s.zip_minis),
+                (20, 20 * (13 - zip.layout as u64))
+            );
         }
-        assert_eq!(a.ctx.backend().nic().stats().zip_blocks, 20);
     }
+}
+
+/// A NIC whose enhanced sessions outlive their bursts.
+fn spanning() -> ZipConfig {
+    ZipConfig {
+        sessions_span_bursts: true,
+        ..every_burst()
+    }
+}
+
+#[test]
+fn a_session_across_bursts_polls_right_through_wraps() {
+    // Bursts of 1 to 7 on a 16-entry CQ (32 after rounding), polled after each: one title,
+    // then every completion a mini-CQE of the same session until max_num (64) closes it.
+    let (mut a, b) = zip_pair_with(spanning(), &zipped(16, 64, CqeCompression::ENHANCED));
+    let mut first = 0;
+    for round in 0..30u64 {
+        let n = 1 + round % 7;
+        write_burst(&mut a, &b, first, n as usize);
+        let got = without_qpn(poll_n(&mut a, n as usize), a.qp.qpn());
+        assert_eq!(got, writes(first, n), "round {round}");
+        common::assert_empty(&mut a);
+        first += n;
+    }
+    // 115 completions: sessions of 64 and 51, each one title and the rest mini-CQEs.
+    let s = a.ctx.backend().nic().stats();
+    assert_eq!((s.cqes, s.zip_blocks, s.zip_minis), (115, 2, 113));
+    assert_eq!(a.qp.sq().outstanding_wqebbs(), 0);
+}
+
+#[test]
+fn a_responder_session_across_bursts_counts_on_from_its_title() {
+    // Receives of one session in three doorbells of 3 SENDs: the driver numbers them from
+    // the first burst's title (a responder mini-CQE has no counter).
+    let (mut a, mut b) = zip_pair_with(spanning(), &zipped(64, 64, CqeCompression::ENHANCED));
+    for i in 0..9u64 {
+        let sge = b.mr.sge(256 * i as usize, 256);
+        b.qp.rq().unwrap().post(1000 + i, &[sge]).unwrap();
+    }
+    let payload = [3u8; 64];
+    for round in 0..3u64 {
+        let wrs: Vec<SendWr<'_>> = (0..3)
+            .map(|i| SendWr {
+                wr_id: i,
+                op: SendOp::Send,
+                data: Data::Inline(&payload[..8 + (3 * round + i) as usize]),
+                flags: SendFlags::UNSIGNALED,
+            })
+            .collect();
+        assert_eq!(a.qp.sq().post_many(&wrs), Ok(3));
+        let got = poll_n(&mut b, 3);
+        for (i, c) in got.iter().enumerate() {
+            let k = 3 * round + i as u64;
+            assert_eq!(
+                (c.wr_id, c.opcode, c.status, c.byte_len),
+                (1000 + k, WcOpcode::Recv, Status::Success, 8 + k as u32),
+                "round {round}"
+            );
+        }
+    }
+    let s = b.ctx.backend().nic().stats();
+    assert_eq!((s.zip_blocks, s.zip_minis), (1, 8));
 }
 
 #[test]

@@ -17,6 +17,15 @@
 //!   the validity iteration count in byte 62. The model also writes the owner bit there
 //!   (nothing public says whether ConnectX does; the kernel and UCX look only at byte 62).
 //! * A run of one CQE, or a policy that does not compress now, writes CQEs whole.
+//! * Sessions (enhanced layout): with `ZipConfig::sessions_span_bursts`, the last block
+//!   (or lone whole CQE) of a CQ stays open after its burst; a later burst whose first
+//!   CQEs could have joined it, with nothing written to the CQ in between, continues it in
+//!   new slots without a new title (UCX keeps the title while compressed slots follow each
+//!   other). Any whole CQE written to the CQ ends the session.
+//! * 128-byte CQEs (`ZipConfig::compress_128`): every title, array and slot is the entry's
+//!   `cqe64`, its last 64 bytes (kernel `mlx5_cqwq_get_wqe`: "for 128B CQEs the data is in
+//!   the last 64B", which `mlx5e_read_mini_arr_slot` reads the arrays through; DPDK's
+//!   `struct mlx5_cqe` pads 64 bytes before them); the first half is not written.
 
 use crate::cq::{claim, lost, put, write_now};
 use crate::cqe::{cqe_op, Cqe};
@@ -59,6 +68,16 @@ pub(crate) fn close_all(nic: &mut NicState) {
     }
 }
 
+/// An enhanced session that may continue: its title, its QP, how many completions it has
+/// (the title's included) and the CQ producer index its next slot must take.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Session {
+    qp: Option<usize>,
+    title: Cqe,
+    len: usize,
+    next_pi: u32,
+}
+
 fn close(nic: &mut NicState, cq: usize) {
     let Some(c) = nic.cqs.get_mut(cq).and_then(Option::as_mut) else {
         return;
@@ -68,19 +87,37 @@ fn close(nic: &mut NicState, cq: usize) {
     };
     let max = usize::from(nic.cfg.cqe_zip.max_num.max(2));
     let mut rest = &burst[..];
-    while let Some(&(qp, title)) = rest.first() {
-        let n = 1 + rest[1..]
-            .iter()
-            .take(max - 1)
-            .enumerate()
-            .take_while(|(i, (q, next))| *q == qp && joins(&title, next, *i + 1))
-            .count();
+    while let Some(&(qp, first)) = rest.first() {
+        let open = session(nic, cq, qp, &first, max);
+        // A new block's first CQE is its title (position 0); an open session's next
+        // completion has position `len`.
+        let (title, base, start) = open.map_or((first, 0, 1), |s| (s.title, s.len, 0));
+        let n = start
+            + rest[start..]
+                .iter()
+                .take(max - base - start)
+                .enumerate()
+                .take_while(|(i, (q, next))| *q == qp && joins(&title, next, base + start + i))
+                .count();
         let run: Vec<Cqe> = rest[..n].iter().map(|(_, c)| *c).collect();
-        let written = match (n, zip.layout) {
-            (1, _) => write_now(nic, cq, qp, &title),
-            (_, ZipLayout::Basic) => basic(nic, cq, qp, &run),
-            (_, ZipLayout::Enhanced) => enhanced(nic, cq, qp, &run),
+        let written = match (open, n, zip.layout) {
+            (Some(_), _, _) => slots(nic, cq, qp, &run),
+            (None, 1, _) => write_now(nic, cq, qp, &first),
+            (None, _, ZipLayout::Basic) => basic(nic, cq, qp, &run),
+            (None, _, ZipLayout::Enhanced) => enhanced(nic, cq, qp, &run),
         };
+        let enhanced_session = written && zip.layout == ZipLayout::Enhanced;
+        if enhanced_session && base + start == 1 && n > start {
+            // The session's first mini-CQE: its block begins.
+            nic.stats.zip_blocks += 1;
+        }
+        let c = nic.cq(cq);
+        c.session = enhanced_session.then_some(Session {
+            qp,
+            title,
+            len: base + n,
+            next_pi: c.pi,
+        });
         if !written {
             if let Some(q) = qp {
                 lost(nic, q);
@@ -88,6 +125,23 @@ fn close(nic: &mut NicState, cq: usize) {
         }
         rest = &rest[n..];
     }
+    if !nic.cfg.cqe_zip.sessions_span_bursts {
+        nic.cq(cq).session = None;
+    }
+}
+
+/// The session CQE `first` of QP `qp` continues on CQ index `cq`, if any: the CQ's last
+/// session, with nothing written after it, not full, whose next completion `first` can be.
+fn session(
+    nic: &mut NicState,
+    cq: usize,
+    qp: Option<usize>,
+    first: &Cqe,
+    max: usize,
+) -> Option<Session> {
+    let c = nic.cq(cq);
+    c.session
+        .filter(|s| s.next_pi == c.pi && s.qp == qp && s.len < max && joins(&s.title, first, s.len))
 }
 
 /// Whether `next` can be completion `i` of a block whose first completion is `title`.
@@ -149,11 +203,12 @@ fn basic(nic: &mut NicState, cq: usize, qp: Option<usize>, run: &[Cqe]) -> bool 
 
 /// An enhanced block: the title written whole, then slots of up to 7 mini-CQEs.
 fn enhanced(nic: &mut NicState, cq: usize, qp: Option<usize>, run: &[Cqe]) -> bool {
-    if !write_now(nic, cq, qp, &run[0]) {
-        return false;
-    }
-    nic.stats.zip_blocks += 1;
-    for minis in run[1..].chunks(ENHANCED_SLOT) {
+    write_now(nic, cq, qp, &run[0]) && slots(nic, cq, qp, &run[1..])
+}
+
+/// The completions `run` of an enhanced session in slots of up to 7 mini-CQEs.
+fn slots(nic: &mut NicState, cq: usize, qp: Option<usize>, run: &[Cqe]) -> bool {
+    for minis in run.chunks(ENHANCED_SLOT) {
         let k = minis.len() as u32;
         let Some((at, fire)) = claim(nic, cq, qp, k, &minis[0]) else {
             return false;

@@ -481,9 +481,8 @@ impl Nic {
         aligned(p.dbrec, 4)?;
         self.with(|n| {
             if let Some(z) = p.compression {
-                // The model has no `cqe_compression_128`.
-                if p.cqe_size != 64 {
-                    return Err(HwError::InvalidParam("compression needs 64-byte CQEs"));
+                if p.cqe_size != 64 && !n.cfg.cqe_zip.compress_128 {
+                    return Err(HwError::InvalidParam("cqe_compression_128"));
                 }
                 if z.layout == ZipLayout::Enhanced && !n.cfg.cqe_zip.enhanced {
                     return Err(HwError::InvalidParam("cqe_comp_layout"));
@@ -508,6 +507,7 @@ impl Nic {
                 refs: 0,
                 zip: p.compression,
                 burst: Vec::new(),
+                session: None,
             }));
             Ok(CqInfo { cqn, uar: CQ_UAR })
         })

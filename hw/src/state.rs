@@ -103,6 +103,8 @@ pub(crate) struct Cq {
     pub(crate) zip: Option<crate::types::CqCompression>,
     /// CQEs of the current burst held for compression (see `cqz`), with their QP index.
     pub(crate) burst: Vec<(Option<usize>, crate::cqe::Cqe)>,
+    /// The enhanced session the CQ's last entries belong to (see `cqz`).
+    pub(crate) session: Option<crate::cqz::Session>,
 }
 
 /// An accepted CQ arm request.

@@ -206,6 +206,23 @@ pub struct ZipConfig {
     /// byte 2 the validity iteration count (a DPDK header's reading; UNVERIFIED which one
     /// ConnectX writes).
     pub req_opcode_byte3: bool,
+    /// Whether an enhanced session outlives the burst that opened it. True: CQEs of a later
+    /// burst that could have joined it (same QP and fields, within `max_num`, and nothing
+    /// else written to the CQ since) continue it in new compressed slots with no new title,
+    /// which is what the poll loops expect (UCX keeps the title while compressed slots
+    /// follow each other: `uct_ib_mlx5_iface_cqe_unzip_init`, `title_cqe_valid`; the
+    /// kernel's 2c925db0a7d6: the session's CQEs reach software "as soon as a single CQE
+    /// slot is filled, instead of waiting for session to close"). False (the default):
+    /// every burst closes its sessions. How long hardware keeps a session open between
+    /// CQEs is `cqe_compression_timeout`, whose value is not public: a knob. The basic
+    /// layout's title counts the whole block, so its sessions always end with the burst.
+    pub sessions_span_bursts: bool,
+    /// The HCA cap `cqe_compression_128` (the kernel requires it for compressed 128-byte
+    /// CQEs, rdma-core reports it as `MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP`): true accepts
+    /// compressed CQs of 128-byte CQEs, whose titles, mini-CQE arrays and slots sit in
+    /// the entry's last 64 bytes. False (the default; which devices set it is not public)
+    /// refuses them.
+    pub compress_128: bool,
 }
 
 impl Default for ZipConfig {
@@ -215,6 +232,8 @@ impl Default for ZipConfig {
             max_num: 64,
             enhanced: true,
             req_opcode_byte3: false,
+            sessions_span_bursts: false,
+            compress_128: false,
         }
     }
 }

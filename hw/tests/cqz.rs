@@ -11,8 +11,15 @@ use mlx5_hw::{
 const POISON: [u8; 4] = 0x8bad_f00du32.to_be_bytes();
 
 fn zip_pair(layout: ZipLayout, zip: ZipConfig, log_cq: u8) -> (Side, Side) {
+    zip_pair_sized(layout, zip, log_cq, 64)
+}
+
+/// Two connected sides whose CQs of `1 << log_cq` entries of `cqe_size` bytes compress in
+/// `layout`, on NICs compressing as `zip` says.
+fn zip_pair_sized(layout: ZipLayout, zip: ZipConfig, log_cq: u8, cqe_size: u32) -> (Side, Side) {
     let cfg = Cfg {
         log_cq,
+        cqe_size,
         zip: Some(CqCompression {
             layout,
             format: MiniFormat::Hash,
@@ -54,6 +61,12 @@ fn req_mini(counter: u16) -> Vec<u8> {
     m
 }
 
+/// Completions, compressed blocks and mini-CQEs the NIC wrote.
+fn zip_stats(a: &Side) -> (u64, u64, u64) {
+    let s = a.nic.stats();
+    (s.cqes, s.zip_blocks, s.zip_minis)
+}
+
 fn cqe_writes(a: &Side) -> usize {
     a.nic
         .take_tlps()
@@ -84,8 +97,7 @@ fn basic_block_is_a_title_and_arrays_at_1_and_8() {
     }
     assert_eq!(slot(&a, 10)[63], 0xf0);
     assert_eq!(cqe_writes(&a), 3, "title + 2 arrays instead of 10 CQEs");
-    let s = a.nic.stats();
-    assert_eq!((s.cqes, s.zip_blocks, s.zip_minis), (10, 1, 10));
+    assert_eq!(zip_stats(&a), (10, 1, 10));
 }
 
 #[test]
@@ -110,8 +122,7 @@ fn enhanced_block_follows_a_whole_title_in_slots_of_seven() {
         "the indices a slot takes are not written"
     );
     assert_eq!(cqe_writes(&a), 3);
-    let s = a.nic.stats();
-    assert_eq!((s.cqes, s.zip_blocks, s.zip_minis), (10, 1, 9));
+    assert_eq!(zip_stats(&a), (10, 1, 9));
 }
 
 #[test]
@@ -165,6 +176,20 @@ fn max_num_splits_a_burst_into_blocks() {
         assert_eq!(&slot(&a, at)[44..48], &n.to_be_bytes());
     }
     assert_eq!(a.nic.stats().zip_blocks, 3);
+    // An enhanced session open across bursts ends at max_num too: title 0 and minis 1..4
+    // make 4; index 4 opens a session of its own.
+    let zip = ZipConfig {
+        sessions_span_bursts: true,
+        ..zip
+    };
+    let (mut a, b) = zip_pair(ZipLayout::Enhanced, zip, 6);
+    burst(&mut a, &b, 3);
+    burst(&mut a, &b, 3);
+    assert_eq!(slot(&a, 1), req_slot(1..3));
+    assert_eq!(slot(&a, 3), req_slot(3..4));
+    assert_eq!(slot(&a, 4)[63], 0x00);
+    assert_eq!(slot(&a, 5), req_slot(5..6));
+    assert_eq!(a.nic.stats().zip_blocks, 2);
 }
 
 #[test]
@@ -230,13 +255,125 @@ fn compression_needs_64_byte_cqes_and_the_enhanced_cap() {
     let create = |p| unsafe { nic.create_cq(&p) }.map(|_| ());
     assert_eq!(
         create(params(128, ZipLayout::Basic)),
-        Err(mlx5_hw::HwError::InvalidParam(
-            "compression needs 64-byte CQEs"
-        ))
+        Err(mlx5_hw::HwError::InvalidParam("cqe_compression_128"))
     );
     assert_eq!(
         create(params(64, ZipLayout::Enhanced)),
         Err(mlx5_hw::HwError::InvalidParam("cqe_comp_layout"))
     );
     assert_eq!(create(params(64, ZipLayout::Basic)), Ok(()));
+}
+
+/// An enhanced slot of requester mini-CQEs for `counters`, validity count 0, owner 0.
+fn req_slot(counters: std::ops::Range<u16>) -> Vec<u8> {
+    let k = counters.len() as u8;
+    let mut slot: Vec<u8> = counters.flat_map(req_mini).collect();
+    slot.resize(62, 0);
+    slot.extend_from_slice(&[0, (k - 1) << 4 | 0x0c]);
+    slot
+}
+
+fn spanning() -> ZipConfig {
+    ZipConfig {
+        sessions_span_bursts: true,
+        ..every_burst()
+    }
+}
+
+#[test]
+fn an_enhanced_session_continues_across_bursts_when_asked() {
+    let (mut a, b) = zip_pair(ZipLayout::Enhanced, spanning(), 6);
+    a.nic.set_tlp_trace(true);
+    for n in [3, 3, 1] {
+        burst(&mut a, &b, n);
+    }
+    assert_eq!(
+        (slot(&a, 0)[62], slot(&a, 0)[63]),
+        (0, 0x00),
+        "the one title"
+    );
+    assert_eq!(slot(&a, 1), req_slot(1..3));
+    assert_eq!(
+        slot(&a, 3),
+        req_slot(3..6),
+        "no new title: the session goes on"
+    );
+    assert_eq!(slot(&a, 6), req_slot(6..7), "a lone CQE joins it too");
+    assert_eq!(cqe_writes(&a), 4);
+    assert_eq!(zip_stats(&a), (7, 1, 6));
+}
+
+#[test]
+fn by_default_every_burst_opens_its_own_session() {
+    let (mut a, b) = zip_pair(ZipLayout::Enhanced, every_burst(), 6);
+    burst(&mut a, &b, 3);
+    burst(&mut a, &b, 3);
+    assert_eq!(slot(&a, 1), req_slot(1..3));
+    assert_eq!((slot(&a, 3)[62], slot(&a, 3)[63]), (0, 0x00), "a new title");
+    assert_eq!(slot(&a, 4), req_slot(4..6));
+    assert_eq!(a.nic.stats().zip_blocks, 2);
+}
+
+#[test]
+fn a_whole_cqe_between_bursts_ends_the_session() {
+    let zip = ZipConfig {
+        policy: ZipPolicy::UnderBackpressure,
+        ..spanning()
+    };
+    let (mut a, b) = zip_pair(ZipLayout::Enhanced, zip, 6);
+    a.nic.inject(Fault::PcieBackpressure(true));
+    burst(&mut a, &b, 3);
+    a.nic.inject(Fault::PcieBackpressure(false));
+    burst(&mut a, &b, 1);
+    a.nic.inject(Fault::PcieBackpressure(true));
+    burst(&mut a, &b, 2);
+    assert_eq!(slot(&a, 1), req_slot(1..3));
+    assert_eq!(slot(&a, 3)[63], 0x00, "written whole: no back pressure");
+    assert_eq!(slot(&a, 4)[63], 0x00, "a new title after the whole CQE");
+    assert_eq!(slot(&a, 5), req_slot(5..6));
+    assert_eq!(a.nic.stats().zip_blocks, 2);
+}
+
+#[test]
+fn compressed_128_byte_cqes_fill_the_entries_last_64_bytes() {
+    let zip = ZipConfig {
+        compress_128: true,
+        ..every_burst()
+    };
+    for layout in [ZipLayout::Basic, ZipLayout::Enhanced] {
+        let (mut a, b) = zip_pair_sized(layout, zip, 5, 128);
+        a.nic.set_tlp_trace(true);
+        burst(&mut a, &b, 10);
+        let entry = |i: usize| a.mem.read(SCQ + 128 * i, 128);
+        for i in 0..10 {
+            assert_eq!(
+                entry(i)[..64],
+                [0; 64],
+                "{layout:?}: entry {i}'s first half"
+            );
+        }
+        let (title, first) = (entry(0), entry(1));
+        match layout {
+            ZipLayout::Basic => {
+                assert_eq!(title[127], 0x0c);
+                assert_eq!(&title[64 + 44..64 + 48], &10u32.to_be_bytes());
+                let minis: Vec<u8> = (0..8).flat_map(req_mini).collect();
+                assert_eq!(first[64..], minis[..]);
+            }
+            ZipLayout::Enhanced => {
+                assert_eq!(title[127], 0x00);
+                assert_eq!(first[64..], req_slot(1..8)[..]);
+            }
+        }
+        let tlps = a.nic.take_tlps();
+        let cqe_bytes: Vec<u32> = tlps
+            .iter()
+            .filter(|t| t.purpose == Purpose::Cqe)
+            .map(|t| t.payload)
+            .collect();
+        assert_eq!(
+            cqe_bytes, [128; 3],
+            "{layout:?}: each write is a whole entry"
+        );
+    }
 }
