@@ -299,6 +299,16 @@ pub struct BenchArgs {
     /// Run on this NUMA node's CPUs and bind the test buffers and the rings to it.
     #[arg(long = "numa_node", value_name = "NODE")]
     pub numa_node: Option<u32>,
+    /// SEND and WRITE tests on RC and UC: every message above the inline size is copied
+    /// into device memory (MEMIC) and gathered from there, a slot of the largest message
+    /// per outstanding WR and QP (refused when the device has too little; ours, not
+    /// perftest's `--use_ib_dm_dmabuf`).
+    #[arg(long = "use-dm")]
+    pub use_dm: bool,
+    /// On the model: each NIC's device memory in bytes (default: what `--use-dm` needs, 0
+    /// without it).
+    #[arg(long = "dm-size", hide = true)]
+    pub dm_size: Option<u64>,
     /// Receive WRs posted per call (bandwidth tests with receives; -n must be a multiple
     /// of it).
     #[arg(long = "recv_post_list", default_value_t = 1)]

@@ -37,6 +37,9 @@ pub fn bench(test: Test, args: &BenchArgs) -> Result<(), Error> {
         )
         .into());
     }
+    if args.dm_size.is_some() && args.device.is_some() {
+        return Err("--dm-size sizes the model's device memory; a device reports its own".into());
+    }
     if args.device.is_none() && params.rdma_cm != RdmaCm::Off {
         return Err(format!(
             "{}: rdma_cm needs an IP-addressed RDMA device (IPoIB or RoCE), which the model is \
@@ -156,6 +159,10 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
         clock_khz: args
             .model_clock_khz
             .unwrap_or(NicConfig::default().clock_khz),
+        // Device memory for --use-dm, in the model's whole 4 KiB pages.
+        dm_size: args
+            .dm_size
+            .unwrap_or(params.dm_bytes().next_multiple_of(4096)),
         ..NicConfig::default()
     };
     let link = crate::probe::describe_link(&config.pcie);

@@ -1468,6 +1468,139 @@ fn pcie_memic_rows_trade_the_dma_read_for_cpu_writes() {
     }
 }
 
+/// `--use-dm` (ours): above the inline size each message is copied into device memory and
+/// gathered there, so a run's link counts move as the `pcie --memic` rows say: per 256-byte
+/// WRITE the client's payload read (MRd 24 up, CplD 256 + 20 down) becomes four 64-byte
+/// CPU writes (4 x 88 down); the server's side does not change. Sizes that go inline do
+/// not touch device memory.
+#[test]
+fn use_dm_runs_trade_the_payload_read_as_the_memic_rows_say() {
+    let client = |args: &[&str]| {
+        let v = json(&[args, &["--json"][..]].concat());
+        let r = &v["results"][0];
+        assert_eq!(r["iterations"], 200, "{args:?}");
+        let p = &r["pcie_per_message"];
+        (
+            per_message(&serde_json::json!({ "per_message": p["client"] })),
+            p["server"].clone(),
+        )
+    };
+    let (dma, dma_server) = client(&["write_bw", "-s", "256", "-n", "200"]);
+    let (dm, dm_server) = client(&["write_bw", "-s", "256", "-n", "200", "--use-dm"]);
+    // [MMIO, MRd, MWr, down, up]: BlueFlame (88 down), a CQE every 100 WRs (0.88 up).
+    assert_eq!(dma, [1.0, 1.0, 0.01, 88.0 + 276.0, 24.0 + 0.88]);
+    assert_eq!(dm, [5.0, 0.0, 0.01, 5.0 * 88.0, 0.88]);
+    assert_eq!(dma_server, dm_server);
+    let v = json(&["pcie", "--memic", "--json"]);
+    let row = |step: &str| {
+        per_message(
+            v["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["step"] == step)
+                .unwrap(),
+        )
+    };
+    let (gather, memic) = (
+        row("256 B, BlueFlame, DMA gather"),
+        row("256 B, BlueFlame, from device memory (MEMIC)"),
+    );
+    for k in 0..5 {
+        assert_eq!(dm[k] - dma[k], memic[k] - gather[k], "column {k}");
+    }
+    // SEND on UC, 1 KiB: 16 lines instead of two 512-byte reads (MRRS) and four completions.
+    let (dma, _) = client(&["send_bw", "-c", "UC", "-s", "1024", "-n", "200"]);
+    let (dm, _) = client(&["send_bw", "-c", "UC", "-s", "1024", "-n", "200", "--use-dm"]);
+    assert_eq!(dm[0] - dma[0], 16.0);
+    assert_eq!((dma[1], dm[1]), (2.0, 0.0));
+    assert_eq!(dm[3] - dma[3], 16.0 * 88.0 - 4.0 * 276.0);
+    // Inline: the same run with and without.
+    let (inline, _) = client(&["write_lat", "-s", "64", "-n", "200"]);
+    let (inline_dm, _) = client(&["write_lat", "-s", "64", "-n", "200", "--use-dm"]);
+    assert_eq!(inline, inline_dm);
+    // The bytes the server checks came through device memory.
+    let v = json(&[
+        "write_bw",
+        "-n",
+        "100",
+        "-s",
+        "4096",
+        "--use-dm",
+        "--data_validation",
+        "--json",
+    ]);
+    assert_eq!(v["results"][0]["iterations"], 100);
+}
+
+/// `--use-dm` on hardware: a server and a client on the device of `MLX5_DIRECT_DEVICE`
+/// (through loopback TCP), 256-byte WRITEs and 1 KiB SENDs through device memory.
+#[test]
+#[cfg(feature = "verbs")]
+#[ignore = "needs an mlx5 NIC with 64 KiB of device memory; set MLX5_DIRECT_DEVICE"]
+fn use_dm_runs_on_hardware() {
+    let device = std::env::var("MLX5_DIRECT_DEVICE").expect("MLX5_DIRECT_DEVICE");
+    for (test, size) in [
+        ("write_bw", "256"),
+        ("send_bw", "1024"),
+        ("write_lat", "512"),
+    ] {
+        let args = [
+            test, "-d", &device, "-s", size, "-n", "64", "--use-dm", "-p", "18777",
+        ];
+        let mut server = Command::new(env!("CARGO_BIN_EXE_mlx5-perf"))
+            .args(args)
+            .spawn()
+            .expect("start the server");
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let client = json(&[&args[..], &["127.0.0.1", "--json"]].concat());
+        assert!(server.wait().expect("server").success(), "{test}");
+        assert_eq!(client["results"][0]["iterations"], 64, "{test}");
+    }
+}
+
+/// `--use-dm` refusals: a device without device memory or with too little (the hidden
+/// `--dm-size` sets the model's), and tests or transports the path does not serve.
+#[test]
+fn use_dm_refusals_name_the_reason() {
+    let dm_run = |dm_size: &str, message: &str| {
+        fails_with(
+            &[
+                "write_bw",
+                "-s",
+                "256",
+                "-n",
+                "100",
+                "--use-dm",
+                "--dm-size",
+                dm_size,
+            ],
+            message,
+        )
+    };
+    dm_run(
+        "0",
+        "--use-dm: the device has no device memory (max_dm_size 0)",
+    );
+    dm_run(
+        "4096",
+        "--use-dm: 1 QP(s) x 100 outstanding WRs x 256-byte slots need 25600 bytes of device \
+         memory, the device has 4096: lower -t, -q or -s",
+    );
+    fails_with(
+        &["read_bw", "--use-dm"],
+        "--use-dm: SEND and WRITE tests only",
+    );
+    fails_with(
+        &["send_bw", "-c", "UD", "-s", "64", "--use-dm"],
+        "--use-dm: RC and UC only",
+    );
+    fails_with(
+        &["write_bw", "-d", "mlx5_0", "--use-dm", "--dm-size", "0"],
+        "--dm-size sizes the model's device memory",
+    );
+}
+
 #[test]
 fn explain_json_lists_every_cqe_as_the_nic_wrote_it() {
     let v = json(&["explain", "write", "--size", "8", "--inline", "--json"]);

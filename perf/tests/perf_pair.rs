@@ -39,6 +39,7 @@ fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
         srq: false,
         recv_post_list: 1,
         rdma_cm: RdmaCm::Off,
+        use_dm: false,
     }
 }
 

@@ -585,6 +585,7 @@ fn flag(field: &str) -> &'static str {
         f if f.starts_with("rate_limit") => "--rate_limit / --rate_units / --burst_size",
         "recv_post_list" => "--recv_post_list",
         "rdma_cm" => "-R / -z",
+        "use_dm" => "--use-dm",
         _ => "the test (derived from it)",
     }
 }
@@ -641,6 +642,7 @@ fn setup<B: Device>(
     }
     handshake(peer, params)?;
     let mut side = Side::new(ctx, params, local)?;
+    side.attach_dm(server)?;
     let mine = side.records(local.port)?;
     let theirs = match cm {
         Some(link) => side.link(link, &mine, local.port)?,

@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use mlx5_direct::DM_LINE;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{AtomicType, BenchArgs, Kind, Output, RateLimitType, RateUnits, Test, Verb};
@@ -60,6 +61,8 @@ pub struct Params {
     pub recv_post_list: u32,
     /// What rdma_cm does (`-R`, `-z`).
     pub rdma_cm: RdmaCm,
+    /// Messages above the inline size go through device memory (`--use-dm`).
+    pub use_dm: bool,
 }
 
 /// perftest's use of rdma_cm: none (the QP records go over TCP), the records through it
@@ -581,6 +584,18 @@ impl Params {
         if a.use_srq && test.verb != Verb::Send {
             return Err("--use-srq: using SRQ only available in SEND / SEND_IMM tests".into());
         }
+        if a.use_dm && !matches!(test.verb, Verb::Send | Verb::Write) {
+            return Err(
+                "--use-dm: SEND and WRITE tests only (device memory holds the payload a send \
+                 WQE gathers)"
+                    .into(),
+            );
+        }
+        if a.use_dm && !matches!(connection, Connection::Rc | Connection::Uc) {
+            return Err(
+                "--use-dm: RC and UC only (the device-memory path posts connected WQEs)".into(),
+            );
+        }
         if a.recv_post_list == 0 {
             return Err("--recv_post_list must be at least 1".into());
         }
@@ -765,6 +780,7 @@ impl Params {
             srq: a.use_srq || connection == Connection::Dc,
             recv_post_list: a.recv_post_list,
             rdma_cm,
+            use_dm: a.use_dm,
         };
         if params.receives() && params.recv_depth() == 0 {
             return Err(format!(
@@ -834,6 +850,28 @@ impl Params {
         } else {
             self.rx_depth / list * list
         }
+    }
+
+    /// `--use-dm`: the slot of one message in device memory (the largest message in whole
+    /// 64-byte lines) and the slots of one QP (one per outstanding WR); None without
+    /// `--use-dm` or when every message goes inline.
+    pub fn dm_slots(&self) -> Option<(usize, u32)> {
+        let size = self.max_size();
+        (self.use_dm && size > self.inline_size)
+            .then(|| (size.next_multiple_of(DM_LINE), self.tx_depth))
+    }
+
+    /// `--use-dm`: the device memory one side needs, every QP's slots.
+    pub fn dm_bytes(&self) -> u64 {
+        self.dm_slots().map_or(0, |(slot, count)| {
+            slot as u64 * u64::from(count) * u64::from(self.qps)
+        })
+    }
+
+    /// True when the `server` side (else the client) posts the test's operations: both in
+    /// the latency tests and with `-b`, the server alone with `--reversed`.
+    pub fn sends(&self, server: bool) -> bool {
+        self.test.kind == Kind::Lat || self.duplex || server == self.reversed
     }
 
     fn max_size(&self) -> usize {

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use mlx5_direct::{
     Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, CqConfig, Data, Dct,
-    DoorbellMode, Endpoint, GlobalRoute, MemoryRegion, ProtectionDomain, Qp, QpConfig, Remote,
-    SendFlags, SendOp, SendWr, Srq, Transport, WcOpcode,
+    DmSlots, DoorbellMode, Endpoint, GlobalRoute, MemoryRegion, ProtectionDomain, Qp, QpConfig,
+    Remote, SendFlags, SendOp, SendWr, Srq, Transport, WcOpcode,
 };
 
 use super::hwts::{HwTimes, Trigger};
@@ -167,6 +167,16 @@ fn ah_attr(port: u8, r: &QpRecord, local: &Local) -> AhAttr {
         src_path_bits: 0,
         grh,
     }
+}
+
+/// What one WR of a test carries: inline data or gather entries, or (`--use-dm`) a payload
+/// to copy into the QP's device-memory slots and gather from there.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Payload<'a> {
+    /// Posted as it is.
+    Wr(Data<'a>),
+    /// Through device memory ([`mlx5_direct::SendQueue::push_dm`]).
+    Dm(&'a [u8]),
 }
 
 /// The immediate of every WRITE_IMM and SEND_IMM.
@@ -563,7 +573,7 @@ impl<B: Device> Side<B> {
         count: u32,
         last: bool,
         op: SendOp,
-        data: Data<'_>,
+        payload: Payload<'_>,
     ) -> Result<(), Error> {
         let p = &self.params;
         let w = &mut self.windows[q];
@@ -587,24 +597,62 @@ impl<B: Device> Side<B> {
             if let Some(hw) = &mut self.hw {
                 hw.posted(n);
             }
-            let wr = SendWr {
+            let wr = |data| SendWr {
                 wr_id: n,
                 op,
                 data,
                 flags,
             };
-            match (self.ahs.get(q), self.remote[q].dct, self.remote[q].qkey) {
-                (Some(ah), Some(dct), _) => sq.push_dc(&wr, &ah.dc_dest(dct.number, dct.key))?,
-                (Some(ah), None, Some(qkey)) => {
-                    sq.push_ud(&wr, &ah.dest(self.remote[q].qpn, qkey))?;
+            let r = &self.remote[q];
+            match (payload, self.ahs.get(q), r.dct, r.qkey) {
+                (Payload::Dm(bytes), ..) => sq.push_dm(n, op, bytes, flags)?,
+                (Payload::Wr(data), Some(ah), Some(dct), _) => {
+                    sq.push_dc(&wr(data), &ah.dc_dest(dct.number, dct.key))?;
                 }
-                _ => sq.push_wr(&wr)?,
+                (Payload::Wr(data), Some(ah), None, Some(qkey)) => {
+                    sq.push_ud(&wr(data), &ah.dest(r.qpn, qkey))?;
+                }
+                (Payload::Wr(data), ..) => sq.push_wr(&wr(data))?,
             }
             w.posted += 1;
             w.signaled += u64::from(signal);
         }
         sq.ring_doorbell();
         w.closed |= last;
+        Ok(())
+    }
+
+    /// `--use-dm` on a side that sends: device memory for every QP's slots
+    /// ([`Params::dm_slots`]), registered per QP and attached to its send queue. A device
+    /// without enough is refused with the amount needed.
+    pub(super) fn attach_dm(&mut self, server: bool) -> Result<(), Error> {
+        let Some((slot, count)) = self.params.dm_slots() else {
+            return Ok(());
+        };
+        if !self.params.sends(server) {
+            return Ok(());
+        }
+        let (need, have) = (self.params.dm_bytes(), self.ctx.caps().max_dm_size);
+        let qps = self.qps.len();
+        let refused = |why: &dyn std::fmt::Display| -> Error {
+            format!(
+                "--use-dm: {qps} QP(s) x {count} outstanding WRs x {slot}-byte slots need \
+                 {need} bytes of device memory, the device has {have}: {why}"
+            )
+            .into()
+        };
+        if have == 0 {
+            return Err("--use-dm: the device has no device memory (max_dm_size 0)".into());
+        }
+        if need > have {
+            return Err(refused(&"lower -t, -q or -s"));
+        }
+        let dm = self.ctx.alloc_dm(need as usize).map_err(|e| refused(&e))?;
+        let per_qp = slot * count as usize;
+        for (q, qp) in self.qps.iter_mut().enumerate() {
+            let region = dm.register(&self.pd, q * per_qp, per_qp, Access::NONE)?;
+            qp.sq().attach_dm(DmSlots::new(region, slot)?)?;
+        }
         Ok(())
     }
 
@@ -727,30 +775,40 @@ impl<B: Device> Side<B> {
     }
 }
 
-/// The message payload for iteration `i` (inline), or the local buffer with the marker.
+/// The message payload for iteration `i` (inline), or the local buffer with the marker;
+/// with `--use-dm` above the inline size, the local buffer's bytes to go through device
+/// memory.
 pub(super) fn data_for<'a, B: Device>(
     side: &Side<B>,
     size: usize,
     payload: &'a mut [u8],
     sge: &'a mut [mlx5_direct::Sge; 1],
     i: u64,
-) -> Data<'a> {
+) -> Payload<'a> {
     let p = &side.params;
     match p.test.verb {
         Verb::Write | Verb::Send if size <= p.inline_size => {
             payload[size - 1] = marker(i);
-            Data::Inline(&payload[..size])
+            Payload::Wr(Data::Inline(&payload[..size]))
         }
         Verb::Atomic => {
             sge[0] = side.mr.sge(side.send_area(0), 8);
-            Data::Sges(&sge[..])
+            Payload::Wr(Data::Sges(&sge[..]))
+        }
+        Verb::Write | Verb::Send if p.use_dm => {
+            // What the gather would read: the pattern, or the buffer's zeros and the marker.
+            match p.validate {
+                true => side.mr.read(side.send_area(0), &mut payload[..size]),
+                false => payload[size - 1] = marker(i),
+            }
+            Payload::Dm(&payload[..size])
         }
         _ => {
             if !p.validate {
                 side.mr.write(side.send_area(0) + size - 1, &[marker(i)]);
             }
             sge[0] = side.mr.sge(side.send_area(0), size as u32);
-            Data::Sges(&sge[..])
+            Payload::Wr(Data::Sges(&sge[..]))
         }
     }
 }
