@@ -138,33 +138,47 @@ fn rings_come_from_the_crates_allocator() {
     assert_eq!(hw.0.backend().ring_buffers(), []);
 }
 
-/// A compressed CQ where the device offers one (else the typed refusal), and a burst of
-/// 64 signaled WRITEs polled through it: whether the NIC compressed (it does so only under
-/// PCIe back pressure) the completions are the same.
+/// A compressed CQ where the device offers one (else the typed refusal), of 64-byte CQEs
+/// and of 128-byte ones where the device has `MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP`, and
+/// bursts of 64 signaled WRITEs polled through each: whether the NIC compressed (it does
+/// so only under PCIe back pressure) the completions are the same.
 #[test]
 #[ignore = "needs an mlx5 NIC with CQE compression; set MLX5_DIRECT_DEVICE"]
 fn a_compressed_cq_delivers_every_completion() {
-    use mlx5_direct::{CqConfig, CqeCompression, Data, Error, SendFlags, SendOp, SendWr};
-    let zipped = |c| CqConfig {
+    use mlx5_direct::{CqConfig, CqeCompression, Error};
+    let zipped = |c, cqe_size| CqConfig {
         compression: Some(c),
-        ..CqConfig::new(256, 64)
+        ..CqConfig::new(256, cqe_size)
     };
     let hw = hw();
     let ctx = &hw.0;
     if hw.0.backend().info().cqe_comp_max_num == 0 {
-        let refused = ctx.create_cq_with(&zipped(CqeCompression::BASIC));
+        let refused = ctx.create_cq_with(&zipped(CqeCompression::BASIC, 64));
         assert!(matches!(refused.map(|_| ()), Err(Error::Unsupported(_))));
         return;
     }
-    let enhanced = ctx.create_cq_with(&zipped(CqeCompression::ENHANCED));
+    let enhanced = ctx.create_cq_with(&zipped(CqeCompression::ENHANCED, 64));
     assert!(matches!(enhanced.map(|_| ()), Err(Error::Unsupported(_))));
-    let config = QpConfig::default();
-    let mut a = side_on(ctx.clone(), &config, 256, 64);
-    let mut b = side_on(ctx.clone(), &config, 256, 64);
-    let cq = ctx.create_cq_with(&zipped(CqeCompression::BASIC)).unwrap();
-    a.qp = a.pd.create_qp(&cq, &cq, &config).unwrap();
-    a.cq = cq;
-    common::connect(&mut a, &mut b);
+    for cqe_size in [64, 128] {
+        let cq = ctx.create_cq_with(&zipped(CqeCompression::BASIC, cqe_size));
+        if cqe_size == 128 && !hw.0.backend().info().cqe_128b_compression {
+            assert!(matches!(cq.map(|_| ()), Err(Error::Unsupported(_))));
+            continue;
+        }
+        let config = QpConfig::default();
+        let mut a = side_on(ctx.clone(), &config, 256, 64);
+        let mut b = side_on(ctx.clone(), &config, 256, 64);
+        let cq = cq.unwrap();
+        a.qp = a.pd.create_qp(&cq, &cq, &config).unwrap();
+        a.cq = cq;
+        common::connect(&mut a, &mut b);
+        write_rounds(&mut a, &b);
+    }
+}
+
+/// 16 doorbells of 64 signaled 8-byte inline WRITEs, each polled to its exact completions.
+fn write_rounds(a: &mut Side<Verbs>, b: &Side<Verbs>) {
+    use mlx5_direct::{Data, SendFlags, SendOp, SendWr};
     let remote = b.mr.remote(0);
     for round in 0..16u64 {
         let wrs: Vec<SendWr<'_>> = (0..64u64)
@@ -176,7 +190,7 @@ fn a_compressed_cq_delivers_every_completion() {
             })
             .collect();
         assert_eq!(a.qp.sq().post_many(&wrs), Ok(64));
-        let got = common::poll_n(&mut a, 64);
+        let got = common::poll_n(a, 64);
         for (i, c) in got.iter().enumerate() {
             assert_eq!(
                 (c.wr_id, c.status),
