@@ -12,6 +12,7 @@ const DB_SIZE: usize = 8;
 
 /// One MMIO write TLP to UAR page `uar` of NIC `n`. Malformed writes are counted in
 /// `Stats::bad_mmio` and otherwise ignored.
+#[inline]
 pub(crate) fn write(w: &mut World, n: usize, uar: u32, off: u32, data: &[u8]) {
     let nic = &mut w.nics[n];
     let len = data.len();

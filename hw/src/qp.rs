@@ -27,12 +27,13 @@ pub(crate) fn read_bb(q: &Qp, bb: u16, out: &mut [u8; BB]) {
 }
 
 /// Account the NIC's fetch of BBs `[from, to)`: one DMA read per contiguous ring span.
+#[inline(always)]
 pub(crate) fn fetch_sq(nic: &mut NicState, qpi: usize, from: u16, to: u16) {
     read_ring(nic, qpi, from, to, Purpose::SendWqeFetch);
 }
 
 /// Account a DMA read of send-ring BBs `[from, to)` for `purpose`, one per contiguous span.
-#[inline]
+#[inline(always)]
 pub(crate) fn read_ring(nic: &mut NicState, qpi: usize, from: u16, to: u16, purpose: Purpose) {
     let q = nic.qp(qpi);
     let cnt = 1u32 << q.log_sq;

@@ -54,6 +54,7 @@ pub(crate) enum Outcome {
 /// producer: `idx + ceil(ds/4)` (rdma-core and UCX ring with the last WQE's ctrl), or `idx`
 /// itself when `ds` is 0 (NVSHMEM IBGDA and UCX GDAKI ring with the producer and `ds` 0).
 /// The opcode and opmod bytes are ignored (GDAKI shifts a 64-bit producer into them).
+#[inline]
 pub(crate) fn doorbell(w: &mut World, n: usize, qpi: usize, ctrl8: &[u8], bf: Option<&[u8]>) {
     let nic = &mut w.nics[n];
     let c = Ctrl::parse(ctrl8);
