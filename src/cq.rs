@@ -314,6 +314,9 @@ pub(crate) struct QpEntry {
     /// A UD or UC QP's send-queue error flag: a requester error CQE sets this one alone
     /// (the QP is in SQE, its receives go on); `None` for RC, whose errors all end in ERR.
     pub(crate) sq_error: Option<Arc<AtomicBool>>,
+    /// A DCI with streams: a requester error CQE may be one stream's (the DCI stays in
+    /// RTS), so it sets no flag; the device flushes what follows if the DCI failed.
+    pub(crate) streams: bool,
 }
 
 /// The QPs attached to a CQ. Attaching happens on the slow path (any thread); the poller
@@ -777,6 +780,7 @@ impl QpTable {
                     return unknown_qp(qpn, opcode);
                 };
                 match &qp.sq_error {
+                    _ if requester && qp.streams => {}
                     Some(sq) if requester => sq.store(true, Ordering::Relaxed),
                     Some(sq) => {
                         sq.store(true, Ordering::Relaxed);

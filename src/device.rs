@@ -459,7 +459,7 @@ impl<B: Backend> ProtectionDomain<B> {
             Transport::Rc | Transport::Dct => {}
             Transport::Ud => sq.make_ud(&parts.sq),
             Transport::Uc => sq.make_uc(),
-            Transport::Dci => sq.make_dci(&parts.sq),
+            Transport::Dci => sq.make_dci(&parts.sq, config.dci_streams.map_or(1, |s| s.count())),
         }
         let (rq, recv) = match (&parts.rq, srq) {
             (_, Some(srq)) => (None, RecvShared::Srq(srq.inner.shared.clone())),
@@ -486,6 +486,7 @@ impl<B: Backend> ProtectionDomain<B> {
             recv,
             errored: errored.clone(),
             sq_error: sq_error.clone(),
+            streams: config.dci_streams.is_some(),
         };
         send_cq.inner.attachments.attach(entry.clone());
         recv_cq.inner.attachments.attach(entry);
@@ -914,6 +915,7 @@ impl<B: Backend> AddressHandle<B> {
             dctn,
             dc_key,
             compact: self.compact,
+            stream: 0,
         }
     }
 
@@ -1185,17 +1187,44 @@ impl<B: Backend> Qp<B> {
     /// [`SendQueue::post_dc`]. After an error, [`Qp::reset`] and activate again (the
     /// recovery UCX's `uct_dc_mlx5_iface_reset_dci` does).
     pub fn activate_dci(&mut self, options: &ConnectOptions) -> Result<(), Error> {
-        if self.core.transport != Transport::Dci {
-            return Err(Error::InvalidArgument(
-                "activate_dci on a QP that is not a DCI",
-            ));
-        }
+        self.dci_only("activate_dci on a QP that is not a DCI")?;
         if self.state() != QpState::Reset {
             return Err(Error::WrongState {
                 operation: "activate",
                 state: self.state(),
             });
         }
+        self.activate_dci_now(options)
+    }
+
+    /// Refuses with `what` unless this is a DCI.
+    fn dci_only(&self, what: &'static str) -> Result<(), Error> {
+        if self.core.transport == Transport::Dci {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(what))
+        }
+    }
+
+    /// Takes stream `stream` of this DCI (created with
+    /// [`QpConfig::dci_streams`](crate::QpConfig::dci_streams)) out of error
+    /// (`mlx5dv_dci_stream_id_reset`): after an error completion of one of its operations
+    /// and the flush of the rest of that stream (each a completion in error), the stream's
+    /// new operations execute again. The DCI stays in RTS through a stream error while
+    /// fewer than `1 << log_errored` streams are in error; the error that reaches that count
+    /// fails the DCI, and this is then refused by the device (recover with [`Qp::reset`]
+    /// and [`Qp::activate_dci`]). Completions do not name the stream: the application knows
+    /// it from the `wr_id` (mlx5dv_dci_stream_id_reset(3)). Refused: not a DCI
+    /// (`InvalidArgument`), a backend or device without stream reset, a DCI not in RTS.
+    pub fn reset_dci_stream(&mut self, stream: u16) -> Result<(), Error> {
+        self.dci_only("reset_dci_stream on a QP that is not a DCI")?;
+        self.ctx()
+            .backend
+            .reset_dci_stream(&self.core.handle, stream)
+    }
+
+    /// [`Qp::activate_dci`] once checked.
+    fn activate_dci_now(&mut self, options: &ConnectOptions) -> Result<(), Error> {
         options.validate()?;
         let caps = self.ctx().caps();
         let port = options.port.unwrap_or(self.port);
@@ -1634,6 +1663,7 @@ impl<B: Backend> Dct<B> {
             recv: RecvShared::Srq(self.srq.shared.clone()),
             errored: Arc::new(AtomicBool::new(false)),
             sq_error: None,
+            streams: false,
         });
         self.number = Some(number);
         Ok(())

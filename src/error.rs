@@ -82,6 +82,14 @@ pub enum PostError {
         /// DCIs in the pool.
         dcis: usize,
     },
+    /// A DC operation on a stream the DCI does not have (its
+    /// [`DciStreams::count`](crate::DciStreams::count); a plain DCI has stream 0 alone).
+    NoSuchStream {
+        /// The stream asked for.
+        stream: u16,
+        /// The DCI's streams.
+        streams: u32,
+    },
     /// A [`PreparedWr`](crate::PreparedWr) posted on another send queue than the one that
     /// prepared it (its QPN and checks are that queue's).
     ForeignPreparedWr,
@@ -153,6 +161,9 @@ impl fmt::Display for PostError {
                 f,
                 "all {dcis} DCIs of the pool have operations outstanding to other destinations"
             ),
+            PostError::NoSuchStream { stream, streams } => {
+                write!(f, "DCI stream {stream} of a DCI with {streams} streams")
+            }
             PostError::ForeignPreparedWr => {
                 f.write_str("a prepared work request posted on another queue than its own")
             }

@@ -247,7 +247,7 @@ pub use sq::{
     UdDest,
 };
 pub use types::{
-    Access, AhAttr, ConnectOptions, CqConfig, DeviceCaps, Endpoint, GlobalRoute,
+    Access, AhAttr, ConnectOptions, CqConfig, DciStreams, DeviceCaps, Endpoint, GlobalRoute,
     ParseEndpointError, PortInfo, QpConfig, QpPsn, QpSizes, QpState, Transition, Transport,
 };
 

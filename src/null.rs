@@ -79,6 +79,7 @@ impl NullQueues {
             qpn: NULL_QPN,
             sq: sq_shared.clone(),
             sq_error: None,
+            streams: false,
             recv: RecvShared::Rq(Arc::new(RqShared::new(1, None))),
             errored: errored.clone(),
         });

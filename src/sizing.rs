@@ -98,6 +98,17 @@ impl QpConfig {
                 "scatter to CQE is for RC and UC QPs",
             ));
         }
+        if self.dci_streams.is_some() && self.transport != Transport::Dci {
+            return Err(Error::InvalidArgument(
+                "DCI streams on a QP that is not a DCI",
+            ));
+        }
+        if self.dci_streams.is_some_and(|s| s.log_concurrent > 16) {
+            // Stream ids are 16 bits in the control segment.
+            return Err(Error::InvalidArgument(
+                "more DCI streams than 16-bit ids name",
+            ));
+        }
         if self.user_index.is_some_and(|u| u > 0xff_ffff) {
             return Err(Error::InvalidArgument("user index above 24 bits"));
         }

@@ -537,6 +537,33 @@ pub struct QpConfig {
     /// has no attribute for it, only a DevX QPC's `user_index`, which UCX sets), so `Some`
     /// is refused there with [`Error::Unsupported`](crate::Error::Unsupported).
     pub user_index: Option<u32>,
+    /// A DCI's stream channels ([`DciStreams`]); `None`: a plain DCI (one stream, id 0).
+    /// Refused on other QPs.
+    pub dci_streams: Option<DciStreams>,
+}
+
+/// The stream channels of a DCI (`struct mlx5dv_dci_streams` in `mlx5dv_qp_init_attr`
+/// with `MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS`): up to `1 << log_concurrent` streams whose
+/// operations are independent of each other's order and errors
+/// ([`DcDest::stream`](crate::DcDest::stream), [`Qp::reset_dci_stream`](crate::Qp::reset_dci_stream);
+/// docs/transports.md "DCI streams").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct DciStreams {
+    /// log2 of the streams (`log_num_concurent`): ids `0..1 << log_concurrent`. At most the
+    /// device's `max_log_num_concurent`.
+    pub log_concurrent: u8,
+    /// log2 of the streams in error that take the DCI to ERR (`log_num_errored`): with 0,
+    /// the first error of any stream fails the DCI.
+    pub log_errored: u8,
+}
+
+impl DciStreams {
+    /// The number of streams, `1 << log_concurrent` (saturating at `u32::MAX`).
+    pub fn count(&self) -> u32 {
+        1u32.checked_shl(u32::from(self.log_concurrent))
+            .unwrap_or(u32::MAX)
+    }
 }
 
 impl Default for QpConfig {
@@ -550,6 +577,7 @@ impl Default for QpConfig {
             transport: Transport::Rc,
             scatter_to_cqe: false,
             user_index: None,
+            dci_streams: None,
         }
     }
 }

@@ -71,6 +71,7 @@ const SCATTER: QpConfig = QpConfig {
     transport: Transport::Rc,
     scatter_to_cqe: true,
     user_index: None,
+    dci_streams: None,
 };
 
 fn poll_one(cq: &mut Cq<Sim>) -> Completion {

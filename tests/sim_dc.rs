@@ -10,9 +10,9 @@ use common::{assert_empty, poll_n, side, BugCheck, Side, MR_LEN};
 use mlx5_direct::backend::sim::{DcRefusal, Fabric, NicConfig, PcieCounters, Sim};
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::{
-    Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, Data, DciPool, Dct,
-    MemoryRegion, PostError, ProtectionDomain, QpConfig, QpState, SendFlags, SendOp, SendWr, Srq,
-    Status, Transport, WcOpcode,
+    Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, Data, DciPool,
+    DciStreams, Dct, MemoryRegion, PostError, ProtectionDomain, QpConfig, QpState, SendFlags,
+    SendOp, SendWr, Srq, Status, Transport, WcOpcode,
 };
 
 /// perftest's DC key (`DC_KEY`, prm-facts-next §3.3).
@@ -140,7 +140,12 @@ fn write_inline(
 
 #[test]
 fn dc_operations_reach_a_dct() {
-    common::bodies::dc_operations_reach_a_dct(&Fabric::new(), 0);
+    common::bodies::dc_operations_reach_a_dct(&Fabric::new(), 0, None);
+    let streams = DciStreams {
+        log_concurrent: 2,
+        log_errored: 0,
+    };
+    common::bodies::dc_operations_reach_a_dct(&Fabric::new(), 0, Some(streams));
 }
 
 #[test]
@@ -844,4 +849,193 @@ proptest::proptest! {
         let s = a.ctx.backend().nic().stats();
         proptest::prop_assert_eq!((s.dc_connects, s.dc_disconnects), (runs, runs.saturating_sub(1)));
     }
+}
+
+/// A target and a DCI with `log_concurrent` / `log_errored` streams on a NIC whose DCTs NAK
+/// a refused connect (a wrong key fails at once with REMOTE_ACCESS_ERR), with an address
+/// handle from the DCI to the target.
+fn stream_rig(log_concurrent: u8, log_errored: u8) -> (Target, Side, AddressHandle<Sim>) {
+    let fabric = Fabric::new();
+    let t = target(&fabric);
+    let cfg = NicConfig {
+        dc_refusal: DcRefusal::Nak,
+        ..NicConfig::default()
+    };
+    let config = QpConfig {
+        dci_streams: Some(DciStreams {
+            log_concurrent,
+            log_errored,
+        }),
+        ..dci_config()
+    };
+    let mut a = common::side_on(Context::new(Sim::on_fabric(&fabric, cfg)), &config, 256, 64);
+    a.qp.activate_dci(&ConnectOptions::default()).unwrap();
+    let ah = ah_to(&a, &t);
+    (t, a, ah)
+}
+
+/// Posts WRITE `wr_id` of `payload` to byte `off` of `t`'s region on stream `stream` with
+/// DC key `key`.
+fn write_on_stream(
+    a: &mut Side,
+    t: &Target,
+    ah: &AddressHandle<Sim>,
+    (stream, key): (u16, u64),
+    wr_id: u64,
+    off: usize,
+    payload: &[u8],
+) {
+    let dest = ah.dc_dest(t.dct.number().unwrap(), key).on_stream(stream);
+    a.qp.sq()
+        .post_dc(
+            wr(
+                wr_id,
+                SendOp::Write(t.mr.remote(off)),
+                Data::Inline(payload),
+            ),
+            &dest,
+        )
+        .unwrap();
+}
+
+fn read_target(t: &Target, off: usize, len: usize) -> Vec<u8> {
+    let mut got = vec![0u8; len];
+    t.mr.read(off, &mut got);
+    got
+}
+
+fn outcome(cs: &[Completion]) -> Vec<(u64, Option<Syndrome>)> {
+    cs.iter().map(|c| (c.wr_id, syndrome(c))).collect()
+}
+
+#[test]
+fn an_error_on_one_stream_leaves_the_other_running_until_the_stream_is_reset() {
+    let (t, mut a, ah) = stream_rig(1, 1);
+    // The stream id is in control bytes 9..10 (BE16), as mlx5dv_wr_set_dc_addr_stream
+    // writes it.
+    let pi = a.qp.sq().producer_count();
+    write_on_stream(&mut a, &t, &ah, (1, DC_KEY ^ 1), 1, 0, b"bad");
+    assert_eq!(a.qp.send_queue().wqe_bytes(pi, 16)[9..11], [0, 1]);
+    write_on_stream(&mut a, &t, &ah, (0, DC_KEY), 2, 8, b"zero-a");
+    write_on_stream(&mut a, &t, &ah, (1, DC_KEY), 3, 16, b"one");
+    write_on_stream(&mut a, &t, &ah, (0, DC_KEY), 4, 24, b"zero-b");
+    assert_eq!(
+        outcome(&poll_n(&mut a, 4)),
+        [
+            (1, Some(Syndrome::RemoteAccessErr)),
+            (2, None),
+            (3, Some(Syndrome::WrFlushErr)),
+            (4, None)
+        ]
+    );
+    // Stream 0 ran on in order; stream 1's WRITE after the error never landed.
+    assert_eq!(read_target(&t, 8, 6), b"zero-a");
+    assert_eq!(read_target(&t, 24, 6), b"zero-b");
+    assert_eq!(read_target(&t, 16, 3), [0; 3]);
+    assert_eq!(a.qp.state(), QpState::Rts);
+    // Flushed until reset, then it runs again.
+    write_on_stream(&mut a, &t, &ah, (1, DC_KEY), 5, 16, b"one");
+    assert_eq!(
+        outcome(&poll_n(&mut a, 1)),
+        [(5, Some(Syndrome::WrFlushErr))]
+    );
+    a.qp.reset_dci_stream(1).unwrap();
+    write_on_stream(&mut a, &t, &ah, (1, DC_KEY), 6, 16, b"one");
+    assert_eq!(outcome(&poll_n(&mut a, 1)), [(6, None)]);
+    assert_eq!(read_target(&t, 16, 3), b"one");
+    let s = a.ctx.backend().nic().stats();
+    assert_eq!((s.dci_stream_errors, s.dci_stream_flushes), (1, 2));
+}
+
+#[test]
+fn the_errored_stream_beyond_the_limit_takes_the_dci_to_error() {
+    // log_errored 1: the second stream in error is the limit.
+    let (t, mut a, ah) = stream_rig(2, 1);
+    write_on_stream(&mut a, &t, &ah, (3, DC_KEY ^ 1), 1, 0, b"a");
+    write_on_stream(&mut a, &t, &ah, (2, DC_KEY ^ 1), 2, 0, b"b");
+    write_on_stream(&mut a, &t, &ah, (0, DC_KEY), 3, 8, b"c");
+    assert_eq!(
+        outcome(&poll_n(&mut a, 3)),
+        [
+            (1, Some(Syndrome::RemoteAccessErr)),
+            (2, Some(Syndrome::RemoteAccessErr)),
+            (3, Some(Syndrome::WrFlushErr))
+        ]
+    );
+    assert_eq!(
+        a.ctx.backend().nic().qp_state(a.qp.qpn()).unwrap(),
+        hw_err()
+    );
+    // The device refuses a stream reset of a DCI in ERR; the recovery is the QP's.
+    assert!(matches!(
+        a.qp.reset_dci_stream(3),
+        Err(mlx5_direct::Error::Device { .. })
+    ));
+    a.qp.reset().unwrap();
+    a.qp.activate_dci(&ConnectOptions::default()).unwrap();
+    write_on_stream(&mut a, &t, &ah, (3, DC_KEY), 4, 8, b"back");
+    assert_eq!(outcome(&poll_n(&mut a, 1)), [(4, None)]);
+    assert_eq!(read_target(&t, 8, 4), b"back");
+}
+
+fn hw_err() -> mlx5_direct::backend::sim::hw::QpState {
+    mlx5_direct::backend::sim::hw::QpState::Err
+}
+
+#[test]
+fn streams_are_checked_before_anything_is_written() {
+    let (t, mut a, ah) = stream_rig(2, 0);
+    let dest = ah.dc_dest(t.dct.number().unwrap(), DC_KEY);
+    let pi = a.qp.sq().producer_count();
+    assert_eq!(
+        a.qp.sq().post_dc(
+            wr(1, SendOp::Write(t.mr.remote(0)), Data::Inline(b"x")),
+            &dest.on_stream(4)
+        ),
+        Err(PostError::NoSuchStream {
+            stream: 4,
+            streams: 4
+        })
+    );
+    assert_eq!(a.qp.sq().producer_count(), pi, "nothing written");
+    // A plain DCI has stream 0 alone.
+    let fabric = Fabric::new();
+    let mut plain = dci(&fabric);
+    let ah = ah_to(&plain, &t);
+    assert_eq!(
+        plain.qp.sq().post_dc(
+            wr(1, SendOp::Write(t.mr.remote(0)), Data::Inline(b"x")),
+            &ah.dc_dest(t.dct.number().unwrap(), DC_KEY).on_stream(1)
+        ),
+        Err(PostError::NoSuchStream {
+            stream: 1,
+            streams: 1
+        })
+    );
+    // Streams are a DCI's; stream reset too.
+    let rc = QpConfig {
+        dci_streams: Some(DciStreams::default()),
+        ..QpConfig::default()
+    };
+    assert!(matches!(
+        plain.pd.create_qp(&plain.cq, &plain.cq, &rc),
+        Err(mlx5_direct::Error::InvalidArgument(_))
+    ));
+    let mut rc_side = side(&fabric, &QpConfig::default());
+    assert!(matches!(
+        rc_side.qp.reset_dci_stream(0),
+        Err(mlx5_direct::Error::InvalidArgument(_))
+    ));
+    // Above the device's caps (the model's 4): refused at creation.
+    let above = QpConfig {
+        dci_streams: Some(DciStreams {
+            log_concurrent: 5,
+            log_errored: 0,
+        }),
+        ..dci_config()
+    };
+    assert!(matches!(
+        plain.pd.create_dci(&plain.cq, &above),
+        Err(mlx5_direct::Error::Device { .. })
+    ));
 }

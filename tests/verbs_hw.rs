@@ -101,7 +101,18 @@ fn device_memory_slots_carry_payloads() {
 #[test]
 #[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
 fn dc_operations_reach_a_dct() {
-    bodies::dc_operations_reach_a_dct(&hw(), env("MLX5_DIRECT_GID_INDEX").unwrap_or(0));
+    bodies::dc_operations_reach_a_dct(&hw(), env("MLX5_DIRECT_GID_INDEX").unwrap_or(0), None);
+}
+
+#[test]
+#[ignore = "needs an mlx5 NIC with DCI streams (dci_streams_caps.max_log_num_concurent >= 2); set MLX5_DIRECT_DEVICE"]
+fn dc_operations_on_a_dci_stream_reach_a_dct() {
+    let streams = mlx5_direct::DciStreams {
+        log_concurrent: 2,
+        log_errored: 0,
+    };
+    let gid = env("MLX5_DIRECT_GID_INDEX").unwrap_or(0);
+    bodies::dc_operations_reach_a_dct(&hw(), gid, Some(streams));
 }
 
 #[test]

@@ -52,6 +52,7 @@ fn our_structs() -> Vec<(&'static str, usize)> {
             "mlx5dv_dci_streams_caps",
             size_of::<mlx5dv_dci_streams_caps>(),
         ),
+        ("mlx5dv_dci_streams", size_of::<mlx5dv_dci_streams>()),
         ("mlx5dv_crypto_caps", size_of::<mlx5dv_crypto_caps>()),
         ("mlx5dv_context", size_of::<mlx5dv_context>()),
         ("mlx5dv_qp", size_of::<mlx5dv_qp>()),
@@ -86,6 +87,7 @@ fn our_fields() -> Vec<Ours> {
             supported_qpts),
         fields!(mlx5dv_sig_caps; block_size, block_prot, t10dif_bg, crc_type),
         fields!(mlx5dv_dci_streams_caps; max_log_num_concurent, max_log_num_errored),
+        fields!(mlx5dv_dci_streams; log_num_concurent, log_num_errored),
         fields!(mlx5dv_crypto_caps;
             failed_selftests, crypto_engines, wrapped_import_method, log_max_num_deks, flags),
         fields!(mlx5dv_context;
@@ -249,6 +251,10 @@ fn ffi_constants_match_the_headers() {
             "MLX5DV_QP_INIT_ATTR_MASK_DC",
             MLX5DV_QP_INIT_ATTR_MASK_DC as i64,
         ),
+        (
+            "MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS",
+            MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS as i64,
+        ),
         ("MLX5DV_DCTYPE_DCT", MLX5DV_DCTYPE_DCT.into()),
         ("MLX5DV_DCTYPE_DCI", MLX5DV_DCTYPE_DCI.into()),
         (
@@ -288,4 +294,38 @@ fn ffi_constants_match_the_headers() {
             .unwrap_or_else(|| panic!("header constant {} is not ours", v.name));
         assert_eq!(*value, v.value, "{}", v.name);
     }
+}
+
+/// `mlx5dv_dc_init_attr::dci` puts `struct mlx5dv_dci_streams` where the header's union puts
+/// `dci_streams`: its two bytes at that member's offset, the rest of the union zero.
+#[test]
+#[cfg_attr(
+    not(rdma_headers),
+    ignore = "install libibverbs-dev to compare with rdma-core"
+)]
+fn dci_streams_land_where_the_header_puts_them() {
+    let theirs = golden::ffi_fields();
+    let at = |strct: &str, field: &str| {
+        theirs
+            .iter()
+            .find(|f| f.strct == strct && f.field == field)
+            .unwrap_or_else(|| panic!("{strct}.{field}"))
+            .offset
+    };
+    let attr = mlx5dv_dc_init_attr::dci(mlx5dv_dci_streams {
+        log_num_concurent: 5,
+        log_num_errored: 3,
+    });
+    // SAFETY: a repr(C) struct of plain integers, read as its bytes.
+    let bytes: [u8; size_of::<mlx5dv_dc_init_attr>()] = unsafe { core::mem::transmute(attr) };
+    let union = at("mlx5dv_dc_init_attr", "dci_streams");
+    let conc = union + at("mlx5dv_dci_streams", "log_num_concurent");
+    let errored = union + at("mlx5dv_dci_streams", "log_num_errored");
+    assert_eq!((bytes[conc], bytes[errored]), (5, 3));
+    assert_eq!(attr.dc_type, MLX5DV_DCTYPE_DCI);
+    let rest = offset_of!(mlx5dv_dc_init_attr, dct_access_key)..size_of::<mlx5dv_dc_init_attr>();
+    let zero = rest
+        .filter(|&i| i != conc && i != errored)
+        .all(|i| bytes[i] == 0);
+    assert!(zero, "the rest of the union is zero: {bytes:?}");
 }

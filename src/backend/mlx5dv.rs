@@ -38,6 +38,8 @@ pub const MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS: u64 = 1 << 0;
 /// the buffers, never inline in the CQE (set unless `QpConfig::scatter_to_cqe`).
 pub const MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE: u32 = 1 << 3;
 pub const MLX5DV_QP_INIT_ATTR_MASK_DC: u64 = 1 << 1;
+/// `MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS`: `dc_init_attr.dci_streams` is set (a DCI).
+pub const MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS: u64 = 1 << 3;
 pub const MLX5DV_DCTYPE_DCT: u32 = 1;
 pub const MLX5DV_DCTYPE_DCI: u32 = 2;
 
@@ -256,6 +258,29 @@ pub struct mlx5dv_dc_init_attr {
     pub dct_access_key: u64,
 }
 
+/// `struct mlx5dv_dci_streams`: the union alternative of
+/// [`mlx5dv_dc_init_attr::dct_access_key`] a DCI with streams fills.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct mlx5dv_dci_streams {
+    pub log_num_concurent: u8,
+    pub log_num_errored: u8,
+}
+
+impl mlx5dv_dc_init_attr {
+    /// A DCI's attributes (`MLX5DV_DCTYPE_DCI`) with `streams` in the union: its first two
+    /// bytes, the rest of the union zero.
+    pub fn dci(streams: mlx5dv_dci_streams) -> Self {
+        let mut union = [0u8; 8];
+        union[0] = streams.log_num_concurent;
+        union[1] = streams.log_num_errored;
+        mlx5dv_dc_init_attr {
+            dc_type: MLX5DV_DCTYPE_DCI,
+            dct_access_key: u64::from_ne_bytes(union),
+        }
+    }
+}
+
 /// `struct mlx5dv_qp_init_attr`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -321,4 +346,8 @@ extern "C" {
         qp_attr: *mut ibv_qp_init_attr_ex,
         mlx5_qp_attr: *mut mlx5dv_qp_init_attr,
     ) -> *mut ibv_qp;
+    /// Takes stream `stream_id` of a DCI out of error (an RTS2RTS through DevX); 0 or an
+    /// errno (`EOPNOTSUPP`: the device's `max_log_num_errored` is 0 or the QP is not in
+    /// RTS; `EINVAL`: not a DCI).
+    pub(crate) fn mlx5dv_dci_stream_id_reset(qp: *mut ibv_qp, stream_id: u16) -> c_int;
 }

@@ -210,6 +210,12 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     }
     /// Moves a QP to another state.
     fn modify_qp(&self, qp: &Self::Qp, transition: &Transition) -> Result<(), Error>;
+    /// Takes stream `stream` of a DCI in RTS out of error (`mlx5dv_dci_stream_id_reset`).
+    /// A backend without DCI streams refuses.
+    fn reset_dci_stream(&self, qp: &Self::Qp, stream: u16) -> Result<(), Error> {
+        let _ = (qp, stream);
+        Err(Error::Unsupported("DCI streams on this backend"))
+    }
     /// Reads a QP's sequence numbers from the device, in any state but RESET (which clears
     /// them): [`Qp::reset`](crate::Qp::reset) continues them across the reset.
     fn query_psn(&self, qp: &Self::Qp) -> Result<QpPsn, Error>;

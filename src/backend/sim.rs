@@ -768,7 +768,12 @@ impl Backend for Sim {
             // Written into CQEs on a NIC with CQE version 1 only; the poller keys on QPNs.
             user_index: config.user_index.unwrap_or(0),
             scatter_to_cqe: config.scatter_to_cqe,
-            dci_streams: hw::DciStreams::default(),
+            dci_streams: config
+                .dci_streams
+                .map_or_else(hw::DciStreams::default, |s| hw::DciStreams {
+                    log_channels: s.log_concurrent,
+                    log_errored: s.log_errored,
+                }),
         };
         // SAFETY: the buffers live in the handle, which destroys the QP before freeing them.
         let info = unsafe { self.nic.create_qp(&params) }.map_err(device_error("create QP"))?;
@@ -926,6 +931,12 @@ impl Backend for Sim {
         self.nic
             .modify_qp(qp.qpn, &t)
             .map_err(device_error("modify QP"))
+    }
+
+    fn reset_dci_stream(&self, qp: &SimQp, stream: u16) -> Result<(), Error> {
+        self.nic
+            .reset_dci_stream(qp.qpn, stream)
+            .map_err(device_error("reset DCI stream"))
     }
 
     fn query_psn(&self, qp: &SimQp) -> Result<QpPsn, Error> {

@@ -10,13 +10,18 @@
 //! the same WQE without the doorbell, so that a list rings once with
 //! [`SendQueue::ring_doorbell`] (BlueFlame only for a list of one, as RC's). Facts:
 //! `shared/docs/prm-facts-next.md` §3.
+//!
+//! On a DCI with streams ([`DciStreams`](crate::DciStreams)) each WQE names its stream,
+//! [`DcDest::stream`], in the control segment's `dci_stream_channel_id` (bytes 9..10,
+//! BE16), as `mlx5dv_wr_set_dc_addr_stream` writes it; a plain DCI has stream 0 alone.
 
 use crate::error::PostError;
 use crate::mmio::Uar;
-use crate::prm::{Av, CompactAv};
+use crate::prm::{Av, CompactAv, DS};
+use crate::ring::WqeBuf;
 use crate::types::Transport;
 
-use super::ud::{Datagram, Doorbell};
+use super::ud::{AvSeg, Datagram, Doorbell};
 use super::wr::SendWr;
 use super::write::{Limits, Ready, Xport};
 use super::SendQueue;
@@ -34,7 +39,45 @@ pub struct DcDest<'a> {
     /// Write the 16-byte compact AV instead of the full 48 bytes (as
     /// [`UdDest::compact`](crate::UdDest::compact)).
     pub compact: bool,
+    /// The DCI stream the operation goes on (below the DCI's
+    /// [`DciStreams::count`](crate::DciStreams::count); 0 on a plain DCI). Operations of one
+    /// stream stay in order; an error of one stream flushes only its operations until
+    /// [`Qp::reset_dci_stream`](crate::Qp::reset_dci_stream).
+    pub stream: u16,
 }
+
+impl DcDest<'_> {
+    /// The same destination on DCI stream `stream`.
+    pub fn on_stream(self, stream: u16) -> Self {
+        DcDest { stream, ..self }
+    }
+}
+
+/// A DCI WQE's datagram segment and its stream id, which goes into the control segment
+/// already written at byte 0 (`dci_stream_channel_id`, bytes 9..10).
+#[derive(Clone, Copy)]
+struct DcSeg<S> {
+    av: Datagram<S>,
+    stream: u16,
+}
+
+impl<S: AvSeg> Xport for DcSeg<S> {
+    const DS: usize = Datagram::<S>::DS;
+
+    #[inline(always)]
+    unsafe fn write(self, wqe: &mut WqeBuf<'_>, at: usize) {
+        // SAFETY: the caller's contract for the segment; bytes 9..11 are inside the control
+        // segment every WQE starts with (`at` is past it).
+        unsafe {
+            self.av.write(wqe, at);
+            wqe.bytes(STREAM_AT, &self.stream.to_be_bytes());
+        }
+    }
+}
+
+/// Byte of `mlx5_wqe_ctrl_seg.dci_stream_channel_id`.
+const STREAM_AT: usize = 9;
+const _: () = assert!(STREAM_AT + 2 < DS);
 
 /// The DC entry of a DCI's queue: its limits with the full and with the compact datagram
 /// segment counted in every WQE, and its room limit (as [`super::write::Cursor::limit`],
@@ -44,6 +87,8 @@ pub(super) struct DcEntry {
     k: Limits,
     compact: Limits,
     limit: u32,
+    /// The DCI's streams (1 on a plain DCI).
+    streams: u32,
 }
 
 impl DcEntry {
@@ -57,23 +102,24 @@ impl DcEntry {
 }
 
 impl<U: Uar> SendQueue<U> {
-    /// Makes this the queue of a DCI: [`SendQueue::post_dc`] only.
-    pub(crate) fn make_dci(&mut self, desc: &super::SqDesc) {
+    /// Makes this the queue of a DCI with `streams` streams: [`SendQueue::post_dc`] only.
+    pub(crate) fn make_dci(&mut self, desc: &super::SqDesc, streams: u32) {
         self.k.ready = Ready::DciOnly;
         self.c.limit = self.c.pi;
         self.dc = Some(DcEntry {
-            k: Limits::new(desc, Datagram::<Av>::DS),
-            compact: Limits::new(desc, Datagram::<CompactAv>::DS),
+            k: Limits::new(desc, DcSeg::<Av>::DS),
+            compact: Limits::new(desc, DcSeg::<CompactAv>::DS),
             limit: self.c.pi,
+            streams,
         });
     }
 
     /// Posts one operation of a DCI (SEND, SEND with immediate or invalidate, WRITE, WRITE
     /// with immediate, READ, atomics, NOP) to the DC target `dest` and rings the doorbell
     /// (with any WQEs pushed before). Refused before anything is written: a queue that is
-    /// not a DCI's ([`PostError::WrongTransport`]), and every check of
-    /// [`SendQueue::post`] (the datagram segment's 48 bytes, or 16 when `dest.compact`,
-    /// counted in the WQE size).
+    /// not a DCI's ([`PostError::WrongTransport`]), a stream the DCI does not have
+    /// ([`PostError::NoSuchStream`]), and every check of [`SendQueue::post`] (the datagram
+    /// segment's 48 bytes, or 16 when `dest.compact`, counted in the WQE size).
     #[inline(always)]
     pub fn post_dc(&mut self, wr: SendWr<'_>, dest: &DcDest<'_>) -> Result<(), PostError> {
         self.write_dc(&wr, dest, Doorbell::Now)
@@ -106,14 +152,22 @@ impl<U: Uar> SendQueue<U> {
             });
         };
         let (k, compact, limit) = (dc.k, dc.compact, dc.limit);
+        if u32::from(dest.stream) >= dc.streams {
+            return Err(PostError::NoSuchStream {
+                stream: dest.stream,
+                streams: dc.streams,
+            });
+        }
         let dctn = dest.dctn & 0xff_ffff;
+        let stream = dest.stream;
         let limit = if dest.compact {
-            let av = CompactAv::dc(dest.av, dctn, dest.dc_key);
-            self.post_via(compact, limit, wr, Datagram(av), doorbell)?
+            let av = Datagram(CompactAv::dc(dest.av, dctn, dest.dc_key));
+            self.post_via(compact, limit, wr, DcSeg { av, stream }, doorbell)?
         } else {
             let mut av = *dest.av;
             av.set_dc(dctn, dest.dc_key);
-            self.post_via(k, limit, wr, Datagram(av), doorbell)?
+            let av = Datagram(av);
+            self.post_via(k, limit, wr, DcSeg { av, stream }, doorbell)?
         };
         if let Some(dc) = &mut self.dc {
             dc.limit = limit;

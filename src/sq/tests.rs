@@ -531,7 +531,7 @@ fn datagram_queues(dci: bool) -> NullQueues {
         max_sge: 4,
     };
     if dci {
-        q.sq.make_dci(&desc);
+        q.sq.make_dci(&desc, 4);
     } else {
         q.sq.make_ud(&desc);
         q.sq.set_ud_mtu(1024);
@@ -617,6 +617,7 @@ fn push_ud_writes_what_post_ud_writes_and_a_list_rings_once() {
         dctn: 1,
         dc_key: 2,
         compact: false,
+        stream: 0,
     };
     assert_eq!(
         q.sq.push_dc(&send(9, &[0; 8]), &dc),
@@ -654,6 +655,7 @@ fn push_dc_writes_what_post_dc_writes_and_a_list_rings_once() {
         dctn: 0x00_0abc,
         dc_key: 0x0123_4567_89ab_cdef,
         compact: false,
+        stream: 0,
     };
     let mut posted = datagram_queues(true);
     let mut q = datagram_queues(true);

@@ -971,11 +971,17 @@ pub fn connecting_takes_the_port_depth_and_rights_of_the_device<R: Rig>(rig: &R)
 
 /// A DCI WRITEs to a DCT, READs it back and SENDs to the DCT's SRQ; the target's completion
 /// names the DCT and the DCI. `sgid_index`: the GID index a RoCE address handle uses (the
-/// address is global only when the target's port has no LID).
-pub fn dc_operations_reach_a_dct<R: Rig>(rig: &R, sgid_index: u8) {
+/// address is global only when the target's port has no LID). With `streams`, the DCI has
+/// those stream channels and every operation goes on its last stream.
+pub fn dc_operations_reach_a_dct<R: Rig>(
+    rig: &R,
+    sgid_index: u8,
+    streams: Option<mlx5_direct::DciStreams>,
+) {
     const DC_KEY: u64 = 0xffee_ddcc;
     let dci_config = QpConfig {
         transport: Transport::Dci,
+        dci_streams: streams,
         ..QpConfig::default()
     };
     let mut a = rig.side(&dci_config);
@@ -999,7 +1005,8 @@ pub fn dc_operations_reach_a_dct<R: Rig>(rig: &R, sgid_index: u8) {
             ..AhAttr::default()
         })
         .unwrap();
-    let dest = ah.dc_dest(dct.number().unwrap(), DC_KEY);
+    let last = streams.map_or(0, |s| s.count() - 1) as u16;
+    let dest = ah.dc_dest(dct.number().unwrap(), DC_KEY).on_stream(last);
     let signaled = |wr_id, op, data| SendWr {
         wr_id,
         op,

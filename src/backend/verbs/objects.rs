@@ -27,12 +27,13 @@ use super::events::VerbsChannel;
 use super::{failed, failed_registration, DeviceCtx, Verbs, VerbsDeviceInfo};
 use crate::backend::mlx5dv::{
     mlx5dv_ah, mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp,
-    mlx5dv_dc_init_attr, mlx5dv_dm, mlx5dv_get_clock_info, mlx5dv_init_obj, mlx5dv_obj, mlx5dv_qp,
-    mlx5dv_qp_init_attr, mlx5dv_srq, MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE,
-    MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, MLX5DV_DCTYPE_DCI, MLX5DV_DCTYPE_DCT, MLX5DV_OBJ_AH,
-    MLX5DV_OBJ_CQ, MLX5DV_OBJ_DM, MLX5DV_OBJ_QP, MLX5DV_OBJ_SRQ,
+    mlx5dv_dc_init_attr, mlx5dv_dci_stream_id_reset, mlx5dv_dci_streams, mlx5dv_dm,
+    mlx5dv_get_clock_info, mlx5dv_init_obj, mlx5dv_obj, mlx5dv_qp, mlx5dv_qp_init_attr, mlx5dv_srq,
+    MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE, MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, MLX5DV_DCTYPE_DCT,
+    MLX5DV_OBJ_AH, MLX5DV_OBJ_CQ, MLX5DV_OBJ_DM, MLX5DV_OBJ_QP, MLX5DV_OBJ_SRQ,
     MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE, MLX5DV_QP_INIT_ATTR_MASK_DC,
-    MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS, MLX5DV_SRQ_MASK_SRQN,
+    MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS, MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS,
+    MLX5DV_SRQ_MASK_SRQN,
 };
 use crate::backend::{AhHandle, Backend, QpParts};
 use crate::clock::ClockInfo;
@@ -71,9 +72,24 @@ fn init_obj(obj: &mut mlx5dv_obj, kind: u64, operation: &'static str) -> Result<
 /// the requester side, `cs_req`, needs `sq_sig_all` or `MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE`,
 /// neither of which this crate sets), and the DC type and key of a DCI or DCT.
 fn dv_qp_attr(dc: Option<mlx5dv_dc_init_attr>, scatter_to_cqe: bool) -> mlx5dv_qp_init_attr {
+    dv_qp_attr_streams(dc, scatter_to_cqe, false)
+}
+
+/// [`dv_qp_attr`], with `MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS` when `streams` (`dc` then
+/// carries them: [`mlx5dv_dc_init_attr::dci`]).
+fn dv_qp_attr_streams(
+    dc: Option<mlx5dv_dc_init_attr>,
+    scatter_to_cqe: bool,
+    streams: bool,
+) -> mlx5dv_qp_init_attr {
     mlx5dv_qp_init_attr {
         comp_mask: MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS
-            | dc.map_or(0, |_| MLX5DV_QP_INIT_ATTR_MASK_DC),
+            | dc.map_or(0, |_| MLX5DV_QP_INIT_ATTR_MASK_DC)
+            | if streams {
+                MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS
+            } else {
+                0
+            },
         create_flags: if scatter_to_cqe {
             0
         } else {
@@ -738,12 +754,16 @@ impl Backend for Verbs {
         attr.send_ops_flags = send_ops(config.transport, self.caps.atomics);
         // A DCI's send_ops_flags are the crate's operations alone (above), so that
         // rdma-core's overhead is not its worst case (prm-facts-next §3.1).
-        let mut dv_attr = dv_qp_attr(
-            dci.then_some(mlx5dv_dc_init_attr {
-                dc_type: MLX5DV_DCTYPE_DCI,
-                dct_access_key: 0,
-            }),
+        // DCI streams: `mlx5dv_dci_streams` in the union, rdma-core checks them against
+        // `dci_streams_caps` (EINVAL above) and the kernel writes them into the QPC.
+        let streams = config.dci_streams.map(|s| mlx5dv_dci_streams {
+            log_num_concurent: s.log_concurrent,
+            log_num_errored: s.log_errored,
+        });
+        let mut dv_attr = dv_qp_attr_streams(
+            dci.then(|| mlx5dv_dc_init_attr::dci(streams.unwrap_or_default())),
             config.scatter_to_cqe,
+            streams.is_some(),
         );
         // SAFETY: an open context, live CQs / SRQ / PD, valid attribute structs.
         let qp = unsafe { mlx5dv_create_qp(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
@@ -922,6 +942,15 @@ impl Backend for Verbs {
         qp.modify(&mut attr, mask)
     }
 
+    fn reset_dci_stream(&self, qp: &VerbsQp, stream: u16) -> Result<(), Error> {
+        // SAFETY: a live QP.
+        let rc = unsafe { mlx5dv_dci_stream_id_reset(qp.qp.as_ptr(), stream) };
+        if rc != 0 {
+            return Err(failed("reset DCI stream", rc));
+        }
+        Ok(())
+    }
+
     fn query_psn(&self, qp: &VerbsQp) -> Result<QpPsn, Error> {
         // SAFETY: both are plain C data (integers, GIDs, pointers `ibv_query_qp` does not
         // read); all zeroes is a valid value of each.
@@ -957,6 +986,7 @@ impl Backend for Verbs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::mlx5dv::MLX5DV_DCTYPE_DCI;
 
     #[test]
     fn uar_registers_split_into_page_and_offset() {
@@ -985,13 +1015,22 @@ mod tests {
         assert_eq!((off.comp_mask, off.create_flags), (1, 1 << 3));
         let on = dv_qp_attr(None, true);
         assert_eq!((on.comp_mask, on.create_flags), (1, 0));
-        let dci = mlx5dv_dc_init_attr {
-            dc_type: MLX5DV_DCTYPE_DCI,
-            dct_access_key: 0,
-        };
+        let dci = mlx5dv_dc_init_attr::dci(mlx5dv_dci_streams::default());
         let dc = dv_qp_attr(Some(dci), false);
         assert_eq!((dc.comp_mask, dc.create_flags), (3, 1 << 3));
         assert_eq!(dc.dc_init_attr.dc_type, MLX5DV_DCTYPE_DCI);
+        assert_eq!(dc.dc_init_attr.dct_access_key, 0);
+        // mlx5dv.h: MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS 1 << 3.
+        let streams = mlx5dv_dc_init_attr::dci(mlx5dv_dci_streams {
+            log_num_concurent: 2,
+            log_num_errored: 1,
+        });
+        let dcs = dv_qp_attr_streams(Some(streams), false, true);
+        assert_eq!(dcs.comp_mask, 1 | 1 << 1 | 1 << 3);
+        assert_eq!(
+            dcs.dc_init_attr.dct_access_key.to_ne_bytes(),
+            [2, 1, 0, 0, 0, 0, 0, 0]
+        );
     }
 
     fn info(max_num: u32, formats: u32, comp_128: bool) -> VerbsDeviceInfo {

@@ -36,6 +36,8 @@ static const struct golden_field fields[] = {
 
 	FIELD(mlx5dv_dci_streams_caps, max_log_num_concurent, 1),
 	FIELD(mlx5dv_dci_streams_caps, max_log_num_errored, 1),
+	FIELD(mlx5dv_dci_streams, log_num_concurent, 1),
+	FIELD(mlx5dv_dci_streams, log_num_errored, 1),
 
 	FIELD(mlx5dv_crypto_caps, failed_selftests, 1),
 	FIELD(mlx5dv_crypto_caps, crypto_engines, 1),
@@ -205,6 +207,7 @@ static const struct golden_struct structs[] = {
 	STRUCT(mlx5dv_striding_rq_caps),
 	STRUCT(mlx5dv_sig_caps),
 	STRUCT(mlx5dv_dci_streams_caps),
+	STRUCT(mlx5dv_dci_streams),
 	STRUCT(mlx5dv_crypto_caps),
 	STRUCT(mlx5dv_context),
 	STRUCT(mlx5dv_qp),
@@ -239,6 +242,7 @@ static const struct golden_value constants[] = {
 	CONST(MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS),
 	CONST(MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE),
 	CONST(MLX5DV_QP_INIT_ATTR_MASK_DC),
+	CONST(MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS),
 	CONST(MLX5DV_DCTYPE_DCT),
 	CONST(MLX5DV_DCTYPE_DCI),
 	CONST(MLX5DV_CTX_ATTR_BUF_ALLOCATORS),
