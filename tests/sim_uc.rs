@@ -233,6 +233,137 @@ fn a_packet_lost_mid_message_drops_the_rest_of_it_and_the_requester_never_learns
     assert_eq!((r.wr_id, r.imm, r.byte_len), (51, Some(2), 3000));
 }
 
+/// UC on an SRQ: SEND, SEND_IMM and WRITE_IMM each consume one SRQ WQE, in order, with
+/// the data where it belongs; a plain WRITE consumes none. A message that loses a packet
+/// consumes none either: lost after its first packet, the WQE its first packet took is
+/// given back (IB class D1, as for an RQ: the model's choice for an SRQ, see docs/model.md
+/// "UC (unreliable connection)"); lost at its first packet, none was taken. The next
+/// messages take those WQEs.
+#[test]
+fn uc_receives_come_from_an_srq_and_a_lost_message_consumes_none() {
+    let fabric = Fabric::new();
+    let (mut a, mut b) = (side(&fabric, &uc_config()), side(&fabric, &uc_config()));
+    let mut srq = b.pd.create_srq(4, 1).unwrap();
+    let mut qp =
+        b.pd.create_qp_with_srq(&b.cq, &b.cq, &srq, &uc_config())
+            .unwrap();
+    // A 1024-byte path MTU: 3000 bytes are three packets.
+    let options = ConnectOptions {
+        path_mtu: 1024,
+        ..ConnectOptions::default()
+    };
+    a.qp.connect(&qp.endpoint().unwrap(), &options).unwrap();
+    qp.connect(&a.qp.endpoint().unwrap(), &options).unwrap();
+    let slot = |i: u64| i as usize * 4096;
+    for i in 0..4 {
+        srq.post(10 + i, &[b.mr.sge(slot(i), 4096)]).unwrap();
+    }
+    let big: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+    a.mr.write(0, &big);
+    let three = a.mr.sge(0, 3000);
+    let small = a.mr.sge(0, 100);
+    post(&mut a, 1, SendOp::Send, Data::Inline(b"send"));
+    post(&mut a, 2, SendOp::SendImm(0x51), Data::Sges(&[three]));
+    post(
+        &mut a,
+        3,
+        SendOp::WriteImm(b.mr.remote(32768), 0x52),
+        Data::Sges(&[small]),
+    );
+    post(
+        &mut a,
+        4,
+        SendOp::Write(b.mr.remote(40000)),
+        Data::Sges(&[three]),
+    );
+    assert_eq!(cs_wrs::<4>(&poll_n(&mut a, 4)), [1, 2, 3, 4]);
+    let rs = poll_n(&mut b, 3);
+    assert_eq!(
+        rs.iter()
+            .map(|r| (r.wr_id, r.qpn, r.status, r.opcode, r.byte_len, r.imm))
+            .collect::<Vec<_>>(),
+        vec![
+            (10, qp.qpn(), Status::Success, WcOpcode::Recv, 4, None),
+            (
+                11,
+                qp.qpn(),
+                Status::Success,
+                WcOpcode::Recv,
+                3000,
+                Some(0x51)
+            ),
+            (
+                12,
+                qp.qpn(),
+                Status::Success,
+                WcOpcode::RecvRdmaWithImm,
+                100,
+                Some(0x52)
+            ),
+        ]
+    );
+    assert_empty(&mut b);
+    let read = |b: &Side, off: usize, len: usize| {
+        let mut got = vec![0u8; len];
+        b.mr.read(off, &mut got);
+        got
+    };
+    assert_eq!(read(&b, slot(0), 4), b"send");
+    assert_eq!(read(&b, slot(1), 3000), big);
+    assert_eq!(read(&b, 32768, 100), big[..100]);
+    assert_eq!(read(&b, 40000, 3000), big);
+
+    // Loss: a SEND that loses its second packet, then one that loses its first, then a
+    // WRITE_IMM that loses its last. The requester completes all three.
+    let nic_a = a.ctx.backend().nic().clone();
+    let qpn_a = a.qp.qpn();
+    let lose = |skip, count| Fault::LosePacketsAfter {
+        qpn: Some(qpn_a),
+        skip,
+        count,
+    };
+    let lost_before = stats(&b).uc_incomplete;
+    nic_a.inject(lose(1, 1));
+    post(&mut a, 5, SendOp::Send, Data::Sges(&[three]));
+    assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
+    nic_a.inject(lose(0, 1));
+    post(&mut a, 6, SendOp::SendImm(0x60), Data::Sges(&[three]));
+    assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
+    nic_a.inject(lose(2, 1));
+    post(
+        &mut a,
+        7,
+        SendOp::WriteImm(b.mr.remote(32768), 0x70),
+        Data::Sges(&[three]),
+    );
+    assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
+    assert_empty(&mut b);
+    let (sa, sb) = (stats(&a), stats(&b));
+    // 3 packets each for messages 1..7 but the 1-packet SEND and WRITE_IMM: 3 lost.
+    assert_eq!((sa.packets, sa.packets_lost, sa.retransmits), (17, 3, 0));
+    // The first loss left its later packet discarded, the second its two, the third none
+    // beyond itself: three incomplete messages, no receive consumed, no error.
+    assert_eq!(sb.uc_incomplete - lost_before, 3);
+    assert_eq!((sb.uc_no_receive, sb.uc_errors), (0, 0));
+    // SRQ WQE 13 (wr_id 13) is still the next: the next message takes it, and the slots of
+    // 10..12 take new receives.
+    post(&mut a, 8, SendOp::SendImm(0x80), Data::Sges(&[small]));
+    poll_n(&mut a, 1);
+    let r = poll_n(&mut b, 1)[0];
+    assert_eq!(
+        (r.wr_id, r.status, r.byte_len, r.imm),
+        (13, Status::Success, 100, Some(0x80))
+    );
+    assert_eq!(read(&b, slot(3), 100), big[..100]);
+    for i in 0..4 {
+        srq.post(20 + i, &[b.mr.sge(slot(i), 4096)]).unwrap();
+    }
+    post(&mut a, 9, SendOp::Send, Data::Inline(b"last"));
+    poll_n(&mut a, 1);
+    assert_eq!(poll_n(&mut b, 1)[0].wr_id, 20);
+    assert_eq!(qp.state(), QpState::Rts);
+}
+
 #[test]
 fn responder_trouble_is_a_silent_drop_and_the_qp_lives_on() {
     let fabric = Fabric::new();
