@@ -359,9 +359,9 @@ pub(crate) struct BfReg<U> {
 }
 
 /// Rings the send doorbell: the exact sequence of design §4 / prm-facts §6.4, steps 2–7.
-/// `last` is the last WQE: its ring offset and its first block. `bf_chunks == 0`: the
-/// 8-byte doorbell, i.e. the first 8 bytes of that WQE; otherwise BlueFlame: the WQE copied
-/// from the ring in `bf_chunks` 64-byte blocks.
+/// `last` is the last WQE: its ring offset and its first block. `bf_chunks` `None`: the
+/// 8-byte doorbell, i.e. the first 8 bytes of that WQE; `Some(n)`: BlueFlame, the WQE
+/// copied from the ring in `n` (at least 1) 64-byte blocks.
 #[inline(always)]
 pub(crate) fn ring_send_doorbell<U: Uar>(
     bf: &mut BfReg<U>,
@@ -369,7 +369,7 @@ pub(crate) fn ring_send_doorbell<U: Uar>(
     pi: u32,
     ring: &Ring,
     last: (usize, Block<'_>),
-    bf_chunks: usize,
+    bf_chunks: Option<usize>,
 ) {
     let (wqe_offset, first) = last;
     // Read before the barriers (which make the compiler reload everything after them); the
@@ -379,14 +379,14 @@ pub(crate) fn ring_send_doorbell<U: Uar>(
     udma_to_device_barrier();
     dbrec.write(crate::prm::qp_counter(pi));
     mmio_wc_start();
-    if bf_chunks == 0 {
-        bf.uar.write64(register, first.read()[0].to_ne_bytes());
-    } else {
+    if let Some(bf_chunks) = bf_chunks {
         bf.uar.write_block(register, &first.read());
         for k in 1..bf_chunks {
             let block = ring.read_block(wqe_offset + k * SEND_WQE_BB);
             bf.uar.write_block(register + k * SEND_WQE_BB, &block);
         }
+    } else {
+        bf.uar.write64(register, first.read()[0].to_ne_bytes());
     }
     mmio_flush_writes();
     bf.offset ^= bf.size;

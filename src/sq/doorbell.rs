@@ -35,7 +35,8 @@ pub(super) fn ring_last<U: Uar>(
     last: &Written<'_>,
     bf_max: usize,
 ) {
-    let bf_chunks = if last.bytes <= bf_max { last.bbs } else { 0 };
+    // One compare decides: the WQE's size in blocks is known already.
+    let bf_chunks = (last.bytes <= bf_max).then_some(last.bbs);
     ring_send_doorbell(bf, dbrec, pi, ring, (last.offset, last.first), bf_chunks);
 }
 

@@ -107,6 +107,34 @@ fn inline_posts_at_the_size_limits() {
     assert_eq!(q.sq.producer_count(), 1);
 }
 
+/// The short path (`short_fit`, one compare) takes inline SEND / WRITE payloads of one
+/// WQEBB: the WQE sizes and the inline bytes at its limits (1 and 28 bytes with a remote
+/// address, 44 without) and just past them (29, 45 and the empty payload, through the
+/// general path) are those of the segments counted one by one.
+#[test]
+fn short_inline_posts_at_the_one_wqebb_limit() {
+    let mut q = NullQueues::new(64, 64, 220).unwrap();
+    let bytes: Vec<u8> = (1..=64).collect();
+    for (op, fit, fixed_ds) in [(WRITE, 28, 2), (SendOp::Send, 44, 1)] {
+        for len in [0, 1, fit, fit + 1] {
+            let pi = q.sq.producer_count();
+            let data = Data::Inline(&bytes[..len]);
+            assert_eq!(q.sq.post(1, op, data, SendFlags::SIGNALED), Ok(()));
+            let data_ds = if len == 0 { 0 } else { (4 + len).div_ceil(DS) };
+            let ds = fixed_ds + data_ds;
+            assert_eq!(wr_bytes(&q.sq, pi), ds * DS, "{op:?} {len}");
+            assert_eq!(q.sq.producer_count() - pi, ds.div_ceil(4) as u32);
+            if len != 0 {
+                let wqe = q.sq.wqe_bytes(pi, ds * DS);
+                let at = fixed_ds * DS;
+                let header = (len as u32 | prm::INLINE_SEG).to_be_bytes();
+                assert_eq!(wqe[at..at + 4], header, "{op:?} {len}");
+                assert_eq!(wqe[at + 4..at + 4 + len], bytes[..len], "{op:?} {len}");
+            }
+        }
+    }
+}
+
 fn wr(wr_id: u64, data: Data<'_>) -> SendWr<'_> {
     SendWr {
         wr_id,

@@ -289,6 +289,14 @@ impl Shape {
         self.has_remote().then_some(self.remote)
     }
 
+    /// Index of [`Limits::short_fit`](super::write::Limits): the remote-address bit and
+    /// the local-length bit.
+    #[inline(always)]
+    pub(super) fn fit_index(&self) -> usize {
+        const _: () = assert!(LOCAL_LEN == REMOTE << 1);
+        (self.code >> REMOTE.trailing_zeros() & 3) as usize
+    }
+
     /// Units of the remote-address segment and the atomic arguments.
     #[inline(always)]
     pub(super) fn fixed_ds(&self) -> usize {

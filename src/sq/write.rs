@@ -44,6 +44,10 @@ pub(super) struct Limits {
     /// after a control segment alone (`[0]`) or with a remote-address segment (`[1]`):
     /// one compare for an inline SEND or WRITE.
     pub(super) inline_fit: [usize; 2],
+    /// The largest inline payload of the short path (one WQEBB, see [`Limits::write`]), by
+    /// [`Shape::fit_index`]: without and with a remote-address segment, then 0 twice for
+    /// the operations with a local length (READ and atomics, which take no inline data).
+    pub(super) short_fit: [usize; 4],
     pub(super) max_sge: usize,
 }
 
@@ -136,6 +140,11 @@ impl Limits {
             0 => 0,
             units => desc.max_inline.min(units * DS - 4),
         });
+        // What fits one WQEBB with the 4-byte header after the control segments.
+        let short_fit = [1, 2].map(|fixed| {
+            let one_bb = (SEND_WQE_BB / DS).saturating_sub(fixed + xport_ds);
+            inline_fit[fixed - 1].min((one_bb * DS).saturating_sub(4))
+        });
         Limits {
             wqe_cnt: desc.wqe_cnt,
             ready: Ready::No,
@@ -143,6 +152,7 @@ impl Limits {
             max_ds,
             max_inline: desc.max_inline,
             inline_fit,
+            short_fit: [short_fit[0], short_fit[1], 0, 0],
             max_sge: desc.max_sge,
         }
     }
@@ -177,6 +187,20 @@ impl Limits {
         let shape = op.shape();
         let fixed_ds = 1 + X::DS + shape.fixed_ds();
         let ds = match data {
+            // A short inline SEND / WRITE (1..=`short_fit` bytes: one WQEBB, under every
+            // limit), recognised by one compare, in code of its own: no further size check,
+            // no argument segment, a known kind of data.
+            Data::Inline(bytes)
+                if bytes.len().wrapping_sub(1) < self.short_fit[shape.fit_index()] =>
+            {
+                let ds = 1 + X::DS + shape.has_remote() as usize + inline_data_ds(bytes.len());
+                // SAFETY: forwarded.
+                return unsafe {
+                    self.place::<true, false, X>(
+                        ring, staging, slots, tail, cur, wr, data, xport, shape, ds,
+                    )
+                };
+            }
             Data::Inline(bytes) => {
                 // Inline SEND / WRITE under `inline_fit`: every size check in one compare.
                 // Anything else takes the full checks (out of line); the size is computed
@@ -198,24 +222,29 @@ impl Limits {
         if ds <= SEND_WQE_BB / DS {
             // SAFETY: forwarded.
             unsafe {
-                self.place::<true, X>(ring, staging, slots, tail, cur, wr, data, xport, shape, ds)
+                self.place::<true, true, X>(
+                    ring, staging, slots, tail, cur, wr, data, xport, shape, ds,
+                )
             }
         } else {
             // SAFETY: forwarded.
             unsafe {
-                self.place::<false, X>(ring, staging, slots, tail, cur, wr, data, xport, shape, ds)
+                self.place::<false, true, X>(
+                    ring, staging, slots, tail, cur, wr, data, xport, shape, ds,
+                )
             }
         }
     }
 
     /// The rest of [`Limits::write`] once the WQE's size is known (`ds` units; `ONE_BB`:
-    /// at most one WQEBB): the room check, the segments and the record for the poller.
+    /// at most one WQEBB; `ARGS`: the operation may be an atomic, with argument segments):
+    /// the room check, the segments and the record for the poller.
     ///
     /// # Safety
     /// As for [`Limits::write`].
     #[allow(clippy::too_many_arguments, reason = "Limits::write's, split in two")]
     #[inline(always)]
-    unsafe fn place<'r, 's, const ONE_BB: bool, X: Xport>(
+    unsafe fn place<'r, 's, const ONE_BB: bool, const ARGS: bool, X: Xport>(
         &self,
         ring: impl WqeRing<'r>,
         staging: &mut Staging,
@@ -272,7 +301,7 @@ impl Limits {
                 unsafe { wqe.seg(at, raddr) };
                 at += DS;
             }
-            if shape.args_ds() != 0 {
+            if ARGS && shape.args_ds() != 0 {
                 // SAFETY: see above (`args_ds` units).
                 unsafe { op.write_args(wqe, at) };
                 at += shape.args_ds() * DS;
