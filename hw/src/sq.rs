@@ -107,11 +107,12 @@ pub(crate) fn doorbell(w: &mut World, n: usize, qpi: usize, ctrl8: &[u8], bf: Op
         }
         None => fetch_sq(nic, qpi, fetched, pi),
     }
-    if nic.qp(qpi).state == QpState::Rts && nic.faults.defer {
+    let state = nic.qp(qpi).state;
+    if state == QpState::Rts && nic.faults.defer {
         defer(nic, qpi, fetched, pi, bf);
         return;
     }
-    if nic.qp(qpi).state != QpState::Rts {
+    if state != QpState::Rts {
         // INIT or RTR: the send queue is not active. The IB rule makes posting to it an
         // immediate error of the verbs layer; what the NIC does with a doorbell is unknown.
         nic.stats.doorbells_before_rts += 1;
@@ -232,6 +233,7 @@ fn run_sq_with(
                 q.sq_ci = cons.wrapping_add(ctrl.nbb());
                 q.retries = 0;
                 q.rnr_retries = 0;
+                let mut fatal = q.fatal;
                 if ctrl.signaled() {
                     let cqe = Cqe {
                         opcode: cqe_op::REQ,
@@ -242,8 +244,10 @@ fn run_sq_with(
                         ..Cqe::default()
                     };
                     complete(nic, qpi, false, cqe);
+                    // A CQE the CQ could not take makes the QP fatal.
+                    fatal = nic.qp(qpi).fatal;
                 }
-                if nic.qp(qpi).fatal {
+                if fatal {
                     crate::qp::fail(nic, qpi);
                     return;
                 }
@@ -327,7 +331,11 @@ fn exec(
     if ctrl.fenced() {
         in_flight.clear();
     }
-    let av = match w.nics[n].qp(qpi).transport {
+    // The QP's fields this WQE needs, in one lookup (decoding changes none of them).
+    let q = w.nics[n].qp(qpi);
+    let (transport, pdn, qpn, mtu) = (q.transport, q.pdn, q.qpn, q.mtu);
+    let (dest, depth, qp_sl) = (q.dest, q.max_rd_atomic, q.sl);
+    let av = match transport {
         Transport::Ud => return crate::ud::send(w, n, qpi, ctrl, wqe, in_flight),
         Transport::Uc => return crate::uc::send(w, n, qpi, ctrl, wqe, in_flight),
         // A DCI's WQE: ctrl + the address vector + the RC segments (prm-facts-next §3.3).
@@ -350,10 +358,7 @@ fn exec(
     if matches!(d.op, Op::Nop) {
         return Outcome::Done(REQ_BYTE_CNT_POISON);
     }
-    let q = nic.qp(qpi);
-    let (pdn, qpn, mtu) = (q.pdn, q.qpn, q.mtu);
-    let (dest, depth) = (q.dest, q.max_rd_atomic);
-    let sl = av.as_ref().map_or(q.sl, |av| av.sl);
+    let sl = av.as_ref().map_or(qp_sl, |av| av.sl);
     let remote_result = matches!(d.op, Op::Read | Op::Atomic(_));
     // READ and atomic result buffers are checked when the response arrives (below).
     if !remote_result {
