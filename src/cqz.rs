@@ -22,6 +22,10 @@
 //!   layout too; the kernel and UCX test byte 62 only, so on hardware this is unverified)
 //!   and checks byte 62 of every compressed slot.
 //!
+//! With 128-byte CQEs every title, array and slot is the entry's `cqe64`, its last 64 bytes
+//! (the kernel's `mlx5_cqwq_get_wqe`), which is where the driver reads every entry anyway: the
+//! expansion is the same.
+//!
 //! Hostile blocks are reported as [`Status::BadCompression`](crate::Status) completions
 //! that consume only the entry they were found in and retire nothing: a title announcing
 //! no completions, a count larger than the CQ (or an enhanced slot announcing more than 7),
@@ -34,8 +38,9 @@ use crate::prm::{
 };
 use crate::ring::CqBuf;
 
-/// How a CQ asks for compressed CQEs (`mlx5dv_create_cq` with
-/// `MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE`; the enhanced layout needs DevX).
+/// How a CQ asks for compressed CQEs ([`CqConfig::compression`](crate::CqConfig::compression):
+/// `mlx5dv_create_cq` with `MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE`; the enhanced layout
+/// needs DevX).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct CqeCompression {
