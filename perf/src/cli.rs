@@ -288,6 +288,12 @@ pub struct BenchArgs {
     /// take from (SEND tests, as perftest).
     #[arg(long = "use-srq")]
     pub use_srq: bool,
+    /// DC: each DCI with 2^N stream channels (perftest's DCS; 0: a plain DCI).
+    #[arg(long = "log_dci_streams", default_value_t = 0)]
+    pub log_dci_streams: u16,
+    /// DC: the posts go round-robin over the first 2^N streams (default --log_dci_streams).
+    #[arg(long = "log_active_dci_streams")]
+    pub log_active_dci_streams: Option<u16>,
     /// The test buffers on 2 MiB hugetlbfs pages (refused when the pool has too few free:
     /// reserve them with `sysctl vm.nr_hugepages=N`).
     #[arg(long = "use_hugepages")]
@@ -503,10 +509,6 @@ const REFUSED: &[(&[&str], &str)] = &[
             "--disable_numa",
         ],
         "memory and placement flags come with the memory issue (issue 17)",
-    ),
-    (
-        &["--log_dci_streams", "--log_active_dci_streams"],
-        "DC streams are not in mlx5-perf: its DC tests run one stream per DCI",
     ),
     (
         &["-g", "--mcg", "-M", "--MGID", "--connectionless"],

@@ -342,6 +342,10 @@ impl Reporter {
         if params.receives() && (setup.server || params.duplex) {
             h.push(format!(" RX depth        : {}", params.rx_depth));
         }
+        if let Some(s) = params.dci_streams {
+            h.push(format!(" DCS num streams : {}", s.log));
+            h.push(format!(" DCS active num streams : {}", s.active));
+        }
         if bw {
             h.push(format!(" CQ Moderation   : {}", params.cq_mod));
             h.push(format!(" CQE Poll Batch  : {}", setup.cqe_poll));

@@ -850,10 +850,6 @@ fn perftest_flags_not_taken_say_why() {
         &["write_bw", "--use_cuda=0"],
         "--use_cuda: memory and placement flags come with the memory issue (issue 17)",
     );
-    fails_with(
-        &["write_bw", "--log_dci_streams", "2"],
-        "DC streams are not in mlx5-perf",
-    );
     fails_with(&["send_bw", "-g"], "multicast is not in mlx5-perf");
     fails_with(&["write_bw", "-O"], "dual-port runs are not implemented");
     let (ok, out, _) = perf(&["send_bw", "-V"]);
@@ -2531,4 +2527,46 @@ fn refusals_are_one_line_and_fail_the_run() {
             "{args:?}: {err}"
         );
     }
+}
+
+/// `--log_dci_streams 2` (perftest's DCS): the DCIs have 4 streams and the posts take them
+/// round-robin; every message lands and completes, and the header prints perftest's two
+/// DCS lines.
+#[test]
+fn dc_with_dci_streams_runs_and_says_so() {
+    let v = json(&[
+        "write_bw",
+        "-c",
+        "DC",
+        "--log_dci_streams",
+        "2",
+        "-n",
+        "100",
+        "-Q",
+        "1",
+        "--json",
+    ]);
+    let streams = &v["header"]["params"]["dci_streams"];
+    assert_eq!(
+        (&streams["log"], &streams["active"]),
+        (&2.into(), &2.into())
+    );
+    let r = &v["results"][0];
+    assert_eq!(r["completions"]["client"]["rdma_write"], 100);
+    let (ok, out, err) = perf(&[
+        "write_lat",
+        "-c",
+        "DC",
+        "--log_dci_streams",
+        "2",
+        "--log_active_dci_streams",
+        "1",
+        "-n",
+        "20",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(" DCS num streams : 2\n DCS active num streams : 1\n"),
+        "{out}"
+    );
 }

@@ -40,6 +40,7 @@ fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
         recv_post_list: 1,
         rdma_cm: RdmaCm::Off,
         use_dm: false,
+        dci_streams: None,
     }
 }
 

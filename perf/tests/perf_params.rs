@@ -683,3 +683,38 @@ fn rdma_cm_flags_follow_perftests_rules() {
         );
     }
 }
+
+/// perftest's `--log_dci_streams` / `--log_active_dci_streams` checks, and ours.
+#[test]
+fn dci_streams_are_dc_only_and_the_active_ones_default_to_all() {
+    let p = ok("write_bw -c DC --log_dci_streams 3");
+    let s = p.dci_streams.unwrap();
+    assert_eq!((s.log, s.active), (3, 3));
+    // Round-robin over 2^active, from 0 (perftest's `dci_stream_id`).
+    let s = ok("write_bw -c DC --log_dci_streams 3 --log_active_dci_streams 1")
+        .dci_streams
+        .unwrap();
+    let seq: Vec<u16> = std::iter::successors(Some(0), |&i| Some(s.next(i)))
+        .take(5)
+        .collect();
+    assert_eq!(seq, [0, 1, 0, 1, 0]);
+    assert_eq!(ok("write_bw -c DC").dci_streams, None);
+    assert_eq!(ok("write_bw -c DC --log_dci_streams 0").dci_streams, None);
+    refused(
+        "write_bw --log_dci_streams 2",
+        "log_dci_streams supported only on DC",
+    );
+    refused(
+        "write_bw --log_active_dci_streams 2",
+        "log_active_dci_streams supported only on DC",
+    );
+    refused(
+        "write_bw -c DC --log_active_dci_streams 2",
+        "log_dci_streams must be greater than 0",
+    );
+    refused(
+        "write_bw -c DC --log_dci_streams 1 --log_active_dci_streams 2",
+        "more than the 1 of --log_dci_streams",
+    );
+    refused("write_bw -c DC --log_dci_streams 17", "at most 16");
+}

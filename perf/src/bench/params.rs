@@ -63,6 +63,69 @@ pub struct Params {
     pub rdma_cm: RdmaCm,
     /// Messages above the inline size go through device memory (`--use-dm`).
     pub use_dm: bool,
+    /// DC: the DCIs' stream channels (`--log_dci_streams`, `--log_active_dci_streams`).
+    #[serde(default)]
+    pub dci_streams: Option<DciStreamArgs>,
+}
+
+/// perftest's DCS (`--log_dci_streams N`): each DCI has `2^log` stream channels
+/// (`log_num_concurent`; `log_num_errored` 0, as perftest leaves it), and a QP's posts take
+/// the streams `0, 1, ..` round-robin modulo `2^active` (perftest's `dci_stream_id`, one
+/// counter per QP moved on at every post).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DciStreamArgs {
+    /// `--log_dci_streams`.
+    pub log: u8,
+    /// `--log_active_dci_streams` (default `log`).
+    pub active: u8,
+}
+
+impl DciStreamArgs {
+    /// The stream after `stream` (round-robin over the active streams).
+    pub fn next(&self, stream: u16) -> u16 {
+        ((u32::from(stream) + 1) & ((1u32 << self.active) - 1)) as u16
+    }
+}
+
+/// perftest's checks of `--log_dci_streams` and `--log_active_dci_streams`
+/// (`check_params`): DC only, the active count only with streams; ours besides: at most 16
+/// (stream ids are 16 bits), and no more active streams than the DCI has (perftest posts
+/// the ids beyond them, which the device refuses).
+fn check_dci_streams(
+    a: &BenchArgs,
+    connection: Connection,
+) -> Result<Option<DciStreamArgs>, String> {
+    let log = a.log_dci_streams;
+    if log == 0 && a.log_active_dci_streams.is_none_or(|n| n == 0) {
+        return Ok(None);
+    }
+    if connection != Connection::Dc {
+        let flag = if log != 0 {
+            "log_dci_streams"
+        } else {
+            "log_active_dci_streams"
+        };
+        return Err(format!("--{flag}: {flag} supported only on DC"));
+    }
+    if log == 0 {
+        return Err("--log_active_dci_streams: log_dci_streams must be greater than 0".into());
+    }
+    if log > 16 {
+        return Err(format!(
+            "--log_dci_streams {log}: at most 16 (a stream id is 16 bits in the WQE)"
+        ));
+    }
+    let active = a.log_active_dci_streams.unwrap_or(log);
+    if active > log {
+        return Err(format!(
+            "--log_active_dci_streams {active}: more than the {log} of --log_dci_streams (the \
+             DCIs have 2^{log} streams)"
+        ));
+    }
+    Ok(Some(DciStreamArgs {
+        log: log as u8,
+        active: active as u8,
+    }))
 }
 
 /// perftest's use of rdma_cm: none (the QP records go over TCP), the records through it
@@ -89,9 +152,10 @@ impl RdmaCm {
 }
 
 /// perftest's rules for `-R`, `-z`, `-T` (`force_dependecies`): TOS only with `-R`; no UC,
-/// XRC or DC over rdma_cm; and ours: `-R` RC only and `-z` RC or UC (perftest also runs UD
-/// over rdma_cm, and DC with `-z`: our record carries no Q_Key or DC target), and none of
-/// the path flags the route of rdma_cm decides (perftest ignores them there).
+/// XRC or DC with `-R` (perftest refuses DC only when `work_rdma_cm`); and ours: `-R` RC
+/// only and `-z` RC or UC (perftest also runs UD over rdma_cm, and DC with `-z`: our record
+/// carries no Q_Key or DC target), and none of the path flags the route of rdma_cm decides
+/// (perftest ignores them there).
 fn check_rdma_cm(a: &BenchArgs) -> Result<RdmaCm, String> {
     let cm = RdmaCm::of(a);
     if let (false, Some(tos)) = (cm == RdmaCm::Qps, a.tos) {
@@ -111,7 +175,8 @@ fn check_rdma_cm(a: &BenchArgs) -> Result<RdmaCm, String> {
         (_, c @ ("UD" | "DC")) => {
             return Err(format!(
                 "{flag} with -c {c}: mlx5-perf's rdma_cm record carries no Q_Key or DC target \
-                 (RC{} only; perftest also runs UD over rdma_cm)",
+                 (RC{} only; perftest also runs UD over rdma_cm, and DC with -z: it refuses DC \
+                 with -R alone)",
                 if cm == RdmaCm::Exchange {
                     " and UC"
                 } else {
@@ -754,6 +819,7 @@ impl Params {
                 ));
             }
         }
+        let dci_streams = check_dci_streams(a, connection)?;
         let params = Params {
             test,
             connection,
@@ -781,6 +847,7 @@ impl Params {
             recv_post_list: a.recv_post_list,
             rdma_cm,
             use_dm: a.use_dm,
+            dci_streams,
         };
         if params.receives() && params.recv_depth() == 0 {
             return Err(format!(

@@ -4,9 +4,9 @@
 use std::time::{Duration, Instant};
 
 use mlx5_direct::{
-    Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, CqConfig, Data, Dct,
-    DmSlots, DoorbellMode, Endpoint, GlobalRoute, MemoryRegion, ProtectionDomain, Qp, QpConfig,
-    Remote, SendFlags, SendOp, SendWr, Srq, Transport, WcOpcode,
+    Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, CqConfig, Data,
+    DciStreams, Dct, DmSlots, DoorbellMode, Endpoint, GlobalRoute, MemoryRegion, ProtectionDomain,
+    Qp, QpConfig, Remote, SendFlags, SendOp, SendWr, Srq, Transport, WcOpcode,
 };
 
 use super::hwts::{HwTimes, Trigger};
@@ -113,6 +113,9 @@ pub(super) struct Side<B: Device> {
     dcts: Vec<Dct<B>>,
     /// UD and DC: the address handle of each remote QP.
     ahs: Vec<AddressHandle<B>>,
+    /// DC: the stream of each DCI's next post (perftest's `dci_stream_id`: 0 first, moved on
+    /// at every post and kept across sizes; always 0 without `--log_dci_streams`).
+    dci_streams: Vec<u16>,
     /// The shared receive queue of every QP (`--use-srq`; DC's DCTs).
     srq: Option<Srq<B>>,
     pd: ProtectionDomain<B>,
@@ -215,6 +218,10 @@ impl<B: Device> Side<B> {
             max_inline: params.inline_size as u32,
             transport,
             scatter_to_cqe: false,
+            dci_streams: params.dci_streams.map(|s| DciStreams {
+                log_concurrent: s.log,
+                log_errored: 0,
+            }),
             ..QpConfig::default()
         };
         let srq = match (params.srq, transport) {
@@ -260,6 +267,7 @@ impl<B: Device> Side<B> {
             qps,
             dcts,
             ahs: Vec::new(),
+            dci_streams: vec![0; q as usize],
             srq,
             pd,
             size: 0,
@@ -607,7 +615,12 @@ impl<B: Device> Side<B> {
             match (payload, self.ahs.get(q), r.dct, r.qkey) {
                 (Payload::Dm(bytes), ..) => sq.push_dm(n, op, bytes, flags)?,
                 (Payload::Wr(data), Some(ah), Some(dct), _) => {
-                    sq.push_dc(&wr(data), &ah.dc_dest(dct.number, dct.key))?;
+                    let stream = self.dci_streams[q];
+                    let dest = ah.dc_dest(dct.number, dct.key).on_stream(stream);
+                    sq.push_dc(&wr(data), &dest)?;
+                    if let Some(s) = p.dci_streams {
+                        self.dci_streams[q] = s.next(stream);
+                    }
                 }
                 (Payload::Wr(data), Some(ah), None, Some(qkey)) => {
                     sq.push_ud(&wr(data), &ah.dest(r.qpn, qkey))?;
