@@ -12,7 +12,16 @@
 //! [`SendQueue::post_dc`](crate::SendQueue::post_dc) directly.
 //!
 //! Completions are the application's: it polls the DCIs' CQ and hands each completion of a
-//! DCI to [`DciPool::complete`], which releases the DCI when nothing is outstanding on it
+//! DCI to [`DciPool::complete`]. The pool finds the completion's DCI by its QPN (a hash
+//! lookup): UCX instead sets each DCI's QPC `user_index` to the DCI's index through DevX and
+//! reads it back from the CQE's `srqn_uidx` (prm-facts-next §3.4), but through verbs the
+//! user index cannot be chosen (`mlx5dv_create_qp` has no attribute for it; rdma-core
+//! allocates it), so the `verbs` backend refuses [`QpConfig::user_index`]. On a backend
+//! that takes it (the model, whose NIC writes it into CQEs with CQE version 1), a pool
+//! created with `user_index = Some(base)` gives DCI `i` the user index `base + i` and looks
+//! a completion up by it first, keeping it only if that DCI's QPN is the completion's (a
+//! CQE without user indexes carries 0 there), else by QPN. [`DciPool::complete`] then
+//! releases the DCI when nothing is outstanding on it
 //! (unsignaled operations included: the send queue's own count says so) and recovers a DCI
 //! that failed (RESET, then INIT / RTR / RTS again, as UCX's `uct_dc_mlx5_iface_reset_dci`
 //! once the flush has drained it).
@@ -44,13 +53,17 @@ pub struct DciPool<B: Backend> {
     free: Vec<usize>,
     busy: HashMap<Destination, usize>,
     by_qpn: HashMap<u32, usize>,
+    /// The user index of DCI 0 when the pool numbered them (`QpConfig::user_index`).
+    uidx_base: Option<u32>,
     options: ConnectOptions,
 }
 
 impl<B: Backend> DciPool<B> {
     /// `count` DCIs of `config` on `send_cq`, each brought to RTS with `options`
     /// ([`Qp::activate_dci`]). The CQ must hold a completion for every WQE the DCIs can
-    /// have outstanding (UCX PR #8239: one CQ serves every DCI).
+    /// have outstanding (UCX PR #8239: one CQ serves every DCI). With
+    /// `config.user_index = Some(base)`, DCI `i` has the user index `base + i` (refused
+    /// where the backend cannot set it, and above 24 bits).
     pub fn new(
         pd: &ProtectionDomain<B>,
         send_cq: &Cq<B>,
@@ -64,7 +77,11 @@ impl<B: Backend> DciPool<B> {
         let mut dcis = Vec::with_capacity(count);
         let mut by_qpn = HashMap::with_capacity(count);
         for i in 0..count {
-            let mut dci = pd.create_dci(send_cq, config)?;
+            let config = QpConfig {
+                user_index: config.user_index.map(|base| base.saturating_add(i as u32)),
+                ..*config
+            };
+            let mut dci = pd.create_dci(send_cq, &config)?;
             dci.activate_dci(options)?;
             by_qpn.insert(dci.qpn(), i);
             dcis.push(dci);
@@ -75,6 +92,7 @@ impl<B: Backend> DciPool<B> {
             free: (0..count).rev().collect(),
             busy: HashMap::new(),
             by_qpn,
+            uidx_base: config.user_index,
             options: *options,
         })
     }
@@ -114,7 +132,7 @@ impl<B: Backend> DciPool<B> {
     /// is free again; a DCI in error is reset and activated again once its flush has
     /// drained it. Completions of other QPs are `None`.
     pub fn complete(&mut self, c: &Completion) -> Result<Option<usize>, Error> {
-        let Some(&i) = self.by_qpn.get(&c.qpn) else {
+        let Some(i) = self.index_of(c) else {
             return Ok(None);
         };
         let dci = &mut self.dcis[i];
@@ -130,6 +148,16 @@ impl<B: Backend> DciPool<B> {
             self.free.push(i);
         }
         Ok(Some(i))
+    }
+
+    /// The index of the DCI `c` is a completion of: by its user index when the pool numbered
+    /// the DCIs and the DCI there has `c`'s QPN, else by QPN.
+    fn index_of(&self, c: &Completion) -> Option<usize> {
+        let by_uidx = self.uidx_base.and_then(|base| {
+            let i = c.user_index.wrapping_sub(base) as usize;
+            self.dcis.get(i).filter(|d| d.qpn() == c.qpn).map(|_| i)
+        });
+        by_uidx.or_else(|| self.by_qpn.get(&c.qpn).copied())
     }
 
     /// The DCI serving `dest` now, if any.

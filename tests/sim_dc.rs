@@ -1039,3 +1039,55 @@ fn streams_are_checked_before_anything_is_written() {
         Err(mlx5_direct::Error::Device { .. })
     ));
 }
+
+/// A pool created with `user_index = Some(base)` numbers its DCIs `base + i`; on a NIC with
+/// CQE version 1 their completions carry it and the pool maps them by it (checking the
+/// QPN); with CQE version 0 (user index 0 in every CQE) it maps them by QPN.
+#[test]
+fn a_pool_numbers_its_dcis_by_user_index_and_maps_completions_either_way() {
+    for version in [1, 0] {
+        let fabric = Fabric::new();
+        let targets: Vec<Target> = (0..3).map(|_| target(&fabric)).collect();
+        let cfg = NicConfig {
+            cqe_version: version,
+            ..NicConfig::default()
+        };
+        let mut a = common::side_on(
+            Context::new(Sim::on_fabric(&fabric, cfg)),
+            &dci_config(),
+            256,
+            64,
+        );
+        let config = QpConfig {
+            user_index: Some(100),
+            ..dci_config()
+        };
+        let mut pool = DciPool::new(&a.pd, &a.cq, 3, &config, &ConnectOptions::default()).unwrap();
+        let ahs: Vec<_> = targets.iter().map(|t| ah_to(&a, t)).collect();
+        let mut used = Vec::new();
+        for (k, t) in targets.iter().enumerate() {
+            let dest = ahs[k].dc_dest(t.dct.number().unwrap(), DC_KEY);
+            let op = SendOp::Write(t.mr.remote(0));
+            used.push(
+                pool.post(wr(k as u64, op, Data::Inline(b"uidx")), &dest)
+                    .unwrap(),
+            );
+        }
+        let cs = poll_n(&mut a, 3);
+        for c in &cs {
+            let i = pool.complete(c).unwrap().unwrap();
+            assert_eq!(i, used[c.wr_id as usize], "version {version}");
+            assert_eq!(c.qpn, pool.dci(i).qpn());
+            let want = if version == 1 { 100 + i as u32 } else { 0 };
+            assert_eq!(c.user_index, want, "version {version}");
+        }
+        assert_eq!(pool.free(), 3);
+        // Another QP's completion that carries a pool DCI's user index is not the pool's.
+        let foreign = Completion {
+            qpn: a.qp.qpn(),
+            user_index: 101,
+            ..Completion::default()
+        };
+        assert_eq!(pool.complete(&foreign).unwrap(), None);
+    }
+}
