@@ -586,6 +586,7 @@ fn flag(field: &str) -> &'static str {
         "recv_post_list" => "--recv_post_list",
         "rdma_cm" => "-R / -z",
         "use_dm" => "--use-dm",
+        "dci_streams" => "--log_dci_streams / --log_active_dci_streams",
         _ => "the test (derived from it)",
     }
 }
