@@ -344,8 +344,15 @@ impl<B: Backend> ProtectionDomain<B> {
 
     /// Creates an address handle for UD sends to `attr` (`ibv_create_ah`; on hardware its
     /// 48-byte AV comes from `mlx5dv_init_obj(MLX5DV_OBJ_AH)`, on the model from the port's
-    /// addressing).
+    /// addressing). On a RoCE port ([`PortInfo::roce`](crate::PortInfo::roce)) an address
+    /// without a global route is [`Error::InvalidArgument`], as `mlx5_create_ah` refuses
+    /// it with EINVAL.
     pub fn create_ah(&self, attr: &AhAttr) -> Result<AddressHandle<B>, Error> {
+        if attr.grh.is_none() && self.inner.ctx.backend.port(attr.port)?.roce {
+            return Err(Error::InvalidArgument(
+                "an address handle on a RoCE port needs a global route (AhAttr::grh)",
+            ));
+        }
         let (handle, av) = self.inner.ctx.backend.create_ah(&self.inner.handle, attr)?;
         Ok(AddressHandle {
             av,

@@ -117,6 +117,10 @@ pub struct PortInfo {
     pub active_mtu: u32,
     /// Largest message in bytes (`ibv_port_attr.max_msg_sz`; ConnectX ports report 2^30).
     pub max_msg_size: u32,
+    /// The link layer is Ethernet (RoCE): there are no LIDs and every address handle needs
+    /// a global route ([`AhAttr::grh`]).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub roce: bool,
 }
 
 /// Everything a peer needs to connect to a QP.

@@ -6,7 +6,7 @@ mod common;
 
 use common::bodies::expect_sqe_after_a_bad_key;
 use common::{assert_empty, poll_n, side, side_on, Rig, Side};
-use mlx5_direct::backend::sim::{hw::CqePkey, Fabric, NicConfig, Sim};
+use mlx5_direct::backend::sim::{hw::CqePkey, hw::LinkLayer, Fabric, NicConfig, Sim};
 use mlx5_direct::prm::{CompactAv, Syndrome};
 use mlx5_direct::{
     AddressHandle, AhAttr, Completion, Context, Data, Error, GlobalRoute, PostError, QpConfig,
@@ -301,6 +301,103 @@ fn a_global_route_writes_the_grh_and_reports_it() {
     assert_eq!(&got[8..24], &pa.gid);
     assert_eq!(&got[24..40], &pb.gid);
     assert_eq!(&got[40..], &[0x5a; 100]);
+}
+
+/// UD over RoCE v2 (`NicConfig::link_layer = Ethernet`): the port has no LID and a
+/// link-local GID, an address handle needs a global route, its AV carries the RoCE fields
+/// (`mlx5_create_ah`: SL in bits 3..1, the UDP source port from the flow label in `rlid`,
+/// the destination MAC, the GRH fields without bit 30), and a datagram lands after the
+/// IPv6 header, which the CQE flags as GRH-in-buffer of L3 type IPv6.
+#[test]
+fn ud_over_roce_writes_the_ipv6_header_and_takes_the_udp_port_from_the_flow_label() {
+    let fabric = Fabric::new();
+    let roce = NicConfig {
+        link_layer: LinkLayer::Ethernet,
+        ..NicConfig::default()
+    };
+    let rig = (fabric.clone(), roce);
+    let (mut a, mut b) = (rig.side(&ud_config()), rig.side(&ud_config()));
+    a.qp.activate_ud(1, QKEY).unwrap();
+    b.qp.activate_ud(1, QKEY).unwrap();
+    let (pa, pb) = (a.ctx.port(1).unwrap(), b.ctx.port(1).unwrap());
+    assert!(pa.roce && pb.roce);
+    assert_eq!((pa.lid, pb.lid), (0, 0));
+    // fe80:: + the modified EUI-64 of the model's MAC 02:00:00:00:LID (RFC 4291 app. A).
+    assert_eq!(&pb.gid[..8], &[0xfe, 0x80, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(&pb.gid[8..13], &[0, 0, 0, 0xff, 0xfe]);
+    let mac_b = [0x02, 0, 0, 0, pb.gid[14], pb.gid[15]];
+
+    // No global route: refused before the device is asked, as mlx5_create_ah's EINVAL.
+    assert!(matches!(
+        a.pd.create_ah(&AhAttr {
+            port: 1,
+            ..AhAttr::default()
+        }),
+        Err(Error::InvalidArgument(_))
+    ));
+    let ah =
+        a.pd.create_ah(&AhAttr {
+            port: 1,
+            dlid: 0,
+            sl: 5,
+            src_path_bits: 0,
+            grh: Some(GlobalRoute {
+                dgid: pb.gid,
+                flow_label: 0x12345,
+                sgid_index: 0,
+                hop_limit: 64,
+                traffic_class: 0x20,
+            }),
+        })
+        .unwrap();
+    let mut want = [0u8; 48];
+    // stat_rate_sl: rate 0, (SL & 7) << 1.
+    want[12] = 5 << 1;
+    // rlid: ibv_flow_label_to_udp_sport(0x12345) = (0x2345 ^ (0x12345 >> 14 = 4)) | 0xc000.
+    want[14..16].copy_from_slice(&0xe341u16.to_be_bytes());
+    want[20..26].copy_from_slice(&mac_b);
+    want[26] = 0x20;
+    want[27] = 64;
+    // grh_gid_fl: SGID index 0, the flow label; bit 30 is reserved on RoCE.
+    want[28..32].copy_from_slice(&0x12345u32.to_be_bytes());
+    want[32..48].copy_from_slice(&pb.gid);
+    assert_eq!(ah.av().to_bytes(), want);
+    // The compact AV has no GRH fields: never on RoCE.
+    assert!(a.pd.create_compact_ah(&AhAttr::default()).is_err());
+
+    post_recv(&mut b, 3, 0);
+    a.mr.write(0, &[0x6b; 100]);
+    let sge = a.mr.sge(0, 100);
+    a.qp.sq()
+        .post_ud(
+            send(Data::Sges(&[sge]), SendOp::SendImm(0x1234)),
+            &ah.dest(b.qp.qpn(), QKEY),
+        )
+        .unwrap();
+    assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
+    let r = poll_n(&mut b, 1)[0];
+    assert_eq!(
+        (r.wr_id, r.status, r.byte_len, r.imm, r.src_qp, r.slid),
+        (3, Status::Success, 140, Some(0x1234), a.qp.qpn(), 0)
+    );
+    // flags_rqpn bits 28 (GRH in the buffer) and 25..24 = 1 (L3 header IPv6, the kernel's
+    // MLX5_CQE_ROCE_L3_HEADER_TYPE_IPV6), not an SL.
+    assert!(r.grh_present());
+    assert_eq!(r.ud_flags, 0x11);
+    let mut got = [0u8; 140];
+    b.mr.read(0, &mut got);
+    // RFC 8200: version 6, traffic class 0x20, flow label 0x12345; payload length = UDP 8
+    // + BTH 12 + DETH 8 + immediate 4 + 100 + ICRC 4 = 136; next header 17 (UDP); hop
+    // limit 64; source and destination GIDs.
+    assert_eq!(
+        &got[0..4],
+        &(6u32 << 28 | 0x20 << 20 | 0x12345).to_be_bytes()
+    );
+    assert_eq!(&got[4..6], &136u16.to_be_bytes());
+    assert_eq!((got[6], got[7]), (17, 64));
+    assert_eq!(&got[8..24], &pa.gid);
+    assert_eq!(&got[24..40], &pb.gid);
+    assert_eq!(&got[40..], &[0x6b; 100]);
 }
 
 /// A UD side in RTS on a NIC of its own with (`compact_av`) or without the compact AV cap.

@@ -219,6 +219,7 @@ fn the_plain_data_types_round_trip_through_serde() {
         gid: sample().gid,
         active_mtu: 4096,
         max_msg_size: 1 << 30,
+        roce: true,
     });
     round_trip(Remote {
         addr: 0xdead_beef,

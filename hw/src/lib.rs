@@ -38,6 +38,7 @@ mod nic;
 mod pcie;
 mod qp;
 mod resp;
+mod roce;
 mod sq;
 mod state;
 mod types;
@@ -58,4 +59,4 @@ pub use types::{
     QpTransition, SrqParams, Stats, Transport,
 };
 pub use types::{CqCompression, CqePkey, MiniFormat, ZipConfig, ZipLayout, ZipPolicy};
-pub use types::{DciStreamConfig, DciStreams};
+pub use types::{DciStreamConfig, DciStreams, LinkLayer};

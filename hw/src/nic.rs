@@ -227,7 +227,11 @@ impl Nic {
                 return Err(HwError::InvalidParam("port"));
             }
             Ok(PortAttr {
-                lid: n.lid,
+                lid: match n.cfg.link_layer {
+                    crate::types::LinkLayer::InfiniBand => n.lid,
+                    crate::types::LinkLayer::Ethernet => 0,
+                },
+                link_layer: n.cfg.link_layer,
                 gid: n.gid,
                 active_mtu: crate::state::ACTIVE_MTU,
             })

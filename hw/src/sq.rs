@@ -340,7 +340,11 @@ fn exec(
         Transport::Uc => return crate::uc::send(w, n, qpi, ctrl, wqe, in_flight),
         // A DCI's WQE: ctrl + the address vector + the RC segments (prm-facts-next §3.3).
         Transport::Dci => match crate::dc::gate(&mut w.nics[n], qpi, &ctrl) {
-            Gate::Run => match Av::parse(wqe, w.nics[n].cfg.compact_av) {
+            Gate::Run => match Av::parse(
+                wqe,
+                w.nics[n].cfg.compact_av,
+                w.nics[n].cfg.link_layer == crate::types::LinkLayer::Ethernet,
+            ) {
                 Some(av) => Some(av),
                 None => return Outcome::Fail(synd::LOCAL_QP_OP_ERR),
             },

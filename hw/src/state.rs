@@ -378,10 +378,16 @@ impl NicState {
     }
 
     pub(crate) fn new(lid: u16, cfg: NicConfig) -> Self {
-        let mut gid = [0u8; 16];
-        gid[0] = 0xfe;
-        gid[1] = 0x80;
-        gid[14..].copy_from_slice(&lid.to_be_bytes());
+        let gid = match cfg.link_layer {
+            crate::types::LinkLayer::InfiniBand => {
+                let mut gid = [0u8; 16];
+                gid[0] = 0xfe;
+                gid[1] = 0x80;
+                gid[14..].copy_from_slice(&lid.to_be_bytes());
+                gid
+            }
+            crate::types::LinkLayer::Ethernet => crate::roce::link_local_gid(lid),
+        };
         let link = Link::new(cfg.pcie);
         let clock = crate::clock::Clock::new(cfg.clock_khz, cfg.clock_step);
         let dm = crate::dm::DevMem::new(cfg.dm_size);

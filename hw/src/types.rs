@@ -104,12 +104,27 @@ pub struct Caps {
 /// Port attributes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PortAttr {
-    /// Local identifier of the port.
+    /// Local identifier of the port (0 on Ethernet).
     pub lid: u16,
+    /// The link layer ([`NicConfig::link_layer`]).
+    pub link_layer: LinkLayer,
     /// GID 0 of the port.
     pub gid: [u8; 16],
     /// Active MTU in bytes.
     pub active_mtu: u32,
+}
+
+/// A port's link layer (`ibv_port_attr.link_layer`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LinkLayer {
+    /// InfiniBand: LIDs; a GRH only where an address has a global route.
+    #[default]
+    InfiniBand,
+    /// Ethernet, RoCE v2: no LIDs (the port reports LID 0), every address is global, every
+    /// packet carries an IPv6 header (the model's GIDs are link-local IPv6 addresses built
+    /// from the port's MAC, `02:00:00:00:LID`), and UD receives always get it in their GRH
+    /// area (docs/model.md, "RoCE").
+    Ethernet,
 }
 
 /// NIC construction parameters.
@@ -173,6 +188,8 @@ pub struct NicConfig {
     pub cqe_pkey: CqePkey,
     /// DCI stream capabilities and knobs ([`DciStreamConfig`]).
     pub dci_streams: DciStreamConfig,
+    /// The ports' link layer: InfiniBand (default) or Ethernet (RoCE v2).
+    pub link_layer: LinkLayer,
 }
 
 /// The P_Key field of a UD receive CQE (`mlx5_cqe64.imm_inval_pkey` bits 15..0 of a
@@ -300,6 +317,7 @@ impl Default for NicConfig {
             dm_size: 0,
             cqe_pkey: CqePkey::Index,
             dci_streams: DciStreamConfig::default(),
+            link_layer: LinkLayer::InfiniBand,
         }
     }
 }

@@ -8,9 +8,10 @@ use crate::fence::InFlight;
 use crate::pcie::{Ctx, Purpose};
 use crate::qp::fail;
 use crate::resp::take_recv;
+use crate::roce;
 use crate::sq::{check_gather, Outcome};
 use crate::state::{take_fault, Dest, NicState, World, ACTIVE_MTU};
-use crate::types::{Access, AhAttr, CqePkey, GlobalRoute, HwError, QpState, Transport};
+use crate::types::{Access, AhAttr, CqePkey, GlobalRoute, HwError, LinkLayer, QpState, Transport};
 use crate::wqe::{be16, be32, be64, opcode, Ctrl, Segs, Wqe};
 use crate::xfer::Cursor;
 
@@ -39,7 +40,11 @@ const NEXT_HDR_IBA: u8 = 0x1b;
 const UD_HEADERS: usize = 24;
 
 /// The 48-byte AV of an address handle to `a` from NIC `nic`, as `mlx5_create_ah` fills it
-/// on an InfiniBand port: `dqp_dct` and the Q_Key are left 0 (every WQE writes both).
+/// (prm-facts-next §1.1): `dqp_dct` and the Q_Key are left 0 (every WQE writes both). On
+/// InfiniBand: SL, source path bits, DLID, and the GRH fields with bit 30 if the address
+/// has a global route. On RoCE the route is required (`mlx5_create_ah` fails with EINVAL
+/// without `is_global`): `stat_rate_sl = (sl & 7) << 1`, `rlid` = the UDP source port
+/// from the flow label, `rmac` = the destination MAC, the GRH fields without bit 30.
 pub(crate) fn build_av(nic: &NicState, a: &AhAttr) -> Result<[u8; AV_BYTES], HwError> {
     if a.port == 0 || a.port > nic.cfg.ports {
         return Err(HwError::InvalidParam("port"));
@@ -47,10 +52,8 @@ pub(crate) fn build_av(nic: &NicState, a: &AhAttr) -> Result<[u8; AV_BYTES], HwE
     if a.sl > 0xf || a.src_path_bits > 0x7f {
         return Err(HwError::InvalidParam("sl/src_path_bits"));
     }
+    let roce = nic.cfg.link_layer == LinkLayer::Ethernet;
     let mut av = [0u8; AV_BYTES];
-    av[12] = a.sl;
-    av[13] = a.src_path_bits;
-    av[14..16].copy_from_slice(&a.dlid.to_be_bytes());
     if let Some(g) = a.grh {
         // One GID per port in the model: index 0.
         if g.sgid_index != 0 || g.flow_label > 0xf_ffff {
@@ -58,9 +61,23 @@ pub(crate) fn build_av(nic: &NicState, a: &AhAttr) -> Result<[u8; AV_BYTES], HwE
         }
         av[26] = g.traffic_class;
         av[27] = g.hop_limit;
-        let w = AV_GRH | u32::from(g.sgid_index) << 20 | g.flow_label;
+        let present = if roce { 0 } else { AV_GRH };
+        let w = present | u32::from(g.sgid_index) << 20 | g.flow_label;
         av[28..32].copy_from_slice(&w.to_be_bytes());
         av[32..48].copy_from_slice(&g.dgid);
+    }
+    match (roce, a.grh) {
+        (false, _) => {
+            av[12] = a.sl;
+            av[13] = a.src_path_bits;
+            av[14..16].copy_from_slice(&a.dlid.to_be_bytes());
+        }
+        (true, None) => return Err(HwError::InvalidParam("a RoCE address needs a GRH")),
+        (true, Some(g)) => {
+            av[12] = (a.sl & 7) << 1;
+            av[14..16].copy_from_slice(&roce::udp_sport(g.flow_label).to_be_bytes());
+            av[20..26].copy_from_slice(&roce::mac_of_gid(&g.dgid));
+        }
     }
     Ok(av)
 }
@@ -84,19 +101,21 @@ pub(crate) struct Av {
 impl Av {
     /// Parse the AV after the control segment of `wqe`: 48 bytes with
     /// `MLX5_EXTENDED_UD_AV`, else the 16-byte compact AV when the NIC accepts one
-    /// (`compact`, `NicConfig::compact_av`). `None`: a compact AV the NIC does not accept,
-    /// or a WQE too short for its AV.
-    pub(crate) fn parse(wqe: &[u8], compact: bool) -> Option<Av> {
+    /// (`compact`, `NicConfig::compact_av`). On RoCE (`roce`) every address is global: the
+    /// GRH fields are always read (bit 30 is reserved there), `rlid` is a UDP source port,
+    /// not a LID, and a compact AV, which has no GRH fields, is not accepted. `None`: a
+    /// compact AV the NIC does not accept, or a WQE too short for its AV.
+    pub(crate) fn parse(wqe: &[u8], compact: bool, roce: bool) -> Option<Av> {
         let b = wqe.get(16..)?;
         let dqp_dct = be32(b.get(..COMPACT_AV_BYTES)?, 8);
         let extended = dqp_dct & EXTENDED_AV != 0;
-        if !extended && !compact {
+        if !extended && (!compact || roce) {
             return None;
         }
         let len = if extended { AV_BYTES } else { COMPACT_AV_BYTES };
         let b = b.get(..len)?;
         let gfl = if extended { be32(b, 28) } else { 0 };
-        let grh = (gfl & AV_GRH != 0).then(|| GlobalRoute {
+        let grh = (roce || gfl & AV_GRH != 0).then(|| GlobalRoute {
             dgid: b[32..48].try_into().expect("16 bytes"),
             flow_label: gfl & 0xf_ffff,
             sgid_index: (gfl >> 20) as u8,
@@ -107,8 +126,8 @@ impl Av {
             qkey: be32(b, 0),
             dc_key: be64(b, 0),
             dqpn: dqp_dct & 0xff_ffff,
-            sl: b[12] & 0xf,
-            dlid: be16(b, 14),
+            sl: if roce { (b[12] >> 1) & 7 } else { b[12] & 0xf },
+            dlid: if roce { 0 } else { be16(b, 14) },
             grh,
             len,
         })
@@ -130,7 +149,8 @@ pub(crate) fn send(
         return Outcome::Fail(synd::LOCAL_QP_OP_ERR);
     }
     let nic = &mut w.nics[n];
-    let Some(mut av) = Av::parse(wqe, nic.cfg.compact_av) else {
+    let roce = nic.cfg.link_layer == LinkLayer::Ethernet;
+    let Some(mut av) = Av::parse(wqe, nic.cfg.compact_av, roce) else {
         return Outcome::Fail(synd::LOCAL_QP_OP_ERR);
     };
     if av.qkey & CONTROLLED_QKEY != 0 {
@@ -160,8 +180,10 @@ pub(crate) fn send(
     }
     let src = Source {
         qpn,
-        lid: nic.lid,
+        // RoCE has no LIDs: the CQE's `slid` is 0 (the kernel reports 0 there).
+        lid: if roce { 0 } else { nic.lid },
         gid: nic.gid,
+        roce,
     };
     deliver(w, n, &av, &src, wqe, &d);
     Outcome::Done(REQ_BYTE_CNT_POISON)
@@ -172,6 +194,8 @@ struct Source {
     qpn: u32,
     lid: u16,
     gid: [u8; 16],
+    /// RoCE v2: an IPv6 header and UDP on the wire instead of an IBA GRH.
+    roce: bool,
 }
 
 /// Deliver one datagram from NIC `n` to the QP its AV names, or drop it silently and count
@@ -234,7 +258,12 @@ fn deliver(w: &mut World, n: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) 
         Some(g) => {
             let imm = usize::from(d.ctrl.opcode == opcode::SEND_IMM) * 4;
             let paylen = UD_HEADERS + imm + (d.len as usize).next_multiple_of(4);
-            cur.put_bytes(&grh(&g, paylen as u16, &src.gid));
+            let header = match src.roce {
+                // RoCE v2 (IPv6 GIDs): the IPv6 header, whose PayLen also counts UDP's.
+                true => l3_header(&g, paylen + roce::UDP_HEADER, roce::NEXT_HDR_UDP, &src.gid),
+                false => l3_header(&g, paylen, NEXT_HDR_IBA, &src.gid),
+            };
+            cur.put_bytes(&header);
             0
         }
         None => {
@@ -252,11 +281,12 @@ fn deliver(w: &mut World, n: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) 
         opcode::SEND_IMM => (cqe_op::RESP_SEND_IMM, d.ctrl.imm),
         _ => (cqe_op::RESP_SEND, cqe_pkey(nic.cfg.cqe_pkey)),
     };
-    let flags = if av.grh.is_some() {
-        CQE_GRH_IN_BUFFER
-    } else {
-        0
-    } | av.sl;
+    // Bits 27..24 are the SL on InfiniBand, the L3 header type on RoCE.
+    let flags = match (src.roce, av.grh.is_some()) {
+        (true, _) => CQE_GRH_IN_BUFFER | roce::CQE_L3_IPV6,
+        (false, true) => CQE_GRH_IN_BUFFER | av.sl,
+        (false, false) => av.sl,
+    };
     let cqe = Cqe {
         opcode: op,
         qpn,
@@ -286,14 +316,19 @@ fn cqe_pkey(how: CqePkey) -> [u8; 4] {
     u32::from(field).to_be_bytes()
 }
 
-/// The 40-byte IBA GRH (IBA 8.3.1): IPVer 6, TClass, FlowLabel, PayLen, NxtHdr, HopLmt,
-/// SGID, DGID.
-fn grh(g: &GlobalRoute, paylen: u16, sgid: &[u8; 16]) -> [u8; GRH_BYTES as usize] {
+/// The 40-byte IBA GRH (IBA 8.3.1), or on RoCE v2 the IPv6 header (RFC 8200) of the same
+/// layout: version 6, TClass, FlowLabel, PayLen, NxtHdr (`next`), HopLmt, SGID, DGID.
+fn l3_header(
+    g: &GlobalRoute,
+    paylen: usize,
+    next: u8,
+    sgid: &[u8; 16],
+) -> [u8; GRH_BYTES as usize] {
     let mut b = [0u8; GRH_BYTES as usize];
     let w0 = 6u32 << 28 | u32::from(g.traffic_class) << 20 | g.flow_label;
     b[0..4].copy_from_slice(&w0.to_be_bytes());
-    b[4..6].copy_from_slice(&paylen.to_be_bytes());
-    b[6] = NEXT_HDR_IBA;
+    b[4..6].copy_from_slice(&(paylen as u16).to_be_bytes());
+    b[6] = next;
     b[7] = g.hop_limit;
     b[8..24].copy_from_slice(sgid);
     b[24..40].copy_from_slice(&g.dgid);

@@ -488,6 +488,7 @@ impl Backend for Sim {
             gid: p.gid,
             active_mtu: p.active_mtu,
             max_msg_size: self.nic.caps().max_msg_sz,
+            roce: p.link_layer == hw::LinkLayer::Ethernet,
         })
     }
 

@@ -562,6 +562,7 @@ impl Backend for Verbs {
             gid: p.gid,
             active_mtu: p.active_mtu,
             max_msg_size: p.max_msg_size,
+            roce: p.link_layer == super::LinkLayer::Ethernet,
         })
     }
 
