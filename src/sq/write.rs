@@ -237,7 +237,8 @@ impl Limits {
     }
 
     /// The rest of [`Limits::write`] once the WQE's size is known (`ds` units; `ONE_BB`:
-    /// at most one WQEBB; `ARGS`: the operation may be an atomic, with argument segments):
+    /// at most one WQEBB; `ARGS`: the operation may have a local length, a READ or an
+    /// atomic with its argument segments; without, its kept length is 0):
     /// the room check, the segments and the record for the poller.
     ///
     /// # Safety
@@ -332,8 +333,9 @@ impl Limits {
         let next_pi = pi.wrapping_add(bbs);
         // An atomic's operand size is its required local length; READ's (Some(0)) and the
         // others' (None) completions report 0 here.
+        let kept = if ARGS { shape.kept_len() } else { 0 };
         // SAFETY: `start` is a masked ring offset (this function's contract).
-        unsafe { record(slots, start, wr.wr_id, next_pi, shape.kept_len()) };
+        unsafe { record(slots, start, wr.wr_id, next_pi, kept) };
         cur.pi = next_pi;
         Ok(Written {
             offset: start,
