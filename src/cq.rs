@@ -152,6 +152,15 @@ impl WcError {
     pub fn is_flush(&self) -> bool {
         self.syndrome == Syndrome::WrFlushErr as u8
     }
+
+    /// An SRQ receive the device consumed while its on-demand buffer faulted
+    /// (REMOTE_ABORTED_ERR with vendor syndrome 0x93, `MLX5_CQE_VENDOR_SYNDROME_ODP_PFAULT`;
+    /// rdma-core's `is_odp_pfault_err`): no data landed, the QP is not in error, and the
+    /// sender retries. rdma-core re-posts the WQE unseen; this driver reports it, and the
+    /// caller posts the buffer to the SRQ again (docs/memory.md, "On-demand paging").
+    pub fn is_odp_fault(&self) -> bool {
+        self.syndrome == Syndrome::RemoteAbortedErr as u8 && self.vendor_syndrome == ODP_PFAULT
+    }
 }
 
 impl core::fmt::Display for WcError {
@@ -398,6 +407,9 @@ const _: () = assert!(CqeOpcode::Req as u8 == 0 && CqeFormat::Normal as u8 == 0)
 
 /// QP number that no CQE carries (QPNs are 24-bit).
 const NO_QPN: u32 = u32::MAX;
+/// `MLX5_CQE_VENDOR_SYNDROME_ODP_PFAULT` (rdma-core mlx5dv.h).
+const ODP_PFAULT: u8 = 0x93;
+
 /// The bits of `srqn_uidx` rdma-core reads as the user index (`mlx5_parse_cqe`, CQE v1).
 const UIDX_MASK: u32 = 0xff_ffff;
 
@@ -779,8 +791,12 @@ impl QpTable {
                 let Some(qp) = self.lookup(qpn) else {
                     return unknown_qp(qpn, opcode);
                 };
+                let odp_fault =
+                    !requester && error.is_odp_fault() && matches!(qp.recv, RecvShared::Srq(_));
                 match &qp.sq_error {
                     _ if requester && qp.streams => {}
+                    // The QP goes on: the NIC only gave the SRQ WQE back.
+                    _ if odp_fault => {}
                     Some(sq) if requester => sq.store(true, Ordering::Relaxed),
                     Some(sq) => {
                         sq.store(true, Ordering::Relaxed);

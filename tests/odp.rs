@@ -5,12 +5,12 @@
 
 mod common;
 use common::bodies::syndrome;
-use common::{connect_with, poll_n, rig_pair, side, Side};
+use common::{connect_with, poll_n, rig_pair, side, side_on, Side};
 use mlx5_direct::backend::sim::hw::Purpose;
-use mlx5_direct::backend::sim::{Fabric, NicConfig, TlpKind};
+use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim, TlpKind};
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::{
-    Access, ConnectOptions, Data, Error, MemoryRegion, QpConfig, SendFlags, SendOp, Status,
+    Access, ConnectOptions, Context, Data, Error, MemoryRegion, QpConfig, SendFlags, SendOp, Status,
 };
 
 const LEN: usize = 16 << 10;
@@ -272,9 +272,8 @@ fn a_read_into_a_page_not_present_faults_at_the_requester() {
 
 /// Receive side: a receive buffer (RQ, then SRQ) in an on-demand region not present is
 /// faulted in at the responder when the SEND lands (one event, one translation read), with
-/// no RNR NAK: the model resolves the receive WQE's fault at once. On hardware an SRQ
-/// receive may instead complete with REMOTE_ABORTED_ERR (0x22) and vendor syndrome 0x93,
-/// which rdma-core reposts (`mlx5_complete_odp_fault`); not modelled (docs/model.md).
+/// no RNR NAK: the model resolves the receive WQE's fault at once (the SRQ's error-CQE
+/// alternative is `an_srq_receive_that_faults_completes_with_the_odp_fault_cqe`).
 #[test]
 fn a_receive_into_a_page_not_present_faults_at_the_responder() {
     for shared in [false, true] {
@@ -316,6 +315,82 @@ fn a_receive_into_a_page_not_present_faults_at_the_responder() {
         assert_eq!(back, [0x77; 8]);
         drop(srq);
     }
+}
+
+/// Receive side, SRQ, with `NicConfig::srq_odp_fault_cqe`: the NIC consumes the SRQ WQE
+/// whose buffer is not present and completes it with REMOTE_ABORTED_ERR (0x22) and vendor
+/// syndrome 0x93 while it faults the 4 pages in (one event, one translation read), and
+/// answers the SEND with an RNR NAK. The poller reports it (`WcError::is_odp_fault`)
+/// without putting the QP in error; the caller posts the buffer again (what rdma-core's
+/// `mlx5_complete_odp_fault` does unseen), the requester's retry lands in it, and the QP
+/// carries the next SEND without a fault.
+#[test]
+fn an_srq_receive_that_faults_completes_with_the_odp_fault_cqe() {
+    let fabric = Fabric::new();
+    let config = QpConfig::default();
+    let mut a = side(&fabric, &config);
+    let nic = NicConfig {
+        srq_odp_fault_cqe: true,
+        ..NicConfig::default()
+    };
+    let mut b = side_on(Context::new(Sim::on_fabric(&fabric, nic)), &config, 256, 64);
+    let sink = b.pd.alloc_mr(LEN, ODP).unwrap();
+    let mut srq = b.pd.create_srq(4, 1).unwrap();
+    b.qp =
+        b.pd.create_qp_with_srq(&b.cq, &b.cq, &srq, &config)
+            .unwrap();
+    let buffer = [sink.sge(0, LEN as u32)];
+    srq.post(9, &buffer).unwrap();
+    common::connect(&mut a, &mut b);
+    a.mr.write(0, &[0x77; LEN]);
+    let src = [a.mr.sge(0, LEN as u32)];
+    let (sa, sb) = (stats(&a), stats(&b));
+    a.qp.sq()
+        .post(1, SendOp::Send, Data::Sges(&src), SendFlags::SIGNALED)
+        .unwrap();
+    let r = poll_n(&mut b, 1)[0];
+    let Status::Error(e) = r.status else {
+        panic!("expected the ODP fault CQE, got {r:?}");
+    };
+    assert_eq!(
+        (e.syndrome, e.vendor_syndrome, e.wqe_counter),
+        (0x22, 0x93, 0)
+    );
+    assert!(e.is_odp_fault());
+    assert_eq!((r.wr_id, r.qpn, r.user_index), (9, b.qp.qpn(), srq.srqn()));
+    assert_eq!(faults(&b, &sb), (1, 4, 1));
+    let mut back = [0u8; 8];
+    sink.read(LEN - 8, &mut back);
+    assert_eq!(back, [0; 8], "no data landed");
+    srq.post(9, &buffer).unwrap();
+    assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
+    let r = poll_n(&mut b, 1)[0];
+    assert_eq!(
+        (r.status, r.wr_id, r.byte_len),
+        (Status::Success, 9, LEN as u32)
+    );
+    sink.read(LEN - 8, &mut back);
+    assert_eq!(back, [0x77; 8]);
+    assert_eq!(faults(&a, &sa), (0, 0, 0));
+    // The QP goes on, both ways (the poller did not mark it in error); the pages are
+    // present now.
+    b.qp.sq()
+        .post(
+            3,
+            SendOp::Write(a.mr.remote(0)),
+            Data::Inline(&[1; 8]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+    assert_eq!(poll_n(&mut b, 1)[0].status, Status::Success);
+    let sb = stats(&b);
+    srq.post(10, &buffer).unwrap();
+    a.qp.sq()
+        .post(2, SendOp::Send, Data::Sges(&src), SendFlags::SIGNALED)
+        .unwrap();
+    assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
+    assert_eq!(poll_n(&mut b, 1)[0].wr_id, 10);
+    assert_eq!(faults(&b, &sb), (0, 0, 0));
 }
 
 /// Receive side, unmapped: a receive buffer on demand over pages the process has not

@@ -12,6 +12,7 @@ pub(crate) mod synd {
     pub(crate) const REMOTE_OP_ERR: u8 = 0x14;
     pub(crate) const TRANSPORT_RETRY_EXC_ERR: u8 = 0x15;
     pub(crate) const RNR_RETRY_EXC_ERR: u8 = 0x16;
+    pub(crate) const REMOTE_ABORTED_ERR: u8 = 0x22;
 }
 
 /// `byte_cnt` of every requester CQE but READ's. Nothing public pins what ConnectX writes
@@ -33,6 +34,9 @@ fn vendor_syndrome(syndrome: u8) -> u8 {
         synd::REMOTE_ACCESS_ERR => 0x88,
         synd::REMOTE_OP_ERR => 0x89,
         synd::TRANSPORT_RETRY_EXC_ERR => 0x81,
+        // The one use of REMOTE_ABORTED_ERR the model makes: an SRQ receive whose buffer
+        // faulted (`MLX5_CQE_VENDOR_SYNDROME_ODP_PFAULT`, rdma-core mlx5dv.h).
+        synd::REMOTE_ABORTED_ERR => 0x93,
         _ => 0,
     }
 }

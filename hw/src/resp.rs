@@ -183,6 +183,21 @@ fn send(nic: &mut NicState, qpi: usize, r: &Request<'_>) -> Result<Resp, Failure
     if rv.spans.capacity() < len {
         return Err(rv.fail(synd::REMOTE_INVAL_REQ_ERR, synd::LOCAL_LENGTH_ERR));
     }
+    if rv.srqn != 0 && nic.cfg.srq_odp_fault_cqe {
+        let mut faulted = false;
+        for s in rv.spans.used(len) {
+            faulted |= nic.responder_fault(qpi, s.key, s.addr, s.len);
+        }
+        if faulted {
+            // rdma-core f3df671d3: the NIC "couldn't scatter the data to the WQE buffers
+            // ... but needed to consume the WQE anyway"; the driver re-posts it. The
+            // requester retries as after any responder fault.
+            let qpn = nic.qp(qpi).qpn;
+            let cqe = Cqe::resp_err(qpn, rv.counter, rv.srqn, synd::REMOTE_ABORTED_ERR);
+            complete(nic, qpi, true, cqe);
+            return Ok(Resp::Rnr);
+        }
+    }
     for s in rv.spans.used(len) {
         if !nic.check_mr(qpi, s.key, rv.pdn, s.addr, s.len, Access::LOCAL_WRITE) {
             return Err(rv.fail(synd::REMOTE_OP_ERR, synd::LOCAL_PROT_ERR));

@@ -162,6 +162,12 @@ pub struct NicConfig {
     /// SEND/RECV/WRITE/READ/ATOMIC transport caps, as ConnectX-4 and later report): memory
     /// keys registered with [`Access::ON_DEMAND`]. Off, such registrations are refused.
     pub odp: bool,
+    /// An SRQ receive whose on-demand buffer is not present is consumed and completed with
+    /// REMOTE_ABORTED_ERR (0x22) and vendor syndrome 0x93 (`MLX5_CQE_VENDOR_SYNDROME_ODP_PFAULT`)
+    /// while the pages are faulted in, the requester answered an RNR NAK, the QP left in
+    /// RTS: rdma-core's `mlx5_complete_odp_fault` path. Off (the default), the NIC waits for
+    /// the fault as for an RQ receive. When hardware does which is not public: a knob.
+    pub srq_odp_fault_cqe: bool,
     /// Device clock rate in kHz (`device_frequency_khz`, reported as `hca_core_clock`): the
     /// free-running clock every successful CQE carries at bytes 48..56 (`Nic::clock_info`
     /// converts it). 156 250 is what a ConnectX-5 reports; 0 is a device without a clock,
@@ -310,6 +316,7 @@ impl Default for NicConfig {
             cqe_version: 0,
             dc_refusal: DcRefusal::Drop,
             odp: true,
+            srq_odp_fault_cqe: false,
             clock_khz: 156_250,
             clock_step: 0,
             cqe_zip: ZipConfig::default(),
