@@ -139,6 +139,7 @@ impl<B: Backend> Context<B> {
             inner: Arc::new(PdInner {
                 handle,
                 ctx: self.clone(),
+                _parent: None,
             }),
         })
     }
@@ -245,6 +246,8 @@ impl Context<crate::backend::verbs::Verbs> {
 struct PdInner<B: Backend> {
     handle: B::Pd,
     ctx: Context<B>,
+    /// A parent domain's PD, released after the domain (field order).
+    _parent: Option<ProtectionDomain<B>>,
 }
 
 /// A protection domain.
@@ -265,6 +268,33 @@ impl<B: Backend> ProtectionDomain<B> {
     /// The backend's handle.
     pub fn handle(&self) -> &B::Pd {
         &self.inner.handle
+    }
+
+    /// A parent domain of this PD (`ibv_alloc_parent_domain` with `alloc`/`free`
+    /// callbacks on hardware): the QPs, DCIs, DCTs and SRQs created on it take their
+    /// buffers and doorbell records from memory placed as `ring_memory` says (huge pages, a
+    /// NUMA node), a choice per resource where `VerbsOptions::ring_memory` and
+    /// `Sim::with_ring_memory` make one per context (the domain's comes first). The
+    /// doorbell records take base pages of the node (libmlx5 asks a domain for each 8-byte
+    /// record alone). Its queues are in this PD's protection domain: register their memory
+    /// on this PD. A refused allocation fails the creation with the typed error
+    /// ([`Error::NoHugePages`], [`Error::NumaNode`]). CQs belong to no PD and keep the
+    /// context's choice (docs/memory.md).
+    pub fn alloc_parent_domain(
+        &self,
+        ring_memory: &MemOptions,
+    ) -> Result<ProtectionDomain<B>, Error> {
+        let ctx = &self.inner.ctx;
+        let handle = ctx
+            .backend()
+            .alloc_parent_domain(&self.inner.handle, ring_memory)?;
+        Ok(ProtectionDomain {
+            inner: Arc::new(PdInner {
+                handle,
+                ctx: ctx.clone(),
+                _parent: Some(self.clone()),
+            }),
+        })
     }
 
     /// Allocates `len` bytes of page-aligned, zeroed memory and registers it.

@@ -149,6 +149,33 @@ fn rings_come_from_the_crates_allocator() {
     assert_eq!(hw.0.backend().ring_buffers(), []);
 }
 
+/// A parent domain on hardware (`ibv_alloc_parent_domain` with allocators): a QP created
+/// on it takes its buffer (`MLX5DV_RES_TYPE_QP`) and its doorbell record
+/// (`MLX5DV_RES_TYPE_DBR`, a base page) from the domain's allocator, the context's
+/// allocator is not installed, and everything is freed with the QP.
+#[test]
+#[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
+fn a_parent_domain_allocates_its_qps_rings() {
+    use mlx5_direct::backend::mlx5dv::{MLX5DV_RES_TYPE_DBR, MLX5DV_RES_TYPE_QP};
+    let hw = hw();
+    let ctx = &hw.0;
+    let pd = ctx.alloc_pd().unwrap();
+    let domain = pd.alloc_parent_domain(&MemOptions::BASE).unwrap();
+    let cq = ctx.create_cq(16, 64).unwrap();
+    let qp = domain.create_qp(&cq, &cq, &QpConfig::default()).unwrap();
+    let mut types: Vec<u64> = domain
+        .handle()
+        .ring_buffers()
+        .iter()
+        .map(|b| b.resource_type)
+        .collect();
+    types.sort_unstable();
+    assert_eq!(types, [MLX5DV_RES_TYPE_QP, MLX5DV_RES_TYPE_DBR]);
+    assert_eq!(ctx.backend().ring_buffers(), []);
+    drop(qp);
+    assert_eq!(domain.handle().ring_buffers(), []);
+}
+
 /// A compressed CQ where the device offers one (else the typed refusal), of 64-byte CQEs
 /// and of 128-byte ones where the device has `MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP`, and
 /// bursts of 64 signaled WRITEs polled through each: whether the NIC compressed (it does

@@ -12,7 +12,9 @@ use mlx5_direct::backend::rdmacm::*;
 use mlx5_direct::CmEvent;
 use mlx5_golden as golden;
 use rdma_sys::{
-    ibv_ah_attr, ibv_global_route, rdma_cm_id, rdma_conn_param, rdma_event_channel, rdma_ud_param,
+    ibv_ah_attr, ibv_global_route, ibv_parent_domain_init_attr,
+    ibv_parent_domain_init_attr_mask as Mask, rdma_cm_id, rdma_conn_param, rdma_event_channel,
+    rdma_ud_param,
 };
 
 /// The size of the field `F` of some struct, given a projection to it (no value needed).
@@ -62,6 +64,10 @@ fn our_structs() -> Vec<(&'static str, usize)> {
         ("mlx5dv_clock_info", size_of::<mlx5dv_clock_info>()),
         ("mlx5dv_cq_init_attr", size_of::<mlx5dv_cq_init_attr>()),
         ("mlx5dv_ctx_allocators", size_of::<mlx5dv_ctx_allocators>()),
+        (
+            "ibv_parent_domain_init_attr",
+            size_of::<ibv_parent_domain_init_attr>(),
+        ),
         ("mlx5dv_ah", size_of::<mlx5dv_ah>()),
         ("mlx5dv_dm", size_of::<mlx5dv_dm>()),
         ("mlx5dv_dc_init_attr", size_of::<mlx5dv_dc_init_attr>()),
@@ -106,6 +112,7 @@ fn our_fields() -> Vec<Ours> {
         fields!(mlx5dv_clock_info; nsec, last_cycles, frac, mult, shift, mask),
         fields!(mlx5dv_cq_init_attr; comp_mask, cqe_comp_res_format, flags, cqe_size),
         fields!(mlx5dv_ctx_allocators; alloc, free, data),
+        fields!(ibv_parent_domain_init_attr; pd, td, comp_mask, alloc, free, pd_context),
         fields!(mlx5dv_ah; av, comp_mask),
         fields!(mlx5dv_dm; buf, length, comp_mask, remote_va),
         fields!(mlx5dv_dc_init_attr; dc_type, dct_access_key),
@@ -260,6 +267,19 @@ fn ffi_constants_match_the_headers() {
         (
             "MLX5DV_CTX_ATTR_BUF_ALLOCATORS",
             MLX5DV_CTX_ATTR_BUF_ALLOCATORS.into(),
+        ),
+        ("MLX5DV_RES_TYPE_QP", MLX5DV_RES_TYPE_QP as i64),
+        ("MLX5DV_RES_TYPE_RWQ", MLX5DV_RES_TYPE_RWQ as i64),
+        ("MLX5DV_RES_TYPE_DBR", MLX5DV_RES_TYPE_DBR as i64),
+        ("MLX5DV_RES_TYPE_SRQ", MLX5DV_RES_TYPE_SRQ as i64),
+        ("MLX5DV_RES_TYPE_CQ", MLX5DV_RES_TYPE_CQ as i64),
+        (
+            "IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS",
+            Mask::IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS.0.into(),
+        ),
+        (
+            "IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT",
+            Mask::IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT.0.into(),
         ),
         ("MLX5DV_OBJ_AH", MLX5DV_OBJ_AH as i64),
         ("MLX5DV_OBJ_DM", MLX5DV_OBJ_DM as i64),

@@ -9,6 +9,7 @@ use mlx5_direct::cq::CqDesc;
 use mlx5_direct::mmio::Uar;
 use mlx5_direct::prm::Av;
 use mlx5_direct::rq::RqDesc;
+use mlx5_direct::MemOptions;
 use mlx5_direct::{
     Access, AhAttr, AsyncEvent, ClockInfo, CqConfig, DeviceCaps, Error, PortInfo, QpConfig, QpPsn,
     QpSizes, Transition,
@@ -117,6 +118,10 @@ impl<B: Backend> Backend for Traced<B> {
 
     fn alloc_pd(&self) -> Result<B::Pd, Error> {
         self.inner.alloc_pd()
+    }
+
+    fn alloc_parent_domain(&self, pd: &B::Pd, ring_memory: &MemOptions) -> Result<B::Pd, Error> {
+        self.inner.alloc_parent_domain(pd, ring_memory)
     }
 
     unsafe fn reg_mr(

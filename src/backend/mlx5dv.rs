@@ -291,6 +291,18 @@ pub struct mlx5dv_qp_init_attr {
     pub send_ops_flags: u64,
 }
 
+/// `MLX5DV_RES_TYPE_QP` (mlx5dv.h, `RDMA_DRIVER_MLX5 << 32 | 1`): a parent domain's
+/// allocator is asked for a QP buffer.
+pub const MLX5DV_RES_TYPE_QP: u64 = 1 << 32 | 1;
+/// `MLX5DV_RES_TYPE_RWQ`: a receive work queue's buffer.
+pub const MLX5DV_RES_TYPE_RWQ: u64 = 1 << 32 | 2;
+/// `MLX5DV_RES_TYPE_DBR`: one doorbell record (8 bytes, 8-byte aligned).
+pub const MLX5DV_RES_TYPE_DBR: u64 = 1 << 32 | 3;
+/// `MLX5DV_RES_TYPE_SRQ`: an SRQ buffer.
+pub const MLX5DV_RES_TYPE_SRQ: u64 = 1 << 32 | 4;
+/// `MLX5DV_RES_TYPE_CQ`: a CQ buffer.
+pub const MLX5DV_RES_TYPE_CQ: u64 = 1 << 32 | 5;
+
 /// `MLX5DV_CTX_ATTR_BUF_ALLOCATORS` (`enum mlx5dv_set_ctx_attr_type`): the attribute of
 /// `mlx5dv_set_context_attr` that installs [`mlx5dv_ctx_allocators`].
 pub const MLX5DV_CTX_ATTR_BUF_ALLOCATORS: u32 = 1;

@@ -12,6 +12,7 @@ use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
 use crate::error::Error;
 use crate::event::AsyncEvent;
+use crate::mem::MemOptions;
 use crate::mmio::{DmWindow, Uar};
 use crate::prm::Av;
 use crate::rq::RqDesc;
@@ -102,6 +103,14 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     fn default_port(&self) -> u8;
     /// Allocates a protection domain.
     fn alloc_pd(&self) -> Result<Self::Pd, Error>;
+    /// A parent domain of `pd`: the same protection domain, whose QPs and SRQs take their
+    /// buffers and doorbell records from memory placed as `ring_memory` says
+    /// (`ibv_alloc_parent_domain` with `alloc`/`free` callbacks on hardware).
+    fn alloc_parent_domain(
+        &self,
+        pd: &Self::Pd,
+        ring_memory: &MemOptions,
+    ) -> Result<Self::Pd, Error>;
     /// Registers `len` bytes at `addr`, backed by pages of `page_size` bytes (what the
     /// device's translations cover); returns the handle, lkey and rkey.
     ///

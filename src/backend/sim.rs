@@ -16,7 +16,7 @@ use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
 use crate::error::{DmRefusal, Error};
 use crate::event::AsyncEvent;
-use crate::mem::{memlock_limit, MemOptions, Memory};
+use crate::mem::{memlock_limit, MemOptions, Memory, Pages};
 use crate::mmio::{DmWindow, Uar};
 use crate::prm::{Av, CqeCompLayout, MiniCqeFormat, CQE_SIZE, DS, SEND_WQE_BB};
 use crate::rq::RqDesc;
@@ -125,8 +125,8 @@ impl Sim {
 
     /// Memory for a ring or doorbell record, whose page size the model is told as the
     /// kernel's queue creation tells the device.
-    fn ring(&self, len: usize) -> Result<Memory, Error> {
-        let memory = Memory::with_options(len, &self.rings)?;
+    fn ring(&self, len: usize, options: &MemOptions) -> Result<Memory, Error> {
+        let memory = Memory::with_options(len, options)?;
         let page_size = memory.page_size().max(self.ring_page_size);
         self.nic
             .set_ring_page_size(addr(&memory), memory.len() as u64, page_size as u64)
@@ -158,8 +158,8 @@ impl Sim {
     ) -> Result<(SimCq, CqDesc, SimUar), Error> {
         let log_cqe_cnt = log2_ceil(entries.saturating_add(1));
         let cqe_cnt = 1u32 << log_cqe_cnt;
-        let buf = self.ring(cqe_cnt as usize * cqe_size)?;
-        let dbrec = self.ring(2 * CQE_SIZE)?;
+        let buf = self.ring(cqe_cnt as usize * cqe_size, &self.rings)?;
+        let dbrec = self.ring(2 * CQE_SIZE, &self.rings)?;
         let params = hw::CqParams {
             buf: addr(&buf),
             log_cqe_cnt,
@@ -300,12 +300,36 @@ fn addr(memory: &Memory) -> u64 {
 pub struct SimPd {
     nic: NicHandle,
     pdn: u32,
+    /// A parent domain ([`Backend::alloc_parent_domain`]): where its queues' rings go. It
+    /// shares `pdn` with its parent, which deallocates it.
+    rings: Option<MemOptions>,
+}
+
+impl SimPd {
+    /// Where a queue created on this PD puts its buffer and its doorbell record: a parent
+    /// domain's choice (records on base pages of its node: libmlx5 asks a domain for each
+    /// 8-byte record alone), else `context`'s for both.
+    fn ring_memory(&self, context: MemOptions) -> (MemOptions, MemOptions) {
+        match self.rings {
+            Some(rings) => (
+                rings,
+                MemOptions {
+                    pages: Pages::Base,
+                    ..rings
+                },
+            ),
+            None => (context, context),
+        }
+    }
 }
 
 impl Drop for SimPd {
     fn drop(&mut self) {
-        // Dropped last of its objects (they hold it), so this cannot be busy.
-        let _ = self.nic.dealloc_pd(self.pdn);
+        // Dropped last of its objects (they hold it), so this cannot be busy; a parent
+        // domain leaves the PD to its parent.
+        if self.rings.is_none() {
+            let _ = self.nic.dealloc_pd(self.pdn);
+        }
     }
 }
 
@@ -496,6 +520,15 @@ impl Backend for Sim {
         Ok(SimPd {
             nic: self.nic.clone(),
             pdn: self.nic.alloc_pd(),
+            rings: None,
+        })
+    }
+
+    fn alloc_parent_domain(&self, pd: &SimPd, ring_memory: &MemOptions) -> Result<SimPd, Error> {
+        Ok(SimPd {
+            nic: self.nic.clone(),
+            pdn: pd.pdn,
+            rings: Some(*ring_memory),
         })
     }
 
@@ -674,8 +707,9 @@ impl Backend for Sim {
         let stride = (DS * (1 + max_sge.max(1) as usize))
             .next_power_of_two()
             .max(32);
-        let buf = self.ring(stride << log_wqe_cnt)?;
-        let dbrec = self.ring(CQE_SIZE)?;
+        let (rings, records) = pd.ring_memory(self.rings);
+        let buf = self.ring(stride << log_wqe_cnt, &rings)?;
+        let dbrec = self.ring(CQE_SIZE, &records)?;
         let params = hw::SrqParams {
             pdn: pd.pdn,
             buf: addr(&buf),
@@ -742,8 +776,9 @@ impl Backend for Sim {
         // RQ at offset 0, SQ right after it, as rdma-core lays out an RC QP buffer.
         let rq_bytes = (rq_stride << log_rq).max(SEND_WQE_BB);
         let sq_bytes = SEND_WQE_BB << log_sq;
-        let buf = self.ring(rq_bytes + sq_bytes)?;
-        let dbrec = self.ring(CQE_SIZE)?;
+        let (rings, records) = pd.ring_memory(self.rings);
+        let buf = self.ring(rq_bytes + sq_bytes, &rings)?;
+        let dbrec = self.ring(CQE_SIZE, &records)?;
         let params = hw::QpParams {
             transport: match config.transport {
                 Transport::Rc => hw::Transport::Rc,

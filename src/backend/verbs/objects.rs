@@ -24,6 +24,7 @@ use rdma_sys::{
 use super::attr::{self, Addressing};
 use super::bfreg::{RegState, VerbsUar};
 use super::events::VerbsChannel;
+use super::rings::{RingAllocator, RingBuffer};
 use super::{failed, failed_registration, DeviceCtx, Verbs, VerbsDeviceInfo};
 use crate::backend::mlx5dv::{
     mlx5dv_ah, mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_create_qp,
@@ -41,6 +42,7 @@ use crate::cq::CqDesc;
 use crate::cqz::CqeCompression;
 use crate::error::{DmRefusal, Error};
 use crate::event::AsyncEvent;
+use crate::mem::MemOptions;
 use crate::mmio::MappedDm;
 use crate::prm::{Av, Be32, CqeCompLayout, SEND_WQE_BB, UAR_PAGE_SIZE};
 use crate::rq::RqDesc;
@@ -109,7 +111,27 @@ fn empty_obj() -> mlx5dv_obj {
 #[derive(Debug)]
 pub struct VerbsPd {
     pd: NonNull<ibv_pd>,
+    /// A parent domain's allocator ([`Backend::alloc_parent_domain`]), dropped after the
+    /// domain is deallocated (field drops follow `Drop::drop`).
+    rings: Option<Box<RingAllocator>>,
     _dev: Arc<DeviceCtx>,
+}
+
+impl VerbsPd {
+    /// A parent domain's live ring allocations, in address order, each with the resource
+    /// type libmlx5 named; empty for a plain PD.
+    pub fn ring_buffers(&self) -> Vec<RingBuffer> {
+        self.rings.as_ref().map_or_else(Vec::new, |r| r.buffers())
+    }
+
+    /// The error of a creation on this PD that returned NULL: its allocator's refusal
+    /// first (a typed error), then the context's reading.
+    fn creation_failed(&self, dev: &DeviceCtx, operation: &'static str) -> Error {
+        self.rings
+            .as_ref()
+            .and_then(|r| r.take_refusal())
+            .unwrap_or_else(|| dev.creation_failed(operation))
+    }
 }
 
 /// A device-memory allocation (`ibv_alloc_dm`) and its write-combining mapping
@@ -571,6 +593,23 @@ impl Backend for Verbs {
         let pd = unsafe { ibv_alloc_pd(self.dev.ctx.as_ptr()) };
         Ok(VerbsPd {
             pd: NonNull::new(pd).ok_or_else(|| failed("allocate PD", -1))?,
+            rings: None,
+            _dev: self.dev.clone(),
+        })
+    }
+
+    fn alloc_parent_domain(
+        &self,
+        pd: &VerbsPd,
+        ring_memory: &MemOptions,
+    ) -> Result<VerbsPd, Error> {
+        let rings = Box::new(RingAllocator::new(*ring_memory));
+        // SAFETY: an open context and a live PD; the allocator is boxed in the returned
+        // handle, which drops it after deallocating the domain (field order after `Drop`).
+        let domain = unsafe { rings.parent_domain(self.dev.ctx, pd.pd) }?;
+        Ok(VerbsPd {
+            pd: domain,
+            rings: Some(rings),
             _dev: self.dev.clone(),
         })
     }
@@ -666,7 +705,7 @@ impl Backend for Verbs {
         attr.attr.max_sge = max_sge;
         // SAFETY: a live PD and a valid attribute struct.
         let srq = unsafe { ibv_create_srq(pd.pd.as_ptr(), &mut attr) };
-        let srq = NonNull::new(srq).ok_or_else(|| self.dev.creation_failed("create SRQ"))?;
+        let srq = NonNull::new(srq).ok_or_else(|| pd.creation_failed(&self.dev, "create SRQ"))?;
         let handle = VerbsSrq {
             srq,
             _dev: self.dev.clone(),
@@ -768,7 +807,7 @@ impl Backend for Verbs {
         );
         // SAFETY: an open context, live CQs / SRQ / PD, valid attribute structs.
         let qp = unsafe { mlx5dv_create_qp(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
-        let qp = NonNull::new(qp).ok_or_else(|| self.dev.creation_failed("create QP"))?;
+        let qp = NonNull::new(qp).ok_or_else(|| pd.creation_failed(&self.dev, "create QP"))?;
         // SAFETY: plain C data.
         let mut out: mlx5dv_qp = unsafe { core::mem::zeroed() };
         let mut obj = empty_obj();

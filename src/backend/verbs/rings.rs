@@ -22,14 +22,18 @@ use core::ptr::NonNull;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use rdma_sys::ibv_context;
+use rdma_sys::{
+    ibv_alloc_parent_domain, ibv_context, ibv_parent_domain_init_attr,
+    ibv_parent_domain_init_attr_mask as Mask, ibv_pd,
+};
 
 use super::super::mlx5dv::{
     mlx5dv_ctx_allocators, mlx5dv_set_context_attr, MLX5DV_CTX_ATTR_BUF_ALLOCATORS,
+    MLX5DV_RES_TYPE_DBR,
 };
 use super::failed;
 use crate::error::Error;
-use crate::mem::{MemOptions, Memory};
+use crate::mem::{MemOptions, Memory, Pages};
 
 /// One live ring allocation: what libmlx5 asked for and the page size backing it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,14 +42,17 @@ pub struct RingBuffer {
     pub len: usize,
     /// Size of the pages backing it (4 KiB, or 2 MiB on huge pages).
     pub page_size: usize,
+    /// The resource libmlx5 named (`MLX5DV_RES_TYPE_QP`, `_SRQ`, `_DBR`, ...) when it came
+    /// through a parent domain; 0 through the context's allocator, which is not told.
+    pub resource_type: u64,
 }
 
 /// The allocator a context's rings come from, alive until the context is closed.
 #[derive(Debug)]
 pub(super) struct RingAllocator {
     options: MemOptions,
-    /// Live allocations by address.
-    live: Mutex<HashMap<usize, Memory>>,
+    /// Live allocations by address, with their resource types.
+    live: Mutex<HashMap<usize, (Memory, u64)>>,
     /// Why the last allocation was refused, for the creation that asked.
     refused: Mutex<Option<Error>>,
 }
@@ -92,21 +99,84 @@ impl RingAllocator {
         }
     }
 
+    /// Makes a parent domain of `pd` (`ibv_alloc_parent_domain` with
+    /// `IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS`): libmlx5 takes the buffers of the QPs and
+    /// SRQs created on it, and each of their doorbell records, from this allocator (buf.c
+    /// `mlx5_get_alloc_type`: a parent domain's allocator comes before the context's).
+    ///
+    /// # Safety
+    /// `ctx` is an open mlx5 context and `pd` a live PD of it; `self` stays at its address
+    /// until the parent domain is deallocated (libmlx5 calls back through it until then).
+    pub(super) unsafe fn parent_domain(
+        &self,
+        ctx: NonNull<ibv_context>,
+        pd: NonNull<ibv_pd>,
+    ) -> Result<NonNull<ibv_pd>, Error> {
+        let mut attr = ibv_parent_domain_init_attr {
+            pd: pd.as_ptr(),
+            td: core::ptr::null_mut(),
+            comp_mask: Mask::IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS.0
+                | Mask::IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT.0,
+            alloc: Some(domain_alloc),
+            free: Some(domain_free),
+            pd_context: self as *const RingAllocator as *mut c_void,
+        };
+        // SAFETY: an open context and a live PD (the caller's promise), a valid attribute
+        // struct; the context pointer stays valid while the domain lives (the caller's
+        // promise).
+        let domain = unsafe { ibv_alloc_parent_domain(ctx.as_ptr(), &mut attr) }.ok_or(
+            Error::Unsupported("parent domains (libibverbs has no alloc_parent_domain)"),
+        )?;
+        NonNull::new(domain).ok_or_else(|| failed("allocate a parent domain", -1))
+    }
+
     fn alloc(&self, size: usize) -> *mut c_void {
+        self.alloc_as(size, 1, 0, &self.options)
+    }
+
+    /// `size` bytes aligned to `align` placed as `options` says, recorded with
+    /// `resource_type`; NULL (the refusal kept) when the system cannot.
+    fn alloc_as(
+        &self,
+        size: usize,
+        align: usize,
+        resource_type: u64,
+        options: &MemOptions,
+    ) -> *mut c_void {
         if size == 0 {
             return core::ptr::null_mut();
         }
-        match Memory::with_options(size, &self.options) {
-            Ok(memory) => {
+        match Memory::with_options(size, options) {
+            // Mappings are page aligned; libmlx5 asks for at most a page.
+            Ok(memory) if memory.ptr() as usize % align.max(1) == 0 => {
                 let ptr = memory.ptr();
-                lock(&self.live).insert(ptr as usize, memory);
+                lock(&self.live).insert(ptr as usize, (memory, resource_type));
                 ptr.cast()
+            }
+            Ok(_) => {
+                *lock(&self.refused) = Some(Error::InvalidArgument(
+                    "libmlx5 asked for an alignment beyond the page size",
+                ));
+                core::ptr::null_mut()
             }
             Err(e) => {
                 *lock(&self.refused) = Some(e);
                 core::ptr::null_mut()
             }
         }
+    }
+
+    /// A parent domain's allocation: a doorbell record (8 bytes) takes a page of the base
+    /// size on the chosen node, not a huge page; QP, SRQ and the rest take the chosen pages.
+    fn alloc_resource(&self, size: usize, align: usize, resource_type: u64) -> *mut c_void {
+        let options = match resource_type {
+            MLX5DV_RES_TYPE_DBR => MemOptions {
+                pages: Pages::Base,
+                ..self.options
+            },
+            _ => self.options,
+        };
+        self.alloc_as(size, align, resource_type, &options)
     }
 
     fn free(&self, ptr: *mut c_void) {
@@ -123,12 +193,13 @@ impl RingAllocator {
         let live = lock(&self.live);
         let mut buffers: Vec<_> = live
             .iter()
-            .map(|(&addr, m)| {
+            .map(|(&addr, (m, resource_type))| {
                 (
                     addr,
                     RingBuffer {
                         len: m.len(),
                         page_size: m.page_size(),
+                        resource_type: *resource_type,
                     },
                 )
             })
@@ -159,10 +230,43 @@ unsafe extern "C" fn ring_free(ptr: *mut c_void, data: *mut c_void) {
     rings.free(ptr);
 }
 
+/// `ibv_parent_domain_init_attr.alloc`: `size` bytes for resource `resource_type` of the
+/// domain's ring memory, or NULL.
+///
+/// # Safety
+/// `pd_context` is the [`RingAllocator`] the domain was made with
+/// ([`RingAllocator::parent_domain`]).
+unsafe extern "C" fn domain_alloc(
+    _pd: *mut ibv_pd,
+    pd_context: *mut c_void,
+    size: usize,
+    alignment: usize,
+    resource_type: u64,
+) -> *mut c_void {
+    // SAFETY: the domain's allocator, alive while the domain is (parent_domain's contract).
+    let rings = unsafe { &*(pd_context as *const RingAllocator) };
+    rings.alloc_resource(size, alignment, resource_type)
+}
+
+/// `ibv_parent_domain_init_attr.free`: releases what [`domain_alloc`] returned.
+///
+/// # Safety
+/// As [`domain_alloc`]; `ptr` came from it and libmlx5 no longer uses it.
+unsafe extern "C" fn domain_free(
+    _pd: *mut ibv_pd,
+    pd_context: *mut c_void,
+    ptr: *mut c_void,
+    _resource_type: u64,
+) {
+    // SAFETY: as in `domain_alloc`.
+    let rings = unsafe { &*(pd_context as *const RingAllocator) };
+    rings.free(ptr);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mem::Pages;
+    use crate::backend::mlx5dv::MLX5DV_RES_TYPE_QP;
 
     /// The callbacks as libmlx5 calls them: page-aligned zeroed memory of the size asked,
     /// kept until freed; a refusal returns NULL and is kept for the creation.
@@ -178,7 +282,8 @@ mod tests {
             rings.buffers(),
             [RingBuffer {
                 len: 8192,
-                page_size: 4096
+                page_size: 4096,
+                resource_type: 0,
             }]
         );
         // SAFETY: as above; `ptr` came from `ring_alloc`.
@@ -200,5 +305,36 @@ mod tests {
             Some(Error::NumaNode { node: 4000, .. })
         ));
         assert_eq!(missing.take_refusal(), None);
+    }
+
+    /// A parent domain's callbacks: a QP buffer of the size asked, a doorbell record of 8
+    /// bytes in a page of its own, each listed with its resource type until freed.
+    #[test]
+    fn domain_callbacks_place_each_resource() {
+        let rings = RingAllocator::new(MemOptions::BASE);
+        let data = &rings as *const RingAllocator as *mut c_void;
+        let pd = core::ptr::null_mut();
+        // SAFETY: `data` is the allocator, alive for the calls.
+        let qp = unsafe { domain_alloc(pd, data, 8192, 4096, MLX5DV_RES_TYPE_QP) };
+        // SAFETY: as above.
+        let dbr = unsafe { domain_alloc(pd, data, 8, 8, MLX5DV_RES_TYPE_DBR) };
+        assert!(!qp.is_null() && !dbr.is_null());
+        let mut listed = rings.buffers();
+        listed.sort_unstable_by_key(|b| b.resource_type);
+        assert_eq!(listed.len(), 2);
+        assert_eq!(
+            (listed[0].resource_type, listed[0].len),
+            (MLX5DV_RES_TYPE_QP, 8192)
+        );
+        assert_eq!(
+            (listed[1].resource_type, listed[1].len, listed[1].page_size),
+            (MLX5DV_RES_TYPE_DBR, 8, 4096)
+        );
+        // SAFETY: as above; the pointers came from `domain_alloc`.
+        unsafe {
+            domain_free(pd, data, qp, MLX5DV_RES_TYPE_QP);
+            domain_free(pd, data, dbr, MLX5DV_RES_TYPE_DBR);
+        }
+        assert!(rings.buffers().is_empty());
     }
 }
