@@ -717,6 +717,12 @@ pub struct ExplainArgs {
     /// model NICs given the `compact_address_vector` cap.
     #[arg(long)]
     pub compact_av: bool,
+    /// Both CQs created with completion timestamps: the requester's CQEs are shown decoded,
+    /// the device clock at bytes 48..56 and its nanoseconds by the clock-info page
+    /// (`--json`: `timestamp`, `ns` and `text` in each `cqes` entry). The model's clock
+    /// here steps one tick per CQE, so the bytes are the same on every run.
+    #[arg(long)]
+    pub hw_timestamps: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -817,6 +823,10 @@ pub struct PcieArgs {
     /// 64- and 128-byte CQEs.
     #[arg(long)]
     pub scatter_to_cqe: bool,
+    /// Add row 1 and the inbound SEND with both CQs created with completion timestamps
+    /// (the timestamp is inside the 64-byte CQE: the same bytes).
+    #[arg(long)]
+    pub hw_timestamps: bool,
     /// Add the transport rows: the BlueFlame row's posting on UC, as UD SENDs (the 48-byte
     /// AV, and with a GRH), and on a DC initiator to one DC target and to two in turn, with
     /// what the requester's NIC put on the wire (one QP).

@@ -6,7 +6,7 @@ use mlx5_direct::prm::{
     basic_array_slot, enhanced_count, Cqe64, CqeCompLayout, CqeFormat, CqeOpcode, MiniCqe, OpOwn,
     DS, MINI_CQES_PER_ARRAY,
 };
-use mlx5_direct::Transport;
+use mlx5_direct::{ClockInfo, Transport};
 use serde_json::{json, Value};
 
 use crate::cli::{ExplainArgs, ExplainOp, PostMode};
@@ -209,6 +209,33 @@ fn decode_minis(slot: &[u8; 64], count: usize, requester: bool) -> Vec<String> {
 
 /// Each CQ entry of the pass with what it is: a whole CQE, a basic title, a mini-CQE array
 /// or an enhanced slot (mini-CQEs decoded), or a slot a block takes without writing it.
+/// A whole CQE's fields, one line.
+fn cqe_line(cqe: &Cqe64) -> String {
+    format!(
+        "CQE: opcode {}, qpn {:#x}, wqe_counter {}, byte_cnt {:#x}, signature {}, op_own {:#04x}",
+        OpOwn::from_bits(cqe.op_own).opcode(),
+        cqe.sop_drop_qpn.get() & 0xff_ffff,
+        cqe.wqe_counter.get(),
+        cqe.byte_cnt.get(),
+        cqe.signature,
+        cqe.op_own
+    )
+}
+
+/// A polled CQE of a CQ with timestamps: its timestamp (bytes 48..56), the nanoseconds
+/// `clock` converts it to (`mlx5dv_ts_to_ns`), and the line that shows both.
+fn stamped_cqe(bytes: &[u8], clock: &ClockInfo) -> (u64, u64, String) {
+    let entry: &[u8; 64] = bytes[..64].try_into().expect("a 64-byte CQE");
+    let cqe = Cqe64::from_bytes(entry);
+    let ts = cqe.timestamp.get();
+    let ns = clock.to_ns(ts);
+    let text = format!(
+        "{}, timestamp {ts:#x} (bytes 48..56) = {ns} ns",
+        cqe_line(&cqe)
+    );
+    (ts, ns, text)
+}
+
 fn describe_entries(layout: CqeCompLayout, first: u32, entries: &[[u8; 64]]) -> Vec<(u32, String)> {
     let mut out: Vec<(u32, String)> = Vec::new();
     let mut i = 0;
@@ -265,15 +292,7 @@ fn describe_entries(layout: CqeCompLayout, first: u32, entries: &[[u8; 64]]) -> 
             }
             _ => {
                 requester = bits.opcode() == CqeOpcode::Req as u8;
-                (1, vec![format!(
-                    "CQE: opcode {}, qpn {:#x}, wqe_counter {}, byte_cnt {:#x}, signature {}, op_own {:#04x}",
-                    bits.opcode(),
-                    cqe.sop_drop_qpn.get() & 0xff_ffff,
-                    cqe.wqe_counter.get(),
-                    cqe.byte_cnt.get(),
-                    cqe.signature,
-                    cqe.op_own
-                )])
+                (1, vec![cqe_line(&cqe)])
             }
         };
         lines.truncate(entries.len() - i);
@@ -304,8 +323,16 @@ fn to_json(o: &Observed, messages: u32, zip: Option<CqeCompLayout>, transport: T
             .collect::<Vec<_>>(),
         "tlps": tlps,
         "messages": messages,
-        "cqes": o.cqes.iter().map(|(i, b)| json!({"index": i, "hex": hex(b)}))
-            .collect::<Vec<_>>(),
+        "cqes": o.cqes.iter().map(|(i, b)| {
+            let mut v = json!({"index": i, "hex": hex(b)});
+            if let Some(clock) = &o.clock {
+                let (ts, ns, text) = stamped_cqe(b, clock);
+                v["timestamp"] = ts.into();
+                v["ns"] = ns.into();
+                v["text"] = text.into();
+            }
+            v
+        }).collect::<Vec<_>>(),
         "per_message": per_message(&o.requester, messages),
         "per_message_responder": per_message(&o.responder, messages),
         "transport": transport_name(transport),
@@ -451,6 +478,17 @@ fn print_human(args: &ExplainArgs, o: &Observed, messages: u32, transport: Trans
             outln!("  CQ {index:>3}  {}", text.replace('\n', "\n            "));
         }
     }
+    if let Some(clock) = &o.clock {
+        outln!(
+            "requester CQEs as polled (CQs with timestamps; the model's clock steps one tick per \
+             CQE; ns by the clock-info page, mult {} shift {}):",
+            clock.mult,
+            clock.shift
+        );
+        for (index, bytes) in &o.cqes {
+            outln!("  CQ {index:>3}  {}", stamped_cqe(bytes, clock).2);
+        }
+    }
     print_tlps("requester", &o.requester_tlps);
     print_tlps("responder", &o.responder_tlps);
     print_totals("requester", &o.requester, messages);
@@ -491,6 +529,7 @@ pub fn run(args: &ExplainArgs) -> Result<(), crate::Error> {
         recv_cqe: args.scatter_to_cqe.unwrap_or(64),
         scatter_to_cqe: args.scatter_to_cqe.is_some(),
         dm: false,
+        timestamps: args.hw_timestamps,
     };
     let o = probe::observe(&case)?;
     if args.json {

@@ -33,6 +33,8 @@ struct Posting {
     arm: bool,
     lose: u32,
     zip: Option<CqeCompression>,
+    /// Both CQs created with completion timestamps.
+    timestamps: bool,
 }
 
 impl Posting {
@@ -47,6 +49,7 @@ impl Posting {
             arm: false,
             lose: 0,
             zip: None,
+            timestamps: false,
         }
     }
 }
@@ -89,6 +92,7 @@ fn case(op: ExplainOp, size: usize, p: Posting, pcie: PcieConfig, qps: u32) -> C
         recv_cqe: 64,
         scatter_to_cqe: false,
         dm: false,
+        timestamps: p.timestamps,
     }
 }
 
@@ -167,6 +171,14 @@ fn beyond_steps() -> [(&'static str, Posting); 2] {
     ]
 }
 
+/// Row 1 with both CQs created with completion timestamps (`--hw-timestamps`).
+fn timestamped() -> Posting {
+    Posting {
+        timestamps: true,
+        ..textbook()
+    }
+}
+
 /// Bursts of the CQE-compression rows.
 pub const ZIP_BURSTS: [u32; 4] = [1, 8, 16, 64];
 
@@ -243,10 +255,14 @@ fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> 
     } else {
         Vec::new()
     };
+    let stamped = args
+        .hw_timestamps
+        .then(|| ("row 1, CQs with timestamps".to_string(), timestamped()));
     for (step, p) in requester_steps(args.batch, args.signal_every)
         .into_iter()
         .chain(beyond)
         .chain(zip)
+        .chain(stamped)
     {
         if p.inline && args.size > PERFTEST_INLINE {
             continue;
@@ -261,17 +277,32 @@ fn measure(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> 
             wire: None,
         });
     }
-    for (step, op, size) in [
+    let stamped = args.hw_timestamps.then_some((
+        "inbound SEND, CQs with timestamps",
+        ExplainOp::Send,
+        args.size,
+        timestamped(),
+    ));
+    for (step, op, size, posting) in [
         (
             "inbound SEND (receive WQE fetched)",
             ExplainOp::Send,
             args.size,
+            textbook(),
         ),
-        ("inbound WRITE", ExplainOp::Write, args.size),
-        ("inbound READ", ExplainOp::Read, args.size),
-        ("inbound atomic (fetch-and-add)", ExplainOp::Faa, 8),
-    ] {
-        let c = case(op, size, textbook(), pcie, args.qps);
+        ("inbound WRITE", ExplainOp::Write, args.size, textbook()),
+        ("inbound READ", ExplainOp::Read, args.size, textbook()),
+        (
+            "inbound atomic (fetch-and-add)",
+            ExplainOp::Faa,
+            8,
+            textbook(),
+        ),
+    ]
+    .into_iter()
+    .chain(stamped)
+    {
+        let c = case(op, size, posting, pcie, args.qps);
         let o = probe::observe(&c)?;
         rows.push(Row {
             side: "responder",

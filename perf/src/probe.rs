@@ -82,6 +82,8 @@ pub struct Case {
     /// Each message's payload copied into device-memory slots of the requester's QP and
     /// gathered from there (`SendQueue::push_dm`; the model NICs get the device memory).
     pub dm: bool,
+    /// Both sides' CQs created with completion timestamps (`CqConfig::timestamps`).
+    pub timestamps: bool,
 }
 
 /// The Q_Key of the UD cases, and the DC key of the DC ones (perftest's).
@@ -144,6 +146,9 @@ pub struct Observed {
     pub cq_entries: (u32, Vec<[u8; 64]>),
     /// The requester NIC's wire counts of the measured pass.
     pub wire: Wire,
+    /// With `timestamps`: the requester's clock-info page (`mlx5dv_get_clock_info`), which
+    /// converts the CQEs' timestamps.
+    pub clock: Option<mlx5_direct::ClockInfo>,
 }
 
 /// The link parameters of a preset with the given sizes.
@@ -376,9 +381,13 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
     let (pd_a, pd_b) = (a.alloc_pd()?, b.alloc_pd()?);
     let mut cq_a = a.create_cq_with(&CqConfig {
         compression: case.zip,
+        timestamps: case.timestamps,
         ..CqConfig::new(2 * n + 16, 64)
     })?;
-    let mut cq_b = b.create_cq(2 * n + 16, case.recv_cqe)?;
+    let mut cq_b = b.create_cq_with(&CqConfig {
+        timestamps: case.timestamps,
+        ..CqConfig::new(2 * n + 16, case.recv_cqe)
+    })?;
     let mode = match case.mode {
         PostMode::Bf => DoorbellMode::BlueFlame,
         PostMode::BfLast => DoorbellMode::BlueFlameLast,
@@ -625,5 +634,6 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         cqes,
         cq_entries,
         wire,
+        clock: case.timestamps.then(|| a.clock_info()).transpose()?,
     })
 }

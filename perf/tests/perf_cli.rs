@@ -2570,3 +2570,105 @@ fn dc_with_dci_streams_runs_and_says_so() {
         "{out}"
     );
 }
+
+#[test]
+fn pcie_timestamp_rows_cost_what_the_rows_without_cost() {
+    // The timestamp is bytes 48..56 of the 64-byte CQE the NIC writes either way: row 1
+    // (doorbell, DMA gather, a CQE: 1 MMIO, record and WQE reads, the payload read, one
+    // 88-byte CQE MWr up) and the inbound SEND (receive WQE fetched; payload and CQE MWr)
+    // cost the same TLPs and bytes with both CQs created with timestamps.
+    let v = json(&["pcie", "--hw-timestamps", "--json"]);
+    let cost = |name: &str| row(&v, name)["per_message"].clone();
+    let stamped = cost("row 1, CQs with timestamps");
+    assert_eq!(stamped, cost("doorbell, DMA gather, signaled CQE"));
+    assert_eq!(stamped["mmio_writes"], 1);
+    assert_eq!(stamped["dma_writes"], 1);
+    assert_eq!(stamped["bytes_up"], 136);
+    let inbound = cost("inbound SEND, CQs with timestamps");
+    assert_eq!(inbound, cost("inbound SEND (receive WQE fetched)"));
+    assert_eq!(inbound["dma_writes"], 2);
+    assert_eq!(row(&v, "inbound SEND, CQs")["side"], "responder");
+    // Without the flag, neither row.
+    let plain = json(&["pcie", "--json"]);
+    let steps = plain["rows"].as_array().unwrap();
+    assert!(steps
+        .iter()
+        .all(|r| !r["step"].as_str().unwrap().contains("timestamps")));
+    assert_eq!(steps.len() + 2, v["rows"].as_array().unwrap().len());
+    // docs/pcie.md shows the four rows as the table prints them.
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/pcie.md"))
+        .expect("docs/pcie.md");
+    let (ok, out, err) = perf(&["pcie", "--hw-timestamps"]);
+    assert!(ok, "{err}");
+    let shown: Vec<&str> = out
+        .lines()
+        .filter(|l| {
+            l.starts_with('#')
+                || l.starts_with("side ")
+                || l.contains("timestamps")
+                || l.contains("doorbell, DMA gather, signaled")
+                || l.contains("inbound SEND (receive")
+        })
+        .collect();
+    assert_eq!(shown.len(), 9, "{out}");
+    assert!(
+        doc.contains(&format!("```\n{}\n```", shown.join("\n"))),
+        "docs/pcie.md is stale: regenerate the timestamp rows of `cargo run --release -p \
+         mlx5-perf -- pcie --hw-timestamps`:\n{}",
+        shown.join("\n")
+    );
+}
+
+#[test]
+fn explain_decodes_the_cqe_timestamps() {
+    // Four WRITEs, a CQE every second, on CQs with timestamps: the model's clock steps one
+    // tick per CQE, so the CQEs carry 1 and 2 at bytes 48..56, converted by the clock-info
+    // page of a 156 250 kHz clock (mult 53 687 091, shift 23, 0 ns at tick 0):
+    // 1 · 53 687 091 >> 23 = 6 ns, 2 · 53 687 091 >> 23 = 12 ns.
+    let args = [
+        "explain",
+        "write",
+        "--inline",
+        "--batch",
+        "4",
+        "--signal-every",
+        "2",
+        "--hw-timestamps",
+    ];
+    let v = json(&[&args[..], &["--json"]].concat());
+    let cqes = v["cqes"].as_array().unwrap();
+    assert_eq!(cqes.len(), 2);
+    for (i, (c, ns)) in cqes.iter().zip([6, 12]).enumerate() {
+        let tick = i as u64 + 1;
+        assert_eq!(c["timestamp"], tick);
+        assert_eq!(c["ns"], ns);
+        assert_eq!(&c["hex"].as_str().unwrap()[96..112], format!("{tick:016x}"));
+        assert_eq!(
+            c["text"],
+            format!(
+                "CQE: opcode 0, qpn 0x100, wqe_counter {}, byte_cnt 0x8badf00d, signature 0, \
+                 op_own 0x00, timestamp {tick:#x} (bytes 48..56) = {ns} ns",
+                2 * i + 1
+            )
+        );
+    }
+    let (ok, out, err) = perf(&args);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(&format!(
+            "  CQ   1  {}\n",
+            cqes[1]["text"].as_str().unwrap()
+        )),
+        "{out}"
+    );
+    // Without the flag the entries are index and bytes only.
+    let plain = json(&["explain", "write", "--inline", "--json"]);
+    assert_eq!(
+        plain["cqes"][0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["hex", "index"]
+    );
+}
