@@ -104,8 +104,7 @@ impl Clock {
         if self.khz == 0 {
             return None;
         }
-        // clocksource_khz2mult: ((NSEC_PER_MSEC << shift) + khz / 2) / khz.
-        let mult = (((1_000_000u64 << CYCLES_SHIFT) + self.khz / 2) / self.khz) as u32;
+        let (mult, shift) = khz2mult_shift(self.khz);
         let (nsec, last_cycles) = if self.step != 0 {
             (0, 0)
         } else {
@@ -118,10 +117,24 @@ impl Clock {
             last_cycles,
             frac: 0,
             mult,
-            shift: CYCLES_SHIFT,
+            shift,
             mask: CYCLES_MASK,
         })
     }
+}
+
+/// `clocksource_khz2mult(khz, shift)`, `((NSEC_PER_MSEC << shift) + khz / 2) / khz`, with
+/// `shift` = [`CYCLES_SHIFT`] where the multiplier fits its 32-bit field, else the largest
+/// shift below it where it does (clocks slower than about 1 954 kHz; the kernel's own
+/// `clocks_calc_mult_shift` lowers the shift the same way). A reader takes both from the page.
+fn khz2mult_shift(khz: u64) -> (u32, u32) {
+    (0..=CYCLES_SHIFT)
+        .rev()
+        .find_map(|shift| {
+            let mult = ((1_000_000u64 << shift) + khz / 2) / khz;
+            u32::try_from(mult).ok().map(|m| (m, shift))
+        })
+        .expect("a 32-bit multiplier at shift 0 for any clock of at least 1 kHz")
 }
 
 #[cfg(test)]
@@ -137,6 +150,18 @@ mod tests {
             (53_687_091, 23, (1 << 41) - 1)
         );
         assert_eq!(Clock::new(0, 1).info(), None);
+    }
+
+    #[test]
+    fn a_slow_clock_lowers_the_shift_instead_of_overflowing_the_multiplier() {
+        // 1 000 kHz: at shift 23 the multiplier would be 1 000 << 23, past 32 bits; at 22
+        // it is 1 000 << 22 = 4 194 304 000, which fits: exactly 1 000 ns per tick.
+        let info = Clock::new(1_000, 1).info().unwrap();
+        assert_eq!((info.mult, info.shift), (4_194_304_000, 22));
+        assert_eq!(u64::from(info.mult) >> info.shift, 1_000);
+        // The slowest clock the knob can name still converts: 1 kHz, 10^6 ns per tick.
+        let info = Clock::new(1, 1).info().unwrap();
+        assert_eq!(u64::from(info.mult) >> info.shift, 1_000_000);
     }
 
     #[test]
