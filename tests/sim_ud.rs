@@ -303,6 +303,45 @@ fn a_global_route_writes_the_grh_and_reports_it() {
     assert_eq!(&got[40..], &[0x5a; 100]);
 }
 
+/// The UDP source port in a RoCE AV's `rlid` is rdma-core's own
+/// `ibv_flow_label_to_udp_sport` of the flow label, over the label's whole range (a label
+/// of 0 is left out: `mlx5_create_ah` picks a random port for it).
+#[test]
+#[cfg_attr(
+    not(rdma_headers),
+    ignore = "install libibverbs-dev to compare with rdma-core"
+)]
+fn roce_udp_source_port_is_ibv_flow_label_to_udp_sport() {
+    let roce = NicConfig {
+        link_layer: LinkLayer::Ethernet,
+        ..NicConfig::default()
+    };
+    let rig = (Fabric::new(), roce);
+    let (a, b) = (rig.side(&ud_config()), rig.side(&ud_config()));
+    let dgid = b.ctx.port(1).unwrap().gid;
+    for flow_label in [1, 0x3fff, 0x4000, 0x12345, 0x7c01f, 0xfc000, 0xfffff] {
+        let ah =
+            a.pd.create_ah(&AhAttr {
+                port: 1,
+                grh: Some(GlobalRoute {
+                    dgid,
+                    flow_label,
+                    sgid_index: 0,
+                    hop_limit: 64,
+                    traffic_class: 0,
+                }),
+                ..AhAttr::default()
+            })
+            .unwrap();
+        let av = ah.av().to_bytes();
+        assert_eq!(
+            u16::from_be_bytes([av[14], av[15]]),
+            mlx5_golden::flow_label_to_udp_sport(flow_label),
+            "flow label {flow_label:#x}"
+        );
+    }
+}
+
 /// UD over RoCE v2 (`NicConfig::link_layer = Ethernet`): the port has no LID and a
 /// link-local GID, an address handle needs a global route, its AV carries the RoCE fields
 /// (`mlx5_create_ah`: SL in bits 3..1, the UDP source port from the flow label in `rlid`,

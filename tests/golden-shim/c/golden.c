@@ -332,6 +332,11 @@ void golden_set_dgram_seg(uint8_t *seg48, uint64_t key, uint32_t dqp_dct, uint8_
 	memcpy(seg48, &seg, sizeof(seg));
 }
 
+uint16_t golden_flow_label_to_udp_sport(uint32_t flow_label)
+{
+	return ibv_flow_label_to_udp_sport(flow_label);
+}
+
 uint64_t golden_ts_to_ns(const uint64_t info[4], uint32_t mult, uint32_t shift, uint64_t ts)
 {
 	struct mlx5dv_clock_info ci = {

@@ -48,6 +48,7 @@ size_t golden_read_err_cqe(const uint8_t *cqe, struct golden_value *out, size_t 
  * owner | se << 8 | format << 16 | opcode << 24. */
 uint32_t golden_get_cqe_bits(const uint8_t *cqe);
 uint64_t golden_ts_to_ns(const uint64_t info[4], uint32_t mult, uint32_t shift, uint64_t ts);
+uint16_t golden_flow_label_to_udp_sport(uint32_t flow_label);
 
 /* The header's inline helpers, run on a copy of the caller's bytes which are then copied
  * back: bytes a helper does not write keep the caller's values. */

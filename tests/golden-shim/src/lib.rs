@@ -102,6 +102,7 @@ mod sys {
         pub fn golden_read_err_cqe(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
         pub fn golden_get_cqe_bits(cqe: *const u8) -> u32;
         pub fn golden_ts_to_ns(info: *const u64, mult: u32, shift: u32, ts: u64) -> u64;
+        pub fn golden_flow_label_to_udp_sport(flow_label: u32) -> u16;
         pub fn golden_set_ctrl_seg(
             seg16: *mut u8,
             pi: u16,
@@ -189,6 +190,9 @@ mod sys {
         unavailable()
     }
     pub unsafe fn golden_ts_to_ns(_: *const u64, _: u32, _: u32, _: u64) -> u64 {
+        unavailable()
+    }
+    pub unsafe fn golden_flow_label_to_udp_sport(_: u32) -> u16 {
         unavailable()
     }
     pub unsafe fn golden_set_ctrl_seg(
@@ -410,6 +414,13 @@ pub fn read_err_cqe(cqe: &[u8; 64]) -> Vec<Value> {
 pub fn ts_to_ns(info: [u64; 4], mult: u32, shift: u32, ts: u64) -> u64 {
     // SAFETY: `info` is four readable u64s, as the C function reads them.
     unsafe { sys::golden_ts_to_ns(info.as_ptr(), mult, shift, ts) }
+}
+
+/// `ibv_flow_label_to_udp_sport` (verbs.h's inline function): the RoCE v2 UDP source port
+/// `mlx5_create_ah` puts in the AV's `rlid` for a flow label.
+pub fn flow_label_to_udp_sport(flow_label: u32) -> u16 {
+    // SAFETY: the C function takes and returns plain integers.
+    unsafe { sys::golden_flow_label_to_udp_sport(flow_label) }
 }
 
 /// `mlx5dv_get_cqe_owner/se/format/opcode` on a 64-byte CQE.
