@@ -151,3 +151,47 @@ fn a_dct_receive_carries_the_sl_of_the_dcis_address_vector() {
         (9, a.qp.qpn(), 13)
     );
 }
+
+/// RC and UC between RoCE ports (`NicConfig::link_layer = Ethernet`): the ports have LID 0,
+/// so the connection is routed by the GID of the peer's endpoint, and a WRITE lands.
+#[test]
+fn rc_and_uc_over_roce_connect_by_gid_and_a_write_lands() {
+    use common::{connect, Rig};
+    use mlx5_direct::backend::sim::hw::LinkLayer;
+    let rig = (
+        Fabric::new(),
+        NicConfig {
+            link_layer: LinkLayer::Ethernet,
+            ..NicConfig::default()
+        },
+    );
+    for (transport, fill) in [(Transport::Rc, 0x71u8), (Transport::Uc, 0x72)] {
+        let config = QpConfig {
+            transport,
+            ..QpConfig::default()
+        };
+        let (mut a, mut b) = (rig.side(&config), rig.side(&config));
+        let (ea, eb) = (a.qp.endpoint().unwrap(), b.qp.endpoint().unwrap());
+        assert_eq!((ea.lid, eb.lid), (0, 0));
+        assert_ne!(ea.gid, eb.gid);
+        connect(&mut a, &mut b);
+        a.mr.write(0, &[fill; 64]);
+        let sge = a.mr.sge(0, 64);
+        a.qp.sq()
+            .post_wr(&SendWr {
+                wr_id: 9,
+                op: SendOp::Write(b.mr.remote(128)),
+                data: Data::Sges(&[sge]),
+                flags: SendFlags {
+                    signaled: true,
+                    ..SendFlags::default()
+                },
+            })
+            .unwrap();
+        let c = poll_n(&mut a, 1);
+        assert_eq!((c[0].wr_id, c[0].status), (9, mlx5_direct::Status::Success));
+        let mut got = [0u8; 64];
+        b.mr.read(128, &mut got);
+        assert_eq!(got, [fill; 64], "{transport:?}");
+    }
+}
