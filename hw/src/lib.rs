@@ -31,6 +31,7 @@ mod cqe;
 mod cqz;
 mod dc;
 mod dm;
+mod fast;
 mod fence;
 mod host;
 mod mmio;

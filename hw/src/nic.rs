@@ -1124,6 +1124,20 @@ impl Nic {
         self.with(|n| n.link.set_cfg(cfg));
     }
 
+    /// Let the model's fast paths run (the default) or not. A fast path executes a common
+    /// WQE (one small inline RDMA WRITE on RC) without the general machinery and is
+    /// observably identical to it: memory, CQEs, counters, trace and states are the same
+    /// either way. Turning them off is for tests that pin that equivalence.
+    pub fn set_fast_paths(&self, on: bool) {
+        self.with(|n| n.fast_paths = on);
+    }
+
+    /// How many WQEs the fast paths have executed on this NIC: a diagnostic for the tests
+    /// that pin them, not a hardware counter (it is not in [`Stats`]).
+    pub fn fast_path_wqes(&self) -> u64 {
+        self.with(|n| n.fast_wqes)
+    }
+
     /// Start (or stop and discard) recording every TLP.
     pub fn set_tlp_trace(&self, on: bool) {
         self.with(|n| n.link.set_trace(on));

@@ -123,7 +123,9 @@ pub(crate) fn doorbell(w: &mut World, n: usize, qpi: usize, ctrl8: &[u8], bf: Op
         }
         return;
     }
-    run_sq(w, n, qpi, bf.as_slice(), None);
+    if !crate::fast::write_inline(w, n, qpi, bf) {
+        run_sq(w, n, qpi, bf.as_slice(), None);
+    }
 }
 
 /// `Fault::DeferExecution`: queue the doorbell's work for `progress()`, keeping what the NIC
@@ -230,25 +232,7 @@ fn run_sq_with(
         }
         match outcome {
             Outcome::Done(byte_cnt) => {
-                q.sq_ci = cons.wrapping_add(ctrl.nbb());
-                q.retries = 0;
-                q.rnr_retries = 0;
-                let mut fatal = q.fatal;
-                if ctrl.signaled() {
-                    let cqe = Cqe {
-                        opcode: cqe_op::REQ,
-                        qpn,
-                        send_opcode: ctrl.opcode,
-                        wqe_counter: cons,
-                        byte_cnt,
-                        ..Cqe::default()
-                    };
-                    complete(nic, qpi, false, cqe);
-                    // A CQE the CQ could not take makes the QP fatal.
-                    fatal = nic.qp(qpi).fatal;
-                }
-                if fatal {
-                    crate::qp::fail(nic, qpi);
+                if !done(nic, qpi, ctrl, byte_cnt) {
                     return;
                 }
             }
@@ -275,6 +259,36 @@ fn run_sq_with(
             }
         }
     }
+}
+
+/// The head WQE of QP index `qpi` (RTS, `ctrl` at counter `sq_ci`) has completed with
+/// `byte_cnt`: move past it, write its CQE if it is signaled, and fail the QP if it is
+/// fatal (a CQE lost earlier or now). Returns false if the QP failed.
+#[inline]
+pub(crate) fn done(nic: &mut NicState, qpi: usize, ctrl: Ctrl, byte_cnt: u32) -> bool {
+    let q = nic.qp(qpi);
+    let cons = q.sq_ci;
+    q.sq_ci = cons.wrapping_add(ctrl.nbb());
+    q.retries = 0;
+    q.rnr_retries = 0;
+    let mut fatal = q.fatal;
+    if ctrl.signaled() {
+        let cqe = Cqe {
+            opcode: cqe_op::REQ,
+            qpn: q.qpn,
+            send_opcode: ctrl.opcode,
+            wqe_counter: cons,
+            byte_cnt,
+            ..Cqe::default()
+        };
+        complete(nic, qpi, false, cqe);
+        // A CQE the CQ could not take makes the QP fatal.
+        fatal = nic.qp(qpi).fatal;
+    }
+    if fatal {
+        crate::qp::fail(nic, qpi);
+    }
+    !fatal
 }
 
 /// Copy the WQE at BB counter `cons` into `buf` (from BlueFlame data when it holds this
@@ -517,7 +531,7 @@ pub(crate) fn packets(len: u64, mtu: u32) -> u32 {
 /// The PSN of the message at the head of the SQ, which is being put on the wire: on its
 /// first transmission the next new PSN, which then moves past its `npkts` packets; on a
 /// retransmission the same PSN again.
-fn transmit(q: &mut Qp, npkts: u32) -> u32 {
+pub(crate) fn transmit(q: &mut Qp, npkts: u32) -> u32 {
     match q.head_psn {
         Some(psn) => psn,
         None => {
@@ -531,7 +545,7 @@ fn transmit(q: &mut Qp, npkts: u32) -> u32 {
 
 /// Where a request's PSN falls at the responder (IB spec 9.7.5.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Seq {
+pub(crate) enum Seq {
     /// The expected PSN: executed.
     Expected,
     /// Within half the 24-bit PSN space behind the expected PSN: already executed, its
@@ -596,7 +610,7 @@ fn check_ptr_segs(
 pub(crate) struct Landing {
     pub(crate) nic: usize,
     pub(crate) qpi: usize,
-    seq: Seq,
+    pub(crate) seq: Seq,
 }
 
 /// The responder QP for a request of a `transport` QP, if the packet would reach a QP that

@@ -63,6 +63,21 @@ pub(crate) struct Mr {
     pub(crate) dm: Option<crate::dm::DmMap>,
 }
 
+impl Mr {
+    /// Whether this (live) MR lets PD `pdn` access `[addr, addr + len)` with rights
+    /// `need`.
+    #[inline]
+    pub(crate) fn grants(&self, pdn: u32, addr: u64, len: u64, need: Access) -> bool {
+        !self.invalid
+            && self.pdn == pdn
+            && self.access.contains(need)
+            && addr >= self.addr
+            && addr
+                .checked_add(len)
+                .is_some_and(|end| end <= self.addr + self.len)
+    }
+}
+
 /// What touching a range of a memory key finds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Touch {
@@ -349,6 +364,10 @@ pub(crate) struct NicState {
     /// clears it when it leaves none, and returns at once without the lock while it is
     /// clear. Anything new that leaves work for `progress` must set it (`NicState::defer`).
     pub(crate) deferred: Arc<AtomicBool>,
+    /// The fast paths (`fast`) may run; off, every WQE goes the general way (`Nic::set_fast_paths`).
+    pub(crate) fast_paths: bool,
+    /// WQEs the fast paths executed (`Nic::fast_path_wqes`).
+    pub(crate) fast_wqes: u64,
     /// Buffers reused by every doorbell (taken while a send queue runs).
     pub(crate) scratch: Option<Box<crate::sq::Scratch>>,
     /// The device clock (`NicConfig::clock_khz`).
@@ -414,6 +433,8 @@ impl NicState {
             delayed: VecDeque::new(),
             bursts: Vec::new(),
             deferred: Arc::new(AtomicBool::new(false)),
+            fast_paths: true,
+            fast_wqes: 0,
             scratch: None,
             clock,
             dm,
@@ -490,6 +511,16 @@ impl NicState {
     }
 
     /// The live MR named by `key`, if any.
+    #[inline]
+    pub(crate) fn mr(&self, key: u32) -> Option<&Mr> {
+        let slot = self.mrs.get((key >> 8) as usize)?;
+        if slot.variant != key as u8 {
+            return None;
+        }
+        slot.mr.as_ref()
+    }
+
+    /// The live MR named by `key`, if any.
     pub(crate) fn mr_mut(&mut self, key: u32) -> Option<&mut Mr> {
         let slot = self.mrs.get_mut((key >> 8) as usize)?;
         if slot.variant != key as u8 {
@@ -520,14 +551,7 @@ impl NicState {
         let page_shift = mr.page_shift;
         let on_demand = mr.present.is_some();
         let on_chip = mr.dm.is_some();
-        let ok = slot.variant == key as u8
-            && !mr.invalid
-            && mr.pdn == pdn
-            && mr.access.contains(need)
-            && addr >= mr.addr
-            && addr
-                .checked_add(len)
-                .is_some_and(|end| end <= mr.addr + mr.len);
+        let ok = slot.variant == key as u8 && mr.grants(pdn, addr, len, need);
         self.context(Some(qp), Ctx::Mkey(key >> 8));
         if !ok {
             return false;
@@ -604,7 +628,7 @@ impl NicState {
     /// `mkey`, in pages of `1 << page_shift` bytes, for QP index `qp`: translation-cache
     /// misses read their entries (`PcieConfig::translation_cache`).
     #[inline]
-    fn translate(&mut self, qp: usize, mkey: u32, page_shift: u8, addr: u64, len: u64) {
+    pub(crate) fn translate(&mut self, qp: usize, mkey: u32, page_shift: u8, addr: u64, len: u64) {
         if self.link.cfg().translation_cache.is_some() {
             self.translate_cached(qp, mkey, page_shift, addr, len);
         }
