@@ -7,12 +7,13 @@
 mod common;
 
 use common::{assert_empty, poll_n, side, BugCheck, Side, MR_LEN};
+use mlx5_direct::backend::sim::hw::LinkLayer;
 use mlx5_direct::backend::sim::{DcRefusal, Fabric, NicConfig, PcieCounters, Sim};
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::{
     Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, Data, DciPool,
-    DciStreams, Dct, MemoryRegion, PostError, ProtectionDomain, QpConfig, QpState, SendFlags,
-    SendOp, SendWr, Srq, Status, Transport, WcOpcode,
+    DciStreams, Dct, GlobalRoute, MemoryRegion, PostError, ProtectionDomain, QpConfig, QpState,
+    SendFlags, SendOp, SendWr, Srq, Status, Transport, WcOpcode,
 };
 
 /// perftest's DC key (`DC_KEY`, prm-facts-next §3.3).
@@ -85,16 +86,30 @@ fn dci(fabric: &std::sync::Arc<Fabric>) -> Side {
     )
 }
 
-/// An address handle from `from` to `to`'s port, by LID.
+/// An address handle from `from` to `to`'s port: by LID on InfiniBand, by a GRH to its
+/// GID on RoCE (where the LID is 0 and every address is global).
 fn ah_to(from: &Side, to: &Target) -> AddressHandle<Sim> {
-    let lid = to.ctx.port(1).unwrap().lid;
+    let port = to.ctx.port(1).unwrap();
     from.pd
         .create_ah(&AhAttr {
             port: 1,
-            dlid: lid,
+            dlid: port.lid,
+            grh: port.roce.then_some(GlobalRoute {
+                dgid: port.gid,
+                hop_limit: 64,
+                ..GlobalRoute::default()
+            }),
             ..AhAttr::default()
         })
         .unwrap()
+}
+
+/// The model's NIC with ports on `link`.
+fn on_link(link: LinkLayer) -> NicConfig {
+    NicConfig {
+        link_layer: link,
+        ..NicConfig::default()
+    }
 }
 
 fn wr(wr_id: u64, op: SendOp, data: Data<'_>) -> SendWr<'_> {
@@ -428,9 +443,14 @@ fn one_dci_alternates_between_many_dcts_in_order() {
 
 /// A DCI NIC with `dc_refusal`, `retry_cnt` 2.
 fn refusing(fabric: &std::sync::Arc<Fabric>, refusal: DcRefusal) -> Side {
+    refusing_on(fabric, refusal, LinkLayer::InfiniBand)
+}
+
+/// [`refusing`] with its port on `link`.
+fn refusing_on(fabric: &std::sync::Arc<Fabric>, refusal: DcRefusal, link: LinkLayer) -> Side {
     let cfg = NicConfig {
         dc_refusal: refusal,
-        ..NicConfig::default()
+        ..on_link(link)
     };
     dci_on(Context::new(Sim::on_fabric(fabric, cfg)), 2)
 }
@@ -456,39 +476,59 @@ fn syndrome(c: &Completion) -> Option<Syndrome> {
     }
 }
 
+/// A wrong DC key and an unknown DCT number are dropped at the target and the DCI's retries
+/// run out, over RoCE (the DCI's AV global, routed by the DGID) exactly as over InfiniBand.
 #[test]
 fn a_wrong_key_or_an_unknown_dct_is_dropped_and_retries_run_out() {
-    let fabric = Fabric::new();
-    let t = target(&fabric);
-    let mut a = refusing(&fabric, DcRefusal::Drop);
-    let ah = ah_to(&a, &t);
-    let dctn = t.dct.number().unwrap();
-    let remote = t.mr.remote(0);
-    for (dest, key_violations, unknown) in [
-        (ah.dc_dest(dctn, DC_KEY ^ 1), 1 + 2, 0),
-        (ah.dc_dest(dctn + 1000, DC_KEY), 3, 1 + 2),
-    ] {
-        let cs = fail_two(&mut a, &dest, remote);
-        assert_eq!(syndrome(&cs[0]), Some(Syndrome::TransportRetryExcErr));
-        assert_eq!(syndrome(&cs[1]), Some(Syndrome::WrFlushErr));
-        assert_eq!(a.qp.state(), QpState::Err);
-        let s = t.ctx.backend().nic().stats();
-        // The first try and its 2 retries, each refused at the target.
-        assert_eq!(
-            (s.dc_key_violations, s.dc_unknown_dct),
-            (key_violations, unknown)
-        );
-        a.qp.reset().unwrap();
-        a.qp.activate_dci(&ConnectOptions {
-            retry_cnt: 2,
-            ..ConnectOptions::default()
-        })
-        .unwrap();
+    for link in [LinkLayer::InfiniBand, LinkLayer::Ethernet] {
+        let fabric = Fabric::new();
+        let t = target_on(Context::new(Sim::on_fabric(&fabric, on_link(link))), DC_KEY);
+        let mut a = refusing_on(&fabric, DcRefusal::Drop, link);
+        let ah = ah_to(&a, &t);
+        let dctn = t.dct.number().unwrap();
+        let remote = t.mr.remote(0);
+        for (dest, key_violations, unknown) in [
+            (ah.dc_dest(dctn, DC_KEY ^ 1), 1 + 2, 0),
+            (ah.dc_dest(dctn + 1000, DC_KEY), 3, 1 + 2),
+        ] {
+            let cs = fail_two(&mut a, &dest, remote);
+            assert_eq!(syndrome(&cs[0]), Some(Syndrome::TransportRetryExcErr));
+            assert_eq!(syndrome(&cs[1]), Some(Syndrome::WrFlushErr));
+            assert_eq!(a.qp.state(), QpState::Err);
+            let s = t.ctx.backend().nic().stats();
+            // The first try and its 2 retries, each refused at the target.
+            assert_eq!(
+                (s.dc_key_violations, s.dc_unknown_dct),
+                (key_violations, unknown),
+                "{link:?}"
+            );
+            a.qp.reset().unwrap();
+            a.qp.activate_dci(&ConnectOptions {
+                retry_cnt: 2,
+                ..ConnectOptions::default()
+            })
+            .unwrap();
+        }
+        assert_eq!(a.ctx.backend().nic().stats().dc_connects, 0);
+        let mut got = [0u8; 1];
+        t.mr.read(0, &mut got);
+        assert_eq!(got, [0], "nothing landed ({link:?})");
+        // The right key reaches the DCT through the same address.
+        write_inline(&mut a, &t, &ah, b"ok");
+        assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success, "{link:?}");
+        let mut got = [0u8; 2];
+        t.mr.read(64, &mut got);
+        assert_eq!(&got, b"ok", "{link:?}");
     }
-    assert_eq!(a.ctx.backend().nic().stats().dc_connects, 0);
-    let mut got = [0u8; 1];
-    t.mr.read(0, &mut got);
-    assert_eq!(got, [0], "nothing landed");
+}
+
+/// DC between RoCE ports (`NicConfig::link_layer = Ethernet`, LID 0): the DCI's AV carries
+/// a GRH to the target's GID (the one way `mlx5_create_ah` builds an AV on RoCE), and a
+/// WRITE, a READ and a SEND into the DCT's SRQ land with their data.
+#[test]
+fn dc_over_roce_reaches_a_dct_by_its_gid() {
+    let rig = (Fabric::new(), on_link(LinkLayer::Ethernet));
+    common::bodies::dc_operations_reach_a_dct(&rig, 0, None);
 }
 
 #[test]
