@@ -523,6 +523,7 @@ fn the_model_takes_only_uc_transitions_on_a_uc_qp() {
         max_dest_rd_atomic: 1,
         min_rnr_timer: 12,
         sl: 0,
+        global: false,
     };
     assert!(matches!(
         nic.modify_qp(qpn, &rc_rtr),
@@ -535,6 +536,7 @@ fn the_model_takes_only_uc_transitions_on_a_uc_qp() {
         rq_psn: 5,
         path_mtu: 1024,
         sl: 0,
+        global: false,
     };
     nic.modify_qp(qpn, &rtr).unwrap();
     let rc_rts = hw::QpTransition::Rts {

@@ -110,6 +110,7 @@ impl Ep {
                 max_dest_rd_atomic: 1,
                 min_rnr_timer: 0,
                 sl: 0,
+                global: false,
             },
         )
         .unwrap();

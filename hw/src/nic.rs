@@ -719,6 +719,7 @@ impl Nic {
         self.with_world(|w, i| {
             let n = &mut w.nics[i];
             let ports = n.cfg.ports;
+            let roce = n.cfg.link_layer == crate::types::LinkLayer::Ethernet;
             let qpi = n.qp_index(qpn).ok_or(HwError::NoSuchObject)?;
             let q = n.qp(qpi);
             if !transition_of(q.transport, t) {
@@ -752,14 +753,19 @@ impl Nic {
                     check_port_pkey(port, ports, pkey_index)?;
                     q.state = QpState::Init;
                 }
-                QpTransition::RtrDci { path_mtu } => {
+                QpTransition::RtrDci { path_mtu, global } => {
+                    check_route(global, roce)?;
                     expect(q.state, QpState::Init)?;
                     q.mtu = check_mtu(path_mtu)?;
                     q.state = QpState::Rtr;
                 }
                 QpTransition::RtrDct {
-                    path_mtu, dc_key, ..
+                    path_mtu,
+                    dc_key,
+                    global,
+                    ..
                 } => {
+                    check_route(global, roce)?;
                     expect(q.state, QpState::Init)?;
                     q.mtu = check_mtu(path_mtu)?;
                     q.dc_key = dc_key;
@@ -787,8 +793,10 @@ impl Nic {
                     path_mtu,
                     max_dest_rd_atomic,
                     sl,
+                    global,
                     ..
                 } => {
+                    check_route(global, roce)?;
                     expect(q.state, QpState::Init)?;
                     check_mtu(path_mtu)?;
                     at_most(sl, 15, "sl")?;
@@ -812,12 +820,14 @@ impl Nic {
                     rq_psn,
                     path_mtu,
                     sl,
+                    global,
                 } => {
                     let dest = Dest {
                         lid: dest_lid,
                         gid: dest_gid,
                         qpn: dest_qpn & 0xff_ffff,
                     };
+                    check_route(global, roce)?;
                     expect(q.state, QpState::Init)?;
                     check_mtu(path_mtu)?;
                     at_most(sl, 15, "sl")?;
@@ -1243,6 +1253,19 @@ fn transition_of(transport: Transport, t: &QpTransition) -> bool {
 /// an index at or beyond the port's P_Key table (`mlx5_ib_modify_qp`: `pkey_index >=
 /// pkey_table_len`, EINVAL) for every QP type; the model's table holds the default P_Key
 /// alone (docs/model.md).
+/// An RTR's address on a RoCE port (`roce`) must be global: the kernel refuses one
+/// without `IB_AH_GRH` with EINVAL before the device sees the command
+/// (`drivers/infiniband/core/verbs.c`: `_ib_modify_qp` -> `rdma_fill_sgid_attr` ->
+/// `rdma_check_ah_attr`, whose address type is RoCE on an Ethernet port).
+fn check_route(global: bool, roce: bool) -> Result<(), HwError> {
+    if roce && !global {
+        return Err(HwError::InvalidParam(
+            "an RTR on a RoCE port needs a global route (GRH)",
+        ));
+    }
+    Ok(())
+}
+
 fn check_port_pkey(port: u8, ports: u8, pkey_index: u16) -> Result<(), HwError> {
     if port == 0 || port > ports {
         return Err(HwError::InvalidParam("port"));

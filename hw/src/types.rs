@@ -567,7 +567,13 @@ pub enum QpTransition {
         /// P_Key table index (`IBV_QP_PKEY_INDEX`): below the port's table length.
         pkey_index: u16,
     },
-    /// INIT -> RTR.
+    /// INIT -> RTR. On a RoCE port (`NicConfig::link_layer = Ethernet`) the address must
+    /// be global (`global`), as for every RTR that carries one ([`QpTransition::RtrUc`],
+    /// [`QpTransition::RtrDci`], [`QpTransition::RtrDct`]): the kernel's
+    /// `rdma_check_ah_attr` (`drivers/infiniband/core/verbs.c`, from `_ib_modify_qp`
+    /// through `rdma_fill_sgid_attr` for `IB_QP_AV`) answers EINVAL before the device is
+    /// asked; the model refuses it as [`HwError::InvalidParam`] and the QP stays in INIT.
+    /// On InfiniBand either is taken (the model sends no GRH on a connected QP).
     Rtr {
         /// Destination LID (0: resolve by GID).
         dest_lid: u16,
@@ -585,6 +591,9 @@ pub enum QpTransition {
         min_rnr_timer: u8,
         /// Service level of the primary path (4 bits).
         sl: u8,
+        /// The address carries a global route (`ah_attr.is_global`, the kernel's
+        /// `IB_AH_GRH`): required on a RoCE port (see [`QpTransition::Rtr`]).
+        global: bool,
     },
     /// RTR -> RTS.
     Rts {
@@ -607,10 +616,14 @@ pub enum QpTransition {
         /// P_Key table index: below the port's table length, as for [`QpTransition::Init`].
         pkey_index: u16,
     },
-    /// INIT -> RTR of a DCI (`IBV_QP_PATH_MTU`: nothing remote).
+    /// INIT -> RTR of a DCI (`IBV_QP_PATH_MTU`, and the local half of an address:
+    /// nothing remote).
     RtrDci {
         /// Path MTU in bytes (256..=4096, a power of two).
         path_mtu: u32,
+        /// The address carries a global route (`ah_attr.is_global`, the kernel's
+        /// `IB_AH_GRH`): required on a RoCE port (see [`QpTransition::Rtr`]).
+        global: bool,
     },
     /// INIT -> RTR of a DCT (`IBV_QP_MIN_RNR_TIMER | IBV_QP_AV | IBV_QP_PATH_MTU`): the
     /// firmware creates the DCT here (`mlx5_core_create_dct` runs at RTR), with its access
@@ -623,6 +636,9 @@ pub enum QpTransition {
         min_rnr_timer: u8,
         /// The DC access key every DCI's WQE must carry.
         dc_key: u64,
+        /// The address carries a global route (`ah_attr.is_global`, the kernel's
+        /// `IB_AH_GRH`): required on a RoCE port (see [`QpTransition::Rtr`]).
+        global: bool,
     },
     /// INIT -> RTR of a UC QP (`IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
     /// IBV_QP_RQ_PSN`: no READ/atomic depth, no RNR timer).
@@ -639,6 +655,9 @@ pub enum QpTransition {
         path_mtu: u32,
         /// Service level of the primary path (4 bits).
         sl: u8,
+        /// The address carries a global route (`ah_attr.is_global`, the kernel's
+        /// `IB_AH_GRH`): required on a RoCE port (see [`QpTransition::Rtr`]).
+        global: bool,
     },
     /// RTR -> RTS of a UC QP (`IBV_QP_SQ_PSN` only: no timeout, retry counts or READ
     /// depth).

@@ -48,7 +48,10 @@ fn dc_pair_streams(
             port: 1,
             pkey_index: 0,
         },
-        QpTransition::RtrDci { path_mtu: 1024 },
+        QpTransition::RtrDci {
+            path_mtu: 1024,
+            global: false,
+        },
         QpTransition::Rts {
             sq_psn: 7,
             timeout: 14,
@@ -61,7 +64,13 @@ fn dc_pair_streams(
     }
     // RC's RTR is not a DCT's.
     assert!(nb
-        .modify_qp(t.qp.qpn, &QpTransition::RtrDci { path_mtu: 1024 })
+        .modify_qp(
+            t.qp.qpn,
+            &QpTransition::RtrDci {
+                path_mtu: 1024,
+                global: false,
+            }
+        )
         .is_err());
     for step in [
         QpTransition::Init {
@@ -73,6 +82,7 @@ fn dc_pair_streams(
             path_mtu: 1024,
             min_rnr_timer: 1,
             dc_key: KEY,
+            global: false,
         },
     ] {
         nb.modify_qp(t.qp.qpn, &step).unwrap();

@@ -422,6 +422,7 @@ fn read_or_atomic_depth_above_the_device_limit_is_refused() {
         max_dest_rd_atomic: depth,
         min_rnr_timer: 0,
         sl: 0,
+        global: false,
     };
     let rts = |depth| mlx5_hw::QpTransition::Rts {
         sq_psn: 0,
@@ -442,6 +443,94 @@ fn read_or_atomic_depth_above_the_device_limit_is_refused() {
     );
     nic.modify_qp(q, &rts(0)).unwrap();
     assert_eq!(s.state(), QpState::Rts);
+}
+
+/// An RTR whose address has no global route (`global: false`) is refused on a RoCE port
+/// for every transport whose RTR carries an address (RC, UC, DCI, DCT), as the kernel's
+/// `rdma_check_ah_attr` answers EINVAL there: `InvalidParam`, the QP still in INIT, and the
+/// same RTR with the route then goes through. On InfiniBand the route is optional.
+#[test]
+fn an_rtr_without_a_global_route_is_refused_on_roce_only() {
+    use mlx5_hw::{LinkLayer, QpTransition, Transport};
+    for link in [LinkLayer::InfiniBand, LinkLayer::Ethernet] {
+        let f = mlx5_hw::Fabric::new();
+        let config = NicConfig {
+            link_layer: link,
+            ..NicConfig::default()
+        };
+        let nic = mlx5_hw::Nic::new(&f, config);
+        let port = nic.port(1).unwrap();
+        for transport in [Transport::Rc, Transport::Uc, Transport::Dci, Transport::Dct] {
+            let s = Side::new(
+                &nic,
+                Cfg {
+                    transport,
+                    srq: transport == Transport::Dct,
+                    ..Cfg::default()
+                },
+            );
+            let q = s.qp.qpn;
+            let init = match transport {
+                Transport::Dci => QpTransition::InitDci {
+                    port: 1,
+                    pkey_index: 0,
+                },
+                _ => QpTransition::Init {
+                    port: 1,
+                    access: all_access(),
+                    pkey_index: 0,
+                },
+            };
+            nic.modify_qp(q, &init).unwrap();
+            let rtr = |global| match transport {
+                Transport::Rc => QpTransition::Rtr {
+                    dest_lid: port.lid,
+                    dest_gid: port.gid,
+                    dest_qpn: q,
+                    rq_psn: 0,
+                    path_mtu: 1024,
+                    max_dest_rd_atomic: 1,
+                    min_rnr_timer: 0,
+                    sl: 0,
+                    global,
+                },
+                Transport::Uc => QpTransition::RtrUc {
+                    dest_lid: port.lid,
+                    dest_gid: port.gid,
+                    dest_qpn: q,
+                    rq_psn: 0,
+                    path_mtu: 1024,
+                    sl: 0,
+                    global,
+                },
+                Transport::Dci => QpTransition::RtrDci {
+                    path_mtu: 1024,
+                    global,
+                },
+                _ => QpTransition::RtrDct {
+                    path_mtu: 1024,
+                    min_rnr_timer: 0,
+                    dc_key: 1,
+                    global,
+                },
+            };
+            let without = nic.modify_qp(q, &rtr(false));
+            if link == LinkLayer::Ethernet {
+                assert_eq!(
+                    without,
+                    Err(mlx5_hw::HwError::InvalidParam(
+                        "an RTR on a RoCE port needs a global route (GRH)"
+                    )),
+                    "{transport:?}"
+                );
+                assert_eq!(s.state(), QpState::Init, "{transport:?}");
+                nic.modify_qp(q, &rtr(true)).unwrap();
+            } else {
+                assert_eq!(without, Ok(()), "{transport:?}");
+            }
+            assert_eq!(s.state(), QpState::Rtr, "{link:?} {transport:?}");
+        }
+    }
 }
 
 #[test]

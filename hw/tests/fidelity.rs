@@ -413,6 +413,7 @@ fn connect_depth(a: &Side, b: &Side, depth: u8) {
             max_dest_rd_atomic: depth,
             min_rnr_timer: 1,
             sl: 0,
+            global: false,
         },
         mlx5_hw::QpTransition::Rts {
             sq_psn: 0x100,

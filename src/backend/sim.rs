@@ -882,6 +882,13 @@ impl Backend for Sim {
     }
 
     fn modify_qp(&self, qp: &SimQp, transition: &Transition) -> Result<(), Error> {
+        // An RTR's address is global where the port sends a GRH, as the verbs backend sets
+        // `is_global` (`Addressing::Gid`): on RoCE. The model's ports share one link layer.
+        let port = self
+            .nic
+            .port(self.port)
+            .map_err(device_error("query port"))?;
+        let global = port.link_layer == hw::LinkLayer::Ethernet;
         let t = match *transition {
             Transition::Init {
                 port,
@@ -908,6 +915,7 @@ impl Backend for Sim {
                 max_dest_rd_atomic,
                 min_rnr_timer,
                 sl,
+                global,
             },
             Transition::Rts {
                 sq_psn,
@@ -934,6 +942,7 @@ impl Backend for Sim {
                 rq_psn: remote.psn,
                 path_mtu,
                 sl,
+                global,
             },
             Transition::RtsUc { sq_psn } => hw::QpTransition::RtsUc { sq_psn },
             Transition::InitUd {
@@ -950,7 +959,7 @@ impl Backend for Sim {
             Transition::InitDci { port, pkey_index } => {
                 hw::QpTransition::InitDci { port, pkey_index }
             }
-            Transition::RtrDci { path_mtu } => hw::QpTransition::RtrDci { path_mtu },
+            Transition::RtrDci { path_mtu } => hw::QpTransition::RtrDci { path_mtu, global },
             Transition::RtrDct {
                 path_mtu,
                 min_rnr_timer,
@@ -959,6 +968,7 @@ impl Backend for Sim {
                 path_mtu,
                 min_rnr_timer,
                 dc_key: qp.dc_key,
+                global,
             },
             Transition::SqeToRts => hw::QpTransition::SqeToRts,
             Transition::Err => hw::QpTransition::Err,

@@ -563,6 +563,7 @@ pub fn connect_one(a: &Side, b: &Side, c: Conn) {
             max_dest_rd_atomic: 4,
             min_rnr_timer: 1,
             sl: 0,
+            global: c.by_gid,
         },
     )
     .unwrap();
