@@ -175,23 +175,66 @@ fn rc_and_uc_over_roce_connect_by_gid_and_a_write_lands() {
         assert_eq!((ea.lid, eb.lid), (0, 0));
         assert_ne!(ea.gid, eb.gid);
         connect(&mut a, &mut b);
-        a.mr.write(0, &[fill; 64]);
-        let sge = a.mr.sge(0, 64);
-        a.qp.sq()
-            .post_wr(&SendWr {
-                wr_id: 9,
-                op: SendOp::Write(b.mr.remote(128)),
-                data: Data::Sges(&[sge]),
-                flags: SendFlags {
-                    signaled: true,
-                    ..SendFlags::default()
-                },
-            })
-            .unwrap();
-        let c = poll_n(&mut a, 1);
-        assert_eq!((c[0].wr_id, c[0].status), (9, mlx5_direct::Status::Success));
-        let mut got = [0u8; 64];
-        b.mr.read(128, &mut got);
-        assert_eq!(got, [fill; 64], "{transport:?}");
+        write_lands(&mut a, &mut b, fill);
+    }
+}
+
+/// `a` WRITEs 64 bytes of `fill` to `b`'s region at 128: the requester completes and the
+/// bytes are there.
+fn write_lands(a: &mut Side, b: &mut Side, fill: u8) {
+    a.mr.write(0, &[fill; 64]);
+    let sge = a.mr.sge(0, 64);
+    a.qp.sq()
+        .post_wr(&SendWr {
+            wr_id: 9,
+            op: SendOp::Write(b.mr.remote(128)),
+            data: Data::Sges(&[sge]),
+            flags: SendFlags::SIGNALED,
+        })
+        .unwrap();
+    let c = poll_n(a, 1);
+    assert_eq!((c[0].wr_id, c[0].status), (9, mlx5_direct::Status::Success));
+    let mut got = [0u8; 64];
+    b.mr.read(128, &mut got);
+    assert_eq!(got, [fill; 64]);
+}
+
+/// RC and UC over RoCE v2 with IPv4 addresses: each port's GID 0 is its IPv4-mapped
+/// address (`::ffff:a.b.c.d`, `NicConfig::roce_gids`), the endpoints carry it, and the
+/// connection is routed to the NIC whose GID table holds the peer's.
+#[test]
+fn rc_and_uc_over_roce_v2_ipv4_connect_by_the_mapped_address() {
+    use common::{connect, side_on};
+    use mlx5_direct::backend::sim::hw::{GidAddr, GidType, LinkLayer, RoceGid};
+    let fabric = Fabric::new();
+    let on = |v4: [u8; 4], config: &QpConfig| {
+        let nic = NicConfig {
+            link_layer: LinkLayer::Ethernet,
+            roce_gids: vec![RoceGid {
+                gid_type: GidType::RoceV2,
+                addr: GidAddr::Ipv4(v4),
+                vlan: None,
+            }],
+            ..NicConfig::default()
+        };
+        side_on(Context::new(Sim::on_fabric(&fabric, nic)), config, 256, 64)
+    };
+    // Every NIC stays on the fabric: each pass takes addresses of its own.
+    for (transport, fill) in [(Transport::Rc, 0x81u8), (Transport::Uc, 0x82)] {
+        let config = QpConfig {
+            transport,
+            ..QpConfig::default()
+        };
+        let (mut a, mut b) = (on([10, 1, fill, 1], &config), on([10, 1, fill, 2], &config));
+        let eb = b.qp.endpoint().unwrap();
+        assert_eq!(
+            (eb.lid, eb.gid),
+            (
+                0,
+                [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 1, fill, 2]
+            )
+        );
+        connect(&mut a, &mut b);
+        write_lands(&mut a, &mut b, fill);
     }
 }

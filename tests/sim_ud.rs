@@ -6,7 +6,8 @@ mod common;
 
 use common::bodies::expect_sqe_after_a_bad_key;
 use common::{assert_empty, poll_n, side, side_on, Rig, Side};
-use mlx5_direct::backend::sim::{hw::CqePkey, hw::LinkLayer, Fabric, NicConfig, Sim};
+use mlx5_direct::backend::sim::hw::{CqePkey, GidAddr, GidEntry, GidType, LinkLayer, RoceGid};
+use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
 use mlx5_direct::prm::{CompactAv, Syndrome};
 use mlx5_direct::{
     AddressHandle, AhAttr, Completion, Context, Data, Error, GlobalRoute, PostError, QpConfig,
@@ -898,4 +899,340 @@ fn rpc_with_64_requests_outstanding() {
     assert_eq!(answered, DEPTH * ROUNDS);
     let stats = server.ctx.backend().nic().stats();
     assert_eq!((stats.ud_no_receive, stats.qkey_violations), (0, 0));
+}
+
+/// A UD side in RTS on a RoCE NIC of its own with GID table `gids`
+/// (`NicConfig::roce_gids`) and UDP source port seed `seed`.
+fn roce_side(fabric: &std::sync::Arc<Fabric>, gids: &[RoceGid], seed: Option<u64>) -> Side {
+    let config = NicConfig {
+        link_layer: LinkLayer::Ethernet,
+        roce_gids: gids.to_vec(),
+        udp_sport_seed: seed,
+        ..NicConfig::default()
+    };
+    let ctx = Context::new(Sim::on_fabric(fabric, config));
+    let mut s = side_on(ctx, &ud_config(), 256, 64);
+    s.qp.activate_ud(1, QKEY).unwrap();
+    s
+}
+
+/// A netdev's table as the kernel fills it: the link-local address and `v4`, each as RoCE
+/// v1 (even index) and v2 (odd index), all on `vlan`.
+fn netdev_gids(v4: [u8; 4], vlan: Option<u16>) -> Vec<RoceGid> {
+    let mut t = RoceGid::both_types(GidAddr::LinkLocal, vlan).to_vec();
+    t.extend(RoceGid::both_types(GidAddr::Ipv4(v4), vlan));
+    t
+}
+
+/// Entry `index` of `s`'s port 1 GID table.
+fn gid_at(s: &Side, index: u32) -> [u8; 16] {
+    s.ctx.backend().nic().query_gid(1, index).unwrap().gid
+}
+
+/// `::ffff:a.b.c.d`, written out.
+fn v4_gid(a: [u8; 4]) -> [u8; 16] {
+    let mut g = [0u8; 16];
+    g[10] = 0xff;
+    g[11] = 0xff;
+    g[12..].copy_from_slice(&a);
+    g
+}
+
+/// An address handle from `from` through SGID `sgid_index` to `dgid`.
+fn roce_ah(
+    from: &Side,
+    sgid_index: u8,
+    dgid: [u8; 16],
+    flow_label: u32,
+) -> Result<AddressHandle<Sim>, Error> {
+    from.pd.create_ah(&AhAttr {
+        port: 1,
+        sl: 3,
+        grh: Some(GlobalRoute {
+            dgid,
+            flow_label,
+            sgid_index,
+            hop_limit: 9,
+            traffic_class: 0xb8,
+        }),
+        ..AhAttr::default()
+    })
+}
+
+/// Sends 20 bytes of 0x3c from `a` to `b` through `ah` and returns b's completion (or
+/// None if nothing arrived) with the 60 bytes its receive got (b's region at 0, first
+/// marked 0xee).
+fn roce_exchange(
+    a: &mut Side,
+    b: &mut Side,
+    ah: &AddressHandle<Sim>,
+) -> Option<(Completion, [u8; 60])> {
+    b.mr.write(0, &[0xee; 60]);
+    post_recv(b, 5, 0);
+    let wr = send(Data::Inline(&[0x3c; 20]), SendOp::Send);
+    a.qp.sq().post_ud(wr, &ah.dest(b.qp.qpn(), QKEY)).unwrap();
+    assert_eq!(poll_n(a, 1)[0].status, Status::Success);
+    let mut polled = [Completion::default(); 2];
+    if b.cq.poll(&mut polled) == 0 {
+        return None;
+    }
+    let c = polled[0];
+    let mut got = [0u8; 60];
+    b.mr.read(0, &mut got);
+    Some((c, got))
+}
+
+/// The GID table of a RoCE port: the kernel's layout (each address once as RoCE v1 and
+/// once as v2, an IPv4 address as `::ffff:a.b.c.d`, the netdev's VLAN on every entry),
+/// the default of one link-local RoCE v2 GID, and an InfiniBand port's single GID.
+#[test]
+fn roce_gid_table_lists_each_address_as_v1_and_v2() {
+    let fabric = Fabric::new();
+    let a = roce_side(&fabric, &netdev_gids([10, 0, 0, 1], Some(7)), None);
+    let port = a.ctx.backend().nic().port(1).unwrap();
+    assert_eq!(port.gid_table_len, 4);
+    let nic = a.ctx.backend().nic();
+    let got: Vec<_> = (0..4).map(|i| nic.query_gid(1, i).unwrap()).collect();
+    let ll = got[0].gid;
+    assert_eq!(&ll[..8], &[0xfe, 0x80, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(a.ctx.port(1).unwrap().gid, ll);
+    let want = [
+        (ll, GidType::RoceV1),
+        (ll, GidType::RoceV2),
+        (v4_gid([10, 0, 0, 1]), GidType::RoceV1),
+        (v4_gid([10, 0, 0, 1]), GidType::RoceV2),
+    ];
+    for (e, (gid, gid_type)) in got.iter().zip(want) {
+        assert_eq!(
+            *e,
+            GidEntry {
+                gid,
+                gid_type,
+                vlan: Some(7)
+            }
+        );
+    }
+    assert!(matches!(
+        nic.query_gid(1, 4),
+        Err(mlx5_direct::backend::sim::hw::HwError::InvalidParam(_))
+    ));
+    // The default: today's single link-local RoCE v2 GID at index 0.
+    let d = roce_side(&fabric, &[], None);
+    let e = d.ctx.backend().nic().query_gid(1, 0).unwrap();
+    assert_eq!((e.gid_type, e.vlan), (GidType::RoceV2, None));
+    assert_eq!(e.gid, d.ctx.port(1).unwrap().gid);
+    assert_eq!(d.ctx.backend().nic().port(1).unwrap().gid_table_len, 1);
+    // InfiniBand: one GID of type IB.
+    let ib = side(&fabric, &ud_config());
+    let e = ib.ctx.backend().nic().query_gid(1, 0).unwrap();
+    assert_eq!((e.gid_type, e.vlan), (GidType::Ib, None));
+    assert!(ib.ctx.backend().nic().query_gid(1, 1).is_err());
+}
+
+/// UD over RoCE v1 (a v1 source GID): the AV has no UDP source port (`mlx5_create_ah`
+/// sets `rlid` only for a RoCE v2 GID), and the receive gets an IBA GRH (next header 0x1B,
+/// PayLen without UDP), which the CQE reports as L3 header type GRH (0).
+#[test]
+fn ud_over_roce_v1_carries_an_iba_grh_and_no_udp_port() {
+    let fabric = Fabric::new();
+    let mut a = roce_side(&fabric, &netdev_gids([10, 0, 0, 1], None), None);
+    let mut b = roce_side(&fabric, &netdev_gids([10, 0, 0, 2], None), None);
+    let (sgid, dgid) = (gid_at(&a, 0), gid_at(&b, 0));
+    let ah = roce_ah(&a, 0, dgid, 0x12345).unwrap();
+    let mut want = [0u8; 48];
+    want[12] = 3 << 1;
+    want[20..26].copy_from_slice(&[0x02, 0, 0, 0, dgid[14], dgid[15]]);
+    want[26] = 0xb8;
+    want[27] = 9;
+    want[28..32].copy_from_slice(&0x12345u32.to_be_bytes());
+    want[32..48].copy_from_slice(&dgid);
+    assert_eq!(ah.av().to_bytes(), want);
+
+    let (c, got) = roce_exchange(&mut a, &mut b, &ah).unwrap();
+    assert_eq!(
+        (c.status, c.byte_len, c.src_qp, c.slid),
+        (Status::Success, 60, a.qp.qpn(), 0)
+    );
+    // GRH in the buffer (bit 28), L3 header type 0 (MLX5_CQE_ROCE_L3_HEADER_TYPE_GRH).
+    assert_eq!(c.ud_flags, 0x10);
+    assert_eq!(
+        &got[0..4],
+        &(6u32 << 28 | 0xb8 << 20 | 0x12345).to_be_bytes()
+    );
+    // PayLen: BTH 12 + DETH 8 + 20 + ICRC 4 = 44; next header 0x1B; hop limit 9.
+    assert_eq!(&got[4..8], &[0, 44, 0x1b, 9]);
+    assert_eq!(&got[8..24], &sgid);
+    assert_eq!(&got[24..40], &dgid);
+    assert_eq!(&got[40..], &[0x3c; 20]);
+}
+
+/// RFC 1071 checksum of an IPv4 header, computed here apart from the model: the
+/// complement of the ones' complement sum of its 16-bit words, the checksum field 0.
+fn rfc1071(header: &[u8; 20]) -> u16 {
+    let mut h = *header;
+    h[10] = 0;
+    h[11] = 0;
+    let mut sum: u64 = 0;
+    for i in (0..20).step_by(2) {
+        sum += u64::from(h[i]) << 8 | u64::from(h[i + 1]);
+    }
+    while sum > 0xffff {
+        sum = (sum >> 16) + (sum & 0xffff);
+    }
+    !(sum as u16)
+}
+
+/// UD over RoCE v2 with IPv4-mapped GIDs: the AV as `mlx5_create_ah` builds it (the UDP
+/// source port, the MAC of the NIC that has the IPv4 address), and the receive's 40-byte
+/// area holds the 20-byte IPv4 header in its last 20 bytes (the kernel's
+/// `union rdma_network_hdr`: `roce4grh` after 20 reserved bytes, read by
+/// `ib_get_rdma_header_version`), the first 20 untouched; the CQE says L3 type IPv4 (2).
+#[test]
+fn ud_over_roce_v2_ipv4_puts_the_ipv4_header_in_the_last_20_bytes() {
+    let fabric = Fabric::new();
+    let mut a = roce_side(&fabric, &netdev_gids([10, 0, 0, 1], None), None);
+    let mut b = roce_side(&fabric, &netdev_gids([192, 168, 7, 20], None), None);
+    let dgid = gid_at(&b, 3);
+    assert_eq!(dgid, v4_gid([192, 168, 7, 20]));
+    let ah = roce_ah(&a, 3, dgid, 0x12345).unwrap();
+    let av = ah.av().to_bytes();
+    // rlid: ibv_flow_label_to_udp_sport(0x12345) = 0xe341; rmac: b's MAC, 02:00:00:00:LID.
+    assert_eq!(&av[12..16], &[3 << 1, 0, 0xe3, 0x41]);
+    let ll_b = gid_at(&b, 0);
+    assert_eq!(&av[20..26], &[0x02, 0, 0, 0, ll_b[14], ll_b[15]]);
+    assert_eq!(&av[28..32], &(3u32 << 20 | 0x12345).to_be_bytes());
+    assert_eq!(&av[32..48], &dgid);
+
+    let (c, got) = roce_exchange(&mut a, &mut b, &ah).unwrap();
+    assert_eq!(
+        (c.status, c.byte_len, c.src_qp, c.slid),
+        (Status::Success, 60, a.qp.qpn(), 0)
+    );
+    assert!(c.grh_present());
+    // GRH in the buffer, L3 header type 2 (MLX5_CQE_ROCE_L3_HEADER_TYPE_IPV4).
+    assert_eq!(c.ud_flags, 0x12);
+    assert_eq!(&got[..20], &[0xee; 20]);
+    // RFC 791: version 4, IHL 5, TOS = traffic class 0xb8, total length = IPv4 20 + UDP 8
+    // + BTH 12 + DETH 8 + 20 + ICRC 4 = 72, identification 0, DF, TTL = hop limit 9,
+    // protocol 17, the checksum, 10.0.0.1 -> 192.168.7.20.
+    let mut want = [0u8; 20];
+    want[..10].copy_from_slice(&[0x45, 0xb8, 0, 72, 0, 0, 0x40, 0, 9, 17]);
+    want[12..16].copy_from_slice(&[10, 0, 0, 1]);
+    want[16..20].copy_from_slice(&[192, 168, 7, 20]);
+    let sum = rfc1071(&want);
+    want[10..12].copy_from_slice(&sum.to_be_bytes());
+    assert_eq!(&got[20..40], &want);
+    assert_eq!(&got[40..], &[0x3c; 20]);
+}
+
+/// What an address handle over RoCE refuses: an SGID index beyond the table, a v2 source
+/// and destination of different IP versions (the kernel finds no route), a destination
+/// GID no NIC has (nobody answers the neighbour lookup).
+#[test]
+fn roce_address_handles_refuse_what_the_kernel_cannot_resolve() {
+    let fabric = Fabric::new();
+    let a = roce_side(&fabric, &netdev_gids([10, 0, 0, 1], None), None);
+    let b = roce_side(&fabric, &netdev_gids([10, 0, 0, 2], None), None);
+    let (ll_b, v4_b) = (gid_at(&b, 1), gid_at(&b, 3));
+    assert!(roce_ah(&a, 4, ll_b, 1).is_err());
+    assert!(roce_ah(&a, 3, ll_b, 1).is_err());
+    assert!(roce_ah(&a, 1, v4_b, 1).is_err());
+    assert!(roce_ah(&a, 3, v4_gid([10, 0, 0, 99]), 1).is_err());
+    // RoCE v1 has no IP routing: a v1 GID with an IPv4 address is a GID like another (the
+    // kernel's rdma_gid_attr_network_type: RoCE v1 whatever the address).
+    assert!(roce_ah(&a, 2, v4_b, 1).is_ok());
+    assert!(roce_ah(&a, 3, v4_b, 1).is_ok());
+}
+
+/// VLANs: a datagram carries its source GID's VLAN and is received only by a GID on the
+/// same VLAN; elsewhere it is dropped and counted at the destination NIC, like a Q_Key
+/// violation, and the requester never learns.
+#[test]
+fn roce_datagrams_cross_only_within_a_vlan() {
+    let fabric = Fabric::new();
+    let mut gids_a = netdev_gids([10, 0, 0, 1], Some(100));
+    gids_a.extend(RoceGid::both_types(GidAddr::Ipv4([10, 9, 0, 1]), None));
+    let mut gids_b = netdev_gids([10, 0, 0, 2], Some(100));
+    gids_b.extend(RoceGid::both_types(GidAddr::Ipv4([10, 0, 1, 2]), Some(200)));
+    let mut a = roce_side(&fabric, &gids_a, None);
+    let mut b = roce_side(&fabric, &gids_b, None);
+    let vlans = |s: &Side| -> Vec<Option<u16>> {
+        (0..6)
+            .map(|i| s.ctx.backend().nic().query_gid(1, i).unwrap().vlan)
+            .collect()
+    };
+    assert_eq!(
+        vlans(&b),
+        [
+            Some(100),
+            Some(100),
+            Some(100),
+            Some(100),
+            Some(200),
+            Some(200)
+        ]
+    );
+    // VLAN 100 to VLAN 100: delivered.
+    let same = roce_ah(&a, 3, gid_at(&b, 3), 1).unwrap();
+    let (c, _) = roce_exchange(&mut a, &mut b, &same).unwrap();
+    assert_eq!((c.status, c.byte_len), (Status::Success, 60));
+    // VLAN 100 to b's address on VLAN 200, and untagged to VLAN 100: dropped at b.
+    let other = roce_ah(&a, 3, gid_at(&b, 5), 1).unwrap();
+    assert!(roce_exchange(&mut a, &mut b, &other).is_none());
+    let untagged = roce_ah(&a, 5, gid_at(&b, 3), 1).unwrap();
+    let wr = send(Data::Inline(&[0x3c; 20]), SendOp::Send);
+    a.qp.sq()
+        .post_ud(wr, &untagged.dest(b.qp.qpn(), QKEY))
+        .unwrap();
+    assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
+    assert_empty(&mut b);
+    let stats = b.ctx.backend().nic().stats();
+    assert_eq!(
+        (
+            stats.vlan_mismatches,
+            stats.qkey_violations,
+            stats.ud_unroutable,
+            stats.ud_no_receive
+        ),
+        (2, 0, 0, 0)
+    );
+    // The receive posted for the first dropped datagram is still there for the next one
+    // on VLAN 100.
+    a.qp.sq().post_ud(wr, &same.dest(b.qp.qpn(), QKEY)).unwrap();
+    poll_n(&mut a, 1);
+    let got = poll_n(&mut b, 1)[0];
+    assert_eq!((got.wr_id, got.status), (5, Status::Success));
+    assert_empty(&mut b);
+}
+
+/// Flow label 0: rdma-core picks a random UDP source port in 0xC000..=0xFFFF
+/// (`mlx5_ah_set_udp_sport`); the model takes 0xC000 by default, or with
+/// `NicConfig::udp_sport_seed` a pseudo-random port in that range per address handle,
+/// the same sequence for the same seed. A non-zero label keeps its fold; RoCE v1 has none.
+#[test]
+fn flow_label_zero_takes_0xc000_or_a_seeded_port_in_range() {
+    let fabric = Fabric::new();
+    let b = roce_side(&fabric, &netdev_gids([10, 0, 0, 2], None), None);
+    let dgid = gid_at(&b, 1);
+    let ports = |seed: Option<u64>| -> Vec<u16> {
+        let a = roce_side(&fabric, &netdev_gids([10, 0, 0, 1], None), seed);
+        (0..16)
+            .map(|_| {
+                let av = roce_ah(&a, 1, dgid, 0).unwrap().av().to_bytes();
+                u16::from_be_bytes([av[14], av[15]])
+            })
+            .collect()
+    };
+    assert_eq!(ports(None), [0xc000; 16]);
+    let seeded = ports(Some(42));
+    assert!(seeded.iter().all(|&p| p >= 0xc000), "{seeded:x?}");
+    assert_eq!(seeded, ports(Some(42)));
+    assert_ne!(seeded, ports(Some(43)));
+    let distinct: std::collections::BTreeSet<_> = seeded.iter().collect();
+    assert!(distinct.len() > 8, "{seeded:x?}");
+    let a = roce_side(&fabric, &netdev_gids([10, 0, 0, 1], None), Some(42));
+    let av = roce_ah(&a, 1, dgid, 0x12345).unwrap().av().to_bytes();
+    assert_eq!(&av[14..16], &[0xe3, 0x41]);
+    let av = roce_ah(&a, 0, gid_at(&b, 0), 0).unwrap().av().to_bytes();
+    assert_eq!(&av[14..16], &[0, 0]);
 }

@@ -43,6 +43,9 @@ fn vendor_syndrome(syndrome: u8) -> u8 {
 
 /// `op_own` bit 1: the solicited-event flag of a responder CQE.
 pub(crate) const CQE_SE: u8 = 0x02;
+/// `l4_l3_hdr_type` bit 0: the frame carried a VLAN tag (the kernel's `handle_responder`:
+/// `vlan_present = cqe->l4_l3_hdr_type & 0x1`).
+const CQE_VLAN_PRESENT: u8 = 0x01;
 
 /// Received data carried in the CQE (scatter to CQE; prm-facts §7.2, §7.5): with 64-byte
 /// CQEs up to 32 bytes in bytes 0..32 of the `cqe64` (format 1, `MLX5_INLINE_SCATTER_32`),
@@ -104,6 +107,10 @@ pub(crate) struct Cqe {
     pub(crate) syndrome: u8,
     /// Received data carried in the CQE (successful responder CQEs only).
     pub(crate) scattered: Option<Scattered>,
+    /// A RoCE receive's VLAN tag (PCP << 13 | VLAN id): `vlan_info` (bytes 30..32) and the
+    /// VLAN-present bit 0 of `l4_l3_hdr_type` (byte 29), as the kernel's
+    /// `handle_responder` reads them.
+    pub(crate) vlan_info: Option<u16>,
 }
 
 impl Cqe {
@@ -151,6 +158,10 @@ impl Cqe {
             b[22..24].copy_from_slice(&self.slid.to_be_bytes());
             let rqpn = u32::from(self.rqpn_flags) << 24 | (self.src_qpn & 0xff_ffff);
             b[24..28].copy_from_slice(&rqpn.to_be_bytes());
+            if let Some(v) = self.vlan_info {
+                b[29] = CQE_VLAN_PRESENT;
+                b[30..32].copy_from_slice(&v.to_be_bytes());
+            }
             b[32..36].copy_from_slice(&self.srqn.to_be_bytes());
             b[36..40].copy_from_slice(&self.imm);
             b[44..48].copy_from_slice(&self.byte_cnt.to_be_bytes());
@@ -191,5 +202,27 @@ mod tests {
         assert_eq!(&b[56..60], &[0x0a, 0x12, 0x34, 0x56]);
         assert_eq!(&b[60..62], &[0xbe, 0xef]);
         assert_eq!(b[63], 0xd1);
+    }
+
+    /// A RoCE receive on a VLAN: `l4_l3_hdr_type` (byte 29) bit 0 and `vlan_info` (bytes
+    /// 30..32, PCP in 15..13, VLAN id in 11..0), the offsets of `struct mlx5_cqe64`
+    /// (`hds_ip_ext` 28, `l4_hdr_type_etc` 29, `vlan_info` 30); nothing there without one.
+    #[test]
+    fn vlan_of_a_roce_receive() {
+        let c = Cqe {
+            opcode: cqe_op::RESP_SEND,
+            rqpn_flags: 0x12,
+            src_qpn: 0x42,
+            vlan_info: Some(5 << 13 | 0x123),
+            ..Cqe::default()
+        };
+        let b = c.encode(false, 0);
+        assert_eq!(&b[24..32], &[0x12, 0, 0, 0x42, 0, 0x01, 0xa1, 0x23]);
+        let b = Cqe {
+            vlan_info: None,
+            ..c
+        }
+        .encode(false, 0);
+        assert_eq!(&b[28..32], &[0; 4]);
     }
 }

@@ -61,3 +61,4 @@ pub use types::{
 };
 pub use types::{CqCompression, CqePkey, MiniFormat, ZipConfig, ZipLayout, ZipPolicy};
 pub use types::{DciStreamConfig, DciStreams, LinkLayer};
+pub use types::{GidAddr, GidEntry, GidType, RoceGid};

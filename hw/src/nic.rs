@@ -11,8 +11,8 @@ use crate::state::{
     INVALID_LKEY, MAX_RD_ATOMIC, PDN_BASE, PSN_MASK, QPN_BASE, SRQN_BASE,
 };
 use crate::types::{
-    Access, AhAttr, AsyncEvent, Caps, CqInfo, CqParams, DciStreams, Event, Fault, HwError,
-    NicConfig, PortAttr, QpInfo, QpParams, QpPsn, QpState, QpTransition, SrqParams, Stats,
+    Access, AhAttr, AsyncEvent, Caps, CqInfo, CqParams, DciStreams, Event, Fault, GidEntry,
+    HwError, NicConfig, PortAttr, QpInfo, QpParams, QpPsn, QpState, QpTransition, SrqParams, Stats,
     Transport, ZipLayout,
 };
 use std::fs::File;
@@ -234,7 +234,22 @@ impl Nic {
                 link_layer: n.cfg.link_layer,
                 gid: n.gid,
                 active_mtu: crate::state::ACTIVE_MTU,
+                gid_table_len: n.gids.len() as u32,
             })
+        })
+    }
+
+    /// Entry `index` of port `port`'s GID table (`ibv_query_gid_ex`): the GID, its type
+    /// and, on RoCE, its VLAN. An index beyond the table is `InvalidParam`.
+    pub fn query_gid(&self, port: u8, index: u32) -> Result<GidEntry, HwError> {
+        self.with(|n| {
+            if port == 0 || port > n.cfg.ports {
+                return Err(HwError::InvalidParam("port"));
+            }
+            usize::try_from(index)
+                .ok()
+                .and_then(|i| n.gids.get(i).copied())
+                .ok_or(HwError::InvalidParam("GID index"))
         })
     }
 
@@ -552,9 +567,9 @@ impl Nic {
     /// `mlx5_create_ah` fills it from the port's addressing (InfiniBand: DLID, SL, path
     /// bits, optional GRH); `dqp_dct` and the Q_Key are 0, written by every WQE.
     pub fn create_ah(&self, pdn: u32, attr: &AhAttr) -> Result<[u8; 48], HwError> {
-        self.with(|n| {
-            slot(&mut n.pds, pdn, PDN_BASE)?;
-            crate::ud::build_av(n, attr)
+        self.with_world(|w, n| {
+            slot(&mut w.nics[n].pds, pdn, PDN_BASE)?;
+            crate::ud::build_av(w, n, attr)
         })
     }
 

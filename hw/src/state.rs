@@ -35,14 +35,17 @@ pub(crate) struct World {
 }
 
 impl World {
-    /// The NIC answering to a destination's LID (or its GID when the LID is 0).
+    /// The NIC answering to a destination's LID (or, when the LID is 0, the NIC with its
+    /// GID in its table).
     #[inline]
     pub(crate) fn route(&self, d: &Dest) -> Option<usize> {
         if d.lid != 0 {
             let i = usize::from(d.lid) - 1;
             return (i < self.nics.len()).then_some(i);
         }
-        self.nics.iter().position(|n| n.gid == d.gid)
+        self.nics
+            .iter()
+            .position(|n| n.gids.iter().any(|e| e.gid == d.gid))
     }
 }
 
@@ -338,7 +341,12 @@ pub(crate) struct Delayed {
 
 pub(crate) struct NicState {
     pub(crate) lid: u16,
+    /// GID 0 of the port.
     pub(crate) gid: [u8; 16],
+    /// The port's GID table (index 0 is `gid`).
+    pub(crate) gids: Vec<crate::types::GidEntry>,
+    /// The state of the UDP source ports for flow label 0 (`NicConfig::udp_sport_seed`).
+    pub(crate) sport_rng: Option<u64>,
     pub(crate) cfg: NicConfig,
     pub(crate) link: Link,
     pub(crate) stats: Stats,
@@ -397,22 +405,29 @@ impl NicState {
     }
 
     pub(crate) fn new(lid: u16, cfg: NicConfig) -> Self {
-        let gid = match cfg.link_layer {
+        let gids = match cfg.link_layer {
             crate::types::LinkLayer::InfiniBand => {
                 let mut gid = [0u8; 16];
                 gid[0] = 0xfe;
                 gid[1] = 0x80;
                 gid[14..].copy_from_slice(&lid.to_be_bytes());
-                gid
+                vec![crate::types::GidEntry {
+                    gid,
+                    gid_type: crate::types::GidType::Ib,
+                    vlan: None,
+                }]
             }
-            crate::types::LinkLayer::Ethernet => crate::roce::link_local_gid(lid),
+            crate::types::LinkLayer::Ethernet => crate::roce::gid_table(lid, &cfg.roce_gids),
         };
+        let gid = gids[0].gid;
         let link = Link::new(cfg.pcie);
         let clock = crate::clock::Clock::new(cfg.clock_khz, cfg.clock_step);
         let dm = crate::dm::DevMem::new(cfg.dm_size);
         let mut nic = NicState {
             lid,
             gid,
+            gids,
+            sport_rng: cfg.udp_sport_seed.map(|s| s.max(1)),
             cfg,
             link,
             stats: Stats::default(),

@@ -112,6 +112,71 @@ pub struct PortAttr {
     pub gid: [u8; 16],
     /// Active MTU in bytes.
     pub active_mtu: u32,
+    /// Entries in the port's GID table (`ibv_port_attr.gid_tbl_len`): 1 on InfiniBand, the
+    /// length of [`NicConfig::roce_gids`] (1 when it is empty) on Ethernet.
+    pub gid_table_len: u32,
+}
+
+/// The type of a GID table entry (`enum ibv_gid_type` of `ibv_query_gid_ex`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GidType {
+    /// An InfiniBand port's GID.
+    Ib,
+    /// RoCE v1: the packets carry an IBA GRH (next header 0x1B) straight over Ethernet
+    /// (ethertype 0x8915); not routable.
+    RoceV1,
+    /// RoCE v2: the packets carry IPv6 (or IPv4 for an IPv4-mapped GID) and UDP (port
+    /// 4791).
+    RoceV2,
+}
+
+/// The address of a RoCE GID table entry ([`RoceGid`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GidAddr {
+    /// The port's link-local IPv6 address: `fe80::` + the modified EUI-64 of the model's
+    /// MAC `02:00:00:00:LID` (the kernel's default GID of a netdev).
+    LinkLocal,
+    /// An IPv4 address: the IPv4-mapped GID `::ffff:a.b.c.d` (the kernel's
+    /// `rdma_ip2gid`).
+    Ipv4([u8; 4]),
+    /// Any other IPv6 address, as given.
+    Ipv6([u8; 16]),
+}
+
+/// One entry of a RoCE port's GID table ([`NicConfig::roce_gids`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoceGid {
+    /// RoCE v1 or v2 ([`GidType::Ib`] is not a RoCE type: `Nic::new` panics on it).
+    pub gid_type: GidType,
+    /// The address.
+    pub addr: GidAddr,
+    /// The VLAN of the netdev holding the address (12 bits, 0..=4094; `Nic::new` panics
+    /// on a larger value): packets from this GID carry the tag, and packets to it are
+    /// received only with it.
+    pub vlan: Option<u16>,
+}
+
+impl RoceGid {
+    /// The two entries the kernel adds for one address of a netdev (`roce_gid_mgmt.c`
+    /// `update_gid` adds one per GID type the port supports: RoCE v1, then v2).
+    pub fn both_types(addr: GidAddr, vlan: Option<u16>) -> [RoceGid; 2] {
+        [GidType::RoceV1, GidType::RoceV2].map(|gid_type| RoceGid {
+            gid_type,
+            addr,
+            vlan,
+        })
+    }
+}
+
+/// A GID table entry as [`Nic::query_gid`](crate::Nic::query_gid) reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GidEntry {
+    /// The GID.
+    pub gid: [u8; 16],
+    /// Its type.
+    pub gid_type: GidType,
+    /// Its VLAN (RoCE).
+    pub vlan: Option<u16>,
 }
 
 /// A port's link layer (`ibv_port_attr.link_layer`).
@@ -120,10 +185,10 @@ pub enum LinkLayer {
     /// InfiniBand: LIDs; a GRH only where an address has a global route.
     #[default]
     InfiniBand,
-    /// Ethernet, RoCE v2: no LIDs (the port reports LID 0), every address is global, every
-    /// packet carries an IPv6 header (the model's GIDs are link-local IPv6 addresses built
-    /// from the port's MAC, `02:00:00:00:LID`), and UD receives always get it in their GRH
-    /// area (docs/model.md, "RoCE").
+    /// Ethernet, RoCE: no LIDs (the port reports LID 0), every address is global, the
+    /// source GID's entry in [`NicConfig::roce_gids`] says what the packets carry (RoCE v1:
+    /// an IBA GRH; v2: IPv6, or IPv4 for an IPv4-mapped GID, and UDP; a VLAN tag), and UD
+    /// receives always get that header in their GRH area (docs/model.md, "RoCE").
     Ethernet,
 }
 
@@ -194,8 +259,18 @@ pub struct NicConfig {
     pub cqe_pkey: CqePkey,
     /// DCI stream capabilities and knobs ([`DciStreamConfig`]).
     pub dci_streams: DciStreamConfig,
-    /// The ports' link layer: InfiniBand (default) or Ethernet (RoCE v2).
+    /// The ports' link layer: InfiniBand (default) or Ethernet (RoCE).
     pub link_layer: LinkLayer,
+    /// The GID table of an Ethernet port, in index order (ignored on InfiniBand). Empty
+    /// (the default): one entry, the link-local address as RoCE v2 at index 0. A real
+    /// netdev lists each address twice, RoCE v1 then v2 ([`RoceGid::both_types`]).
+    pub roce_gids: Vec<RoceGid>,
+    /// The UDP source port of a RoCE v2 address handle with flow label 0, for which
+    /// rdma-core picks a random port in 0xC000..=0xFFFF (`mlx5_ah_set_udp_sport`,
+    /// `providers/mlx5/verbs.c`). `None` (the default): always 0xC000. `Some(seed)`: a
+    /// pseudo-random port in that range per address handle, the same sequence for the same
+    /// seed (xorshift64*; a seed of 0 is taken as 1).
+    pub udp_sport_seed: Option<u64>,
 }
 
 /// The P_Key field of a UD receive CQE (`mlx5_cqe64.imm_inval_pkey` bits 15..0 of a
@@ -325,6 +400,8 @@ impl Default for NicConfig {
             cqe_pkey: CqePkey::Index,
             dci_streams: DciStreamConfig::default(),
             link_layer: LinkLayer::InfiniBand,
+            roce_gids: Vec::new(),
+            udp_sport_seed: None,
         }
     }
 }
@@ -933,6 +1010,10 @@ pub struct Stats {
     pub ud_unroutable: u64,
     /// UD datagrams dropped for want of a posted receive (UD has no RNR).
     pub ud_no_receive: u64,
+    /// RoCE datagrams dropped because the destination GID is not on the VLAN they carry
+    /// (or carry none where the GID is on one, or the reverse): counted at the NIC that
+    /// has the GID.
+    pub vlan_mismatches: u64,
     /// DC connections a DCI of this NIC set up (its first WQE to a destination, or the
     /// first after a WQE to another): one connect handshake on the wire each, no PCIe.
     pub dc_connects: u64,

@@ -10,8 +10,10 @@ use crate::qp::fail;
 use crate::resp::take_recv;
 use crate::roce;
 use crate::sq::{check_gather, Outcome};
-use crate::state::{take_fault, Dest, NicState, World, ACTIVE_MTU};
-use crate::types::{Access, AhAttr, CqePkey, GlobalRoute, HwError, LinkLayer, QpState, Transport};
+use crate::state::{take_fault, Dest, World, ACTIVE_MTU};
+use crate::types::{
+    Access, AhAttr, CqePkey, GidType, GlobalRoute, HwError, LinkLayer, QpState, Transport,
+};
 use crate::wqe::{be16, be32, be64, opcode, Ctrl, Segs, Wqe};
 use crate::xfer::Cursor;
 
@@ -39,13 +41,17 @@ const NEXT_HDR_IBA: u8 = 0x1b;
 /// the payload and the immediate.
 const UD_HEADERS: usize = 24;
 
-/// The 48-byte AV of an address handle to `a` from NIC `nic`, as `mlx5_create_ah` fills it
+/// The 48-byte AV of an address handle to `a` from NIC `n`, as `mlx5_create_ah` fills it
 /// (prm-facts-next §1.1): `dqp_dct` and the Q_Key are left 0 (every WQE writes both). On
 /// InfiniBand: SL, source path bits, DLID, and the GRH fields with bit 30 if the address
 /// has a global route. On RoCE the route is required (`mlx5_create_ah` fails with EINVAL
 /// without `is_global`): `stat_rate_sl = (sl & 7) << 1`, `rlid` = the UDP source port
-/// from the flow label, `rmac` = the destination MAC, the GRH fields without bit 30.
-pub(crate) fn build_av(nic: &NicState, a: &AhAttr) -> Result<[u8; AV_BYTES], HwError> {
+/// from the flow label ([`roce::udp_sport`]) for a RoCE v2 source GID (0 for v1: `mlx5_create_ah` sets it only
+/// when `ibv_query_gid_type` says `IBV_GID_TYPE_SYSFS_ROCE_V2`), `rmac` = the destination
+/// MAC ([`roce::dmac`]), the GRH fields without bit 30. The SGID index must be in the
+/// port's table (`ibv_query_gid_type` fails otherwise).
+pub(crate) fn build_av(w: &mut World, n: usize, a: &AhAttr) -> Result<[u8; AV_BYTES], HwError> {
+    let nic = &mut w.nics[n];
     if a.port == 0 || a.port > nic.cfg.ports {
         return Err(HwError::InvalidParam("port"));
     }
@@ -55,8 +61,7 @@ pub(crate) fn build_av(nic: &NicState, a: &AhAttr) -> Result<[u8; AV_BYTES], HwE
     let roce = nic.cfg.link_layer == LinkLayer::Ethernet;
     let mut av = [0u8; AV_BYTES];
     if let Some(g) = a.grh {
-        // One GID per port in the model: index 0.
-        if g.sgid_index != 0 || g.flow_label > 0xf_ffff {
+        if usize::from(g.sgid_index) >= nic.gids.len() || g.flow_label > 0xf_ffff {
             return Err(HwError::InvalidParam("sgid_index/flow_label"));
         }
         av[26] = g.traffic_class;
@@ -74,9 +79,23 @@ pub(crate) fn build_av(nic: &NicState, a: &AhAttr) -> Result<[u8; AV_BYTES], HwE
         }
         (true, None) => return Err(HwError::InvalidParam("a RoCE address needs a GRH")),
         (true, Some(g)) => {
+            let sgid = &nic.gids[usize::from(g.sgid_index)];
+            if sgid.gid_type == GidType::RoceV2 {
+                // The kernel resolves the route from the two addresses: an IPv4 source
+                // and an IPv6 destination (or the reverse) have none.
+                if roce::is_ipv4_mapped(&sgid.gid) != roce::is_ipv4_mapped(&g.dgid) {
+                    return Err(HwError::InvalidParam(
+                        "RoCE v2: the source and destination GIDs are not both IPv4",
+                    ));
+                }
+                let sport = roce::udp_sport(g.flow_label, &mut nic.sport_rng);
+                av[14..16].copy_from_slice(&sport.to_be_bytes());
+            }
             av[12] = (a.sl & 7) << 1;
-            av[14..16].copy_from_slice(&roce::udp_sport(g.flow_label).to_be_bytes());
-            av[20..26].copy_from_slice(&roce::mac_of_gid(&g.dgid));
+            let mac = roce::dmac(w, &g.dgid).ok_or(HwError::InvalidParam(
+                "no NIC answers for the destination GID",
+            ))?;
+            av[20..26].copy_from_slice(&mac);
         }
     }
     Ok(av)
@@ -178,12 +197,31 @@ pub(crate) fn send(
         nic.stats.packets_lost += 1;
         return Outcome::Done(REQ_BYTE_CNT_POISON);
     }
-    let src = Source {
-        qpn,
-        // RoCE has no LIDs: the CQE's `slid` is 0 (the kernel reports 0 there).
-        lid: if roce { 0 } else { nic.lid },
-        gid: nic.gid,
-        roce,
+    let src = match (roce, av.grh) {
+        (true, Some(g)) => {
+            // The source GID's entry says what goes on the wire. An index beyond the table
+            // (an AV not from create_ah): what mlx5 does is not public; the model fails
+            // the WQE as it does any AV it cannot use.
+            let Some(e) = nic.gids.get(usize::from(g.sgid_index)) else {
+                return Outcome::Fail(synd::LOCAL_QP_OP_ERR);
+            };
+            Source {
+                qpn,
+                // RoCE has no LIDs: the CQE's `slid` is 0 (the kernel reports 0 there).
+                lid: 0,
+                gid: e.gid,
+                wire: Wire::Roce {
+                    l3: roce::L3::of(e),
+                    vlan: e.vlan,
+                },
+            }
+        }
+        _ => Source {
+            qpn,
+            lid: nic.lid,
+            gid: nic.gid,
+            wire: Wire::Ib,
+        },
     };
     deliver(w, n, &av, &src, wqe, &d);
     Outcome::Done(REQ_BYTE_CNT_POISON)
@@ -193,9 +231,18 @@ pub(crate) fn send(
 struct Source {
     qpn: u32,
     lid: u16,
+    /// The source GID (RoCE: the AV's SGID index's entry; IB: GID 0).
     gid: [u8; 16],
-    /// RoCE v2: an IPv6 header and UDP on the wire instead of an IBA GRH.
-    roce: bool,
+    wire: Wire,
+}
+
+/// What a datagram carries on the link besides BTH and DETH.
+#[derive(Clone, Copy)]
+enum Wire {
+    /// InfiniBand: an IBA GRH if the AV has a global route.
+    Ib,
+    /// RoCE: the L3 header of the source GID's type and its VLAN tag, if any.
+    Roce { l3: roce::L3, vlan: Option<u16> },
 }
 
 /// Deliver one datagram from NIC `n` to the QP its AV names, or drop it silently and count
@@ -210,6 +257,17 @@ fn deliver(w: &mut World, n: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) 
         w.nics[n].stats.ud_unroutable += 1;
         return;
     };
+    if let Wire::Roce { vlan, .. } = src.wire {
+        // The destination GID must be on the VLAN the frame carries (or both on none).
+        if !w.nics[m]
+            .gids
+            .iter()
+            .any(|e| e.gid == dest.gid && e.vlan == vlan)
+        {
+            w.nics[m].stats.vlan_mismatches += 1;
+            return;
+        }
+    }
     let target = w.nics[m].qp_index(av.dqpn).filter(|&i| {
         w.nics[m].qps[i].as_ref().is_some_and(|r| {
             // A QP in SQE still receives.
@@ -258,12 +316,30 @@ fn deliver(w: &mut World, n: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) 
         Some(g) => {
             let imm = usize::from(d.ctrl.opcode == opcode::SEND_IMM) * 4;
             let paylen = UD_HEADERS + imm + (d.len as usize).next_multiple_of(4);
-            let header = match src.roce {
-                // RoCE v2 (IPv6 GIDs): the IPv6 header, whose PayLen also counts UDP's.
-                true => l3_header(&g, paylen + roce::UDP_HEADER, roce::NEXT_HDR_UDP, &src.gid),
-                false => l3_header(&g, paylen, NEXT_HDR_IBA, &src.gid),
-            };
-            cur.put_bytes(&header);
+            match src.wire {
+                // RoCE v2 over IPv4: the 20-byte IPv4 header in the LAST 20 bytes of the
+                // area (the kernel's `union rdma_network_hdr`, `roce4grh` after 20
+                // reserved bytes); the first 20 are not defined (the model leaves them).
+                Wire::Roce {
+                    l3: roce::L3::Ipv4, ..
+                } => {
+                    let len = paylen + roce::UDP_HEADER;
+                    let (tos, ttl) = (g.traffic_class, g.hop_limit);
+                    cur.skip((GRH_BYTES as usize - roce::IPV4_HEADER) as u64);
+                    cur.put_bytes(&roce::ipv4_header(tos, ttl, len, &src.gid, &g.dgid));
+                }
+                // RoCE v2 over IPv6: the IPv6 header, whose PayLen also counts UDP's.
+                Wire::Roce {
+                    l3: roce::L3::Ipv6, ..
+                } => {
+                    let len = paylen + roce::UDP_HEADER;
+                    cur.put_bytes(&l3_header(&g, len, roce::NEXT_HDR_UDP, &src.gid));
+                }
+                // InfiniBand and RoCE v1: the IBA GRH.
+                Wire::Ib | Wire::Roce { .. } => {
+                    cur.put_bytes(&l3_header(&g, paylen, NEXT_HDR_IBA, &src.gid));
+                }
+            }
             0
         }
         None => {
@@ -281,11 +357,16 @@ fn deliver(w: &mut World, n: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) 
         opcode::SEND_IMM => (cqe_op::RESP_SEND_IMM, d.ctrl.imm),
         _ => (cqe_op::RESP_SEND, cqe_pkey(nic.cfg.cqe_pkey)),
     };
-    // Bits 27..24 are the SL on InfiniBand, the L3 header type on RoCE.
-    let flags = match (src.roce, av.grh.is_some()) {
-        (true, _) => CQE_GRH_IN_BUFFER | roce::CQE_L3_IPV6,
-        (false, true) => CQE_GRH_IN_BUFFER | av.sl,
-        (false, false) => av.sl,
+    // Bits 27..24 are the SL on InfiniBand, the L3 header type on RoCE; a VLAN tag is
+    // reported with its PCP, the frame's priority from the AV's SL (`handle_responder`:
+    // `vlan_info` bits 11..0 the VLAN id, 15..13 read as the SL).
+    let (flags, vlan_info) = match src.wire {
+        Wire::Roce { l3, vlan } => (
+            CQE_GRH_IN_BUFFER | l3 as u8,
+            vlan.map(|id| u16::from(av.sl & 7) << 13 | id),
+        ),
+        Wire::Ib if av.grh.is_some() => (CQE_GRH_IN_BUFFER | av.sl, None),
+        Wire::Ib => (av.sl, None),
     };
     let cqe = Cqe {
         opcode: op,
@@ -298,6 +379,7 @@ fn deliver(w: &mut World, n: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) 
         slid: src.lid,
         srqn: rv.srqn,
         se: d.ctrl.solicited(),
+        vlan_info,
         ..Cqe::default()
     };
     complete(nic, rqpi, true, cqe);
