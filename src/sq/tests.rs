@@ -311,6 +311,116 @@ fn atomic_results_decode_in_each_kinds_byte_order() {
     }
 }
 
+/// The decoded shape of every operation: its opcode and opmod, and the immediate and remote
+/// address the WQE takes from the operation (read through the shape's bits alone: each
+/// bit must be set exactly for the variants that have the field).
+#[test]
+fn every_operation_decodes_to_its_opcode_immediate_and_remote() {
+    let r = Remote {
+        addr: 0x1122_3344_5566_7788,
+        rkey: 0x99aa_bbcc,
+    };
+    let b4 = prm::OPMOD_MASKED_ATOMIC_4B;
+    let b8 = prm::OPMOD_MASKED_ATOMIC_8B;
+    let cases = [
+        (SendOp::Send, Opcode::Send, 0, 0, None),
+        (
+            SendOp::SendImm(0x0102_0304),
+            Opcode::SendImm,
+            0,
+            0x0102_0304,
+            None,
+        ),
+        (
+            SendOp::SendInv(0x0506_0708),
+            Opcode::SendInval,
+            0,
+            0x0506_0708,
+            None,
+        ),
+        (SendOp::Write(r), Opcode::RdmaWrite, 0, 0, Some(r)),
+        (
+            SendOp::WriteImm(r, 0x0a0b_0c0d),
+            Opcode::RdmaWriteImm,
+            0,
+            0x0a0b_0c0d,
+            Some(r),
+        ),
+        (SendOp::Read(r), Opcode::RdmaRead, 0, 0, Some(r)),
+        (
+            SendOp::CompareSwap {
+                remote: r,
+                compare: 1,
+                swap: 2,
+            },
+            Opcode::AtomicCs,
+            0,
+            0,
+            Some(r),
+        ),
+        (
+            SendOp::FetchAdd { remote: r, add: 3 },
+            Opcode::AtomicFa,
+            0,
+            0,
+            Some(r),
+        ),
+        (
+            SendOp::MaskedCompareSwap32 {
+                remote: r,
+                args: MaskedCs32Args::default(),
+            },
+            Opcode::AtomicMaskedCs,
+            b4,
+            0,
+            Some(r),
+        ),
+        (
+            SendOp::MaskedCompareSwap64 {
+                remote: r,
+                args: MaskedCs64Args::default(),
+            },
+            Opcode::AtomicMaskedCs,
+            b8,
+            0,
+            Some(r),
+        ),
+        (
+            SendOp::MaskedFetchAdd32 {
+                remote: r,
+                add: 4,
+                field_boundary: 5,
+            },
+            Opcode::AtomicMaskedFa,
+            b4,
+            0,
+            Some(r),
+        ),
+        (
+            SendOp::MaskedFetchAdd64 {
+                remote: r,
+                add: 6,
+                field_boundary: 7,
+            },
+            Opcode::AtomicMaskedFa,
+            b8,
+            0,
+            Some(r),
+        ),
+        (SendOp::Nop, Opcode::Nop, 0, 0, None),
+    ];
+    for (op, opcode, opmod, imm, remote) in cases {
+        let shape = op.shape();
+        assert_eq!(
+            (shape.opcode(), shape.opmod()),
+            (opcode as u8, opmod),
+            "{op:?}"
+        );
+        assert_eq!(shape.imm(&op), Be32::new(imm), "{op:?}");
+        assert_eq!(shape.remote(&op), remote, "{op:?}");
+    }
+}
+
 /// The work requests of the prepared-post tests: every shape of one WQEBB (inline WRITE
 /// and SEND, a gather list, READ, an atomic, WRITE with immediate, NOP, flags) and one of
 /// three WQEBBs (posted through the general path).

@@ -65,6 +65,7 @@ impl Remote {
 /// target by DMA and writes the new value by DMA, so a CPU store (or CPU atomic) to the
 /// target between the two is lost. Do not mix CPU and NIC updates of one word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
 pub enum SendOp {
     /// SEND.
     Send,
@@ -226,24 +227,23 @@ impl SendFlags {
     }
 }
 
-/// Everything a post needs to know about one WQE before writing it, packed so that
-/// decoding a run-time [`SendOp`] sets few values: one constant per operation (`code`),
-/// its immediate and its remote address.
+/// Everything a post needs to know about one WQE before writing it, but the immediate and
+/// the remote address (read from the [`SendOp`] where they are written): one constant per
+/// operation, so that decoding a run-time [`SendOp`] is one table load
+/// ([`SendOp::shape`]).
 #[derive(Clone, Copy)]
 pub(super) struct Shape {
     /// Opcode (bits 0..8) and opmod (24..32) where the control segment's first dword
     /// has them, the units of atomic arguments (8..10), a remote address (bit 10), a
     /// required local length (bit 11), the units after the control segment and before the
     /// data (12..16: the remote address and the arguments) and the required length
-    /// (16..24).
+    /// (16..20), an immediate (bit 20).
     code: u32,
-    pub(super) imm: Be32,
-    /// Meaningful when [`Shape::remote`] says so (zero otherwise).
-    remote: Remote,
 }
 
 const REMOTE: u32 = 1 << 10;
 const LOCAL_LEN: u32 = 1 << 11;
+const IMM: u32 = 1 << 20;
 
 impl Shape {
     /// `args_ds` units of atomic arguments; `local_len`: for READ and atomics, the
@@ -252,6 +252,7 @@ impl Shape {
         opcode: Opcode,
         opmod: u8,
         remote: bool,
+        imm: bool,
         args_ds: u32,
         local_len: Option<u32>,
     ) -> u32 {
@@ -264,6 +265,7 @@ impl Shape {
             | (opmod as u32) << 24
             | args_ds << 8
             | (remote as u32 * REMOTE)
+            | (imm as u32 * IMM)
             | fixed << 12
             | local
     }
@@ -284,9 +286,25 @@ impl Shape {
         self.code & REMOTE != 0
     }
 
+    /// The remote address of `op`, the operation this is the shape of.
     #[inline(always)]
-    pub(super) fn remote(&self) -> Option<Remote> {
-        self.has_remote().then_some(self.remote)
+    pub(super) fn remote(&self, op: &SendOp) -> Option<Remote> {
+        debug_assert_eq!(self.code, op.shape().code);
+        // SAFETY: `op` is the operation of this shape, which says it has a remote address.
+        self.has_remote().then(|| unsafe { op.remote() })
+    }
+
+    /// The control segment's `imm` word of `op`, the operation this is the shape of: the
+    /// immediate, or the key a SEND_INV invalidates (both in network order), else 0.
+    #[inline(always)]
+    pub(super) fn imm(&self, op: &SendOp) -> Be32 {
+        debug_assert_eq!(self.code, op.shape().code);
+        Be32::new(if self.code & IMM != 0 {
+            // SAFETY: `op` is the operation of this shape, which says it has an immediate.
+            unsafe { op.imm() }
+        } else {
+            0
+        })
     }
 
     /// Index of [`Limits::short_fit`](super::write::Limits): the remote-address bit and
@@ -319,63 +337,77 @@ impl Shape {
     /// operand size, else 0 (no test: the bits are 0 without a local length).
     #[inline(always)]
     pub(super) fn kept_len(&self) -> u32 {
-        self.code >> 16 & 0xff
+        self.code >> 16 & 0xf
     }
 }
 
 impl SendOp {
+    /// The operation's [`Shape`]: a constant per variant, so a run-time `match` is a load
+    /// from a table indexed by the discriminant (no jump table, no field read).
     #[inline(always)]
     pub(super) fn shape(&self) -> Shape {
-        let plain = |code, imm: u32, remote: Option<Remote>| Shape {
-            code,
-            imm: Be32::new(imm),
-            remote: remote.unwrap_or_default(),
-        };
-        let atomic = |code, remote| Shape {
-            code,
-            imm: Be32::new(0),
-            remote,
-        };
-        const fn p(opcode: Opcode, remote: bool) -> u32 {
-            Shape::code(opcode, 0, remote, 0, None)
+        const fn p(opcode: Opcode, remote: bool, imm: bool) -> u32 {
+            Shape::code(opcode, 0, remote, imm, 0, None)
         }
         const fn a(opcode: Opcode, opmod: u8, args_ds: u32, len: u32) -> u32 {
-            Shape::code(opcode, opmod, true, args_ds, Some(len))
+            Shape::code(opcode, opmod, true, false, args_ds, Some(len))
         }
         const B4: u8 = prm::OPMOD_MASKED_ATOMIC_4B;
         const B8: u8 = prm::OPMOD_MASKED_ATOMIC_8B;
+        let code = match self {
+            SendOp::Send => const { p(Opcode::Send, false, false) },
+            SendOp::SendImm(_) => const { p(Opcode::SendImm, false, true) },
+            SendOp::SendInv(_) => const { p(Opcode::SendInval, false, true) },
+            SendOp::Write(_) => const { p(Opcode::RdmaWrite, true, false) },
+            SendOp::WriteImm(..) => const { p(Opcode::RdmaWriteImm, true, true) },
+            SendOp::Read(_) => const { Shape::code(Opcode::RdmaRead, 0, true, false, 0, Some(0)) },
+            SendOp::CompareSwap { .. } => const { a(Opcode::AtomicCs, 0, 1, 8) },
+            SendOp::FetchAdd { .. } => const { a(Opcode::AtomicFa, 0, 1, 8) },
+            SendOp::MaskedCompareSwap32 { .. } => const { a(Opcode::AtomicMaskedCs, B4, 1, 4) },
+            SendOp::MaskedCompareSwap64 { .. } => const { a(Opcode::AtomicMaskedCs, B8, 2, 8) },
+            SendOp::MaskedFetchAdd32 { .. } => const { a(Opcode::AtomicMaskedFa, B4, 1, 4) },
+            SendOp::MaskedFetchAdd64 { .. } => const { a(Opcode::AtomicMaskedFa, B8, 1, 8) },
+            SendOp::Nop => const { p(Opcode::Nop, false, false) },
+        };
+        Shape { code }
+    }
+
+    /// The remote address of a RDMA or atomic operation. Every such variant has it as
+    /// its first field, so with the `repr(u32)` layout it is at one offset for all of
+    /// them and this `match` is one load.
+    ///
+    /// # Safety
+    /// `self` must be an RDMA or atomic operation (its [`Shape::has_remote`]).
+    #[inline(always)]
+    unsafe fn remote(&self) -> Remote {
         match *self {
-            SendOp::Send => plain(const { p(Opcode::Send, false) }, 0, None),
-            SendOp::SendImm(imm) => plain(const { p(Opcode::SendImm, false) }, imm, None),
-            SendOp::SendInv(rkey) => plain(const { p(Opcode::SendInval, false) }, rkey, None),
-            SendOp::Write(r) => plain(const { p(Opcode::RdmaWrite, true) }, 0, Some(r)),
-            SendOp::WriteImm(r, imm) => {
-                plain(const { p(Opcode::RdmaWriteImm, true) }, imm, Some(r))
-            }
-            SendOp::Read(r) => plain(
-                const { Shape::code(Opcode::RdmaRead, 0, true, 0, Some(0)) },
-                0,
-                Some(r),
-            ),
-            SendOp::CompareSwap { remote, .. } => {
-                atomic(const { a(Opcode::AtomicCs, 0, 1, 8) }, remote)
-            }
-            SendOp::FetchAdd { remote, .. } => {
-                atomic(const { a(Opcode::AtomicFa, 0, 1, 8) }, remote)
-            }
-            SendOp::MaskedCompareSwap32 { remote, .. } => {
-                atomic(const { a(Opcode::AtomicMaskedCs, B4, 1, 4) }, remote)
-            }
-            SendOp::MaskedCompareSwap64 { remote, .. } => {
-                atomic(const { a(Opcode::AtomicMaskedCs, B8, 2, 8) }, remote)
-            }
-            SendOp::MaskedFetchAdd32 { remote, .. } => {
-                atomic(const { a(Opcode::AtomicMaskedFa, B4, 1, 4) }, remote)
-            }
-            SendOp::MaskedFetchAdd64 { remote, .. } => {
-                atomic(const { a(Opcode::AtomicMaskedFa, B8, 1, 8) }, remote)
-            }
-            SendOp::Nop => plain(const { p(Opcode::Nop, false) }, 0, None),
+            SendOp::Write(remote)
+            | SendOp::WriteImm(remote, _)
+            | SendOp::Read(remote)
+            | SendOp::CompareSwap { remote, .. }
+            | SendOp::FetchAdd { remote, .. }
+            | SendOp::MaskedCompareSwap32 { remote, .. }
+            | SendOp::MaskedCompareSwap64 { remote, .. }
+            | SendOp::MaskedFetchAdd32 { remote, .. }
+            | SendOp::MaskedFetchAdd64 { remote, .. } => remote,
+            // SAFETY: excluded by the caller.
+            SendOp::Send | SendOp::SendImm(_) | SendOp::SendInv(_) | SendOp::Nop => unsafe {
+                core::hint::unreachable_unchecked()
+            },
+        }
+    }
+
+    /// The immediate, or the key a SEND_INV invalidates.
+    ///
+    /// # Safety
+    /// `self` must be SEND with immediate, SEND_INV or WRITE with immediate (the
+    /// operations whose shape has an immediate).
+    #[inline(always)]
+    unsafe fn imm(&self) -> u32 {
+        match *self {
+            SendOp::SendImm(imm) | SendOp::SendInv(imm) | SendOp::WriteImm(_, imm) => imm,
+            // SAFETY: excluded by the caller.
+            _ => unsafe { core::hint::unreachable_unchecked() },
         }
     }
 

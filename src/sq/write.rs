@@ -11,7 +11,7 @@ use crate::ring::{Block, Staging, WqeBuf, WqeRing};
 use crate::types::Transport;
 
 use super::shared::{Slots, SqDesc};
-use super::wr::{Data, SendWr, Shape};
+use super::wr::{Data, Remote, SendWr, Shape};
 use super::MAX_MESSAGE_SIZE;
 
 /// A WQE just written, as the doorbell needs it.
@@ -208,13 +208,13 @@ impl Limits {
                 if shape.local_len().is_some()
                     || bytes.len() > self.inline_fit[shape.has_remote() as usize]
                 {
-                    checked_ds::<X>(*self, shape, data)?;
+                    checked_ds::<X>(*self, shape, shape.remote(op), data)?;
                 }
                 fixed_ds + inline_data_ds(bytes.len())
             }
             // Out of line, with values only (see `refused`): its loop and refusals would
             // otherwise crowd the registers of every post.
-            Data::Sges(_) => checked_ds::<X>(*self, shape, data)?,
+            Data::Sges(_) => checked_ds::<X>(*self, shape, shape.remote(op), data)?,
         };
         // A WQE of one WQEBB (every inline payload up to 28 bytes with a remote address, 44
         // without) in code of its own: its size, the wrap and the BlueFlame chunk count are
@@ -274,7 +274,7 @@ impl Limits {
             signature: 0,
             dci_stream_channel_id: [0; 2],
             fm_ce_se: wr.flags.fm_ce_se(),
-            imm: shape.imm,
+            imm: shape.imm(op),
         };
         let (mut wqe, start) = ring.wqe(
             pi as usize * SEND_WQE_BB,
@@ -292,7 +292,7 @@ impl Limits {
             // SAFETY: see above (`X::DS` units; none for RC).
             unsafe { xport.write(wqe, DS) };
             let mut at = DS + X::DS * DS;
-            if let Some(remote) = shape.remote() {
+            if let Some(remote) = shape.remote(op) {
                 let raddr = RaddrSeg {
                     raddr: Be64::new(remote.addr),
                     rkey: Be32::new(remote.rkey),
@@ -396,7 +396,12 @@ impl Limits {
 
     /// Validates the data part of a WQE and returns its size in DS.
     #[inline(always)]
-    fn check_data(&self, shape: &Shape, data: Data<'_>) -> Result<usize, PostError> {
+    fn check_data(
+        &self,
+        shape: &Shape,
+        remote: Option<Remote>,
+        data: Data<'_>,
+    ) -> Result<usize, PostError> {
         if shape.local_len().is_some() && self.ready.uc() {
             // READ and atomics (the operations with a local result) are not UC operations
             // (`MLX5_SUPPORTED_SEND_OPS_FLAGS_UC`); every one of them takes this path, so
@@ -430,7 +435,7 @@ impl Limits {
                     return Err(PostError::MessageTooLarge { len: total });
                 }
                 if let Some(len) = shape.local_len().filter(|l| *l != 0) {
-                    let remote = shape.remote().map_or(0, |r| r.addr);
+                    let remote = remote.map_or(0, |r| r.addr);
                     if remote % len as u64 != 0 {
                         return Err(PostError::MisalignedAtomic { addr: remote });
                     }
@@ -471,9 +476,14 @@ pub(super) unsafe fn record<'s>(
 /// The size in DS of a WQE whose data is not an inline payload under `inline_fit`: every
 /// data and size check, in order, with the refusal as `Limits::refused` names it.
 #[inline(never)]
-fn checked_ds<X: Xport>(k: Limits, shape: Shape, data: Data<'_>) -> Result<usize, PostError> {
+fn checked_ds<X: Xport>(
+    k: Limits,
+    shape: Shape,
+    remote: Option<Remote>,
+    data: Data<'_>,
+) -> Result<usize, PostError> {
     let fixed_ds = 1 + X::DS + shape.fixed_ds();
-    let ds = match k.check_data(&shape, data) {
+    let ds = match k.check_data(&shape, remote, data) {
         Ok(data_ds) => fixed_ds + data_ds,
         Err(e) => return Err(k.refused(e)),
     };
