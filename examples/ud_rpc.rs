@@ -164,12 +164,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let before = (client.pcie(), server.pcie());
         for c in &arrived {
             let req = server.payload(c);
-            let ah = match replies.entry(c.slid) {
+            let ah = match replies.entry(c.slid()) {
                 Entry::Occupied(e) => e.into_mut(),
                 Entry::Vacant(e) => {
                     let attr = AhAttr {
                         port: 1,
-                        dlid: c.slid,
+                        dlid: c.slid(),
                         ..AhAttr::default()
                     };
                     e.insert(server.pd.create_ah(&attr)?)
@@ -181,7 +181,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 data: Data::Inline(&req),
                 flags: SendFlags::SIGNALED,
             };
-            server.qp.sq().post_ud(wr, &ah.dest(c.src_qp, QKEY))?;
+            server.qp.sq().post_ud(wr, &ah.dest(c.src_qp(), QKEY))?;
             server.post_recv(c.wr_id as usize)?;
         }
         // The client: DEPTH send completions and DEPTH responses, in any order.
@@ -191,7 +191,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 continue;
             }
             let resp = client.payload(&c);
-            let slot = c.imm.ok_or("a response without its slot")? as usize;
+            let slot = c.imm().ok_or("a response without its slot")? as usize;
             if slot >= DEPTH || seen[slot] || usize::from(resp[0]) != slot {
                 return Err(format!("response {resp:?} for slot {slot} unexpected").into());
             }

@@ -214,13 +214,21 @@ impl Status {
 
 /// One polled completion.
 ///
-/// The fields are laid out in this order (`repr(C)`) so that a requester completion, the
-/// common case, is written with few stores: the fields it sets first, the ones it leaves
-/// empty together after them. New fields go into padding where there is some
-/// (`pkey_index` and `user_index` did; a unit test pins the offsets), else at the end.
+/// The fields every completion sets are public; the details of a receive (immediate,
+/// invalidated rkey, P_Key, source QP and LID, the UD flags, the solicited bit, data in
+/// the CQE), the user index and the timestamp are read through accessors
+/// ([`Completion::imm`], [`Completion::src_qp`], ...) over a packed form, so that a
+/// requester completion, the common case, is written with few stores: its fields first,
+/// the ones it leaves zero together after them (`repr(C)`; a unit test pins the offsets).
+/// The `with_*` methods build a completion field by field (an expected one, in a test or a
+/// software model). Equality compares every field; `Debug` and serde show them by name.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(into = "CompletionFields", from = "CompletionFields")
+)]
 pub struct Completion {
     /// The `wr_id` given when the WQE was posted (0 for unknown-QP / unknown-opcode CQEs).
     pub wr_id: u64,
@@ -231,69 +239,139 @@ pub struct Completion {
     /// the CQE's byte count is not defined there). 0 for every other requester completion
     /// and for errors.
     pub byte_len: u32,
+    /// `srqn_uidx` bits 23..0 as the CQE has them, big-endian: [`Completion::user_index`]
+    /// swaps them (the poll stores the bytes it loaded).
+    uidx_be: u32,
     /// What completed.
     pub opcode: WcOpcode,
+    /// Success or the error.
+    pub status: Status,
+    /// The CQE's `imm_inval_pkey` as [`Completion::imm`], [`Completion::invalidated_rkey`]
+    /// or [`Completion::pkey_index`] read it: which one, `flags` says (one CQE field holds
+    /// one of the three).
+    extra: u32,
+    /// `flags_rqpn` of a receive: [`Completion::src_qp`] in bits 23..0,
+    /// [`Completion::ud_flags`] in bits 31..24.
+    rqpn: u32,
+    /// [`Completion::slid`].
+    slid: u16,
+    /// [`HAS_IMM`], [`HAS_INV`], [`SOLICITED`], [`DATA_IN_CQE`].
+    flags: u8,
+    /// [`Completion::timestamp`].
+    timestamp: u64,
+}
+
+/// [`Completion`]'s `flags`: `extra` is the immediate.
+const HAS_IMM: u8 = 1;
+/// `extra` is the invalidated rkey (neither bit: it is the P_Key field).
+const HAS_INV: u8 = 2;
+/// [`Completion::solicited`].
+const SOLICITED: u8 = 4;
+/// [`Completion::data_in_cqe`].
+const DATA_IN_CQE: u8 = 8;
+
+/// `MLX5_GRH_IN_BUFFER` in [`Completion::ud_flags`] (`flags_rqpn` bit 28).
+const GRH_IN_BUFFER: u8 = 1 << 4;
+
+impl Completion {
+    /// Immediate data of a SEND or RDMA WRITE with immediate, host order as the sender
+    /// gave it.
+    #[inline]
+    pub fn imm(&self) -> Option<u32> {
+        (self.flags & HAS_IMM != 0).then_some(self.extra)
+    }
+
+    /// The rkey a SEND with invalidate invalidated.
+    #[inline]
+    pub fn invalidated_rkey(&self) -> Option<u32> {
+        (self.flags & HAS_INV != 0).then_some(self.extra)
+    }
+
     /// The P_Key field of a receive without immediate or invalidate (`imm_inval_pkey` bits
     /// 15..0), which rdma-core's `handle_responder` reports as `wc.pkey_index`; the kernel
     /// reads the same bits as the P_Key value (QP1), and the model writes either
     /// (`NicConfig::cqe_pkey`, docs/model.md). Defined for UD; 0 for every other completion.
-    pub pkey_index: u16,
-    /// Success or the error.
-    pub status: Status,
-    /// Immediate data, host order as the sender gave it.
-    pub imm: Option<u32>,
-    /// The rkey a SEND with invalidate invalidated.
-    pub invalidated_rkey: Option<u32>,
+    #[inline]
+    pub fn pkey_index(&self) -> u16 {
+        if self.flags & (HAS_IMM | HAS_INV) == 0 {
+            self.extra as u16
+        } else {
+            0
+        }
+    }
+
     /// Source QP of a receive: defined for UD only. On the RC QPs of this crate it is
     /// whatever the device writes (the model writes 0); do not rely on it.
-    pub src_qp: u32,
+    #[inline]
+    pub fn src_qp(&self) -> u32 {
+        self.rqpn & 0xff_ffff
+    }
+
     /// Source LID of a UD receive (InfiniBand).
-    pub slid: u16,
+    #[inline]
+    pub fn slid(&self) -> u16 {
+        self.slid
+    }
+
     /// `flags_rqpn` bits 31..24 of a receive: on UD where the GRH went (bits 5..4, see
     /// [`Completion::grh_present`]) and the SL (InfiniBand) or packet type (RoCE) in bits
     /// 3..0 ([`Completion::sl`]).
-    pub ud_flags: u8,
+    #[inline]
+    pub fn ud_flags(&self) -> u8 {
+        (self.rqpn >> 24) as u8
+    }
+
     /// The sender asked for a solicited event.
-    pub solicited: bool,
+    #[inline]
+    pub fn solicited(&self) -> bool {
+        self.flags & SOLICITED != 0
+    }
+
     /// `srqn_uidx` bits 23..0 of the CQE (`mlx5_err_cqe.srqn` of an error CQE): on a
     /// context with CQE version 1 (what rdma-core negotiates on current kernels, and
     /// `mlx5_poll_cq_v1` looks resources up by) the user index the QP was created with
     /// ([`QpConfig::user_index`](crate::QpConfig::user_index) on the model); with version
     /// 0 the SRQ number of an SRQ receive, else 0. UCX gives each DCI its pool index here,
     /// so that a CQE names its DCI without a lookup.
-    pub user_index: u32,
+    #[inline]
+    pub fn user_index(&self) -> u32 {
+        u32::from_be(self.uidx_be)
+    }
+
     /// The device clock when the CQE was written (`mlx5_cqe64.timestamp`): convert with
     /// [`ClockInfo::to_ns`](crate::ClockInfo::to_ns) from
     /// [`Context::clock_info`](crate::Context::clock_info). Read on CQs created with
     /// [`CqConfig::timestamps`](crate::CqConfig::timestamps) only (whose requester CQEs are
     /// then parsed out of line: the common poll pays nothing for the feature); 0 elsewhere
     /// and for error CQEs, whose layout has no timestamp.
-    pub timestamp: u64,
+    #[inline]
+    pub fn timestamp(&self) -> u64 {
+        self.timestamp
+    }
+
     /// The received bytes came inside the CQE ([`QpConfig::scatter_to_cqe`]) and polling
     /// copied them into the receive's scatter list: they are where a DMA write would have
-    /// put them. (`src_qp`, `slid` and `ud_flags` are then 0: a 64-byte CQE's data takes
-    /// their bytes.)
+    /// put them. ([`Completion::src_qp`], [`Completion::slid`] and
+    /// [`Completion::ud_flags`] are then 0: a 64-byte CQE's data takes their bytes.)
     ///
     /// [`QpConfig::scatter_to_cqe`]: crate::QpConfig::scatter_to_cqe
-    pub data_in_cqe: bool,
-}
+    #[inline]
+    pub fn data_in_cqe(&self) -> bool {
+        self.flags & DATA_IN_CQE != 0
+    }
 
-/// `MLX5_GRH_IN_BUFFER` in [`Completion::ud_flags`] (`flags_rqpn` bit 28).
-const GRH_IN_BUFFER: u8 = 1 << 4;
-
-impl Completion {
     /// A UD receive that carried a GRH: the device wrote it into the first
     /// [`UD_GRH_BYTES`](crate::rq::UD_GRH_BYTES) of the receive buffer. Without one
     /// (InfiniBand without a global route) those bytes are undefined.
     pub fn grh_present(&self) -> bool {
-        self.ud_flags & 0x30 == GRH_IN_BUFFER
+        self.ud_flags() & 0x30 == GRH_IN_BUFFER
     }
 
     /// The SL of a receive on InfiniBand: the sender's path SL (UD, DC: its address
     /// vector's), as rdma-core's `handle_responder` reads `wc->sl` from `flags_rqpn` bits
     /// 27..24 for every transport (on RoCE these bits are the packet type).
     pub fn sl(&self) -> u8 {
-        self.ud_flags & 0xf
+        self.ud_flags() & 0xf
     }
 
     /// Where a UD receive's payload is in its scatter list: after the GRH area, up to
@@ -301,6 +379,231 @@ impl Completion {
     pub fn ud_payload(&self) -> core::ops::Range<usize> {
         let grh = crate::rq::UD_GRH_BYTES as usize;
         grh..(self.byte_len as usize).max(grh)
+    }
+
+    /// With `wr_id` `wr_id`.
+    #[must_use]
+    pub fn with_wr_id(self, wr_id: u64) -> Completion {
+        Completion { wr_id, ..self }
+    }
+
+    /// With `qpn` `qpn`.
+    #[must_use]
+    pub fn with_qpn(self, qpn: u32) -> Completion {
+        Completion { qpn, ..self }
+    }
+
+    /// With `byte_len` `byte_len`.
+    #[must_use]
+    pub fn with_byte_len(self, byte_len: u32) -> Completion {
+        Completion { byte_len, ..self }
+    }
+
+    /// With `opcode` `opcode`.
+    #[must_use]
+    pub fn with_opcode(self, opcode: WcOpcode) -> Completion {
+        Completion { opcode, ..self }
+    }
+
+    /// With `status` `status`.
+    #[must_use]
+    pub fn with_status(self, status: Status) -> Completion {
+        Completion { status, ..self }
+    }
+
+    /// With [`Completion::imm`] `imm` (`Some` replaces an invalidated rkey or P_Key: the
+    /// CQE has one field for the three).
+    #[must_use]
+    pub fn with_imm(self, imm: Option<u32>) -> Completion {
+        self.with_extra(HAS_IMM, imm)
+    }
+
+    /// With [`Completion::invalidated_rkey`] `rkey` (`Some` replaces an immediate or
+    /// P_Key).
+    #[must_use]
+    pub fn with_invalidated_rkey(self, rkey: Option<u32>) -> Completion {
+        self.with_extra(HAS_INV, rkey)
+    }
+
+    /// With [`Completion::pkey_index`] `pkey` (replaces an immediate or invalidated rkey).
+    #[must_use]
+    pub fn with_pkey_index(self, pkey: u16) -> Completion {
+        Completion {
+            extra: pkey.into(),
+            flags: self.flags & !(HAS_IMM | HAS_INV),
+            ..self
+        }
+    }
+
+    /// `extra` as the field `bit` names: set (`Some`), or cleared if it was that field.
+    fn with_extra(self, bit: u8, value: Option<u32>) -> Completion {
+        let others = self.flags & !(HAS_IMM | HAS_INV);
+        match value {
+            Some(extra) => Completion {
+                extra,
+                flags: others | bit,
+                ..self
+            },
+            None if self.flags & bit != 0 => Completion {
+                extra: 0,
+                flags: others,
+                ..self
+            },
+            None => self,
+        }
+    }
+
+    /// With [`Completion::src_qp`] `src_qp` (its low 24 bits).
+    #[must_use]
+    pub fn with_src_qp(self, src_qp: u32) -> Completion {
+        Completion {
+            rqpn: (self.rqpn & !0xff_ffff) | (src_qp & 0xff_ffff),
+            ..self
+        }
+    }
+
+    /// With [`Completion::slid`] `slid`.
+    #[must_use]
+    pub fn with_slid(self, slid: u16) -> Completion {
+        Completion { slid, ..self }
+    }
+
+    /// With [`Completion::ud_flags`] `ud_flags`.
+    #[must_use]
+    pub fn with_ud_flags(self, ud_flags: u8) -> Completion {
+        Completion {
+            rqpn: (self.rqpn & 0xff_ffff) | u32::from(ud_flags) << 24,
+            ..self
+        }
+    }
+
+    /// With [`Completion::solicited`] `solicited`.
+    #[must_use]
+    pub fn with_solicited(self, solicited: bool) -> Completion {
+        self.with_flag(SOLICITED, solicited)
+    }
+
+    /// With [`Completion::user_index`] `user_index` (its low 24 bits).
+    #[must_use]
+    pub fn with_user_index(self, user_index: u32) -> Completion {
+        Completion {
+            uidx_be: (user_index & UIDX_MASK).to_be(),
+            ..self
+        }
+    }
+
+    /// With [`Completion::timestamp`] `timestamp`.
+    #[must_use]
+    pub fn with_timestamp(self, timestamp: u64) -> Completion {
+        Completion { timestamp, ..self }
+    }
+
+    /// With [`Completion::data_in_cqe`] `data_in_cqe`.
+    #[must_use]
+    pub fn with_data_in_cqe(self, data_in_cqe: bool) -> Completion {
+        self.with_flag(DATA_IN_CQE, data_in_cqe)
+    }
+
+    fn with_flag(self, bit: u8, on: bool) -> Completion {
+        Completion {
+            flags: if on {
+                self.flags | bit
+            } else {
+                self.flags & !bit
+            },
+            ..self
+        }
+    }
+}
+
+impl core::fmt::Debug for Completion {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Completion")
+            .field("wr_id", &self.wr_id)
+            .field("qpn", &self.qpn)
+            .field("byte_len", &self.byte_len)
+            .field("opcode", &self.opcode)
+            .field("status", &self.status)
+            .field("imm", &self.imm())
+            .field("invalidated_rkey", &self.invalidated_rkey())
+            .field("pkey_index", &self.pkey_index())
+            .field("src_qp", &self.src_qp())
+            .field("slid", &self.slid)
+            .field("ud_flags", &self.ud_flags())
+            .field("solicited", &self.solicited())
+            .field("user_index", &self.user_index())
+            .field("timestamp", &self.timestamp)
+            .field("data_in_cqe", &self.data_in_cqe())
+            .finish()
+    }
+}
+
+/// [`Completion`] field by field, as serde writes and reads it (the names of its
+/// accessors).
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CompletionFields {
+    wr_id: u64,
+    qpn: u32,
+    byte_len: u32,
+    opcode: WcOpcode,
+    status: Status,
+    imm: Option<u32>,
+    invalidated_rkey: Option<u32>,
+    pkey_index: u16,
+    src_qp: u32,
+    slid: u16,
+    ud_flags: u8,
+    solicited: bool,
+    user_index: u32,
+    timestamp: u64,
+    data_in_cqe: bool,
+}
+
+#[cfg(feature = "serde")]
+impl From<Completion> for CompletionFields {
+    fn from(c: Completion) -> Self {
+        CompletionFields {
+            wr_id: c.wr_id,
+            qpn: c.qpn,
+            byte_len: c.byte_len,
+            opcode: c.opcode,
+            status: c.status,
+            imm: c.imm(),
+            invalidated_rkey: c.invalidated_rkey(),
+            pkey_index: c.pkey_index(),
+            src_qp: c.src_qp(),
+            slid: c.slid,
+            ud_flags: c.ud_flags(),
+            solicited: c.solicited(),
+            user_index: c.user_index(),
+            timestamp: c.timestamp,
+            data_in_cqe: c.data_in_cqe(),
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl From<CompletionFields> for Completion {
+    fn from(c: CompletionFields) -> Self {
+        Completion {
+            wr_id: c.wr_id,
+            qpn: c.qpn,
+            byte_len: c.byte_len,
+            opcode: c.opcode,
+            status: c.status,
+            ..Completion::default()
+        }
+        .with_pkey_index(c.pkey_index)
+        .with_imm(c.imm)
+        .with_invalidated_rkey(c.invalidated_rkey)
+        .with_src_qp(c.src_qp)
+        .with_slid(c.slid)
+        .with_ud_flags(c.ud_flags)
+        .with_solicited(c.solicited)
+        .with_user_index(c.user_index)
+        .with_timestamp(c.timestamp)
+        .with_data_in_cqe(c.data_in_cqe)
     }
 }
 
@@ -412,6 +715,12 @@ const ODP_PFAULT: u8 = 0x93;
 
 /// The bits of `srqn_uidx` rdma-core reads as the user index (`mlx5_parse_cqe`, CQE v1).
 const UIDX_MASK: u32 = 0xff_ffff;
+
+/// [`Completion`]'s `uidx_be` from a CQE's `srqn_uidx`: its bytes, masked, not swapped.
+#[inline(always)]
+fn uidx_be(srqn_uidx: Be32) -> u32 {
+    u32::from_ne_bytes(srqn_uidx.to_bytes()) & UIDX_MASK.to_be()
+}
 
 /// The poller's copy of the attached QPs, and the parsing that needs them.
 #[derive(Debug)]
@@ -676,7 +985,7 @@ impl QpTable {
             qpn,
             opcode: WcOpcode::from_send_opcode((sop >> 24) as u8),
             byte_len,
-            user_index: cqe.srqn_uidx.get() & UIDX_MASK,
+            uidx_be: uidx_be(cqe.srqn_uidx),
             ..Completion::default()
         };
     }
@@ -743,30 +1052,27 @@ impl QpTable {
                     return unknown_wqe(qpn, opcode, counter);
                 };
                 let raw = cqe.imm_inval_pkey.get();
+                let (extra, kind) = match op {
+                    CqeOpcode::RespSend => (raw & 0xffff, 0),
+                    CqeOpcode::RespSendInv => (raw, HAS_INV),
+                    _ => (raw, HAS_IMM),
+                };
                 let out = Completion {
                     wr_id,
                     qpn,
                     opcode,
                     status: Status::Success,
                     byte_len: cqe.byte_cnt.get(),
-                    pkey_index: if op == CqeOpcode::RespSend {
-                        raw as u16
-                    } else {
-                        0
-                    },
-                    user_index: cqe.srqn_uidx.get() & UIDX_MASK,
-                    imm: matches!(op, CqeOpcode::RespSendImm | CqeOpcode::RespWrImm).then_some(raw),
-                    invalidated_rkey: (op == CqeOpcode::RespSendInv).then_some(raw),
-                    src_qp: cqe.flags_rqpn.get() & 0xff_ffff,
-                    solicited: bits.se(),
+                    uidx_be: uidx_be(cqe.srqn_uidx),
+                    extra,
+                    rqpn: cqe.flags_rqpn.get(),
                     slid: cqe.slid.get(),
-                    ud_flags: (cqe.flags_rqpn.get() >> 24) as u8,
                     timestamp: if self.timestamps {
                         cqe.timestamp.get()
                     } else {
                         0
                     },
-                    data_in_cqe: false,
+                    flags: kind | if bits.se() { SOLICITED } else { 0 },
                 };
                 match scattered {
                     Some((wide, (sges, n))) => self.put_scattered(entry, wide, &sges[..n], out),
@@ -817,7 +1123,7 @@ impl QpTable {
                     qpn,
                     opcode,
                     status: Status::Error(error),
-                    user_index: err.srqn.get() & UIDX_MASK,
+                    uidx_be: uidx_be(err.srqn),
                     ..Completion::default()
                 }
             }
@@ -841,14 +1147,14 @@ impl QpTable {
         sges: &[Sge],
         mut out: Completion,
     ) -> Completion {
-        (out.src_qp, out.slid, out.ud_flags) = (0, 0, 0);
+        (out.rqpn, out.slid) = (0, 0);
         let copied = self.scattered.as_ref().and_then(|to| {
             let data = to.0.scattered(entry, wide)?;
             let data = data.get(..out.byte_len as usize)?;
             to.1.scatter(data, sges).ok()
         });
         match copied {
-            Some(()) => out.data_in_cqe = true,
+            Some(()) => out.flags |= DATA_IN_CQE,
             None => out.status = Status::BadScatter,
         }
         out
@@ -924,12 +1230,84 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_pkey_and_the_user_index_live_in_what_was_padding() {
-        // 64 bytes up to the timestamp; `data_in_cqe` after it.
-        assert_eq!(core::mem::offset_of!(Completion, data_in_cqe), 64);
-        assert_eq!(size_of::<Completion>(), 72);
-        assert_eq!(core::mem::offset_of!(Completion, pkey_index), 18);
-        assert_eq!(core::mem::offset_of!(Completion, user_index), 52);
+    fn a_requester_completion_sets_its_fields_first_and_the_zero_ones_after() {
+        use core::mem::offset_of;
+        // Set by every completion: 0..32 (user index and status included); the receive's
+        // details and the timestamp, zero on the requester path, after them.
+        let offsets = [
+            offset_of!(Completion, wr_id),
+            offset_of!(Completion, qpn),
+            offset_of!(Completion, byte_len),
+            offset_of!(Completion, uidx_be),
+            offset_of!(Completion, opcode),
+            offset_of!(Completion, status),
+            offset_of!(Completion, extra),
+            offset_of!(Completion, rqpn),
+            offset_of!(Completion, slid),
+            offset_of!(Completion, flags),
+            offset_of!(Completion, timestamp),
+        ];
+        // 32..56 in one run of zeros (two stores), no zero field between the others.
+        assert_eq!(offsets, [0, 8, 12, 16, 20, 24, 32, 36, 40, 42, 48]);
+        assert_eq!(size_of::<Completion>(), 56);
+    }
+
+    #[test]
+    fn the_accessors_read_what_the_builders_wrote() {
+        let c = Completion::default();
+        assert_eq!(
+            (c.imm(), c.invalidated_rkey(), c.pkey_index()),
+            (None, None, 0)
+        );
+        assert_eq!((c.src_qp(), c.slid(), c.ud_flags(), c.sl()), (0, 0, 0, 0));
+        assert_eq!(
+            (c.solicited(), c.data_in_cqe(), c.grh_present()),
+            (false, false, false)
+        );
+        assert_eq!((c.user_index(), c.timestamp()), (0, 0));
+        let c = c
+            .with_pkey_index(0xffff)
+            .with_src_qp(0xfff_ffff)
+            .with_ud_flags(0x13)
+            .with_slid(7)
+            .with_solicited(true)
+            .with_user_index(0xab_cdef)
+            .with_timestamp(1 << 40)
+            .with_data_in_cqe(true);
+        assert_eq!(
+            (c.imm(), c.invalidated_rkey(), c.pkey_index()),
+            (None, None, 0xffff)
+        );
+        assert_eq!(
+            (c.src_qp(), c.ud_flags(), c.sl(), c.grh_present()),
+            (0xff_ffff, 0x13, 3, true)
+        );
+        assert_eq!((c.slid(), c.solicited(), c.data_in_cqe()), (7, true, true));
+        assert_eq!((c.user_index(), c.timestamp()), (0xab_cdef, 1 << 40));
+        // One CQE field holds the immediate, the invalidated rkey or the P_Key.
+        let imm = c.with_imm(Some(0));
+        assert_eq!(
+            (imm.imm(), imm.invalidated_rkey(), imm.pkey_index()),
+            (Some(0), None, 0)
+        );
+        let inv = imm.with_invalidated_rkey(Some(9));
+        assert_eq!(
+            (inv.imm(), inv.invalidated_rkey(), inv.pkey_index()),
+            (None, Some(9), 0)
+        );
+        assert_eq!(inv.with_imm(None), inv);
+        let none = inv.with_invalidated_rkey(None);
+        assert_eq!(
+            (none.imm(), none.invalidated_rkey(), none.pkey_index()),
+            (None, None, 0)
+        );
+        assert_ne!(imm, c.with_pkey_index(0).with_imm(Some(1)));
+        // Clearing a flag leaves the others.
+        let c = c.with_solicited(false);
+        assert_eq!(
+            (c.solicited(), c.data_in_cqe(), c.src_qp()),
+            (false, true, 0xff_ffff)
+        );
     }
 
     #[test]

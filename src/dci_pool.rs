@@ -154,7 +154,7 @@ impl<B: Backend> DciPool<B> {
     /// the DCIs and the DCI there has `c`'s QPN, else by QPN.
     fn index_of(&self, c: &Completion) -> Option<usize> {
         let by_uidx = self.uidx_base.and_then(|base| {
-            let i = c.user_index.wrapping_sub(base) as usize;
+            let i = c.user_index().wrapping_sub(base) as usize;
             self.dcis.get(i).filter(|d| d.qpn() == c.qpn).map(|_| i)
         });
         by_uidx.or_else(|| self.by_qpn.get(&c.qpn).copied())

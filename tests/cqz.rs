@@ -81,11 +81,11 @@ fn write_burst(a: &mut Side, b: &Side, first: u64, n: usize) {
 
 fn writes(first: u64, n: u64) -> Vec<Completion> {
     (first..first + n)
-        .map(|wr_id| Completion {
-            wr_id,
-            qpn: 0,
-            opcode: WcOpcode::RdmaWrite,
-            ..Completion::default()
+        .map(|wr_id| {
+            Completion::default()
+                .with_wr_id(wr_id)
+                .with_qpn(0)
+                .with_opcode(WcOpcode::RdmaWrite)
         })
         .collect()
 }

@@ -357,7 +357,10 @@ fn an_srq_receive_that_faults_completes_with_the_odp_fault_cqe() {
         (0x22, 0x93, 0)
     );
     assert!(e.is_odp_fault());
-    assert_eq!((r.wr_id, r.qpn, r.user_index), (9, b.qp.qpn(), srq.srqn()));
+    assert_eq!(
+        (r.wr_id, r.qpn, r.user_index()),
+        (9, b.qp.qpn(), srq.srqn())
+    );
     assert_eq!(faults(&b, &sb), (1, 4, 1));
     let mut back = [0u8; 8];
     sink.read(LEN - 8, &mut back);

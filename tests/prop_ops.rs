@@ -289,12 +289,7 @@ fn data_of<'a>(source: &'a Source, mr: &MemoryRegion<Sim>, sges: &'a mut Vec<Sge
 /// `c` without the source QP, SLID and their flags: defined for UD only, not compared on
 /// connected QPs.
 fn without_sender(c: Completion) -> Completion {
-    Completion {
-        src_qp: 0,
-        slid: 0,
-        ud_flags: 0,
-        ..c
-    }
+    c.with_src_qp(0).with_slid(0).with_ud_flags(0)
 }
 
 /// The local data of a send as the reference sees it.
@@ -453,26 +448,19 @@ impl Reference {
             if let Some(data) = data {
                 this.scatter(p, &list, data);
             }
-            this.qps[p].recv_done.push(Completion {
-                wr_id,
-                qpn: this.qpns[p],
-                opcode,
-                status: Status::Success,
-                byte_len: len as u32,
-                imm,
-                invalidated_rkey: None,
-                // Defined for UD only; the rig does not compare it.
-                src_qp: 0,
-                solicited: op.solicited,
-                slid: 0,
-                ud_flags: 0,
-                timestamp: 0,
-                data_in_cqe: false,
-                // An RC receive carries no P_Key (the model writes 0); the SRQ number the
-                // rig checks on its own.
-                pkey_index: 0,
-                user_index: 0,
-            });
+            // The source QP, SLID and UD flags are defined for UD only (the rig does not
+            // compare them); an RC receive carries no P_Key (the model writes 0); the SRQ
+            // number the rig checks on its own: all 0 here.
+            this.qps[p].recv_done.push(
+                Completion::default()
+                    .with_wr_id(wr_id)
+                    .with_qpn(this.qpns[p])
+                    .with_opcode(opcode)
+                    .with_status(Status::Success)
+                    .with_byte_len(len as u32)
+                    .with_imm(imm)
+                    .with_solicited(op.solicited),
+            );
         };
         let opcode = match op.op {
             SendOp::Send | SendOp::SendImm(_) => {
@@ -529,13 +517,13 @@ impl Reference {
             }
         };
         if op.signaled {
-            self.qps[q].sends.push(Completion {
-                wr_id: op.wr_id,
-                qpn: self.qpns[q],
-                opcode,
-                byte_len,
-                ..Completion::default()
-            });
+            self.qps[q].sends.push(
+                Completion::default()
+                    .with_wr_id(op.wr_id)
+                    .with_qpn(self.qpns[q])
+                    .with_opcode(opcode)
+                    .with_byte_len(byte_len),
+            );
         }
     }
 }
@@ -907,15 +895,15 @@ impl Rig {
                 .position(|q| q % 2 == side && self.qps[q].qpn() == c.qpn)
                 .expect("completion for a QP of this NIC");
             // The reference has no clock: timestamps are pinned by tests/timestamps.rs.
-            let c = Completion { timestamp: 0, ..*c };
+            let c = c.with_timestamp(0);
             match c.opcode {
                 // The source QP, SLID and their flags are defined for UD only: not compared
                 // on these RC QPs.
                 WcOpcode::Recv | WcOpcode::RecvRdmaWithImm => {
                     // CQE version 0: `srqn_uidx` is the SRQ's number, or 0 on an RQ.
                     let srqn = self.srqs.get(q).map_or(0, Srq::srqn);
-                    assert_eq!(c.user_index, srqn, "srqn_uidx of {c:?}");
-                    self.recvs[q].push(without_sender(Completion { user_index: 0, ..c }))
+                    assert_eq!(c.user_index(), srqn, "srqn_uidx of {c:?}");
+                    self.recvs[q].push(without_sender(c.with_user_index(0)))
                 }
                 _ => self.sends[q].push(c),
             }
@@ -1181,16 +1169,16 @@ impl DgReference {
             self.qps[p].mem[T + op.remote..T + op.remote + data.len()].copy_from_slice(&data);
         }
         if op.signaled {
-            self.qps[q].sends.push(Completion {
-                wr_id: op.wr_id,
-                qpn: self.qpns[q],
-                opcode: if to_recv {
-                    WcOpcode::Send
-                } else {
-                    WcOpcode::RdmaWrite
-                },
-                ..Completion::default()
-            });
+            self.qps[q].sends.push(
+                Completion::default()
+                    .with_wr_id(op.wr_id)
+                    .with_qpn(self.qpns[q])
+                    .with_opcode(if to_recv {
+                        WcOpcode::Send
+                    } else {
+                        WcOpcode::RdmaWrite
+                    }),
+            );
         }
         if opcode == WcOpcode::RdmaWrite {
             return;
@@ -1217,25 +1205,25 @@ impl DgReference {
             }
             assert_eq!(at, landed.len(), "reference: receive too small");
         }
-        self.qps[p].recv_done.push(Completion {
-            wr_id,
-            qpn: self.qpns[p],
-            opcode,
-            status: Status::Success,
-            byte_len: byte_len as u32,
-            imm,
-            solicited: op.solicited,
-            // The sender and the GRH flag: UD only (not compared on UC).
-            src_qp: if self.ud { self.qpns[q] } else { 0 },
-            slid: if self.ud { self.lids[q] } else { 0 },
-            ud_flags: if self.ud && self.grh.is_some() {
-                0x10
-            } else {
-                0
-            },
-            user_index: self.srqns[p],
-            ..Completion::default()
-        });
+        // The sender and the GRH flag: UD only (not compared on UC).
+        self.qps[p].recv_done.push(
+            Completion::default()
+                .with_wr_id(wr_id)
+                .with_qpn(self.qpns[p])
+                .with_opcode(opcode)
+                .with_status(Status::Success)
+                .with_byte_len(byte_len as u32)
+                .with_imm(imm)
+                .with_solicited(op.solicited)
+                .with_src_qp(if self.ud { self.qpns[q] } else { 0 })
+                .with_slid(if self.ud { self.lids[q] } else { 0 })
+                .with_ud_flags(if self.ud && self.grh.is_some() {
+                    0x10
+                } else {
+                    0
+                })
+                .with_user_index(self.srqns[p]),
+        );
     }
 }
 
@@ -1449,7 +1437,7 @@ impl DgRig {
             for c in &out[..n] {
                 assert_eq!(c.status, Status::Success, "unexpected completion {c:?}");
                 assert_eq!(c.qpn, self.qps[side].qpn());
-                let c = Completion { timestamp: 0, ..*c };
+                let c = c.with_timestamp(0);
                 match c.opcode {
                     WcOpcode::Recv | WcOpcode::RecvRdmaWithImm => {
                         self.recv_polled[side] += 1;

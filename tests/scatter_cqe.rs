@@ -134,7 +134,7 @@ fn a_32_byte_send_arrives_in_a_64_byte_cqe_and_lands_in_the_buffer() {
     let sge = p.mr_b.sge(0, 64);
     let (c, pcie, stats) = p.send(&[sge], &data);
     assert_eq!(
-        (c.wr_id, c.status, c.opcode, c.byte_len, c.data_in_cqe),
+        (c.wr_id, c.status, c.opcode, c.byte_len, c.data_in_cqe()),
         (5, Status::Success, WcOpcode::Recv, 32, true)
     );
     assert_eq!(p.buffer(64), [data.clone(), vec![0; 32]].concat());
@@ -168,7 +168,7 @@ fn without_scatter_to_cqe_the_same_send_costs_the_payload_write() {
     let data = payload(32);
     let sge = p.mr_b.sge(0, 64);
     let (c, pcie, stats) = p.send(&[sge], &data);
-    assert_eq!((c.byte_len, c.data_in_cqe), (32, false));
+    assert_eq!((c.byte_len, c.data_in_cqe()), (32, false));
     assert_eq!(p.buffer(32), data);
     assert_eq!(p.cq_b.cqe_bytes(0)[63], 0x20);
     assert_eq!((stats.scatter_cqes, stats.scatter_cqe_bytes), (0, 0));
@@ -187,7 +187,7 @@ fn a_64_byte_send_arrives_in_the_first_half_of_a_128_byte_cqe() {
     let sges = [p.mr_b.sge(0, 40), p.mr_b.sge(100, 40)];
     let (c, pcie, stats) = p.send(&sges, &data);
     assert_eq!(
-        (c.status, c.byte_len, c.data_in_cqe),
+        (c.status, c.byte_len, c.data_in_cqe()),
         (Status::Success, 64, true)
     );
     let buf = p.buffer(160);
@@ -216,7 +216,7 @@ fn a_message_over_the_limit_is_written_to_the_buffer() {
         let sge = p.mr_b.sge(0, 128);
         let (c, pcie, stats) = p.send(&[sge], &data);
         assert_eq!(
-            (c.byte_len, c.data_in_cqe),
+            (c.byte_len, c.data_in_cqe()),
             (len as u32, false),
             "{cqe_size}"
         );
@@ -232,7 +232,7 @@ fn srq_receives_take_the_data_from_the_cqe_too() {
     let data = payload(20);
     let sge = p.mr_b.sge(8, 32);
     let (c, _, stats) = p.send(&[sge], &data);
-    assert_eq!((c.wr_id, c.byte_len, c.data_in_cqe), (5, 20, true));
+    assert_eq!((c.wr_id, c.byte_len, c.data_in_cqe()), (5, 20, true));
     assert_eq!(p.buffer(40), [vec![0; 8], data, vec![0; 12]].concat());
     assert_eq!(stats.scatter_cqes, 1);
 }
@@ -248,7 +248,7 @@ fn uc_receives_take_the_data_from_the_cqe_too() {
     let sge = p.mr_b.sge(0, 16);
     let (c, _, stats) = p.send(&[sge], &data);
     assert_eq!(
-        (c.status, c.byte_len, c.data_in_cqe),
+        (c.status, c.byte_len, c.data_in_cqe()),
         (Status::Success, 7, true)
     );
     assert_eq!(p.buffer(16), [data, vec![0; 9]].concat());

@@ -147,7 +147,7 @@ fn a_dct_receive_carries_the_sl_of_the_dcis_address_vector() {
         t.backend().nic().progress();
     }
     assert_eq!(
-        (got[0].wr_id, got[0].src_qp, got[0].sl()),
+        (got[0].wr_id, got[0].src_qp(), got[0].sl()),
         (9, a.qp.qpn(), 13)
     );
 }

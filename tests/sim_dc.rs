@@ -335,36 +335,22 @@ fn every_operation_over_dc_lands_with_its_data() {
     // The target: three receives from the SRQ, each naming the DCT and the DCI.
     let rs = poll_target(&mut t, 3);
     let dctn = t.dct.number().unwrap();
-    let base = Completion {
-        qpn: dctn,
-        opcode: WcOpcode::Recv,
-        src_qp: a.qp.qpn(),
-        slid: lid_a,
-        // CQE version 0: srqn_uidx of an SRQ receive is the SRQ's number.
-        user_index: t.srq.srqn(),
-        ..Completion::default()
-    };
+    // CQE version 0: srqn_uidx of an SRQ receive is the SRQ's number.
+    let base = Completion::default()
+        .with_qpn(dctn)
+        .with_opcode(WcOpcode::Recv)
+        .with_src_qp(a.qp.qpn())
+        .with_slid(lid_a)
+        .with_user_index(t.srq.srqn());
     assert_eq!(
         rs,
         [
-            Completion {
-                wr_id: 100,
-                byte_len: 21,
-                ..base
-            },
-            Completion {
-                wr_id: 101,
-                byte_len: 3,
-                imm: Some(0xabcd),
-                ..base
-            },
-            Completion {
-                wr_id: 102,
-                byte_len: 5,
-                imm: Some(0x77),
-                opcode: WcOpcode::RecvRdmaWithImm,
-                ..base
-            },
+            base.with_wr_id(100).with_byte_len(21),
+            base.with_wr_id(101).with_byte_len(3).with_imm(Some(0xabcd)),
+            base.with_wr_id(102)
+                .with_byte_len(5)
+                .with_imm(Some(0x77))
+                .with_opcode(WcOpcode::RecvRdmaWithImm),
         ]
     );
     let bytes = |mr: &MemoryRegion<Sim>, off: usize, len: usize| {
@@ -616,7 +602,7 @@ fn a_send_to_a_dct_without_receives_runs_out_of_rnr_retries() {
         .unwrap();
     assert_eq!(poll_n(&mut c, 1)[0].status, Status::Success);
     let r = poll_target(&mut t, 1)[0];
-    assert_eq!((r.wr_id, r.src_qp, r.byte_len), (1, c.qp.qpn(), 5));
+    assert_eq!((r.wr_id, r.src_qp(), r.byte_len), (1, c.qp.qpn(), 5));
 }
 
 fn assert_empty_target(t: &mut Target) {
@@ -783,16 +769,16 @@ fn cqe_version_1_completions_carry_the_dcis_user_index() {
         .unwrap();
     let cs = poll_n(&mut a, 3);
     assert_eq!(
-        (cs[0].status, cs[0].qpn, cs[0].user_index),
+        (cs[0].status, cs[0].qpn, cs[0].user_index()),
         (Status::Success, other.qpn(), 7)
     );
     assert_eq!(
-        (cs[1].status, cs[1].qpn, cs[1].user_index),
+        (cs[1].status, cs[1].qpn, cs[1].user_index()),
         (Status::Success, a.qp.qpn(), 0xab_cdef)
     );
     // The error CQE carries it too (mlx5_err_cqe.srqn).
     assert_eq!(
-        (syndrome(&cs[2]), cs[2].user_index),
+        (syndrome(&cs[2]), cs[2].user_index()),
         (Some(Syndrome::RemoteAccessErr), 0xab_cdef)
     );
     assert_eq!(&a.cq.cqe_bytes(1)[32..36], &0x00ab_cdefu32.to_be_bytes());
@@ -1119,15 +1105,13 @@ fn a_pool_numbers_its_dcis_by_user_index_and_maps_completions_either_way() {
             assert_eq!(i, used[c.wr_id as usize], "version {version}");
             assert_eq!(c.qpn, pool.dci(i).qpn());
             let want = if version == 1 { 100 + i as u32 } else { 0 };
-            assert_eq!(c.user_index, want, "version {version}");
+            assert_eq!(c.user_index(), want, "version {version}");
         }
         assert_eq!(pool.free(), 3);
         // Another QP's completion that carries a pool DCI's user index is not the pool's.
-        let foreign = Completion {
-            qpn: a.qp.qpn(),
-            user_index: 101,
-            ..Completion::default()
-        };
+        let foreign = Completion::default()
+            .with_qpn(a.qp.qpn())
+            .with_user_index(101);
         assert_eq!(pool.complete(&foreign).unwrap(), None);
     }
 }

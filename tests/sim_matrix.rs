@@ -322,36 +322,30 @@ fn run_case(
     // Responder: a receive completion for the kinds that consume one, nothing otherwise.
     if kind.needs_receive() {
         let r = poll_exact(b, 1)[0];
-        let expect = Completion {
-            wr_id: 500,
-            qpn: b.qp.qpn(),
-            opcode: if kind == Kind::WriteImm {
+        // Not solicited, no invalidated rkey, no scatter to CQE here (tests/scatter_cqe.rs);
+        // an RC receive carries no P_Key (the model writes 0); CQE version 0 and the QP's
+        // own RQ: no SRQ number. All of these are the default's.
+        let expect = Completion::default()
+            .with_wr_id(500)
+            .with_qpn(b.qp.qpn())
+            .with_opcode(if kind == Kind::WriteImm {
                 WcOpcode::RecvRdmaWithImm
             } else {
                 WcOpcode::Recv
-            },
-            status: Status::Success,
-            byte_len: len as u32,
-            imm: match kind {
+            })
+            .with_status(Status::Success)
+            .with_byte_len(len as u32)
+            .with_imm(match kind {
                 Kind::SendImm => Some(0x0102_0304),
                 Kind::WriteImm => Some(0xcafe_f00d),
                 _ => None,
-            },
-            invalidated_rkey: None,
+            })
             // Defined for UD only: not compared.
-            src_qp: r.src_qp,
-            solicited: false,
-            slid: r.slid,
-            ud_flags: r.ud_flags,
+            .with_src_qp(r.src_qp())
+            .with_slid(r.slid())
+            .with_ud_flags(r.ud_flags())
             // The device clock: pinned by tests/timestamps.rs.
-            timestamp: r.timestamp,
-            // No scatter to CQE here (tests/scatter_cqe.rs).
-            data_in_cqe: false,
-            // An RC receive carries no P_Key (the model writes 0); CQE version 0 and the
-            // QP's own RQ: no SRQ number.
-            pkey_index: 0,
-            user_index: 0,
-        };
+            .with_timestamp(r.timestamp());
         assert_eq!(r, expect, "{case}");
     } else {
         assert_empty(b);
@@ -586,7 +580,7 @@ fn one_cq_serves_several_qps_on_both_sides() {
         );
         let r = received[i];
         assert_eq!(
-            (r.wr_id, r.qpn, r.imm, r.byte_len),
+            (r.wr_id, r.qpn, r.imm(), r.byte_len),
             (200 + i as u64, qb.qpn(), Some(i as u32), 5)
         );
         assert_eq!(bytes(&b, i * 64, 5), [i as u8 + 1; 5]);
@@ -611,7 +605,7 @@ fn cqes_of_128_bytes_end_to_end() {
         assert_eq!((c.wr_id, c.opcode), (round, WcOpcode::RdmaWrite));
         let r = poll_exact(&mut b, 1)[0];
         assert_eq!(
-            (r.wr_id, r.opcode, r.imm, r.byte_len),
+            (r.wr_id, r.opcode, r.imm(), r.byte_len),
             (round, WcOpcode::RecvRdmaWithImm, Some(round as u32), 8)
         );
         assert_eq!(b.mr.read_u64(DST), round);

@@ -115,7 +115,7 @@ fn the_four_operations_complete_on_both_sides_with_rcs_wqe_bytes() {
     let rs = poll_n(&mut b, 3);
     assert_eq!(
         rs.iter()
-            .map(|r| (r.wr_id, r.opcode, r.byte_len, r.imm))
+            .map(|r| (r.wr_id, r.opcode, r.byte_len, r.imm()))
             .collect::<Vec<_>>(),
         vec![
             (10, WcOpcode::RecvRdmaWithImm, 3, Some(0xfeed)),
@@ -199,7 +199,7 @@ fn a_packet_lost_mid_message_drops_the_rest_of_it_and_the_requester_never_learns
     post(&mut a, 4, SendOp::SendImm(9), Data::Sges(&[small]));
     poll_n(&mut a, 1);
     let r = poll_n(&mut b, 1)[0];
-    assert_eq!((r.wr_id, r.byte_len, r.imm), (50, 100, Some(9)));
+    assert_eq!((r.wr_id, r.byte_len, r.imm()), (50, 100, Some(9)));
     assert_eq!(stats(&b).uc_incomplete, 2);
 
     // A WRITE_IMM whose first packet is lost: nothing lands, no receive is consumed.
@@ -230,7 +230,7 @@ fn a_packet_lost_mid_message_drops_the_rest_of_it_and_the_requester_never_learns
     );
     assert_eq!(cs_wrs::<1>(&poll_n(&mut a, 1)), [6]);
     let r = poll_n(&mut b, 1)[0];
-    assert_eq!((r.wr_id, r.imm, r.byte_len), (51, Some(2), 3000));
+    assert_eq!((r.wr_id, r.imm(), r.byte_len), (51, Some(2), 3000));
 }
 
 /// UC on an SRQ: SEND, SEND_IMM and WRITE_IMM each consume one SRQ WQE, in order, with
@@ -280,7 +280,7 @@ fn uc_receives_come_from_an_srq_and_a_lost_message_consumes_none() {
     let rs = poll_n(&mut b, 3);
     assert_eq!(
         rs.iter()
-            .map(|r| (r.wr_id, r.qpn, r.status, r.opcode, r.byte_len, r.imm))
+            .map(|r| (r.wr_id, r.qpn, r.status, r.opcode, r.byte_len, r.imm()))
             .collect::<Vec<_>>(),
         vec![
             (10, qp.qpn(), Status::Success, WcOpcode::Recv, 4, None),
@@ -351,7 +351,7 @@ fn uc_receives_come_from_an_srq_and_a_lost_message_consumes_none() {
     poll_n(&mut a, 1);
     let r = poll_n(&mut b, 1)[0];
     assert_eq!(
-        (r.wr_id, r.status, r.byte_len, r.imm),
+        (r.wr_id, r.status, r.byte_len, r.imm()),
         (13, Status::Success, 100, Some(0x80))
     );
     assert_eq!(read(&b, slot(3), 100), big[..100]);

@@ -151,23 +151,17 @@ fn inline_send_lands_after_the_grh_area_with_the_source_in_the_cqe() {
     let lid_a = a.ctx.port(1).unwrap().lid;
     assert_eq!(
         r,
-        Completion {
-            wr_id: 900,
-            qpn: b.qp.qpn(),
-            opcode: WcOpcode::Recv,
-            status: Status::Success,
-            byte_len: 40 + 60,
-            imm: Some(0xdead_beef),
-            invalidated_rkey: None,
-            src_qp: a.qp.qpn(),
-            solicited: false,
-            slid: lid_a,
-            ud_flags: 0,
-            timestamp: r.timestamp,
-            data_in_cqe: false,
-            pkey_index: 0,
-            user_index: 0,
-        }
+        // Not solicited, no GRH, no scatter to CQE, no user index: the default's.
+        Completion::default()
+            .with_wr_id(900)
+            .with_qpn(b.qp.qpn())
+            .with_opcode(WcOpcode::Recv)
+            .with_status(Status::Success)
+            .with_byte_len(40 + 60)
+            .with_imm(Some(0xdead_beef))
+            .with_src_qp(a.qp.qpn())
+            .with_slid(lid_a)
+            .with_timestamp(r.timestamp())
     );
     assert!(!r.grh_present());
     assert_eq!(r.ud_payload(), 40..100);
@@ -205,18 +199,18 @@ fn a_receive_without_immediate_reports_the_pkey_field_as_the_nic_writes_it() {
         }
         let r = poll_n(&mut b, 2);
         assert_eq!(
-            (r[0].wr_id, r[0].pkey_index, r[0].imm),
+            (r[0].wr_id, r[0].pkey_index(), r[0].imm()),
             (1, want, None),
             "{how:?}"
         );
         assert_eq!(&b.cq.cqe_bytes(0)[36..40], &u32::from(want).to_be_bytes());
         // With an immediate the field is the immediate: no P_Key.
         assert_eq!(
-            (r[1].wr_id, r[1].pkey_index, r[1].imm),
+            (r[1].wr_id, r[1].pkey_index(), r[1].imm()),
             (2, 0, Some(0x0102_0304))
         );
         // CQE version 0: srqn_uidx of a receive on the QP's own RQ is 0.
-        assert_eq!((r[0].user_index, r[1].user_index), (0, 0));
+        assert_eq!((r[0].user_index(), r[1].user_index()), (0, 0));
         poll_n(&mut a, 2);
     }
 }
@@ -288,7 +282,7 @@ fn a_global_route_writes_the_grh_and_reports_it() {
     assert_eq!(r.byte_len, 140);
     assert!(r.grh_present());
     assert_eq!(r.sl(), 3);
-    assert_eq!((r.src_qp, r.slid, r.imm), (a.qp.qpn(), pa.lid, None));
+    assert_eq!((r.src_qp(), r.slid(), r.imm()), (a.qp.qpn(), pa.lid, None));
     let mut got = [0u8; 140];
     b.mr.read(64, &mut got);
     // IBA 8.3.1: IPVer 6, TClass 0x12, FlowLabel 0xabcde; PayLen = BTH 12 + DETH 8 +
@@ -417,13 +411,13 @@ fn ud_over_roce_writes_the_ipv6_header_and_takes_the_udp_port_from_the_flow_labe
     assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
     let r = poll_n(&mut b, 1)[0];
     assert_eq!(
-        (r.wr_id, r.status, r.byte_len, r.imm, r.src_qp, r.slid),
+        (r.wr_id, r.status, r.byte_len, r.imm(), r.src_qp(), r.slid()),
         (3, Status::Success, 140, Some(0x1234), a.qp.qpn(), 0)
     );
     // flags_rqpn bits 28 (GRH in the buffer) and 25..24 = 1 (L3 header IPv6, the kernel's
     // MLX5_CQE_ROCE_L3_HEADER_TYPE_IPV6), not an SL.
     assert!(r.grh_present());
-    assert_eq!(r.ud_flags, 0x11);
+    assert_eq!(r.ud_flags(), 0x11);
     let mut got = [0u8; 140];
     b.mr.read(0, &mut got);
     // RFC 8200: version 6, traffic class 0x20, flow label 0x12345; payload length = UDP 8
@@ -523,7 +517,7 @@ fn a_compact_av_is_two_ds_shorter_and_saves_a_blueflame_chunk() {
         poll_n(&mut a, 1);
         let r = poll_n(&mut b, 1)[0];
         assert_eq!(
-            (r.wr_id, r.status, r.byte_len, r.src_qp, r.slid, r.sl()),
+            (r.wr_id, r.status, r.byte_len, r.src_qp(), r.slid(), r.sl()),
             (
                 i as u64,
                 Status::Success,
@@ -741,7 +735,7 @@ fn an_srq_serving_ud_refuses_a_receive_without_room_for_the_grh_area() {
     for (i, r) in rs.iter().enumerate() {
         let len = 16 * (i + 1);
         assert_eq!(
-            (r.wr_id, r.qpn, r.status, r.byte_len, r.src_qp),
+            (r.wr_id, r.qpn, r.status, r.byte_len, r.src_qp()),
             (
                 10 + i as u64,
                 qp.qpn(),
@@ -849,7 +843,7 @@ fn rpc_with_64_requests_outstanding() {
             let mut req = [0u8; 4];
             server.mr.read(slot * 512 + c.ud_payload().start, &mut req);
             let ah = reply_ah.get_or_insert_with(|| {
-                let dlid = c.slid;
+                let dlid = c.slid();
                 server
                     .pd
                     .create_ah(&AhAttr {
@@ -870,7 +864,7 @@ fn rpc_with_64_requests_outstanding() {
                         data: Data::Inline(&resp),
                         flags: SendFlags::SIGNALED,
                     },
-                    &ah.dest(c.src_qp, QKEY),
+                    &ah.dest(c.src_qp(), QKEY),
                 )
                 .unwrap();
             post_recv(&mut server, c.wr_id, slot * 512);
@@ -883,7 +877,7 @@ fn rpc_with_64_requests_outstanding() {
             let slot = c.wr_id as usize;
             let mut resp = [0u8; 4];
             client.mr.read(slot * 512 + c.ud_payload().start, &mut resp);
-            let i = c.imm.unwrap() as usize;
+            let i = c.imm().unwrap() as usize;
             assert_eq!(resp, [i as u8, round as u8, !0xa5, !0x5a]);
             assert!(!seen[i]);
             seen[i] = true;

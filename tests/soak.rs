@@ -298,14 +298,14 @@ impl Soak {
             match op {
                 Op::WriteImm => {
                     assert_eq!(
-                        (c.opcode, c.imm),
+                        (c.opcode, c.imm()),
                         (WcOpcode::RecvRdmaWithImm, Some(seq as u32))
                     );
                     assert_eq!(self.mr_b.read_u64((seq % SLOTS) as usize * SLOT), seq);
                 }
                 _ => {
                     let imm = (op == Op::SendImm).then_some(seq as u32);
-                    assert_eq!((c.opcode, c.imm), (WcOpcode::Recv, imm));
+                    assert_eq!((c.opcode, c.imm()), (WcOpcode::Recv, imm));
                     let off = RECV_AT + (c.wr_id % SLOTS) as usize * SLOT;
                     let mut got = [0u8; 64];
                     self.mr_b.read(off, &mut got[..len as usize]);

@@ -94,7 +94,7 @@ fn completions_carry_the_device_clock_and_convert_exactly() {
     for i in 0..4 {
         let c = write_one(&mut qp_a, &mut cq_a, &mr_b, i);
         assert_eq!((c.wr_id, c.status), (i, Status::Success));
-        stamps.push(c.timestamp);
+        stamps.push(c.timestamp());
     }
     assert_eq!(stamps, [1_000, 2_000, 3_000, 4_000]);
 
@@ -110,10 +110,10 @@ fn completions_carry_the_device_clock_and_convert_exactly() {
         .unwrap();
     let r = poll_one(&mut cq_b);
     assert_eq!(
-        (r.wr_id, r.opcode, r.timestamp),
+        (r.wr_id, r.opcode, r.timestamp()),
         (77, WcOpcode::Recv, 1_000)
     );
-    assert_eq!(poll_one(&mut cq_a).timestamp, 5_000);
+    assert_eq!(poll_one(&mut cq_a).timestamp(), 5_000);
 
     // The clock-info page of a stepped model clock: 0 ns at cycle 0, 156.25 MHz, shift 23.
     let info = a.clock_info().unwrap();
@@ -153,16 +153,16 @@ fn a_host_driven_clock_converts_to_wall_clock_nanoseconds() {
         let c = write_one(&mut qp_a, &mut cq_a, &mr_b, i);
         let after = wall();
         assert!(
-            c.timestamp > last,
+            c.timestamp() > last,
             "monotonic: {} after {last}",
-            c.timestamp
+            c.timestamp()
         );
-        last = c.timestamp;
+        last = c.timestamp();
         // The page pairs the device clock with the wall clock: the CQE's time lies between
         // the post and the poll, give or take a microsecond for the two clocks' rounding and
         // what NTP may slew the wall clock against the monotonic one since the pairing (at
         // most 500 ppm, the kernel's MAXFREQ).
-        let ns = info.to_ns(c.timestamp);
+        let ns = info.to_ns(c.timestamp());
         let slack = 1_000 + (after - paired) / 2_000;
         assert!(
             before - slack <= ns && ns <= after + slack,
@@ -212,7 +212,10 @@ fn cqs_without_timestamps_report_zero() {
         .unwrap();
     // The device wrote its clock into both CQEs; a CQ without timestamps does not read it.
     let (s, r) = (poll_one(&mut cq_a), poll_one(&mut cq_b));
-    assert_eq!((s.wr_id, s.timestamp, r.wr_id, r.timestamp), (2, 0, 1, 0));
+    assert_eq!(
+        (s.wr_id, s.timestamp(), r.wr_id, r.timestamp()),
+        (2, 0, 1, 0)
+    );
 }
 
 #[test]

@@ -230,27 +230,36 @@ fn the_plain_data_types_round_trip_through_serde() {
         len: 64,
         lkey: 5,
     });
-    round_trip(Completion {
-        wr_id: 77,
-        qpn: 0x108,
-        opcode: WcOpcode::RecvRdmaWithImm,
-        status: Status::Error(WcError {
+    let c = Completion::default()
+        .with_wr_id(77)
+        .with_qpn(0x108)
+        .with_opcode(WcOpcode::RecvRdmaWithImm)
+        .with_status(Status::Error(WcError {
             syndrome: 0x05,
             vendor_syndrome: 0x32,
             wqe_counter: 3,
-        }),
-        byte_len: 12,
-        imm: Some(0x1234),
-        invalidated_rkey: None,
-        src_qp: 0x109,
-        solicited: true,
-        slid: 7,
-        ud_flags: 0x13,
-        timestamp: 0x1122_3344_5566_7788,
-        data_in_cqe: true,
-        pkey_index: 0xffff,
-        user_index: 0xab_cdef,
-    });
+        }))
+        .with_byte_len(12)
+        .with_src_qp(0x109)
+        .with_solicited(true)
+        .with_slid(7)
+        .with_ud_flags(0x13)
+        .with_timestamp(0x1122_3344_5566_7788)
+        .with_data_in_cqe(true)
+        .with_user_index(0xab_cdef);
+    // One CQE field holds the immediate, the invalidated rkey or the P_Key: each in turn.
+    round_trip(c.with_imm(Some(0x1234)));
+    round_trip(c.with_invalidated_rkey(Some(0x5678)));
+    round_trip(c.with_pkey_index(0xffff));
+    let json = serde_json::to_value(c.with_imm(Some(0x1234))).unwrap();
+    assert_eq!(
+        (&json["imm"], &json["invalidated_rkey"], &json["pkey_index"]),
+        (
+            &serde_json::json!(0x1234),
+            &serde_json::Value::Null,
+            &serde_json::json!(0)
+        )
+    );
     round_trip(mlx5_direct::Transport::Ud);
     round_trip(mlx5_direct::AhAttr {
         port: 1,

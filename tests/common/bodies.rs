@@ -87,7 +87,7 @@ pub fn send_with_immediate_reaches_a_posted_receive<R: Rig>(rig: &R) {
     assert_eq!(r.wr_id, 7);
     assert_eq!(r.opcode, WcOpcode::Recv);
     assert_eq!(r.byte_len, 16);
-    assert_eq!(r.imm, Some(0xdead_beef));
+    assert_eq!(r.imm(), Some(0xdead_beef));
     let mut buf = [0u8; 16];
     b.mr.read(0, &mut buf);
     assert_eq!(&buf, b"0123456789abcdef");
@@ -456,7 +456,7 @@ pub fn send_inv_of_a_registered_key_is_refused<R: Rig>(rig: &R) {
     let r = poll_n(&mut b, 2);
     assert_eq!((r[0].wr_id, r[0].opcode), (80, WcOpcode::Recv));
     assert_eq!(syndrome(r[0].status), Some(Syndrome::RemoteInvalReqErr));
-    assert_eq!(r[0].invalidated_rkey, None);
+    assert_eq!(r[0].invalidated_rkey(), None);
     assert_eq!(r[1].wr_id, 81);
     assert_eq!(syndrome(r[1].status), Some(Syndrome::WrFlushErr));
     assert_eq!((a.qp.state(), b.qp.state()), (QpState::Err, QpState::Err));
@@ -662,7 +662,7 @@ pub fn operations_complete_on_128_byte_cqes<R: Rig>(rig: &R) {
         ]
     );
     let r = poll_n(&mut b, 1)[0];
-    assert_eq!((r.wr_id, r.byte_len, r.imm), (11, 9, Some(7)));
+    assert_eq!((r.wr_id, r.byte_len, r.imm()), (11, 9, Some(7)));
     let mut buf = [0u8; 9];
     b.mr.read(0, &mut buf);
     assert_eq!(&buf, b"wide send");
@@ -1044,7 +1044,7 @@ pub fn dc_operations_reach_a_dct<R: Rig>(
     assert_eq!(&back, b"dc write");
     let r = poll_n(&mut t, 1)[0];
     assert_eq!(
-        (r.wr_id, r.qpn, r.src_qp, r.byte_len, r.opcode),
+        (r.wr_id, r.qpn, r.src_qp(), r.byte_len, r.opcode),
         (9, dct.number().unwrap(), a.qp.qpn(), 10, WcOpcode::Recv)
     );
     let mut landed = [0u8; 10];
@@ -1088,7 +1088,7 @@ pub fn hw_timestamps_convert_with_the_clock_page<R: Rig>(rig: &R) {
             R::B::progress(&a.ctx);
         }
         assert_eq!(out[0].status, Status::Success);
-        *stamp = out[0].timestamp;
+        *stamp = out[0].timestamp();
     }
     let info = a.ctx.clock_info().unwrap();
     let (t0, t1) = (info.to_ns(stamps[0]), info.to_ns(stamps[1]));
@@ -1141,11 +1141,11 @@ pub fn uc_operations_complete_and_read_is_refused<R: Rig>(rig: &R) {
     assert!(cs.iter().all(|c| c.status == Status::Success), "{cs:?}");
     let rs = poll_n(&mut b, 2);
     assert_eq!(
-        (rs[0].wr_id, rs[0].opcode, rs[0].imm, rs[0].byte_len),
+        (rs[0].wr_id, rs[0].opcode, rs[0].imm(), rs[0].byte_len),
         (10, WcOpcode::RecvRdmaWithImm, Some(0x1234), 2)
     );
     assert_eq!(
-        (rs[1].wr_id, rs[1].opcode, rs[1].imm, rs[1].byte_len),
+        (rs[1].wr_id, rs[1].opcode, rs[1].imm(), rs[1].byte_len),
         (11, WcOpcode::Recv, Some(0x5678), 7)
     );
     let mut buf = [0u8; 8];
@@ -1279,7 +1279,7 @@ pub fn small_sends_come_through_the_cqe<R: Rig>(rig: &R) {
             assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
             let r = poll_n(&mut b, 1)[0];
             assert_eq!(
-                (r.wr_id, r.status, r.byte_len, r.data_in_cqe),
+                (r.wr_id, r.status, r.byte_len, r.data_in_cqe()),
                 (7, Status::Success, len as u32, len == limit),
                 "{cqe_size}-byte CQEs, {len} bytes"
             );

@@ -66,7 +66,7 @@ impl OpCounts {
             WcOpcode::Other(_) => 10,
         };
         self.0[i] += 1;
-        self.0[11] += u64::from(c.imm.is_some());
+        self.0[11] += u64::from(c.imm().is_some());
     }
 
     /// The counts that are not zero, by name.
@@ -493,23 +493,24 @@ impl<B: Device> Side<B> {
                 // perftest's "completion with flags mismatch": every receive carries the
                 // immediate exactly when the test sends one.
                 let imm = self.params.imm.then_some(IMM);
-                if c.imm != imm {
+                if c.imm() != imm {
                     return Err(format!(
                         "receive completion on QP {:#x} with immediate {:?}, expected {imm:?}",
-                        c.qpn, c.imm
+                        c.qpn,
+                        c.imm()
                     )
                     .into());
                 }
                 self.received[q] += 1;
                 if let Some(hw) = &mut self.hw {
-                    hw.received(c.timestamp);
+                    hw.received(c.timestamp());
                 }
             } else {
                 let w = &mut self.windows[q];
                 w.completed = c.wr_id + 1;
                 w.signaled -= 1;
                 if let Some(hw) = &mut self.hw {
-                    hw.completed(c.wr_id, c.timestamp)?;
+                    hw.completed(c.wr_id, c.timestamp())?;
                 }
             }
         }
