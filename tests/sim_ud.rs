@@ -1044,11 +1044,11 @@ fn ud_over_roce_v1_carries_an_iba_grh_and_no_udp_port() {
 
     let (c, got) = roce_exchange(&mut a, &mut b, &ah).unwrap();
     assert_eq!(
-        (c.status, c.byte_len, c.src_qp, c.slid),
+        (c.status, c.byte_len, c.src_qp(), c.slid()),
         (Status::Success, 60, a.qp.qpn(), 0)
     );
     // GRH in the buffer (bit 28), L3 header type 0 (MLX5_CQE_ROCE_L3_HEADER_TYPE_GRH).
-    assert_eq!(c.ud_flags, 0x10);
+    assert_eq!(c.ud_flags(), 0x10);
     assert_eq!(
         &got[0..4],
         &(6u32 << 28 | 0xb8 << 20 | 0x12345).to_be_bytes()
@@ -1099,12 +1099,12 @@ fn ud_over_roce_v2_ipv4_puts_the_ipv4_header_in_the_last_20_bytes() {
 
     let (c, got) = roce_exchange(&mut a, &mut b, &ah).unwrap();
     assert_eq!(
-        (c.status, c.byte_len, c.src_qp, c.slid),
+        (c.status, c.byte_len, c.src_qp(), c.slid()),
         (Status::Success, 60, a.qp.qpn(), 0)
     );
     assert!(c.grh_present());
     // GRH in the buffer, L3 header type 2 (MLX5_CQE_ROCE_L3_HEADER_TYPE_IPV4).
-    assert_eq!(c.ud_flags, 0x12);
+    assert_eq!(c.ud_flags(), 0x12);
     assert_eq!(&got[..20], &[0xee; 20]);
     // RFC 791: version 4, IHL 5, TOS = traffic class 0xb8, total length = IPv4 20 + UDP 8
     // + BTH 12 + DETH 8 + 20 + ICRC 4 = 72, identification 0, DF, TTL = hop limit 9,
