@@ -185,7 +185,10 @@ pub(crate) fn raise(nic: &mut NicState, cqn: u32) {
     let channel = nic.cq_index(cqn).and_then(|i| nic.cq(i).channel);
     match channel.and_then(|ch| nic.channel(ch)) {
         Some(channel) => channel.push(event),
-        None => nic.events.push_back(event),
+        None => {
+            nic.events.push_back(event);
+            nic.note_after_lock();
+        }
     }
 }
 
@@ -194,6 +197,7 @@ pub(crate) fn raise(nic: &mut NicState, cqn: u32) {
 pub(crate) fn raise_async(nic: &mut NicState, event: AsyncEvent) {
     eqe(nic);
     nic.async_events.push_back(event);
+    nic.note_after_lock();
 }
 
 /// The CQ arm doorbell: `BE32(sn<<28 | cmd | ci)`, `BE32(cqn)` (prm-facts §7.8).

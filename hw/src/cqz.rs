@@ -55,6 +55,7 @@ pub(crate) fn hold(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) 
     let c = nic.cq(cq);
     if c.burst.is_empty() {
         nic.bursts.push(cq);
+        nic.note_after_lock();
     }
     nic.cq(cq).burst.push((qp, *cqe));
     true

@@ -16,11 +16,13 @@ use crate::host;
 use crate::pcie::{Ctx, Purpose};
 use crate::sq::{connected, done, packets, transmit, BfWqe, Seq};
 use crate::state::{World, PSN_MASK};
-use crate::types::{Access, QpState, Transport};
+use crate::types::{Access, Transport};
 use crate::wqe::{be32, be64, opcode, Ctrl, BB};
 
 /// `ds` of the WQE taken: ctrl + remote address + one 16-byte inline segment.
 const DS: u8 = 3;
+/// Its bytes.
+const WQE: usize = DS as usize * 16;
 /// Offset of the inline segment's byte count, and of its data.
 const INLINE_AT: usize = 32;
 const DATA_AT: usize = INLINE_AT + 4;
@@ -33,7 +35,7 @@ const INLINE_SEG: u32 = 0x8000_0000;
 /// RDMA WRITE of 1 to 12 inline bytes in one BB that completes without error; `bf` is the
 /// BlueFlame copy the doorbell delivered, if any. Returns false, having changed nothing,
 /// when the fast path does not apply: the caller runs the general path.
-#[inline]
+#[inline(always)]
 pub(crate) fn write_inline(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe<'_>>) -> bool {
     let nic = &mut w.nics[n];
     if !nic.fast_paths || nic.faults.lose.is_some() || nic.faults.lose_responses.is_some() {
@@ -51,18 +53,18 @@ pub(crate) fn write_inline(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe
         return false;
     }
     // The WQE as `load_wqe` sees it: the BlueFlame copy of this BB, else the ring's.
-    let mut wqe = [0u8; BB];
-    crate::qp::read_bb(q, cons, &mut wqe);
-    let ring = wqe;
+    let mut ring = [0u8; BB];
+    crate::qp::read_bb(q, cons, &mut ring);
     let from_bf = bf.filter(|b| b.idx == cons);
-    if let Some(b) = from_bf {
-        if b.bytes.len() != usize::from(DS) * 16 {
-            return false;
-        }
-        wqe[..b.bytes.len()].copy_from_slice(b.bytes);
-    }
+    let wqe: &[u8; WQE] = match from_bf {
+        Some(b) => match b.bytes.try_into() {
+            Ok(w) => w,
+            Err(_) => return false,
+        },
+        None => ring[..WQE].try_into().expect("a BB holds the WQE"),
+    };
     let ctrl = Ctrl::parse(&wqe[..16]);
-    let inline = be32(&wqe, INLINE_AT);
+    let inline = be32(wqe, INLINE_AT);
     let len = inline & !INLINE_SEG;
     if ctrl.qpn != q.qpn
         || ctrl.idx != cons
@@ -75,7 +77,7 @@ pub(crate) fn write_inline(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe
     {
         return false;
     }
-    let (raddr, rkey) = (be64(&wqe, 16), be32(&wqe, 24));
+    let (raddr, rkey) = (be64(wqe, 16), be32(wqe, 24));
     let (qpn, mtu, dest, psn) = (q.qpn, q.mtu, q.dest, q.sq_psn);
     // The responder: connected back, expecting this PSN, granting the write through a key
     // that is neither on demand nor on device memory, and not about to fail.
@@ -83,50 +85,53 @@ pub(crate) fn write_inline(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe
         return false;
     };
     let r = &w.nics[to.nic];
-    if to.seq != Seq::Expected
-        || !r.qps[to.qpi]
-            .as_ref()
-            .is_some_and(|rq| rq.access.contains(Access::REMOTE_WRITE) && !rq.fatal)
-    {
+    let Some(rq) = r.qps[to.qpi]
+        .as_ref()
+        .filter(|rq| rq.access.contains(Access::REMOTE_WRITE) && !rq.fatal)
+    else {
+        return false;
+    };
+    let (rpdn, rqpn) = (rq.pdn, rq.qpn);
+    if to.seq != Seq::Expected {
         return false;
     }
-    let rpdn = r.qps[to.qpi].as_ref().map_or(0, |rq| rq.pdn);
-    let Some(page_shift) = r.mr(rkey).and_then(|mr| {
-        (mr.grants(rpdn, raddr, len.into(), Access::REMOTE_WRITE)
-            && mr.present.is_none()
-            && mr.dm.is_none())
-        .then_some(mr.page_shift)
-    }) else {
-        return false;
+    let page_shift = match r.mr(rkey) {
+        Some(mr)
+            if mr.grants(rpdn, raddr, len.into(), Access::REMOTE_WRITE)
+                && mr.present.is_none()
+                && mr.dm.is_none() =>
+        {
+            mr.page_shift
+        }
+        _ => return false,
     };
 
     // Everything the general path does for this WQE, in its order.
     let nic = &mut w.nics[n];
     nic.context(Some(qpi), Ctx::Qp(qpn));
     if from_bf.is_some() {
-        let bytes = usize::from(DS) * 16;
         nic.stats.bf_used += 1;
-        nic.stats.bf_mismatch += u64::from(ring[..bytes] != wqe[..bytes]);
+        nic.stats.bf_mismatch += u64::from(ring[..WQE] != wqe[..]);
     }
     let npkts = packets(len.into(), mtu);
     nic.stats.packets += u64::from(npkts);
-    transmit(nic.qp(qpi), npkts);
+    // Sent, and acknowledged below (nothing there can fail): the head PSN is clear again.
+    let q = nic.qp(qpi);
+    transmit(q, npkts);
+    q.head_psn = None;
     let r = &mut w.nics[to.nic];
-    let rqpn = r.qp(to.qpi).qpn;
     r.context(Some(to.qpi), Ctx::Qp(rqpn));
-    r.qp(to.qpi).psn_nak_sent = false;
     r.context(Some(to.qpi), Ctx::Mkey(rkey >> 8));
     r.translate(to.qpi, rkey >> 8, page_shift, raddr, len.into());
     host::write(raddr, &wqe[DATA_AT..DATA_AT + len as usize]);
     r.dma_write(Some(to.qpi), raddr, len.into(), Purpose::Scatter);
     let rq = r.qp(to.qpi);
+    rq.psn_nak_sent = false;
     rq.rq_psn = rq.rq_psn.wrapping_add(npkts) & PSN_MASK;
     let nic = &mut w.nics[n];
-    nic.qp(qpi).head_psn = None;
     nic.stats.wqes += 1;
     nic.fast_wqes += 1;
-    if nic.qp(qpi).state == QpState::Rts {
-        done(nic, qpi, ctrl, REQ_BYTE_CNT_POISON);
-    }
+    // Still in RTS: nothing above can fail the QP.
+    done(nic, qpi, ctrl, REQ_BYTE_CNT_POISON);
     true
 }

@@ -154,6 +154,7 @@ impl Nic {
         };
         let mut w = fabric.lock();
         let idx = w.nics.len();
+        let after_lock = w.after_lock.clone();
         w.nics.push(NicState::new(
             (idx + 1) as u16,
             NicConfig {
@@ -162,6 +163,7 @@ impl Nic {
                 max_msg_sz: config.max_msg_sz.min(MAX_MSG_LIMIT),
                 ..config
             },
+            after_lock,
         ));
         Nic {
             fabric: fabric.clone(),
@@ -182,7 +184,11 @@ impl Nic {
     fn with_world<R>(&self, f: impl FnOnce(&mut World, usize) -> R) -> R {
         let mut w = self.fabric.lock();
         let r = f(&mut w, self.idx);
-        // One pass: close the bursts held for compression, and see whether events wait.
+        // One pass, when a NIC may need it (`World::after_lock`): close the bursts held for
+        // compression, and see whether events wait.
+        if !w.after_lock.load(Ordering::Relaxed) {
+            return r;
+        }
         let mut wake = false;
         for n in &mut w.nics {
             if !n.bursts.is_empty() {
@@ -190,6 +196,7 @@ impl Nic {
             }
             wake |= !n.events.is_empty() || !n.async_events.is_empty();
         }
+        w.after_lock.store(wake, Ordering::Relaxed);
         if wake {
             self.fabric.events.notify_all();
         }

@@ -264,7 +264,7 @@ fn run_sq_with(
 /// The head WQE of QP index `qpi` (RTS, `ctrl` at counter `sq_ci`) has completed with
 /// `byte_cnt`: move past it, write its CQE if it is signaled, and fail the QP if it is
 /// fatal (a CQE lost earlier or now). Returns false if the QP failed.
-#[inline]
+#[inline(always)]
 pub(crate) fn done(nic: &mut NicState, qpi: usize, ctrl: Ctrl, byte_cnt: u32) -> bool {
     let q = nic.qp(qpi);
     let cons = q.sq_ci;
@@ -616,7 +616,7 @@ pub(crate) struct Landing {
 /// The responder QP for a request of a `transport` QP, if the packet would reach a QP that
 /// accepts it: the destination routes, the QP exists with that transport in RTR/RTS and
 /// is connected back to the sender. Anything else is a silently dropped packet.
-#[inline]
+#[inline(always)]
 pub(crate) fn connected(
     w: &World,
     n: usize,

@@ -32,6 +32,11 @@ pub(crate) const PSN_MASK: u32 = 0xff_ffff;
 #[derive(Default)]
 pub(crate) struct World {
     pub(crate) nics: Vec<NicState>,
+    /// Set (under the lock) wherever a NIC's `bursts`, `events` or `async_events` gain an
+    /// entry; the pass after each fabric lock (`Nic::with_world`) runs only while it is
+    /// set, and clears it when it leaves no event queued (no burst is left open after it).
+    /// Shared with every NIC as `NicState::after_lock`.
+    pub(crate) after_lock: Arc<AtomicBool>,
 }
 
 impl World {
@@ -367,6 +372,8 @@ pub(crate) struct NicState {
     pub(crate) delayed: VecDeque<Delayed>,
     /// Indices of the CQs holding CQEs of the current burst for compression.
     pub(crate) bursts: Vec<usize>,
+    /// The fabric's `World::after_lock`, shared by its NICs (`NicState::note_after_lock`).
+    pub(crate) after_lock: Arc<AtomicBool>,
     /// Set (under the fabric's lock) wherever work for [`crate::Nic::progress`] may appear:
     /// a deferred doorbell, a delayed CQE, a stalled, fatal or failed QP. `progress`
     /// clears it when it leaves none, and returns at once without the lock while it is
@@ -388,6 +395,12 @@ pub(crate) struct NicState {
 }
 
 impl NicState {
+    /// Notes that the pass after the fabric lock has work: a burst to close or an event to
+    /// wake waiters for (see `World::after_lock`; the lock is held, so relaxed suffices).
+    pub(crate) fn note_after_lock(&self) {
+        self.after_lock.store(true, Ordering::Relaxed);
+    }
+
     /// Notes that [`crate::Nic::progress`] may have work (see `deferred`).
     pub(crate) fn defer(&self) {
         self.deferred.store(true, Ordering::Release);
@@ -404,7 +417,7 @@ impl NicState {
             })
     }
 
-    pub(crate) fn new(lid: u16, cfg: NicConfig) -> Self {
+    pub(crate) fn new(lid: u16, cfg: NicConfig, after_lock: Arc<AtomicBool>) -> Self {
         let gids = match cfg.link_layer {
             crate::types::LinkLayer::InfiniBand => {
                 let mut gid = [0u8; 16];
@@ -447,6 +460,7 @@ impl NicState {
             faults: Faults::default(),
             delayed: VecDeque::new(),
             bursts: Vec::new(),
+            after_lock,
             deferred: Arc::new(AtomicBool::new(false)),
             fast_paths: true,
             fast_wqes: 0,
