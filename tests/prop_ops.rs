@@ -779,11 +779,7 @@ impl Rig {
                         .iter()
                         .any(|&(ro, rl)| o < ro + rl && ro < o + l)
                 });
-            let flags = SendFlags {
-                signaled: op.signaled,
-                fence: wr.fence || hazard,
-                solicited: op.solicited,
-            };
+            let flags = SendFlags::new(op.signaled, wr.fence || hazard, op.solicited);
             match self.qps[q].sq().push(op.wr_id, op.op, data, flags) {
                 Ok(()) => {
                     if writes_result {
@@ -1397,11 +1393,7 @@ impl DgRig {
             let op = self.build(q, wr, force);
             let mut sges = Vec::new();
             let data = data_of(&op.source, &self.mrs[q], &mut sges);
-            let flags = SendFlags {
-                signaled: op.signaled,
-                fence: false,
-                solicited: op.solicited,
-            };
+            let flags = SendFlags::new(op.signaled, false, op.solicited);
             loop {
                 let sq = self.qps[q].sq();
                 let pushed = match self.ahs.get(q) {

@@ -226,17 +226,13 @@ fn the_last_pushed_wqe_size_comes_from_its_control_segment() {
 fn flags_set_the_fm_ce_se_bits() {
     let mut q = NullQueues::new(16, 16, 16).unwrap();
     for bits in 0..8u8 {
-        let flags = SendFlags {
-            signaled: bits & 1 != 0,
-            solicited: bits & 2 != 0,
-            fence: bits & 4 != 0,
-        };
+        let flags = SendFlags::new(bits & 1 != 0, bits & 4 != 0, bits & 2 != 0);
         let pi = q.sq.producer_count();
         q.sq.post(0, SendOp::Nop, Data::NONE, flags).unwrap();
         let expect = [
-            (flags.signaled, prm::WQE_CTRL_CQ_UPDATE),
-            (flags.solicited, prm::WQE_CTRL_SOLICITED),
-            (flags.fence, prm::WQE_CTRL_FENCE),
+            (bits & 1 != 0, prm::WQE_CTRL_CQ_UPDATE),
+            (bits & 2 != 0, prm::WQE_CTRL_SOLICITED),
+            (bits & 4 != 0, prm::WQE_CTRL_FENCE),
         ]
         .iter()
         .filter(|(on, _)| *on)
@@ -429,11 +425,7 @@ fn prepared_cases<'a>(payload: &'a [u8], sges: &'a [Sge]) -> Vec<(SendWr<'a>, Op
         addr: 0x2000,
         rkey: 9,
     };
-    let flags = SendFlags {
-        signaled: true,
-        fence: true,
-        solicited: true,
-    };
+    let flags = SendFlags::SIGNALED | SendFlags::FENCE | SendFlags::SOLICITED;
     let wr = |op, data, flags| SendWr {
         wr_id: 0,
         op,

@@ -189,41 +189,76 @@ pub struct SendWr<'a> {
     pub flags: SendFlags,
 }
 
-/// Per-WR flags.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SendFlags {
-    /// Ask for a CQE (`MLX5_WQE_CTRL_CQ_UPDATE`). Without it the WQE completes silently
-    /// unless it fails, and is retired by the next signaled CQE.
-    pub signaled: bool,
-    /// Wait for earlier READs and atomics of this QP (`MLX5_WQE_CTRL_FENCE`).
-    pub fence: bool,
-    /// Solicited event at the responder (`MLX5_WQE_CTRL_SOLICITED`).
-    pub solicited: bool,
-}
+/// Per-WR flags: a set of `MLX5_WQE_CTRL_CQ_UPDATE`, `_SOLICITED` and `_FENCE` (fence
+/// mode `SMALL_AND_FENCE`, rdma-core's for `IBV_SEND_FENCE`), kept as the bits of the
+/// control segment's `fm_ce_se` byte, so that a post copies them with one load.
+/// Combine with `|`: `SendFlags::SIGNALED | SendFlags::FENCE`.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct SendFlags(u8);
 
 impl SendFlags {
-    /// Signaled, nothing else.
-    pub const SIGNALED: SendFlags = SendFlags {
-        signaled: true,
-        fence: false,
-        solicited: false,
-    };
-    /// Unsignaled, nothing else.
-    pub const UNSIGNALED: SendFlags = SendFlags {
-        signaled: false,
-        fence: false,
-        solicited: false,
-    };
+    /// Ask for a CQE (`MLX5_WQE_CTRL_CQ_UPDATE`). Without it the WQE completes silently
+    /// unless it fails, and is retired by the next signaled CQE.
+    pub const SIGNALED: SendFlags = SendFlags(prm::WQE_CTRL_CQ_UPDATE);
+    /// No flag: unsignaled, no fence, no solicited event.
+    pub const UNSIGNALED: SendFlags = SendFlags(0);
+    /// Wait for earlier READs and atomics of this QP (`MLX5_WQE_CTRL_FENCE`).
+    pub const FENCE: SendFlags = SendFlags(prm::WQE_CTRL_FENCE);
+    /// Solicited event at the responder (`MLX5_WQE_CTRL_SOLICITED`).
+    pub const SOLICITED: SendFlags = SendFlags(prm::WQE_CTRL_SOLICITED);
 
-    /// `fm_ce_se` of these flags: `MLX5_WQE_CTRL_CQ_UPDATE`, `_SOLICITED` and `_FENCE`
-    /// (fence mode `SMALL_AND_FENCE`, rdma-core's for `IBV_SEND_FENCE`), as one expression.
+    /// The flags from three switches.
+    pub const fn new(signaled: bool, fence: bool, solicited: bool) -> SendFlags {
+        SendFlags(
+            (signaled as u8 * prm::WQE_CTRL_CQ_UPDATE)
+                | (fence as u8 * prm::WQE_CTRL_FENCE)
+                | (solicited as u8 * prm::WQE_CTRL_SOLICITED),
+        )
+    }
+
+    /// Whether a CQE is asked for ([`SendFlags::SIGNALED`]).
+    pub const fn signaled(self) -> bool {
+        self.0 & prm::WQE_CTRL_CQ_UPDATE != 0
+    }
+
+    /// Whether the WQE waits for earlier READs and atomics ([`SendFlags::FENCE`]).
+    pub const fn fence(self) -> bool {
+        self.0 & prm::WQE_CTRL_FENCE != 0
+    }
+
+    /// Whether the responder gets a solicited event ([`SendFlags::SOLICITED`]).
+    pub const fn solicited(self) -> bool {
+        self.0 & prm::WQE_CTRL_SOLICITED != 0
+    }
+
+    /// `fm_ce_se` of these flags: the bits themselves.
     #[inline(always)]
     pub(super) fn fm_ce_se(self) -> FmCeSe {
-        FmCeSe::from_bits(
-            (self.signaled as u8 * prm::WQE_CTRL_CQ_UPDATE)
-                | (self.solicited as u8 * prm::WQE_CTRL_SOLICITED)
-                | (self.fence as u8 * prm::WQE_CTRL_FENCE),
-        )
+        FmCeSe::from_bits(self.0)
+    }
+}
+
+impl core::ops::BitOr for SendFlags {
+    type Output = SendFlags;
+
+    fn bitor(self, other: SendFlags) -> SendFlags {
+        SendFlags(self.0 | other.0)
+    }
+}
+
+impl core::ops::BitOrAssign for SendFlags {
+    fn bitor_assign(&mut self, other: SendFlags) {
+        self.0 |= other.0;
+    }
+}
+
+impl core::fmt::Debug for SendFlags {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SendFlags")
+            .field("signaled", &self.signaled())
+            .field("fence", &self.fence())
+            .field("solicited", &self.solicited())
+            .finish()
     }
 }
 
