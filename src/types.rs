@@ -113,6 +113,10 @@ pub struct PortInfo {
     pub lid: u16,
     /// GID (RoCE, or IB with GRH).
     pub gid: [u8; 16],
+    /// Index of [`PortInfo::gid`] in the port's GID table: the one the context was opened
+    /// with (`VerbsOptions::gid_index`, perftest's `-x`), else the default the backend chose.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub gid_index: u8,
     /// Active MTU in bytes.
     pub active_mtu: u32,
     /// Largest message in bytes (`ibv_port_attr.max_msg_sz`; ConnectX ports report 2^30).

@@ -217,6 +217,7 @@ fn the_plain_data_types_round_trip_through_serde() {
     round_trip(PortInfo {
         lid: 3,
         gid: sample().gid,
+        gid_index: 3,
         active_mtu: 4096,
         max_msg_size: 1 << 30,
         roce: true,

@@ -131,6 +131,30 @@ pub enum Mode {
     Auto,
 }
 
+/// A port's link layer, as perftest's `--force-link` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Link {
+    /// InfiniBand.
+    Ib,
+    /// Ethernet (RoCE).
+    Ethernet,
+}
+
+/// perftest's `str_link_layer`: `IB` or `Ethernet` at the start of the value, in any case.
+pub fn parse_link(text: &str) -> Result<Link, String> {
+    let starts = |name: &str| {
+        text.get(..name.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(name))
+    };
+    if starts("IB") {
+        Ok(Link::Ib)
+    } else if starts("Ethernet") {
+        Ok(Link::Ethernet)
+    } else {
+        Err(format!("{text:?}: the link layer is IB or Ethernet"))
+    }
+}
+
 /// perftest's `--output`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -197,9 +221,15 @@ pub struct BenchArgs {
     /// Port of the device.
     #[arg(short = 'i', long = "ib-port", default_value_t = 1)]
     pub ib_port: u8,
-    /// GID index (default: RoCE v2 on Ethernet, 0 on InfiniBand).
+    /// GID index (default: RoCE v2 on Ethernet, 0 on InfiniBand; the model's ports have
+    /// index 0 alone).
     #[arg(short = 'x', long = "gid-index")]
     pub gid_index: Option<u32>,
+    /// On the model: its ports' link layer, `IB` (the default) or `Ethernet` (RoCE v2: LID
+    /// 0, a link-local GID, every address global). On a device the link layer is the
+    /// port's, and the flag is refused (perftest's relabels the port).
+    #[arg(long = "force-link", value_parser = parse_link, value_name = "IB|Ethernet")]
+    pub force_link: Option<Link>,
     /// Message size in bytes, decimal, hex (0x...) or with a K / M suffix, as perftest
     /// parses it (default 2 for latency, 65536 for bandwidth; atomics: 8).
     #[arg(short = 's', long = "size", value_parser = parse_size)]
@@ -529,7 +559,6 @@ const REFUSED: &[(&[&str], &str)] = &[
             "--data_validation_debug",
             "--disable_dynamic_polling",
             "--dlid",
-            "--force-link",
             "--ipv6",
             "--ipv6-addr",
             "--bind_source_ip",

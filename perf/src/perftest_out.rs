@@ -74,7 +74,7 @@ pub fn link_type(setup: &Setup) -> &'static str {
 
 /// The `"test_info": {...},` block of perftest's JSON file, its keys in perftest's order
 /// (the build-dependent ones as a build without ROCm or MUSA writes them).
-pub fn test_info(params: &Params, setup: &Setup, gid_index: Option<u32>) -> String {
+pub fn test_info(params: &Params, setup: &Setup) -> String {
     let title = format!("{} {} Test", verb_name(params), kind_name(params)).replace(' ', "_");
     let mut lines = vec![
         format!("\"test\": \"{title}\""),
@@ -104,7 +104,7 @@ pub fn test_info(params: &Params, setup: &Setup, gid_index: Option<u32>) -> Stri
     }
     lines.push(format!("\"Mtu\": {}", setup.mtu));
     lines.push(format!("\"Link_type\": \"{}\"", link_type(setup)));
-    if let Some(x) = gid_index {
+    if let Some(x) = setup.gid_index {
         lines.push(format!("\"GID_index\": {x}"));
     }
     if matches!(params.test.verb, Verb::Read | Verb::Atomic) {

@@ -35,8 +35,6 @@ pub struct Origin {
     pub requested_mode: String,
     /// The TLP overheads in use (model).
     pub link: Option<String>,
-    /// The GID index given with `-x`.
-    pub gid_index: Option<u32>,
     /// False with `-N` (no warning about the peak then, as perftest).
     pub peak: bool,
     /// `-e`: completion events.
@@ -353,7 +351,7 @@ impl Reporter {
         h.push(format!(" Mtu             : {}[B]", setup.mtu));
         let link = link_type(setup);
         h.push(format!(" Link type       : {link}"));
-        if let Some(x) = self.origin.gid_index {
+        if let Some(x) = setup.gid_index {
             h.push(format!(" GID index       : {x}"));
         }
         if matches!(verb, Verb::Read | Verb::Atomic) {
@@ -404,8 +402,8 @@ impl Reporter {
         }
         h.push(rule.clone());
         // perftest prints the GID lines when a GID index is in use: given with -x, or
-        // chosen on RoCE (LID 0).
-        let gid = self.origin.gid_index.is_some() || link == "Ethernet";
+        // chosen on RoCE.
+        let gid = setup.gid_index.is_some();
         for r in &setup.local {
             h.extend(record_lines("local", r, verb, setup.out_reads, gid));
         }
@@ -590,7 +588,7 @@ impl Sink for Reporter {
                 self.print(&line);
             }
         }
-        self.test_info = perftest_out::test_info(params, setup, self.origin.gid_index);
+        self.test_info = perftest_out::test_info(params, setup);
     }
 
     fn row(&mut self, mut row: Row) -> Result<(), Error> {

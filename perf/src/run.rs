@@ -3,11 +3,12 @@
 
 use std::net::{TcpListener, TcpStream};
 
+use mlx5_direct::backend::sim::hw::LinkLayer;
 use mlx5_direct::backend::sim::{Fabric, Fault, NicConfig, Sim};
 use mlx5_direct::{Context, MemOptions};
 
 use crate::bench::{self, Local, Params, RdmaCm, Row, Setup, Sink};
-use crate::cli::{BenchArgs, Kind, Test};
+use crate::cli::{BenchArgs, Kind, Link, Test};
 use crate::exchange::Peer;
 use crate::report::{Extras, Format, Origin, Reporter};
 use crate::stats::BwUnit;
@@ -36,6 +37,14 @@ pub fn bench(test: Test, args: &BenchArgs) -> Result<(), Error> {
             test.name()
         )
         .into());
+    }
+    if args.force_link.is_some() && args.device.is_some() {
+        return Err(
+            "--force-link sets the model's link layer; a device's is its port's (-i)".into(),
+        );
+    }
+    if let Some(x) = args.gid_index.filter(|&x| x != 0 && args.device.is_none()) {
+        return Err(format!("-x {x}: the model's ports have one GID, index 0").into());
     }
     if args.dm_size.is_some() && args.device.is_some() {
         return Err("--dm-size sizes the model's device memory; a device reports its own".into());
@@ -95,7 +104,6 @@ fn reporter(
         model,
         requested_mode: format!("{:?}", args.mode).to_lowercase(),
         link,
-        gid_index: args.gid_index,
         peak: !args.no_peak,
         events: args.events,
     };
@@ -163,6 +171,10 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
         dm_size: args
             .dm_size
             .unwrap_or(params.dm_bytes().next_multiple_of(4096)),
+        link_layer: match args.force_link {
+            Some(Link::Ethernet) => LinkLayer::Ethernet,
+            Some(Link::Ib) | None => LinkLayer::InfiniBand,
+        },
         ..NicConfig::default()
     };
     let link = crate::probe::describe_link(&config.pcie);

@@ -1872,26 +1872,154 @@ fn ud_send_bw_and_send_lat_over_the_tcp_exchange() {
     );
 }
 
+/// The receiving side's link bytes up and DMA writes per message of a 64-byte UD `send_bw`
+/// with `extra` flags.
+fn ud_receive_pcie(extra: &[&str]) -> (f64, Option<f64>) {
+    let mut args = vec!["send_bw", "-c", "UD", "-n", "200", "-s", "64", "--json"];
+    args.extend_from_slice(extra);
+    let v = json(&args);
+    let p = &v["results"][0]["pcie_per_message"]["server"];
+    (p["bytes_up"].as_f64().unwrap(), p["dma_writes"].as_f64())
+}
+
 /// `-x` on InfiniBand gives every path a GRH, as perftest sets `is_global` whenever `-x` is
 /// given: each UD datagram then carries one and its receive gets the 40-byte GRH written
 /// (40 bytes more up the link per message); the model's ports have GID index 0 alone.
 #[test]
 fn ud_with_x_on_infiniband_sends_a_grh() {
-    let up = |extra: &[&str]| {
-        let mut args = vec!["send_bw", "-c", "UD", "-n", "200", "-s", "64", "--json"];
-        args.extend_from_slice(extra);
-        let v = json(&args);
-        let p = &v["results"][0]["pcie_per_message"]["server"];
-        (p["bytes_up"].as_f64().unwrap(), p["dma_writes"].as_f64())
-    };
-    let (plain, plain_writes) = up(&[]);
-    let (global, global_writes) = up(&["-x", "0"]);
+    let (plain, plain_writes) = ud_receive_pcie(&[]);
+    let (global, global_writes) = ud_receive_pcie(&["-x", "0"]);
     assert_eq!(global - plain, 40.0);
     assert_eq!(global_writes, plain_writes);
     fails_with(
         &["send_bw", "-c", "UD", "-n", "20", "-x", "1"],
-        "sgid_index",
+        "-x 1: the model's ports have one GID, index 0",
     );
+}
+
+/// The model's GID of the port of LID `lid` as perftest prints it (`PERF_GID_FMT`, the
+/// bytes in decimal): `fe80::` + the modified EUI-64 of the MAC `02:00:00:00:00:LID`.
+fn model_gid_line(lid: u8) -> String {
+    format!(" GID: 254:128:00:00:00:00:00:00:00:00:00:255:254:00:00:{lid:02}")
+}
+
+/// `--force-link Ethernet` puts the model's ports on RoCE v2, as perftest runs on an
+/// Ethernet port: `Link type : Ethernet`, the GID index perftest picks there (0, the
+/// model's only GID) and a `GID:` line under each address, LID 0. The server's NIC is the
+/// fabric's first (LID 1 on InfiniBand), the client's the second.
+#[test]
+fn ud_send_lat_and_rc_write_bw_over_roce_print_perftests_gid_lines() {
+    for (args, connection) in [
+        (&["send_lat", "-c", "UD", "-n", "50"][..], "UD"),
+        (&["write_bw", "-n", "200", "-s", "64"][..], "RC"),
+    ] {
+        let mut args = args.to_vec();
+        args.extend(["--force-link", "Ethernet"]);
+        let (ok, out, err) = perf(&args);
+        assert!(ok, "{args:?}: {err}");
+        let lines: Vec<&str> = out.lines().collect();
+        for line in [
+            " Link type       : Ethernet",
+            " GID index       : 0",
+            "\tTransport type : IB",
+        ] {
+            assert!(
+                lines.iter().any(|l| l.ends_with(line)),
+                "{line:?} missing:\n{out}"
+            );
+        }
+        assert!(out.contains(&format!(" Connection type : {connection}\t")));
+        let addresses = block(&out, " local address:");
+        assert_eq!(addresses.len(), 4, "{out}");
+        assert!(addresses[0].starts_with(" local address: LID 0000 QPN 0x"));
+        assert_eq!(addresses[1], model_gid_line(2));
+        assert!(addresses[2].starts_with(" remote address: LID 0000 QPN 0x"));
+        assert_eq!(addresses[3], model_gid_line(1));
+    }
+    // The JSON header's records carry the RoCE port's LID 0.
+    let (ok, out, err) = perf(&[
+        "send_lat",
+        "-c",
+        "UD",
+        "-n",
+        "20",
+        "--force-link",
+        "ethernet",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["header"]["local"][0]["lid"], 0);
+    // InfiniBand without -x: no GID index, no GID lines (perftest's gid_index -1).
+    let (ok, out, _) = perf(&["send_lat", "-c", "UD", "-n", "20", "--force-link", "IB"]);
+    assert!(ok);
+    assert!(out.contains(" Link type       : IB\n"), "{out}");
+    assert!(!out.contains("GID"), "{out}");
+}
+
+/// Every test runs over RoCE on the model where perftest runs it (RC, UC, UD, DC), and a
+/// UD receive there always gets the 40-byte header written: the same PCIe bytes per
+/// message as a UD datagram with a GRH on InfiniBand (`-x 0`), 40 more up than without.
+#[test]
+fn every_test_runs_over_roce_and_a_ud_receive_gets_the_header() {
+    for (test, connection) in [
+        ("write_lat", "RC"),
+        ("read_bw", "RC"),
+        ("atomic_lat", "RC"),
+        ("send_bw", "UC"),
+        ("write_lat", "UC"),
+        ("send_bw", "UD"),
+        ("send_lat", "DC"),
+        ("read_lat", "DC"),
+        ("atomic_bw", "DC"),
+        ("write_bw", "DC"),
+    ] {
+        let args = [
+            test,
+            "-c",
+            connection,
+            "-n",
+            "20",
+            "--force-link",
+            "Ethernet",
+            "--json",
+        ];
+        let v = json(&args);
+        assert_eq!(v["results"][0]["iterations"], 20, "{args:?}");
+        assert_eq!(v["header"]["remote"][0]["lid"], 0, "{args:?}");
+    }
+    let roce = ud_receive_pcie(&["--force-link", "Ethernet"]);
+    assert_eq!(roce, ud_receive_pcie(&["-x", "0"]));
+    assert_eq!(roce.0 - ud_receive_pcie(&[]).0, 40.0);
+}
+
+/// `--force-link` is the model's: with a device (`-d`) it is refused in one line, as is a
+/// value that names no link layer; `-x` beyond the model's one GID is refused.
+#[test]
+fn force_link_refusals() {
+    fails_with(
+        &["write_lat", "-d", "mlx5_0", "--force-link", "Ethernet"],
+        "--force-link sets the model's link layer",
+    );
+    fails_with(
+        &["write_lat", "--force-link", "Token-Ring"],
+        "the link layer is IB or Ethernet",
+    );
+    fails_with(
+        &[
+            "write_lat",
+            "-n",
+            "20",
+            "--force-link",
+            "Ethernet",
+            "-x",
+            "3",
+        ],
+        "-x 3: the model's ports have one GID, index 0",
+    );
+    let (ok, _, err) = perf(&["write_lat", "-d", "mlx5_0", "--force-link", "Ethernet"]);
+    assert!(!ok);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
 
 /// `-c DC`: DCIs send to the peer's DCTs, whose numbers and perftest's DC key ride in the

@@ -510,6 +510,8 @@ impl Backend for Sim {
         Ok(PortInfo {
             lid: p.lid,
             gid: p.gid,
+            // The model's ports have one GID.
+            gid_index: 0,
             active_mtu: p.active_mtu,
             max_msg_size: self.nic.caps().max_msg_sz,
             roce: p.link_layer == hw::LinkLayer::Ethernet,

@@ -120,8 +120,8 @@ pub struct Local {
     /// P_Key index (`--pkey_index`).
     pub pkey_index: u16,
     /// The source GID index `-x` names: with it UD and DC address handles carry a GRH on
-    /// InfiniBand too (perftest sets `is_global` whenever `-x` is given); RoCE uses index
-    /// 0 without it.
+    /// InfiniBand too (perftest sets `is_global` whenever `-x` is given); RoCE uses the
+    /// port's default without it (`PortInfo::gid_index`).
     pub gid_index: Option<u8>,
     /// Type of service of the rdma_cm connections (`-T`).
     pub tos: Option<u8>,
@@ -658,6 +658,7 @@ fn setup<B: Device>(
     };
     side.refill()?;
     let mode = side.qps[0].sq().effective_mode();
+    let port = side.ctx.port(local.port)?;
     let info = Setup {
         device: side.ctx.backend().name().to_string(),
         mode,
@@ -668,6 +669,12 @@ fn setup<B: Device>(
         out_reads: side.out_reads(),
         cqe_poll: local.cqe_poll,
         tos: local.tos,
+        // perftest's `gid_index` after `check_link`: -x, else on RoCE the one chosen (-1,
+        // no GID lines, on InfiniBand).
+        gid_index: local
+            .gid_index
+            .or(port.roce.then_some(port.gid_index))
+            .map(u32::from),
     };
     if local.mtu.is_some_and(|m| m > info.mtu) {
         eprintln!(

@@ -145,4 +145,7 @@ pub struct Setup {
     pub cqe_poll: u16,
     /// Type of service of the rdma_cm connections (`-T`).
     pub tos: Option<u8>,
+    /// The source GID index in use where perftest prints one (`GID index` and the `GID:`
+    /// lines): `-x`, or on RoCE the port's; none on InfiniBand without `-x`.
+    pub gid_index: Option<u32>,
 }

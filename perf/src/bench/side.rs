@@ -153,13 +153,14 @@ fn path_mtu<B: Device>(ctx: &Context<B>, local: &Local) -> Result<u32, Error> {
 
 /// The address handle's attributes for the peer's record `r` through `port` (UD and DC):
 /// its LID and `-S`; on RoCE (LID 0), and on InfiniBand with `-x`, a GRH to its GID from
-/// the source GID `-x` names (0 without it), with `--flow_label` and `--tclass`.
-fn ah_attr(port: u8, r: &QpRecord, local: &Local) -> AhAttr {
+/// the source GID `-x` names (without it the port's, `gid_index`), with `--flow_label` and
+/// `--tclass`.
+fn ah_attr(port: u8, gid_index: u8, r: &QpRecord, local: &Local) -> AhAttr {
     let global = r.lid == 0 || local.gid_index.is_some();
     let grh = global.then_some(GlobalRoute {
         dgid: r.gid,
         flow_label: local.flow_label,
-        sgid_index: local.gid_index.unwrap_or(0),
+        sgid_index: local.gid_index.unwrap_or(gid_index),
         hop_limit: 64,
         traffic_class: local.traffic_class,
     });
@@ -353,6 +354,7 @@ impl<B: Device> Side<B> {
                 .into());
             }
         }
+        let gid_index = self.ctx.port(port)?.gid_index;
         for (qp, r) in self.qps.iter_mut().zip(&remote) {
             match connection {
                 Connection::Rc | Connection::Uc => {
@@ -378,7 +380,9 @@ impl<B: Device> Side<B> {
                 }
             }
             if matches!(connection, Connection::Ud | Connection::Dc) {
-                let ah = self.pd.create_ah(&ah_attr(port, r, &self.local))?;
+                let ah = self
+                    .pd
+                    .create_ah(&ah_attr(port, gid_index, r, &self.local))?;
                 self.ahs.push(ah);
             }
         }

@@ -582,6 +582,8 @@ impl Backend for Verbs {
         Ok(PortInfo {
             lid: p.lid,
             gid: p.gid,
+            // At most 255: `query_port` refuses a larger index.
+            gid_index: p.gid_index as u8,
             active_mtu: p.active_mtu,
             max_msg_size: p.max_msg_size,
             roce: p.link_layer == super::LinkLayer::Ethernet,
