@@ -193,7 +193,20 @@ impl Limits {
             Data::Inline(bytes)
                 if bytes.len().wrapping_sub(1) < self.short_fit[shape.fit_index()] =>
             {
-                let ds = 1 + X::DS + shape.has_remote() as usize + inline_data_ds(bytes.len());
+                // Its size in DS: the control segments before the data and the inline
+                // header, rounded up, by the same index (a load, an add and a shift;
+                // folded for a constant work request). The indices of operations with a
+                // local length are never short.
+                const LOG_DS: u32 = DS.trailing_zeros();
+                let base = const {
+                    let header = size_of::<InlineSeg>() + DS - 1;
+                    [(1 + X::DS) * DS + header, (2 + X::DS) * DS + header, 0, 0]
+                };
+                let ds = (bytes.len() + base[shape.fit_index()]) >> LOG_DS;
+                debug_assert_eq!(
+                    ds,
+                    1 + X::DS + shape.has_remote() as usize + inline_data_ds(bytes.len())
+                );
                 // SAFETY: forwarded.
                 return unsafe {
                     self.place::<true, false, X>(
