@@ -61,6 +61,7 @@ pub(crate) fn sq_producer(q: &Qp) -> Option<u16> {
 /// flushes its send queue only (IB's send queue error state: the kernel's `qp_state_table`
 /// has SQE for UD and UC, not RC; which local errors take mlx5 there is not public,
 /// prm-facts-next §1.5: the model sends every send-side failure there).
+#[cold]
 pub(crate) fn fail_head(nic: &mut NicState, qpi: usize, ctrl: Ctrl, syndrome: u8) {
     let q = nic.qp(qpi);
     let cqe = Cqe::req_err(q.qpn, ctrl.opcode, q.sq_ci, syndrome);
@@ -102,6 +103,7 @@ pub(crate) fn fail(nic: &mut NicState, qpi: usize) {
 
 /// Complete every SQ WQE up to the producer with WR_FLUSH_ERR, signaled or not, except
 /// those asking for a CQE only on the first error (CE = 1).
+#[cold]
 pub(crate) fn flush_sq(nic: &mut NicState, qpi: usize) -> usize {
     let q = nic.qp(qpi);
     let Some(pi) = sq_producer(q) else {

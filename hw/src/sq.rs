@@ -131,6 +131,7 @@ pub(crate) fn doorbell(w: &mut World, n: usize, qpi: usize, ctrl8: &[u8], bf: Op
 /// `Fault::DeferExecution`: queue the doorbell's work for `progress()`, keeping what the NIC
 /// got at the doorbell: a copy of the ring's newly posted BBs `[fetched, pi)` (to tell
 /// whether the driver overwrites them before they complete) and the BlueFlame WQE.
+#[cold]
 fn defer(nic: &mut NicState, qpi: usize, fetched: u16, pi: u16, bf: Option<BfWqe<'_>>) {
     let q = nic.qp(qpi);
     let cnt = 1usize << q.log_sq;
