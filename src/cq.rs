@@ -632,7 +632,10 @@ pub(crate) struct QpEntry {
 }
 
 /// The QPs attached to a CQ. Attaching happens on the slow path (any thread); the poller
-/// copies the list when the generation changed, one atomic load per poll call.
+/// copies the list when the generation changed, which it checks before every search of its
+/// copy (the out-of-line paths). The hot QP's completions search nothing: a detach marks
+/// the detached QP's send state gone ([`SqShared::is_gone`]), which the poller reads with
+/// the state it reads anyway, and then searches (so refreshes) its copy.
 #[derive(Debug, Default)]
 pub(crate) struct CqAttachments {
     generation: AtomicU64,
@@ -653,8 +656,12 @@ impl CqAttachments {
 
     pub(crate) fn detach(&self, qpn: u32) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.retain(|e| e.qpn != qpn);
+        let (gone, kept) = entries.drain(..).partition(|e: &QpEntry| e.qpn == qpn);
+        *entries = kept;
         self.generation.fetch_add(1, Ordering::Release);
+        for e in gone {
+            e.sq.set_gone();
+        }
     }
 }
 
@@ -685,8 +692,6 @@ pub struct CompletionQueue<U: Uar> {
     /// Completion events handed out for this CQ (by its channel): the arm sequence number
     /// is this count mod 4, as libmlx5 advances it inside `ibv_get_cq_event`.
     events: Arc<AtomicU32>,
-    attachments: Arc<CqAttachments>,
-    generation: u64,
     qps: QpTable,
 }
 
@@ -728,6 +733,9 @@ struct QpTable {
     qps: Vec<QpEntry>,
     /// Index of the QP the last CQE that was looked up named.
     last: usize,
+    /// The list `qps` is a copy of, and its generation at the copy.
+    attachments: Arc<CqAttachments>,
+    seen: u64,
     /// The CQ was created with timestamps: completions carry the CQE's.
     timestamps: bool,
     /// The send queue of the QP the last requester CQE named, and that QP's number
@@ -740,20 +748,6 @@ struct QpTable {
     /// Where data carried in CQEs goes (scatter to CQE): the CQ's buffer and the
     /// context's writable regions.
     scattered: Option<Box<(CqBuf, Arc<MrTable>)>>,
-}
-
-impl Default for QpTable {
-    fn default() -> Self {
-        QpTable {
-            qps: Vec::new(),
-            last: 0,
-            timestamps: false,
-            hot_qpn: NO_QPN,
-            hot_sq: Arc::new(SqShared::new(1)),
-            unzip: None,
-            scattered: None,
-        }
-    }
 }
 
 impl<U: Uar> CompletionQueue<U> {
@@ -791,11 +785,16 @@ impl<U: Uar> CompletionQueue<U> {
             cqn: desc.cqn,
             uar,
             events,
-            attachments,
-            generation: u64::MAX,
             qps: QpTable {
+                qps: Vec::new(),
+                last: 0,
+                attachments,
+                seen: u64::MAX,
                 timestamps,
-                ..QpTable::default()
+                hot_qpn: NO_QPN,
+                hot_sq: Arc::new(SqShared::new(1)),
+                unzip: None,
+                scattered: None,
             },
         }
     }
@@ -850,69 +849,49 @@ impl<U: Uar> CompletionQueue<U> {
     /// a loop that polls until a completion arrives needs nothing backend-specific.
     #[inline(always)]
     pub fn poll(&mut self, out: &mut [Completion]) -> usize {
-        let (mut at, mut owner) = (self.head, self.owner);
+        let mut at = self.head;
         let mut entry = self.buf.entry_at(at);
         let mut op_own = entry.op_own();
-        let mut key = owner_key(op_own, owner);
+        let mut key = owner_key(op_own, self.owner);
         if out.is_empty() || key >= OWNED_BELOW {
             self.uar.idle();
             return 0;
         }
-        // Once per batch, and only when there is a CQE to parse.
-        let generation = self.attachments.generation.load(Ordering::Acquire);
-        if generation != self.generation {
-            Self::refresh(
-                &self.attachments,
-                &mut self.qps,
-                &mut self.generation,
-                generation,
-            );
-        }
-        // In locals: the barrier below makes the compiler reload every field after it.
-        let (mut ci, req_below) = (self.ci, self.req_below);
+        // The consumer index and the owner bit stay in `self` (no register held for them
+        // across the parse): the index moves by `n` at the end, the owner bit when a pass
+        // ends.
         let mut n = 0;
         loop {
             udma_from_device_barrier();
             // The common case in one compare: ours, opcode REQ, normal format; its parse is
             // inlined here, everything else out of line.
-            if key < req_below {
+            if key < self.req_below {
                 self.qps.parse_req(entry, &mut out[n]);
             } else {
-                out[n] = self.qps.parse_other(entry, op_own, ci);
+                out[n] = self
+                    .qps
+                    .parse_other(entry, op_own, self.ci.wrapping_add(n as u32));
             }
-            ci = ci.wrapping_add(1);
             n += 1;
             at = self.buf.next_offset(at);
             if at == 0 {
-                // A new pass: stored here, not after every poll.
-                owner ^= 1;
-                self.owner = owner;
+                // A new pass.
+                self.owner ^= 1;
             }
             if n == out.len() {
                 break;
             }
             entry = self.buf.entry_at(at);
             op_own = entry.op_own();
-            key = owner_key(op_own, owner);
+            key = owner_key(op_own, self.owner);
             if key >= OWNED_BELOW {
                 break;
             }
         }
+        let ci = self.ci.wrapping_add(n as u32);
         (self.ci, self.head) = (ci, at);
         self.set_ci.write(prm::cq_set_ci(ci));
         n
-    }
-
-    #[cold]
-    fn refresh(attachments: &CqAttachments, qps: &mut QpTable, seen: &mut u64, generation: u64) {
-        let entries = attachments
-            .entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        qps.qps.clone_from(&entries);
-        *seen = generation;
-        qps.last = 0;
-        qps.hot_qpn = NO_QPN;
     }
 
     /// Arms the CQ: one event for the next CQE (`solicited_only`: the next solicited or
@@ -935,8 +914,13 @@ impl<U: Uar> CompletionQueue<U> {
 }
 
 impl QpTable {
+    /// The entry of QP `qpn`, from the current list of attached QPs.
     #[inline(always)]
     fn lookup(&mut self, qpn: u32) -> Option<&QpEntry> {
+        let generation = self.attachments.generation.load(Ordering::Acquire);
+        if generation != self.seen {
+            self.refresh(generation);
+        }
         if self.qps.get(self.last).is_some_and(|e| e.qpn == qpn) {
             return self.qps.get(self.last);
         }
@@ -945,10 +929,28 @@ impl QpTable {
         self.qps.get(i)
     }
 
-    /// Makes QP `qpn` the hot one; false if this CQ does not serve it.
+    #[cold]
+    fn refresh(&mut self, generation: u64) {
+        let entries = self
+            .attachments
+            .entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        self.qps.clone_from(&entries);
+        self.seen = generation;
+        self.last = 0;
+        self.hot_qpn = NO_QPN;
+    }
+
+    /// Makes QP `qpn` the hot one; false if this CQ does not serve it (a QP being
+    /// detached included).
     #[inline(always)]
     fn make_hot(&mut self, qpn: u32) -> bool {
-        let Some(sq) = self.lookup(qpn).map(|qp| qp.sq.clone()) else {
+        let Some(sq) = self
+            .lookup(qpn)
+            .map(|qp| qp.sq.clone())
+            .filter(|sq| !sq.is_gone())
+        else {
             return false;
         };
         self.hot_qpn = qpn;
@@ -962,21 +964,24 @@ impl QpTable {
     /// value of the common case lives across a call.
     #[inline(always)]
     fn parse_req(&mut self, entry: CqeEntry<'_>, out: &mut Completion) {
-        let cqe = entry.read();
-        let sop = cqe.sop_drop_qpn.get();
+        // Each field is read where it is used (a read of the entry per field; the compiler
+        // loads the one field): loads hoisted above the checks would hold registers
+        // across them and spill.
+        let sop = entry.read().sop_drop_qpn.get();
         let qpn = sop & 0xff_ffff;
-        if qpn != self.hot_qpn {
+        if qpn != self.hot_qpn || self.hot_sq.is_gone() {
             *out = self.req_slow(entry);
             return;
         }
-        let Some((wr_id, kept)) = self.hot_sq.complete_with_len(cqe.wqe_counter.get()) else {
+        let counter = entry.read().wqe_counter.get();
+        let Some((wr_id, kept)) = self.hot_sq.complete_with_len(counter) else {
             *out = self.req_slow(entry);
             return;
         };
         // `byte_cnt` means something for READ only (rdma-core's `handle_good_req`); every
         // other length (an atomic's operand size, else 0) was kept at post time.
         let byte_len = if sop >> 24 == Opcode::RdmaRead as u32 {
-            cqe.byte_cnt.get()
+            entry.read().byte_cnt.get()
         } else {
             kept
         };
@@ -985,7 +990,7 @@ impl QpTable {
             qpn,
             opcode: WcOpcode::from_send_opcode((sop >> 24) as u8),
             byte_len,
-            uidx_be: uidx_be(cqe.srqn_uidx),
+            uidx_be: uidx_be(entry.read().srqn_uidx),
             ..Completion::default()
         };
     }
@@ -997,7 +1002,7 @@ impl QpTable {
         let sop = cqe.sop_drop_qpn.get();
         let qpn = sop & 0xff_ffff;
         let opcode = WcOpcode::from_send_opcode((sop >> 24) as u8);
-        if qpn != self.hot_qpn && !self.make_hot(qpn) {
+        if (qpn != self.hot_qpn || self.hot_sq.is_gone()) && !self.make_hot(qpn) {
             return unknown_qp(qpn, opcode);
         }
         let counter = cqe.wqe_counter.get();
@@ -1308,6 +1313,45 @@ mod tests {
             (c.solicited(), c.data_in_cqe(), c.src_qp()),
             (false, true, 0xff_ffff)
         );
+    }
+
+    #[test]
+    fn a_detached_hot_qp_completes_nothing_and_its_number_is_looked_up_again() {
+        use crate::null::{NullQueues, NULL_QPN};
+        use crate::{Data, Remote, SendFlags, SendOp};
+        let mut q = NullQueues::new(16, 8, 64).unwrap();
+        let mut out = [Completion::default(); 1];
+        let write = SendOp::Write(Remote { addr: 0, rkey: 1 });
+        for wr_id in [1, 2] {
+            let data = Data::Inline(&[7; 8]);
+            q.sq.post(wr_id, write, data, SendFlags::SIGNALED).unwrap();
+        }
+        // WQE 0 completes: the QP is the hot one.
+        q.complete(0, Opcode::RdmaWrite, CqeOpcode::Req, 0);
+        assert_eq!(q.cq.poll(&mut out), 1);
+        assert_eq!((out[0].wr_id, out[0].status), (1, Status::Success));
+        // Detached (destroyed): its CQE for WQE 1 completes nothing.
+        q.cq.qps.attachments.detach(NULL_QPN);
+        q.complete(1, Opcode::RdmaWrite, CqeOpcode::Req, 0);
+        assert_eq!(q.cq.poll(&mut out), 1);
+        assert_eq!((out[0].status, out[0].qpn), (Status::UnknownQp, NULL_QPN));
+        // A new QP with the same number: its own state, where WQE 1 is not outstanding.
+        q.cq.qps.attachments.attach(QpEntry {
+            qpn: NULL_QPN,
+            sq: Arc::new(SqShared::new(16)),
+            recv: RecvShared::None,
+            errored: Arc::default(),
+            sq_error: None,
+            streams: false,
+        });
+        q.complete(1, Opcode::RdmaWrite, CqeOpcode::Req, 0);
+        assert_eq!(q.cq.poll(&mut out), 1);
+        assert_eq!(
+            (out[0].status, out[0].qpn),
+            (Status::UnknownWqe(1), NULL_QPN)
+        );
+        // The old queue still holds WQE 1 (nothing retired it).
+        assert_eq!(q.sq.outstanding_wqebbs(), 1);
     }
 
     #[test]

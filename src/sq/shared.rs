@@ -1,6 +1,6 @@
 //! What a send queue shares with the CQ that completes it, and the queue's description.
 
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crate::prm::Be32;
 
@@ -12,6 +12,9 @@ pub(crate) struct SqShared {
     pub(super) slots: Box<[SqSlot]>,
     /// Producer count up to which every WQE has completed.
     pub(super) tail: AtomicU32,
+    /// The QP was detached from its CQs (it is being destroyed): see
+    /// [`SqShared::is_gone`].
+    gone: AtomicBool,
 }
 
 /// Where a WQE write finds the `wr_id` slots: through the shared state (loaded where
@@ -52,6 +55,7 @@ impl SqShared {
             mask: wqe_cnt - 1,
             slots: (0..wqe_cnt).map(|_| SqSlot::default()).collect(),
             tail: AtomicU32::new(0),
+            gone: AtomicBool::new(false),
         }
     }
 
@@ -112,6 +116,19 @@ impl SqShared {
         let out = read(slot);
         self.tail.store(next, Ordering::Release);
         Some(out)
+    }
+
+    /// The QP was detached from its CQs: a poller that holds this state for a QP number
+    /// must not complete anything on it (it looks the number up again, and the new entry,
+    /// if there is one, has a state of its own).
+    #[inline(always)]
+    pub(crate) fn is_gone(&self) -> bool {
+        self.gone.load(Ordering::Relaxed)
+    }
+
+    /// Marks the QP detached (after its entries left the CQs' lists).
+    pub(crate) fn set_gone(&self) {
+        self.gone.store(true, Ordering::Relaxed);
     }
 
     pub(crate) fn reset(&self) {
