@@ -746,6 +746,11 @@ pub struct ExplainArgs {
     /// model NICs given the `compact_address_vector` cap.
     #[arg(long)]
     pub compact_av: bool,
+    /// The model NICs' ports' link layer, as the benchmarks' `--force-link`: on
+    /// `Ethernet` (RoCE v2) every address handle is global and its AV is RoCE's (UD and
+    /// DC: the datagram segment decoded as such), every UD receive gets the IPv6 header.
+    #[arg(long = "force-link", value_parser = parse_link, value_name = "IB|Ethernet")]
+    pub force_link: Option<Link>,
     /// Both CQs created with completion timestamps: the requester's CQEs are shown decoded,
     /// the device clock at bytes 48..56 and its nanoseconds by the clock-info page
     /// (`--json`: `timestamp`, `ns` and `text` in each `cqes` entry). The model's clock

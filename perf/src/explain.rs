@@ -91,8 +91,10 @@ fn segment_names(
 /// access key (BE64), `dqp_dct` (bit 31 the extended-AV flag, bits 23..0 the remote QPN or
 /// DCT number), `stat_rate_sl`, `fl_mlid`, `rlid`, `rmac`, `tclass`, `hop_limit`,
 /// `grh_gid_fl` (bit 30 GRH, 27..20 SGID index, 19..0 flow label) and `rgid`. A compact AV
-/// (`ext` 0) ends after `rlid`: the 16 bytes of UCX's `mlx5_base_av`.
-fn decode_av(av: &[u8], dc: bool) -> Vec<(&'static str, String)> {
+/// (`ext` 0) ends after `rlid`: the 16 bytes of UCX's `mlx5_base_av`. On RoCE (`roce`)
+/// `mlx5_create_ah` writes the SL in bits 3..1 of `stat_rate_sl` and the UDP source port of
+/// RoCE v2 in `rlid` (prm-facts-next §1.1): those two are decoded so.
+fn decode_av(av: &[u8], dc: bool, roce: bool) -> Vec<(&'static str, String)> {
     let be32 = |at: usize| u32::from_be_bytes(av[at..at + 4].try_into().expect("4 bytes"));
     let key = match dc {
         true => (
@@ -114,11 +116,14 @@ fn decode_av(av: &[u8], dc: bool) -> Vec<(&'static str, String)> {
             format!("{:#08x}", dqp & 0xff_ffff),
         ),
         ("stat_rate", format!("{}", av[12] >> 4)),
-        ("sl", format!("{}", av[12] & 0xf)),
+        match roce {
+            true => ("sl", format!("{}", av[12] >> 1 & 7)),
+            false => ("sl", format!("{}", av[12] & 0xf)),
+        },
         ("fl", format!("{}", av[13] >> 7)),
         ("mlid", format!("{}", av[13] & 0x7f)),
         (
-            "rlid",
+            if roce { "udp_sport" } else { "rlid" },
             format!("{:#06x}", u16::from_be_bytes([av[14], av[15]])),
         ),
     ];
@@ -148,7 +153,7 @@ fn datagram(o: &Observed, transport: Transport) -> Option<Vec<(&'static str, Str
     let w = o.wqes.first()?;
     let ext = w.bytes.get(DS + 8)? >> 7;
     let len = if ext == 1 { 48 } else { 16 };
-    Some(decode_av(w.bytes.get(DS..DS + len)?, dc))
+    Some(decode_av(w.bytes.get(DS..DS + len)?, dc, o.roce))
 }
 
 fn tlp_json(side: &str, t: &Tlp) -> Value {
@@ -524,6 +529,7 @@ pub fn run(args: &ExplainArgs) -> Result<(), crate::Error> {
         zip: args.cqe_compression.map(|z| z.compression()),
         transport: args.transport.transport(),
         grh: args.grh,
+        roce: args.force_link == Some(crate::cli::Link::Ethernet),
         dc_targets: 1,
         compact_av: args.compact_av,
         recv_cqe: args.scatter_to_cqe.unwrap_or(64),

@@ -87,6 +87,7 @@ fn case(op: ExplainOp, size: usize, p: Posting, pcie: PcieConfig, qps: u32) -> C
         zip: p.zip,
         transport: Transport::Rc,
         grh: false,
+        roce: false,
         dc_targets: 1,
         compact_av: false,
         recv_cqe: 64,

@@ -2,6 +2,7 @@
 //! ring, the doorbell record, the MMIO stores the driver made (through [`Traced`]) and every
 //! TLP the model counted on each NIC's link. Shared by `explain` and `pcie`.
 
+use mlx5_direct::backend::sim::hw::LinkLayer;
 use mlx5_direct::backend::sim::{
     Completions, Fabric, Fault, Nic, NicConfig, PcieConfig, PcieCounters, Sim, Tlp, ZipConfig,
     ZipPolicy,
@@ -69,6 +70,10 @@ pub struct Case {
     /// UD and DC: the address handle carries a GRH (InfiniBand with a global route), so UD
     /// receives get the GRH area written.
     pub grh: bool,
+    /// Both NICs' ports on Ethernet (RoCE v2, `NicConfig::link_layer`): every address
+    /// handle has a GRH and its AV is RoCE's (`mlx5_create_ah`), every UD receive gets the
+    /// IPv6 header.
+    pub roce: bool,
     /// DC: the responder's DC targets, the messages addressed to them in turn (1: every
     /// message to the same DCT).
     pub dc_targets: u32,
@@ -149,6 +154,8 @@ pub struct Observed {
     /// With `timestamps`: the requester's clock-info page (`mlx5dv_get_clock_info`), which
     /// converts the CQEs' timestamps.
     pub clock: Option<mlx5_direct::ClockInfo>,
+    /// The case ran on RoCE ports ([`Case::roce`]).
+    pub roce: bool,
 }
 
 /// The link parameters of a preset with the given sizes.
@@ -261,6 +268,9 @@ fn check(case: &Case) -> Result<(), Error> {
             Some("--compact-av: address handles are UD's and DC's")
         }
         _ if case.compact_av && case.grh => Some("--compact-av: a compact AV carries no GRH"),
+        _ if case.compact_av && case.roce => {
+            Some("--compact-av: RoCE has no compact AV (every address is global)")
+        }
         _ if case.dc_targets == 0 || (case.dc_targets > 1 && case.transport != Transport::Dci) => {
             Some("DC targets: at least 1, and more only for DC")
         }
@@ -320,6 +330,14 @@ fn dm_bytes(case: &Case) -> usize {
     case.size.next_multiple_of(DM_LINE) * case.per_qp() as usize
 }
 
+/// The model's ports' link layer: Ethernet (RoCE v2) or InfiniBand.
+pub fn link_layer(roce: bool) -> LinkLayer {
+    match roce {
+        true => LinkLayer::Ethernet,
+        false => LinkLayer::InfiniBand,
+    }
+}
+
 /// Posts `case` on two fresh model NICs and returns what it cost.
 pub fn observe(case: &Case) -> Result<Observed, Error> {
     check(case)?;
@@ -334,6 +352,7 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
             ..ZipConfig::default()
         },
         compact_av: case.compact_av,
+        link_layer: link_layer(case.roce),
         // A slot per message of a QP's pass, each allocation in whole 4 KiB pages.
         dm_size: if case.dm {
             u64::from(case.qps) * dm_bytes(case).next_multiple_of(4096) as u64
@@ -447,7 +466,7 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
     let attr = AhAttr {
         port: 1,
         dlid: port_b.lid,
-        grh: case.grh.then_some(GlobalRoute {
+        grh: (case.grh || port_b.roce).then_some(GlobalRoute {
             dgid: port_b.gid,
             hop_limit: 64,
             ..GlobalRoute::default()
@@ -635,5 +654,6 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         cq_entries,
         wire,
         clock: case.timestamps.then(|| a.clock_info()).transpose()?,
+        roce: case.roce,
     })
 }

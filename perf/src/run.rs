@@ -3,7 +3,6 @@
 
 use std::net::{TcpListener, TcpStream};
 
-use mlx5_direct::backend::sim::hw::LinkLayer;
 use mlx5_direct::backend::sim::{Fabric, Fault, NicConfig, Sim};
 use mlx5_direct::{Context, MemOptions};
 
@@ -171,10 +170,7 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
         dm_size: args
             .dm_size
             .unwrap_or(params.dm_bytes().next_multiple_of(4096)),
-        link_layer: match args.force_link {
-            Some(Link::Ethernet) => LinkLayer::Ethernet,
-            Some(Link::Ib) | None => LinkLayer::InfiniBand,
-        },
+        link_layer: crate::probe::link_layer(args.force_link == Some(Link::Ethernet)),
         ..NicConfig::default()
     };
     let link = crate::probe::describe_link(&config.pcie);

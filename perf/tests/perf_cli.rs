@@ -2250,6 +2250,51 @@ fn explain_ud_decodes_the_datagram_segment() {
     }
 }
 
+/// `explain --force-link Ethernet`: on RoCE ports the UD and DC datagram segments are
+/// RoCE's AV as `mlx5_create_ah` fills it (the SL in bits 3..1 of `stat_rate_sl`, the UDP
+/// source port of flow label 0, 0xc000, where InfiniBand has the DLID; bit 30 reserved; the
+/// destination MAC and the link-local GID of the responder's port), and a message costs the
+/// same TLPs and bytes as with a GRH on InfiniBand: the receive gets the 40-byte header.
+#[test]
+fn explain_over_roce_decodes_roces_address_vector() {
+    let ib = explain_8_inline("send", &["--transport", "ud", "--grh"]);
+    for transport in ["ud", "dc"] {
+        let op = if transport == "ud" { "send" } else { "write" };
+        let v = explain_8_inline(op, &["--transport", transport, "--force-link", "Ethernet"]);
+        let d = &v["datagram"];
+        assert_eq!(d["ext"], "1", "{transport}");
+        assert_eq!(d["udp_sport"], "0xc000", "{transport}");
+        assert!(d.get("rlid").is_none(), "{d}");
+        assert_eq!(
+            (d["sl"].as_str(), d["grh"].as_str(), d["hop_limit"].as_str()),
+            (Some("0"), Some("0"), Some("64")),
+            "{transport}"
+        );
+        assert_eq!(d["rmac"], "020000000002", "{transport}");
+        assert_eq!(d["rgid"], "fe80000000000000000000fffe000002", "{transport}");
+        let wqe = v["wqes"][0]["hex"].as_str().unwrap();
+        // rlid (bytes 14..16 of the AV, after the 16-byte control segment) is the port.
+        assert_eq!(&wqe[60..64], "c000", "{wqe}");
+        if transport == "ud" {
+            for side in ["per_message", "per_message_responder"] {
+                assert_eq!(v[side], ib[side], "{side}");
+            }
+        }
+    }
+    fails_with(
+        &[
+            "explain",
+            "send",
+            "--transport",
+            "ud",
+            "--compact-av",
+            "--force-link",
+            "Ethernet",
+        ],
+        "--compact-av: RoCE has no compact AV",
+    );
+}
+
 /// `explain --transport dc`: the datagram segment carries the DC key (BE64) and the DCT
 /// number, the RC segments follow it; the first WRITE to a target is one DC connect.
 /// `--transport uc`: RC's bytes and RC's link cost.
