@@ -619,6 +619,9 @@ fn out_json_writes_perftests_file() {
     assert_eq!(info["CQ_Moderation"], 100);
     assert_eq!(info["Max_inline_data"], 0);
     assert_eq!(info["Connection_type"], "RC");
+    // InfiniBand without -x: perftest's gid_index is -1, no GID_index key.
+    assert_eq!(info["Link_type"], "IB");
+    assert!(info.get("GID_index").is_none(), "{info}");
     let r = &v["results"];
     assert_eq!(
         (r["MsgSize"].as_u64(), r["n_iterations"].as_u64()),
@@ -669,6 +672,23 @@ fn out_json_writes_perftests_file() {
     ]);
     assert!(ok);
     assert!(read()["results"]["avg_lat"].as_f64().unwrap() > 0.0);
+    // On RoCE perftest's gid_index is set (0 here, the model's only GID): the key is there.
+    let (ok, _, err) = perf(&[
+        "send_lat",
+        "-n",
+        "20",
+        "--force-link",
+        "Ethernet",
+        "--out_json",
+        "--out_json_file",
+        f,
+    ]);
+    assert!(ok, "{err}");
+    let info = &read()["test_info"];
+    assert_eq!(
+        (info["Link_type"].as_str(), info["GID_index"].as_u64()),
+        (Some("Ethernet"), Some(0))
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
