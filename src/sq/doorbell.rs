@@ -25,7 +25,9 @@ pub enum DoorbellMode {
 }
 
 /// Rings the doorbell for the WQEs up to `last` (producer count `pi`): BlueFlame if it is
-/// at most `bf_max` bytes.
+/// at most `bf_max` WQEBBs (the copy is of whole 64-byte blocks, so those must fit the
+/// register's half; and on the one-WQEBB paths the size in blocks is a constant 1, where
+/// the size in bytes is not).
 #[inline(always)]
 pub(super) fn ring_last<U: Uar>(
     bf: &mut BfReg<U>,
@@ -36,7 +38,7 @@ pub(super) fn ring_last<U: Uar>(
     bf_max: usize,
 ) {
     // One compare decides: the WQE's size in blocks is known already.
-    let bf_chunks = (last.bytes <= bf_max).then_some(last.bbs);
+    let bf_chunks = (last.bbs <= bf_max).then_some(last.bbs);
     ring_send_doorbell(bf, dbrec, pi, ring, (last.offset, last.first), bf_chunks);
 }
 

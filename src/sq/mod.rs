@@ -72,9 +72,10 @@ pub struct SendQueue<U: Uar> {
     mode: DoorbellMode,
     /// `mode` resolved against the register (see [`SendQueue::effective_mode`]).
     effective: DoorbellMode,
-    /// Largest WQE (bytes) BlueFlame-copied when it is rung alone (0: never).
+    /// Largest WQE (in WQEBBs) BlueFlame-copied when it is rung alone (0: never): the
+    /// 64-byte blocks that fit the register's half.
     bf_single: usize,
-    /// Largest last WQE (bytes) of a batch BlueFlame-copied (0: never).
+    /// Largest last WQE (in WQEBBs) of a batch BlueFlame-copied (0: never).
     bf_batch: usize,
     shared: Arc<SqShared>,
     errored: Arc<AtomicBool>,
@@ -179,9 +180,10 @@ impl<U: Uar> SendQueue<U> {
     pub fn set_mode(&mut self, mode: DoorbellMode) {
         self.mode = mode;
         self.effective = effective_mode(mode, self.bf.size);
+        let blocks = self.bf.size / SEND_WQE_BB;
         (self.bf_single, self.bf_batch) = match self.effective {
-            DoorbellMode::BlueFlame => (self.bf.size, 0),
-            DoorbellMode::BlueFlameLast => (self.bf.size, self.bf.size),
+            DoorbellMode::BlueFlame => (blocks, 0),
+            DoorbellMode::BlueFlameLast => (blocks, blocks),
             _ => (0, 0),
         };
     }

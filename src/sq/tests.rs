@@ -220,6 +220,38 @@ fn the_last_pushed_wqe_size_comes_from_its_control_segment() {
     assert_eq!(q.sq.uar().read64(reg + 8), [0; 8], "no BlueFlame copy");
 }
 
+/// BlueFlame copies whole 64-byte blocks, so a WQE rung alone is copied when its WQEBBs fit
+/// the register's half: on a half of 100 bytes (not a multiple of 64) a WQE of one WQEBB
+/// (48 bytes) is copied whole, one of 80 bytes (two WQEBBs, 128 bytes copied) is rung with
+/// the 8-byte doorbell.
+#[test]
+fn blueflame_takes_a_wqe_whose_blocks_fit_the_half() {
+    for (payload, copied) in [(8, true), (40, false)] {
+        let mut q = NullQueues::new(16, 16, 256).unwrap();
+        q.sq.bf.size = 100;
+        q.sq.set_mode(DoorbellMode::BlueFlame);
+        let reg = q.sq.register_offset();
+        q.sq.post(
+            1,
+            WRITE,
+            Data::Inline(&[0x55; 40][..payload]),
+            SendFlags::SIGNALED,
+        )
+        .unwrap();
+        let wqe = q.sq.wqe_bytes(0, 64);
+        assert_eq!(wqe[7] & 0x3f, if copied { 3 } else { 5 }, "{payload}: DS");
+        assert_eq!(q.sq.uar().read64(reg), wqe[..8], "{payload}");
+        let second = q.sq.uar().read64(reg + 8);
+        if copied {
+            for (k, chunk) in wqe.chunks(8).enumerate() {
+                assert_eq!(q.sq.uar().read64(reg + k * 8), chunk, "word {k}");
+            }
+        } else {
+            assert_eq!(second, [0; 8], "{payload}: no BlueFlame copy");
+        }
+    }
+}
+
 /// Byte 11 of the control segment (`fm_ce_se`) for every combination of the flags: rdma-core's
 /// `MLX5_WQE_CTRL_CQ_UPDATE`, `_SOLICITED` and `_FENCE` bits (golden-tested constants).
 #[test]
