@@ -677,8 +677,9 @@ pub struct CompletionQueue<U: Uar> {
     /// Number of entries (a power of two): the owner bit of a pass is `ci & cqe_cnt`.
     cqe_cnt: u32,
     ci: u32,
-    /// The offset of the entry at `ci`, kept as polling advances: a poll of an empty CQ is
-    /// then one load and one compare (with the owner bit of the pass, `ci & cqe_cnt`).
+    /// The position of the entry at `ci` ([`CqBuf::entry_at`]: its address), kept as
+    /// polling advances: a poll of an empty CQ is then one load and one compare (with the
+    /// owner bit of the pass).
     head: usize,
     /// The owner bit of the current pass (`ci & cqe_cnt`, kept as polling wraps).
     owner: u8,
@@ -765,6 +766,7 @@ impl<U: Uar> CompletionQueue<U> {
         // SAFETY: forwarded from this function's contract.
         let buf = unsafe { CqBuf::new(desc.buf, desc.cqe_cnt, desc.cqe_size) };
         buf.init();
+        let head = buf.start();
         // SAFETY: the two record words the contract makes ours.
         let (set_ci, arm_db) = unsafe {
             (
@@ -777,7 +779,7 @@ impl<U: Uar> CompletionQueue<U> {
             buf,
             cqe_cnt: desc.cqe_cnt,
             ci: 0,
-            head: 0,
+            head,
             owner: 0,
             req_below: if timestamps { 0 } else { REQ_INLINE },
             set_ci,
@@ -873,11 +875,14 @@ impl<U: Uar> CompletionQueue<U> {
                     .parse_other(entry, op_own, self.ci.wrapping_add(n as u32));
             }
             n += 1;
-            at = self.buf.next_offset(at);
-            if at == 0 {
-                // A new pass.
-                self.owner ^= 1;
-            }
+            at = match self.buf.next_pos(at) {
+                Some(next) => next,
+                None => {
+                    // A new pass.
+                    self.owner ^= 1;
+                    self.buf.start()
+                }
+            };
             if n == out.len() {
                 break;
             }

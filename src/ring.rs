@@ -488,6 +488,8 @@ pub(crate) struct CqBuf {
     /// of two).
     byte_mask: usize,
     mask: u32,
+    /// The position ([`CqBuf::entry_at`]) of the last entry: where a pass ends.
+    last: usize,
 }
 
 // SAFETY: plain memory the device writes; this value is the only CPU-side reader/writer.
@@ -499,12 +501,15 @@ impl CqBuf {
     /// 64 or 128), 64-byte aligned, valid for the life of the value.
     pub(crate) unsafe fn new(base: NonNull<u8>, cqe_cnt: u32, cqe_size: usize) -> Self {
         debug_assert!(cqe_cnt.is_power_of_two() && (cqe_size == 64 || cqe_size == 128));
+        // SAFETY: the `cqe64` offset (0 or 64) is inside the first entry.
+        let first = unsafe { base.add(crate::prm::cqe64_offset(cqe_size)) };
+        let byte_mask = (cqe_cnt as usize - 1) * cqe_size;
         CqBuf {
-            // SAFETY: the `cqe64` offset (0 or 64) is inside the first entry.
-            first: unsafe { base.add(crate::prm::cqe64_offset(cqe_size)) },
+            first,
             size: cqe_size,
-            byte_mask: (cqe_cnt as usize - 1) * cqe_size,
+            byte_mask,
             mask: cqe_cnt - 1,
+            last: first.as_ptr() as usize + byte_mask,
         }
     }
 
@@ -530,18 +535,30 @@ impl CqBuf {
         }
     }
 
-    /// The offset of the entry after the one at `offset` (wrapping to entry 0).
+    /// The position of entry 0 (the address of its `cqe64`): where [`CqBuf::entry_at`]
+    /// starts and [`CqBuf::next_pos`] wraps to.
     #[inline(always)]
-    pub(crate) fn next_offset(&self, offset: usize) -> usize {
-        offset.wrapping_add(self.size) & self.byte_mask
+    pub(crate) fn start(&self) -> usize {
+        self.first.as_ptr() as usize
     }
 
-    /// The entry at `offset` (0, or a value from [`CqBuf::next_offset`]).
+    /// The position of the entry after the one at `pos`, or `None` when `pos` is the last
+    /// entry (the next is entry 0: a new pass).
     #[inline(always)]
-    pub(crate) fn entry_at(&self, offset: usize) -> CqeEntry<'_> {
+    pub(crate) fn next_pos(&self, pos: usize) -> Option<usize> {
+        (pos != self.last).then(|| pos + self.size)
+    }
+
+    /// The entry at position `pos` ([`CqBuf::start`], or a value from
+    /// [`CqBuf::next_pos`]): its address, so that finding it costs no add.
+    #[inline(always)]
+    pub(crate) fn entry_at(&self, pos: usize) -> CqeEntry<'_> {
+        let offset = pos.wrapping_sub(self.start());
         debug_assert!(offset & self.byte_mask == offset && offset % self.size == 0);
         CqeEntry {
-            // SAFETY: an entry offset inside the buffer (masked by `next_offset`).
+            // SAFETY: `pos` is an entry's position (`start` or from `next_pos`), so `offset`
+            // is an entry offset inside the buffer (constructor contract); the compiler
+            // folds `first + (pos - first)` to `pos`.
             cqe: unsafe { self.first.as_ptr().add(offset) },
             _buf: core::marker::PhantomData,
         }
