@@ -22,8 +22,8 @@ use crate::prm::{Av, DS};
 use crate::rq::{RecvQueue, RqShared, SharedRecvQueue, SrqShared};
 use crate::sq::{DcDest, Remote, SendQueue, Sge, SqShared, UdDest};
 use crate::types::{
-    Access, AhAttr, ConnectOptions, CqConfig, DeviceCaps, Endpoint, PortInfo, QpConfig, QpState,
-    Transition, Transport,
+    Access, AhAttr, ConnectOptions, CqConfig, DeviceCaps, Endpoint, GidEntry, PortInfo, QpConfig,
+    QpState, Transition, Transport,
 };
 
 /// The error flags of a context's live QPs (by QPN) or CQs (by CQN): where an asynchronous
@@ -130,6 +130,15 @@ impl<B: Backend> Context<B> {
     /// Port attributes.
     pub fn port(&self, port: u8) -> Result<PortInfo, Error> {
         self.backend.port(port)
+    }
+
+    /// Entry `index` of `port`'s GID table, below [`PortInfo::gid_table_len`]
+    /// (`ibv_query_gid_ex`): the GID and its type, which decides what a UD address handle
+    /// from it sends ([`GlobalRoute::sgid_index`](crate::GlobalRoute::sgid_index)) and what
+    /// a receive's 40-byte area holds. An index beyond the table, or an empty entry, is an
+    /// error.
+    pub fn query_gid(&self, port: u8, index: u32) -> Result<GidEntry, Error> {
+        self.backend.gid(port, index)
     }
 
     /// Allocates a protection domain.

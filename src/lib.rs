@@ -247,8 +247,9 @@ pub use sq::{
     UdDest,
 };
 pub use types::{
-    Access, AhAttr, ConnectOptions, CqConfig, DciStreams, DeviceCaps, Endpoint, GlobalRoute,
-    ParseEndpointError, PortInfo, QpConfig, QpPsn, QpSizes, QpState, Transition, Transport,
+    Access, AhAttr, ConnectOptions, CqConfig, DciStreams, DeviceCaps, Endpoint, GidEntry, GidType,
+    GlobalRoute, ParseEndpointError, PortInfo, QpConfig, QpPsn, QpSizes, QpState, Transition,
+    Transport,
 };
 
 /// The README's examples, compiled and run as doctests.

@@ -125,6 +125,36 @@ pub struct PortInfo {
     /// a global route ([`AhAttr::grh`]).
     #[cfg_attr(feature = "serde", serde(default))]
     pub roce: bool,
+    /// Entries in the port's GID table (`ibv_port_attr.gid_tbl_len`): the indexes
+    /// [`Context::query_gid`](crate::Context::query_gid) takes.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub gid_table_len: u32,
+}
+
+/// The type of a GID table entry (`enum ibv_gid_type` of `ibv_query_gid_ex`): what the
+/// packets sent from it carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum GidType {
+    /// An InfiniBand port's GID (`IBV_GID_TYPE_IB`).
+    Ib,
+    /// RoCE v1 (`IBV_GID_TYPE_ROCE_V1`): an IBA GRH over Ethernet, not routable; a UD
+    /// receive's 40-byte area holds that GRH.
+    RoceV1,
+    /// RoCE v2 (`IBV_GID_TYPE_ROCE_V2`): IPv6, or IPv4 for an IPv4-mapped GID
+    /// (`::ffff:a.b.c.d`), and UDP; a UD receive's 40-byte area holds the IPv6 header, or
+    /// the IPv4 header in its last 20 bytes.
+    RoceV2,
+}
+
+/// One entry of a port's GID table (`struct ibv_gid_entry`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct GidEntry {
+    /// The GID.
+    pub gid: [u8; 16],
+    /// Its type.
+    pub gid_type: GidType,
 }
 
 /// Everything a peer needs to connect to a QP.

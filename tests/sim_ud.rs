@@ -1010,6 +1010,17 @@ fn roce_gid_table_lists_each_address_as_v1_and_v2() {
         nic.query_gid(1, 4),
         Err(mlx5_direct::backend::sim::hw::HwError::InvalidParam(_))
     ));
+    // The driver's view (`ibv_query_gid_ex`): the same GIDs and types, the table's length.
+    assert_eq!(a.ctx.port(1).unwrap().gid_table_len, 4);
+    for (i, e) in got.iter().enumerate() {
+        let d = a.ctx.query_gid(1, i as u32).unwrap();
+        let t = match e.gid_type {
+            GidType::RoceV1 => mlx5_direct::GidType::RoceV1,
+            _ => mlx5_direct::GidType::RoceV2,
+        };
+        assert_eq!((d.gid, d.gid_type), (e.gid, t));
+    }
+    assert!(matches!(a.ctx.query_gid(1, 4), Err(Error::Device { .. })));
     // The default: today's single link-local RoCE v2 GID at index 0.
     let d = roce_side(&fabric, &[], None);
     let e = d.ctx.backend().nic().query_gid(1, 0).unwrap();
@@ -1020,6 +1031,8 @@ fn roce_gid_table_lists_each_address_as_v1_and_v2() {
     let ib = side(&fabric, &ud_config());
     let e = ib.ctx.backend().nic().query_gid(1, 0).unwrap();
     assert_eq!((e.gid_type, e.vlan), (GidType::Ib, None));
+    let d = ib.ctx.query_gid(1, 0).unwrap();
+    assert_eq!((d.gid, d.gid_type), (e.gid, mlx5_direct::GidType::Ib));
     assert!(ib.ctx.backend().nic().query_gid(1, 1).is_err());
 }
 

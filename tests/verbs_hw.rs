@@ -10,7 +10,7 @@
 mod common;
 
 use common::{bodies, side_on, BugCheck, Drive, Rig, Side};
-use mlx5_direct::backend::verbs::{Verbs, VerbsOptions};
+use mlx5_direct::backend::verbs::{GidType, LinkLayer, Verbs, VerbsOptions};
 use mlx5_direct::{Context, MemOptions, Pages, QpConfig, HUGE_PAGE};
 
 impl Drive for Verbs {
@@ -252,6 +252,23 @@ fn the_opened_port_reports_its_addressing() {
     if let Some(index) = env::<u32>("MLX5_DIRECT_GID_INDEX") {
         assert_eq!(port.gid_index, index);
     }
+    // ibv_query_gid_ex reads the same GID as ibv_query_gid, of the type sysfs names.
+    let entry = hw.0.query_gid(port.port, port.gid_index).unwrap();
+    assert_eq!(entry.gid, port.gid);
+    let want = match (port.link_layer, port.gid_type) {
+        (LinkLayer::Ethernet, Some(GidType::RoceV2)) => Some(mlx5_direct::GidType::RoceV2),
+        (LinkLayer::Ethernet, Some(GidType::IbRoceV1)) => Some(mlx5_direct::GidType::RoceV1),
+        (LinkLayer::InfiniBand, _) => Some(mlx5_direct::GidType::Ib),
+        _ => None,
+    };
+    if let Some(want) = want {
+        assert_eq!(entry.gid_type, want, "{port:?}");
+    }
+    assert_eq!(
+        hw.0.port(port.port).unwrap().gid_table_len,
+        port.gid_table_len
+    );
+    assert!(hw.0.query_gid(port.port, port.gid_table_len).is_err());
     let caps = hw.0.caps();
     assert!(caps.max_sq_wqebbs >= 256 && caps.max_cqe >= 256, "{caps:?}");
     assert!(verbs.info().phys_port_cnt >= 1);

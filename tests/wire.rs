@@ -169,7 +169,8 @@ fn remote_offset_past_the_address_space_panics() {
 #[test]
 fn the_plain_data_types_round_trip_through_serde() {
     use mlx5_direct::{
-        AsyncEvent, DeviceCaps, PortInfo, QpSizes, QpState, Sge, Transition, WcError, WcOpcode,
+        AsyncEvent, DeviceCaps, GidEntry, GidType, PortInfo, QpSizes, QpState, Sge, Transition,
+        WcError, WcOpcode,
     };
     use serde::{de::DeserializeOwned, Serialize};
 
@@ -221,6 +222,11 @@ fn the_plain_data_types_round_trip_through_serde() {
         active_mtu: 4096,
         max_msg_size: 1 << 30,
         roce: true,
+        gid_table_len: 4,
+    });
+    round_trip(GidEntry {
+        gid: sample().gid,
+        gid_type: GidType::RoceV2,
     });
     round_trip(Remote {
         addr: 0xdead_beef,

@@ -11,8 +11,8 @@ use mlx5_direct::prm::Av;
 use mlx5_direct::rq::RqDesc;
 use mlx5_direct::MemOptions;
 use mlx5_direct::{
-    Access, AhAttr, AsyncEvent, ClockInfo, CqConfig, DeviceCaps, Error, PortInfo, QpConfig, QpPsn,
-    QpSizes, Transition,
+    Access, AhAttr, AsyncEvent, ClockInfo, CqConfig, DeviceCaps, Error, GidEntry, PortInfo,
+    QpConfig, QpPsn, QpSizes, Transition,
 };
 
 /// One MMIO store: offset in the UAR page and the bytes in memory order.
@@ -114,6 +114,10 @@ impl<B: Backend> Backend for Traced<B> {
 
     fn port(&self, port: u8) -> Result<PortInfo, Error> {
         self.inner.port(port)
+    }
+
+    fn gid(&self, port: u8, index: u32) -> Result<GidEntry, Error> {
+        self.inner.gid(port, index)
     }
 
     fn alloc_pd(&self) -> Result<B::Pd, Error> {

@@ -18,7 +18,8 @@ use crate::prm::Av;
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
 use crate::types::{
-    Access, AhAttr, CqConfig, DeviceCaps, Endpoint, PortInfo, QpConfig, QpPsn, QpSizes, Transition,
+    Access, AhAttr, CqConfig, DeviceCaps, Endpoint, GidEntry, PortInfo, QpConfig, QpPsn, QpSizes,
+    Transition,
 };
 use core::time::Duration;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
@@ -99,6 +100,8 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     fn caps(&self) -> DeviceCaps;
     /// Port attributes (ports are numbered from 1).
     fn port(&self, port: u8) -> Result<PortInfo, Error>;
+    /// Entry `index` of `port`'s GID table.
+    fn gid(&self, port: u8, index: u32) -> Result<GidEntry, Error>;
     /// The port the context was opened on: QPs use it unless told otherwise.
     fn default_port(&self) -> u8;
     /// Allocates a protection domain.

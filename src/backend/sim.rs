@@ -23,7 +23,8 @@ use crate::rq::RqDesc;
 use crate::sizing;
 use crate::sq::SqDesc;
 use crate::types::{
-    Access, AhAttr, CqConfig, DeviceCaps, PortInfo, QpConfig, QpPsn, QpSizes, Transition, Transport,
+    Access, AhAttr, CqConfig, DeviceCaps, GidEntry, GidType, PortInfo, QpConfig, QpPsn, QpSizes,
+    Transition, Transport,
 };
 
 /// The model crate itself, for the rest of [`Nic`]'s interface (its parameter, result and
@@ -515,6 +516,22 @@ impl Backend for Sim {
             active_mtu: p.active_mtu,
             max_msg_size: self.nic.caps().max_msg_sz,
             roce: p.link_layer == hw::LinkLayer::Ethernet,
+            gid_table_len: p.gid_table_len,
+        })
+    }
+
+    fn gid(&self, port: u8, index: u32) -> Result<GidEntry, Error> {
+        let e = self
+            .nic
+            .query_gid(port, index)
+            .map_err(device_error("query GID"))?;
+        Ok(GidEntry {
+            gid: e.gid,
+            gid_type: match e.gid_type {
+                hw::GidType::Ib => GidType::Ib,
+                hw::GidType::RoceV1 => GidType::RoceV1,
+                hw::GidType::RoceV2 => GidType::RoceV2,
+            },
         })
     }
 

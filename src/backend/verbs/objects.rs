@@ -48,7 +48,8 @@ use crate::prm::{Av, Be32, CqeCompLayout, SEND_WQE_BB, UAR_PAGE_SIZE};
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
 use crate::types::{
-    Access, AhAttr, CqConfig, DeviceCaps, PortInfo, QpConfig, QpPsn, QpSizes, Transition, Transport,
+    Access, AhAttr, CqConfig, DeviceCaps, GidEntry, PortInfo, QpConfig, QpPsn, QpSizes, Transition,
+    Transport,
 };
 
 /// The UAR page holding `reg` and the register's offset in it.
@@ -587,7 +588,12 @@ impl Backend for Verbs {
             active_mtu: p.active_mtu,
             max_msg_size: p.max_msg_size,
             roce: p.link_layer == super::LinkLayer::Ethernet,
+            gid_table_len: p.gid_table_len,
         })
+    }
+
+    fn gid(&self, port: u8, index: u32) -> Result<GidEntry, Error> {
+        super::port::query_gid_ex(self.dev.ctx, port, index)
     }
 
     fn alloc_pd(&self) -> Result<VerbsPd, Error> {

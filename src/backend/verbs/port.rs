@@ -7,7 +7,8 @@ use core::ptr::NonNull;
 
 use rdma_sys::{
     ___ibv_query_port, ibv_context, ibv_device, ibv_free_device_list, ibv_get_device_list,
-    ibv_get_device_name, ibv_gid, ibv_port_attr, ibv_port_state, ibv_query_gid,
+    ibv_get_device_name, ibv_gid, ibv_gid_entry, ibv_port_attr, ibv_port_state, ibv_query_gid,
+    IBV_GID_TYPE_IB, IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2,
 };
 
 use super::attr::{mtu_bytes, Addressing};
@@ -16,6 +17,7 @@ use crate::backend::mlx5dv::{
     mlx5dv_is_supported, IBV_LINK_LAYER_ETHERNET, IBV_LINK_LAYER_INFINIBAND,
 };
 use crate::error::Error;
+use crate::types::GidEntry;
 
 /// Where the kernel lists RDMA devices.
 const SYSFS: &str = "/sys/class/infiniband";
@@ -219,6 +221,62 @@ pub(crate) fn parse_gid_type(text: &str) -> Option<GidType> {
         "IB/RoCE v1" => Some(GidType::IbRoceV1),
         _ => None,
     }
+}
+
+#[link(name = "ibverbs")]
+extern "C" {
+    /// What `ibv_query_gid_ex` (an inline of `<infiniband/verbs.h>`) calls: entry
+    /// `gid_index` of the port's table into `entry` (`entry_size` bytes); 0 or an errno
+    /// (`ENODATA`: the entry is empty).
+    fn _ibv_query_gid_ex(
+        context: *mut ibv_context,
+        port_num: u32,
+        gid_index: u32,
+        entry: *mut ibv_gid_entry,
+        flags: u32,
+        entry_size: usize,
+    ) -> core::ffi::c_int;
+}
+
+/// Entry `index` of `port`'s GID table (`ibv_query_gid_ex`).
+pub(crate) fn query_gid_ex(
+    ctx: NonNull<ibv_context>,
+    port: u8,
+    index: u32,
+) -> Result<GidEntry, Error> {
+    // SAFETY: `ibv_gid_entry` is plain C data; zero is valid for every field.
+    let mut entry: ibv_gid_entry = unsafe { core::mem::zeroed() };
+    // SAFETY: an open context, a valid out-pointer and its size; no flags are defined.
+    let rc = unsafe {
+        _ibv_query_gid_ex(
+            ctx.as_ptr(),
+            u32::from(port),
+            index,
+            &mut entry,
+            0,
+            core::mem::size_of::<ibv_gid_entry>(),
+        )
+    };
+    if rc != 0 {
+        return Err(Error::Device {
+            operation: "query GID",
+            reason: format!("index {index} of port {port}: {}", errno(rc)),
+        });
+    }
+    let gid_type = match entry.gid_type {
+        IBV_GID_TYPE_IB => crate::types::GidType::Ib,
+        IBV_GID_TYPE_ROCE_V1 => crate::types::GidType::RoceV1,
+        IBV_GID_TYPE_ROCE_V2 => crate::types::GidType::RoceV2,
+        other => {
+            return Err(Error::Device {
+                operation: "query GID",
+                reason: format!("index {index} of port {port}: unknown GID type {other}"),
+            })
+        }
+    };
+    // SAFETY: every bit pattern is a valid `raw` view.
+    let gid = unsafe { entry.gid.raw };
+    Ok(GidEntry { gid, gid_type })
 }
 
 /// True for an IPv4-mapped GID (`::ffff:a.b.c.d`).
