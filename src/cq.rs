@@ -257,6 +257,9 @@ pub struct Completion {
     slid: u16,
     /// [`HAS_IMM`], [`HAS_INV`], [`SOLICITED`], [`DATA_IN_CQE`].
     flags: u8,
+    /// A receive's `l4_l3_hdr_type` (bits 23..16) and `vlan_info` (bits 15..0):
+    /// [`Completion::cvlan`].
+    l2: u32,
     /// [`Completion::timestamp`].
     timestamp: u64,
 }
@@ -269,6 +272,9 @@ const HAS_INV: u8 = 2;
 const SOLICITED: u8 = 4;
 /// [`Completion::data_in_cqe`].
 const DATA_IN_CQE: u8 = 8;
+/// `mlx5_cqe64.l4_hdr_type_etc` bit 0 (the kernel's `handle_responder`: `vlan_present =
+/// cqe->l4_l3_hdr_type & 0x1`) where [`Completion`] keeps it: the frame carried a VLAN tag.
+const L2_VLAN_PRESENT: u32 = 1 << 16;
 
 /// `MLX5_GRH_IN_BUFFER` in [`Completion::ud_flags`] (`flags_rqpn` bit 28).
 const GRH_IN_BUFFER: u8 = 1 << 4;
@@ -358,6 +364,16 @@ impl Completion {
     #[inline]
     pub fn data_in_cqe(&self) -> bool {
         self.flags & DATA_IN_CQE != 0
+    }
+
+    /// The VLAN tag of a receive on RoCE (the 16-bit TCI of `mlx5_cqe64.vlan_info`, as
+    /// rdma-core's `mlx5_cq_read_wc_cvlan` returns it for `IBV_WC_EX_WITH_CVLAN`): the
+    /// VLAN id in bits 11..0, the priority (PCP) in bits 15..13, which the kernel's
+    /// `handle_responder` reports as `wc->sl` on RoCE. `None` when the CQE's VLAN-present
+    /// bit (`l4_l3_hdr_type` bit 0) is clear, and on InfiniBand.
+    #[inline]
+    pub fn cvlan(&self) -> Option<u16> {
+        (self.l2 & L2_VLAN_PRESENT != 0).then_some(self.l2 as u16)
     }
 
     /// A UD receive that carried a GRH: the device wrote it into the first
@@ -504,6 +520,13 @@ impl Completion {
         self.with_flag(DATA_IN_CQE, data_in_cqe)
     }
 
+    /// With [`Completion::cvlan`] `cvlan`.
+    #[must_use]
+    pub fn with_cvlan(self, cvlan: Option<u16>) -> Completion {
+        let l2 = cvlan.map_or(0, |tci| L2_VLAN_PRESENT | u32::from(tci));
+        Completion { l2, ..self }
+    }
+
     fn with_flag(self, bit: u8, on: bool) -> Completion {
         Completion {
             flags: if on {
@@ -534,6 +557,7 @@ impl core::fmt::Debug for Completion {
             .field("user_index", &self.user_index())
             .field("timestamp", &self.timestamp)
             .field("data_in_cqe", &self.data_in_cqe())
+            .field("cvlan", &self.cvlan())
             .finish()
     }
 }
@@ -558,6 +582,8 @@ struct CompletionFields {
     user_index: u32,
     timestamp: u64,
     data_in_cqe: bool,
+    #[serde(default)]
+    cvlan: Option<u16>,
 }
 
 #[cfg(feature = "serde")]
@@ -579,6 +605,7 @@ impl From<Completion> for CompletionFields {
             user_index: c.user_index(),
             timestamp: c.timestamp,
             data_in_cqe: c.data_in_cqe(),
+            cvlan: c.cvlan(),
         }
     }
 }
@@ -604,6 +631,7 @@ impl From<CompletionFields> for Completion {
         .with_user_index(c.user_index)
         .with_timestamp(c.timestamp)
         .with_data_in_cqe(c.data_in_cqe)
+        .with_cvlan(c.cvlan)
     }
 }
 
@@ -1083,6 +1111,7 @@ impl QpTable {
                         0
                     },
                     flags: kind | if bits.se() { SOLICITED } else { 0 },
+                    l2: u32::from(cqe.l4_l3_hdr_type) << 16 | u32::from(cqe.vlan_info.get()),
                 };
                 match scattered {
                     Some((wide, (sges, n))) => self.put_scattered(entry, wide, &sges[..n], out),
@@ -1157,7 +1186,8 @@ impl QpTable {
         sges: &[Sge],
         mut out: Completion,
     ) -> Completion {
-        (out.rqpn, out.slid) = (0, 0);
+        // Bytes 0..32 of the CQE (flags_rqpn, slid, the VLAN fields) are the data.
+        (out.rqpn, out.slid, out.l2) = (0, 0, 0);
         let copied = self.scattered.as_ref().and_then(|to| {
             let data = to.0.scattered(entry, wide)?;
             let data = data.get(..out.byte_len as usize)?;
@@ -1255,10 +1285,11 @@ mod tests {
             offset_of!(Completion, rqpn),
             offset_of!(Completion, slid),
             offset_of!(Completion, flags),
+            offset_of!(Completion, l2),
             offset_of!(Completion, timestamp),
         ];
         // 32..56 in one run of zeros (two stores), no zero field between the others.
-        assert_eq!(offsets, [0, 8, 12, 16, 20, 24, 32, 36, 40, 42, 48]);
+        assert_eq!(offsets, [0, 8, 12, 16, 20, 24, 32, 36, 40, 42, 44, 48]);
         assert_eq!(size_of::<Completion>(), 56);
     }
 
@@ -1318,6 +1349,15 @@ mod tests {
             (c.solicited(), c.data_in_cqe(), c.src_qp()),
             (false, true, 0xff_ffff)
         );
+        // The VLAN tag: present or not, a tag of 0 included, the other flags kept.
+        assert_eq!(c.cvlan(), None);
+        let v = c.with_cvlan(Some(0xa123));
+        assert_eq!(
+            (v.cvlan(), v.data_in_cqe(), v.solicited()),
+            (Some(0xa123), true, false)
+        );
+        assert_eq!(v.with_cvlan(Some(0)).cvlan(), Some(0));
+        assert_eq!(v.with_cvlan(None), c);
     }
 
     #[test]

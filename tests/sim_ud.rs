@@ -1060,8 +1060,10 @@ fn ud_over_roce_v1_carries_an_iba_grh_and_no_udp_port() {
         (c.status, c.byte_len, c.src_qp(), c.slid()),
         (Status::Success, 60, a.qp.qpn(), 0)
     );
-    // GRH in the buffer (bit 28), L3 header type 0 (MLX5_CQE_ROCE_L3_HEADER_TYPE_GRH).
+    // GRH in the buffer (bit 28), L3 header type 0 (MLX5_CQE_ROCE_L3_HEADER_TYPE_GRH); no
+    // VLAN.
     assert_eq!(c.ud_flags(), 0x10);
+    assert_eq!(c.cvlan(), None);
     assert_eq!(
         &got[0..4],
         &(6u32 << 28 | 0xb8 << 20 | 0x12345).to_be_bytes()
@@ -1179,10 +1181,13 @@ fn roce_datagrams_cross_only_within_a_vlan() {
             Some(200)
         ]
     );
-    // VLAN 100 to VLAN 100: delivered.
+    // VLAN 100 to VLAN 100: delivered, the CQE reporting the tag as the kernel reads it
+    // (vlan_info: PCP = the AV's SL 3 in bits 15..13, VLAN id 100 in 11..0).
     let same = roce_ah(&a, 3, gid_at(&b, 3), 1).unwrap();
     let (c, _) = roce_exchange(&mut a, &mut b, &same).unwrap();
     assert_eq!((c.status, c.byte_len), (Status::Success, 60));
+    assert_eq!(c.cvlan(), Some(3 << 13 | 100));
+    assert_eq!((c.ud_flags(), c.slid()), (0x12, 0));
     // VLAN 100 to b's address on VLAN 200, and untagged to VLAN 100: dropped at b.
     let other = roce_ah(&a, 3, gid_at(&b, 5), 1).unwrap();
     assert!(roce_exchange(&mut a, &mut b, &other).is_none());

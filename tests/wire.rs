@@ -258,6 +258,7 @@ fn the_plain_data_types_round_trip_through_serde() {
     round_trip(c.with_imm(Some(0x1234)));
     round_trip(c.with_invalidated_rkey(Some(0x5678)));
     round_trip(c.with_pkey_index(0xffff));
+    round_trip(c.with_cvlan(Some(0x6064)));
     let json = serde_json::to_value(c.with_imm(Some(0x1234))).unwrap();
     assert_eq!(
         (&json["imm"], &json["invalidated_rkey"], &json["pkey_index"]),
