@@ -1248,3 +1248,38 @@ fn flow_label_zero_takes_0xc000_or_a_seeded_port_in_range() {
     let av = roce_ah(&a, 0, gid_at(&b, 0), 0).unwrap().av().to_bytes();
     assert_eq!(&av[14..16], &[0, 0]);
 }
+
+/// The model's RoCE receive CQEs read through rdma-core's own `struct mlx5_cqe64` (golden
+/// shim): `flags_rqpn` bits 25..24 as the kernel's `roce_packet_type` (0 for RoCE v1, 2 for
+/// v2 over IPv4), `l4_hdr_type_etc` bit 0 (VLAN present) and `vlan_info` (PCP 3, VLAN 42),
+/// `slid` 0.
+#[test]
+#[cfg_attr(
+    not(rdma_headers),
+    ignore = "install libibverbs-dev to compare with rdma-core"
+)]
+fn roce_vlan_cqes_read_through_the_header_as_the_kernel_reads_them() {
+    let fabric = Fabric::new();
+    let mut a = roce_side(&fabric, &netdev_gids([10, 4, 0, 1], Some(42)), None);
+    let mut b = roce_side(&fabric, &netdev_gids([10, 4, 0, 2], Some(42)), None);
+    for (sgid_index, packet_type) in [(2u8, 0i64), (3, 2)] {
+        let ah = roce_ah(&a, sgid_index, gid_at(&b, 3), 7).unwrap();
+        let (c, _) = roce_exchange(&mut a, &mut b, &ah).unwrap();
+        assert_eq!(c.cvlan(), Some(3 << 13 | 42));
+        let at = b.cq.consumer_index() - 1;
+        let cqe: [u8; 64] = b.cq.cqe_bytes(at)[..64].try_into().unwrap();
+        let field = |name: &str| {
+            mlx5_golden::read_cqe64(&cqe)
+                .into_iter()
+                .find(|v| v.name == name)
+                .unwrap_or_else(|| panic!("no {name}"))
+                .value
+        };
+        assert_eq!((field("flags_rqpn") >> 24) & 3, packet_type);
+        assert_eq!((field("flags_rqpn") >> 28) & 3, 1, "GRH in the buffer");
+        assert_eq!(field("l4_hdr_type_etc") & 1, 1);
+        assert_eq!(field("vlan_info") & 0xfff, 42);
+        assert_eq!(field("vlan_info") >> 13, 3);
+        assert_eq!(field("slid"), 0);
+    }
+}
