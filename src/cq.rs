@@ -257,9 +257,11 @@ pub struct Completion {
     slid: u16,
     /// [`HAS_IMM`], [`HAS_INV`], [`SOLICITED`], [`DATA_IN_CQE`].
     flags: u8,
-    /// A receive's `l4_l3_hdr_type` (bits 23..16) and `vlan_info` (bits 15..0):
-    /// [`Completion::cvlan`].
-    l2: u32,
+    /// A receive's `l4_l3_hdr_type`: [`Completion::cvlan`] is there when bit 0 is set.
+    l4_l3: u8,
+    /// A receive's `vlan_info`: [`Completion::cvlan`]. (Byte 43 and these two leave no
+    /// padding in 32..46, so the requester's zeros there take as many stores as before.)
+    vlan_info: u16,
     /// [`Completion::timestamp`].
     timestamp: u64,
 }
@@ -273,8 +275,8 @@ const SOLICITED: u8 = 4;
 /// [`Completion::data_in_cqe`].
 const DATA_IN_CQE: u8 = 8;
 /// `mlx5_cqe64.l4_hdr_type_etc` bit 0 (the kernel's `handle_responder`: `vlan_present =
-/// cqe->l4_l3_hdr_type & 0x1`) where [`Completion`] keeps it: the frame carried a VLAN tag.
-const L2_VLAN_PRESENT: u32 = 1 << 16;
+/// cqe->l4_l3_hdr_type & 0x1`): the frame carried a VLAN tag.
+const CQE_VLAN_PRESENT: u8 = 1;
 
 /// `MLX5_GRH_IN_BUFFER` in [`Completion::ud_flags`] (`flags_rqpn` bit 28).
 const GRH_IN_BUFFER: u8 = 1 << 4;
@@ -373,7 +375,7 @@ impl Completion {
     /// bit (`l4_l3_hdr_type` bit 0) is clear, and on InfiniBand.
     #[inline]
     pub fn cvlan(&self) -> Option<u16> {
-        (self.l2 & L2_VLAN_PRESENT != 0).then_some(self.l2 as u16)
+        (self.l4_l3 & CQE_VLAN_PRESENT != 0).then_some(self.vlan_info)
     }
 
     /// A UD receive that carried a GRH: the device wrote it into the first
@@ -523,8 +525,11 @@ impl Completion {
     /// With [`Completion::cvlan`] `cvlan`.
     #[must_use]
     pub fn with_cvlan(self, cvlan: Option<u16>) -> Completion {
-        let l2 = cvlan.map_or(0, |tci| L2_VLAN_PRESENT | u32::from(tci));
-        Completion { l2, ..self }
+        Completion {
+            l4_l3: if cvlan.is_some() { CQE_VLAN_PRESENT } else { 0 },
+            vlan_info: cvlan.unwrap_or(0),
+            ..self
+        }
     }
 
     fn with_flag(self, bit: u8, on: bool) -> Completion {
@@ -1111,7 +1116,8 @@ impl QpTable {
                         0
                     },
                     flags: kind | if bits.se() { SOLICITED } else { 0 },
-                    l2: u32::from(cqe.l4_l3_hdr_type) << 16 | u32::from(cqe.vlan_info.get()),
+                    l4_l3: cqe.l4_l3_hdr_type,
+                    vlan_info: cqe.vlan_info.get(),
                 };
                 match scattered {
                     Some((wide, (sges, n))) => self.put_scattered(entry, wide, &sges[..n], out),
@@ -1187,7 +1193,8 @@ impl QpTable {
         mut out: Completion,
     ) -> Completion {
         // Bytes 0..32 of the CQE (flags_rqpn, slid, the VLAN fields) are the data.
-        (out.rqpn, out.slid, out.l2) = (0, 0, 0);
+        (out.rqpn, out.slid) = (0, 0);
+        (out.l4_l3, out.vlan_info) = (0, 0);
         let copied = self.scattered.as_ref().and_then(|to| {
             let data = to.0.scattered(entry, wide)?;
             let data = data.get(..out.byte_len as usize)?;
@@ -1285,11 +1292,12 @@ mod tests {
             offset_of!(Completion, rqpn),
             offset_of!(Completion, slid),
             offset_of!(Completion, flags),
-            offset_of!(Completion, l2),
+            offset_of!(Completion, l4_l3),
+            offset_of!(Completion, vlan_info),
             offset_of!(Completion, timestamp),
         ];
         // 32..56 in one run of zeros (two stores), no zero field between the others.
-        assert_eq!(offsets, [0, 8, 12, 16, 20, 24, 32, 36, 40, 42, 44, 48]);
+        assert_eq!(offsets, [0, 8, 12, 16, 20, 24, 32, 36, 40, 42, 43, 44, 48]);
         assert_eq!(size_of::<Completion>(), 56);
     }
 
