@@ -570,17 +570,7 @@ fn a_compact_av_is_refused_without_the_cap_or_with_a_grh() {
         compact: true,
         ..ah.dest(b.qp.qpn(), QKEY)
     };
-    post_recv(&mut b, 1, 0);
-    a.qp.sq()
-        .post_ud(send(Data::Inline(&[1; 8]), SendOp::Send), &dest)
-        .unwrap();
-    let c = poll_n(&mut a, 1)[0];
-    let Status::Error(e) = c.status else {
-        panic!("{c:?}")
-    };
-    assert_eq!(e.syndrome(), Some(Syndrome::LocalQpOpErr));
-    assert_eq!(a.qp.state(), QpState::Sqe);
-    assert_empty(&mut b);
+    expect_local_qp_op_err(&mut a, &mut b, &dest);
 }
 
 #[test]
@@ -1282,4 +1272,39 @@ fn roce_vlan_cqes_read_through_the_header_as_the_kernel_reads_them() {
         assert_eq!(field("vlan_info") >> 13, 3);
         assert_eq!(field("slid"), 0);
     }
+}
+
+/// An AV whose SGID index is beyond the port's GID table (only a hand-built AV can carry
+/// one: `create_ah` refuses it): the model fails the send with LOCAL_QP_OP_ERR, as any AV
+/// it cannot use (what mlx5 does is not public), the QP goes to SQE and nothing arrives.
+#[test]
+fn a_roce_av_naming_no_source_gid_fails_the_send() {
+    let fabric = Fabric::new();
+    let mut a = roce_side(&fabric, &netdev_gids([10, 5, 0, 1], None), None);
+    let mut b = roce_side(&fabric, &netdev_gids([10, 5, 0, 2], None), None);
+    let ah = roce_ah(&a, 3, gid_at(&b, 3), 7).unwrap();
+    let mut bytes = ah.av().to_bytes();
+    bytes[28..32].copy_from_slice(&(4u32 << 20 | 7).to_be_bytes());
+    let av = mlx5_direct::prm::Av::from_bytes(&bytes);
+    let dest = mlx5_direct::UdDest {
+        av: &av,
+        ..ah.dest(b.qp.qpn(), QKEY)
+    };
+    expect_local_qp_op_err(&mut a, &mut b, &dest);
+}
+
+/// A send from `a` to `b` through `dest` fails with LOCAL_QP_OP_ERR: `a`'s QP goes to SQE
+/// and `b`, with a receive posted, gets nothing.
+fn expect_local_qp_op_err(a: &mut Side, b: &mut Side, dest: &mlx5_direct::UdDest<'_>) {
+    post_recv(b, 1, 0);
+    a.qp.sq()
+        .post_ud(send(Data::Inline(&[1; 8]), SendOp::Send), dest)
+        .unwrap();
+    let c = poll_n(a, 1)[0];
+    let Status::Error(e) = c.status else {
+        panic!("{c:?}")
+    };
+    assert_eq!(e.syndrome(), Some(Syndrome::LocalQpOpErr));
+    assert_eq!(a.qp.state(), QpState::Sqe);
+    assert_empty(b);
 }
