@@ -288,13 +288,9 @@ fn a_global_route_writes_the_grh_and_reports_it() {
     // IBA 8.3.1: IPVer 6, TClass 0x12, FlowLabel 0xabcde; PayLen = BTH 12 + DETH 8 +
     // 100 + ICRC 4; NxtHdr 0x1b; HopLmt 9; SGID; DGID.
     assert_eq!(
-        &got[0..4],
-        &(6u32 << 28 | 0x12 << 20 | 0xabcde).to_be_bytes()
+        got[..40],
+        ipv6_header(0x12, 0xabcde, 124, 0x1b, 9, &pa.gid, &pb.gid)
     );
-    assert_eq!(&got[4..6], &124u16.to_be_bytes());
-    assert_eq!((got[6], got[7]), (0x1b, 9));
-    assert_eq!(&got[8..24], &pa.gid);
-    assert_eq!(&got[24..40], &pb.gid);
     assert_eq!(&got[40..], &[0x5a; 100]);
 }
 
@@ -424,13 +420,9 @@ fn ud_over_roce_writes_the_ipv6_header_and_takes_the_udp_port_from_the_flow_labe
     // + BTH 12 + DETH 8 + immediate 4 + 100 + ICRC 4 = 136; next header 17 (UDP); hop
     // limit 64; source and destination GIDs.
     assert_eq!(
-        &got[0..4],
-        &(6u32 << 28 | 0x20 << 20 | 0x12345).to_be_bytes()
+        got[..40],
+        ipv6_header(0x20, 0x12345, 136, 17, 64, &pa.gid, &pb.gid)
     );
-    assert_eq!(&got[4..6], &136u16.to_be_bytes());
-    assert_eq!((got[6], got[7]), (17, 64));
-    assert_eq!(&got[8..24], &pa.gid);
-    assert_eq!(&got[24..40], &pb.gid);
     assert_eq!(&got[40..], &[0x6b; 100]);
 }
 
@@ -1054,15 +1046,33 @@ fn ud_over_roce_v1_carries_an_iba_grh_and_no_udp_port() {
     // VLAN.
     assert_eq!(c.ud_flags(), 0x10);
     assert_eq!(c.cvlan(), None);
-    assert_eq!(
-        &got[0..4],
-        &(6u32 << 28 | 0xb8 << 20 | 0x12345).to_be_bytes()
-    );
     // PayLen: BTH 12 + DETH 8 + 20 + ICRC 4 = 44; next header 0x1B; hop limit 9.
-    assert_eq!(&got[4..8], &[0, 44, 0x1b, 9]);
-    assert_eq!(&got[8..24], &sgid);
-    assert_eq!(&got[24..40], &dgid);
+    assert_eq!(
+        got[..40],
+        ipv6_header(0xb8, 0x12345, 44, 0x1b, 9, &sgid, &dgid)
+    );
     assert_eq!(&got[40..], &[0x3c; 20]);
+}
+
+/// The 40-byte IPv6 header (RFC 8200; IBA 8.3.1's GRH has the same layout), built here
+/// apart from the model: version 6, traffic class, flow label, payload length, next
+/// header, hop limit, source and destination address.
+fn ipv6_header(
+    tclass: u8,
+    flow: u32,
+    paylen: u16,
+    next: u8,
+    hop: u8,
+    src: &[u8; 16],
+    dst: &[u8; 16],
+) -> [u8; 40] {
+    let mut h = [0u8; 40];
+    h[0..4].copy_from_slice(&(6u32 << 28 | u32::from(tclass) << 20 | flow).to_be_bytes());
+    h[4..6].copy_from_slice(&paylen.to_be_bytes());
+    (h[6], h[7]) = (next, hop);
+    h[8..24].copy_from_slice(src);
+    h[24..40].copy_from_slice(dst);
+    h
 }
 
 /// RFC 1071 checksum of an IPv4 header, computed here apart from the model: the
