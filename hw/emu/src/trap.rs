@@ -1,0 +1,1 @@
+//! Catching the CPU's stores to UAR pages.
