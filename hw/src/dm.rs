@@ -13,7 +13,6 @@ use std::sync::atomic::AtomicU64;
 use crate::pcie::Purpose;
 use crate::state::NicState;
 use crate::types::{Access, HwError};
-use crate::wqe::{Seg, Segs};
 
 /// Allocation granularity of the MEMIC BAR (the kernel's `PAGE_SIZE` there).
 pub(crate) const DM_PAGE: u64 = 4096;
@@ -178,24 +177,11 @@ pub(crate) fn write(nic: &mut NicState, dm: u32, offset: u64, data: &[u8]) {
     }
 }
 
-/// The NIC's copy of a WQE whose gather list names device-memory keys (checked): each such
-/// pointer segment's zero-based address becomes where that on-chip byte is, so the data
-/// movement that follows reads device memory. The host ring is untouched.
-pub(crate) fn relocate(nic: &mut NicState, wqe: &mut [u8], data: usize) {
-    let mut moves = Vec::new();
-    let mut segs = Segs::new(wqe, data);
-    loop {
-        let at = segs.pos();
-        let Some(Ok(seg)) = segs.next() else { break };
-        if let Seg::Ptr { lkey, addr, len } = seg {
-            if let Some(m) = nic.mr_mut(lkey).and_then(|mr| mr.dm) {
-                moves.push((at + 8, m.host + addr));
-                nic.stats.dm_gathers += 1;
-                nic.stats.dm_gather_bytes += u64::from(len);
-            }
-        }
-    }
-    for (at, host) in moves {
-        wqe[at..at + 8].copy_from_slice(&host.to_be_bytes());
-    }
+/// Where the on-chip byte `addr` of device-memory key `lkey` is, for a gather of `len`
+/// bytes from it; `None` when the key is not on device memory.
+pub(crate) fn host(nic: &mut NicState, lkey: u32, addr: u64, len: u32) -> Option<u64> {
+    let m = nic.mr_mut(lkey)?.dm?;
+    nic.stats.dm_gathers += 1;
+    nic.stats.dm_gather_bytes += u64::from(len);
+    Some(m.host + addr)
 }

@@ -92,6 +92,7 @@ pub(crate) fn write_inline(w: &mut World, n: usize, qpi: usize, bf: Option<BfWqe
         return false;
     };
     let (rpdn, rqpn) = (rq.pdn, rq.qpn);
+    let raddr = host::in_space_of(rq.space, raddr);
     if to.seq != Seq::Expected {
         return false;
     }

@@ -49,6 +49,7 @@ mod wqe;
 mod xfer;
 
 pub use clock::ClockInfo;
+pub use host::{in_space, set_remote_memory, RemoteMemory, SPACE_SHIFT};
 pub use nic::{Fabric, Nic};
 pub use pcie::{
     Completions, ContextCache, Dir, PcieConfig, PcieCounters, Purpose, Tlp, TlpKind,

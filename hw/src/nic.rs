@@ -646,6 +646,11 @@ impl Nic {
             }
             let qpi = n.qps.len();
             let uar = n.new_uar(Some(qpi));
+            // A DCT has neither rings nor a doorbell record: its SRQ's memory says.
+            let space = match srq {
+                Some(s) if p.transport == Transport::Dct => n.srq(s).buf,
+                _ => p.sq_buf | p.rq_buf | p.dbrec,
+            } & crate::host::SPACE_MASK;
             let qpn = QPN_BASE + qpi as u32;
             n.qps.push(Some(Qp {
                 qpn,
@@ -658,6 +663,7 @@ impl Nic {
                 scatter_cqe: p.scatter_to_cqe
                     && matches!(p.transport, Transport::Rc | Transport::Uc),
                 sq_buf: p.sq_buf,
+                space,
                 log_sq: p.log_sq_wqe_cnt,
                 rq_buf: p.rq_buf,
                 log_rq: p.log_rq_wqe_cnt,

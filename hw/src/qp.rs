@@ -20,7 +20,7 @@ pub(crate) fn read_sq(q: &Qp, start: u16, out: &mut [u8]) {
 }
 
 /// Read the BB at counter `bb` of the send ring (one fixed-size copy).
-#[inline]
+#[inline(always)]
 pub(crate) fn read_bb(q: &Qp, bb: u16, out: &mut [u8; BB]) {
     let slot = bb & q.sq_mask();
     host::read_array(q.sq_buf + u64::from(slot) * BB as u64, out);
@@ -51,6 +51,7 @@ pub(crate) fn read_ring(nic: &mut NicState, qpi: usize, from: u16, to: u16, purp
 
 /// The send producer from doorbell record word 1, if it is consistent with the ring
 /// (at most `wqe_cnt` BBs outstanding).
+#[inline]
 pub(crate) fn sq_producer(q: &Qp) -> Option<u16> {
     let pi = host::read_be32(q.dbrec + 4) as u16;
     (u32::from(pi.wrapping_sub(q.sq_ci)) <= 1u32 << q.log_sq).then_some(pi)

@@ -479,7 +479,8 @@ fn read_recv(addr: u64, stride: usize, skip: usize) -> (Spans, u16) {
             n => n,
         };
         spans.push(Span {
-            addr: be64(seg, 8),
+            // In the address space of the ring the WQE is in.
+            addr: host::in_space_of(addr, be64(seg, 8)),
             len: len.into(),
             key: lkey,
         });

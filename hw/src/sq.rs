@@ -421,6 +421,8 @@ fn exec(
         w.nics[n].stats.packets_lost += u64::from(req_pkts);
         return Outcome::Lost;
     }
+    // The remote address is in the responder's address space (as is a READ's source below).
+    let d = d.at_responder(w.nics[to.nic].qp(to.qpi).space);
     let req = Request {
         wqe,
         d: &d,
@@ -474,7 +476,7 @@ fn exec(
     }
     // The response has been executed at the responder (an atomic has changed its target);
     // its local destination is checked as it lands.
-    let spans = Spans::from_segs(Segs::new(wqe, d.data));
+    let spans = Spans::from_segs(Segs::new(wqe, d.data), nic.qp(qpi).space);
     if spans
         .used(d.len)
         .any(|s| !nic.check_mr(qpi, s.key, pdn, s.addr, s.len, Access::LOCAL_WRITE))
@@ -559,8 +561,9 @@ pub(crate) enum Seq {
 
 /// Check the local keys of the gather list of WQE `d` (a SEND or WRITE) and account its DMA
 /// reads, counting a gather that overlaps a READ or atomic result still in flight
-/// (`fence_hazards`). Segments on device memory cost no DMA read; the NIC's copy `wqe`
-/// then names where their bytes are (`dm::relocate`).
+/// (`fence_hazards`). Segments on device memory cost no DMA read. The NIC's copy `wqe` then
+/// names the host address of every pointer segment ([`resolve_ptr_segs`]) where that is not
+/// the address the WQE carries: on device memory, or in another address space.
 #[inline]
 pub(crate) fn check_gather(
     nic: &mut NicState,
@@ -574,28 +577,37 @@ pub(crate) fn check_gather(
     if d.ptr_segs == 0 {
         return Ok(());
     }
-    if check_ptr_segs(nic, (qpi, pdn), Segs::new(wqe, d.data), in_flight)? {
-        crate::dm::relocate(nic, wqe, d.data);
+    let space = nic.qp(qpi).space;
+    if check_ptr_segs(nic, (qpi, pdn), Segs::new(wqe, d.data), space, in_flight)? || space != 0 {
+        resolve_ptr_segs(nic, wqe, d.data, space);
     }
     Ok(())
 }
 
-/// [`check_gather`]'s pointer segments; true when one is on device memory.
+/// [`check_gather`]'s pointer segments, their addresses in the QP's address space `space`
+/// (device-memory keys are zero based and in none); true when one is on device memory.
 #[inline(never)]
 fn check_ptr_segs(
     nic: &mut NicState,
     (qpi, pdn): (usize, u32),
     segs: Segs<'_>,
+    space: u64,
     in_flight: &InFlight,
 ) -> Result<bool, u8> {
     let mut hazard = false;
     let mut on_chip = false;
     for seg in segs.flatten() {
         if let Seg::Ptr { len, lkey, addr } = seg {
+            let dm = nic.mr(lkey).is_some_and(|mr| mr.dm.is_some());
+            let addr = if dm {
+                addr
+            } else {
+                host::in_space_of(space, addr)
+            };
             if !nic.check_mr(qpi, lkey, pdn, addr, len.into(), Access::NONE) {
                 return Err(synd::LOCAL_PROT_ERR);
             }
-            if nic.mr_mut(lkey).is_some_and(|mr| mr.dm.is_some()) {
+            if dm {
                 on_chip = true;
                 continue;
             }
@@ -605,6 +617,27 @@ fn check_ptr_segs(
     }
     nic.stats.fence_hazards += u64::from(hazard);
     Ok(on_chip)
+}
+
+/// The NIC's copy of a WQE whose gather list [`check_ptr_segs`] has checked: each pointer
+/// segment's address becomes the host address its bytes are at, so the data movement that
+/// follows reads them there: on-chip for a device-memory key (`dm::host`), in the QP's
+/// address space `space` otherwise. The host ring is untouched.
+fn resolve_ptr_segs(nic: &mut NicState, wqe: &mut [u8], data: usize, space: u64) {
+    let mut at = data;
+    while at + 16 <= wqe.len() {
+        let mut segs = Segs::new(wqe, at);
+        let Some(Ok(seg)) = segs.next() else { break };
+        let next = segs.pos();
+        if let Seg::Ptr { lkey, addr, len } = seg {
+            let resolved = match crate::dm::host(nic, lkey, addr, len) {
+                Some(on_chip) => on_chip,
+                None => host::in_space_of(space, addr),
+            };
+            wqe[at + 8..at + 16].copy_from_slice(&resolved.to_be_bytes());
+        }
+        at = next;
+    }
 }
 
 /// Where a request packet lands.

@@ -184,6 +184,9 @@ pub(crate) struct Qp {
     /// Receives of at most the CQE's data size go into the CQE (`QpParams::scatter_to_cqe`).
     pub(crate) scatter_cqe: bool,
     pub(crate) sq_buf: u64,
+    /// The address space of the QP's memory (`host`'s space bits, of its rings): the
+    /// addresses its WQEs name, and the remote addresses of requests it receives, are in it.
+    pub(crate) space: u64,
     pub(crate) log_sq: u8,
     pub(crate) rq_buf: u64,
     pub(crate) log_rq: u8,

@@ -58,6 +58,7 @@ pub(crate) fn send(
     };
     let r = &mut w.nics[to.nic];
     r.context(Some(to.qpi), Ctx::Qp(dest.qpn));
+    let d = d.at_responder(r.qp(to.qpi).space);
     let req = Request {
         wqe,
         d: &d,

@@ -260,6 +260,18 @@ pub(crate) struct Wqe {
     pub(crate) ptr_segs: u32,
 }
 
+impl Wqe {
+    /// This WQE as its responder reads it: the remote address in the responder QP's
+    /// address space `space` (`host`'s space bits).
+    #[inline(always)]
+    pub(crate) fn at_responder(self, space: u64) -> Wqe {
+        Wqe {
+            raddr: crate::host::in_space_of(space, self.raddr),
+            ..self
+        }
+    }
+}
+
 /// Decode and validate the structure of `wqe` (exactly `ds*16` bytes, ctrl first, already
 /// parsed into `ctrl`, then `xport` bytes of transport segment: 0 for RC, the address
 /// vector for UD) against the largest message `max_msg`; pointer segments with

@@ -44,13 +44,14 @@ impl Spans {
         &self.s[..self.n]
     }
 
-    /// The pointer segments of a WQE's data list (inline segments are rejected earlier).
-    pub(crate) fn from_segs(segs: Segs<'_>) -> Self {
+    /// The pointer segments of a WQE's data list (inline segments are rejected earlier),
+    /// their addresses in the address space `space` of the queue that reads them.
+    pub(crate) fn from_segs(segs: Segs<'_>, space: u64) -> Self {
         let mut out = Spans::new();
         for seg in segs.flatten() {
             if let Seg::Ptr { len, lkey, addr } = seg {
                 out.push(Span {
-                    addr,
+                    addr: crate::host::in_space_of(space, addr),
                     len: len.into(),
                     key: lkey,
                 });

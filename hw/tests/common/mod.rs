@@ -13,20 +13,46 @@ use std::sync::Arc;
 #[repr(C, align(4096))]
 struct Page([u8; 4096]);
 
-/// Host memory the model reads and writes by address.
+/// Host memory the model reads and writes by address: this process's (space 0), or, for
+/// tests of address spaces, standing in for another process's memory ([`Mem::in_space`]).
 pub struct Mem {
     pages: Vec<Page>,
     base: u64,
+    /// The space and the address that program would see at offset 0.
+    space: Option<(u16, u64)>,
 }
 
 impl Mem {
     pub fn new(bytes: usize) -> Self {
         let mut pages = vec![Page([0; 4096]); bytes.div_ceil(4096)];
         let base = pages.as_mut_ptr() as u64;
-        Mem { pages, base }
+        Mem {
+            pages,
+            base,
+            space: None,
+        }
     }
+    /// Memory of address space `space` (1..0xfffe) that its program sees at `va..`: the
+    /// model reaches it through the test's `RemoteMemory` (see `spaces`).
+    pub fn in_space(bytes: usize, space: u16, va: u64) -> Self {
+        let mut mem = Mem::new(bytes);
+        mem.space = Some((space, va));
+        spaces::add(space, va, mem.base, mem.pages.len() * 4096);
+        mem
+    }
+    /// The address the model is given for offset `off` (rings, records, regions).
     pub fn addr(&self, off: usize) -> u64 {
-        self.base + off as u64
+        match self.space {
+            None => self.base + off as u64,
+            Some((space, va)) => mlx5_hw::in_space(space, va + off as u64),
+        }
+    }
+    /// The address the program writes into WQEs for offset `off`.
+    pub fn va(&self, off: usize) -> u64 {
+        match self.space {
+            None => self.base + off as u64,
+            Some((_, va)) => va + off as u64,
+        }
     }
     pub fn write(&mut self, mut off: usize, mut b: &[u8]) {
         while !b.is_empty() {
@@ -66,6 +92,62 @@ impl Mem {
     }
     pub fn put_u64(&mut self, off: usize, v: u64) {
         self.write(off, &v.to_ne_bytes());
+    }
+}
+
+/// Other address spaces, as a server standing in for the kernel reaches its programs'
+/// memory: each space is a `Mem` of this process seen at another address.
+pub mod spaces {
+    use std::sync::Mutex;
+
+    struct Table(Mutex<Vec<(u16, u64, u64, usize)>>);
+
+    static TABLE: Table = Table(Mutex::new(Vec::new()));
+
+    /// A space number no other test of this process uses.
+    pub fn fresh() -> u16 {
+        static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(1);
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Space `space` shows `len` bytes at `base` of this process at `va..`.
+    pub fn add(space: u16, va: u64, base: u64, len: usize) {
+        let _ = mlx5_hw::set_remote_memory(&TABLE);
+        let mut t = TABLE.0.lock().unwrap();
+        assert!(t.iter().all(|e| e.0 != space), "space {space} is taken");
+        t.push((space, va, base, len));
+    }
+
+    impl Table {
+        /// This process's pointer for `len` bytes at `addr` of `space`; panics outside every
+        /// space (the model reached memory no object of that space covers).
+        fn at(&self, space: u16, addr: u64, len: usize) -> *mut u8 {
+            let t = self.0.lock().unwrap();
+            let &(_, va, base, size) = t
+                .iter()
+                .find(|e| e.0 == space && addr >= e.1 && addr + len as u64 <= e.1 + e.3 as u64)
+                .unwrap_or_else(|| panic!("space {space} has nothing at {addr:#x}+{len}"));
+            debug_assert!(addr + len as u64 <= va + size as u64);
+            (base + (addr - va)) as *mut u8
+        }
+    }
+
+    impl mlx5_hw::RemoteMemory for Table {
+        fn read(&self, space: u16, addr: u64, dst: &mut [u8]) {
+            let src = self.at(space, addr, dst.len());
+            // SAFETY: `src` points into a live `Mem` of the test (checked by `at`).
+            unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len()) }
+        }
+        fn write(&self, space: u16, addr: u64, src: &[u8]) {
+            let dst = self.at(space, addr, src.len());
+            // SAFETY: as in `read`.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) }
+        }
+        fn mapped(&self, space: u16, addr: u64, len: u64) -> bool {
+            let t = self.0.lock().unwrap();
+            t.iter()
+                .any(|e| e.0 == space && addr >= e.1 && addr + len <= e.1 + e.3 as u64)
+        }
     }
 }
 
@@ -194,7 +276,11 @@ pub fn all_access() -> Access {
 
 impl Side {
     pub fn new(nic: &Nic, cfg: Cfg) -> Side {
-        let mut mem = Mem::new(MEM_LEN);
+        Side::with_mem(nic, cfg, Mem::new(MEM_LEN))
+    }
+
+    /// A side whose rings, records and data live in `mem` (of `MEM_LEN` bytes).
+    pub fn with_mem(nic: &Nic, cfg: Cfg, mut mem: Mem) -> Side {
         let pd = nic.alloc_pd();
         // Fresh CQEs: opcode INVALID, owner 0 (as rdma-core initialises them).
         for (base, n) in [(SCQ, 1usize << cfg.log_cq), (RCQ, 1usize << cfg.log_cq)] {
@@ -277,7 +363,7 @@ impl Side {
 
     /// Address of offset `off` of the data region.
     pub fn data(&self, off: usize) -> u64 {
-        self.mem.addr(DATA + off)
+        self.mem.va(DATA + off)
     }
 
     pub fn write_data(&mut self, off: usize, b: &[u8]) {
