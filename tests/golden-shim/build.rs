@@ -1,5 +1,6 @@
 //! Compiles `c/golden.c` and `c/ffi.c` (and on x86 `c/golden_x86.c`) against rdma-core's `mlx5dv.h` when it
-//! is installed, and sets `cfg(rdma_headers)` for `src/lib.rs`. Without the header no C is
+//! is installed, with `c/uverbs.c` and `c/mlx5_abi.c` (the kernel uapi headers `rdma/*.h`
+//! that come with it), and sets `cfg(rdma_headers)` for `src/lib.rs`. Without the header no C is
 //! compiled and the crate's functions are stubs that panic.
 
 include!("detect.rs");
@@ -18,6 +19,8 @@ fn main() {
     build
         .file("c/golden.c")
         .file("c/ffi.c")
+        .file("c/uverbs.c")
+        .file("c/mlx5_abi.c")
         .warnings_into_errors(true);
     if dir != system {
         build.include(&dir);

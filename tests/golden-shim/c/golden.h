@@ -39,6 +39,17 @@ const struct golden_field *golden_ffi_fields(size_t *count);
 const struct golden_struct *golden_ffi_structs(size_t *count);
 const struct golden_value *golden_ffi_constants(size_t *count);
 
+/* The same three tables for the kernel's uverbs write() ABI (uverbs.c: <rdma/ib_user_verbs.h>,
+ * <rdma/ib_user_ioctl_verbs.h>) and mlx5_ib's driver data (mlx5_abi.c: <rdma/mlx5-abi.h>), which
+ * the emulator mirrors. Their constants also hold each struct's alignment, named
+ * "_Alignof(struct NAME)"; flexible trailing arrays are size-0, non-primary fields. */
+const struct golden_field *golden_uverbs_fields(size_t *count);
+const struct golden_struct *golden_uverbs_structs(size_t *count);
+const struct golden_value *golden_uverbs_constants(size_t *count);
+const struct golden_field *golden_mlx5_abi_fields(size_t *count);
+const struct golden_struct *golden_mlx5_abi_structs(size_t *count);
+const struct golden_value *golden_mlx5_abi_constants(size_t *count);
+
 /* Writes the fields of the 64-byte CQE at cqe (no alignment needed) into out[0..cap] and
  * returns how many it wrote. */
 size_t golden_read_cqe64(const uint8_t *cqe, struct golden_value *out, size_t cap);

@@ -4,6 +4,9 @@
 //! header's struct layouts (`offsetof`/`sizeof`), its constants (plus `enum ibv_wc_status`
 //! from `verbs.h`), field reads done the way rdma-core's `cq.c` does them, and the header's
 //! inline segment helpers run into caller buffers. This crate wraps those functions safely.
+//! Two more C files (`c/uverbs.c`, `c/mlx5_abi.c`) export the kernel uapi layouts of the
+//! uverbs `write()` ABI and mlx5's driver data, which the emulator (`mlx5-emu`) mirrors, for
+//! `hw/emu/tests/abi_layout.rs`.
 //!
 //! The build script looks for the header in the directories of `MLX5_DIRECT_INCLUDE` and in
 //! `/usr/include` (`detect.rs`, shared with the root crate's build script). Without it no C
@@ -98,6 +101,12 @@ mod sys {
         pub fn golden_ffi_fields(count: *mut usize) -> *const RawField;
         pub fn golden_ffi_structs(count: *mut usize) -> *const RawStruct;
         pub fn golden_ffi_constants(count: *mut usize) -> *const RawValue;
+        pub fn golden_uverbs_fields(count: *mut usize) -> *const RawField;
+        pub fn golden_uverbs_structs(count: *mut usize) -> *const RawStruct;
+        pub fn golden_uverbs_constants(count: *mut usize) -> *const RawValue;
+        pub fn golden_mlx5_abi_fields(count: *mut usize) -> *const RawField;
+        pub fn golden_mlx5_abi_structs(count: *mut usize) -> *const RawStruct;
+        pub fn golden_mlx5_abi_constants(count: *mut usize) -> *const RawValue;
         pub fn golden_read_cqe64(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
         pub fn golden_read_err_cqe(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
         pub fn golden_get_cqe_bits(cqe: *const u8) -> u32;
@@ -178,6 +187,24 @@ mod sys {
         unavailable()
     }
     pub unsafe fn golden_ffi_constants(_: *mut usize) -> *const RawValue {
+        unavailable()
+    }
+    pub unsafe fn golden_uverbs_fields(_: *mut usize) -> *const RawField {
+        unavailable()
+    }
+    pub unsafe fn golden_uverbs_structs(_: *mut usize) -> *const RawStruct {
+        unavailable()
+    }
+    pub unsafe fn golden_uverbs_constants(_: *mut usize) -> *const RawValue {
+        unavailable()
+    }
+    pub unsafe fn golden_mlx5_abi_fields(_: *mut usize) -> *const RawField {
+        unavailable()
+    }
+    pub unsafe fn golden_mlx5_abi_structs(_: *mut usize) -> *const RawStruct {
+        unavailable()
+    }
+    pub unsafe fn golden_mlx5_abi_constants(_: *mut usize) -> *const RawValue {
         unavailable()
     }
     pub unsafe fn golden_read_cqe64(_: *const u8, _: *mut RawValue, _: usize) -> usize {
@@ -333,6 +360,52 @@ pub fn ffi_structs() -> Vec<StructSize> {
 pub fn ffi_constants() -> Vec<Value> {
     // SAFETY: as in `fields`.
     values(table(|n| unsafe { sys::golden_ffi_constants(n) }))
+}
+
+/// Every field of the kernel uverbs structs the emulator mirrors (`<rdma/ib_user_verbs.h>`:
+/// command headers, the requests and responses of the commands it answers, their nested
+/// structs), in declaration order (`c/uverbs.c`). A flexible trailing array (`driver_data[]`)
+/// is a field of size 0 that is not primary: its offset is where the driver data begins.
+/// Members of the anonymous struct of `ib_uverbs_odp_caps` are named by path and not primary.
+pub fn uverbs_fields() -> Vec<Field> {
+    // SAFETY: as in `fields`.
+    to_fields(table(|n| unsafe { sys::golden_uverbs_fields(n) }))
+}
+
+/// The sizes of the structs of [`uverbs_fields`].
+pub fn uverbs_structs() -> Vec<StructSize> {
+    // SAFETY: as in `fields`.
+    to_structs(table(|n| unsafe { sys::golden_uverbs_structs(n) }))
+}
+
+/// The constants of `<rdma/ib_user_verbs.h>` and `<rdma/ib_user_ioctl_verbs.h>` the emulator
+/// mirrors, and the alignment of each struct of [`uverbs_structs`] as
+/// `"_Alignof(struct NAME)"`.
+pub fn uverbs_constants() -> Vec<Value> {
+    // SAFETY: as in `fields`.
+    values(table(|n| unsafe { sys::golden_uverbs_constants(n) }))
+}
+
+/// Every field of the mlx5_ib driver-data structs of `<rdma/mlx5-abi.h>` the emulator
+/// mirrors, in declaration order (`c/mlx5_abi.c`). The union alternative
+/// `mlx5_ib_create_qp.access_key` is not primary.
+pub fn mlx5_abi_fields() -> Vec<Field> {
+    // SAFETY: as in `fields`.
+    to_fields(table(|n| unsafe { sys::golden_mlx5_abi_fields(n) }))
+}
+
+/// The sizes of the structs of [`mlx5_abi_fields`].
+pub fn mlx5_abi_structs() -> Vec<StructSize> {
+    // SAFETY: as in `fields`.
+    to_structs(table(|n| unsafe { sys::golden_mlx5_abi_structs(n) }))
+}
+
+/// The constants of `<rdma/mlx5-abi.h>` the emulator mirrors (flags, mmap commands), the two
+/// `MLX5_MMAP_GET_*_CMD` of rdma-core's `mlx5dv.h`, and the alignment of each struct of
+/// [`mlx5_abi_structs`] as `"_Alignof(struct NAME)"`.
+pub fn mlx5_abi_constants() -> Vec<Value> {
+    // SAFETY: as in `fields`.
+    values(table(|n| unsafe { sys::golden_mlx5_abi_constants(n) }))
 }
 
 /// Checks that the primary fields of `strct` cover it in order, leaving only alignment
