@@ -1,0 +1,669 @@
+//! Layout tests: every struct, field and constant of `mlx5_emu::abi` against the kernel's
+//! uapi headers (`<rdma/ib_user_verbs.h>`, `<rdma/ib_user_ioctl_verbs.h>`, `<rdma/mlx5-abi.h>`,
+//! and the two mmap commands of rdma-core's `<infiniband/mlx5dv.h>`).
+//!
+//! The reference values come from the `mlx5-golden` shim (`tests/golden-shim/c/uverbs.c` and
+//! `mlx5_abi.c`), which compiles C against the installed headers: `sizeof`, `_Alignof`,
+//! `offsetof` and member sizes, and the constants' values. Without the headers (no
+//! libibverbs-dev) the comparisons are ignored; `MLX5_DIRECT_REQUIRE_GOLDEN=1` turns a missing
+//! header into a build error instead. Whether every mirror here is compared at all is checked
+//! without the headers too.
+
+use core::mem::{align_of, offset_of, size_of};
+use std::collections::{BTreeMap, BTreeSet};
+
+use mlx5_emu::abi::mlx5::*;
+use mlx5_emu::abi::uverbs::*;
+use mlx5_golden as golden;
+
+/// One of our structs: its (C) name, size and alignment, and each field's name, offset and
+/// size. A trailing flexible array of the header is a field of size 0 at our struct's end.
+struct Layout {
+    strct: &'static str,
+    size: usize,
+    align: usize,
+    fields: Vec<(&'static str, usize, usize)>,
+}
+
+impl Layout {
+    /// The header's trailing flexible array `name` (the driver data): the rest of the buffer,
+    /// which starts where our struct ends.
+    fn tail(mut self, name: &'static str) -> Self {
+        self.fields.push((name, self.size, 0));
+        self
+    }
+
+    /// The header's union member `name`, which shares our field `of`'s bytes.
+    fn alias(mut self, name: &'static str, of: &str) -> Self {
+        let &(_, offset, size) = self.fields.iter().find(|f| f.0 == of).unwrap();
+        self.fields.push((name, offset, size));
+        self
+    }
+}
+
+/// The size of the field `F` of some struct, given a projection to it (no value needed).
+fn size_of_field<T, F>(_: fn(&T) -> &F) -> usize {
+    size_of::<F>()
+}
+
+/// The [`Layout`] of our struct `$s`, from `offset_of!` and the fields' types.
+macro_rules! layout {
+    ($s:ident: $($f:ident $(. $g:ident)?),* $(,)?) => {
+        Layout {
+            strct: stringify!($s),
+            size: size_of::<$s>(),
+            align: align_of::<$s>(),
+            fields: vec![$((
+                concat!(stringify!($f) $(, ".", stringify!($g))?),
+                offset_of!($s, $f $(. $g)?),
+                size_of_field(|s: &$s| &s.$f $(. $g)?),
+            )),*],
+        }
+    };
+}
+
+/// Every struct of `abi::uverbs` (but the header's anonymous `per_transport_caps`, whose
+/// members are compared as paths of `ib_uverbs_odp_caps`) and of `abi::mlx5`.
+fn layouts() -> Vec<Layout> {
+    vec![
+        layout!(ib_uverbs_cmd_hdr: command, in_words, out_words),
+        layout!(ib_uverbs_ex_cmd_hdr:
+            response, provider_in_words, provider_out_words, cmd_hdr_reserved
+        ),
+        layout!(ib_uverbs_async_event_desc: element, event_type, reserved),
+        layout!(ib_uverbs_comp_event_desc: cq_handle),
+        layout!(ib_uverbs_get_context: response).tail("driver_data"),
+        layout!(ib_uverbs_get_context_resp: async_fd, num_comp_vectors).tail("driver_data"),
+        layout!(ib_uverbs_query_device: response).tail("driver_data"),
+        layout!(ib_uverbs_query_device_resp:
+            fw_ver, node_guid, sys_image_guid, max_mr_size, page_size_cap, vendor_id,
+            vendor_part_id, hw_ver, max_qp, max_qp_wr, device_cap_flags, max_sge, max_sge_rd,
+            max_cq, max_cqe, max_mr, max_pd, max_qp_rd_atom, max_ee_rd_atom, max_res_rd_atom,
+            max_qp_init_rd_atom, max_ee_init_rd_atom, atomic_cap, max_ee, max_rdd, max_mw,
+            max_raw_ipv6_qp, max_raw_ethy_qp, max_mcast_grp, max_mcast_qp_attach,
+            max_total_mcast_qp_attach, max_ah, max_fmr, max_map_per_fmr, max_srq, max_srq_wr,
+            max_srq_sge, max_pkeys, local_ca_ack_delay, phys_port_cnt, reserved
+        ),
+        layout!(ib_uverbs_ex_query_device: comp_mask, reserved),
+        layout!(ib_uverbs_odp_caps:
+            general_caps, per_transport_caps, per_transport_caps.rc_odp_caps,
+            per_transport_caps.uc_odp_caps, per_transport_caps.ud_odp_caps, reserved
+        ),
+        layout!(ib_uverbs_rss_caps:
+            supported_qpts, max_rwq_indirection_tables, max_rwq_indirection_table_size, reserved
+        ),
+        layout!(ib_uverbs_tm_caps:
+            max_rndv_hdr_size, max_num_tags, flags, max_ops, max_sge, reserved
+        ),
+        layout!(ib_uverbs_cq_moderation_caps:
+            max_cq_moderation_count, max_cq_moderation_period, reserved
+        ),
+        layout!(ib_uverbs_ex_query_device_resp:
+            base, comp_mask, response_length, odp_caps, timestamp_mask, hca_core_clock,
+            device_cap_flags_ex, rss_caps, max_wq_type_rq, raw_packet_caps, tm_caps,
+            cq_moderation_caps, max_dm_size, xrc_odp_caps, reserved
+        ),
+        layout!(ib_uverbs_query_port: response, port_num, reserved).tail("driver_data"),
+        layout!(ib_uverbs_query_port_resp:
+            port_cap_flags, max_msg_sz, bad_pkey_cntr, qkey_viol_cntr, gid_tbl_len, pkey_tbl_len,
+            lid, sm_lid, state, max_mtu, active_mtu, lmc, max_vl_num, sm_sl, subnet_timeout,
+            init_type_reply, active_width, active_speed, phys_state, link_layer, flags, reserved
+        ),
+        layout!(ib_uverbs_alloc_pd: response).tail("driver_data"),
+        layout!(ib_uverbs_alloc_pd_resp: pd_handle).tail("driver_data"),
+        layout!(ib_uverbs_dealloc_pd: pd_handle),
+        layout!(ib_uverbs_reg_mr:
+            response, start, length, hca_va, pd_handle, access_flags
+        )
+        .tail("driver_data"),
+        layout!(ib_uverbs_reg_mr_resp: mr_handle, lkey, rkey).tail("driver_data"),
+        layout!(ib_uverbs_dereg_mr: mr_handle),
+        layout!(ib_uverbs_create_comp_channel: response),
+        layout!(ib_uverbs_create_comp_channel_resp: fd),
+        layout!(ib_uverbs_create_cq:
+            response, user_handle, cqe, comp_vector, comp_channel, reserved
+        )
+        .tail("driver_data"),
+        layout!(ib_uverbs_ex_create_cq:
+            user_handle, cqe, comp_vector, comp_channel, comp_mask, flags, reserved
+        ),
+        layout!(ib_uverbs_create_cq_resp: cq_handle, cqe).tail("driver_data"),
+        layout!(ib_uverbs_ex_create_cq_resp: base, comp_mask, response_length),
+        layout!(ib_uverbs_resize_cq: response, cq_handle, cqe).tail("driver_data"),
+        layout!(ib_uverbs_resize_cq_resp: cqe, reserved).tail("driver_data"),
+        layout!(ib_uverbs_destroy_cq: response, cq_handle, reserved),
+        layout!(ib_uverbs_destroy_cq_resp: comp_events_reported, async_events_reported),
+        layout!(ib_uverbs_global_route:
+            dgid, flow_label, sgid_index, hop_limit, traffic_class, reserved
+        ),
+        layout!(ib_uverbs_ah_attr:
+            grh, dlid, sl, src_path_bits, static_rate, is_global, port_num, reserved
+        ),
+        layout!(ib_uverbs_qp_attr:
+            qp_attr_mask, qp_state, cur_qp_state, path_mtu, path_mig_state, qkey, rq_psn, sq_psn,
+            dest_qp_num, qp_access_flags, ah_attr, alt_ah_attr, max_send_wr, max_recv_wr,
+            max_send_sge, max_recv_sge, max_inline_data, pkey_index, alt_pkey_index,
+            en_sqd_async_notify, sq_draining, max_rd_atomic, max_dest_rd_atomic, min_rnr_timer,
+            port_num, timeout, retry_cnt, rnr_retry, alt_port_num, alt_timeout, reserved
+        ),
+        layout!(ib_uverbs_qp_dest:
+            dgid, flow_label, dlid, reserved, sgid_index, hop_limit, traffic_class, sl,
+            src_path_bits, static_rate, is_global, port_num
+        ),
+        layout!(ib_uverbs_create_qp:
+            response, user_handle, pd_handle, send_cq_handle, recv_cq_handle, srq_handle,
+            max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data, sq_sig_all,
+            qp_type, is_srq, reserved
+        )
+        .tail("driver_data"),
+        layout!(ib_uverbs_ex_create_qp:
+            user_handle, pd_handle, send_cq_handle, recv_cq_handle, srq_handle, max_send_wr,
+            max_recv_wr, max_send_sge, max_recv_sge, max_inline_data, sq_sig_all, qp_type, is_srq,
+            reserved, comp_mask, create_flags, rwq_ind_tbl_handle, source_qpn
+        ),
+        layout!(ib_uverbs_create_qp_resp:
+            qp_handle, qpn, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data,
+            reserved
+        )
+        .tail("driver_data"),
+        layout!(ib_uverbs_ex_create_qp_resp: base, comp_mask, response_length),
+        layout!(ib_uverbs_query_qp: response, qp_handle, attr_mask).tail("driver_data"),
+        layout!(ib_uverbs_query_qp_resp:
+            dest, alt_dest, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data,
+            qkey, rq_psn, sq_psn, dest_qp_num, qp_access_flags, pkey_index, alt_pkey_index,
+            qp_state, cur_qp_state, path_mtu, path_mig_state, sq_draining, max_rd_atomic,
+            max_dest_rd_atomic, min_rnr_timer, port_num, timeout, retry_cnt, rnr_retry,
+            alt_port_num, alt_timeout, sq_sig_all, reserved
+        )
+        .tail("driver_data"),
+        layout!(ib_uverbs_modify_qp:
+            dest, alt_dest, qp_handle, attr_mask, qkey, rq_psn, sq_psn, dest_qp_num,
+            qp_access_flags, pkey_index, alt_pkey_index, qp_state, cur_qp_state, path_mtu,
+            path_mig_state, en_sqd_async_notify, max_rd_atomic, max_dest_rd_atomic, min_rnr_timer,
+            port_num, timeout, retry_cnt, rnr_retry, alt_port_num, alt_timeout, reserved
+        )
+        .tail("driver_data"),
+        layout!(ib_uverbs_ex_modify_qp: base, rate_limit, reserved),
+        layout!(ib_uverbs_ex_modify_qp_resp: comp_mask, response_length),
+        layout!(ib_uverbs_destroy_qp: response, qp_handle, reserved),
+        layout!(ib_uverbs_destroy_qp_resp: events_reported),
+        layout!(ib_uverbs_create_srq:
+            response, user_handle, pd_handle, max_wr, max_sge, srq_limit
+        )
+        .tail("driver_data"),
+        layout!(ib_uverbs_create_xsrq:
+            response, user_handle, srq_type, pd_handle, max_wr, max_sge, srq_limit, max_num_tags,
+            xrcd_handle, cq_handle
+        )
+        .tail("driver_data"),
+        layout!(ib_uverbs_create_srq_resp: srq_handle, max_wr, max_sge, srqn).tail("driver_data"),
+        layout!(ib_uverbs_modify_srq: srq_handle, attr_mask, max_wr, srq_limit).tail("driver_data"),
+        layout!(ib_uverbs_query_srq: response, srq_handle, reserved).tail("driver_data"),
+        layout!(ib_uverbs_query_srq_resp: max_wr, max_sge, srq_limit, reserved),
+        layout!(ib_uverbs_destroy_srq: response, srq_handle, reserved),
+        layout!(ib_uverbs_destroy_srq_resp: events_reported),
+        layout!(ib_uverbs_create_ah:
+            response, user_handle, pd_handle, reserved, attr
+        )
+        .tail("driver_data"),
+        layout!(ib_uverbs_create_ah_resp: ah_handle).tail("driver_data"),
+        layout!(ib_uverbs_destroy_ah: ah_handle),
+        layout!(mlx5_ib_alloc_ucontext_req: total_num_bfregs, num_low_latency_bfregs),
+        layout!(mlx5_ib_alloc_ucontext_req_v2:
+            total_num_bfregs, num_low_latency_bfregs, flags, comp_mask, max_cqe_version, reserved0,
+            reserved1, reserved2, lib_caps
+        ),
+        layout!(mlx5_ib_alloc_ucontext_resp:
+            qp_tab_size, bf_reg_size, tot_bfregs, cache_line_size, max_sq_desc_sz, max_rq_desc_sz,
+            max_send_wqebb, max_recv_wr, max_srq_recv_wr, num_ports, flow_action_flags, comp_mask,
+            response_length, cqe_version, cmds_supp_uhw, eth_min_inline, clock_info_versions,
+            hca_core_clock_offset, log_uar_size, num_uars_per_page, num_dyn_bfregs, dump_fill_mkey
+        ),
+        layout!(mlx5_ib_alloc_pd_resp: pdn),
+        layout!(mlx5_ib_tso_caps: max_tso, supported_qpts),
+        layout!(mlx5_ib_rss_caps: rx_hash_fields_mask, rx_hash_function, reserved),
+        layout!(mlx5_ib_cqe_comp_caps: max_num, supported_format),
+        layout!(mlx5_packet_pacing_caps:
+            qp_rate_limit_min, qp_rate_limit_max, supported_qpts, cap_flags, reserved
+        ),
+        layout!(mlx5_ib_sw_parsing_caps: sw_parsing_offloads, supported_qpts),
+        layout!(mlx5_ib_striding_rq_caps:
+            min_single_stride_log_num_of_bytes, max_single_stride_log_num_of_bytes,
+            min_single_wqe_log_num_of_strides, max_single_wqe_log_num_of_strides, supported_qpts,
+            reserved
+        ),
+        layout!(mlx5_ib_dci_streams_caps: max_log_num_concurent, max_log_num_errored),
+        layout!(mlx5_ib_query_device_resp:
+            comp_mask, response_length, tso_caps, rss_caps, cqe_comp_caps, packet_pacing_caps,
+            mlx5_ib_support_multi_pkt_send_wqes, flags, sw_parsing_caps, striding_rq_caps,
+            tunnel_offloads_caps, dci_streams_caps, reserved
+        ),
+        layout!(mlx5_ib_create_cq:
+            buf_addr, db_addr, cqe_size, cqe_comp_en, cqe_comp_res_format, flags, uar_page_index,
+            reserved0, reserved1
+        ),
+        layout!(mlx5_ib_create_cq_resp: cqn, reserved),
+        layout!(mlx5_ib_resize_cq: buf_addr, cqe_size, reserved0, reserved1),
+        layout!(mlx5_ib_create_srq: buf_addr, db_addr, flags, reserved0, uidx, reserved1),
+        layout!(mlx5_ib_create_srq_resp: srqn, reserved),
+        layout!(mlx5_ib_create_qp_dci_streams: log_num_concurent, log_num_errored),
+        layout!(mlx5_ib_create_qp:
+            buf_addr, db_addr, sq_wqe_count, rq_wqe_count, rq_wqe_shift, flags, uidx, bfreg_index,
+            sq_buf_addr, ece_options, dci_streams, reserved
+        )
+        .alias("access_key", "sq_buf_addr"),
+        layout!(mlx5_ib_create_qp_resp:
+            bfreg_index, ece_options, comp_mask, tirn, tisn, rqn, sqn, reserved1, tir_icm_addr
+        ),
+        layout!(mlx5_ib_create_ah_resp: response_length, dmac, reserved),
+        layout!(mlx5_ib_burst_info: max_burst_sz, typical_pkt_sz, reserved),
+        layout!(mlx5_ib_modify_qp: comp_mask, burst_info, ece_options),
+        layout!(mlx5_ib_modify_qp_resp: response_length, dctn, ece_options, reserved),
+        layout!(mlx5_ib_clock_info:
+            sign, resv, nsec, cycles, frac, mult, shift, mask, overflow_period
+        ),
+    ]
+}
+
+/// Our structs that are not header structs: the header's anonymous member structs.
+const ANONYMOUS: [&str; 1] = ["ib_uverbs_odp_caps_per_transport_caps"];
+
+/// `(name, value)` of each of our constants.
+macro_rules! constants {
+    ($($c:ident),* $(,)?) => {
+        vec![$((stringify!($c), $c as i64)),*]
+    };
+}
+
+/// Every constant of `abi::uverbs` and `abi::mlx5` but [`NOT_IN_HEADERS`].
+fn constants() -> Vec<(&'static str, i64)> {
+    let mut all = constants![
+        IB_USER_VERBS_ABI_VERSION,
+        IB_USER_VERBS_CMD_THRESHOLD,
+        IB_USER_VERBS_CMD_COMMAND_MASK,
+        IB_USER_VERBS_CMD_FLAG_EXTENDED,
+        IB_USER_VERBS_CMD_GET_CONTEXT,
+        IB_USER_VERBS_CMD_QUERY_DEVICE,
+        IB_USER_VERBS_CMD_QUERY_PORT,
+        IB_USER_VERBS_CMD_ALLOC_PD,
+        IB_USER_VERBS_CMD_DEALLOC_PD,
+        IB_USER_VERBS_CMD_CREATE_AH,
+        IB_USER_VERBS_CMD_MODIFY_AH,
+        IB_USER_VERBS_CMD_QUERY_AH,
+        IB_USER_VERBS_CMD_DESTROY_AH,
+        IB_USER_VERBS_CMD_REG_MR,
+        IB_USER_VERBS_CMD_REG_SMR,
+        IB_USER_VERBS_CMD_REREG_MR,
+        IB_USER_VERBS_CMD_QUERY_MR,
+        IB_USER_VERBS_CMD_DEREG_MR,
+        IB_USER_VERBS_CMD_ALLOC_MW,
+        IB_USER_VERBS_CMD_BIND_MW,
+        IB_USER_VERBS_CMD_DEALLOC_MW,
+        IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
+        IB_USER_VERBS_CMD_CREATE_CQ,
+        IB_USER_VERBS_CMD_RESIZE_CQ,
+        IB_USER_VERBS_CMD_DESTROY_CQ,
+        IB_USER_VERBS_CMD_POLL_CQ,
+        IB_USER_VERBS_CMD_PEEK_CQ,
+        IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
+        IB_USER_VERBS_CMD_CREATE_QP,
+        IB_USER_VERBS_CMD_QUERY_QP,
+        IB_USER_VERBS_CMD_MODIFY_QP,
+        IB_USER_VERBS_CMD_DESTROY_QP,
+        IB_USER_VERBS_CMD_POST_SEND,
+        IB_USER_VERBS_CMD_POST_RECV,
+        IB_USER_VERBS_CMD_ATTACH_MCAST,
+        IB_USER_VERBS_CMD_DETACH_MCAST,
+        IB_USER_VERBS_CMD_CREATE_SRQ,
+        IB_USER_VERBS_CMD_MODIFY_SRQ,
+        IB_USER_VERBS_CMD_QUERY_SRQ,
+        IB_USER_VERBS_CMD_DESTROY_SRQ,
+        IB_USER_VERBS_CMD_POST_SRQ_RECV,
+        IB_USER_VERBS_CMD_OPEN_XRCD,
+        IB_USER_VERBS_CMD_CLOSE_XRCD,
+        IB_USER_VERBS_CMD_CREATE_XSRQ,
+        IB_USER_VERBS_CMD_OPEN_QP,
+        IB_USER_VERBS_EX_CMD_QUERY_DEVICE,
+        IB_USER_VERBS_EX_CMD_CREATE_CQ,
+        IB_USER_VERBS_EX_CMD_CREATE_QP,
+        IB_USER_VERBS_EX_CMD_MODIFY_QP,
+        IB_USER_VERBS_EX_CMD_CREATE_FLOW,
+        IB_USER_VERBS_EX_CMD_DESTROY_FLOW,
+        IB_USER_VERBS_EX_CMD_CREATE_WQ,
+        IB_USER_VERBS_EX_CMD_MODIFY_WQ,
+        IB_USER_VERBS_EX_CMD_DESTROY_WQ,
+        IB_USER_VERBS_EX_CMD_CREATE_RWQ_IND_TBL,
+        IB_USER_VERBS_EX_CMD_DESTROY_RWQ_IND_TBL,
+        IB_USER_VERBS_EX_CMD_MODIFY_CQ,
+        IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION,
+        IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN,
+        IB_UVERBS_CREATE_QP_MASK_IND_TABLE,
+        IB_UVERBS_CREATE_QP_SUP_COMP_MASK,
+        IB_UVERBS_DEVICE_RESIZE_MAX_WR,
+        IB_UVERBS_DEVICE_BAD_PKEY_CNTR,
+        IB_UVERBS_DEVICE_BAD_QKEY_CNTR,
+        IB_UVERBS_DEVICE_RAW_MULTI,
+        IB_UVERBS_DEVICE_AUTO_PATH_MIG,
+        IB_UVERBS_DEVICE_CHANGE_PHY_PORT,
+        IB_UVERBS_DEVICE_UD_AV_PORT_ENFORCE,
+        IB_UVERBS_DEVICE_CURR_QP_STATE_MOD,
+        IB_UVERBS_DEVICE_SHUTDOWN_PORT,
+        IB_UVERBS_DEVICE_PORT_ACTIVE_EVENT,
+        IB_UVERBS_DEVICE_SYS_IMAGE_GUID,
+        IB_UVERBS_DEVICE_RC_RNR_NAK_GEN,
+        IB_UVERBS_DEVICE_SRQ_RESIZE,
+        IB_UVERBS_DEVICE_N_NOTIFY_CQ,
+        IB_UVERBS_DEVICE_MEM_WINDOW,
+        IB_UVERBS_DEVICE_UD_IP_CSUM,
+        IB_UVERBS_DEVICE_XRC,
+        IB_UVERBS_DEVICE_MEM_MGT_EXTENSIONS,
+        IB_UVERBS_DEVICE_MEM_WINDOW_TYPE_2A,
+        IB_UVERBS_DEVICE_MEM_WINDOW_TYPE_2B,
+        IB_UVERBS_DEVICE_RC_IP_CSUM,
+        IB_UVERBS_DEVICE_RAW_IP_CSUM,
+        IB_UVERBS_DEVICE_MANAGED_FLOW_STEERING,
+        IB_UVERBS_DEVICE_RAW_SCATTER_FCS,
+        IB_UVERBS_DEVICE_PCI_WRITE_END_PADDING,
+        IB_UVERBS_RAW_PACKET_CAP_CVLAN_STRIPPING,
+        IB_UVERBS_RAW_PACKET_CAP_SCATTER_FCS,
+        IB_UVERBS_RAW_PACKET_CAP_IP_CSUM,
+        IB_UVERBS_RAW_PACKET_CAP_DELAY_DROP,
+        IB_UVERBS_ACCESS_OPTIONAL_FIRST,
+        IB_UVERBS_ACCESS_OPTIONAL_LAST,
+        IB_UVERBS_ACCESS_LOCAL_WRITE,
+        IB_UVERBS_ACCESS_REMOTE_WRITE,
+        IB_UVERBS_ACCESS_REMOTE_READ,
+        IB_UVERBS_ACCESS_REMOTE_ATOMIC,
+        IB_UVERBS_ACCESS_MW_BIND,
+        IB_UVERBS_ACCESS_ZERO_BASED,
+        IB_UVERBS_ACCESS_ON_DEMAND,
+        IB_UVERBS_ACCESS_HUGETLB,
+        IB_UVERBS_ACCESS_RELAXED_ORDERING,
+        IB_UVERBS_ACCESS_OPTIONAL_RANGE,
+        IB_UVERBS_SRQT_BASIC,
+        IB_UVERBS_SRQT_XRC,
+        IB_UVERBS_SRQT_TM,
+        IB_UVERBS_QPT_RC,
+        IB_UVERBS_QPT_UC,
+        IB_UVERBS_QPT_UD,
+        IB_UVERBS_QPT_RAW_PACKET,
+        IB_UVERBS_QPT_XRC_INI,
+        IB_UVERBS_QPT_XRC_TGT,
+        IB_UVERBS_QPT_DRIVER,
+        IB_UVERBS_QP_CREATE_BLOCK_MULTICAST_LOOPBACK,
+        IB_UVERBS_QP_CREATE_SCATTER_FCS,
+        IB_UVERBS_QP_CREATE_CVLAN_STRIPPING,
+        IB_UVERBS_QP_CREATE_PCI_WRITE_END_PADDING,
+        IB_UVERBS_QP_CREATE_SQ_SIG_ALL,
+        IB_UVERBS_PCF_SM,
+        IB_UVERBS_PCF_NOTICE_SUP,
+        IB_UVERBS_PCF_TRAP_SUP,
+        IB_UVERBS_PCF_OPT_IPD_SUP,
+        IB_UVERBS_PCF_AUTO_MIGR_SUP,
+        IB_UVERBS_PCF_SL_MAP_SUP,
+        IB_UVERBS_PCF_MKEY_NVRAM,
+        IB_UVERBS_PCF_PKEY_NVRAM,
+        IB_UVERBS_PCF_LED_INFO_SUP,
+        IB_UVERBS_PCF_SM_DISABLED,
+        IB_UVERBS_PCF_SYS_IMAGE_GUID_SUP,
+        IB_UVERBS_PCF_PKEY_SW_EXT_PORT_TRAP_SUP,
+        IB_UVERBS_PCF_EXTENDED_SPEEDS_SUP,
+        IB_UVERBS_PCF_CM_SUP,
+        IB_UVERBS_PCF_SNMP_TUNNEL_SUP,
+        IB_UVERBS_PCF_REINIT_SUP,
+        IB_UVERBS_PCF_DEVICE_MGMT_SUP,
+        IB_UVERBS_PCF_VENDOR_CLASS_SUP,
+        IB_UVERBS_PCF_DR_NOTICE_SUP,
+        IB_UVERBS_PCF_CAP_MASK_NOTICE_SUP,
+        IB_UVERBS_PCF_BOOT_MGMT_SUP,
+        IB_UVERBS_PCF_LINK_LATENCY_SUP,
+        IB_UVERBS_PCF_CLIENT_REG_SUP,
+        IB_UVERBS_PCF_LINK_SPEED_WIDTH_TABLE_SUP,
+        IB_UVERBS_PCF_VENDOR_SPECIFIC_MADS_TABLE_SUP,
+        IB_UVERBS_PCF_MCAST_PKEY_TRAP_SUPPRESSION_SUP,
+        IB_UVERBS_PCF_MCAST_FDB_TOP_SUP,
+        IB_UVERBS_PCF_HIERARCHY_INFO_SUP,
+        IB_UVERBS_PCF_IP_BASED_GIDS,
+        IB_UVERBS_QPF_GRH_REQUIRED,
+    ];
+    all.extend(constants![
+        MLX5_IB_UVERBS_ABI_VERSION,
+        MLX5_QP_FLAG_SIGNATURE,
+        MLX5_QP_FLAG_SCATTER_CQE,
+        MLX5_QP_FLAG_TUNNEL_OFFLOADS,
+        MLX5_QP_FLAG_BFREG_INDEX,
+        MLX5_QP_FLAG_TYPE_DCT,
+        MLX5_QP_FLAG_TYPE_DCI,
+        MLX5_QP_FLAG_TIR_ALLOW_SELF_LB_UC,
+        MLX5_QP_FLAG_TIR_ALLOW_SELF_LB_MC,
+        MLX5_QP_FLAG_ALLOW_SCATTER_CQE,
+        MLX5_QP_FLAG_PACKET_BASED_CREDIT_MODE,
+        MLX5_QP_FLAG_UAR_PAGE_INDEX,
+        MLX5_QP_FLAG_DCI_STREAM,
+        MLX5_SRQ_FLAG_SIGNATURE,
+        MLX5_LIB_CAP_4K_UAR,
+        MLX5_LIB_CAP_DYN_UAR,
+        MLX5_IB_ALLOC_UCTX_DEVX,
+        MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET,
+        MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_DUMP_FILL_MKEY,
+        MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_ECE,
+        MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_SQD2RTS,
+        MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_REAL_TIME_TS,
+        MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_MKEY_UPDATE_TAG,
+        MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE,
+        MLX5_USER_CMDS_SUPP_UHW_CREATE_AH,
+        MLX5_USER_INLINE_MODE_NA,
+        MLX5_USER_INLINE_MODE_NONE,
+        MLX5_USER_INLINE_MODE_L2,
+        MLX5_USER_INLINE_MODE_IP,
+        MLX5_USER_INLINE_MODE_TCP_UDP,
+        MLX5_USER_ALLOC_UCONTEXT_FLOW_ACTION_FLAGS_ESP_AES_GCM,
+        MLX5_USER_ALLOC_UCONTEXT_FLOW_ACTION_FLAGS_ESP_AES_GCM_REQ_METADATA,
+        MLX5_USER_ALLOC_UCONTEXT_FLOW_ACTION_FLAGS_ESP_AES_GCM_SPI_STEERING,
+        MLX5_USER_ALLOC_UCONTEXT_FLOW_ACTION_FLAGS_ESP_AES_GCM_FULL_OFFLOAD,
+        MLX5_USER_ALLOC_UCONTEXT_FLOW_ACTION_FLAGS_ESP_AES_GCM_TX_IV_IS_ESN,
+        MLX5_IB_CQE_RES_FORMAT_HASH,
+        MLX5_IB_CQE_RES_FORMAT_CSUM,
+        MLX5_IB_CQE_RES_FORMAT_CSUM_STRIDX,
+        MLX5_IB_PP_SUPPORT_BURST,
+        MLX5_IB_ALLOW_MPW,
+        MLX5_IB_SUPPORT_EMPW,
+        MLX5_IB_SW_PARSING,
+        MLX5_IB_SW_PARSING_CSUM,
+        MLX5_IB_SW_PARSING_LSO,
+        MLX5_IB_QUERY_DEV_RESP_FLAGS_CQE_128B_COMP,
+        MLX5_IB_QUERY_DEV_RESP_FLAGS_CQE_128B_PAD,
+        MLX5_IB_QUERY_DEV_RESP_PACKET_BASED_CREDIT_MODE,
+        MLX5_IB_QUERY_DEV_RESP_FLAGS_SCAT2CQE_DCT,
+        MLX5_IB_TUNNELED_OFFLOADS_VXLAN,
+        MLX5_IB_TUNNELED_OFFLOADS_GRE,
+        MLX5_IB_TUNNELED_OFFLOADS_GENEVE,
+        MLX5_IB_TUNNELED_OFFLOADS_MPLS_GRE,
+        MLX5_IB_TUNNELED_OFFLOADS_MPLS_UDP,
+        MLX5_RX_HASH_FUNC_TOEPLITZ,
+        MLX5_RX_HASH_SRC_IPV4,
+        MLX5_RX_HASH_DST_IPV4,
+        MLX5_RX_HASH_SRC_IPV6,
+        MLX5_RX_HASH_DST_IPV6,
+        MLX5_RX_HASH_SRC_PORT_TCP,
+        MLX5_RX_HASH_DST_PORT_TCP,
+        MLX5_RX_HASH_SRC_PORT_UDP,
+        MLX5_RX_HASH_DST_PORT_UDP,
+        MLX5_RX_HASH_IPSEC_SPI,
+        MLX5_RX_HASH_INNER,
+        MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD,
+        MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX,
+        MLX5_IB_CREATE_CQ_FLAGS_REAL_TIME_TS,
+        MLX5_IB_CREATE_QP_RESP_MASK_TIRN,
+        MLX5_IB_CREATE_QP_RESP_MASK_TISN,
+        MLX5_IB_CREATE_QP_RESP_MASK_RQN,
+        MLX5_IB_CREATE_QP_RESP_MASK_SQN,
+        MLX5_IB_CREATE_QP_RESP_MASK_TIR_ICM_ADDR,
+        MLX5_IB_MMAP_REGULAR_PAGE,
+        MLX5_IB_MMAP_GET_CONTIGUOUS_PAGES,
+        MLX5_IB_MMAP_WC_PAGE,
+        MLX5_IB_MMAP_NC_PAGE,
+        MLX5_IB_MMAP_CORE_CLOCK,
+        MLX5_IB_MMAP_ALLOC_WC,
+        MLX5_IB_MMAP_CLOCK_INFO,
+        MLX5_IB_MMAP_DEVICE_MEM,
+        MLX5_MMAP_GET_REGULAR_PAGES_CMD,
+        MLX5_MMAP_GET_NC_PAGES_CMD,
+        MLX5_IB_CLOCK_INFO_KERNEL_UPDATING,
+        MLX5_IB_CLOCK_INFO_V1,
+    ]);
+    all
+}
+
+/// Our constants that no installed header defines (mlx5_ib's and libmlx5's private headers
+/// do); `abi::mlx5`'s unit tests pin them.
+const NOT_IN_HEADERS: [&str; 2] = ["MLX5_IB_MMAP_CMD_SHIFT", "MLX5_IB_MMAP_CMD_MASK"];
+
+/// The sources of `mlx5_emu::abi`, for [`every_mirror_is_compared`].
+const SOURCES: [&str; 5] = [
+    include_str!("../src/abi/mod.rs"),
+    include_str!("../src/abi/uverbs/mod.rs"),
+    include_str!("../src/abi/uverbs/device.rs"),
+    include_str!("../src/abi/uverbs/qp.rs"),
+    include_str!("../src/abi/mlx5.rs"),
+];
+
+/// The names of the items `pub <keyword> NAME` declares in [`SOURCES`].
+fn declared(keyword: &str) -> BTreeSet<&'static str> {
+    let prefix = format!("pub {keyword} ");
+    SOURCES
+        .iter()
+        .flat_map(|src| src.lines())
+        .filter_map(|line| line.trim_start().strip_prefix(prefix.as_str()))
+        .map(|rest| {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        })
+        .collect()
+}
+
+fn header_fields() -> Vec<golden::Field> {
+    let mut all = golden::uverbs_fields();
+    all.extend(golden::mlx5_abi_fields());
+    all
+}
+
+fn header_structs() -> Vec<golden::StructSize> {
+    let mut all = golden::uverbs_structs();
+    all.extend(golden::mlx5_abi_structs());
+    all
+}
+
+fn header_constants() -> Vec<golden::Value> {
+    let mut all = golden::uverbs_constants();
+    all.extend(golden::mlx5_abi_constants());
+    all
+}
+
+/// A mirror that is not compared is not done: every struct and constant declared in the
+/// sources is in [`layouts`] / [`constants`] (or named as an exception), and nothing is listed
+/// twice.
+#[test]
+fn every_mirror_is_compared() {
+    let layouts = layouts();
+    let mut ours: BTreeSet<&str> = layouts.iter().map(|l| l.strct).collect();
+    assert_eq!(ours.len(), layouts.len(), "a struct is listed twice");
+    ours.extend(ANONYMOUS);
+    assert_eq!(declared("struct"), ours);
+
+    let constants = constants();
+    let mut ours: BTreeSet<&str> = constants.iter().map(|c| c.0).collect();
+    assert_eq!(ours.len(), constants.len(), "a constant is listed twice");
+    ours.extend(NOT_IN_HEADERS);
+    assert_eq!(declared("const"), ours);
+}
+
+#[test]
+#[cfg_attr(
+    not(rdma_headers),
+    ignore = "install libibverbs-dev to compare with the kernel uapi headers"
+)]
+fn struct_sizes_and_alignments_match_the_headers() {
+    let structs = header_structs();
+    let layouts = layouts();
+    let theirs: BTreeSet<_> = structs.iter().map(|s| s.strct).collect();
+    let ours: BTreeSet<_> = layouts.iter().map(|l| l.strct).collect();
+    assert_eq!(
+        theirs, ours,
+        "every header struct has a mirror and every mirror a struct"
+    );
+    let aligns: BTreeMap<_, _> = header_constants()
+        .into_iter()
+        .map(|c| (c.name, c.value))
+        .collect();
+    for s in &structs {
+        let ours = layouts.iter().find(|l| l.strct == s.strct).unwrap();
+        assert_eq!(ours.size, s.size, "sizeof(struct {})", s.strct);
+        let align = aligns[format!("_Alignof(struct {})", s.strct).as_str()];
+        assert_eq!(ours.align as i64, align, "_Alignof(struct {})", s.strct);
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(rdma_headers),
+    ignore = "install libibverbs-dev to compare with the kernel uapi headers"
+)]
+fn every_header_field_sits_on_ours() {
+    let fields = header_fields();
+    for layout in layouts() {
+        let theirs: BTreeMap<_, _> = fields
+            .iter()
+            .filter(|f| f.strct == layout.strct)
+            .map(|f| (f.field, (f.offset, f.size)))
+            .collect();
+        let ours: BTreeMap<_, _> = layout
+            .fields
+            .iter()
+            .map(|&(name, offset, size)| (name, (offset, size)))
+            .collect();
+        assert_eq!(
+            ours.len(),
+            layout.fields.len(),
+            "a field of {} twice",
+            layout.strct
+        );
+        assert_eq!(
+            theirs, ours,
+            "(offset, size) of the fields of struct {}",
+            layout.strct
+        );
+    }
+}
+
+/// The shim's field tables are complete: the primary fields of each struct cover it without
+/// gap or overlap (these headers pad by hand, so no gap is allowed), so no header field can
+/// be missing from the comparison above.
+#[test]
+#[cfg_attr(
+    not(rdma_headers),
+    ignore = "install libibverbs-dev to compare with the kernel uapi headers"
+)]
+fn the_primary_header_fields_tile_each_struct() {
+    let fields = header_fields();
+    for s in header_structs() {
+        assert_eq!(golden::tiling_error(&fields, &s, false), None);
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(rdma_headers),
+    ignore = "install libibverbs-dev to compare with the kernel uapi headers"
+)]
+fn every_constant_matches_the_headers() {
+    let theirs: BTreeMap<_, _> = header_constants()
+        .into_iter()
+        .filter(|c| !c.name.starts_with("_Alignof("))
+        .map(|c| (c.name, c.value))
+        .collect();
+    let ours: BTreeMap<_, _> = constants().into_iter().collect();
+    assert_eq!(theirs, ours);
+}
