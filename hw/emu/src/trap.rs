@@ -1,1 +1,0 @@
-//! Catching the CPU's stores to UAR pages.
