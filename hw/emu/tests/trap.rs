@@ -392,6 +392,82 @@ fn each_flush_point_drains_the_line_before_the_next_instruction() {
     );
 }
 
+/// The instructions a handler runs itself while a line is open (register moves, loads of
+/// ordinary memory, `lea`, SSE loads, `nop`s) leave the registers exactly as the CPU does:
+/// one sequence, run once after a store that opens a line and once after an ordinary store.
+#[test]
+fn instructions_run_by_the_handler_leave_what_the_cpu_leaves() {
+    #[repr(C, align(16))]
+    struct Data([u64; 4]);
+    let data = Data([
+        0x8877_6655_4433_2211,
+        0xffee_ddcc_bbaa_9988,
+        0x0123_4567_89ab_cdef,
+        0xfedc_ba98_f654_3210,
+    ]);
+    let run = |first: *mut u64| {
+        let mut out = [0u64; 16];
+        // SAFETY: `first` is 8 writable bytes; loads from `data`, stores into `out`.
+        unsafe {
+            asm!(
+                // All XMM registers zero: the SSE state may be in its init state at the fault.
+                ".irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15",
+                "pxor xmm\\n, xmm\\n",
+                ".endr",
+                "mov qword ptr [r13], 1",
+                "mov rax, [r14]",
+                "mov ecx, [r14+8]",
+                "mov dl, [r14+16]",
+                "mov dh, [rdi+17]",
+                "movzx esi, word ptr [r14+18]",
+                "movsx rdi, byte ptr [r14+31]",
+                "movsxd r8, dword ptr [r14+28]",
+                "mov r9, rax",
+                "mov r10d, ecx",
+                "mov r11w, si",
+                "mov ah, dl",
+                "mov r12, 0x123456789abcdef0",
+                "mov r12b, 7",
+                "lea r9, [rax + rcx*4 + 0x10]",
+                "lea r10d, [r9 + 8]",
+                "nop",
+                "pause",
+                "nop dword ptr [rax + rax]",
+                "movups xmm0, [r14 + 8]",
+                "movdqa xmm1, [r14 + 16]",
+                "mov r11, [r14 + 3]", // unaligned: left to the CPU, under TF
+                "lea r12, [r11 + 1]",
+                "sfence",
+                "mov [r15], rax", "mov [r15+8], rcx", "mov [r15+16], rdx", "mov [r15+24], rsi",
+                "mov [r15+32], rdi", "mov [r15+40], r8", "mov [r15+48], r9", "mov [r15+56], r10",
+                "mov [r15+64], r11", "mov [r15+72], r12",
+                "movups [r15+80], xmm0", "movups [r15+96], xmm1",
+                in("r13") first, in("r14") data.0.as_ptr(), in("r15") out.as_mut_ptr(),
+                inout("rax") u64::MAX => _, inout("rcx") u64::MAX => _,
+                inout("rdx") u64::MAX => _, inout("rsi") u64::MAX => _,
+                inout("rdi") data.0.as_ptr() => _, inout("r8") u64::MAX => _,
+                inout("r9") u64::MAX => _,
+                inout("r10") u64::MAX => _, inout("r11") u64::MAX => _,
+                inout("r12") u64::MAX => _, out("xmm0") _, out("xmm1") _, out("xmm2") _,
+                out("xmm3") _, out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
+                out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _, out("xmm12") _,
+                out("xmm13") _, out("xmm14") _, out("xmm15") _, options(nostack),
+            );
+        }
+        out
+    };
+    let page = Page::new(14);
+    let mut ordinary = 0u64;
+    let native = run(&mut ordinary);
+    let trapped = run(page.at::<u64>(0x40));
+    assert_eq!(trapped, native);
+    assert_eq!(
+        native[6],
+        native[0].wrapping_add(native[1].wrapping_mul(4)) + 0x10
+    );
+    assert_eq!(page.rec.writes(), vec![(0x40, 1u64.to_le_bytes().to_vec())]);
+}
+
 #[test]
 fn rep_movs_and_stos() {
     let page = Page::new(8);

@@ -308,6 +308,88 @@ pub(crate) fn classify(i: &Instruction) -> Result<Access, Refusal> {
     })
 }
 
+/// An instruction the handlers may run themselves while a line is open, instead of letting
+/// the CPU run it under TF (one trap each): it changes no flags, does not branch, stores
+/// nothing and reads at most 16 bytes of ordinary memory. (Loads with `mov`, `movzx`,
+/// `movsx` are [`Access::Load`]s.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Simple {
+    /// `mov r, r` (one width).
+    Copy { dst: Gpr, src: Gpr },
+    /// `mov r, imm` (the immediate as the CPU extends it).
+    Set { dst: Gpr, value: u64 },
+    /// `lea r, m`: operand 1's address.
+    Lea { dst: Gpr },
+    /// `movups/movupd/movdqu/movaps/movapd/movdqa xmm, m128`; `aligned`: faults unless the
+    /// address is 16-byte aligned.
+    XmmLoad { dst: usize, aligned: bool },
+    /// A `nop` of any length, or `pause`.
+    Nop,
+}
+
+/// 16-byte SSE loads: code, alignment required.
+const XMM_LOADS: [(Code, bool); 6] = [
+    (Code::Movups_xmm_xmmm128, false),
+    (Code::Movupd_xmm_xmmm128, false),
+    (Code::Movdqu_xmm_xmmm128, false),
+    (Code::Movaps_xmm_xmmm128, true),
+    (Code::Movapd_xmm_xmmm128, true),
+    (Code::Movdqa_xmm_xmmm128, true),
+];
+
+/// Register-to-register and immediate-to-register forms of `mov`.
+const MOVS: [Code; 16] = {
+    use Code::*;
+    [
+        Mov_rm8_r8,
+        Mov_rm16_r16,
+        Mov_rm32_r32,
+        Mov_rm64_r64,
+        Mov_r8_rm8,
+        Mov_r16_rm16,
+        Mov_r32_rm32,
+        Mov_r64_rm64,
+        Mov_r8_imm8,
+        Mov_r16_imm16,
+        Mov_r32_imm32,
+        Mov_r64_imm64,
+        Mov_rm8_imm8,
+        Mov_rm16_imm16,
+        Mov_rm32_imm32,
+        Mov_rm64_imm32,
+    ]
+};
+
+/// `i` as a [`Simple`] instruction, if it is one.
+pub(crate) fn simple(i: &Instruction) -> Option<Simple> {
+    use Code::*;
+    let code = i.code();
+    let reg = |op| (i.op_kind(op) == OpKind::Register).then(|| gpr(i.op_register(op)))?;
+    if MOVS.contains(&code) {
+        let dst = reg(0)?;
+        return match i.op_kind(1) {
+            OpKind::Register => Some(Simple::Copy { dst, src: reg(1)? }),
+            OpKind::Memory => None,
+            _ => Some(Simple::Set {
+                dst,
+                value: i.immediate(1),
+            }),
+        };
+    }
+    if matches!(code, Lea_r16_m | Lea_r32_m | Lea_r64_m) {
+        return Some(Simple::Lea { dst: reg(0)? });
+    }
+    if let Some(&(_, aligned)) = XMM_LOADS.iter().find(|(c, _)| *c == code) {
+        let dst = xmm(i.op_register(0))?;
+        return is_memory(i, 1).then_some(Simple::XmmLoad { dst, aligned });
+    }
+    matches!(
+        code,
+        Nopw | Nopd | Nopq | Nop_rm16 | Nop_rm32 | Nop_rm64 | Pause
+    )
+    .then_some(Simple::Nop)
+}
+
 /// Whether the CPU drains its write-combining buffers before `i` runs: `sfence`, `mfence`,
 /// any `lock`-prefixed instruction and `xchg` with memory (locked by itself), the
 /// serialising `cpuid`, `serialize` and `iret`, and every way into the kernel (`syscall`,
@@ -509,6 +591,76 @@ mod tests {
             &[0x62, 0xe1, 0xfe, 0x08, 0x7f, 0x0f],
         ] {
             assert_eq!(classified(bytes), Err(Refusal::Avx), "{bytes:02x?}");
+        }
+    }
+
+    #[test]
+    fn simple_instructions() {
+        use Register::*;
+        let simple_of = |bytes: &[u8]| simple(&decode(bytes));
+        // mov rcx,rax (89 and 8b forms); mov ah,bl; mov r9d,r8d
+        let copy = |dst, src| {
+            Some(Simple::Copy {
+                dst: g(dst),
+                src: g(src),
+            })
+        };
+        assert_eq!(simple_of(&[0x48, 0x89, 0xc1]), copy(RCX, RAX));
+        assert_eq!(simple_of(&[0x48, 0x8b, 0xc8]), copy(RCX, RAX));
+        assert_eq!(simple_of(&[0x88, 0xdc]), copy(AH, BL));
+        assert_eq!(simple_of(&[0x45, 0x89, 0xc1]), copy(R9D, R8D));
+        // mov eax,1; mov rax,imm64; mov rax,-1 (c7 /0, sign-extended); mov cl,5
+        let set = |dst, value| Some(Simple::Set { dst: g(dst), value });
+        assert_eq!(simple_of(&[0xb8, 1, 0, 0, 0]), set(EAX, 1));
+        assert_eq!(
+            simple_of(&[0x48, 0xb8, 8, 7, 6, 5, 4, 3, 2, 1]),
+            set(RAX, 0x0102_0304_0506_0708)
+        );
+        assert_eq!(
+            simple_of(&[0x48, 0xc7, 0xc0, 0xff, 0xff, 0xff, 0xff]),
+            set(RAX, u64::MAX)
+        );
+        assert_eq!(simple_of(&[0xb1, 5]), set(CL, 5));
+        // lea rdx,[r11+0x40]; lea eax,[rdi+rsi*4]
+        assert_eq!(
+            simple_of(&[0x49, 0x8d, 0x53, 0x40]),
+            Some(Simple::Lea { dst: g(RDX) })
+        );
+        assert_eq!(
+            simple_of(&[0x8d, 0x04, 0xb7]),
+            Some(Simple::Lea { dst: g(EAX) })
+        );
+        // movups xmm0,[rax]; movdqa xmm9,[rdi]
+        assert_eq!(
+            simple_of(&[0x0f, 0x10, 0x00]),
+            Some(Simple::XmmLoad {
+                dst: 0,
+                aligned: false
+            })
+        );
+        assert_eq!(
+            simple_of(&[0x66, 0x44, 0x0f, 0x6f, 0x0f]),
+            Some(Simple::XmmLoad {
+                dst: 9,
+                aligned: true
+            })
+        );
+        // nop; nop dword [rax+rax]; pause
+        for bytes in [&[0x90][..], &[0x0f, 0x1f, 0x44, 0x00, 0x00], &[0xf3, 0x90]] {
+            assert_eq!(simple_of(bytes), Some(Simple::Nop), "{bytes:02x?}");
+        }
+        // Not simple: mov rax,[rdi] (a load: an Access); mov [rdi],rax; add rax,1 (flags);
+        // movaps xmm0,xmm1; mov es,ax; jmp; call
+        for bytes in [
+            &[0x48, 0x8b, 0x07][..],
+            &[0x48, 0x89, 0x07],
+            &[0x48, 0x83, 0xc0, 0x01],
+            &[0x0f, 0x28, 0xc1],
+            &[0x8e, 0xc0],
+            &[0xeb, 0x00],
+            &[0xe8, 0, 0, 0, 0],
+        ] {
+            assert!(simple_of(bytes).is_none(), "{bytes:02x?}");
         }
     }
 

@@ -21,10 +21,17 @@
 //!   `mfence`, any `lock`-prefixed instruction, `xchg` with memory, `cpuid`, `serialize`,
 //!   `iret`, `syscall`, `sysenter`, `int n` / `int3` / `int1` / `into` (Intel SDM vol. 3A
 //!   §11.3.1); and a load from a trapped page (an uncached read drains the buffers too);
-//! - while a partial line is open, the thread runs with the trap flag (EFLAGS.TF): each
-//!   instruction is decoded before it runs (SIGTRAP after the previous one), so the line
+//! - while a partial line is open, every instruction is decoded before it runs, so the line
 //!   leaves before the fence executes and before any later instruction can make the device
-//!   look at host memory. TF is cleared as soon as no line is open.
+//!   look at host memory. The handler that opened or extended the line goes on with the next
+//!   instructions itself as long as they are accesses to trapped pages, register moves
+//!   (`mov r, r` / `mov r, imm`), `lea`, `nop` / `pause`, aligned `mov` / `movzx` / `movsx`
+//!   loads of ordinary memory, or SSE loads (`movups` / `movdqu` / `movaps` ... `xmm, m128`);
+//!   none touches the flags or branches, and ordinary memory is first read with
+//!   `process_vm_readv`, so an unreadable address is left to the CPU to fault on. (This runs
+//!   libmlx5's BlueFlame copy, loads and stores interleaved, in one signal per chunk.) The
+//!   first other instruction runs on the CPU with the trap flag (EFLAGS.TF) set, and the
+//!   SIGTRAP after it does the same. TF is cleared as soon as no line is open.
 //!
 //! Writes leave in program order. Each thread has its own line; threads may store to
 //! different pages at once.
@@ -54,8 +61,10 @@
 //! - x86-64 Linux only. AVX stores (YMM, ZMM, any EVEX encoding) are not captured: they
 //!   abort with a message. So do read-modify-write and locked instructions on a trapped page,
 //!   SSE loads from it, `movs` from it, and 32-bit addressing in string instructions.
-//! - Cost: one signal per store to a trapped page and one per instruction executed while a
-//!   partial line is open (a few µs each); see the ignored benchmark in `tests/trap.rs`.
+//! - Cost: one signal (a few µs) per store to a trapped page that opens a line, and one per
+//!   instruction the CPU runs under TF while a line is open (a single-step trap cost 11 µs
+//!   in the VM this was measured in, a fault 3 µs); see the ignored benchmark in
+//!   `tests/trap.rs`.
 //! - The handlers are installed once, by the first [`map`], chaining whatever was installed
 //!   before: faults outside registered regions and SIGTRAPs we did not cause go to that
 //!   handler (with or without `SA_SIGINFO`); if it was the default or "ignore", the default
@@ -73,6 +82,7 @@
 //!   in the initial TLS block: link the crate into the program or an `LD_PRELOAD` library,
 //!   not a library loaded later with `dlopen`.
 
+mod context;
 mod decode;
 mod line;
 mod registry;
