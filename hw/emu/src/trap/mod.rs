@@ -52,15 +52,17 @@
 //! BlueFlame chunks, each once, in order, without polling (`shared/docs/
 //! emulator-feasibility.md` §3, mechanism A). libmlx5 v44 writes every doorbell as one
 //! 8-byte `mov` followed by `sfence`, and a BlueFlame copy as 8-byte `mov`s, eight per
-//! 64-byte chunk, with no fence between chunks and an `sfence` after the last; the crate
+//! 64-byte chunk, with no fence between chunks and an `sfence` after the last; device
+//! memory (`mlx5_access_dm`) with 4-byte relaxed atomic stores and loads. The crate
 //! (`src/mmio.rs`) stores doorbells with an 8-byte volatile write and BlueFlame chunks with
-//! four 16-byte SSE stores, then `sfence`.
+//! four 16-byte SSE stores (`movaps` in release builds), then `sfence`.
 //!
 //! # Limits
 //!
-//! - x86-64 Linux only. AVX stores (YMM, ZMM, any EVEX encoding) are not captured: they
-//!   abort with a message. So do read-modify-write and locked instructions on a trapped page,
-//!   SSE loads from it, `movs` from it, and 32-bit addressing in string instructions.
+//! - x86-64 Linux only. AVX stores of YMM or ZMM registers (and AVX-512 forms: XMM16..31,
+//!   opmasks) are not captured: they abort with a message saying so; VEX-encoded stores of
+//!   XMM0..15 are captured. Read-modify-write and locked instructions on a trapped page, SSE
+//!   loads from it, `movs` from it and 32-bit addressing in string instructions abort too.
 //! - Cost: one signal (a few µs) per store to a trapped page that opens a line, and one per
 //!   instruction the CPU runs under TF while a line is open (a single-step trap cost 11 µs
 //!   in the VM this was measured in, a fault 3 µs); see the ignored benchmark in
@@ -77,10 +79,14 @@
 //!   is open stops the stepping until that thread's next store to a trapped page.
 //! - Write combining is modelled only where it is deterministic: a real CPU may also empty
 //!   a partial buffer at an interrupt; the trap does so only at the flush points above.
-//! - At most 256 regions are mapped at once and at most
-//!   64 distinct sinks are used over the life of the process. Thread-local state must be
-//!   in the initial TLS block: link the crate into the program or an `LD_PRELOAD` library,
-//!   not a library loaded later with `dlopen`.
+//! - A load of ordinary memory that a handler runs ahead is probed with `process_vm_readv`,
+//!   then done with one access of its width; if another thread unmaps that memory between
+//!   the two, the fault inside the handler ends the process (the program's own load would
+//!   have faulted as well, but would have reached its SIGSEGV handler).
+//! - At most 256 regions are mapped at once and at most 64 distinct sinks are used over the
+//!   life of the process. Thread-local state must be in the initial TLS block: link the
+//!   crate into the program or an `LD_PRELOAD` library, not a library loaded later with
+//!   `dlopen`.
 
 mod context;
 mod decode;

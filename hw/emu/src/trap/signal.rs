@@ -275,7 +275,7 @@ fn load_ordinary(at: u64, len: usize) -> Option<u64> {
 fn refuse(refusal: Refusal, i: &Instruction, bytes: &[u8; MAX_INSN], addr: usize) -> ! {
     let what = match refusal {
         Refusal::Avx => {
-            "AVX (YMM/ZMM/EVEX) access to an emulated MMIO page: AVX stores are not captured"
+            "AVX (YMM/ZMM/AVX-512) access to an emulated MMIO page: AVX stores are not captured"
         }
         Refusal::Unsupported => "unsupported instruction on an emulated MMIO page",
     };
