@@ -16,4 +16,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod abi;
+pub mod client;
+pub mod proto;
+pub mod server;
+pub mod sysfs;
 pub mod trap;
