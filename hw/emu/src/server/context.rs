@@ -1,0 +1,192 @@
+//! One device context: what the kernel keeps per open `/dev/infiniband/uverbsN` (its
+//! `ib_ucontext` and the uobjects under it), the request loop of its connection, and its
+//! teardown when the program closes the fd or exits (the kernel's
+//! `uverbs_destroy_ufile_hw`: QPs, SRQs, CQs, address handles, MRs, PDs, in that order).
+
+use super::events::{EventQueue, Kind};
+use super::Shared;
+use crate::proto::{self, Mapping, Reply, Request};
+use mlx5_hw::Nic;
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+
+/// A protection domain.
+#[derive(Debug)]
+pub(crate) struct Pd {
+    pub(crate) pdn: u32,
+}
+
+/// A memory region.
+#[derive(Debug)]
+pub(crate) struct Mr {
+    pub(crate) key: u32,
+}
+
+/// A completion queue.
+#[derive(Debug)]
+pub(crate) struct Cq {
+    pub(crate) cqn: u32,
+}
+
+/// A shared receive queue.
+#[derive(Debug)]
+pub(crate) struct Srq {
+    pub(crate) srqn: u32,
+    pub(crate) max_wr: u32,
+    pub(crate) max_sge: u32,
+    pub(crate) limit: u32,
+}
+
+/// Everything of one device context.
+pub(crate) struct Ctx<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) nic: &'a Nic,
+    /// The NIC's index in the fabric.
+    pub(crate) index: usize,
+    /// The address space the program's memory is named in.
+    pub(crate) space: u16,
+    /// GET_CONTEXT has been answered (once per fd, as the kernel's `ib_uverbs_get_context`).
+    pub(crate) ready: bool,
+    /// The context's async event queue and the program's fd for it.
+    pub(crate) async_events: Option<(Arc<EventQueue>, i32)>,
+    /// The program's fd number of each completion channel → its model channel and queue.
+    pub(crate) channels: HashMap<i32, (u32, Arc<EventQueue>)>,
+    pub(crate) next_handle: u32,
+    pub(crate) pds: HashMap<u32, Pd>,
+    pub(crate) mrs: HashMap<u32, Mr>,
+    pub(crate) cqs: HashMap<u32, Cq>,
+    pub(crate) srqs: HashMap<u32, Srq>,
+    pub(crate) qps: HashMap<u32, super::qp::Qp>,
+    /// Address handles (RoCE only: on InfiniBand libmlx5 builds its AV without the kernel).
+    pub(crate) ahs: std::collections::HashSet<u32>,
+    pub(crate) uars: super::uar::Uars,
+    /// The clock-info page (`MLX5_IB_MMAP_CLOCK_INFO`), once mapped.
+    pub(crate) clock_page: Option<Arc<super::clock::ClockPage>>,
+}
+
+/// Serve device `device` for the program at the other end of `stream`.
+pub(crate) fn serve(
+    shared: &Arc<Shared>,
+    stream: &UnixStream,
+    device: u32,
+    buf: &mut [u8],
+) -> io::Result<()> {
+    let pid = rustix::net::sockopt::socket_peercred(stream)
+        .map(|c| c.pid.as_raw_nonzero().get())
+        .map_err(io::Error::from)?;
+    let index = device as usize;
+    let mut ctx = Ctx {
+        shared,
+        nic: &shared.nics[index],
+        index,
+        space: shared.spaces.add(pid),
+        ready: false,
+        async_events: None,
+        channels: HashMap::new(),
+        next_handle: 1,
+        pds: HashMap::new(),
+        mrs: HashMap::new(),
+        cqs: HashMap::new(),
+        srqs: HashMap::new(),
+        qps: HashMap::new(),
+        ahs: Default::default(),
+        uars: super::uar::Uars::default(),
+        clock_page: None,
+    };
+    let result = ctx.run(stream, buf);
+    ctx.teardown();
+    result
+}
+
+impl Ctx<'_> {
+    fn run(&mut self, stream: &UnixStream, buf: &mut [u8]) -> io::Result<()> {
+        let mut out = vec![0u8; 256];
+        while let Some((n, fd)) = proto::recv(stream.as_fd(), buf)? {
+            let (reply, lend) = match proto::decode(&buf[..n])? {
+                Request::Command { bytes, event_fd } => {
+                    let errno = self.command(bytes, fd, event_fd).err().unwrap_or(0);
+                    (Reply::Command { errno }, None)
+                }
+                Request::Mmap { offset, len } => match self.mmap(offset, len) {
+                    Ok((m, fd)) => (Reply::Mmap(Ok(m)), fd),
+                    Err(e) => (Reply::Mmap(Err(e)), None),
+                },
+                Request::Store { page, offset, data } => {
+                    self.store(page, offset, data);
+                    (Reply::Stored, None)
+                }
+                Request::Load { page, offset, len } => {
+                    (Reply::Loaded(self.load(page, offset, len)), None)
+                }
+                Request::Event { fd, room } => (Reply::Event(self.event(fd, room)), None),
+                Request::Report => (
+                    Reply::Command {
+                        errno: libc::EINVAL,
+                    },
+                    None,
+                ),
+            };
+            let n = proto::encode(&reply, &mut out)?;
+            proto::send(stream.as_fd(), &out[..n], lend.as_ref().map(|f| f.as_fd()))?;
+        }
+        Ok(())
+    }
+
+    /// A new uobject handle (the kernel's per-file IDR: small, never reused while live).
+    pub(crate) fn handle(&mut self) -> u32 {
+        let h = self.next_handle;
+        self.next_handle += 1;
+        h
+    }
+
+    /// An mmap of the command fd (`mlx5_ib_mmap`): UAR pages by index, the clock-info page.
+    fn mmap(&mut self, offset: u64, len: u64) -> Result<(Mapping, Option<OwnedFd>), i32> {
+        super::uar::mmap(self, offset, len)
+    }
+
+    /// A read of the event fd `fd`: the next record of its queue.
+    fn event(&self, fd: i32, room: u32) -> Result<Option<Vec<u8>>, i32> {
+        let queue = match &self.async_events {
+            Some((q, n)) if *n == fd => q,
+            _ => &self.channels.get(&fd).ok_or(libc::EBADF)?.1,
+        };
+        self.shared.events.pop(queue, room as usize)
+    }
+
+    /// Deliver what the NIC has queued (after every command and store, and on every tick).
+    pub(crate) fn pump(&self) {
+        self.shared.events.pump(self.index, self.nic);
+    }
+
+    /// The kernel's cleanup of a closed context: every object, children first.
+    fn teardown(&mut self) {
+        let nic = self.nic;
+        for (_, qp) in self.qps.drain() {
+            let _ = nic.modify_qp(qp.qpn, &mlx5_hw::QpTransition::Err);
+            let _ = nic.destroy_qp(qp.qpn);
+            self.shared.events.remove(Kind::Qp, self.index, qp.qpn);
+        }
+        for (_, srq) in self.srqs.drain() {
+            let _ = nic.destroy_srq(srq.srqn);
+        }
+        for (_, cq) in self.cqs.drain() {
+            let _ = nic.destroy_cq(cq.cqn);
+            self.shared.events.remove(Kind::Cq, self.index, cq.cqn);
+        }
+        self.ahs.clear();
+        for (_, mr) in self.mrs.drain() {
+            let _ = nic.dereg_mr(mr.key);
+        }
+        for (_, pd) in self.pds.drain() {
+            let _ = nic.dealloc_pd(pd.pdn);
+        }
+        for (_, (channel, _)) in self.channels.drain() {
+            self.shared.events.remove_channel(self.index, channel);
+            let _ = nic.destroy_channel(channel);
+        }
+        self.shared.spaces.remove(self.space);
+    }
+}

@@ -1,0 +1,534 @@
+//! Queue pairs: CREATE_QP (and its extended form), MODIFY_QP (both forms), QUERY_QP,
+//! DESTROY_QP, as `ib_uverbs` (uverbs_cmd.c `create_qp`, `modify_qp`) and `mlx5_ib`
+//! (qp.c `create_user_qp`, `mlx5_ib_modify_qp`) answer them for RC, UC and UD QPs.
+//!
+//! The attribute masks are checked against the kernel's state table (`ib_modify_qp_is_ok`,
+//! drivers/infiniband/core/verbs.c `qp_state_table`), then the transition goes to the model,
+//! which checks the values as firmware does. The QP's attributes are kept for QUERY_QP as
+//! the kernel reports them; its state and PSNs are read from the model.
+
+use super::cmd::{driver_request, request, Bundle, Res};
+use super::context::Ctx;
+use super::events::Kind;
+use super::objects::{access, errno};
+use super::uar::Uars;
+use crate::abi::mlx5::*;
+use crate::abi::uverbs::*;
+use mlx5_hw::{in_space, Access, QpParams, QpState, QpTransition, Transport};
+
+/// `enum ib_qp_attr_mask` (rdma/ib_verbs.h; the same bits as `enum ibv_qp_attr_mask`).
+mod mask {
+    pub const STATE: u32 = 1 << 0;
+    pub const CUR_STATE: u32 = 1 << 1;
+    pub const EN_SQD_ASYNC_NOTIFY: u32 = 1 << 2;
+    pub const ACCESS_FLAGS: u32 = 1 << 3;
+    pub const PKEY_INDEX: u32 = 1 << 4;
+    pub const PORT: u32 = 1 << 5;
+    pub const QKEY: u32 = 1 << 6;
+    pub const AV: u32 = 1 << 7;
+    pub const PATH_MTU: u32 = 1 << 8;
+    pub const TIMEOUT: u32 = 1 << 9;
+    pub const RETRY_CNT: u32 = 1 << 10;
+    pub const RNR_RETRY: u32 = 1 << 11;
+    pub const RQ_PSN: u32 = 1 << 12;
+    pub const MAX_QP_RD_ATOMIC: u32 = 1 << 13;
+    pub const ALT_PATH: u32 = 1 << 14;
+    pub const MIN_RNR_TIMER: u32 = 1 << 15;
+    pub const SQ_PSN: u32 = 1 << 16;
+    pub const MAX_DEST_RD_ATOMIC: u32 = 1 << 17;
+    pub const PATH_MIG_STATE: u32 = 1 << 18;
+    pub const DEST_QPN: u32 = 1 << 20;
+}
+
+/// `enum ib_qp_state`.
+mod state {
+    pub const RESET: u8 = 0;
+    pub const INIT: u8 = 1;
+    pub const RTR: u8 = 2;
+    pub const RTS: u8 = 3;
+    pub const SQD: u8 = 4;
+    pub const SQE: u8 = 5;
+    pub const ERR: u8 = 6;
+}
+
+/// A QP of the context.
+#[derive(Debug)]
+pub(crate) struct Qp {
+    pub(crate) qpn: u32,
+    /// The model's UAR page of the QP.
+    pub(crate) uar: u32,
+    /// The net bfreg its doorbells and BlueFlame copies use.
+    pub(crate) bfreg: u32,
+    qp_type: u8,
+    /// The state the kernel believes (`qp->state`: the last one moved to).
+    state: u8,
+    /// What QUERY_QP reports (state and PSNs filled in from the model).
+    attr: ib_uverbs_query_qp_resp,
+}
+
+/// The transport of a uverbs QP type the model has.
+fn transport(qp_type: u8) -> Result<Transport, i32> {
+    match qp_type {
+        IB_UVERBS_QPT_RC => Ok(Transport::Rc),
+        IB_UVERBS_QPT_UC => Ok(Transport::Uc),
+        IB_UVERBS_QPT_UD => Ok(Transport::Ud),
+        _ => Err(libc::EOPNOTSUPP),
+    }
+}
+
+/// The kernel's `qp_state_table` for RC, UC and UD: whether `cur -> next` is a transition
+/// and which attributes it requires and allows.
+fn transition_masks(cur: u8, next: u8, t: Transport) -> Option<(u32, u32)> {
+    use mask::*;
+    use state::*;
+    let (ud, uc) = (t == Transport::Ud, t == Transport::Uc);
+    Some(match (cur, next) {
+        (_, RESET) | (_, ERR) => (0, 0),
+        (RESET, INIT) if ud => (PKEY_INDEX | PORT | QKEY, 0),
+        (RESET, INIT) => (PKEY_INDEX | PORT | ACCESS_FLAGS, 0),
+        (INIT, INIT) if ud => (0, PKEY_INDEX | PORT | QKEY),
+        (INIT, INIT) => (0, PKEY_INDEX | PORT | ACCESS_FLAGS),
+        (INIT, RTR) if ud => (0, PKEY_INDEX | QKEY),
+        (INIT, RTR) if uc => (
+            AV | PATH_MTU | DEST_QPN | RQ_PSN,
+            ALT_PATH | ACCESS_FLAGS | PKEY_INDEX,
+        ),
+        (INIT, RTR) => (
+            AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER,
+            ALT_PATH | ACCESS_FLAGS | PKEY_INDEX,
+        ),
+        (RTR, RTS) if ud => (SQ_PSN, CUR_STATE | QKEY),
+        (RTR, RTS) if uc => (SQ_PSN, CUR_STATE | ALT_PATH | ACCESS_FLAGS | PATH_MIG_STATE),
+        (RTR, RTS) => (
+            TIMEOUT | RETRY_CNT | RNR_RETRY | SQ_PSN | MAX_QP_RD_ATOMIC,
+            CUR_STATE | ALT_PATH | ACCESS_FLAGS | MIN_RNR_TIMER | PATH_MIG_STATE,
+        ),
+        (RTS, RTS) if ud => (0, CUR_STATE | QKEY),
+        (RTS, RTS) if uc => (0, CUR_STATE | ACCESS_FLAGS | ALT_PATH | PATH_MIG_STATE),
+        (RTS, RTS) => (
+            0,
+            CUR_STATE | ACCESS_FLAGS | ALT_PATH | PATH_MIG_STATE | MIN_RNR_TIMER,
+        ),
+        (RTS, SQD) => (0, EN_SQD_ASYNC_NOTIFY),
+        (SQE, RTS) if ud => (0, CUR_STATE | QKEY),
+        (SQE, RTS) if uc => (0, CUR_STATE | ACCESS_FLAGS),
+        _ => return None,
+    })
+}
+
+/// `ib_modify_qp_is_ok`.
+fn modify_is_ok(cur: u8, next: u8, t: Transport, m: u32) -> bool {
+    if m & mask::CUR_STATE != 0 && !matches!(cur, state::RTR | state::RTS | state::SQD | state::SQE)
+    {
+        return false;
+    }
+    let Some((req, opt)) = transition_masks(cur, next, t) else {
+        return false;
+    };
+    m & req == req && m & !(req | opt | mask::STATE) == 0
+}
+
+/// `enum ib_mtu` to bytes.
+fn mtu_bytes(mtu: u8) -> Result<u32, i32> {
+    match mtu {
+        1..=5 => Ok(128 << mtu),
+        _ => Err(libc::EINVAL),
+    }
+}
+
+impl Ctx<'_> {
+    /// CREATE_QP (legacy and extended): RC, UC or UD with its send and receive rings in one
+    /// program buffer (the RQ first, the SQ after it), a bfreg as `alloc_bfreg` picks it.
+    pub(crate) fn create_qp(&mut self, b: &Bundle<'_>, ex: bool) -> Res {
+        let c: ib_uverbs_ex_create_qp = if ex {
+            let c: ib_uverbs_ex_create_qp = request(b, true)?;
+            if c.comp_mask != 0 || c.create_flags != 0 || c.source_qpn != 0 {
+                return Err(libc::EOPNOTSUPP);
+            }
+            c
+        } else {
+            let c: ib_uverbs_create_qp = request(b, false)?;
+            ib_uverbs_ex_create_qp {
+                user_handle: c.user_handle,
+                pd_handle: c.pd_handle,
+                send_cq_handle: c.send_cq_handle,
+                recv_cq_handle: c.recv_cq_handle,
+                srq_handle: c.srq_handle,
+                max_send_wr: c.max_send_wr,
+                max_recv_wr: c.max_recv_wr,
+                max_send_sge: c.max_send_sge,
+                max_recv_sge: c.max_recv_sge,
+                max_inline_data: c.max_inline_data,
+                sq_sig_all: c.sq_sig_all,
+                qp_type: c.qp_type,
+                is_srq: c.is_srq,
+                ..Default::default()
+            }
+        };
+        let t = transport(c.qp_type)?;
+        let pdn = self.pd(c.pd_handle)?.pdn;
+        let send_cqn = self.cqs.get(&c.send_cq_handle).ok_or(libc::EINVAL)?.cqn;
+        let recv_cqn = self.cqs.get(&c.recv_cq_handle).ok_or(libc::EINVAL)?.cqn;
+        let srq = match c.is_srq {
+            0 => None,
+            _ => Some(self.srqs.get(&c.srq_handle).ok_or(libc::EINVAL)?.srqn),
+        };
+        let drv: mlx5_ib_create_qp = driver_request(b, true)?;
+        let known = MLX5_QP_FLAG_SCATTER_CQE;
+        if drv.flags & !known != 0 {
+            return Err(libc::EOPNOTSUPP);
+        }
+        let caps = self.nic.caps();
+        let pow2 = |n: u32| n == 0 || n.is_power_of_two();
+        if !pow2(drv.sq_wqe_count)
+            || !pow2(drv.rq_wqe_count)
+            || drv.sq_wqe_count > caps.max_qp_wr
+            || drv.rq_wqe_count > caps.max_qp_wr
+        {
+            return Err(libc::EINVAL);
+        }
+        let rq_bytes = u64::from(drv.rq_wqe_count) << drv.rq_wqe_shift;
+        let params = QpParams {
+            transport: t,
+            pdn,
+            send_cqn,
+            recv_cqn,
+            srqn: srq,
+            sq_buf: in_space(self.space, drv.buf_addr + rq_bytes),
+            log_sq_wqe_cnt: drv.sq_wqe_count.max(1).trailing_zeros() as u8,
+            rq_buf: in_space(self.space, drv.buf_addr),
+            log_rq_wqe_cnt: drv.rq_wqe_count.max(1).trailing_zeros() as u8,
+            log_rq_stride: if srq.is_some() {
+                4
+            } else {
+                drv.rq_wqe_shift as u8
+            },
+            dbrec: in_space(self.space, drv.db_addr),
+            user_index: drv.uidx,
+            scatter_to_cqe: drv.flags & MLX5_QP_FLAG_SCATTER_CQE != 0,
+            ..QpParams::default()
+        };
+        // SAFETY: the rings and record are the program's, reached through its space.
+        let info = unsafe { self.nic.create_qp(&params) }.map_err(errno)?;
+        let bfreg = self.uars.alloc();
+        let handle = self.handle();
+        let base = ib_uverbs_create_qp_resp {
+            qp_handle: handle,
+            qpn: info.qpn,
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+            reserved: 0,
+        };
+        let done = if ex {
+            self.respond(
+                b,
+                &ib_uverbs_ex_create_qp_resp {
+                    base,
+                    comp_mask: 0,
+                    response_length: std::mem::size_of::<ib_uverbs_ex_create_qp_resp>() as u32,
+                },
+            )
+        } else {
+            self.respond(b, &base)
+        }
+        .and_then(|()| {
+            self.respond_driver(
+                b,
+                &mlx5_ib_create_qp_resp {
+                    bfreg_index: Uars::gross(bfreg),
+                    ..Default::default()
+                },
+            )
+        });
+        if let Err(e) = done {
+            self.uars.free(bfreg);
+            let _ = self.nic.destroy_qp(info.qpn);
+            return Err(e);
+        }
+        let queue = self.async_events.clone().ok_or(libc::EINVAL)?.0;
+        self.shared
+            .events
+            .add(Kind::Qp, self.index, info.qpn, c.user_handle, queue);
+        self.qps.insert(
+            handle,
+            Qp {
+                qpn: info.qpn,
+                uar: info.uar,
+                bfreg,
+                qp_type: c.qp_type,
+                state: state::RESET,
+                attr: ib_uverbs_query_qp_resp {
+                    max_send_wr: c.max_send_wr,
+                    max_recv_wr: c.max_recv_wr,
+                    max_send_sge: c.max_send_sge,
+                    max_recv_sge: c.max_recv_sge,
+                    max_inline_data: c.max_inline_data,
+                    sq_sig_all: c.sq_sig_all,
+                    port_num: 1,
+                    ..Default::default()
+                },
+            },
+        );
+        Ok(())
+    }
+
+    /// MODIFY_QP (legacy and extended).
+    pub(crate) fn modify_qp(&mut self, b: &Bundle<'_>, ex: bool) -> Res {
+        let cmd: ib_uverbs_modify_qp = if ex {
+            let c: ib_uverbs_ex_modify_qp = request(b, true)?;
+            c.base
+        } else {
+            request(b, false)?
+        };
+        let max_rd = u32::from(self.nic.caps().max_rd_atomic);
+        let qp = self.qps.get_mut(&cmd.qp_handle).ok_or(libc::EINVAL)?;
+        let t = transport(qp.qp_type)?;
+        let m = cmd.attr_mask;
+        let cur = if m & mask::CUR_STATE != 0 {
+            cmd.cur_qp_state
+        } else {
+            qp.state
+        };
+        let next = if m & mask::STATE != 0 {
+            cmd.qp_state
+        } else {
+            cur
+        };
+        if next > state::ERR || !modify_is_ok(cur, next, t, m) {
+            return Err(libc::EINVAL);
+        }
+        if m & mask::PORT != 0 && cmd.port_num != 1 {
+            return Err(libc::EINVAL);
+        }
+        if m & mask::PKEY_INDEX != 0 && cmd.pkey_index != 0 {
+            return Err(libc::EINVAL);
+        }
+        if (m & mask::MAX_QP_RD_ATOMIC != 0 && u32::from(cmd.max_rd_atomic) > max_rd)
+            || (m & mask::MAX_DEST_RD_ATOMIC != 0 && u32::from(cmd.max_dest_rd_atomic) > max_rd)
+        {
+            return Err(libc::EINVAL);
+        }
+        let rights = Access(if m & mask::ACCESS_FLAGS != 0 {
+            access(
+                cmd.qp_access_flags,
+                IB_UVERBS_ACCESS_LOCAL_WRITE
+                    | IB_UVERBS_ACCESS_REMOTE_WRITE
+                    | IB_UVERBS_ACCESS_REMOTE_READ
+                    | IB_UVERBS_ACCESS_REMOTE_ATOMIC,
+            )
+            .map(|a| a.0)
+            // The kernel takes QP access flags as given (remote write needs no local write).
+            .or(Ok::<u32, i32>(cmd.qp_access_flags & 0xf))?
+        } else {
+            qp.attr.qp_access_flags
+        });
+        let a = &qp.attr;
+        let transition = match (cur, next) {
+            (state::RESET, state::INIT) => Some(match t {
+                Transport::Ud => QpTransition::InitUd {
+                    port: cmd.port_num,
+                    qkey: cmd.qkey,
+                    pkey_index: cmd.pkey_index,
+                },
+                _ => QpTransition::Init {
+                    port: cmd.port_num,
+                    access: rights,
+                    pkey_index: cmd.pkey_index,
+                },
+            }),
+            (state::INIT, state::RTR) => Some(match t {
+                Transport::Ud => QpTransition::RtrUd,
+                Transport::Uc => QpTransition::RtrUc {
+                    dest_lid: cmd.dest.dlid,
+                    dest_gid: cmd.dest.dgid,
+                    dest_qpn: cmd.dest_qp_num,
+                    rq_psn: cmd.rq_psn,
+                    path_mtu: mtu_bytes(cmd.path_mtu)?,
+                    sl: cmd.dest.sl,
+                    global: cmd.dest.is_global != 0,
+                },
+                _ => QpTransition::Rtr {
+                    dest_lid: cmd.dest.dlid,
+                    dest_gid: cmd.dest.dgid,
+                    dest_qpn: cmd.dest_qp_num,
+                    rq_psn: cmd.rq_psn,
+                    path_mtu: mtu_bytes(cmd.path_mtu)?,
+                    max_dest_rd_atomic: cmd.max_dest_rd_atomic,
+                    min_rnr_timer: cmd.min_rnr_timer,
+                    sl: cmd.dest.sl,
+                    global: cmd.dest.is_global != 0,
+                },
+            }),
+            (state::RTR, state::RTS) => Some(match t {
+                Transport::Ud => QpTransition::RtsUd { sq_psn: cmd.sq_psn },
+                Transport::Uc => QpTransition::RtsUc { sq_psn: cmd.sq_psn },
+                _ => QpTransition::Rts {
+                    sq_psn: cmd.sq_psn,
+                    timeout: cmd.timeout,
+                    retry_cnt: cmd.retry_cnt,
+                    rnr_retry: cmd.rnr_retry,
+                    max_rd_atomic: cmd.max_rd_atomic,
+                },
+            }),
+            (state::SQE, state::RTS) => Some(QpTransition::SqeToRts),
+            (_, state::ERR) if cur != state::ERR => Some(QpTransition::Err),
+            (_, state::RESET) if cur != state::RESET => Some(QpTransition::Reset),
+            (state::RTS, state::SQD) => return Err(libc::EOPNOTSUPP),
+            // INIT -> INIT and RTS -> RTS change attributes the model takes only at the
+            // first transition: accepted when they change nothing it holds.
+            _ if m & mask::ACCESS_FLAGS != 0 && rights.0 != a.qp_access_flags => {
+                return Err(libc::EOPNOTSUPP)
+            }
+            _ => None,
+        };
+        if let Some(tr) = transition {
+            self.nic.modify_qp(qp.qpn, &tr).map_err(errno)?;
+        }
+        record(&mut qp.attr, &cmd, m);
+        qp.attr.qp_access_flags = rights.0;
+        qp.state = next;
+        if ex {
+            self.respond(
+                b,
+                &ib_uverbs_ex_modify_qp_resp {
+                    comp_mask: 0,
+                    response_length: std::mem::size_of::<ib_uverbs_ex_modify_qp_resp>() as u32,
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// QUERY_QP: the kept attributes, the model's state and PSNs.
+    pub(crate) fn query_qp(&self, b: &Bundle<'_>) -> Res {
+        let cmd: ib_uverbs_query_qp = request(b, false)?;
+        let qp = self.qps.get(&cmd.qp_handle).ok_or(libc::EINVAL)?;
+        let mut resp = qp.attr;
+        let st = self.nic.qp_state(qp.qpn).map_err(errno)?;
+        resp.qp_state = match st {
+            QpState::Reset => state::RESET,
+            QpState::Init => state::INIT,
+            QpState::Rtr => state::RTR,
+            QpState::Rts => state::RTS,
+            QpState::Sqe => state::SQE,
+            QpState::Err => state::ERR,
+        };
+        resp.cur_qp_state = resp.qp_state;
+        if let Ok(psn) = self.nic.qp_psn(qp.qpn) {
+            resp.sq_psn = psn.sq_psn;
+            resp.rq_psn = psn.rq_psn;
+        }
+        self.respond(b, &resp)
+    }
+
+    /// DESTROY_QP: the asynchronous events delivered, for `ibv_destroy_qp` to wait for.
+    pub(crate) fn destroy_qp(&mut self, b: &Bundle<'_>) -> Res {
+        let cmd: ib_uverbs_destroy_qp = request(b, false)?;
+        let qp = self.qps.get(&cmd.qp_handle).ok_or(libc::EINVAL)?;
+        self.nic.destroy_qp(qp.qpn).map_err(errno)?;
+        let (_, events) = self.shared.events.remove(Kind::Qp, self.index, qp.qpn);
+        self.uars.free(qp.bfreg);
+        self.qps.remove(&cmd.qp_handle);
+        self.respond(
+            b,
+            &ib_uverbs_destroy_qp_resp {
+                events_reported: events,
+            },
+        )
+    }
+}
+
+/// Keep what a modify set, for QUERY_QP (`mlx5_ib_query_qp` reads it back from the QPC).
+fn record(a: &mut ib_uverbs_query_qp_resp, c: &ib_uverbs_modify_qp, m: u32) {
+    if m & mask::QKEY != 0 {
+        a.qkey = c.qkey;
+    }
+    if m & mask::AV != 0 {
+        a.dest = c.dest;
+    }
+    if m & mask::DEST_QPN != 0 {
+        a.dest_qp_num = c.dest_qp_num;
+    }
+    if m & mask::PKEY_INDEX != 0 {
+        a.pkey_index = c.pkey_index;
+    }
+    if m & mask::PORT != 0 {
+        a.port_num = c.port_num;
+    }
+    if m & mask::PATH_MTU != 0 {
+        a.path_mtu = c.path_mtu;
+    }
+    if m & mask::TIMEOUT != 0 {
+        a.timeout = c.timeout;
+    }
+    if m & mask::RETRY_CNT != 0 {
+        a.retry_cnt = c.retry_cnt;
+    }
+    if m & mask::RNR_RETRY != 0 {
+        a.rnr_retry = c.rnr_retry;
+    }
+    if m & mask::MAX_QP_RD_ATOMIC != 0 {
+        a.max_rd_atomic = c.max_rd_atomic;
+    }
+    if m & mask::MAX_DEST_RD_ATOMIC != 0 {
+        a.max_dest_rd_atomic = c.max_dest_rd_atomic;
+    }
+    if m & mask::MIN_RNR_TIMER != 0 {
+        a.min_rnr_timer = c.min_rnr_timer;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_state_table_takes_what_the_kernel_takes() {
+        use mask::*;
+        use state::*;
+        let rc = Transport::Rc;
+        assert!(modify_is_ok(
+            RESET,
+            INIT,
+            rc,
+            STATE | PKEY_INDEX | PORT | ACCESS_FLAGS
+        ));
+        assert!(
+            !modify_is_ok(RESET, INIT, rc, STATE | PKEY_INDEX | PORT),
+            "access required"
+        );
+        assert!(!modify_is_ok(
+            RESET,
+            INIT,
+            rc,
+            STATE | PKEY_INDEX | PORT | ACCESS_FLAGS | QKEY
+        ));
+        let rtr = STATE | AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER;
+        assert!(modify_is_ok(INIT, RTR, rc, rtr));
+        assert!(
+            !modify_is_ok(INIT, RTR, Transport::Uc, rtr),
+            "UC has no RD atomic"
+        );
+        assert!(modify_is_ok(INIT, RTR, Transport::Ud, STATE));
+        assert!(modify_is_ok(RTR, RTS, Transport::Ud, STATE | SQ_PSN));
+        assert!(!modify_is_ok(RESET, RTS, rc, STATE));
+        assert!(modify_is_ok(RTS, ERR, rc, STATE));
+        assert!(
+            !modify_is_ok(INIT, ERR, rc, STATE | CUR_STATE),
+            "CUR_STATE only from RTR on"
+        );
+        assert!(modify_is_ok(SQE, RTS, Transport::Ud, STATE | CUR_STATE));
+        assert!(!modify_is_ok(SQE, RTS, rc, STATE), "RC has no SQE");
+    }
+
+    #[test]
+    fn mtus_are_the_ib_enum() {
+        assert_eq!(mtu_bytes(1), Ok(256));
+        assert_eq!(mtu_bytes(5), Ok(4096));
+        assert_eq!(mtu_bytes(6), Err(libc::EINVAL));
+        assert_eq!(super::super::device::mtu_enum(1024), 3);
+    }
+}
