@@ -329,7 +329,9 @@ fn with_eventfd(ctx: &Context, bytes: &[u8]) -> Result<(), i32> {
 
 /// The context whose event fd `fd` is, if it is one.
 fn event_context(fd: c_int) -> Option<&'static Context> {
-    let owner = EVENTS.get(usize::try_from(fd).ok()?)?.load(Ordering::Acquire);
+    let owner = EVENTS
+        .get(usize::try_from(fd).ok()?)?
+        .load(Ordering::Acquire);
     context(owner.checked_sub(1)?)
 }
 
@@ -420,7 +422,7 @@ fn map_device(ctx: &Context, fd: c_int, len: usize, offset: u64) -> Result<*mut 
     match mapping {
         Mapping::Uar | Mapping::Registers => {
             // The token names the context (its fd) and the page offset the program mapped.
-            let token = (fd as u64) << 32 | offset / page_size();
+            let token = ((fd as u64) << 32) | (offset / page_size());
             let p = trap::map(len, token, &UARS)
                 .map_err(|e| e.raw_os_error().unwrap_or(libc::ENOMEM))?;
             MAPPINGS
