@@ -187,6 +187,11 @@ impl Ctx<'_> {
             self.shared.events.remove_channel(self.index, channel);
             let _ = nic.destroy_channel(channel);
         }
+        self.shared
+            .space_qps
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.space);
         self.shared.spaces.remove(self.space);
     }
 }

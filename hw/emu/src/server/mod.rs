@@ -21,6 +21,7 @@ use crate::sysfs;
 use events::Registry;
 use mlx5_hw::{Fabric, LinkLayer, Nic, NicConfig};
 use remote::Spaces;
+use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -134,10 +135,43 @@ pub(crate) struct Shared {
     pub(crate) nics: Vec<Nic>,
     /// The contexts' clock-info pages, refreshed by the ticker.
     pub(crate) clock_pages: Mutex<Vec<Weak<clock::ClockPage>>>,
+    /// The QPs (NIC, QPN) of each address space, for [`Shared::reap`].
+    pub(crate) space_qps: Mutex<HashMap<u16, Vec<(usize, u32)>>>,
     pub(crate) spaces: &'static Spaces,
     pub(crate) events: Registry,
     live: AtomicUsize,
     _fabric: Arc<Fabric>,
+}
+
+impl Shared {
+    /// The QPs of programs that have exited go to ERR at once, as the kernel destroys a
+    /// dead program's QPs before its memory goes: a peer's request then finds no responder
+    /// (retries, then RETRY_EXC) instead of a receive queue that reads as zeros. Their
+    /// context's teardown destroys them when its connection closes.
+    pub(crate) fn reap(&self) {
+        for space in self.spaces.gone() {
+            let qps = self
+                .space_qps
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&space)
+                .cloned()
+                .unwrap_or_default();
+            for (nic, qpn) in qps {
+                let _ = self.nics[nic].modify_qp(qpn, &mlx5_hw::QpTransition::Err);
+            }
+        }
+    }
+
+    /// Note (`add`) or forget a QP of `space`.
+    pub(crate) fn track_qp(&self, space: u16, nic: usize, qpn: u32, add: bool) {
+        let mut map = self.space_qps.lock().unwrap_or_else(|e| e.into_inner());
+        let qps = map.entry(space).or_default();
+        qps.retain(|&q| q != (nic, qpn));
+        if add {
+            qps.push((nic, qpn));
+        }
+    }
 }
 
 /// Serve the fabric `options` describes until the last program has gone. Returns at once
@@ -169,6 +203,7 @@ pub fn serve(options: Options) -> io::Result<()> {
         config,
         nics,
         clock_pages: Mutex::new(Vec::new()),
+        space_qps: Mutex::new(HashMap::new()),
         spaces,
         events: Registry::default(),
         live: AtomicUsize::new(0),
@@ -184,6 +219,7 @@ pub fn serve(options: Options) -> io::Result<()> {
                 // Every tick while the NICs have work; an idle fabric only every IDLE_TICK.
                 let idle = last_work.elapsed() >= IDLE_AFTER;
                 std::thread::sleep(if idle { IDLE_TICK } else { TICK });
+                ticker.reap();
                 for (i, nic) in ticker.nics.iter().enumerate() {
                     if nic.progress() > 0 {
                         last_work = Instant::now();

@@ -252,6 +252,7 @@ impl Ctx<'_> {
         self.shared
             .events
             .add(Kind::Qp, self.index, info.qpn, c.user_handle, queue);
+        self.shared.track_qp(self.space, self.index, info.qpn, true);
         self.qps.insert(
             handle,
             Qp {
@@ -430,6 +431,7 @@ impl Ctx<'_> {
         let qp = self.qps.get(&cmd.qp_handle).ok_or(libc::EINVAL)?;
         self.nic.destroy_qp(qp.qpn).map_err(errno)?;
         let (_, events) = self.shared.events.remove(Kind::Qp, self.index, qp.qpn);
+        self.shared.track_qp(self.space, self.index, qp.qpn, false);
         self.uars.free(qp.bfreg);
         self.qps.remove(&cmd.qp_handle);
         self.respond(

@@ -12,36 +12,93 @@ use std::io::IoSliceMut;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 
-/// The address spaces in use: space `s` is the program at `pids[s]`.
+/// The program an address space belongs to.
+#[derive(Debug)]
+struct Program {
+    pid: libc::pid_t,
+    /// Readable once the program has exited (`pidfd_open`, Linux 5.3).
+    pidfd: Option<std::os::fd::OwnedFd>,
+    /// Reported by [`Spaces::gone`].
+    gone: bool,
+}
+
+/// The address spaces in use: space `s` is the program at `programs[s]`.
 #[derive(Debug, Default)]
 pub struct Spaces {
-    pids: RwLock<Vec<Option<libc::pid_t>>>,
+    programs: RwLock<Vec<Option<Program>>>,
     faults: AtomicU64,
 }
 
 impl Spaces {
     /// A new space for the program `pid` (never 0, this process's, nor 0xffff).
     pub fn add(&self, pid: libc::pid_t) -> u16 {
-        let mut pids = self.pids.write().unwrap_or_else(|e| e.into_inner());
-        if pids.is_empty() {
-            pids.push(None);
+        let pidfd = rustix::process::Pid::from_raw(pid).and_then(|p| {
+            rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok()
+        });
+        let mut programs = self.programs.write().unwrap_or_else(|e| e.into_inner());
+        if programs.is_empty() {
+            programs.push(None);
         }
-        let space = match pids.iter().skip(1).position(Option::is_none) {
+        let space = match programs.iter().skip(1).position(Option::is_none) {
             Some(free) => free + 1,
             None => {
-                pids.push(None);
-                pids.len() - 1
+                programs.push(None);
+                programs.len() - 1
             }
         };
         assert!(space < 0xffff, "address spaces exhausted");
-        pids[space] = Some(pid);
+        programs[space] = Some(Program {
+            pid,
+            pidfd,
+            gone: false,
+        });
         space as u16
+    }
+
+    /// The spaces whose program has exited since the last call (each reported once): on a
+    /// NIC its queues would be gone with it (the kernel destroys them before the memory
+    /// they pin is released), here the connection closes only after the memory is gone.
+    pub fn gone(&self) -> Vec<u16> {
+        use rustix::event::{poll, PollFd, PollFlags};
+        let mut programs = self.programs.write().unwrap_or_else(|e| e.into_inner());
+        let live: Vec<usize> = (0..programs.len())
+            .filter(|&s| matches!(&programs[s], Some(p) if !p.gone && p.pidfd.is_some()))
+            .collect();
+        if live.is_empty() {
+            return Vec::new();
+        }
+        let mut fds: Vec<PollFd<'_>> = live
+            .iter()
+            .map(|&s| {
+                let p = programs[s]
+                    .as_ref()
+                    .and_then(|p| p.pidfd.as_ref())
+                    .expect("live");
+                PollFd::new(p, PollFlags::IN)
+            })
+            .collect();
+        if poll(&mut fds, Some(&rustix::time::Timespec::default())).unwrap_or(0) == 0 {
+            return Vec::new();
+        }
+        let exited: Vec<usize> = live
+            .iter()
+            .zip(&fds)
+            .filter(|(_, fd)| !fd.revents().is_empty())
+            .map(|(&s, _)| s)
+            .collect();
+        drop(fds);
+        for &s in &exited {
+            if let Some(p) = programs[s].as_mut() {
+                p.gone = true;
+            }
+        }
+        exited.into_iter().map(|s| s as u16).collect()
     }
 
     /// The space is free again (its objects are gone).
     pub fn remove(&self, space: u16) {
-        let mut pids = self.pids.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(slot) = pids.get_mut(usize::from(space)) {
+        let mut programs = self.programs.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = programs.get_mut(usize::from(space)) {
             *slot = None;
         }
     }
@@ -52,8 +109,8 @@ impl Spaces {
     }
 
     fn pid(&self, space: u16) -> Option<libc::pid_t> {
-        let pids = self.pids.read().unwrap_or_else(|e| e.into_inner());
-        pids.get(usize::from(space)).copied().flatten()
+        let programs = self.programs.read().unwrap_or_else(|e| e.into_inner());
+        programs.get(usize::from(space))?.as_ref().map(|p| p.pid)
     }
 
     fn fault(&self) {

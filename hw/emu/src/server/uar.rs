@@ -137,6 +137,7 @@ impl Ctx<'_> {
     /// offset `pgoff`: to the model's UAR of the QP it is for, or the CQ arm.
     pub(crate) fn store(&mut self, pgoff: u64, offset: u32, data: &[u8]) {
         let page = u32::from(mmap_index(pgoff));
+        self.shared.reap();
         if self.route(page, offset, data).is_none() {
             self.uars.misrouted += 1;
         }
