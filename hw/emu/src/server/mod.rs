@@ -116,13 +116,17 @@ pub fn default_dir() -> PathBuf {
     PathBuf::from(format!("/tmp/mlx5-emu-{}", unsafe { libc::getuid() }))
 }
 
-/// The model NIC configuration of a fabric's NICs.
+/// The model NIC configuration of a fabric's NICs: the model's defaults, on the link layer
+/// asked for, with CQE version 1 (what current kernels negotiate with rdma-core:
+/// `mlx5_ib_alloc_ucontext` answers `min(max_cqe_version, the device's)`, and ConnectX-4
+/// and later have version 1; libmlx5 then finds QPs by the user index in each CQE).
 pub fn nic_config(link: Link) -> NicConfig {
     NicConfig {
         link_layer: match link {
             Link::Ib => LinkLayer::InfiniBand,
             Link::Roce => LinkLayer::Ethernet,
         },
+        cqe_version: 1,
         ..NicConfig::default()
     }
 }

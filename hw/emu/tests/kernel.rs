@@ -1,0 +1,297 @@
+//! The emulated kernel's refusals: commands written as libibverbs writes them, straight to a
+//! fabric server in this process (no preload, no rdma-core), each answered with the errno
+//! `ib_uverbs` / `mlx5_ib` give for it. The server reaches this test's memory as it reaches
+//! a program's, through its pid.
+
+use mlx5_emu::abi::mlx5::*;
+use mlx5_emu::abi::uverbs::*;
+use mlx5_emu::abi::{Immutable, IntoBytes};
+use mlx5_emu::client::Context;
+use mlx5_emu::server::{serve, Link, Options};
+use std::mem::size_of;
+use std::time::Duration;
+
+/// A fabric served by a thread of this process; a context on its first NIC.
+fn context(name: &str) -> Context {
+    let dir = std::env::temp_dir().join(format!("mlx5-emu-kernel-{}-{name}", std::process::id()));
+    let options = Options {
+        name: name.into(),
+        nics: 2,
+        link: Link::Ib,
+        dir,
+    };
+    let socket = options.socket();
+    std::thread::spawn(move || serve(options).unwrap());
+    for _ in 0..500 {
+        if let Ok(c) = Context::open(socket.to_str().unwrap(), 0) {
+            return c;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("no server at {}", socket.display());
+}
+
+/// A legacy command: header, `req` (whose first word is the response address when it has
+/// one), driver data; `out` bytes of response room.
+fn legacy<T: IntoBytes + Immutable>(command: u32, req: &T, driver: &[u8], out: usize) -> Vec<u8> {
+    let mut buf = ib_uverbs_cmd_hdr {
+        command,
+        in_words: ((8 + size_of::<T>() + driver.len()) / 4) as u16,
+        out_words: (out / 4) as u16,
+    }
+    .as_bytes()
+    .to_vec();
+    buf.extend_from_slice(req.as_bytes());
+    buf.extend_from_slice(driver);
+    buf
+}
+
+/// GET_CONTEXT as libmlx5 asks it (16 bfregs, 4 low latency); the response room.
+fn get_context(ctx: &Context, flags: u32) -> Result<Vec<u8>, i32> {
+    let mut resp = vec![0u8; 512];
+    let req = ib_uverbs_get_context {
+        response: resp.as_mut_ptr() as u64,
+    };
+    let drv = mlx5_ib_alloc_ucontext_req_v2 {
+        total_num_bfregs: 16,
+        num_low_latency_bfregs: 4,
+        flags,
+        max_cqe_version: 1,
+        ..Default::default()
+    };
+    // The async fd: an eventfd this process keeps.
+    // SAFETY: eventfd has no pointer arguments.
+    let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_SEMAPHORE) };
+    use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd};
+    // SAFETY: a fresh fd, owned once.
+    let efd = unsafe { OwnedFd::from_raw_fd(efd) };
+    let cmd = legacy(IB_USER_VERBS_CMD_GET_CONTEXT, &req, drv.as_bytes(), 512);
+    // SAFETY: `efd` lives across the call.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(std::os::fd::AsRawFd::as_raw_fd(&efd)) };
+    ctx.command(&cmd, Some(borrowed))?;
+    std::mem::forget(efd);
+    Ok(resp)
+}
+
+fn alloc_pd(ctx: &Context) -> u32 {
+    let mut resp = [0u32; 2];
+    let req = ib_uverbs_alloc_pd {
+        response: resp.as_mut_ptr() as u64,
+    };
+    ctx.command(&legacy(IB_USER_VERBS_CMD_ALLOC_PD, &req, &[], 8), None)
+        .unwrap();
+    resp[0]
+}
+
+fn reg_mr(ctx: &Context, pd: u32, addr: u64, len: u64, access: u32) -> Result<u32, i32> {
+    let mut resp = [0u32; 3];
+    let req = ib_uverbs_reg_mr {
+        response: resp.as_mut_ptr() as u64,
+        start: addr,
+        length: len,
+        hca_va: addr,
+        pd_handle: pd,
+        access_flags: access,
+        ..Default::default()
+    };
+    ctx.command(&legacy(IB_USER_VERBS_CMD_REG_MR, &req, &[], 12), None)?;
+    Ok(resp[0])
+}
+
+#[test]
+fn nothing_but_get_context_works_before_it_and_it_works_once() {
+    let ctx = context("order");
+    let mut resp = [0u32; 2];
+    let req = ib_uverbs_alloc_pd {
+        response: resp.as_mut_ptr() as u64,
+    };
+    let alloc = legacy(IB_USER_VERBS_CMD_ALLOC_PD, &req, &[], 8);
+    assert_eq!(ctx.command(&alloc, None), Err(libc::EINVAL));
+    // No DEVX here: the kernel's context creation fails, and libmlx5 asks again without it.
+    assert_eq!(
+        get_context(&ctx, MLX5_IB_ALLOC_UCTX_DEVX).unwrap_err(),
+        libc::EOPNOTSUPP
+    );
+    let resp = get_context(&ctx, 0).unwrap();
+    let (core, drv) = resp.split_at(size_of::<ib_uverbs_get_context_resp>());
+    let drv: mlx5_ib_alloc_ucontext_resp = mlx5_emu::abi::read(drv, 0).unwrap();
+    assert_eq!(
+        (drv.tot_bfregs, drv.bf_reg_size, drv.cqe_version),
+        (16, 512, 1)
+    );
+    assert!(core[..4] != [0xff; 4], "the async fd is named");
+    assert_eq!(
+        get_context(&ctx, 0).unwrap_err(),
+        libc::EINVAL,
+        "a second context"
+    );
+    assert!(ctx.command(&alloc, None).is_ok());
+}
+
+#[test]
+fn malformed_commands_get_the_dispatchers_errnos() {
+    let ctx = context("frames");
+    get_context(&ctx, 0).unwrap();
+    let mut resp = [0u32; 2];
+    let req = ib_uverbs_alloc_pd {
+        response: resp.as_mut_ptr() as u64,
+    };
+    let mut cmd = legacy(IB_USER_VERBS_CMD_ALLOC_PD, &req, &[], 8);
+    // in_words must count the whole write (verify_hdr).
+    cmd[4] += 1;
+    assert_eq!(ctx.command(&cmd, None), Err(libc::EINVAL));
+    // A response room smaller than the response: ENOSPC.
+    let small = legacy(IB_USER_VERBS_CMD_ALLOC_PD, &req, &[], 0);
+    assert_eq!(ctx.command(&small, None), Err(libc::ENOSPC));
+    // A command the kernel does not have (POST_SEND goes through the rings on mlx5).
+    let unknown = legacy(IB_USER_VERBS_CMD_POST_SEND, &req, &[], 8);
+    assert_eq!(ctx.command(&unknown, None), Err(libc::EOPNOTSUPP));
+    // A write shorter than a header.
+    assert_eq!(ctx.command(&[0; 4], None), Err(libc::EINVAL));
+}
+
+#[test]
+fn registrations_are_checked_as_ib_uverbs_checks_them() {
+    let ctx = context("mr");
+    get_context(&ctx, 0).unwrap();
+    let pd = alloc_pd(&ctx);
+    let buf = vec![0u8; 8192];
+    let addr = buf.as_ptr() as u64;
+    // Remote write without local write (ib_check_mr_access).
+    assert_eq!(
+        reg_mr(&ctx, pd, addr, 4096, IB_UVERBS_ACCESS_REMOTE_WRITE),
+        Err(libc::EINVAL)
+    );
+    // A PD that is not there.
+    assert_eq!(reg_mr(&ctx, pd + 100, addr, 4096, 0), Err(libc::EINVAL));
+    // Memory the program does not have (ib_umem_get cannot pin it).
+    assert_eq!(reg_mr(&ctx, pd, 0x1000, 4096, 0), Err(libc::EFAULT));
+    let mr = reg_mr(&ctx, pd, addr, 4096, IB_UVERBS_ACCESS_LOCAL_WRITE).unwrap();
+    // A PD with a region on it cannot go.
+    let dealloc = legacy(
+        IB_USER_VERBS_CMD_DEALLOC_PD,
+        &ib_uverbs_dealloc_pd { pd_handle: pd },
+        &[],
+        0,
+    );
+    assert_eq!(ctx.command(&dealloc, None), Err(libc::EBUSY));
+    let dereg = legacy(
+        IB_USER_VERBS_CMD_DEREG_MR,
+        &ib_uverbs_dereg_mr { mr_handle: mr },
+        &[],
+        0,
+    );
+    assert!(ctx.command(&dereg, None).is_ok());
+    assert!(ctx.command(&dealloc, None).is_ok());
+    assert_eq!(ctx.command(&dereg, None), Err(libc::EINVAL), "gone");
+}
+
+#[test]
+fn cqs_and_qp_transitions_are_refused_as_the_kernel_refuses_them() {
+    let ctx = context("qp");
+    get_context(&ctx, 0).unwrap();
+    let pd = alloc_pd(&ctx);
+    let ring = vec![0u8; 64 * 1024 + 4096];
+    let base = (ring.as_ptr() as u64 + 4095) & !4095;
+    let create_cq = |cqe: u32, cqe_size: u32, buf: u64| {
+        let mut resp = [0u32; 4];
+        let req = ib_uverbs_create_cq {
+            response: resp.as_mut_ptr() as u64,
+            cqe,
+            comp_channel: -1,
+            ..Default::default()
+        };
+        let drv = mlx5_ib_create_cq {
+            buf_addr: buf,
+            db_addr: base + 60 * 1024,
+            cqe_size,
+            ..Default::default()
+        };
+        ctx.command(
+            &legacy(IB_USER_VERBS_CMD_CREATE_CQ, &req, drv.as_bytes(), 16),
+            None,
+        )
+        .map(|()| resp[0])
+    };
+    assert_eq!(
+        create_cq(u32::MAX >> 1, 64, base),
+        Err(libc::EINVAL),
+        "too many"
+    );
+    assert_eq!(
+        create_cq(63, 32, base),
+        Err(libc::EINVAL),
+        "a CQE of 32 bytes"
+    );
+    let cq = create_cq(63, 64, base).unwrap();
+    let mut resp = [0u32; 16];
+    let req = ib_uverbs_create_qp {
+        response: resp.as_mut_ptr() as u64,
+        pd_handle: pd,
+        send_cq_handle: cq,
+        recv_cq_handle: cq,
+        max_send_wr: 16,
+        max_recv_wr: 16,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        qp_type: IB_UVERBS_QPT_RC,
+        ..Default::default()
+    };
+    let drv = mlx5_ib_create_qp {
+        buf_addr: base + 8192,
+        db_addr: base + 60 * 1024 + 64,
+        sq_wqe_count: 16,
+        rq_wqe_count: 16,
+        rq_wqe_shift: 4,
+        ..Default::default()
+    };
+    let mut bad = drv;
+    bad.sq_wqe_count = 12;
+    let cmd = |d: &mlx5_ib_create_qp| legacy(IB_USER_VERBS_CMD_CREATE_QP, &req, d.as_bytes(), 64);
+    assert_eq!(
+        ctx.command(&cmd(&bad), None),
+        Err(libc::EINVAL),
+        "not a power of two"
+    );
+    ctx.command(&cmd(&drv), None).unwrap();
+    let qp = resp[0];
+    // The CQ is in use now.
+    let destroy_cq = legacy(
+        IB_USER_VERBS_CMD_DESTROY_CQ,
+        &ib_uverbs_destroy_cq {
+            response: resp.as_mut_ptr() as u64,
+            cq_handle: cq,
+            ..Default::default()
+        },
+        &[],
+        8,
+    );
+    assert_eq!(ctx.command(&destroy_cq, None), Err(libc::EBUSY));
+    let modify = |state: u8, mask: u32| {
+        let m = ib_uverbs_modify_qp {
+            qp_handle: qp,
+            attr_mask: mask,
+            qp_state: state,
+            port_num: 1,
+            qp_access_flags: IB_UVERBS_ACCESS_LOCAL_WRITE,
+            ..Default::default()
+        };
+        ctx.command(&legacy(IB_USER_VERBS_CMD_MODIFY_QP, &m, &[], 0), None)
+    };
+    // IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS.
+    let (state, pkey, port, access) = (1, 1 << 4, 1 << 5, 1 << 3);
+    assert_eq!(modify(2, state), Err(libc::EINVAL), "RESET -> RTR");
+    assert_eq!(
+        modify(1, state | pkey | port),
+        Err(libc::EINVAL),
+        "INIT needs access"
+    );
+    assert_eq!(
+        modify(1, state | pkey | port | access | (1 << 6)),
+        Err(libc::EINVAL),
+        "a Q_Key on an RC QP"
+    );
+    modify(1, state | pkey | port | access).unwrap();
+    modify(6, state).unwrap();
+    modify(0, state).unwrap();
+}
