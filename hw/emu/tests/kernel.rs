@@ -92,7 +92,6 @@ fn reg_mr(ctx: &Context, pd: u32, addr: u64, len: u64, access: u32) -> Result<u3
         hca_va: addr,
         pd_handle: pd,
         access_flags: access,
-        ..Default::default()
     };
     ctx.command(&legacy(IB_USER_VERBS_CMD_REG_MR, &req, &[], 12), None)?;
     Ok(resp[0])
