@@ -198,3 +198,91 @@ fn a_killed_peer_fails_the_survivors_qp_and_the_fabric_goes_on() {
     // The fabric serves the next pair.
     pingpong(&f, "ibv_rc_pingpong", &["-n", "50"], 50);
 }
+
+/// `mlx5-perf explain OP ARGS --json`'s per-message counts, requester and responder (the
+/// tool of this build, next to `mlx5-emu`, built if it is missing).
+fn explain(args: &[&str]) -> (serde_json::Value, serde_json::Value) {
+    let perf = emu_common::emu().with_file_name("mlx5-perf");
+    if !perf.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = std::process::Command::new(cargo);
+        cmd.args(["build", "-p", "mlx5-perf"]);
+        if perf.parent().and_then(|d| d.file_name()) == Some("release".as_ref()) {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().unwrap().success(), "building mlx5-perf failed");
+    }
+    let out = std::process::Command::new(&perf)
+        .arg("explain")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (
+        doc["per_message"].clone(),
+        doc["per_message_responder"].clone(),
+    )
+}
+
+#[test]
+#[cfg_attr(not(ibverbs_utils), ignore = "needs ibverbs-utils (Debian package)")]
+fn rc_pingpongs_pcie_counts_per_message_are_what_explain_shows() {
+    const N: u64 = 400;
+    let f = Fabric::new("pcie", &[]);
+    let report = f.dir.join("pcie.json");
+    let port = emu_common::free_port().to_string();
+    let args = ["-p", &port, "-n", "400", "-s", "4096"];
+    let server = f
+        .command("ibv_rc_pingpong", &[&["-d", "mlx5_0"][..], &args].concat())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // The client's launcher writes the fabric's report when its program is done: by then the
+    // server has sent its last message too.
+    let client = f
+        .with_args(&["--pcie", report.to_str().unwrap()])
+        .command(
+            "ibv_rc_pingpong",
+            &[&["-d", "mlx5_1"][..], &args, &["localhost"]].concat(),
+        )
+        .spawn()
+        .unwrap();
+    let c = emu_common::finish(client, LIMIT);
+    let s = emu_common::finish(server, LIMIT);
+    assert_ok("rc_pingpong", &f, &[&s, &c]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    // Each NIC sends N 4 KiB SENDs (libmlx5: one 64-byte BlueFlame copy each, as it prefers
+    // BlueFlame for a lone WQE of at most 256 bytes) and receives N.
+    let (req, resp) = explain(&["send", "--size", "4096", "--mode", "bf"]);
+    let v = |j: &serde_json::Value, k: &str| j[k].as_u64().unwrap();
+    for nic in doc["nics"].as_array().unwrap() {
+        let p = &nic["pcie"];
+        // The one difference: explain posts one receive before each message, so its
+        // responder reads the RQ doorbell record every time (an MRd of 24 bytes up, a CplD
+        // of 4 bytes, 24 bytes down); rc_pingpong posts 500 at once, and the model reads
+        // the record only when the receives it knows of run out.
+        let dbrec_reads =
+            v(p, "dma_reads") - N * (v(&req, "dma_reads") + v(&resp, "dma_reads") - 1);
+        assert!(
+            (1..=N / 100).contains(&dbrec_reads),
+            "{dbrec_reads} doorbell-record reads"
+        );
+        let want = |k: &str, per_dbrec: u64, dbrec_now: u64| {
+            N * (v(&req, k) + v(&resp, k) - per_dbrec) + dbrec_now * dbrec_reads
+        };
+        assert_eq!(v(p, "mmio_writes"), want("mmio_writes", 0, 0), "{nic}");
+        assert_eq!(v(p, "dma_writes"), want("dma_writes", 0, 0), "{nic}");
+        assert_eq!(v(p, "completions"), want("completions", 1, 1), "{nic}");
+        assert_eq!(v(p, "bytes_down"), want("bytes_down", 24, 24), "{nic}");
+        assert_eq!(v(p, "bytes_up"), want("bytes_up", 24, 24), "{nic}");
+        assert_eq!(
+            v(&nic["stats"], "bf_used"),
+            N,
+            "every post a BlueFlame copy the NIC used"
+        );
+        assert_eq!(v(&nic["stats"], "bad_mmio"), 0);
+    }
+}

@@ -62,6 +62,15 @@ impl Fabric {
         }
     }
 
+    /// The same fabric, run with `mlx5-emu run` options `args` instead.
+    pub fn with_args(&self, args: &[&str]) -> Fabric {
+        Fabric {
+            name: self.name.clone(),
+            dir: self.dir.clone(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
     /// `mlx5-emu run ... -- program args`, its output captured.
     pub fn command(&self, program: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(emu());
