@@ -1,6 +1,10 @@
 //! Queue pairs: CREATE_QP (and its extended form), MODIFY_QP (both forms), QUERY_QP,
 //! DESTROY_QP, as `ib_uverbs` (uverbs_cmd.c `create_qp`, `modify_qp`) and `mlx5_ib`
-//! (qp.c `create_user_qp`, `mlx5_ib_modify_qp`) answer them for RC, UC and UD QPs.
+//! (qp.c `create_user_qp`, `mlx5_ib_modify_qp`) answer them for RC, UC and UD QPs, and for
+//! mlx5's DC QPs (`IBV_QPT_DRIVER` with `MLX5_QP_FLAG_TYPE_DCI` / `_DCT`, what
+//! `mlx5dv_create_qp` sends): a DCI is a send queue checked by `modify_dci_qp_is_ok`; a DCT
+//! has no rings, takes its receives from an SRQ, and exists on the device only from its
+//! RTR (`mlx5_ib_modify_dct`), which answers its number (`mlx5_ib_modify_qp_resp.dctn`).
 //!
 //! The attribute masks are checked against the kernel's state table (`ib_modify_qp_is_ok`,
 //! drivers/infiniband/core/verbs.c `qp_state_table`), then the transition goes to the model,
@@ -59,28 +63,61 @@ pub(crate) struct Qp {
     pub(crate) uar: u32,
     /// The net bfreg its doorbells and BlueFlame copies use.
     pub(crate) bfreg: u32,
-    qp_type: u8,
+    transport: Transport,
+    /// A DCT's access key (`mlx5_ib_create_qp.access_key`), set on the device at RTR.
+    dc_key: u64,
     /// The state the kernel believes (`qp->state`: the last one moved to).
     state: u8,
     /// What QUERY_QP reports (state and PSNs filled in from the model).
     attr: ib_uverbs_query_qp_resp,
 }
 
-/// The transport of a uverbs QP type the model has.
-fn transport(qp_type: u8) -> Result<Transport, i32> {
+/// `IB_QPT_DRIVER`: the QP type of mlx5's DC QPs.
+const QPT_DRIVER: u8 = 0xff;
+
+/// The transport of a uverbs QP type (and, for `IB_QPT_DRIVER`, mlx5's flags) the model
+/// has.
+fn transport(qp_type: u8, flags: u32) -> Result<Transport, i32> {
     match qp_type {
         IB_UVERBS_QPT_RC => Ok(Transport::Rc),
         IB_UVERBS_QPT_UC => Ok(Transport::Uc),
         IB_UVERBS_QPT_UD => Ok(Transport::Ud),
+        QPT_DRIVER if flags & MLX5_QP_FLAG_TYPE_DCI != 0 => Ok(Transport::Dci),
+        QPT_DRIVER if flags & MLX5_QP_FLAG_TYPE_DCT != 0 => Ok(Transport::Dct),
+        QPT_DRIVER => Err(libc::EINVAL),
         _ => Err(libc::EOPNOTSUPP),
     }
 }
 
-/// The kernel's `qp_state_table` for RC, UC and UD: whether `cur -> next` is a transition
-/// and which attributes it requires and allows.
+/// The kernel's `qp_state_table` for RC, UC and UD, `modify_dci_qp_is_ok` for a DCI and
+/// `mlx5_ib_modify_dct`'s exact masks for a DCT: whether `cur -> next` is a transition and
+/// which attributes it requires and allows.
 fn transition_masks(cur: u8, next: u8, t: Transport) -> Option<(u32, u32)> {
     use mask::*;
     use state::*;
+    if t == Transport::Dci {
+        return Some(match (cur, next) {
+            (_, RESET) => (0, 0),
+            (RESET, INIT) => (PKEY_INDEX | PORT, 0),
+            (INIT, INIT) => (0, PKEY_INDEX | PORT),
+            (INIT, RTR) => (PATH_MTU, PKEY_INDEX | AV),
+            (RTR, RTS) => (
+                TIMEOUT | RETRY_CNT | RNR_RETRY | MAX_QP_RD_ATOMIC | SQ_PSN,
+                MIN_RNR_TIMER,
+            ),
+            (RTS, RTS) => (0, MIN_RNR_TIMER),
+            (c, ERR) if c != RESET => (0, 0),
+            _ => return None,
+        });
+    }
+    if t == Transport::Dct {
+        return Some(match (cur, next) {
+            (_, RESET) | (_, ERR) => (0, 0),
+            (RESET, INIT) => (PKEY_INDEX | PORT | ACCESS_FLAGS, 0),
+            (INIT, RTR) => (MIN_RNR_TIMER | AV | PATH_MTU, 0),
+            _ => return None,
+        });
+    }
     let (ud, uc) = (t == Transport::Ud, t == Transport::Uc);
     Some(match (cur, next) {
         (_, RESET) | (_, ERR) => (0, 0),
@@ -165,7 +202,8 @@ impl Ctx<'_> {
                 ..Default::default()
             }
         };
-        let t = transport(c.qp_type)?;
+        let drv: mlx5_ib_create_qp = driver_request(b, true)?;
+        let t = transport(c.qp_type, drv.flags)?;
         let pdn = self.pd(c.pd_handle)?.pdn;
         let send_cqn = self.cqs.get(&c.send_cq_handle).ok_or(libc::EINVAL)?.cqn;
         let recv_cqn = self.cqs.get(&c.recv_cq_handle).ok_or(libc::EINVAL)?.cqn;
@@ -173,11 +211,26 @@ impl Ctx<'_> {
             0 => None,
             _ => Some(self.srqs.get(&c.srq_handle).ok_or(libc::EINVAL)?.srqn),
         };
-        let drv: mlx5_ib_create_qp = driver_request(b, true)?;
-        let known = MLX5_QP_FLAG_SCATTER_CQE;
+        let known = match t {
+            Transport::Dci => MLX5_QP_FLAG_TYPE_DCI | MLX5_QP_FLAG_DCI_STREAM,
+            // Without `SCAT2CQE_DCT` libmlx5 leaves scatter-to-CQE off a DCT.
+            Transport::Dct => MLX5_QP_FLAG_TYPE_DCT,
+            _ => MLX5_QP_FLAG_SCATTER_CQE,
+        };
         if drv.flags & !known != 0 {
             return Err(libc::EOPNOTSUPP);
         }
+        // `create_dct`: a DCT takes its receives from an SRQ.
+        if t == Transport::Dct && srq.is_none() {
+            return Err(libc::EINVAL);
+        }
+        let dci_streams = match drv.flags & MLX5_QP_FLAG_DCI_STREAM {
+            0 => mlx5_hw::DciStreams::default(),
+            _ => mlx5_hw::DciStreams {
+                log_channels: drv.dci_streams.log_num_concurent,
+                log_errored: drv.dci_streams.log_num_errored,
+            },
+        };
         let caps = self.nic.caps();
         let pow2 = |n: u32| n == 0 || n.is_power_of_two();
         if !pow2(drv.sq_wqe_count)
@@ -206,7 +259,7 @@ impl Ctx<'_> {
             dbrec: in_space(self.space, drv.db_addr),
             user_index: drv.uidx,
             scatter_to_cqe: drv.flags & MLX5_QP_FLAG_SCATTER_CQE != 0,
-            ..QpParams::default()
+            dci_streams,
         };
         // SAFETY: the rings and record are the program's, reached through its space.
         let info = unsafe { self.nic.create_qp(&params) }.map_err(errno)?;
@@ -214,7 +267,8 @@ impl Ctx<'_> {
         let handle = self.handle();
         let base = ib_uverbs_create_qp_resp {
             qp_handle: handle,
-            qpn: info.qpn,
+            // A DCT has no number before its RTR.
+            qpn: if t == Transport::Dct { 0 } else { info.qpn },
             max_send_wr: c.max_send_wr,
             max_recv_wr: c.max_recv_wr,
             max_send_sge: c.max_send_sge,
@@ -259,7 +313,8 @@ impl Ctx<'_> {
                 qpn: info.qpn,
                 uar: info.uar,
                 bfreg,
-                qp_type: c.qp_type,
+                transport: t,
+                dc_key: drv.access_key(),
                 state: state::RESET,
                 attr: ib_uverbs_query_qp_resp {
                     max_send_wr: c.max_send_wr,
@@ -286,7 +341,7 @@ impl Ctx<'_> {
         };
         let max_rd = u32::from(self.nic.caps().max_rd_atomic);
         let qp = self.qps.get_mut(&cmd.qp_handle).ok_or(libc::EINVAL)?;
-        let t = transport(qp.qp_type)?;
+        let t = qp.transport;
         let m = cmd.attr_mask;
         let cur = if m & mask::CUR_STATE != 0 {
             cmd.cur_qp_state
@@ -329,6 +384,10 @@ impl Ctx<'_> {
         let a = &qp.attr;
         let transition = match (cur, next) {
             (state::RESET, state::INIT) => Some(match t {
+                Transport::Dci => QpTransition::InitDci {
+                    port: cmd.port_num,
+                    pkey_index: cmd.pkey_index,
+                },
                 Transport::Ud => QpTransition::InitUd {
                     port: cmd.port_num,
                     qkey: cmd.qkey,
@@ -341,6 +400,16 @@ impl Ctx<'_> {
                 },
             }),
             (state::INIT, state::RTR) => Some(match t {
+                Transport::Dci => QpTransition::RtrDci {
+                    path_mtu: mtu_bytes(cmd.path_mtu)?,
+                    global: cmd.dest.is_global != 0,
+                },
+                Transport::Dct => QpTransition::RtrDct {
+                    path_mtu: mtu_bytes(cmd.path_mtu)?,
+                    min_rnr_timer: cmd.min_rnr_timer,
+                    dc_key: qp.dc_key,
+                    global: cmd.dest.is_global != 0,
+                },
                 Transport::Ud => QpTransition::RtrUd,
                 Transport::Uc => QpTransition::RtrUc {
                     dest_lid: cmd.dest.dlid,
@@ -391,6 +460,8 @@ impl Ctx<'_> {
         record(&mut qp.attr, &cmd, m);
         qp.attr.qp_access_flags = rights.0;
         qp.state = next;
+        let dct_created = t == Transport::Dct && next == state::RTR;
+        let qpn = qp.qpn;
         if ex {
             self.respond(
                 b,
@@ -399,6 +470,20 @@ impl Ctx<'_> {
                     response_length: std::mem::size_of::<ib_uverbs_ex_modify_qp_resp>() as u32,
                 },
             )?;
+            // `mlx5_ib_modify_dct`: the response carries the DCT's number from its RTR on
+            // (`response_length` counting `dctn` then).
+            let resp = match dct_created {
+                true => mlx5_ib_modify_qp_resp {
+                    response_length: 8,
+                    dctn: qpn,
+                    ..Default::default()
+                },
+                false => mlx5_ib_modify_qp_resp {
+                    response_length: 4,
+                    ..Default::default()
+                },
+            };
+            self.respond_driver(b, &resp)?;
         }
         Ok(())
     }
@@ -524,6 +609,35 @@ mod tests {
         );
         assert!(modify_is_ok(SQE, RTS, Transport::Ud, STATE | CUR_STATE));
         assert!(!modify_is_ok(SQE, RTS, rc, STATE), "RC has no SQE");
+        let (dci, dct) = (Transport::Dci, Transport::Dct);
+        assert!(modify_is_ok(RESET, INIT, dci, STATE | PKEY_INDEX | PORT));
+        assert!(!modify_is_ok(
+            RESET,
+            INIT,
+            dci,
+            STATE | PKEY_INDEX | PORT | ACCESS_FLAGS
+        ));
+        assert!(modify_is_ok(INIT, RTR, dci, STATE | PATH_MTU | AV));
+        assert!(modify_is_ok(
+            RESET,
+            INIT,
+            dct,
+            STATE | PKEY_INDEX | PORT | ACCESS_FLAGS
+        ));
+        assert!(modify_is_ok(
+            INIT,
+            RTR,
+            dct,
+            STATE | MIN_RNR_TIMER | AV | PATH_MTU
+        ));
+        assert!(
+            !modify_is_ok(INIT, RTR, dct, STATE | MIN_RNR_TIMER | AV),
+            "MTU required"
+        );
+        assert!(
+            !modify_is_ok(RTR, RTS, dct, STATE | SQ_PSN),
+            "a DCT stops at RTR"
+        );
     }
 
     #[test]
