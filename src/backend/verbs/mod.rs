@@ -51,6 +51,7 @@ mod attr;
 mod bfreg;
 pub mod cm;
 mod events;
+mod ext;
 mod objects;
 mod port;
 mod rings;
@@ -61,7 +62,7 @@ use std::sync::Arc;
 
 use rdma_sys::{
     ibv_atomic_cap, ibv_close_device, ibv_context, ibv_device_attr, ibv_device_attr_ex,
-    ibv_open_device, ibv_query_device_ex,
+    ibv_open_device,
 };
 
 pub use attr::Addressing;
@@ -414,8 +415,8 @@ fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error>
     // SAFETY: plain C data; zero is valid for every field (and stays so for the extended
     // fields of a provider that answers only the basic query).
     let mut ex: ibv_device_attr_ex = unsafe { core::mem::zeroed() };
-    // SAFETY: an open context, no input, a valid out-pointer of the size passed.
-    let rc = unsafe { ibv_query_device_ex(dev.ctx.as_ptr(), core::ptr::null(), &mut ex) };
+    // SAFETY: an open context.
+    let rc = unsafe { ext::query_device_ex(dev.ctx.as_ptr(), &mut ex) };
     if rc != 0 {
         return Err(failed("query device", rc));
     }

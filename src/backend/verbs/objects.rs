@@ -9,21 +9,20 @@ use core::time::Duration;
 use std::sync::Arc;
 
 use rdma_sys::{
-    ib_uverbs_advise_mr_advice, ibv_advise_mr, ibv_ah, ibv_alloc_pd, ibv_context, ibv_cq,
-    ibv_cq_ex_to_cq, ibv_cq_init_attr_ex, ibv_create_ah, ibv_create_cq_wc_flags, ibv_create_srq,
-    ibv_dealloc_pd, ibv_dereg_mr, ibv_destroy_ah, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq,
+    ib_uverbs_advise_mr_advice, ibv_ah, ibv_alloc_pd, ibv_context, ibv_cq, ibv_cq_ex_to_cq,
+    ibv_cq_init_attr_ex, ibv_create_ah, ibv_create_cq_wc_flags, ibv_create_srq, ibv_dealloc_pd,
+    ibv_dereg_mr, ibv_destroy_ah, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq,
     ibv_device_attr_ex, ibv_modify_qp, ibv_mr, ibv_odp_general_caps, ibv_odp_transport_cap_bits,
     ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_attr_mask, ibv_qp_create_send_ops_flags, ibv_qp_init_attr,
-    ibv_qp_init_attr_ex, ibv_qp_init_attr_mask, ibv_qp_type, ibv_query_device_ex, ibv_query_qp,
-    ibv_reg_mr, ibv_sge, ibv_srq, ibv_srq_init_attr,
+    ibv_qp_init_attr_ex, ibv_qp_init_attr_mask, ibv_qp_type, ibv_query_qp, ibv_reg_mr, ibv_sge,
+    ibv_srq, ibv_srq_init_attr,
 };
-use rdma_sys::{
-    ibv_access_flags, ibv_alloc_dm, ibv_alloc_dm_attr, ibv_dm, ibv_free_dm, ibv_reg_dm_mr,
-};
+use rdma_sys::{ibv_access_flags, ibv_alloc_dm_attr, ibv_dm};
 
 use super::attr::{self, Addressing};
 use super::bfreg::{RegState, VerbsUar};
 use super::events::VerbsChannel;
+use super::ext;
 use super::rings::{RingAllocator, RingBuffer};
 use super::{failed, failed_registration, DeviceCtx, Verbs, VerbsDeviceInfo};
 use crate::backend::mlx5dv::{
@@ -164,7 +163,7 @@ impl crate::mmio::DmWindow for VerbsDm {
 impl Drop for VerbsDm {
     fn drop(&mut self) {
         // SAFETY: a live allocation with no registration left (each `DmRegion` holds it).
-        let _ = unsafe { ibv_free_dm(self.dm.as_ptr()) };
+        let _ = unsafe { ext::free_dm(self.dm.as_ptr()) };
     }
 }
 
@@ -307,8 +306,8 @@ impl VerbsQp {
 fn check_odp(ctx: *mut ibv_context) -> Result<(), Error> {
     // SAFETY: an all-zero `ibv_device_attr_ex` is a valid output buffer.
     let mut attr: ibv_device_attr_ex = unsafe { core::mem::zeroed() };
-    // SAFETY: an open context and an output buffer of the size the call passes on.
-    let rc = unsafe { ibv_query_device_ex(ctx, core::ptr::null(), &mut attr) };
+    // SAFETY: an open context.
+    let rc = unsafe { ext::query_device_ex(ctx, &mut attr) };
     if rc != 0 {
         return Err(failed("query device (ODP caps)", rc));
     }
@@ -504,8 +503,8 @@ impl Backend for Verbs {
             comp_mask: 0,
         };
         // SAFETY: an open context and an attribute struct read during the call.
-        let dm = unsafe { ibv_alloc_dm(self.dev.ctx.as_ptr(), &mut attr) };
-        let Some(dm) = dm.and_then(NonNull::new) else {
+        let dm = unsafe { ext::alloc_dm(self.dev.ctx.as_ptr(), &mut attr) };
+        let Some(dm) = NonNull::new(dm) else {
             let err = std::io::Error::last_os_error();
             return Err(match err.raw_os_error() {
                 Some(libc::EOPNOTSUPP | libc::ENOSYS) => {
@@ -529,7 +528,7 @@ impl Backend for Verbs {
             Ok(base) => base,
             Err(e) => {
                 // SAFETY: the allocation just made, never registered.
-                let _ = unsafe { ibv_free_dm(dm.as_ptr()) };
+                let _ = unsafe { ext::free_dm(dm.as_ptr()) };
                 return Err(e);
             }
         };
@@ -559,10 +558,8 @@ impl Backend for Verbs {
         // SAFETY: a live PD and allocation of this context; the range is inside it (checked
         // by the caller).
         let mr =
-            unsafe { ibv_reg_dm_mr(pd.pd.as_ptr(), dm.dm.as_ptr(), offset as u64, len, access) };
-        let mr = mr
-            .and_then(NonNull::new)
-            .ok_or_else(|| failed("register device memory", 0))?;
+            unsafe { ext::reg_dm_mr(pd.pd.as_ptr(), dm.dm.as_ptr(), offset as u64, len, access) };
+        let mr = NonNull::new(mr).ok_or_else(|| failed("register device memory", 0))?;
         Ok(self.registered(mr))
     }
 
@@ -643,23 +640,16 @@ impl Backend for Verbs {
     fn advise_mr(&self, pd: &VerbsPd, mr: &VerbsMr, addr: u64, len: usize) -> Result<(), Error> {
         /// `IB_UVERBS_ADVISE_MR_FLAG_FLUSH`: return once the pages are in.
         const FLUSH: u32 = 1;
-        let mut sge = ibv_sge {
+        let mut sge = [ibv_sge {
             addr,
             length: u32::try_from(len)
                 .map_err(|_| Error::InvalidArgument("prefetch of 4 GiB or more"))?,
             // SAFETY: a live registration.
             lkey: unsafe { (*mr.mr.as_ptr()).lkey },
-        };
-        // SAFETY: a live PD and one scatter entry, read during the call.
-        let rc = unsafe {
-            ibv_advise_mr(
-                pd.pd.as_ptr(),
-                ib_uverbs_advise_mr_advice::IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE,
-                FLUSH,
-                &mut sge,
-                1,
-            )
-        };
+        }];
+        let advice = ib_uverbs_advise_mr_advice::IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE;
+        // SAFETY: a live PD and a scatter entry of one of its registrations.
+        let rc = unsafe { ext::advise_mr(pd.pd.as_ptr(), advice, FLUSH, &mut sge) };
         match rc {
             0 => Ok(()),
             rc => Err(Error::OnDemandPaging(format!(

@@ -6,9 +6,9 @@ use core::ffi::CStr;
 use core::ptr::NonNull;
 
 use rdma_sys::{
-    ___ibv_query_port, ibv_context, ibv_device, ibv_free_device_list, ibv_get_device_list,
-    ibv_get_device_name, ibv_gid, ibv_gid_entry, ibv_port_attr, ibv_port_state, ibv_query_gid,
-    IBV_GID_TYPE_IB, IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2,
+    ibv_context, ibv_device, ibv_free_device_list, ibv_get_device_list, ibv_get_device_name,
+    ibv_gid, ibv_gid_entry, ibv_port_attr, ibv_port_state, ibv_query_gid, IBV_GID_TYPE_IB,
+    IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2,
 };
 
 use super::attr::{mtu_bytes, Addressing};
@@ -311,8 +311,8 @@ pub(crate) fn query_port(
 ) -> Result<VerbsPort, Error> {
     // SAFETY: `ibv_port_attr` is plain C data; zero is valid for every field.
     let mut attr: ibv_port_attr = unsafe { core::mem::zeroed() };
-    // SAFETY: an open context and a valid out-pointer of the size the call passes along.
-    let rc = unsafe { ___ibv_query_port(ctx.as_ptr(), port, &mut attr) };
+    // SAFETY: an open context.
+    let rc = unsafe { super::ext::query_port(ctx.as_ptr(), port, &mut attr) };
     if rc != 0 {
         return Err(Error::Device {
             operation: "query port",

@@ -23,8 +23,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use rdma_sys::{
-    ibv_alloc_parent_domain, ibv_context, ibv_parent_domain_init_attr,
-    ibv_parent_domain_init_attr_mask as Mask, ibv_pd,
+    ibv_context, ibv_parent_domain_init_attr, ibv_parent_domain_init_attr_mask as Mask, ibv_pd,
 };
 
 use super::super::mlx5dv::{
@@ -124,10 +123,13 @@ impl RingAllocator {
         // SAFETY: an open context and a live PD (the caller's promise), a valid attribute
         // struct; the context pointer stays valid while the domain lives (the caller's
         // promise).
-        let domain = unsafe { ibv_alloc_parent_domain(ctx.as_ptr(), &mut attr) }.ok_or(
-            Error::Unsupported("parent domains (libibverbs has no alloc_parent_domain)"),
-        )?;
-        NonNull::new(domain).ok_or_else(|| failed("allocate a parent domain", -1))
+        let domain = unsafe { super::ext::alloc_parent_domain(ctx.as_ptr(), &mut attr) };
+        NonNull::new(domain).ok_or_else(|| match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EOPNOTSUPP) => {
+                Error::Unsupported("parent domains (the provider has no alloc_parent_domain)")
+            }
+            _ => failed("allocate a parent domain", -1),
+        })
     }
 
     fn alloc(&self, size: usize) -> *mut c_void {
