@@ -157,7 +157,9 @@ impl WcError {
     /// (REMOTE_ABORTED_ERR with vendor syndrome 0x93, `MLX5_CQE_VENDOR_SYNDROME_ODP_PFAULT`;
     /// rdma-core's `is_odp_pfault_err`): no data landed, the QP is not in error, and the
     /// sender retries. rdma-core re-posts the WQE unseen; this driver reports it, and the
-    /// caller posts the buffer to the SRQ again (docs/memory.md, "On-demand paging").
+    /// caller posts the buffer to the SRQ again (docs/memory.md, "On-demand paging"). The
+    /// faulted slot cools down for a lap of the SRQ's ring (the kernel may still read its
+    /// WQE), as rdma-core's wait queue keeps it.
     pub fn is_odp_fault(&self) -> bool {
         self.syndrome == Syndrome::RemoteAbortedErr as u8 && self.vendor_syndrome == ODP_PFAULT
     }
@@ -1155,10 +1157,10 @@ impl QpTable {
                     }
                     None => qp.errored.store(true, Ordering::Relaxed),
                 }
-                let wr_id = if requester {
-                    qp.sq.complete(error.wqe_counter)
-                } else {
-                    complete_recv(qp, error.wqe_counter)
+                let wr_id = match &qp.recv {
+                    _ if requester => qp.sq.complete(error.wqe_counter),
+                    RecvShared::Srq(srq) if odp_fault => srq.complete_faulted(error.wqe_counter),
+                    _ => complete_recv(qp, error.wqe_counter),
                 };
                 let Some(wr_id) = wr_id else {
                     return unknown_wqe(qpn, opcode, error.wqe_counter);

@@ -599,8 +599,10 @@ impl<B: Backend> ProtectionDomain<B> {
         })
     }
 
-    /// Creates a shared receive queue of at least `entries` WQEs with `max_sge` scatter
-    /// entries each.
+    /// Creates a shared receive queue holding at least `entries` receives (rounded up to a
+    /// power of two, [`SharedRecvQueue::capacity`](crate::SharedRecvQueue::capacity)) with
+    /// `max_sge` scatter entries each. Its ring has more WQEs than that (rdma-core's
+    /// `entries + 1` rounded up to a power of two, the last post's link to a free WQE).
     pub fn create_srq(&self, entries: u32, max_sge: u32) -> Result<Srq<B>, Error> {
         self.build_srq(entries, max_sge, false)
     }
@@ -621,9 +623,10 @@ impl<B: Backend> ProtectionDomain<B> {
                 .backend
                 .create_srq(&self.inner.handle, entries, max_sge)?;
         let shared = Arc::new(SrqShared::new(desc.wqe_cnt, desc.stride / DS - 1));
+        let limit = entries.max(1).next_power_of_two();
         // SAFETY: the description stays valid while `handle` lives; the queue is dropped
         // before its `inner` (field order).
-        let mut queue = unsafe { SharedRecvQueue::new(&desc, shared.clone()) };
+        let mut queue = unsafe { SharedRecvQueue::new(&desc, limit, shared.clone()) };
         if ud {
             queue.make_ud();
         }

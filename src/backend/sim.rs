@@ -722,7 +722,9 @@ impl Backend for Sim {
         entries: u32,
         max_sge: u32,
     ) -> Result<(SimSrq, RqDesc, u32), Error> {
-        let log_wqe_cnt = log2_ceil(entries);
+        // rdma-core's ring for `entries` (srq.c `mlx5_alloc_srq_buf`: `align_queue_size(max_wr
+        // + 1)` WQEs up to `tail`): a free WQE to link the last posted one to.
+        let log_wqe_cnt = log2_ceil(entries.max(1) + 1);
         let stride = (DS * (1 + max_sge.max(1) as usize))
             .next_power_of_two()
             .max(32);
