@@ -694,8 +694,9 @@ impl<B: Backend> MemoryRegion<B> {
     }
 
     /// Brings `len` bytes at `offset` of a region registered with [`Access::ON_DEMAND`] in
-    /// before the device touches them (`ibv_advise_mr`, prefetch for write, flushed: done
-    /// when this returns), so the first message does not take a page fault. Refused
+    /// before the device touches them (`ibv_advise_mr`, flushed: done when this returns;
+    /// for writing when the region has [`Access::LOCAL_WRITE`], else for reading), so the
+    /// first message does not take a page fault. Refused
     /// ([`Error::OnDemandPaging`]) for a region not on demand, a range outside it or a page
     /// the process has not mapped.
     pub fn prefetch(&self, offset: usize, len: usize) -> Result<(), Error> {

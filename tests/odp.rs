@@ -104,6 +104,12 @@ fn prefetch_takes_the_fault_out_of_the_data_path() {
     ));
 }
 
+#[test]
+fn on_demand_regions_prefetch_and_carry_writes() {
+    // The body the hardware test runs too (tests/verbs_hw.rs).
+    common::bodies::on_demand_regions_prefetch_and_carry_writes(&Fabric::new());
+}
+
 /// With no RNR retries (disni #39: ODP needs `rnr_retry` other than 0), the fault's RNR NAK
 /// ends the WRITE with RNR_RETRY_EXC_ERR.
 #[test]

@@ -90,6 +90,7 @@ on_hardware!(
     hw_timestamps_convert_with_the_clock_page,
     uc_operations_complete_and_read_is_refused,
     small_sends_come_through_the_cqe,
+    on_demand_regions_prefetch_and_carry_writes,
 );
 
 #[test]

@@ -227,6 +227,10 @@ fn ffi_constants_match_the_headers() {
             MLX5DV_CONTEXT_MASK_CQE_COMPRESION as i64,
         ),
         (
+            "MLX5DV_CONTEXT_MASK_DC_ODP_CAPS",
+            MLX5DV_CONTEXT_MASK_DC_ODP_CAPS as i64,
+        ),
+        (
             "MLX5DV_CONTEXT_FLAGS_CQE_V1",
             MLX5DV_CONTEXT_FLAGS_CQE_V1 as i64,
         ),

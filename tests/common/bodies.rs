@@ -1290,3 +1290,43 @@ pub fn small_sends_come_through_the_cqe<R: Rig>(rig: &R) {
         }
     }
 }
+
+/// On-demand regions (`Access::ON_DEMAND`): a WRITE target registered on demand and
+/// prefetched (for writing: it has LOCAL_WRITE) takes a WRITE; a source registered on demand
+/// without LOCAL_WRITE, prefetched for reading (the kernel refuses a write prefetch of a
+/// region that is not writable), is gathered by a second WRITE; a WRITE into a target never
+/// prefetched lands after its fault. Needs a device with RC on-demand paging.
+pub fn on_demand_regions_prefetch_and_carry_writes<R: Rig>(rig: &R) {
+    const LEN: usize = 16 << 10;
+    let (mut a, b) = rig_pair(rig);
+    let on_demand = |access: Access| Access(access.0 | Access::ON_DEMAND.0);
+    let target = b.pd.alloc_mr(LEN, on_demand(Access::ALL)).unwrap();
+    target.prefetch(0, LEN).unwrap();
+    let source = a.pd.alloc_mr(LEN, on_demand(Access::NONE)).unwrap();
+    source.write(0, &[0x3c; LEN]);
+    source.prefetch(0, LEN).unwrap();
+    let cold = b.pd.alloc_mr(LEN, on_demand(Access::ALL)).unwrap();
+    a.mr.write(0, &[0xa5; 64]);
+    let writes = [
+        (a.mr.sge(0, 64), target.remote(LEN - 64)),
+        (source.sge(0, LEN as u32), target.remote(0)),
+        (a.mr.sge(0, 64), cold.remote(4096)),
+    ];
+    for (i, (sge, to)) in writes.into_iter().enumerate() {
+        a.qp.sq()
+            .post(
+                i as u64,
+                SendOp::Write(to),
+                Data::Sges(&[sge]),
+                SendFlags::SIGNALED,
+            )
+            .unwrap();
+        let c = poll_n(&mut a, 1)[0];
+        assert_eq!((c.wr_id, c.status), (i as u64, Status::Success));
+    }
+    let mut back = [0u8; 64];
+    target.read(LEN - 64, &mut back);
+    assert_eq!(back, [0x3c; 64], "the second WRITE covered the first");
+    cold.read(4096, &mut back);
+    assert_eq!(back, [0xa5; 64]);
+}

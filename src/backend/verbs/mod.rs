@@ -53,6 +53,7 @@ pub mod cm;
 mod events;
 mod ext;
 mod objects;
+mod odp;
 mod port;
 mod rings;
 
@@ -70,6 +71,7 @@ pub use bfreg::VerbsUar;
 pub use cm::{CmConnection, CmListener, CmOptions, CmRequest};
 pub use events::VerbsChannel;
 pub use objects::{VerbsCq, VerbsMr, VerbsPd, VerbsQp, VerbsSrq};
+pub use odp::OdpCaps;
 pub use port::{GidType, LinkLayer, VerbsPort};
 pub use rings::RingBuffer;
 
@@ -77,6 +79,7 @@ use super::mlx5dv::{
     mlx5dv_context, mlx5dv_query_device, MLX5DV_CONTEXT_FLAGS_BLUEFLAME,
     MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP, MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD,
     MLX5DV_CONTEXT_FLAGS_CQE_V1, MLX5DV_CONTEXT_MASK_CQE_COMPRESION,
+    MLX5DV_CONTEXT_MASK_DC_ODP_CAPS,
 };
 use bfreg::BfRegisters;
 use rings::RingAllocator;
@@ -162,6 +165,9 @@ pub struct VerbsDeviceInfo {
     pub hca_core_clock_khz: u64,
     /// Bits of the CQE timestamp (`completion_timestamp_mask`; 0: no timestamps).
     pub completion_timestamp_mask: u64,
+    /// On-demand paging per transport (`odp_caps`, and `dc_odp_caps` from
+    /// `mlx5dv_query_device`), read once at open.
+    pub odp: OdpCaps,
 }
 
 /// The open device context, released last: every handle holds it.
@@ -424,7 +430,7 @@ fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error>
     // SAFETY: plain C data (the one pointer, `hca_core_clock`, is only written when asked
     // for, and we do not ask).
     let mut dv: mlx5dv_context = unsafe { core::mem::zeroed() };
-    dv.comp_mask = MLX5DV_CONTEXT_MASK_CQE_COMPRESION;
+    dv.comp_mask = MLX5DV_CONTEXT_MASK_CQE_COMPRESION | MLX5DV_CONTEXT_MASK_DC_ODP_CAPS;
     // SAFETY: an open mlx5 context and a valid, fully sized out-struct.
     let rc = unsafe { mlx5dv_query_device(dev.ctx.as_ptr(), &mut dv) };
     if rc != 0 {
@@ -459,6 +465,13 @@ fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error>
         blueflame_reported: dv.flags & MLX5DV_CONTEXT_FLAGS_BLUEFLAME != 0,
         hca_core_clock_khz: ex.hca_core_clock,
         completion_timestamp_mask: ex.completion_timestamp_mask,
+        odp: OdpCaps::new(
+            &ex.odp_caps,
+            match dv.comp_mask & MLX5DV_CONTEXT_MASK_DC_ODP_CAPS {
+                0 => 0,
+                _ => dv.dc_odp_caps,
+            },
+        ),
     };
     Ok((caps, info))
 }

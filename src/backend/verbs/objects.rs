@@ -8,21 +8,21 @@ use core::sync::atomic::{AtomicU8, Ordering};
 use core::time::Duration;
 use std::sync::Arc;
 
+use rdma_sys::{ibv_access_flags, ibv_alloc_dm_attr, ibv_dm};
 use rdma_sys::{
-    ib_uverbs_advise_mr_advice, ibv_ah, ibv_alloc_pd, ibv_context, ibv_cq, ibv_cq_ex_to_cq,
-    ibv_cq_init_attr_ex, ibv_create_ah, ibv_create_cq_wc_flags, ibv_create_srq, ibv_dealloc_pd,
-    ibv_dereg_mr, ibv_destroy_ah, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq,
-    ibv_device_attr_ex, ibv_modify_qp, ibv_mr, ibv_odp_general_caps, ibv_odp_transport_cap_bits,
-    ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_attr_mask, ibv_qp_create_send_ops_flags, ibv_qp_init_attr,
+    ibv_ah, ibv_alloc_pd, ibv_cq, ibv_cq_ex_to_cq, ibv_cq_init_attr_ex, ibv_create_ah,
+    ibv_create_cq_wc_flags, ibv_create_srq, ibv_dealloc_pd, ibv_dereg_mr, ibv_destroy_ah,
+    ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq, ibv_modify_qp, ibv_mr, ibv_pd, ibv_qp,
+    ibv_qp_attr, ibv_qp_attr_mask, ibv_qp_create_send_ops_flags, ibv_qp_init_attr,
     ibv_qp_init_attr_ex, ibv_qp_init_attr_mask, ibv_qp_type, ibv_query_qp, ibv_reg_mr, ibv_sge,
     ibv_srq, ibv_srq_init_attr,
 };
-use rdma_sys::{ibv_access_flags, ibv_alloc_dm_attr, ibv_dm};
 
 use super::attr::{self, Addressing};
 use super::bfreg::{RegState, VerbsUar};
 use super::events::VerbsChannel;
 use super::ext;
+use super::odp::{self, PdOdp};
 use super::rings::{RingAllocator, RingBuffer};
 use super::{failed, failed_registration, DeviceCtx, Verbs, VerbsDeviceInfo};
 use crate::backend::mlx5dv::{
@@ -111,6 +111,8 @@ fn empty_obj() -> mlx5dv_obj {
 #[derive(Debug)]
 pub struct VerbsPd {
     pd: NonNull<ibv_pd>,
+    /// Its QPs' transports and on-demand registrations, shared with its parent domains.
+    odp: Arc<PdOdp>,
     /// A parent domain's allocator ([`Backend::alloc_parent_domain`]), dropped after the
     /// domain is deallocated (field drops follow `Drop::drop`).
     rings: Option<Box<RingAllocator>>,
@@ -171,6 +173,7 @@ impl Drop for VerbsDm {
 #[derive(Debug)]
 pub struct VerbsMr {
     mr: NonNull<ibv_mr>,
+    access: Access,
     _dev: Arc<DeviceCtx>,
 }
 
@@ -298,36 +301,6 @@ impl VerbsQp {
     pub fn bf_size(&self) -> u32 {
         self.bf_size
     }
-}
-
-/// Refuses on-demand registrations the device cannot serve for RC: `ibv_query_device_ex`'s
-/// `odp_caps` must report `IBV_ODP_SUPPORT` and, for RC, SEND, RECV, WRITE and READ (as
-/// perftest's `check_odp_support` requires for `--odp`).
-fn check_odp(ctx: *mut ibv_context) -> Result<(), Error> {
-    // SAFETY: an all-zero `ibv_device_attr_ex` is a valid output buffer.
-    let mut attr: ibv_device_attr_ex = unsafe { core::mem::zeroed() };
-    // SAFETY: an open context.
-    let rc = unsafe { ext::query_device_ex(ctx, &mut attr) };
-    if rc != 0 {
-        return Err(failed("query device (ODP caps)", rc));
-    }
-    let odp = attr.odp_caps;
-    let rc_needed = ibv_odp_transport_cap_bits::IBV_ODP_SUPPORT_SEND.0
-        | ibv_odp_transport_cap_bits::IBV_ODP_SUPPORT_RECV.0
-        | ibv_odp_transport_cap_bits::IBV_ODP_SUPPORT_WRITE.0
-        | ibv_odp_transport_cap_bits::IBV_ODP_SUPPORT_READ.0;
-    if odp.general_caps & u64::from(ibv_odp_general_caps::IBV_ODP_SUPPORT.0) == 0 {
-        return Err(Error::OnDemandPaging(
-            "the device does not report IBV_ODP_SUPPORT".into(),
-        ));
-    }
-    if odp.per_transport_caps.rc_odp_caps & rc_needed != rc_needed {
-        return Err(Error::OnDemandPaging(format!(
-            "the device's RC ODP caps are {:#x}, SEND|RECV|WRITE|READ ({rc_needed:#x}) needed",
-            odp.per_transport_caps.rc_odp_caps
-        )));
-    }
-    Ok(())
 }
 
 /// The verbs send operations (`enum ibv_qp_create_send_ops_flags`) a QP of `transport` is
@@ -475,11 +448,12 @@ impl Verbs {
 
 impl Verbs {
     /// The handle and keys of a registration just made on this context.
-    fn registered(&self, mr: NonNull<ibv_mr>) -> (VerbsMr, u32, u32) {
+    fn registered(&self, mr: NonNull<ibv_mr>, access: Access) -> (VerbsMr, u32, u32) {
         // SAFETY: a live registration.
         let (lkey, rkey) = unsafe { ((*mr.as_ptr()).lkey, (*mr.as_ptr()).rkey) };
         let handle = VerbsMr {
             mr,
+            access,
             _dev: self.dev.clone(),
         };
         (handle, lkey, rkey)
@@ -554,13 +528,13 @@ impl Backend for Verbs {
         access: Access,
     ) -> Result<(VerbsMr, u32, u32), Error> {
         // libibverbs refuses a DM registration that is not zero based (`ibv_cmd_reg_dm_mr`).
-        let access = access.0 | ibv_access_flags::IBV_ACCESS_ZERO_BASED.0;
+        let flags = access.0 | ibv_access_flags::IBV_ACCESS_ZERO_BASED.0;
         // SAFETY: a live PD and allocation of this context; the range is inside it (checked
         // by the caller).
         let mr =
-            unsafe { ext::reg_dm_mr(pd.pd.as_ptr(), dm.dm.as_ptr(), offset as u64, len, access) };
+            unsafe { ext::reg_dm_mr(pd.pd.as_ptr(), dm.dm.as_ptr(), offset as u64, len, flags) };
         let mr = NonNull::new(mr).ok_or_else(|| failed("register device memory", 0))?;
-        Ok(self.registered(mr))
+        Ok(self.registered(mr, access))
     }
 
     fn name(&self) -> &str {
@@ -598,6 +572,7 @@ impl Backend for Verbs {
         let pd = unsafe { ibv_alloc_pd(self.dev.ctx.as_ptr()) };
         Ok(VerbsPd {
             pd: NonNull::new(pd).ok_or_else(|| failed("allocate PD", -1))?,
+            odp: Arc::default(),
             rings: None,
             _dev: self.dev.clone(),
         })
@@ -614,6 +589,7 @@ impl Backend for Verbs {
         let domain = unsafe { rings.parent_domain(self.dev.ctx, pd.pd) }?;
         Ok(VerbsPd {
             pd: domain,
+            odp: pd.odp.clone(),
             rings: Some(rings),
             _dev: self.dev.clone(),
         })
@@ -628,13 +604,13 @@ impl Backend for Verbs {
         access: Access,
     ) -> Result<(VerbsMr, u32, u32), Error> {
         if access.contains(Access::ON_DEMAND) {
-            check_odp(self.dev.ctx.as_ptr())?;
+            pd.odp.register(&self.info.odp)?;
         }
         // SAFETY: the caller keeps the memory valid until the handle (which deregisters it)
         // is dropped; `access` holds `ibv_access_flags` values.
         let mr = unsafe { ibv_reg_mr(pd.pd.as_ptr(), addr.cast(), len, access.0 as c_int) };
         let mr = NonNull::new(mr).ok_or_else(|| failed_registration(len, access))?;
-        Ok(self.registered(mr))
+        Ok(self.registered(mr, access))
     }
 
     fn advise_mr(&self, pd: &VerbsPd, mr: &VerbsMr, addr: u64, len: usize) -> Result<(), Error> {
@@ -647,7 +623,7 @@ impl Backend for Verbs {
             // SAFETY: a live registration.
             lkey: unsafe { (*mr.mr.as_ptr()).lkey },
         }];
-        let advice = ib_uverbs_advise_mr_advice::IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE;
+        let advice = odp::prefetch_advice(mr.access);
         // SAFETY: a live PD and a scatter entry of one of its registrations.
         let rc = unsafe { ext::advise_mr(pd.pd.as_ptr(), advice, FLUSH, &mut sge) };
         match rc {
@@ -758,6 +734,8 @@ impl Backend for Verbs {
                 "choosing a QP's user index through verbs (rdma-core allocates it)",
             ));
         }
+        pd.odp
+            .create_qp(&self.info.odp, config.transport, srq.is_some())?;
         // SAFETY: plain C data.
         let mut attr: ibv_qp_init_attr_ex = unsafe { core::mem::zeroed() };
         attr.send_cq = send_cq.cq.as_ptr();
@@ -919,6 +897,7 @@ impl Backend for Verbs {
         srq: &VerbsSrq,
         dc_key: u64,
     ) -> Result<VerbsQp, Error> {
+        pd.odp.create_qp(&self.info.odp, Transport::Dct, true)?;
         // SAFETY: plain C data.
         let mut attr: ibv_qp_init_attr_ex = unsafe { core::mem::zeroed() };
         attr.qp_type = ibv_qp_type::IBV_QPT_DRIVER;
@@ -1089,6 +1068,7 @@ mod tests {
             blueflame_reported: false,
             hca_core_clock_khz: 156_250,
             completion_timestamp_mask: (1 << 63) - 1,
+            odp: super::odp::OdpCaps::default(),
         }
     }
 
