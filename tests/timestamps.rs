@@ -5,7 +5,7 @@
 
 mod common;
 
-use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
+use mlx5_direct::backend::sim::{ClockShift, Fabric, NicConfig, Sim};
 use mlx5_direct::{
     Access, Completion, ConnectOptions, Context, Cq, CqConfig, Data, Error, MemoryRegion, Qp,
     QpConfig, SendFlags, SendOp, Sge, Status, WcOpcode,
@@ -77,8 +77,10 @@ fn poll_one(cq: &mut Cq<Sim>) -> Completion {
 #[test]
 fn completions_carry_the_device_clock_and_convert_exactly() {
     // A clock that advances 1000 ticks per CQE: the values are exact.
+    // The shift of the kernels that introduced the page (`MLX5_CYCLES_SHIFT` 23).
     let stepped = NicConfig {
         clock_step: 1_000,
+        clock_shift: ClockShift::Fixed(23),
         ..NicConfig::default()
     };
     let Pair {
@@ -244,4 +246,42 @@ fn timestamps_cost_nothing_on_the_link() {
         (1, 0, 1)
     );
     assert_eq!(with.bytes_up, 88);
+}
+
+/// The clock-info page of current kernels (shift 29 at 156.25 MHz) goes stale: the kernel
+/// refreshes it every 2 684 354 559 cycles (17.2 s), and a copy converts right only up to
+/// 5 368 709 119 cycles past its `last_cycles`. A clock stepping 3·10^9 ticks per CQE: the
+/// copy taken before the first WRITE converts the first timestamp and refuses the second
+/// (`to_ns_checked`), whose conversion wraps; the page read again converts it exactly
+/// (6.4 ns a tick). With the old shift (23) the first copy would still be right.
+#[test]
+fn a_stale_clock_page_is_refused_and_a_fresh_one_converts() {
+    const STEP: u64 = 3_000_000_000;
+    let nic = NicConfig {
+        clock_step: STEP,
+        ..NicConfig::default()
+    };
+    let mut p = pair(nic, &TIMESTAMPS);
+    let page = p.a.clock_info().unwrap();
+    assert_eq!((page.shift, page.last_cycles), (29, 0));
+    assert_eq!(page.update_period_ns(), 17_179_869_178);
+    let first = write_one(&mut p.qp_a, &mut p.cq_a, &p.mr_b, 1).timestamp();
+    let second = write_one(&mut p.qp_a, &mut p.cq_a, &p.mr_b, 2).timestamp();
+    assert_eq!((first, second), (STEP, 2 * STEP));
+    // Exact to a nanosecond (mult is rounded: 6.4 ns a tick plus 2^-29 ns).
+    let exact = |ts: u64| ts * 32 / 5;
+    let near = |ns: Option<u64>, ts: u64| ns.is_some_and(|ns| ns.abs_diff(exact(ts)) <= 1);
+    assert!(near(page.to_ns_checked(first), first));
+    assert_eq!(page.to_ns_checked(second), None);
+    assert_ne!(page.to_ns(second), exact(second), "the old copy wraps");
+    let fresh = p.a.clock_info().unwrap();
+    assert_eq!(fresh.last_cycles, 2 * 2_684_354_559);
+    assert!(near(fresh.to_ns_checked(second), second));
+    let old = NicConfig {
+        clock_step: STEP,
+        clock_shift: ClockShift::Fixed(23),
+        ..NicConfig::default()
+    };
+    let old_page = ctx(&Fabric::new(), old).clock_info().unwrap();
+    assert!(old_page.to_ns_checked(second).is_some());
 }

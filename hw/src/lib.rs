@@ -48,7 +48,7 @@ mod ud;
 mod wqe;
 mod xfer;
 
-pub use clock::ClockInfo;
+pub use clock::{ClockInfo, ClockShift};
 pub use host::{in_space, set_remote_memory, RemoteMemory, SPACE_SHIFT};
 pub use nic::{Fabric, Nic};
 pub use pcie::{

@@ -437,7 +437,7 @@ impl NicState {
         };
         let gid = gids[0].gid;
         let link = Link::new(cfg.pcie);
-        let clock = crate::clock::Clock::new(cfg.clock_khz, cfg.clock_step);
+        let clock = crate::clock::Clock::new(cfg.clock_khz, cfg.clock_shift, cfg.clock_step);
         let dm = crate::dm::DevMem::new(cfg.dm_size);
         let mut nic = NicState {
             lid,

@@ -1,5 +1,6 @@
 //! Public parameter, result and error types of the model.
 
+use crate::clock::ClockShift;
 use crate::pcie::PcieConfig;
 use std::fmt;
 use std::ops::BitOr;
@@ -238,6 +239,10 @@ pub struct NicConfig {
     /// converts it). 156 250 is what a ConnectX-5 reports; 0 is a device without a clock,
     /// whose CQEs carry 0 and which refuses [`Nic::clock_info`](crate::Nic::clock_info).
     pub clock_khz: u32,
+    /// How the kernel chose the clock-info page's shift: by frequency as current kernels do
+    /// (default), or the constant of older ones ([`ClockShift::Fixed`]`(23)`). Only the
+    /// page changes: how long a copy of it converts right.
+    pub clock_shift: ClockShift,
     /// 0: the device clock follows the host's monotonic clock at `clock_khz` (CQE timestamps
     /// are real elapsed time); any other value: the clock advances by this many ticks at
     /// each CQE written and nothing else (deterministic timestamps for tests and `explain`).
@@ -393,6 +398,7 @@ impl Default for NicConfig {
             odp: true,
             srq_odp_fault_cqe: false,
             clock_khz: 156_250,
+            clock_shift: ClockShift::PerFrequency,
             clock_step: 0,
             cqe_zip: ZipConfig::default(),
             compact_av: false,

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use mlx5_hw::{ClockInfo, NicConfig};
+use mlx5_hw::{ClockInfo, ClockShift, NicConfig};
 
 /// A NIC whose clock advances `step` ticks per CQE written.
 fn stepped(step: u64) -> NicConfig {
@@ -48,7 +48,12 @@ fn every_successful_cqe_carries_the_clock_big_endian() {
 
 #[test]
 fn the_clock_info_page_is_the_kernels_calibration() {
-    let (_f, a, _b) = pair_with(Cfg::default(), Conn::default(), stepped(1));
+    // The shift of the kernels that introduced the page (`MLX5_CYCLES_SHIFT` 23).
+    let old = NicConfig {
+        clock_shift: ClockShift::Fixed(23),
+        ..stepped(1)
+    };
+    let (_f, a, _b) = pair_with(Cfg::default(), Conn::default(), old);
     let info = a.nic.clock_info().expect("a clock");
     // clocksource_khz2mult(156250, 23) and CLOCKSOURCE_MASK(41); a stepped clock's page
     // starts at 0 ns at cycle 0.

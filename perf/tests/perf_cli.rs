@@ -2620,7 +2620,7 @@ fn check_measure(m: &Value, samples: u64, step_ns: f64) {
 
 #[test]
 fn each_latency_test_times_its_iterations_by_the_nics_clock() {
-    // A 100 MHz clock: 10 ns per tick, exactly (mult 10 · 2^23, shift 23), so every
+    // A 100 MHz clock: 10 ns per tick, exactly (mult 10 · 2^28, shift 28), so every
     // difference of two converted CQE times is a whole number of 10 ns. 40 iterations, all
     // signaled: 39 pairs of consecutive requester CQEs; the first post has no trigger.
     for (test, extra, halves, post_to_cqe) in [
@@ -2651,9 +2651,11 @@ fn each_latency_test_times_its_iterations_by_the_nics_clock() {
 
 #[test]
 fn the_default_model_clock_is_a_connectx5s() {
-    // 156 250 kHz: mult 53 687 091 at shift 23, 6.4 ns per tick as rounded by the kernel.
+    // 156 250 kHz: mult 3 435 973 837 at shift 29 (current kernels' per-frequency shift;
+    // 53 687 091 at shift 23 on the kernels that introduced the page), 6.4 ns per tick as
+    // rounded by the kernel.
     let h = hw_of(&["read_lat", "-n", "20", "--hw-timestamps", "--json"]);
-    assert_eq!(h["tick_ns"], 53_687_091.0 / 8_388_608.0);
+    assert_eq!(h["tick_ns"], 3_435_973_837.0 / 536_870_912.0);
     assert_eq!(h["iteration"]["iterations"], 19);
     // Duration mode: only samples polled in the sampling window.
     let (ok, out, err) = perf(&["send_lat", "-D", "1", "--hw-timestamps", "--json"]);
@@ -2817,8 +2819,8 @@ fn pcie_timestamp_rows_cost_what_the_rows_without_cost() {
 fn explain_decodes_the_cqe_timestamps() {
     // Four WRITEs, a CQE every second, on CQs with timestamps: the model's clock steps one
     // tick per CQE, so the CQEs carry 1 and 2 at bytes 48..56, converted by the clock-info
-    // page of a 156 250 kHz clock (mult 53 687 091, shift 23, 0 ns at tick 0):
-    // 1 · 53 687 091 >> 23 = 6 ns, 2 · 53 687 091 >> 23 = 12 ns.
+    // page of a 156 250 kHz clock (mult 3 435 973 837, shift 29, 0 ns at tick 0):
+    // 1 · 3 435 973 837 >> 29 = 6 ns, 2 · 3 435 973 837 >> 29 = 12 ns.
     let args = [
         "explain",
         "write",

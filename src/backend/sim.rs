@@ -34,9 +34,9 @@ pub use mlx5_hw as hw;
 /// What a test or a tool names most: the fabric and its NICs, their configuration,
 /// statistics, fault injection, PCIe counters and completion events.
 pub use mlx5_hw::{
-    BugClass, Completions, ContextCache, DcRefusal, Dir, DriverBug, Event, Fabric, Fault, Nic,
-    NicConfig, PcieConfig, PcieCounters, Stats, Tlp, TlpKind, TranslationCache, ZipConfig,
-    ZipPolicy,
+    BugClass, ClockShift, Completions, ContextCache, DcRefusal, Dir, DriverBug, Event, Fabric,
+    Fault, Nic, NicConfig, PcieConfig, PcieCounters, Stats, Tlp, TlpKind, TranslationCache,
+    ZipConfig, ZipPolicy,
 };
 
 /// A model NIC handle that prints as its first port's LID.
