@@ -642,6 +642,13 @@ impl<B: Backend> ProtectionDomain<B> {
     }
 }
 
+/// The path MTU a connection on `port` takes: `options.path_mtu`, at most the port's active
+/// MTU, as perftest's `set_mtu` clamps `-m` and rdma_cm takes the active MTU (on RoCE the
+/// kernel's `iboe_get_mtu` of the netdev MTU: 1024 under the Ethernet default of 1500).
+fn path_mtu<B: Backend>(backend: &B, port: u8, options: &ConnectOptions) -> Result<u32, Error> {
+    Ok(options.path_mtu.min(backend.port(port)?.active_mtu))
+}
+
 /// True if every page of `[addr, addr + len)` is mapped (`mincore` fails with ENOMEM on
 /// a hole). The range is known not to wrap.
 fn is_mapped(addr: *mut u8, len: usize) -> bool {
@@ -1286,12 +1293,8 @@ impl<B: Backend> Qp<B> {
             QpState::Init,
         )?;
         self.port = port;
-        self.modify(
-            Transition::RtrDci {
-                path_mtu: options.path_mtu,
-            },
-            QpState::Rtr,
-        )?;
+        let path_mtu = path_mtu(&*self.ctx().backend, port, options)?;
+        self.modify(Transition::RtrDci { path_mtu }, QpState::Rtr)?;
         let sq_psn = self.core.seq().psn;
         self.enter_rts(sq_psn, options, &caps)
     }
@@ -1394,11 +1397,12 @@ impl<B: Backend> Qp<B> {
             psn: expected,
             ..*remote
         };
+        let path_mtu = path_mtu(&*self.ctx().backend, self.port, options)?;
         if uc {
             // UC: no READ / atomic depth, no RNR timer, no ACK timeout, no retries.
             let rtr = Transition::RtrUc {
                 remote: to,
-                path_mtu: options.path_mtu,
+                path_mtu,
                 hop_limit: options.hop_limit,
                 traffic_class: options.traffic_class,
                 sl: options.sl,
@@ -1410,7 +1414,7 @@ impl<B: Backend> Qp<B> {
         } else {
             let rtr = Transition::Rtr {
                 remote: to,
-                path_mtu: options.path_mtu,
+                path_mtu,
                 max_dest_rd_atomic: options.rd_atomic.min(caps.max_dest_rd_atomic),
                 min_rnr_timer: options.min_rnr_timer,
                 hop_limit: options.hop_limit,
@@ -1697,7 +1701,7 @@ impl<B: Backend> Dct<B> {
         ctx.backend.modify_qp(
             &self.handle,
             &Transition::RtrDct {
-                path_mtu: options.path_mtu,
+                path_mtu: path_mtu(&*ctx.backend, port, options)?,
                 min_rnr_timer: options.min_rnr_timer,
                 hop_limit: options.hop_limit,
                 traffic_class: options.traffic_class,

@@ -632,7 +632,8 @@ pub struct ConnectOptions {
     /// REMOTE_ATOMIC when the device executes atomics ([`DeviceCaps::atomics`]); on a UC
     /// QP (which takes no READ or atomic) REMOTE_WRITE alone.
     pub access: Option<Access>,
-    /// Path MTU in bytes.
+    /// Path MTU in bytes, at most the port's active MTU (the smaller is taken, as
+    /// perftest's `set_mtu` does; a RoCE port under a 1500-byte Ethernet MTU is 1024).
     pub path_mtu: u32,
     /// Local ACK timeout code (RC; UC has no ACKs).
     pub timeout: u8,

@@ -175,15 +175,15 @@ fn rc_and_uc_over_roce_connect_by_gid_and_a_write_lands() {
         assert_eq!((ea.lid, eb.lid), (0, 0));
         assert_ne!(ea.gid, eb.gid);
         connect(&mut a, &mut b);
-        write_lands(&mut a, &mut b, fill);
+        write_lands(&mut a, &mut b, fill, 64);
     }
 }
 
-/// `a` WRITEs 64 bytes of `fill` to `b`'s region at 128: the requester completes and the
-/// bytes are there.
-fn write_lands(a: &mut Side, b: &mut Side, fill: u8) {
-    a.mr.write(0, &[fill; 64]);
-    let sge = a.mr.sge(0, 64);
+/// `a` WRITEs `len` bytes of `fill` to `b`'s region at 128: the requester completes and
+/// the bytes are there.
+fn write_lands(a: &mut Side, b: &mut Side, fill: u8, len: usize) {
+    a.mr.write(0, &vec![fill; len]);
+    let sge = a.mr.sge(0, len as u32);
     a.qp.sq()
         .post_wr(&SendWr {
             wr_id: 9,
@@ -194,9 +194,9 @@ fn write_lands(a: &mut Side, b: &mut Side, fill: u8) {
         .unwrap();
     let c = poll_n(a, 1);
     assert_eq!((c[0].wr_id, c[0].status), (9, mlx5_direct::Status::Success));
-    let mut got = [0u8; 64];
+    let mut got = vec![0u8; len];
     b.mr.read(128, &mut got);
-    assert_eq!(got, [fill; 64]);
+    assert_eq!(got, vec![fill; len]);
 }
 
 /// RC and UC over RoCE v2 with IPv4 addresses: each port's GID 0 is its IPv4-mapped
@@ -235,6 +235,83 @@ fn rc_and_uc_over_roce_v2_ipv4_connect_by_the_mapped_address() {
             )
         );
         connect(&mut a, &mut b);
-        write_lands(&mut a, &mut b, fill);
+        write_lands(&mut a, &mut b, fill, 64);
+    }
+}
+
+/// A RoCE port's active MTU follows its netdev (`NicConfig::netdev_mtu`, the kernel's
+/// `iboe_get_mtu`: the netdev MTU less 96 bytes of GRH, UDP, BTH, extension and ICRC
+/// headers, rounded down to an IB MTU): 1024 under the Ethernet default of 1500, 4096 under
+/// 9000 and on InfiniBand. A connection asked for path MTU 4096 takes the port's (perftest's
+/// `set_mtu`), so a 4096-byte WRITE is four packets under 1500 and one under 9000; a UD
+/// datagram above the port's MTU is refused before it is written.
+#[test]
+fn a_roce_ports_mtu_follows_its_netdev() {
+    use common::{connect, side_on};
+    use mlx5_direct::backend::sim::hw::LinkLayer;
+    use mlx5_direct::{AhAttr as Ah, GlobalRoute, PostError};
+    let nic = |netdev_mtu| NicConfig {
+        link_layer: LinkLayer::Ethernet,
+        netdev_mtu,
+        ..NicConfig::default()
+    };
+    for (config, mtu) in [
+        (nic(1500), 1024),
+        (nic(9000), 4096),
+        (nic(1500 + 96 + 1024), 2048),
+        (NicConfig::default(), 4096),
+    ] {
+        assert_eq!(config.active_mtu(), mtu);
+        let fabric = Fabric::new();
+        let ctx = || Context::new(Sim::on_fabric(&fabric, config.clone()));
+        let (mut a, mut b) = (
+            side_on(ctx(), &QpConfig::default(), 256, 64),
+            side_on(ctx(), &QpConfig::default(), 256, 64),
+        );
+        assert_eq!(a.ctx.port(1).unwrap().active_mtu, mtu);
+        connect(&mut a, &mut b);
+        let before = a.ctx.backend().nic().stats().packets;
+        write_lands(&mut a, &mut b, 0x5a, 4096);
+        let packets = a.ctx.backend().nic().stats().packets - before;
+        assert_eq!(
+            packets,
+            u64::from(4096 / mtu),
+            "netdev MTU {}",
+            config.netdev_mtu
+        );
+        // A UD datagram of one byte more than the port's MTU.
+        let ud = QpConfig {
+            transport: Transport::Ud,
+            ..QpConfig::default()
+        };
+        let mut u = side_on(ctx(), &ud, 256, 64);
+        u.qp.activate_ud(1, 0x1111_1111).unwrap();
+        let gid = u.qp.endpoint().unwrap().gid;
+        let grh = (config.link_layer == LinkLayer::Ethernet).then_some(GlobalRoute {
+            dgid: gid,
+            ..GlobalRoute::default()
+        });
+        let ah = u.pd.create_ah(&Ah {
+            port: 1,
+            dlid: u.qp.endpoint().unwrap().lid,
+            grh,
+            ..Ah::default()
+        });
+        let dest = ah.unwrap();
+        let over = u.mr.sge(0, mtu + 1);
+        let wr = SendWr {
+            wr_id: 2,
+            op: SendOp::Send,
+            data: Data::Sges(&[over]),
+            flags: SendFlags::SIGNALED,
+        };
+        let to_self = dest.dest(u.qp.qpn(), 0x1111_1111);
+        assert_eq!(
+            u.qp.sq().post_ud(wr, &to_self),
+            Err(PostError::OverMtu {
+                len: u64::from(mtu) + 1,
+                mtu
+            })
+        );
     }
 }

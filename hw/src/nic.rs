@@ -240,7 +240,7 @@ impl Nic {
                 },
                 link_layer: n.cfg.link_layer,
                 gid: n.gid,
-                active_mtu: crate::state::ACTIVE_MTU,
+                active_mtu: n.cfg.active_mtu(),
                 gid_table_len: n.gids.len() as u32,
             })
         })
@@ -748,6 +748,7 @@ impl Nic {
             let n = &mut w.nics[i];
             let ports = n.cfg.ports;
             let roce = n.cfg.link_layer == crate::types::LinkLayer::Ethernet;
+            let active_mtu = n.cfg.active_mtu();
             let qpi = n.qp_index(qpn).ok_or(HwError::NoSuchObject)?;
             let q = n.qp(qpi);
             if !transition_of(q.transport, t) {
@@ -768,7 +769,7 @@ impl Nic {
                 }
                 QpTransition::RtrUd => {
                     expect(q.state, QpState::Init)?;
-                    q.mtu = crate::state::ACTIVE_MTU;
+                    q.mtu = active_mtu;
                     q.state = QpState::Rtr;
                 }
                 QpTransition::RtsUd { sq_psn } => {

@@ -17,8 +17,6 @@ pub(crate) const CHANNEL_BASE: u32 = 1;
 pub(crate) const MAX_RD_ATOMIC: u8 = 16;
 /// `MLX5_INVALID_LKEY`: receive scatter-list terminator, never a valid key.
 pub(crate) const INVALID_LKEY: u32 = 0x100;
-/// Active MTU of every port, in bytes.
-pub(crate) const ACTIVE_MTU: u32 = 4096;
 /// Offset of the send doorbell / BlueFlame register in a UAR page.
 pub(crate) const BF_OFFSET: u32 = 0x800;
 /// Offset of the CQ arm doorbell in a UAR page.

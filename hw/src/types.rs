@@ -266,6 +266,11 @@ pub struct NicConfig {
     pub dci_streams: DciStreamConfig,
     /// The ports' link layer: InfiniBand (default) or Ethernet (RoCE).
     pub link_layer: LinkLayer,
+    /// The MTU of the Ethernet interface under a RoCE port (`ip link`; default 1500, the
+    /// Ethernet default). The port's active MTU is the largest IB MTU left after RoCE's
+    /// headers, as the kernel's `iboe_get_mtu` (include/rdma/ib_addr.h) computes it for
+    /// mlx5's RoCE port query ([`NicConfig::active_mtu`]). Unused on InfiniBand.
+    pub netdev_mtu: u32,
     /// The GID table of an Ethernet port, in index order (ignored on InfiniBand). Empty
     /// (the default): one entry, the link-local address as RoCE v2 at index 0. A real
     /// netdev lists each address twice, RoCE v1 then v2 ([`RoceGid::both_types`]).
@@ -384,6 +389,28 @@ pub enum MiniFormat {
     CsumStridx,
 }
 
+/// What `iboe_get_mtu` takes off a netdev MTU before choosing the IB MTU: the GRH (40),
+/// UDP (8), BTH (12), XRC extension (4), AtomicETH (28) and ICRC (4) bytes.
+const ROCE_HEADERS: u32 = 40 + 8 + 12 + 4 + 28 + 4;
+
+impl NicConfig {
+    /// The ports' active MTU in bytes: 4096 on InfiniBand; on Ethernet the largest of
+    /// 4096, 2048, 1024, 512 and 256 that [`netdev_mtu`](Self::netdev_mtu) holds after 96
+    /// bytes of headers (`iboe_get_mtu`: 1500 gives 1024, 9000 gives 4096), 0 below 352.
+    pub fn active_mtu(&self) -> u32 {
+        match self.link_layer {
+            LinkLayer::InfiniBand => 4096,
+            LinkLayer::Ethernet => {
+                let room = self.netdev_mtu.saturating_sub(ROCE_HEADERS);
+                [4096, 2048, 1024, 512, 256]
+                    .into_iter()
+                    .find(|&mtu| room >= mtu)
+                    .unwrap_or(0)
+            }
+        }
+    }
+}
+
 impl Default for NicConfig {
     fn default() -> Self {
         NicConfig {
@@ -406,6 +433,7 @@ impl Default for NicConfig {
             cqe_pkey: CqePkey::Index,
             dci_streams: DciStreamConfig::default(),
             link_layer: LinkLayer::InfiniBand,
+            netdev_mtu: 1500,
             roce_gids: Vec::new(),
             udp_sport_seed: None,
         }

@@ -10,7 +10,7 @@ use crate::qp::fail;
 use crate::resp::take_recv;
 use crate::roce;
 use crate::sq::{check_gather, Outcome};
-use crate::state::{take_fault, Dest, World, ACTIVE_MTU};
+use crate::state::{take_fault, Dest, World};
 use crate::types::{
     Access, AhAttr, CqePkey, GidType, GlobalRoute, HwError, LinkLayer, QpState, Transport,
 };
@@ -181,13 +181,14 @@ pub(crate) fn send(
         Err(s) => return Outcome::Fail(s),
     };
     let q = nic.qp(qpi);
-    let (pdn, qpn) = (q.pdn, q.qpn);
+    let (pdn, qpn, mtu) = (q.pdn, q.qpn, q.mtu);
     q.sq_psn = q.sq_psn.wrapping_add(1) & 0xff_ffff;
     if let Err(s) = check_gather(nic, qpi, pdn, wqe, &d, in_flight) {
         return Outcome::Fail(s);
     }
     let wqe = &*wqe;
-    if d.len > u64::from(ACTIVE_MTU) {
+    // The port's active MTU, taken at RTR.
+    if d.len > u64::from(mtu) {
         // What mlx5 does with an over-MTU UD send is not public (prm-facts-next §1.5): the
         // model completes it in error, as for any message the QP cannot carry.
         return Outcome::Fail(synd::LOCAL_LENGTH_ERR);
