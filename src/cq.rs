@@ -21,6 +21,7 @@
 //! back by fault injection), so polling drives the model the way time drives a NIC. The
 //! application may still call `progress()` itself (e.g. to advance a NIC it does not poll).
 
+use core::num::NonZeroUsize;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,7 +30,8 @@ use crate::cqz::{BadCompression, CqeCompression, Unzip};
 use crate::mem::MrTable;
 use crate::mmio::{ring_cq_arm, udma_from_device_barrier, DbRec, Uar};
 use crate::prm::{
-    self, Arm, ArmCmd, Be32, CqeFormat, CqeOpcode, OpOwn, Opcode, Syndrome, WcStatus,
+    self, validity_count, Arm, ArmCmd, Be32, CqeCompLayout, CqeFormat, CqeOpcode, OpOwn, Opcode,
+    Syndrome, WcStatus,
 };
 use crate::ring::{CqBuf, CqeEntry};
 use crate::rq::{RqShared, SrqShared, MAX_RECV_SGE};
@@ -716,11 +718,18 @@ pub struct CompletionQueue<U: Uar> {
     /// polling advances: a poll of an empty CQ is then one load and one compare (with the
     /// owner bit of the pass).
     head: usize,
-    /// The owner bit of the current pass (`ci & cqe_cnt`, kept as polling wraps).
+    /// The owner bit of the current pass (`ci & cqe_cnt`, kept as polling wraps); on an
+    /// enhanced CQ the validity count expected at `ci`.
     owner: u8,
     /// [`REQ_INLINE`], or 0 on a CQ whose requester CQEs need more than the inline parse
-    /// (timestamps): no [`owner_key`] is below 0, so every CQE goes out of line.
+    /// (timestamps) or that polls by validity count (`enhanced`): no [`owner_key`] is below
+    /// 0, so every CQE goes out of line.
     req_below: u8,
+    /// A CQ of the enhanced compression layout, polled by validity count
+    /// ([`Self::poll_enhanced`]). Its `head` is one byte before the entry and its `owner`
+    /// the entry's expected validity count, so that the first test of [`poll`](Self::poll),
+    /// unchanged, reads byte 62 and passes (at least) every new entry.
+    enhanced: bool,
     set_ci: DbRec,
     arm_db: DbRec,
     cqn: u32,
@@ -817,6 +826,7 @@ impl<U: Uar> CompletionQueue<U> {
             head,
             owner: 0,
             req_below: if timestamps { 0 } else { REQ_INLINE },
+            enhanced: false,
             set_ci,
             arm_db,
             cqn: desc.cqn,
@@ -839,6 +849,12 @@ impl<U: Uar> CompletionQueue<U> {
     /// Expands compressed CQEs of `compression`'s layout from now on (the CQ was created
     /// with it).
     pub(crate) fn expand_compressed(&mut self, compression: CqeCompression) {
+        if compression.layout == CqeCompLayout::Enhanced {
+            self.buf.init_validity();
+            (self.enhanced, self.req_below) = (true, 0);
+            // Byte 62 of entry 0, expecting the first pass's count, 0.
+            (self.head, self.owner) = (self.buf.start().wrapping_sub(1), 0);
+        }
         self.qps.unzip = Some(Box::new(Unzip::new(
             self.buf.clone(),
             self.cqe_cnt,
@@ -887,8 +903,7 @@ impl<U: Uar> CompletionQueue<U> {
     #[inline(always)]
     pub fn poll(&mut self, out: &mut [Completion]) -> usize {
         let mut at = self.head;
-        let mut entry = self.buf.entry_at(at);
-        let mut op_own = entry.op_own();
+        let mut op_own = self.buf.own_byte(at);
         let mut key = owner_key(op_own, self.owner);
         if out.is_empty() || key >= OWNED_BELOW {
             self.uar.idle();
@@ -901,13 +916,15 @@ impl<U: Uar> CompletionQueue<U> {
         loop {
             udma_from_device_barrier();
             // The common case in one compare: ours, opcode REQ, normal format; its parse is
-            // inlined here, everything else out of line.
+            // inlined here, everything else out of line. An enhanced CQ (`req_below` 0)
+            // leaves here on its first entry.
             if key < self.req_below {
-                self.qps.parse_req(entry, &mut out[n]);
+                self.qps.parse_req(self.buf.entry_at(at), &mut out[n]);
+            } else if self.enhanced {
+                return self.poll_enhanced(out).get();
             } else {
-                out[n] = self
-                    .qps
-                    .parse_other(entry, op_own, self.ci.wrapping_add(n as u32));
+                let ci = self.ci.wrapping_add(n as u32);
+                out[n] = self.qps.parse_other(self.buf.entry_at(at), op_own, ci);
             }
             n += 1;
             at = match self.buf.next_pos(at) {
@@ -921,8 +938,7 @@ impl<U: Uar> CompletionQueue<U> {
             if n == out.len() {
                 break;
             }
-            entry = self.buf.entry_at(at);
-            op_own = entry.op_own();
+            op_own = self.buf.entry_at(at).op_own();
             key = owner_key(op_own, self.owner);
             if key >= OWNED_BELOW {
                 break;
@@ -932,6 +948,42 @@ impl<U: Uar> CompletionQueue<U> {
         (self.ci, self.head) = (ci, at);
         self.set_ci.write(prm::cq_set_ci(ci));
         n
+    }
+
+    /// [`poll`](Self::poll) on a CQ of the enhanced compression layout, once its first test
+    /// found the entry at `head` new: an entry is new when its validity count (byte 62) is
+    /// the one of its index, `(ci >> log2(cqe_cnt)) & 0xff`, as the kernel
+    /// (`mlx5_cqwq_get_cqe_enhanced_comp`), DPDK (`check_cqe_iteration`) and UCX
+    /// (`own_field_offset` on the signature byte) poll such CQs. The owner bit is not read:
+    /// none of them reads it in this layout, and NVIDIA's FlexIO header gives a compressed
+    /// slot's byte 63 no owner field. Each entry is tested as [`poll`](Self::poll) tests the
+    /// first, by [`owner_key`] of the count against the expected one: the parity bit and the
+    /// high bits, which tell this pass from the last (an index holds the count of this pass
+    /// or the last: the device or the expansion rewrites every index each pass). Returns at
+    /// least one: the first entry was found new.
+    #[inline(never)]
+    fn poll_enhanced(&mut self, out: &mut [Completion]) -> NonZeroUsize {
+        let log_cnt = self.cqe_cnt.trailing_zeros();
+        let mut at = self.head.wrapping_add(1);
+        let mut n = 0;
+        loop {
+            let entry = self.buf.entry_at(at);
+            udma_from_device_barrier();
+            let ci = self.ci.wrapping_add(n as u32);
+            out[n] = self.qps.parse_other(entry, entry.op_own(), ci);
+            n += 1;
+            at = self.buf.next_pos(at).unwrap_or_else(|| self.buf.start());
+            let expected = validity_count(ci.wrapping_add(1), log_cnt);
+            if n == out.len()
+                || owner_key(self.buf.entry_at(at).validity(), expected) >= OWNED_BELOW
+            {
+                break;
+            }
+        }
+        self.ci = self.ci.wrapping_add(n as u32);
+        (self.head, self.owner) = (at.wrapping_sub(1), validity_count(self.ci, log_cnt));
+        self.set_ci.write(prm::cq_set_ci(self.ci));
+        NonZeroUsize::MIN.saturating_add(n - 1)
     }
 
     /// Arms the CQ: one event for the next CQE (`solicited_only`: the next solicited or

@@ -242,6 +242,15 @@ impl CqeEntry<'_> {
         self.owner_byte().load(Ordering::Relaxed)
     }
 
+    /// The validity iteration count, byte 62 (a relaxed load, as [`op_own`](Self::op_own)):
+    /// what says an entry of an enhanced-compression CQ is new.
+    #[inline(always)]
+    pub(crate) fn validity(self) -> u8 {
+        // SAFETY: byte 62 of an entry inside the buffer; the device writes it as a whole
+        // byte, before or with `op_own`, so an atomic byte view is sound.
+        unsafe { &*self.cqe.add(CQE_SIZE - 2).cast::<AtomicU8>() }.load(Ordering::Relaxed)
+    }
+
     #[inline(always)]
     fn owner_byte(&self) -> &AtomicU8 {
         // SAFETY: byte 63 of an entry inside the buffer; the device writes it last and only
@@ -535,6 +544,17 @@ impl CqBuf {
         }
     }
 
+    /// Sets every entry's validity count (byte 62) to 0xff, which no entry of the first
+    /// pass carries (count 0), as the kernel (`mlx5e_alloc_cq_common`) and DPDK
+    /// (`MLX5_CQE_VIC_INIT`) initialise the CQs they poll by it.
+    pub(crate) fn init_validity(&self) {
+        for i in 0..=self.mask {
+            // SAFETY: byte 62 of entry `i`, inside the buffer; the device has not been given
+            // the CQ yet.
+            unsafe { self.cqe(i).add(CQE_SIZE - 2).write(0xff) };
+        }
+    }
+
     /// The position of entry 0 (the address of its `cqe64`): where [`CqBuf::entry_at`]
     /// starts and [`CqBuf::next_pos`] wraps to.
     #[inline(always)]
@@ -547,6 +567,21 @@ impl CqBuf {
     #[inline(always)]
     pub(crate) fn next_pos(&self, pos: usize) -> Option<usize> {
         (pos != self.last).then(|| pos + self.size)
+    }
+
+    /// The byte that says whether software owns what `pos` names (a relaxed load): `op_own`
+    /// (byte 63) of the entry at entry position `pos`, or, for `pos` one byte before an
+    /// entry's position (the head of a CQ polled by validity count), that entry's validity
+    /// count (byte 62). The same load either way, so the poll's first test costs the same.
+    #[inline(always)]
+    pub(crate) fn own_byte(&self, pos: usize) -> u8 {
+        let offset = pos.wrapping_sub(self.start()).wrapping_add(CQE_SIZE - 1);
+        debug_assert!(offset < self.byte_mask + CQE_SIZE && offset % self.size >= CQE_SIZE - 2);
+        // SAFETY: byte 63 of an entry at `offset - 63`, or byte 62 of the one at `offset -
+        // 62` (a position or a position less one), inside the buffer (constructor contract);
+        // the device writes it as a whole byte, so an atomic byte view is sound.
+        let byte = unsafe { &*self.first.as_ptr().add(offset).cast::<AtomicU8>() };
+        byte.load(Ordering::Relaxed)
     }
 
     /// The entry at position `pos` ([`CqBuf::start`], or a value from

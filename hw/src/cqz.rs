@@ -220,7 +220,8 @@ fn slots(nic: &mut NicState, cq: usize, qp: Option<usize>, run: &[Cqe]) -> bool 
             slot[i * 8..i * 8 + 8].copy_from_slice(&mini(nic, cqe, validity));
         }
         slot[62] = validity;
-        slot[63] = ((k - 1) as u8) << 4 | COMPRESSED | u8::from(owner(nic, cq, at));
+        let owner = nic.cfg.cqe_zip.owner_in_enhanced_slots && owner(nic, cq, at);
+        slot[63] = ((k - 1) as u8) << 4 | COMPRESSED | u8::from(owner);
         put(nic, cq, qp, at, &slot, true);
         done(nic, cq, k, fire);
     }

@@ -331,6 +331,13 @@ pub struct ZipConfig {
     /// the entry's last 64 bytes. False (the default; which devices set it is not public)
     /// refuses them.
     pub compress_128: bool,
+    /// Whether an enhanced compressed slot carries the owner bit of its pass in bit 0 of
+    /// byte 63. Nothing public says: the kernel (`mlx5_cqwq_get_cqe_enhanced_comp`), DPDK
+    /// (`check_cqe_iteration`) and UCX poll this layout by the validity count (byte 62) and
+    /// never read it, and NVIDIA's FlexIO header names byte 63 of a compressed CQE
+    /// `num_and_type`, with no owner field. True (the default) writes it; false leaves it
+    /// 0, so that a poller that relies on it stalls on every odd pass.
+    pub owner_in_enhanced_slots: bool,
 }
 
 impl Default for ZipConfig {
@@ -342,6 +349,7 @@ impl Default for ZipConfig {
             req_opcode_byte3: false,
             sessions_span_bursts: false,
             compress_128: false,
+            owner_in_enhanced_slots: true,
         }
     }
 }
