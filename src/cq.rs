@@ -391,7 +391,9 @@ impl Completion {
 
     /// The SL of a receive on InfiniBand: the sender's path SL (UD, DC: its address
     /// vector's), as rdma-core's `handle_responder` reads `wc->sl` from `flags_rqpn` bits
-    /// 27..24 for every transport (on RoCE these bits are the packet type).
+    /// 27..24 for every transport. On RoCE a UD or DC receive carries the RoCE packet type
+    /// there (UCX ib_mlx5.inl quoting the PRM): bit 3 set for a UDP header (RoCE v2), bits
+    /// 2..0 the L3 header type (0 GRH, 1 IPv6, 2 IPv4), so 0x9 or 0xA for RoCE v2.
     pub fn sl(&self) -> u8 {
         self.ud_flags() & 0xf
     }

@@ -105,8 +105,46 @@ fn rc_and_uc_receives_carry_the_senders_service_level() {
 
 #[test]
 fn a_dct_receive_carries_the_sl_of_the_dcis_address_vector() {
+    let (got, dci_qpn) = dct_receive(NicConfig::default());
+    assert_eq!((got.wr_id, got.src_qp(), got.sl()), (9, dci_qpn, 13));
+}
+
+/// Over RoCE a DCT receive carries the RoCE packet type where InfiniBand has the SL
+/// (`flags_rqpn` bits 27..24; UCX ib_mlx5.inl quotes the PRM: "for responder UD/DC over
+/// RoCE sl represents RoCE packet type"): bit 3 for a UDP header, bits 2..0 the L3 header
+/// type. RoCE v2 over IPv6 (the default link-local GID) is 0x9, over IPv4 0xA, RoCE v1 0.
+#[test]
+fn a_dct_receive_over_roce_carries_the_packet_type() {
+    use mlx5_direct::backend::sim::hw::{GidAddr, GidType, LinkLayer, RoceGid};
+    for (gid_type, addr, packet_type) in [
+        (GidType::RoceV2, GidAddr::LinkLocal, 0x9),
+        (GidType::RoceV2, GidAddr::Ipv4([10, 0, 0, 9]), 0xa),
+        (GidType::RoceV1, GidAddr::LinkLocal, 0),
+    ] {
+        let nic = NicConfig {
+            link_layer: LinkLayer::Ethernet,
+            roce_gids: vec![RoceGid {
+                gid_type,
+                addr,
+                vlan: None,
+            }],
+            ..NicConfig::default()
+        };
+        let (got, dci_qpn) = dct_receive(nic);
+        assert_eq!(
+            (got.wr_id, got.src_qp(), got.sl()),
+            (9, dci_qpn, packet_type),
+            "{gid_type:?}"
+        );
+    }
+}
+
+/// A SEND from a DCI (AV SL 13) to a DCT, both on NICs of `nic` (on RoCE each with its own
+/// copy of the GID table, the DCT's address found by the fabric in the first NIC that has
+/// it: the target's, created first): the DCT's receive completion and the DCI's QPN.
+fn dct_receive(nic: NicConfig) -> (mlx5_direct::Completion, u32) {
     let fabric = Fabric::new();
-    let t = Context::new(Sim::on_fabric(&fabric, NicConfig::default()));
+    let t = Context::new(Sim::on_fabric(&fabric, nic.clone()));
     let pd = t.alloc_pd().unwrap();
     let mut cq = t.create_cq(64, 64).unwrap();
     let mut srq = pd.create_srq(16, 1).unwrap();
@@ -119,13 +157,19 @@ fn a_dct_receive_carries_the_sl_of_the_dcis_address_vector() {
         transport: Transport::Dci,
         ..QpConfig::default()
     };
-    let mut a = side(&fabric, &dci);
+    let mut a = common::side_on(Context::new(Sim::on_fabric(&fabric, nic)), &dci, 256, 64);
     a.qp.activate_dci(&ConnectOptions::default()).unwrap();
+    let port = t.port(1).unwrap();
     let ah =
         a.pd.create_ah(&AhAttr {
             port: 1,
-            dlid: t.port(1).unwrap().lid,
+            dlid: port.lid,
             sl: 13,
+            grh: port.roce.then_some(mlx5_direct::GlobalRoute {
+                dgid: port.gid,
+                hop_limit: 64,
+                ..mlx5_direct::GlobalRoute::default()
+            }),
             ..AhAttr::default()
         })
         .unwrap();
@@ -146,10 +190,7 @@ fn a_dct_receive_carries_the_sl_of_the_dcis_address_vector() {
         }
         t.backend().nic().progress();
     }
-    assert_eq!(
-        (got[0].wr_id, got[0].src_qp(), got[0].sl()),
-        (9, a.qp.qpn(), 13)
-    );
+    (got[0], a.qp.qpn())
 }
 
 /// RC and UC between RoCE ports (`NicConfig::link_layer = Ethernet`): the ports have LID 0,

@@ -410,10 +410,11 @@ fn ud_over_roce_writes_the_ipv6_header_and_takes_the_udp_port_from_the_flow_labe
         (r.wr_id, r.status, r.byte_len, r.imm(), r.src_qp(), r.slid()),
         (3, Status::Success, 140, Some(0x1234), a.qp.qpn(), 0)
     );
-    // flags_rqpn bits 28 (GRH in the buffer) and 25..24 = 1 (L3 header IPv6, the kernel's
-    // MLX5_CQE_ROCE_L3_HEADER_TYPE_IPV6), not an SL.
+    // flags_rqpn bits 28 (GRH in the buffer), 27 (a UDP header: RoCE v2) and 25..24 = 1
+    // (L3 header IPv6, the kernel's MLX5_CQE_ROCE_L3_HEADER_TYPE_IPV6): the RoCE packet
+    // type where InfiniBand has the SL (UCX ib_mlx5.inl quoting the PRM).
     assert!(r.grh_present());
-    assert_eq!(r.ud_flags(), 0x11);
+    assert_eq!(r.ud_flags(), 0x19);
     let mut got = [0u8; 140];
     b.mr.read(0, &mut got);
     // RFC 8200: version 6, traffic class 0x20, flow label 0x12345; payload length = UDP 8
@@ -1118,8 +1119,8 @@ fn ud_over_roce_v2_ipv4_puts_the_ipv4_header_in_the_last_20_bytes() {
         (Status::Success, 60, a.qp.qpn(), 0)
     );
     assert!(c.grh_present());
-    // GRH in the buffer, L3 header type 2 (MLX5_CQE_ROCE_L3_HEADER_TYPE_IPV4).
-    assert_eq!(c.ud_flags(), 0x12);
+    // GRH in the buffer, a UDP header, L3 header type 2 (MLX5_CQE_ROCE_L3_HEADER_TYPE_IPV4).
+    assert_eq!(c.ud_flags(), 0x1a);
     assert_eq!(&got[..20], &[0xee; 20]);
     // RFC 791: version 4, IHL 5, TOS = traffic class 0xb8, total length = IPv4 20 + UDP 8
     // + BTH 12 + DETH 8 + 20 + ICRC 4 = 72, identification 0, DF, TTL = hop limit 9,
@@ -1187,7 +1188,7 @@ fn roce_datagrams_cross_only_within_a_vlan() {
     let (c, _) = roce_exchange(&mut a, &mut b, &same).unwrap();
     assert_eq!((c.status, c.byte_len), (Status::Success, 60));
     assert_eq!(c.cvlan(), Some(3 << 13 | 100));
-    assert_eq!((c.ud_flags(), c.slid()), (0x12, 0));
+    assert_eq!((c.ud_flags(), c.slid()), (0x1a, 0));
     // VLAN 100 to b's address on VLAN 200, and untagged to VLAN 100: dropped at b.
     let other = roce_ah(&a, 3, gid_at(&b, 5), 1).unwrap();
     assert!(roce_exchange(&mut a, &mut b, &other).is_none());

@@ -148,7 +148,22 @@ impl L3 {
             GidType::RoceV1 | GidType::Ib => L3::Grh,
         }
     }
+
+    /// The RoCE packet type a UD or DC receive CQE carries where InfiniBand has the SL
+    /// (`flags_rqpn` bits 27..24): bit 3 set when the frame had a UDP header (RoCE v2),
+    /// bits 2..0 the L3 header type. UCX quotes the PRM there (ib_mlx5.inl
+    /// `uct_ib_mlx5_cqe_roce_gid_len`: "for responder UD/DC over RoCE sl represents RoCE
+    /// packet type"); the kernel reads only bits 25..24.
+    pub(crate) fn packet_type(self) -> u8 {
+        match self {
+            L3::Grh => 0,
+            L3::Ipv6 | L3::Ipv4 => UDP_PRESENT | self as u8,
+        }
+    }
 }
+
+/// Bit 3 of the RoCE packet type: the frame carried a UDP header.
+const UDP_PRESENT: u8 = 1 << 3;
 
 /// Bytes of an IPv4 header without options (RoCE v2 allows none: the kernel's
 /// `ib_get_rdma_header_version` takes only IHL 5).

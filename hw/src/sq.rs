@@ -377,7 +377,16 @@ fn exec(
     if matches!(d.op, Op::Nop) {
         return Outcome::Done(REQ_BYTE_CNT_POISON);
     }
-    let sl = av.as_ref().map_or(qp_sl, |av| av.sl);
+    // What the receive CQE carries in `flags_rqpn` bits 27..24: the SL, but for a DCI's
+    // request on RoCE the packet type of its source GID (`L3::packet_type`).
+    let sl = match &av {
+        Some(av) if nic.cfg.link_layer == crate::types::LinkLayer::Ethernet => av
+            .grh
+            .and_then(|g| nic.gids.get(usize::from(g.sgid_index)))
+            .map_or(av.sl, |e| crate::roce::L3::of(e).packet_type()),
+        Some(av) => av.sl,
+        None => qp_sl,
+    };
     let remote_result = matches!(d.op, Op::Read | Op::Atomic(_));
     // READ and atomic result buffers are checked when the response arrives (below).
     if !remote_result {

@@ -358,12 +358,12 @@ fn deliver(w: &mut World, n: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) 
         opcode::SEND_IMM => (cqe_op::RESP_SEND_IMM, d.ctrl.imm),
         _ => (cqe_op::RESP_SEND, cqe_pkey(nic.cfg.cqe_pkey)),
     };
-    // Bits 27..24 are the SL on InfiniBand, the L3 header type on RoCE; a VLAN tag is
+    // Bits 27..24 are the SL on InfiniBand, the RoCE packet type on RoCE; a VLAN tag is
     // reported with its PCP, the frame's priority from the AV's SL (`handle_responder`:
     // `vlan_info` bits 11..0 the VLAN id, 15..13 read as the SL).
     let (flags, vlan_info) = match src.wire {
         Wire::Roce { l3, vlan } => (
-            CQE_GRH_IN_BUFFER | l3 as u8,
+            CQE_GRH_IN_BUFFER | l3.packet_type(),
             vlan.map(|id| u16::from(av.sl & 7) << 13 | id),
         ),
         Wire::Ib if av.grh.is_some() => (CQE_GRH_IN_BUFFER | av.sl, None),
