@@ -67,6 +67,16 @@ impl MemOptions {
     };
 }
 
+/// What [`Memory::with_options`] mapped.
+enum Mapped {
+    /// Anonymous memory in base pages.
+    Base,
+    /// A hugetlbfs mapping.
+    HugeTlb,
+    /// Anonymous memory advised `MADV_HUGEPAGE`.
+    Transparent,
+}
+
 /// Page-aligned memory, owned (an anonymous or hugetlbfs mapping) or the caller's.
 #[derive(Debug)]
 pub(crate) struct Memory {
@@ -101,14 +111,16 @@ impl Memory {
     /// pages).
     pub(crate) fn with_options(len: usize, options: &MemOptions) -> Result<Self, Error> {
         let base = base_page();
-        let (mut map, offset, mapped) = match options.pages {
-            Pages::Base => (anon(len.max(1))?, 0, len.max(1)),
-            Pages::Huge => hugetlb(len)?,
+        let in_base_pages = || Ok::<_, Error>((anon(len.max(1))?, 0, len.max(1)));
+        // What was mapped (not what was asked for) decides the page size below.
+        let (kind, (mut map, offset, mapped)) = match options.pages {
+            Pages::Base => (Mapped::Base, in_base_pages()?),
+            Pages::Huge => (Mapped::HugeTlb, hugetlb(len)?),
             Pages::PreferHuge => match hugetlb(len) {
-                Err(Error::NoHugePages { .. }) => (anon(len.max(1))?, 0, len.max(1)),
-                other => other?,
+                Err(Error::NoHugePages { .. }) => (Mapped::Base, in_base_pages()?),
+                other => (Mapped::HugeTlb, other?),
             },
-            Pages::Transparent => transparent(len)?,
+            Pages::Transparent => (Mapped::Transparent, transparent(len)?),
         };
         let ptr = NonNull::new(map.as_mut_ptr()).ok_or(Error::OutOfMemory)?;
         // SAFETY: `offset` is inside the mapping (`transparent` aligned within its slack).
@@ -116,16 +128,15 @@ impl Memory {
         if let Some(node) = options.numa_node {
             bind(ptr.as_ptr(), mapped, node)?;
         }
-        let page_size = match options.pages {
-            Pages::Base => base,
-            _ if mapped % HUGE_PAGE != 0 => base,
+        let page_size = match kind {
+            Mapped::Base => base,
             // A hugetlbfs mapping is in huge pages or it failed; populate it now so a
             // shortage on the bound node shows here, not as a SIGBUS later.
-            Pages::Huge | Pages::PreferHuge => {
+            Mapped::HugeTlb => {
                 populate(&map, offset, mapped)?;
                 HUGE_PAGE
             }
-            Pages::Transparent => {
+            Mapped::Transparent => {
                 populate(&map, offset, mapped)?;
                 kernel_page_size(ptr.as_ptr() as usize, mapped).unwrap_or(base)
             }

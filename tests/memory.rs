@@ -98,6 +98,54 @@ fn prefer_huge_falls_back_explicitly() {
     assert_eq!(&back, b"prefer");
 }
 
+/// The fallback reports the pages the kernel gave, whatever the length: a whole number of
+/// huge pages in base pages is in base pages (`KernelPageSize` in /proc/self/smaps), and
+/// huge pages say 2 MiB. Lengths of one and two huge pages, and a part of one.
+#[test]
+fn prefer_huge_reports_the_pages_the_kernel_gave() {
+    let ctx = Context::open_sim();
+    let pd = ctx.alloc_pd().unwrap();
+    for len in [HUGE_PAGE, 2 * HUGE_PAGE, 100 << 10] {
+        let mr = pd
+            .alloc_mr_with(len, Access::ALL, &pages(Pages::PreferHuge))
+            .unwrap();
+        assert_eq!(
+            mr.page_size(),
+            smaps_page_size(mr.addr()),
+            "{len} bytes at {:#x}",
+            mr.addr()
+        );
+    }
+}
+
+/// `KernelPageSize` of the mapping holding `addr`, from /proc/self/smaps.
+fn smaps_page_size(addr: u64) -> usize {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let mut inside = false;
+    for line in smaps.lines() {
+        let range = line
+            .split_whitespace()
+            .next()
+            .and_then(|r| r.split_once('-'));
+        if let Some((lo, hi)) = range.filter(|_| !line.ends_with(':') && line.contains('-')) {
+            if let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16)) {
+                inside = (lo..hi).contains(&addr);
+                continue;
+            }
+        }
+        if let Some(kib) = line.strip_prefix("KernelPageSize:").filter(|_| inside) {
+            return kib
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<usize>()
+                .unwrap()
+                << 10;
+        }
+    }
+    panic!("no mapping holds {addr:#x}");
+}
+
 #[test]
 #[ignore = "needs 2 free 2 MiB hugepages: sysctl vm.nr_hugepages=2 (as root)"]
 fn huge_pages_back_a_region_in_2m_pages() {
