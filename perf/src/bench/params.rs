@@ -458,8 +458,9 @@ fn check_data_validation(test: Test, a: &BenchArgs, tx_depth: u32) -> Result<(),
     Err(format!("--data_validation {refusal}"))
 }
 
-/// The UD path MTU `Params::new` sizes for: `-m`, or the largest MTU (the model's active
-/// MTU); a smaller active MTU on hardware is refused when the QPs are set up.
+/// The UD path MTU `Params::new` sizes for: `-m`, or the largest MTU (the active MTU of
+/// an InfiniBand port); a smaller active MTU (a RoCE port under a 1500-byte netdev, on
+/// hardware or the model) is refused when the QPs are set up.
 fn ud_mtu(a: &BenchArgs) -> usize {
     a.mtu.unwrap_or(4096) as usize
 }
