@@ -279,6 +279,11 @@ impl<B: Backend> ProtectionDomain<B> {
         &self.inner.handle
     }
 
+    /// The context the PD was allocated on.
+    pub fn context(&self) -> &Context<B> {
+        &self.inner.ctx
+    }
+
     /// A parent domain of this PD (`ibv_alloc_parent_domain` with `alloc`/`free`
     /// callbacks on hardware): the QPs, DCIs, DCTs and SRQs created on it take their
     /// buffers and doorbell records from memory placed as `ring_memory` says (huge pages, a

@@ -216,6 +216,7 @@ pub mod device;
 pub mod dm;
 pub mod error;
 pub mod event;
+mod grh;
 mod mem;
 pub mod mmio;
 pub mod null;
@@ -240,6 +241,7 @@ pub use device::{
 pub use dm::{DeviceMemory, DmRegion, DmSlots, DM_LINE};
 pub use error::{DmRefusal, Error, PostError};
 pub use event::AsyncEvent;
+pub use grh::GrhArea;
 pub use mem::{run_on_node, MemOptions, Pages, HUGE_PAGE};
 pub use rq::{RecvQueue, SharedRecvQueue, UD_GRH_BYTES};
 pub use sq::{

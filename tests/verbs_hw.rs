@@ -99,6 +99,16 @@ fn device_memory_slots_carry_payloads() {
     bodies::device_memory_slots_carry_payloads(&hw());
 }
 
+/// A UD server answers the sender of a receive through an address from its completion and
+/// GRH area (`create_ah_from_recv`), without a route and, on InfiniBand, with one from GID
+/// index 0.
+#[test]
+#[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
+fn ud_answers_the_sender_of_a_receive() {
+    bodies::ud_answers_the_sender_of_a_receive(&hw(), None);
+    bodies::ud_answers_the_sender_of_a_receive(&hw(), Some(0));
+}
+
 #[test]
 #[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
 fn dc_operations_reach_a_dct() {

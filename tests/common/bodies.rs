@@ -11,7 +11,7 @@ use mlx5_direct::sq::{MaskedCs32Args, MaskedCs64Args};
 use mlx5_direct::{
     Access, AhAttr, AsyncEvent, CompChannel, Completion, ConnectOptions, Context, Cq, Data,
     DmSlots, DoorbellMode, Error, GlobalRoute, MemoryRegion, PostError, Qp, QpConfig, QpPsn,
-    QpState, Remote, SendFlags, SendOp, SendWr, Status, Transport, WcOpcode,
+    QpState, Remote, SendFlags, SendOp, SendWr, Status, Transport, WcOpcode, UD_GRH_BYTES,
 };
 
 use super::{assert_empty, connect, connect_with, poll_n, rig_pair, Drive, Rig, Side, MR_LEN};
@@ -1329,4 +1329,97 @@ pub fn on_demand_regions_prefetch_and_carry_writes<R: Rig>(rig: &R) {
     assert_eq!(back, [0x3c; 64], "the second WRITE covered the first");
     cold.read(4096, &mut back);
     assert_eq!(back, [0xa5; 64]);
+}
+
+/// What [`ud_answers_the_sender_of_a_receive`] saw.
+pub struct UdAnswer {
+    /// The request's address (from the sender).
+    pub request: AhAttr,
+    /// The answer's address, from the receive.
+    pub answer: AhAttr,
+    /// The sender's GID at the request's source index (index 0 without a route).
+    pub sender_gid: [u8; 16],
+    /// The request's receive completion and its GRH area.
+    pub received: Completion,
+    pub grh: [u8; UD_GRH_BYTES as usize],
+}
+
+/// A UD server answers the sender of a datagram through an address handle made from the
+/// receive's completion and its GRH area (`ProtectionDomain::create_ah_from_recv`,
+/// rdma-core's `ibv_create_ah_from_wc`): the answer reaches the sender's QP. The request
+/// goes from SGID index `route` to the receiver's GID of that index with a global route
+/// (hop limit 33, traffic class 0x48, flow label 0x5a5a5), or, with `None`, without one on
+/// InfiniBand and between the ports' GIDs on RoCE.
+pub fn ud_answers_the_sender_of_a_receive<R: Rig>(rig: &R, route: Option<u8>) -> UdAnswer {
+    const QKEY: u32 = 0x1100_2233;
+    let config = QpConfig {
+        transport: Transport::Ud,
+        ..QpConfig::default()
+    };
+    let (mut a, mut b) = (rig.side(&config), rig.side(&config));
+    for s in [&mut a, &mut b] {
+        s.qp.activate_ud(1, QKEY).unwrap();
+    }
+    let (pa, pb) = (a.ctx.port(1).unwrap(), b.ctx.port(1).unwrap());
+    let sgid_index = route.or(pa.roce.then_some(pa.gid_index));
+    let request = AhAttr {
+        port: 1,
+        dlid: pb.lid,
+        sl: 5,
+        // To the receiver's GID of the same index as the source's (same type and address
+        // family) when one is named, else its port's.
+        grh: sgid_index.map(|sgid_index| GlobalRoute {
+            dgid: route.map_or(pb.gid, |i| b.ctx.query_gid(1, i.into()).unwrap().gid),
+            flow_label: 0x5a5a5,
+            sgid_index,
+            hop_limit: 33,
+            traffic_class: 0x48,
+        }),
+        ..AhAttr::default()
+    };
+    let ah = a.pd.create_ah(&request).unwrap();
+    let datagram = |wr_id, payload: &'static [u8]| SendWr {
+        wr_id,
+        op: SendOp::Send,
+        data: Data::Inline(payload),
+        flags: SendFlags::SIGNALED,
+    };
+    let into_b = [b.mr.sge(0, UD_GRH_BYTES + 64)];
+    b.qp.rq().unwrap().post(1, &into_b).unwrap();
+    a.qp.sq()
+        .post_ud(datagram(2, b"ping"), &ah.dest(b.qp.qpn(), QKEY))
+        .unwrap();
+    assert_eq!(poll_n(&mut a, 1)[0].status, Status::Success);
+    let received = poll_n(&mut b, 1)[0];
+    let src_qp = received.src_qp();
+    assert_eq!(
+        (received.wr_id, received.status, src_qp),
+        (1, Status::Success, a.qp.qpn())
+    );
+    let mut grh = [0u8; UD_GRH_BYTES as usize];
+    b.mr.read(0, &mut grh);
+    let answer = b.pd.create_ah_from_recv(1, &received, &grh).unwrap();
+    let into_a = [a.mr.sge(4096, UD_GRH_BYTES + 64)];
+    a.qp.rq().unwrap().post(3, &into_a).unwrap();
+    b.qp.sq()
+        .post_ud(datagram(4, b"pong"), &answer.dest(src_qp, QKEY))
+        .unwrap();
+    assert_eq!(poll_n(&mut b, 1)[0].status, Status::Success);
+    let r = poll_n(&mut a, 1)[0];
+    assert_eq!(
+        (r.wr_id, r.status, r.src_qp()),
+        (3, Status::Success, b.qp.qpn())
+    );
+    assert_eq!(read(&a, 4096 + UD_GRH_BYTES as usize, 4), b"pong");
+    UdAnswer {
+        request,
+        answer: *answer.attr(),
+        sender_gid: a
+            .ctx
+            .query_gid(1, sgid_index.unwrap_or(0).into())
+            .unwrap()
+            .gid,
+        received,
+        grh,
+    }
 }
