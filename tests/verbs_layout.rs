@@ -231,6 +231,10 @@ fn ffi_constants_match_the_headers() {
             MLX5DV_CONTEXT_MASK_DC_ODP_CAPS as i64,
         ),
         (
+            "MLX5DV_CONTEXT_MASK_DCI_STREAMS",
+            MLX5DV_CONTEXT_MASK_DCI_STREAMS as i64,
+        ),
+        (
             "MLX5DV_CONTEXT_FLAGS_CQE_V1",
             MLX5DV_CONTEXT_FLAGS_CQE_V1 as i64,
         ),

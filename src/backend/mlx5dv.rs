@@ -16,6 +16,8 @@ use rdma_sys::{ibv_context, ibv_cq, ibv_cq_init_attr_ex, ibv_device, ibv_qp, ibv
 pub const MLX5DV_CONTEXT_MASK_CQE_COMPRESION: u64 = 1 << 0;
 /// `MLX5DV_CONTEXT_MASK_DC_ODP_CAPS`: ask for `dc_odp_caps`.
 pub const MLX5DV_CONTEXT_MASK_DC_ODP_CAPS: u64 = 1 << 7;
+/// `MLX5DV_CONTEXT_MASK_DCI_STREAMS`: ask for `dci_streams_caps`.
+pub const MLX5DV_CONTEXT_MASK_DCI_STREAMS: u64 = 1 << 11;
 /// `MLX5DV_CONTEXT_FLAGS_CQE_V1`: CQE version 1 (`srqn_uidx` carries the user index).
 pub const MLX5DV_CONTEXT_FLAGS_CQE_V1: u64 = 1 << 0;
 /// `MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP`: 128-byte CQEs can be compressed.

@@ -113,10 +113,16 @@ impl CmOptions {
 pub(crate) enum Step {
     /// RESET → INIT granting `access`.
     Init { access: Access },
-    /// INIT → RTR expecting `rq_psn` (the peer's), the path MTU at most `max_mtu`.
-    Rtr { rq_psn: u32, max_mtu: Option<u32> },
-    /// RTR → RTS sending from `sq_psn` (ours).
-    Rts { sq_psn: u32 },
+    /// INIT → RTR expecting `rq_psn` (the peer's), the path MTU at most `max_mtu`, at most
+    /// `max_dest_rd_atomic` incoming READs and atomics (the device's `max_qp_rd_atom`).
+    Rtr {
+        rq_psn: u32,
+        max_mtu: Option<u32>,
+        max_dest_rd_atomic: u8,
+    },
+    /// RTR → RTS sending from `sq_psn` (ours), at most `max_rd_atomic` outstanding READs
+    /// and atomics (the device's `max_qp_init_rd_atom`).
+    Rts { sq_psn: u32, max_rd_atomic: u8 },
 }
 
 impl Step {
@@ -189,14 +195,28 @@ pub(crate) fn translate(
     }
     match step {
         Step::Init { access } => attr.qp_access_flags = access.0,
-        Step::Rtr { rq_psn, max_mtu } => {
+        // The depths the CM negotiated may exceed this device's on mixed devices (the
+        // passive side gets the REQ's responder resources as its `max_rd_atomic`), which
+        // mlx5's modify_qp refuses with EINVAL: at most the local caps.
+        Step::Rtr {
+            rq_psn,
+            max_mtu,
+            max_dest_rd_atomic,
+        } => {
             attr.rq_psn = rq_psn;
             if let Some(cap) = max_mtu {
                 let cap = super::attr::ibv_mtu_of(cap)?;
                 attr.path_mtu = attr.path_mtu.min(cap);
             }
+            attr.max_dest_rd_atomic = attr.max_dest_rd_atomic.min(max_dest_rd_atomic);
         }
-        Step::Rts { sq_psn } => attr.sq_psn = sq_psn,
+        Step::Rts {
+            sq_psn,
+            max_rd_atomic,
+        } => {
+            attr.sq_psn = sq_psn;
+            attr.max_rd_atomic = attr.max_rd_atomic.min(max_rd_atomic);
+        }
     }
     Ok((attr, mask))
 }
@@ -677,14 +697,25 @@ fn finish_qp(
     if !peer.cm_qp {
         return Err(CmError::PrivateData("the peer's QP is not connected by rdma_cm").into());
     }
+    let caps = {
+        use crate::backend::Backend;
+        qp.backend().caps()
+    };
     id.step(
         qp,
         Step::Rtr {
             rq_psn: peer.psn,
             max_mtu: options.path_mtu,
+            max_dest_rd_atomic: caps.max_dest_rd_atomic,
         },
     )?;
-    id.step(qp, Step::Rts { sq_psn: mine.psn })?;
+    id.step(
+        qp,
+        Step::Rts {
+            sq_psn: mine.psn,
+            max_rd_atomic: caps.max_rd_atomic,
+        },
+    )?;
     qp.connected_to(&endpoint_of(peer));
     Ok(())
 }
@@ -885,6 +916,7 @@ mod tests {
         let step = Step::Rtr {
             rq_psn: 0x00_0bcd,
             max_mtu: Some(1024),
+            max_dest_rd_atomic: 16,
         };
         let (out, mask) = translate(step, a, extra as c_int).unwrap();
         assert_eq!(mask.0, extra, "the CM's mask is applied as it is");
@@ -900,31 +932,48 @@ mod tests {
         let low = Step::Rtr {
             rq_psn: 0,
             max_mtu: Some(4096),
+            max_dest_rd_atomic: 4,
         };
         let mut a1024 = attr(ibv_qp_state::IBV_QPS_RTR);
         a1024.path_mtu = ibv_mtu::IBV_MTU_1024;
+        a1024.max_dest_rd_atomic = 16;
+        let out = translate(low, a1024, RTR.0 as c_int).unwrap().0;
         assert_eq!(
-            translate(low, a1024, RTR.0 as c_int).unwrap().0.path_mtu,
+            out.path_mtu,
             ibv_mtu::IBV_MTU_1024,
             "a cap above the CM's MTU keeps the CM's"
+        );
+        assert_eq!(
+            out.max_dest_rd_atomic, 4,
+            "at most the device's max_qp_rd_atom"
         );
     }
 
     #[test]
     fn rts_takes_the_cms_timers_and_our_psn() {
-        let mut a = attr(ibv_qp_state::IBV_QPS_RTS);
-        a.timeout = 14;
-        a.retry_cnt = 7;
-        a.rnr_retry = 7;
-        a.max_rd_atomic = 16;
-        a.sq_psn = 0x55;
-        let (out, mask) = translate(Step::Rts { sq_psn: 0x77 }, a, RTS.0 as c_int).unwrap();
+        let cm = || {
+            let mut a = attr(ibv_qp_state::IBV_QPS_RTS);
+            a.timeout = 14;
+            a.retry_cnt = 7;
+            a.rnr_retry = 7;
+            a.max_rd_atomic = 16;
+            a.sq_psn = 0x55;
+            a
+        };
+        let rts = |max_rd_atomic| Step::Rts {
+            sq_psn: 0x77,
+            max_rd_atomic,
+        };
+        let (out, mask) = translate(rts(16), cm(), RTS.0 as c_int).unwrap();
         assert_eq!(mask, RTS);
         assert_eq!(out.sq_psn, 0x77);
         assert_eq!(
             (out.timeout, out.retry_cnt, out.rnr_retry, out.max_rd_atomic),
             (14, 7, 7, 16)
         );
+        // The REQ's depth above this device's max_qp_init_rd_atom: at most the cap.
+        let (out, _) = translate(rts(8), cm(), RTS.0 as c_int).unwrap();
+        assert_eq!(out.max_rd_atomic, 8);
     }
 
     #[test]
@@ -936,7 +985,10 @@ mod tests {
             }
             other => panic!("{:?}", other.map(|(_, mask)| mask)),
         };
-        let rts = Step::Rts { sq_psn: 0 };
+        let rts = Step::Rts {
+            sq_psn: 0,
+            max_rd_atomic: 16,
+        };
         assert_eq!(
             reason(translate(
                 rts,
@@ -957,6 +1009,7 @@ mod tests {
         let rtr = Step::Rtr {
             rq_psn: 0,
             max_mtu: None,
+            max_dest_rd_atomic: 16,
         };
         let without = RTR.0 & !m::IBV_QP_AV.0;
         assert_eq!(

@@ -79,7 +79,7 @@ use super::mlx5dv::{
     mlx5dv_context, mlx5dv_query_device, MLX5DV_CONTEXT_FLAGS_BLUEFLAME,
     MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP, MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD,
     MLX5DV_CONTEXT_FLAGS_CQE_V1, MLX5DV_CONTEXT_MASK_CQE_COMPRESION,
-    MLX5DV_CONTEXT_MASK_DC_ODP_CAPS,
+    MLX5DV_CONTEXT_MASK_DCI_STREAMS, MLX5DV_CONTEXT_MASK_DC_ODP_CAPS,
 };
 use bfreg::BfRegisters;
 use rings::RingAllocator;
@@ -168,6 +168,9 @@ pub struct VerbsDeviceInfo {
     /// On-demand paging per transport (`odp_caps`, and `dc_odp_caps` from
     /// `mlx5dv_query_device`), read once at open.
     pub odp: OdpCaps,
+    /// DCI streams (`dci_streams_caps`: `max_log_num_concurent`, `max_log_num_errored`);
+    /// `None` when libmlx5 does not report them (no streams).
+    pub dci_streams: Option<(u8, u8)>,
 }
 
 /// The open device context, released last: every handle holds it.
@@ -430,7 +433,9 @@ fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error>
     // SAFETY: plain C data (the one pointer, `hca_core_clock`, is only written when asked
     // for, and we do not ask).
     let mut dv: mlx5dv_context = unsafe { core::mem::zeroed() };
-    dv.comp_mask = MLX5DV_CONTEXT_MASK_CQE_COMPRESION | MLX5DV_CONTEXT_MASK_DC_ODP_CAPS;
+    dv.comp_mask = MLX5DV_CONTEXT_MASK_CQE_COMPRESION
+        | MLX5DV_CONTEXT_MASK_DC_ODP_CAPS
+        | MLX5DV_CONTEXT_MASK_DCI_STREAMS;
     // SAFETY: an open mlx5 context and a valid, fully sized out-struct.
     let rc = unsafe { mlx5dv_query_device(dev.ctx.as_ptr(), &mut dv) };
     if rc != 0 {
@@ -472,6 +477,10 @@ fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error>
                 _ => dv.dc_odp_caps,
             },
         ),
+        dci_streams: (dv.comp_mask & MLX5DV_CONTEXT_MASK_DCI_STREAMS != 0).then_some((
+            dv.dci_streams_caps.max_log_num_concurent,
+            dv.dci_streams_caps.max_log_num_errored,
+        )),
     };
     Ok((caps, info))
 }

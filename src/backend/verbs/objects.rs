@@ -303,6 +303,23 @@ impl VerbsQp {
     }
 }
 
+/// Refuses DCI streams beyond the device's `dci_streams_caps` (`caps`: the largest log2
+/// of concurrent and of errored streams), as v44 verbs.c `create_qp` does with EINVAL.
+fn check_dci_streams(s: crate::types::DciStreams, caps: Option<(u8, u8)>) -> Result<(), Error> {
+    match caps {
+        None => Err(Error::Unsupported(
+            "DCI streams (libmlx5 reports no dci_streams_caps)",
+        )),
+        Some((concurrent, errored)) if s.log_concurrent > concurrent || s.log_errored > errored => {
+            Err(Error::InvalidArgument(
+                "DCI streams beyond the device's dci_streams_caps (max_log_num_concurent, \
+                 max_log_num_errored)",
+            ))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
 /// The verbs send operations (`enum ibv_qp_create_send_ops_flags`) a QP of `transport` is
 /// created for: the ones the driver posts on it (`crate::sizing::sq_overhead` names them),
 /// within what libmlx5 allows the transport (`MLX5_SUPPORTED_SEND_OPS_FLAGS_UC`: no READ, no
@@ -645,8 +662,16 @@ impl Backend for Verbs {
 
     fn clock_info(&self) -> Result<ClockInfo, Error> {
         let mut info = ClockInfo::default();
-        // SAFETY: an open context and a valid out-struct of the header's layout.
-        let rc = unsafe { mlx5dv_get_clock_info(self.dev.ctx.as_ptr(), &mut info) };
+        // mlx5.c `mlx5dv_get_clock_info` answers EBUSY when the kernel was updating the page
+        // through all of its seqlock retries: try once more before reporting it.
+        let mut rc = libc::EBUSY;
+        for _ in 0..2 {
+            // SAFETY: an open context and a valid out-struct of the header's layout.
+            rc = unsafe { mlx5dv_get_clock_info(self.dev.ctx.as_ptr(), &mut info) };
+            if rc != libc::EBUSY {
+                break;
+            }
+        }
         match rc {
             0 => Ok(info),
             libc::EINVAL | libc::EOPNOTSUPP => Err(Error::Unsupported(
@@ -771,7 +796,11 @@ impl Backend for Verbs {
         // A DCI's send_ops_flags are the crate's operations alone (above), so that
         // rdma-core's overhead is not its worst case (prm-facts-next §3.1).
         // DCI streams: `mlx5dv_dci_streams` in the union, rdma-core checks them against
-        // `dci_streams_caps` (EINVAL above) and the kernel writes them into the QPC.
+        // `dci_streams_caps` (a bare EINVAL; refused here first, typed) and the kernel
+        // writes them into the QPC.
+        if let Some(s) = config.dci_streams {
+            check_dci_streams(s, self.info.dci_streams)?;
+        }
         let streams = config.dci_streams.map(|s| mlx5dv_dci_streams {
             log_num_concurent: s.log_concurrent,
             log_num_errored: s.log_errored,
@@ -856,6 +885,10 @@ impl Backend for Verbs {
     }
 
     fn create_ah(&self, pd: &VerbsPd, attr: &AhAttr) -> Result<(AhHandle, Av), Error> {
+        // v44 `mlx5_create_ah` returns NULL without errno for a port out of range.
+        if attr.port == 0 || attr.port > self.info.phys_port_cnt {
+            return Err(Error::InvalidArgument("no such port on the device"));
+        }
         let mut ah_attr = attr::ah_attr(attr);
         let roce = matches!(
             self.port_attr(attr.port)?.addressing(),
@@ -962,10 +995,17 @@ impl Backend for Verbs {
     fn reset_dci_stream(&self, qp: &VerbsQp, stream: u16) -> Result<(), Error> {
         // SAFETY: a live QP.
         let rc = unsafe { mlx5dv_dci_stream_id_reset(qp.qp.as_ptr(), stream) };
-        if rc != 0 {
-            return Err(failed("reset DCI stream", rc));
+        match rc {
+            0 => Ok(()),
+            // v44 mlx5.c issues the reset through `mlx5dv_devx_qp_modify`: the kernel
+            // (devx.c `devx_get_uid`) answers EINVAL to a context without DevX, and libmlx5
+            // EOPNOTSUPP without `qpc_extension_cap` / `max_log_num_errored`.
+            libc::EINVAL | libc::EOPNOTSUPP => Err(Error::Unsupported(
+                "resetting a DCI stream (needs a DevX context and the device's \
+                 qpc_extension_cap; or the stream id is beyond the DCI's)",
+            )),
+            rc => Err(failed("reset DCI stream", rc)),
         }
-        Ok(())
     }
 
     fn query_psn(&self, qp: &VerbsQp) -> Result<QpPsn, Error> {
@@ -1069,10 +1109,30 @@ mod tests {
             hca_core_clock_khz: 156_250,
             completion_timestamp_mask: (1 << 63) - 1,
             odp: super::odp::OdpCaps::default(),
+            dci_streams: Some((4, 3)),
         }
     }
 
     use crate::prm::MiniCqeFormat;
+
+    #[test]
+    fn dci_streams_beyond_the_device_caps_are_refused() {
+        let s = |log_concurrent, log_errored| crate::types::DciStreams {
+            log_concurrent,
+            log_errored,
+        };
+        assert!(check_dci_streams(s(4, 3), Some((4, 3))).is_ok());
+        for bad in [s(5, 0), s(1, 4)] {
+            assert!(matches!(
+                check_dci_streams(bad, Some((4, 3))),
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+        assert!(matches!(
+            check_dci_streams(s(1, 0), None),
+            Err(Error::Unsupported(_))
+        ));
+    }
 
     #[test]
     fn compression_is_refused_where_verbs_or_the_device_cannot() {

@@ -21,6 +21,7 @@ use core::ffi::c_void;
 use core::ptr::NonNull;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
+use std::thread::ThreadId;
 
 use rdma_sys::{
     ibv_context, ibv_parent_domain_init_attr, ibv_parent_domain_init_attr_mask as Mask, ibv_pd,
@@ -52,8 +53,10 @@ pub(super) struct RingAllocator {
     options: MemOptions,
     /// Live allocations by address, with their resource types.
     live: Mutex<HashMap<usize, (Memory, u64)>>,
-    /// Why the last allocation was refused, for the creation that asked.
-    refused: Mutex<Option<Error>>,
+    /// Why each thread's last allocation was refused, for the creation that asked: libmlx5
+    /// calls the allocator from the thread creating the object, so two threads creating at
+    /// once each find their own refusal.
+    refused: Mutex<HashMap<ThreadId, Error>>,
 }
 
 /// The lock, whether or not another thread panicked holding it (the maps stay consistent:
@@ -67,7 +70,7 @@ impl RingAllocator {
         RingAllocator {
             options,
             live: Mutex::new(HashMap::new()),
-            refused: Mutex::new(None),
+            refused: Mutex::new(HashMap::new()),
         }
     }
 
@@ -155,16 +158,10 @@ impl RingAllocator {
                 lock(&self.live).insert(ptr as usize, (memory, resource_type));
                 ptr.cast()
             }
-            Ok(_) => {
-                *lock(&self.refused) = Some(Error::InvalidArgument(
-                    "libmlx5 asked for an alignment beyond the page size",
-                ));
-                core::ptr::null_mut()
-            }
-            Err(e) => {
-                *lock(&self.refused) = Some(e);
-                core::ptr::null_mut()
-            }
+            Ok(_) => self.refuse(Error::InvalidArgument(
+                "libmlx5 asked for an alignment beyond the page size",
+            )),
+            Err(e) => self.refuse(e),
         }
     }
 
@@ -185,9 +182,16 @@ impl RingAllocator {
         lock(&self.live).remove(&(ptr as usize));
     }
 
-    /// Why the last allocation was refused (taken: asked once per failed creation).
+    /// NULL for libmlx5, `why` kept for this thread's creation.
+    fn refuse(&self, why: Error) -> *mut c_void {
+        lock(&self.refused).insert(std::thread::current().id(), why);
+        core::ptr::null_mut()
+    }
+
+    /// Why this thread's last allocation was refused (taken: asked once per failed
+    /// creation).
     pub(super) fn take_refusal(&self) -> Option<Error> {
-        lock(&self.refused).take()
+        lock(&self.refused).remove(&std::thread::current().id())
     }
 
     /// The live allocations, by address.
@@ -306,6 +310,18 @@ mod tests {
             missing.take_refusal(),
             Some(Error::NumaNode { node: 4000, .. })
         ));
+        assert_eq!(missing.take_refusal(), None);
+        // Another thread's refusal is that thread's: this one finds none.
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let data = &missing as *const RingAllocator as *mut c_void;
+                    // SAFETY: as above.
+                    assert!(unsafe { ring_alloc(4096, data) }.is_null());
+                })
+                .join()
+                .unwrap();
+        });
         assert_eq!(missing.take_refusal(), None);
     }
 
