@@ -159,7 +159,9 @@ impl WcError {
     /// (REMOTE_ABORTED_ERR with vendor syndrome 0x93, `MLX5_CQE_VENDOR_SYNDROME_ODP_PFAULT`;
     /// rdma-core's `is_odp_pfault_err`): no data landed, the QP is not in error, and the
     /// sender retries. rdma-core re-posts the WQE unseen; this driver reports it, and the
-    /// caller posts the buffer to the SRQ again (docs/memory.md, "On-demand paging"). The
+    /// caller posts the same buffer to the SRQ again (its pages are the ones the kernel is
+    /// bringing in, so the retry lands there without another fault; docs/memory.md,
+    /// "On-demand paging"). The
     /// faulted slot cools down for a lap of the SRQ's ring (the kernel may still read its
     /// WQE), as rdma-core's wait queue keeps it.
     pub fn is_odp_fault(&self) -> bool {
@@ -355,7 +357,9 @@ impl Completion {
     /// [`Context::clock_info`](crate::Context::clock_info). Read on CQs created with
     /// [`CqConfig::timestamps`](crate::CqConfig::timestamps) only (whose requester CQEs are
     /// then parsed out of line: the common poll pays nothing for the feature); 0 elsewhere
-    /// and for error CQEs, whose layout has no timestamp.
+    /// and for error CQEs, whose layout has no timestamp. The completions of a compressed
+    /// block all carry its title's timestamp: a mini-CQE has none (the kernel's
+    /// `mlx5e_decompress_cqe` and MLNX libmlx5's `copy_cqes` do the same).
     #[inline]
     pub fn timestamp(&self) -> u64 {
         self.timestamp

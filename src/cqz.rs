@@ -200,6 +200,10 @@ impl Unzip {
             cqe.sop_drop_qpn = Be32::new(u32::from(mini.s_wqe_opcode()) << 24 | qpn);
         } else {
             cqe.wqe_counter = Be16::new(counter);
+            // Bytes 0..4 of a responder mini-CQE are the RX hash, or with the checksum
+            // formats the checksum and stride index (kernel `mlx5_mini_cqe8`); RDMA
+            // completions read none of them, so they go where the hash goes whatever the
+            // format.
             cqe.rss_hash_result = Be32::new(mini.rx_hash_result());
         }
         cqe.signature = validity_count(at, self.log_cnt);

@@ -90,8 +90,11 @@ fn store(window: &dyn DmWindow, offset: usize, data: &[u8]) {
 }
 
 impl<B: Backend> Context<B> {
-    /// Allocates `len` bytes of device memory (`ibv_alloc_dm`, 64-byte aligned); the
-    /// device rounds the size up to 64 bytes ([`DeviceMemory::len`]). Refused with
+    /// Allocates `len` bytes of device memory (`ibv_alloc_dm`, 64-byte aligned). The kernel
+    /// allocates the size rounded up to 64 bytes (`handle_alloc_dm_memic`), which is what
+    /// [`DeviceMemory::len`] says on the model; on hardware it says `len`, as rdma-core
+    /// reports the request (`_mlx5dv_alloc_dm` keeps `dm->length = dm_attr->length` and maps
+    /// only that). Refused with
     /// [`Error::DeviceMemory`]: [`DmRefusal::NoDeviceMemory`] on a device without it,
     /// [`DmRefusal::TooLarge`] beyond `max_dm_size`, [`DmRefusal::Exhausted`] when other
     /// allocations hold it; a length of 0 is [`Error::InvalidArgument`].

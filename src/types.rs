@@ -517,7 +517,10 @@ pub struct CqConfig {
     /// 128-byte CQEs, `MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP`); the enhanced layout needs a
     /// DevX CQ, which the verbs backend does not create. What the device cannot do fails
     /// creation with [`Error::Unsupported`](crate::Error::Unsupported). See
-    /// `docs/pcie.md`.
+    /// `docs/pcie.md`. To see blocks on the model, give its NIC
+    /// `ZipConfig { policy: ZipPolicy::EveryBurst, .. }` (its default compresses only under
+    /// `Fault::PcieBackpressure`, as hardware does under back pressure), as the crate's
+    /// compression tests do.
     pub compression: Option<crate::CqeCompression>,
 }
 
