@@ -156,9 +156,15 @@ impl Ctx<'_> {
         self.shared.events.pop(queue, room as usize)
     }
 
-    /// Deliver what the NIC has queued (after every command and store, and on every tick).
+    /// Deliver what the fabric's NICs have queued (after every command and store; the
+    /// ticker does it too). Every NIC, not only this context's: a doorbell here writes CQEs
+    /// on the peer's NIC too (the responder's receive), whose events the kernel delivers
+    /// from that NIC's interrupt at once (`mlx5_eq_comp_int` -> `mlx5_ib_cq_comp` ->
+    /// `ib_uverbs_comp_handler`), not when its program next makes a call.
     pub(crate) fn pump(&self) {
-        self.shared.events.pump(self.index, self.nic);
+        for (i, nic) in self.shared.nics.iter().enumerate() {
+            self.shared.events.pump(i, nic);
+        }
     }
 
     /// The kernel's cleanup of a closed context: every object, children first.
