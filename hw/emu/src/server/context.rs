@@ -171,7 +171,9 @@ impl Ctx<'_> {
     fn teardown(&mut self) {
         let nic = self.nic;
         for (_, qp) in self.qps.drain() {
-            let _ = nic.modify_qp(qp.qpn, &mlx5_hw::QpTransition::Err);
+            // As mlx5_ib's `destroy_qp_common`: to RESET (2RST_QP), then destroyed. Not
+            // through ERR, whose flush would write CQEs into a program that has gone.
+            let _ = nic.modify_qp(qp.qpn, &mlx5_hw::QpTransition::Reset);
             let _ = nic.destroy_qp(qp.qpn);
             self.shared.events.remove(Kind::Qp, self.index, qp.qpn);
         }
