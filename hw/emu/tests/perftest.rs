@@ -1,0 +1,215 @@
+//! Debian's unmodified perftest on model NICs: one `ib_write_lat`, `ib_write_bw`,
+//! `ib_send_lat` and `ib_read_lat` pair each, server (`mlx5_0`) and client (`mlx5_1`) as two
+//! processes under `mlx5-emu run` on a fabric of their own, each finishing with exit status 0
+//! and its result row for the size and iteration count asked. The full matrix is
+//! `hw/emu/perftest.sh` (docs/emulator.md, "perftest on the emulator").
+//!
+//! Ignored where perftest is not installed (`cfg(perftest)`, set by build.rs; with
+//! `MLX5_EMU_REQUIRE_PROGRAMS=1` its absence fails the build instead).
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// How long a side may take: the pairs run in a second or two; this only stops a hang.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// The launcher, with the preload beside it: built once (`$CARGO build -p mlx5-emu-preload`,
+/// the launcher's profile and target directory) if it is not there.
+fn launcher() -> &'static Path {
+    static PREPARED: OnceLock<PathBuf> = OnceLock::new();
+    PREPARED.get_or_init(|| {
+        let exe = PathBuf::from(env!("CARGO_BIN_EXE_mlx5-emu"));
+        if !exe.with_file_name("libmlx5_emu_preload.so").is_file() {
+            build_preload(&exe);
+        }
+        exe
+    })
+}
+
+/// `cargo build -p mlx5-emu-preload` into the directory `exe` is in (`<target>/<profile>`).
+fn build_preload(exe: &Path) {
+    let profile_dir = exe.parent().expect("the launcher's directory");
+    let target = profile_dir.parent().expect("the target directory");
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => "dev",
+        Some(name) => name,
+        None => panic!("no profile in {}", exe.display()),
+    };
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "mlx5-emu-preload",
+            "--profile",
+            profile,
+        ])
+        .arg("--target-dir")
+        .arg(target)
+        .status()
+        .expect("running cargo");
+    assert!(
+        status.success(),
+        "cargo build -p mlx5-emu-preload: {status}"
+    );
+    assert!(
+        exe.with_file_name("libmlx5_emu_preload.so").is_file(),
+        "the preload is still not beside {}",
+        exe.display()
+    );
+}
+
+/// A TCP port nothing listens on (the kernel's pick, released again).
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("binding a port");
+    l.local_addr().expect("its address").port()
+}
+
+/// Whether something listens on TCP `port` (`/proc/net/tcp{,6}`, state 0A), found without
+/// connecting: the perftest server takes the first connection as its client.
+fn listening(port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
+        std::fs::read_to_string(table).is_ok_and(|text| {
+            text.lines().skip(1).any(|line| {
+                let mut f = line.split_whitespace();
+                let local = f.nth(1).unwrap_or("");
+                let state = f.nth(1).unwrap_or("");
+                local.ends_with(&want) && state == "0A"
+            })
+        })
+    })
+}
+
+/// One side: `mlx5-emu run --fabric FABRIC -- PROGRAM -d DEVICE -p PORT ARGS [localhost]`,
+/// in a process group of its own (so a timeout ends the program with its launcher).
+fn side(fabric: &str, dir: &Path, device: &str, port: u16, program: &[&str], peer: bool) -> Child {
+    let mut cmd = Command::new(launcher());
+    cmd.args(["run", "--fabric", fabric, "--"])
+        .arg(program[0])
+        .args(["-d", device, "-p", &port.to_string()])
+        .args(&program[1..])
+        .args(peer.then_some("localhost"))
+        .env("MLX5_EMU_DIR", dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    cmd.spawn().expect("starting mlx5-emu run")
+}
+
+/// Wait for `child` until `deadline`; past it, kill its process group.
+fn finish(mut child: Child, deadline: Instant) -> (ExitStatus, String) {
+    // Read the pipes on threads: a program blocked on a full pipe would never exit.
+    let mut out = child.stdout.take().expect("piped stdout");
+    let mut err = child.stderr.take().expect("piped stderr");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: kill has no memory preconditions; the group is the one this test made.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            break child.wait().expect("waiting after the kill");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let text = out.join().expect("stdout reader") + &err.join().expect("stderr reader");
+    (status, text)
+}
+
+/// perftest's result rows: the lines after its `#bytes` header that start with a size and
+/// an iteration count, as those two numbers.
+fn rows(text: &str) -> Vec<(u64, u64)> {
+    let mut header = false;
+    let mut rows = Vec::new();
+    for line in text.lines() {
+        if line.contains("#bytes") {
+            header = true;
+            continue;
+        }
+        let mut f = line.split_whitespace().map(str::parse::<u64>);
+        if let (true, Some(Ok(bytes)), Some(Ok(iters))) = (header, f.next(), f.next()) {
+            rows.push((bytes, iters));
+        }
+    }
+    rows
+}
+
+/// Run `program` as a pair and check each side: exit status 0 and the row `(bytes, iters)`
+/// (the server of `ib_read_lat` prints none: only the client posts, perftest read_lat.c).
+fn pair(name: &str, program: &[&str], row: (u64, u64), server_prints: bool) {
+    // The fabric's socket, sysfs tree and log; kept when the pair fails.
+    let dir = std::env::temp_dir().join(format!("mlx5-emu-{}-{name}", std::process::id()));
+    let fabric = format!("perftest-{name}");
+    let port = free_port();
+    let deadline = Instant::now() + LIMIT;
+    let server = side(&fabric, &dir, "mlx5_0", port, program, false);
+    while !listening(port) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let client = side(&fabric, &dir, "mlx5_1", port, program, true);
+    let (client_status, client_out) = finish(client, deadline);
+    let (server_status, server_out) = finish(server, deadline);
+    let shown = format!("--- server:\n{server_out}\n--- client:\n{client_out}");
+    assert!(
+        server_status.success(),
+        "{name} server: {server_status}\n{shown}"
+    );
+    assert!(
+        client_status.success(),
+        "{name} client: {client_status}\n{shown}"
+    );
+    assert_eq!(rows(&client_out), [row], "{name} client's table\n{shown}");
+    let server_rows: &[(u64, u64)] = if server_prints { &[row] } else { &[] };
+    assert_eq!(
+        rows(&server_out),
+        server_rows,
+        "{name} server's table\n{shown}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+#[cfg_attr(not(perftest), ignore = "perftest is not installed")]
+fn ib_write_lat_pair_completes() {
+    pair("write_lat", &["ib_write_lat", "-n", "100"], (2, 100), true);
+}
+
+#[test]
+#[cfg_attr(not(perftest), ignore = "perftest is not installed")]
+fn ib_write_bw_pair_completes() {
+    pair(
+        "write_bw",
+        &["ib_write_bw", "-n", "100", "-s", "4096"],
+        (4096, 100),
+        true,
+    );
+}
+
+#[test]
+#[cfg_attr(not(perftest), ignore = "perftest is not installed")]
+fn ib_send_lat_pair_completes() {
+    pair("send_lat", &["ib_send_lat", "-n", "100"], (2, 100), true);
+}
+
+#[test]
+#[cfg_attr(not(perftest), ignore = "perftest is not installed")]
+fn ib_read_lat_pair_completes() {
+    pair("read_lat", &["ib_read_lat", "-n", "100"], (2, 100), false);
+}
