@@ -143,6 +143,22 @@ impl Ctx<'_> {
         fd: Option<OwnedFd>,
         event_fd: Option<i32>,
     ) -> Res {
+        let r = self.dispatch(buf, fd, event_fd);
+        if super::trace() {
+            let command = abi::read::<ib_uverbs_cmd_hdr>(buf, 0).map_or(u32::MAX, |h| h.command);
+            eprintln!(
+                "mlx5-emu: space {} command {command:#x}: {}",
+                self.space,
+                match r {
+                    Ok(()) => "ok".to_string(),
+                    Err(e) => format!("errno {e}"),
+                }
+            );
+        }
+        r
+    }
+
+    fn dispatch(&mut self, buf: &[u8], fd: Option<OwnedFd>, event_fd: Option<i32>) -> Res {
         let hdr: ib_uverbs_cmd_hdr = abi::read(buf, 0).map_err(|_| libc::EINVAL)?;
         let ex = hdr.command & IB_USER_VERBS_CMD_FLAG_EXTENDED != 0;
         let command = hdr.command & IB_USER_VERBS_CMD_COMMAND_MASK;

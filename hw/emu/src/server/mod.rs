@@ -103,6 +103,13 @@ impl Options {
     }
 }
 
+/// Whether the server logs every command and its result (`MLX5_EMU_TRACE=1` in the
+/// environment of the `mlx5-emu run` that starts the fabric).
+pub(crate) fn trace() -> bool {
+    static TRACE: OnceLock<bool> = OnceLock::new();
+    *TRACE.get_or_init(|| std::env::var("MLX5_EMU_TRACE").as_deref() == Ok("1"))
+}
+
 /// The default directory of the fabrics: `$MLX5_EMU_DIR`, else `$XDG_RUNTIME_DIR/mlx5-emu`,
 /// else `/tmp/mlx5-emu-<uid>`.
 pub fn default_dir() -> PathBuf {

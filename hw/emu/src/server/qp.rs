@@ -246,7 +246,9 @@ impl Ctx<'_> {
             pdn,
             send_cqn,
             recv_cqn,
-            srqn: srq,
+            // A DCI receives nothing: the kernel's `create_dci` gives it no RQ and takes no
+            // SRQ into its context, whatever the program passed.
+            srqn: if t == Transport::Dci { None } else { srq },
             sq_buf: in_space(self.space, drv.buf_addr + rq_bytes),
             log_sq_wqe_cnt: drv.sq_wqe_count.max(1).trailing_zeros() as u8,
             rq_buf: in_space(self.space, drv.buf_addr),

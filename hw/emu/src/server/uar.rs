@@ -138,7 +138,16 @@ impl Ctx<'_> {
     pub(crate) fn store(&mut self, pgoff: u64, offset: u32, data: &[u8]) {
         let page = u32::from(mmap_index(pgoff));
         self.shared.reap();
-        if self.route(page, offset, data).is_none() {
+        let routed = self.route(page, offset, data).is_some();
+        if super::trace() {
+            let hex: String = data.iter().map(|b| format!("{b:02x}")).collect();
+            eprintln!(
+                "mlx5-emu: space {} store page {page} +{offset:#x}: {hex}{}",
+                self.space,
+                if routed { "" } else { " (misrouted)" }
+            );
+        }
+        if !routed {
             self.uars.misrouted += 1;
         }
         self.pump();
