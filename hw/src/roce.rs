@@ -1,13 +1,12 @@
 //! RoCE (`NicConfig::link_layer = Ethernet`): the model's MAC and GID table of a port, the
-//! destination MAC an address handle resolves from a GID, the UDP source port rdma-core
-//! derives from the flow label, the IPv4 header of RoCE v2 over IPv4, and the L3 header
-//! types a UD receive CQE reports.
+//! UDP source port rdma-core derives from the flow label, the IPv4 header of RoCE v2 over
+//! IPv4, and the L3 header types a UD receive CQE reports. The destination MAC an address
+//! handle resolves from a GID is `ud::dmac` (it searches the fabric).
 
-use crate::state::World;
 use crate::types::{GidAddr, GidEntry, GidType, RoceGid};
 
 /// The model's MAC of the port of LID `lid`: locally administered, `02:00:00:00:LID`.
-fn mac(lid: u16) -> [u8; 6] {
+pub(crate) fn mac(lid: u16) -> [u8; 6] {
     let [hi, lo] = lid.to_be_bytes();
     [0x02, 0, 0, 0, hi, lo]
 }
@@ -73,28 +72,6 @@ pub(crate) fn gid_table(lid: u16, entries: &[RoceGid]) -> Vec<GidEntry> {
             }
         })
         .collect()
-}
-
-/// The destination MAC of an address handle to `dgid`, as the kernel resolves it for
-/// `mlx5_create_ah` (`ib_resolve_eth_dmac`): for a link-local GID its EUI-64 read back
-/// (`rdma_get_ll_mac`, `include/rdma/ib_addr.h`), else by neighbour resolution, which on
-/// the model's fabric is the MAC of the NIC that has the GID. `None`: no NIC has it (the
-/// kernel fails the address handle: nobody answers).
-pub(crate) fn dmac(w: &World, dgid: &[u8; 16]) -> Option<[u8; 6]> {
-    if dgid[..8] == [0xfe, 0x80, 0, 0, 0, 0, 0, 0] {
-        return Some([
-            dgid[8] ^ 0x02,
-            dgid[9],
-            dgid[10],
-            dgid[13],
-            dgid[14],
-            dgid[15],
-        ]);
-    }
-    w.nics
-        .iter()
-        .find(|n| n.gids.iter().any(|e| e.gid == *dgid))
-        .map(|n| mac(n.lid))
 }
 
 /// The UDP source port of a RoCE v2 address handle with flow label `fl`, as rdma-core's

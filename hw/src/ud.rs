@@ -48,7 +48,7 @@ const UD_HEADERS: usize = 24;
 /// without `is_global`): `stat_rate_sl = (sl & 7) << 1`, `rlid` = the UDP source port
 /// from the flow label ([`roce::udp_sport`]) for a RoCE v2 source GID (0 for v1: `mlx5_create_ah` sets it only
 /// when `ibv_query_gid_type` says `IBV_GID_TYPE_SYSFS_ROCE_V2`), `rmac` = the destination
-/// MAC ([`roce::dmac`]), the GRH fields without bit 30. The SGID index must be in the
+/// MAC ([`dmac`]), the GRH fields without bit 30. The SGID index must be in the
 /// port's table (`ibv_query_gid_type` fails otherwise).
 pub(crate) fn build_av(w: &mut World, n: usize, a: &AhAttr) -> Result<[u8; AV_BYTES], HwError> {
     let nic = &mut w.nics[n];
@@ -92,13 +92,35 @@ pub(crate) fn build_av(w: &mut World, n: usize, a: &AhAttr) -> Result<[u8; AV_BY
                 av[14..16].copy_from_slice(&sport.to_be_bytes());
             }
             av[12] = (a.sl & 7) << 1;
-            let mac = roce::dmac(w, &g.dgid).ok_or(HwError::InvalidParam(
+            let mac = dmac(w, &g.dgid).ok_or(HwError::InvalidParam(
                 "no NIC answers for the destination GID",
             ))?;
             av[20..26].copy_from_slice(&mac);
         }
     }
     Ok(av)
+}
+
+/// The destination MAC of an address handle to `dgid`, as the kernel resolves it for
+/// `mlx5_create_ah` (`ib_resolve_eth_dmac`): for a link-local GID its EUI-64 read back
+/// (`rdma_get_ll_mac`, `include/rdma/ib_addr.h`), else by neighbour resolution, which on
+/// the model's fabric is the MAC of the NIC that has the GID. `None`: no NIC has it (the
+/// kernel fails the address handle: nobody answers).
+pub(crate) fn dmac(w: &World, dgid: &[u8; 16]) -> Option<[u8; 6]> {
+    if dgid[..8] == [0xfe, 0x80, 0, 0, 0, 0, 0, 0] {
+        return Some([
+            dgid[8] ^ 0x02,
+            dgid[9],
+            dgid[10],
+            dgid[13],
+            dgid[14],
+            dgid[15],
+        ]);
+    }
+    w.nics
+        .iter()
+        .find(|n| n.gids.iter().any(|e| e.gid == *dgid))
+        .map(|n| roce::mac(n.lid))
 }
 
 /// An address vector as the NIC reads it from a WQE (UD: Q_Key and remote QPN; DC: DC
