@@ -223,7 +223,7 @@ impl Nic {
             max_msg_sz: n.cfg.max_msg_sz,
             atomic_8b_host_order: n.cfg.atomic_8b_host_order,
             compact_av: n.cfg.compact_av,
-            max_dm_size: n.cfg.dm_size / crate::dm::DM_PAGE * crate::dm::DM_PAGE,
+            max_dm_size: n.cfg.dm_size / crate::state::DM_PAGE * crate::state::DM_PAGE,
         })
     }
 
@@ -387,7 +387,7 @@ impl Nic {
                     access,
                     invalid: false,
                     remote_invalidate: false,
-                    page_shift: crate::dm::DM_PAGE.trailing_zeros() as u8,
+                    page_shift: crate::state::DM_PAGE.trailing_zeros() as u8,
                     present: None,
                     dm: Some(map),
                 },

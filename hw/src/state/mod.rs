@@ -9,6 +9,7 @@ use std::sync::Arc;
 mod access;
 mod consts;
 mod cq;
+mod dm;
 mod faults;
 mod mr;
 mod qp;
@@ -19,6 +20,7 @@ pub(crate) use consts::{
     PSN_MASK, QPN_BASE, SRQN_BASE,
 };
 pub(crate) use cq::{Arm, Cq, Delayed};
+pub(crate) use dm::{DevMem, DM_PAGE};
 pub(crate) use faults::{hit_range, take_fault, Budget, Faults};
 pub(crate) use mr::{Mr, MrSlot, Touch};
 pub(crate) use qp::{Dest, Qp, Stall};
@@ -107,7 +109,7 @@ pub(crate) struct NicState {
     /// The device clock (`NicConfig::clock_khz`).
     pub(crate) clock: crate::clock::Clock,
     /// On-chip device memory (`NicConfig::dm_size`).
-    pub(crate) dm: crate::dm::DevMem,
+    pub(crate) dm: DevMem,
     /// Page shifts of queue memory by start address: `start -> (end, page shift)`
     /// (`Nic::set_ring_page_size`); rings elsewhere are in 4 KiB pages.
     pub(crate) ring_pages: std::collections::BTreeMap<u64, (u64, u8)>,
@@ -154,7 +156,7 @@ impl NicState {
         let gid = gids[0].gid;
         let link = Link::new(cfg.pcie);
         let clock = crate::clock::Clock::new(cfg.clock_khz, cfg.clock_shift, cfg.clock_step);
-        let dm = crate::dm::DevMem::new(cfg.dm_size);
+        let dm = DevMem::new(cfg.dm_size);
         let mut nic = NicState {
             lid,
             gid,

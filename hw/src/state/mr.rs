@@ -17,7 +17,7 @@ pub(crate) struct Mr {
     /// On-demand keys: the pages (in `page_shift` units) the NIC has a translation for.
     pub(crate) present: Option<BTreeSet<u64>>,
     /// Keys on device memory (zero based, no translation entries): where byte 0 is.
-    pub(crate) dm: Option<crate::dm::DmMap>,
+    pub(crate) dm: Option<crate::state::dm::DmMap>,
 }
 
 impl Mr {
