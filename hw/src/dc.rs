@@ -14,20 +14,10 @@
 
 use crate::cq::complete;
 use crate::cqe::{synd, Cqe};
-use crate::state::{Dest, NicState, World};
+use crate::state::{DcConn, Dest, NicState, World};
 use crate::types::{DcRefusal, QpState, Transport};
 use crate::ud::Av;
 use crate::wqe::Ctrl;
-
-/// A DCI's connection: the DCT it talks to, and the part of that DCT's responder context
-/// that belongs to it (the PSN it expects next), set up by the connect handshake.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct DcConn {
-    nic: usize,
-    dctn: u32,
-    key: u64,
-    rq_psn: u32,
-}
 
 /// Why a DC request reached no DCT.
 pub(crate) enum Refused {

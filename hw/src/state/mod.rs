@@ -23,7 +23,7 @@ pub(crate) use cq::{Arm, Cq, Delayed};
 pub(crate) use dm::{DevMem, DM_PAGE};
 pub(crate) use faults::{hit_range, take_fault, Budget, Faults};
 pub(crate) use mr::{Mr, MrSlot, Touch};
-pub(crate) use qp::{Dest, Qp, Stall};
+pub(crate) use qp::{DcConn, Dest, Qp, Stall};
 pub(crate) use srq::Srq;
 
 /// Everything behind the fabric lock.

@@ -68,7 +68,7 @@ pub(crate) struct Qp {
     /// A DCT's access key (set at RTR).
     pub(crate) dc_key: u64,
     /// A DCI's current connection (one per DCI, whatever its streams: docs/model.md).
-    pub(crate) dc: Option<crate::dc::DcConn>,
+    pub(crate) dc: Option<DcConn>,
     /// A DCI's stream channels, and the ids of its streams in error.
     pub(crate) dci_streams: crate::types::DciStreams,
     pub(crate) errored_streams: Vec<u16>,
@@ -122,4 +122,14 @@ impl Qp {
         self.sq_fetched = pi;
         fetched
     }
+}
+
+/// A DCI's connection: the DCT it talks to, and the part of that DCT's responder context
+/// that belongs to it (the PSN it expects next), set up by the connect handshake.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DcConn {
+    pub(crate) nic: usize,
+    pub(crate) dctn: u32,
+    pub(crate) key: u64,
+    pub(crate) rq_psn: u32,
 }
