@@ -29,7 +29,7 @@
 
 use crate::cq::{claim, lost, put, write_now};
 use crate::cqe::{cqe_op, Cqe};
-use crate::state::NicState;
+use crate::state::{NicState, Session};
 use crate::types::{ZipLayout, ZipPolicy};
 
 /// Mini-CQEs in one basic array (`MLX5_MINI_CQE_ARRAY_SIZE`).
@@ -67,16 +67,6 @@ pub(crate) fn close_all(nic: &mut NicState) {
     while let Some(cq) = nic.bursts.pop() {
         close(nic, cq);
     }
-}
-
-/// An enhanced session that may continue: its title, its QP, how many completions it has
-/// (the title's included) and the CQ producer index its next slot must take.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Session {
-    qp: Option<usize>,
-    title: Cqe,
-    len: usize,
-    next_pi: u32,
 }
 
 fn close(nic: &mut NicState, cq: usize) {

@@ -25,7 +25,7 @@ pub(crate) struct Cq {
     /// CQEs of the current burst held for compression (see `cqz`), with their QP index.
     pub(crate) burst: Vec<(Option<usize>, crate::cqe::Cqe)>,
     /// The enhanced session the CQ's last entries belong to (see `cqz`).
-    pub(crate) session: Option<crate::cqz::Session>,
+    pub(crate) session: Option<Session>,
 }
 
 /// An accepted CQ arm request.
@@ -42,4 +42,14 @@ pub(crate) struct Delayed {
     pub(crate) cq: usize,
     pub(crate) qp: Option<usize>,
     pub(crate) cqe: crate::cqe::Cqe,
+}
+
+/// An enhanced session that may continue: its title, its QP, how many completions it has
+/// (the title's included) and the CQ producer index its next slot must take.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Session {
+    pub(crate) qp: Option<usize>,
+    pub(crate) title: crate::cqe::Cqe,
+    pub(crate) len: usize,
+    pub(crate) next_pi: u32,
 }

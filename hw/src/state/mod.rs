@@ -19,7 +19,7 @@ pub(crate) use consts::{
     BF_OFFSET, CHANNEL_BASE, CQN_BASE, CQ_DOORBELL, CQ_UAR, INVALID_LKEY, MAX_RD_ATOMIC, PDN_BASE,
     PSN_MASK, QPN_BASE, SRQN_BASE,
 };
-pub(crate) use cq::{Arm, Cq, Delayed};
+pub(crate) use cq::{Arm, Cq, Delayed, Session};
 pub(crate) use dm::{DevMem, DM_PAGE};
 pub(crate) use faults::{hit_range, take_fault, Budget, Faults};
 pub(crate) use mr::{Mr, MrSlot, Touch};
