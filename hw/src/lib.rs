@@ -32,7 +32,6 @@ mod cqz;
 mod dc;
 mod dm;
 mod fast;
-mod fence;
 mod host;
 mod mmio;
 mod nic;

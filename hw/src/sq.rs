@@ -4,14 +4,13 @@
 use crate::cq::complete;
 use crate::cqe::{cqe_op, synd, Cqe, REQ_BYTE_CNT_POISON};
 use crate::dc::{Gate, Refused};
-use crate::fence::InFlight;
 use crate::host;
 use crate::pcie::{Ctx, Purpose};
 use crate::qp::{
     fail_head, fetch_sq, flush_head, flush_sq, read_bb, read_ring, read_sq, sq_producer,
 };
 use crate::resp::{respond, respond_again, Request, Resp};
-use crate::state::{take_fault, Dest, NicState, Qp, Stall, World, PSN_MASK};
+use crate::state::{take_fault, Dest, InFlight, NicState, Qp, Stall, World, PSN_MASK};
 use crate::types::{Access, QpState, Transport};
 use crate::ud::Av;
 use crate::wqe::{Ctrl, Op, Seg, Segs, Wqe, BB};

@@ -6,12 +6,11 @@
 //! `RESPST_ERR_RNR` / `RESPST_ERR_RKEY_VIOLATION` / `RESPST_ERR_LENGTH` cases).
 
 use crate::cqe::{cqe_op, synd, Cqe, REQ_BYTE_CNT_POISON};
-use crate::fence::InFlight;
 use crate::pcie::{Ctx, Purpose};
 use crate::qp::fail;
 use crate::resp::{invalidate, put_back, recv_cqe, scatter_to_cqe, take_recv, Request};
 use crate::sq::{check_gather, connected, packets, Outcome};
-use crate::state::{hit_range, NicState, World, PSN_MASK};
+use crate::state::{hit_range, InFlight, NicState, World, PSN_MASK};
 use crate::types::{Access, Transport};
 use crate::wqe::{opcode, Ctrl, Op, Segs};
 use crate::xfer::{Cursor, Span};

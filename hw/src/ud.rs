@@ -4,13 +4,12 @@
 
 use crate::cq::complete;
 use crate::cqe::{cqe_op, synd, Cqe, REQ_BYTE_CNT_POISON};
-use crate::fence::InFlight;
 use crate::pcie::{Ctx, Purpose};
 use crate::qp::fail;
 use crate::resp::take_recv;
 use crate::roce;
 use crate::sq::{check_gather, Outcome};
-use crate::state::{take_fault, Dest, World};
+use crate::state::{take_fault, Dest, InFlight, World};
 use crate::types::{
     Access, AhAttr, CqePkey, GidType, GlobalRoute, HwError, LinkLayer, QpState, Transport,
 };

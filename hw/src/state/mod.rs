@@ -11,6 +11,7 @@ mod consts;
 mod cq;
 mod dm;
 mod faults;
+mod fence;
 mod mr;
 mod qp;
 mod srq;
@@ -22,6 +23,7 @@ pub(crate) use consts::{
 pub(crate) use cq::{Arm, Cq, Delayed, Session};
 pub(crate) use dm::{DevMem, DM_PAGE};
 pub(crate) use faults::{hit_range, take_fault, Budget, Faults};
+pub(crate) use fence::InFlight;
 pub(crate) use mr::{Mr, MrSlot, Touch};
 pub(crate) use qp::{DcConn, Dest, Qp, Stall};
 pub(crate) use srq::Srq;

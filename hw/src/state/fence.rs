@@ -2,7 +2,7 @@
 //! fence is honoured trivially and its absence would go unseen; this remembers what real
 //! hardware could still have in flight (prm-facts §2, FM bits).
 
-use crate::state::MAX_RD_ATOMIC;
+use crate::state::consts::MAX_RD_ATOMIC;
 
 /// The local result buffers of the READ and atomic WQEs executed so far in one run of the
 /// send queue, back to back since the last fenced WQE. Real hardware pipelines such a run:
