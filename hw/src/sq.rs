@@ -10,20 +10,13 @@ use crate::qp::{
     fail_head, fetch_sq, flush_head, flush_sq, read_bb, read_ring, read_sq, sq_producer,
 };
 use crate::resp::{respond, respond_again, Request, Resp};
-use crate::state::{take_fault, Dest, InFlight, NicState, Qp, Stall, World, PSN_MASK};
+use crate::state::{
+    take_fault, Dest, InFlight, NicState, Qp, Scratch, Stall, World, PSN_MASK, WQE_BUF,
+};
 use crate::types::{Access, QpState, Transport};
 use crate::ud::Av;
 use crate::wqe::{Ctrl, Op, Seg, Segs, Wqe, BB};
 use crate::xfer::{Cursor, Spans};
-
-/// Largest WQE buffer: 63 DS rounded up to whole BBs.
-const WQE_BUF: usize = 1024;
-
-/// Buffers one run of a send queue works in, kept by the NIC between runs.
-pub(crate) struct Scratch {
-    wqe: [u8; WQE_BUF],
-    in_flight: InFlight,
-}
 
 /// `rnr_retry` value meaning "retry forever".
 const RNR_FOREVER: u8 = 7;

@@ -67,6 +67,15 @@ pub(crate) struct Uar {
     pub(crate) halves: [BfHalf; 2],
 }
 
+/// Largest WQE buffer: 63 DS rounded up to whole BBs.
+pub(crate) const WQE_BUF: usize = 1024;
+
+/// Buffers one run of a send queue works in, kept by the NIC between runs.
+pub(crate) struct Scratch {
+    pub(crate) wqe: [u8; WQE_BUF],
+    pub(crate) in_flight: InFlight,
+}
+
 pub(crate) struct NicState {
     pub(crate) lid: u16,
     /// GID 0 of the port.
@@ -107,7 +116,7 @@ pub(crate) struct NicState {
     /// WQEs the fast paths executed (`Nic::fast_path_wqes`).
     pub(crate) fast_wqes: u64,
     /// Buffers reused by every doorbell (taken while a send queue runs).
-    pub(crate) scratch: Option<Box<crate::sq::Scratch>>,
+    pub(crate) scratch: Option<Box<Scratch>>,
     /// The device clock (`NicConfig::clock_khz`).
     pub(crate) clock: crate::clock::Clock,
     /// On-chip device memory (`NicConfig::dm_size`).
