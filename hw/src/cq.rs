@@ -4,17 +4,13 @@
 use crate::cqe::{cqe_op, Cqe, CQE_SE};
 use crate::host;
 use crate::pcie::{Ctx, Purpose};
+use crate::state::access::eqe;
 use crate::state::{Arm, Cq, Delayed, NicState, CQ_UAR};
 use crate::types::{AsyncEvent, Event, ZipLayout};
 use crate::wqe::be32;
 
 /// `MLX5_CQ_DB_REQ_NOT_SOL`: arm for solicited (or error) CQEs only.
 const ARM_SOLICITED: u32 = 1;
-/// Size of an event queue entry and of an MSI-X message, for accounting.
-const EQE_SIZE: u64 = 64;
-const MSIX_SIZE: u64 = 4;
-/// The EQ doorbell the kernel writes per interrupt (`eq_update_ci`: one 32-bit write).
-const EQ_DOORBELL_SIZE: u32 = 4;
 
 /// Report a completion of QP index `qpi` on its send or receive CQ. A CQE lost to a CQ in
 /// error marks the QP fatal (the caller then moves it to ERR).
@@ -165,16 +161,6 @@ pub(crate) fn put(
 /// Host address of the entry at CQ index `at`.
 fn entry_addr(c: &Cq, at: u32) -> u64 {
     c.buf + u64::from(at & ((1u32 << c.log_cnt) - 1)) * u64::from(c.cqe_size)
-}
-
-/// An EQE write and its MSI-X interrupt on the link (no QP's), and the driver's EQ
-/// doorbell when counted (`PcieConfig::eq_rearm`).
-pub(crate) fn eqe(nic: &mut NicState) {
-    nic.dma_write(None, 0, EQE_SIZE, Purpose::Eqe);
-    nic.dma_write(None, 0, MSIX_SIZE, Purpose::Msix);
-    if nic.link.cfg().eq_rearm {
-        nic.mmio(None, EQ_DOORBELL_SIZE, Purpose::EqArm);
-    }
 }
 
 /// Deliver a completion event: EQE + MSI-X, then the completion event queue.

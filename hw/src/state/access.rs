@@ -77,7 +77,7 @@ impl NicState {
         }
         if qp.is_some() {
             self.stats.odp_faults += 1;
-            crate::cq::eqe(self);
+            eqe(self);
         }
         self.stats.odp_pages_mapped += missing.len() as u64;
         let entries = missing.len() as u64 * 8;
@@ -213,5 +213,21 @@ fn qp_counters(
     match qp.and_then(|i| qps[i].as_mut()) {
         Some(q) => (Some(&mut q.pcie), Some(q.qpn)),
         None => (None, None),
+    }
+}
+
+/// Size of an event queue entry and of an MSI-X message, for accounting.
+const EQE_SIZE: u64 = 64;
+const MSIX_SIZE: u64 = 4;
+/// The EQ doorbell the kernel writes per interrupt (`eq_update_ci`: one 32-bit write).
+const EQ_DOORBELL_SIZE: u32 = 4;
+
+/// An EQE write and its MSI-X interrupt on the link (no QP's), and the driver's EQ
+/// doorbell when counted (`PcieConfig::eq_rearm`).
+pub(crate) fn eqe(nic: &mut NicState) {
+    nic.dma_write(None, 0, EQE_SIZE, Purpose::Eqe);
+    nic.dma_write(None, 0, MSIX_SIZE, Purpose::Msix);
+    if nic.link.cfg().eq_rearm {
+        nic.mmio(None, EQ_DOORBELL_SIZE, Purpose::EqArm);
     }
 }

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-mod access;
+pub(crate) mod access;
 mod consts;
 mod cq;
 mod dm;
