@@ -79,7 +79,7 @@ pub(crate) fn write_now(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &
     let c = nic.cq(cq);
     let mut bytes = cqe.encode((at >> c.log_cnt) & 1 == 1, timestamp);
     if c.zip.is_some_and(|z| z.layout == ZipLayout::Enhanced) {
-        bytes[62] = crate::cqz::validity(nic, cq, at);
+        bytes[62] = validity(nic, cq, at);
     }
     if let Some(s) = cqe.scattered.filter(|s| s.wide) {
         // Format 2: the data is the first half of the 128-byte entry, written before the
@@ -161,6 +161,12 @@ pub(crate) fn put(
 /// Host address of the entry at CQ index `at`.
 fn entry_addr(c: &Cq, at: u32) -> u64 {
     c.buf + u64::from(at & ((1u32 << c.log_cnt) - 1)) * u64::from(c.cqe_size)
+}
+
+/// The validity iteration count of CQ index `at`: `(at >> log_cnt) & 0xff`.
+pub(crate) fn validity(nic: &mut NicState, cq: usize, at: u32) -> u8 {
+    let c = nic.cq(cq);
+    (at >> c.log_cnt) as u8
 }
 
 /// Deliver a completion event: EQE + MSI-X, then the completion event queue.

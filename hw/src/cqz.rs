@@ -27,7 +27,7 @@
 //!   the last 64B", which `mlx5e_read_mini_arr_slot` reads the arrays through; DPDK's
 //!   `struct mlx5_cqe` pads 64 bytes before them); the first half is not written.
 
-use crate::cq::{claim, lost, put, write_now};
+use crate::cq::{claim, lost, put, validity, write_now};
 use crate::cqe::{cqe_op, Cqe};
 use crate::state::{NicState, Session};
 use crate::types::{ZipLayout, ZipPolicy};
@@ -232,10 +232,4 @@ fn done(nic: &mut NicState, cq: usize, minis: u32, fire: bool) {
 fn owner(nic: &mut NicState, cq: usize, at: u32) -> bool {
     let c = nic.cq(cq);
     (at >> c.log_cnt) & 1 == 1
-}
-
-/// The validity iteration count of CQ index `at`: `(at >> log_cnt) & 0xff`.
-pub(crate) fn validity(nic: &mut NicState, cq: usize, at: u32) -> u8 {
-    let c = nic.cq(cq);
-    (at >> c.log_cnt) as u8
 }
