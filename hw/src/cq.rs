@@ -5,51 +5,12 @@ use crate::cqe::{cqe_op, Cqe, CQE_SE};
 use crate::host;
 use crate::pcie::{Ctx, Purpose};
 use crate::state::access::eqe;
-use crate::state::{Arm, Cq, Delayed, NicState, CQ_UAR};
+use crate::state::{Arm, Cq, NicState, CQ_UAR};
 use crate::types::{AsyncEvent, Event, ZipLayout};
 use crate::wqe::be32;
 
 /// `MLX5_CQ_DB_REQ_NOT_SOL`: arm for solicited (or error) CQEs only.
 const ARM_SOLICITED: u32 = 1;
-
-/// Report a completion of QP index `qpi` on its send or receive CQ. A CQE lost to a CQ in
-/// error marks the QP fatal (the caller then moves it to ERR).
-pub(crate) fn complete(nic: &mut NicState, qpi: usize, recv: bool, mut cqe: Cqe) {
-    let v1 = nic.cfg.cqe_version == 1;
-    let q = nic.qp(qpi);
-    let cq = if recv { q.recv_cq } else { q.send_cq };
-    if v1 {
-        cqe.srqn = q.user_index;
-    }
-    if nic.faults.delay_cqes || !nic.delayed.is_empty() {
-        nic.delayed.push_back(Delayed {
-            cq,
-            qp: Some(qpi),
-            cqe,
-        });
-        nic.defer();
-        return;
-    }
-    if !write(nic, cq, Some(qpi), &cqe) {
-        lost(nic, qpi);
-    }
-}
-
-/// Write every CQE held back by `Fault::DelayCqes`; returns how many.
-pub(crate) fn flush_delayed(nic: &mut NicState) -> usize {
-    let mut done = 0;
-    while let Some(d) = nic.delayed.pop_front() {
-        done += 1;
-        let cq_alive = nic.cqs.get(d.cq).is_some_and(Option::is_some);
-        let qp_alive = d.qp.is_none_or(|i| nic.qps[i].is_some());
-        if cq_alive && qp_alive && !write(nic, d.cq, d.qp, &d.cqe) {
-            if let Some(i) = d.qp {
-                lost(nic, i);
-            }
-        }
-    }
-    done
-}
 
 pub(crate) fn lost(nic: &mut NicState, qpi: usize) {
     let q = nic.qp(qpi);
@@ -59,15 +20,6 @@ pub(crate) fn lost(nic: &mut NicState, qpi: usize) {
         nic.defer();
         raise_async(nic, AsyncEvent::QpFatal { qpn });
     }
-}
-
-/// Write one CQE, or hold it for compression (`cqz`). Returns false if the CQ is (or just
-/// went) into error.
-fn write(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) -> bool {
-    if nic.cq(cq).zip.is_some() && crate::cqz::hold(nic, cq, qp, cqe) {
-        return true;
-    }
-    write_now(nic, cq, qp, cqe)
 }
 
 /// Write one whole CQE now. Returns false if the CQ is (or just went) into error.

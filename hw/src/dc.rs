@@ -12,7 +12,7 @@
 //! in order across streams (hardware may interleave them; only the order within a stream is
 //! promised) and keeps one connection per DCI (docs/model.md, "DCI streams").
 
-use crate::cq::complete;
+use crate::complete::complete;
 use crate::cqe::{synd, Cqe};
 use crate::state::{DcConn, Dest, NicState, World};
 use crate::types::{DcRefusal, QpState, Transport};

@@ -26,6 +26,7 @@
 
 mod channel;
 mod clock;
+mod complete;
 mod cq;
 mod cqe;
 mod cqz;

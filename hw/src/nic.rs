@@ -1,7 +1,7 @@
 //! The public handles: [`Fabric`] (the in-process network) and [`Nic`] (one device and its
 //! slow-path interface).
 
-use crate::cq::flush_delayed;
+use crate::complete::flush_delayed;
 use crate::cqz::close_all;
 use crate::pcie::{PcieConfig, PcieCounters, Tlp};
 use crate::qp::{fail, flush_rq};

@@ -1,7 +1,8 @@
 //! QP error handling: the move to ERR and the flush of outstanding work (prm-facts §9),
 //! plus the send-ring helpers shared by execution and flush.
 
-use crate::cq::{complete, raise_async};
+use crate::complete::complete;
+use crate::cq::raise_async;
 use crate::cqe::{synd, Cqe};
 use crate::host;
 use crate::pcie::Purpose;

@@ -1,7 +1,8 @@
 //! The responder side of RC: incoming SEND / WRITE / READ / atomic requests, receive WQE
 //! consumption (RQ ring or SRQ linked list), RNR, and responder errors (prm-facts §5, §9).
 
-use crate::cq::{complete, raise_async};
+use crate::complete::complete;
+use crate::cq::raise_async;
 use crate::cqe::{cqe_op, synd, Cqe, Scattered};
 use crate::host;
 use crate::pcie::Purpose;

@@ -1,7 +1,7 @@
 //! The requester: send doorbells, WQE fetch (ring or BlueFlame), execution of RC
 //! operations against the responder, transport retry and RNR retry (prm-facts §1, §6, §11).
 
-use crate::cq::complete;
+use crate::complete::complete;
 use crate::cqe::{cqe_op, synd, Cqe, REQ_BYTE_CNT_POISON};
 use crate::dc::{Gate, Refused};
 use crate::host;

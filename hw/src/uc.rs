@@ -138,7 +138,7 @@ fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>, in_order: u32) {
     {
         // The receive's own key is bad: a local error of the responder (class A).
         let cqe = Cqe::resp_err(qpn, rv.counter, rv.srqn, synd::LOCAL_PROT_ERR);
-        crate::cq::complete(nic, qpi, true, cqe);
+        crate::complete::complete(nic, qpi, true, cqe);
         fail(nic, qpi);
         return;
     }
@@ -170,7 +170,7 @@ fn respond(nic: &mut NicState, qpi: usize, r: &Request<'_>, in_order: u32) {
         // rxe's RESPST_ERR_INVALIDATE_RKEY (class J, for every transport): the receive
         // completes in error and the QP goes to ERR.
         let cqe = Cqe::resp_err(qpn, rv.counter, rv.srqn, synd::REMOTE_INVAL_REQ_ERR);
-        crate::cq::complete(nic, qpi, true, cqe);
+        crate::complete::complete(nic, qpi, true, cqe);
         fail(nic, qpi);
         return;
     }

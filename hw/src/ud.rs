@@ -2,7 +2,7 @@
 //! (ctrl + `mlx5_wqe_datagram_seg` + data) and its delivery through the fabric, with the
 //! 40-byte GRH area at the receiver.
 
-use crate::cq::complete;
+use crate::complete::complete;
 use crate::cqe::{cqe_op, synd, Cqe, REQ_BYTE_CNT_POISON};
 use crate::pcie::{Ctx, Purpose};
 use crate::qp::fail;
