@@ -14,7 +14,7 @@
 use crate::cqe::REQ_BYTE_CNT_POISON;
 use crate::host;
 use crate::pcie::{Ctx, Purpose};
-use crate::sq::{connected, done, packets, transmit, BfWqe, Seq};
+use crate::req::{connected, done, packets, transmit, BfWqe, Seq};
 use crate::state::{World, PSN_MASK};
 use crate::types::{Access, Transport};
 use crate::wqe::{be32, be64, opcode, Ctrl, BB};

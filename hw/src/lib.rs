@@ -38,6 +38,7 @@ mod mmio;
 mod nic;
 mod pcie;
 mod qp;
+mod req;
 mod resp;
 mod roce;
 mod sq;

@@ -8,8 +8,8 @@
 use crate::cqe::{cqe_op, synd, Cqe, REQ_BYTE_CNT_POISON};
 use crate::pcie::{Ctx, Purpose};
 use crate::qp::fail;
+use crate::req::{check_gather, connected, packets, Outcome};
 use crate::resp::{invalidate, put_back, recv_cqe, scatter_to_cqe, take_recv, Request};
-use crate::sq::{check_gather, connected, packets, Outcome};
 use crate::state::{hit_range, InFlight, NicState, World, PSN_MASK};
 use crate::types::{Access, Transport};
 use crate::wqe::{opcode, Ctrl, Op, Segs};

@@ -6,9 +6,9 @@ use crate::complete::complete;
 use crate::cqe::{cqe_op, synd, Cqe, REQ_BYTE_CNT_POISON};
 use crate::pcie::{Ctx, Purpose};
 use crate::qp::fail;
+use crate::req::{check_gather, Outcome};
 use crate::resp::take_recv;
 use crate::roce;
-use crate::sq::{check_gather, Outcome};
 use crate::state::{take_fault, Dest, InFlight, World};
 use crate::types::{
     Access, AhAttr, CqePkey, GidType, GlobalRoute, HwError, LinkLayer, QpState, Transport,
