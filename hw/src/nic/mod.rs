@@ -7,19 +7,18 @@ use crate::pcie::{PcieConfig, PcieCounters, Tlp};
 use crate::qp::{fail, flush_rq};
 use crate::sq::{retry, run_deferred};
 use crate::state::{
-    Budget, Cq, Dest, NicState, Qp, Srq, World, CQN_BASE, CQ_UAR, MAX_RD_ATOMIC, PDN_BASE,
-    PSN_MASK, QPN_BASE, SRQN_BASE,
+    Budget, Dest, NicState, Qp, World, MAX_RD_ATOMIC, PDN_BASE, PSN_MASK, QPN_BASE,
 };
 use crate::types::{
-    Access, AhAttr, Caps, CqInfo, CqParams, DciStreams, Fault, GidEntry, HwError, NicConfig,
-    PortAttr, QpInfo, QpParams, QpPsn, QpState, QpTransition, SrqParams, Stats, Transport,
-    ZipLayout,
+    Access, AhAttr, Caps, DciStreams, Fault, GidEntry, HwError, NicConfig, PortAttr, QpInfo,
+    QpParams, QpPsn, QpState, QpTransition, Stats, Transport,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 mod events;
 mod mem;
+mod queues;
 
 /// The in-process network joining NICs, addressed by LID and GID. One lock guards the
 /// whole fabric, so work that crosses NICs never deadlocks.
@@ -213,85 +212,6 @@ impl Nic {
                 .ok()
                 .and_then(|i| n.gids.get(i).copied())
                 .ok_or(HwError::InvalidParam("GID index"))
-        })
-    }
-
-    /// Create a completion queue.
-    ///
-    /// # Safety
-    /// `buf` (`cqe_size << log_cqe_cnt` bytes) and `dbrec` (8 bytes) must be valid,
-    /// writable process memory until the CQ is destroyed.
-    pub unsafe fn create_cq(&self, p: &CqParams) -> Result<CqInfo, HwError> {
-        if p.cqe_size != 64 && p.cqe_size != 128 {
-            return Err(HwError::InvalidParam("cqe_size"));
-        }
-        if p.log_cqe_cnt > LOG_MAX_CQE {
-            return Err(HwError::InvalidParam("log_cqe_cnt"));
-        }
-        aligned(p.buf, 64)?;
-        aligned(p.dbrec, 4)?;
-        self.with(|n| {
-            if let Some(z) = p.compression {
-                if p.cqe_size != 64 && !n.cfg.cqe_zip.compress_128 {
-                    return Err(HwError::InvalidParam("cqe_compression_128"));
-                }
-                if z.layout == ZipLayout::Enhanced && !n.cfg.cqe_zip.enhanced {
-                    return Err(HwError::InvalidParam("cqe_comp_layout"));
-                }
-            }
-            if let Some(ch) = p.channel {
-                n.channel(ch).ok_or(HwError::NoSuchObject)?.refs += 1;
-            }
-            let cqn = CQN_BASE + n.cqs.len() as u32;
-            n.cqs.push(Some(Cq {
-                cqn,
-                buf: p.buf,
-                log_cnt: p.log_cqe_cnt,
-                cqe_size: p.cqe_size,
-                dbrec: p.dbrec,
-                overrun_ignore: p.overrun_ignore,
-                channel: p.channel,
-                pi: 0,
-                armed: None,
-                fired_sn: None,
-                error: false,
-                refs: 0,
-                zip: p.compression,
-                burst: Vec::new(),
-                session: None,
-            }));
-            Ok(CqInfo { cqn, uar: CQ_UAR })
-        })
-    }
-
-    /// Create a shared receive queue.
-    ///
-    /// # Safety
-    /// `buf` (`1 << (log_wqe_cnt + log_stride)` bytes) and `dbrec` (4 bytes) must be valid
-    /// process memory until the SRQ is destroyed.
-    pub unsafe fn create_srq(&self, p: &SrqParams) -> Result<u32, HwError> {
-        if p.log_wqe_cnt > LOG_MAX_QP_WR {
-            return Err(HwError::InvalidParam("log_wqe_cnt"));
-        }
-        if !(5..=10).contains(&p.log_stride) {
-            return Err(HwError::InvalidParam("log_stride"));
-        }
-        aligned(p.buf, 16)?;
-        aligned(p.dbrec, 4)?;
-        self.with(|n| {
-            *slot(&mut n.pds, p.pdn, PDN_BASE)? += 1;
-            let srq = Srq {
-                pdn: p.pdn,
-                buf: p.buf,
-                log_cnt: p.log_wqe_cnt,
-                log_stride: p.log_stride,
-                dbrec: p.dbrec,
-                known_pi: 0,
-                consumed: 0,
-                head: 0,
-                refs: 0,
-            };
-            Ok(insert(&mut n.srqs, srq, SRQN_BASE))
         })
     }
 
@@ -684,47 +604,6 @@ impl Nic {
         })
     }
 
-    /// Destroy an SRQ; `Busy` while a QP uses it.
-    pub fn destroy_srq(&self, srqn: u32) -> Result<(), HwError> {
-        self.with(|n| {
-            let s = slot(&mut n.srqs, srqn, SRQN_BASE)?;
-            if s.refs != 0 {
-                return Err(HwError::Busy);
-            }
-            let pdn = s.pdn;
-            n.srqs[(srqn - SRQN_BASE) as usize] = None;
-            *slot(&mut n.pds, pdn, PDN_BASE)? -= 1;
-            Ok(())
-        })
-    }
-
-    /// Destroy a CQ; `Busy` while a QP uses it.
-    pub fn destroy_cq(&self, cqn: u32) -> Result<(), HwError> {
-        self.with(|n| {
-            let cq = slot(&mut n.cqs, cqn, CQN_BASE)?;
-            if cq.refs != 0 {
-                return Err(HwError::Busy);
-            }
-            if let Some(ch) = cq.channel.and_then(|ch| n.channel(ch)) {
-                ch.refs -= 1;
-            }
-            n.cqs[(cqn - CQN_BASE) as usize] = None;
-            Ok(())
-        })
-    }
-
-    /// Shrink a CQ's ring (to force an overrun in tests). Larger sizes are refused.
-    pub fn shrink_cq(&self, cqn: u32, log_cqe_cnt: u8) -> Result<(), HwError> {
-        self.with(|n| {
-            let c = slot(&mut n.cqs, cqn, CQN_BASE)?;
-            if log_cqe_cnt > c.log_cnt {
-                return Err(HwError::InvalidParam("log_cqe_cnt"));
-            }
-            c.log_cnt = log_cqe_cnt;
-            Ok(())
-        })
-    }
-
     /// One MMIO write TLP from the CPU to UAR page `uar` at `offset`: 8 bytes (send
     /// doorbell or CQ arm) or 64 bytes (a BlueFlame chunk). The work it starts runs before
     /// this returns. Malformed writes are counted in [`Stats`] and ignored.
@@ -823,26 +702,6 @@ impl Nic {
     /// Take the TLPs recorded since the last call.
     pub fn take_tlps(&self) -> Vec<Tlp> {
         self.with(|n| n.link.take_trace())
-    }
-
-    /// A copy of the `cqe64` of entries `first..first + count` (indices taken mod the size)
-    /// of CQ `cqn`, as host memory holds them now: what the NIC wrote and software left
-    /// there (the slots a compressed block takes but does not write show what was there
-    /// before). For tools and tests; a driver polls its own memory.
-    pub fn cq_entries(&self, cqn: u32, first: u32, count: u32) -> Result<Vec<[u8; 64]>, HwError> {
-        self.with(|n| {
-            let c = slot(&mut n.cqs, cqn, CQN_BASE)?;
-            let mask = (1u32 << c.log_cnt) - 1;
-            let size = u64::from(c.cqe_size);
-            Ok((0..count)
-                .map(|i| {
-                    let mut e = [0u8; 64];
-                    let at = c.buf + u64::from(first.wrapping_add(i) & mask) * size;
-                    crate::host::read(at + size - 64, &mut e);
-                    e
-                })
-                .collect())
-        })
     }
 
     /// Inject a fault.
