@@ -256,7 +256,7 @@ impl Nic {
     /// nanoseconds without reading the device; `None` on a device without a clock
     /// (`NicConfig::clock_khz` 0). Reading it costs no PCIe transaction: on hardware it is a
     /// page of host memory the kernel keeps up to date.
-    pub fn clock_info(&self) -> Option<crate::ClockInfo> {
+    pub fn clock_info(&self) -> Option<crate::clock::ClockInfo> {
         self.with(|n| n.clock.info())
     }
 
