@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 impl Nic {
     /// Creates a completion channel (`ibv_create_comp_channel`): CQs created with it
-    /// ([`CqParams::channel`]) queue their completion events there. Returns its number.
+    /// ([`CqParams::channel`](crate::CqParams::channel)) queue their completion events
+    /// there. Returns its number.
     pub fn create_channel(&self) -> Result<u32, HwError> {
         let channel = crate::channel::Channel::new()?;
         self.with(|n| Ok(insert(&mut n.channels, channel, CHANNEL_BASE)))

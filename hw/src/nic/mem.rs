@@ -88,10 +88,11 @@ impl Nic {
 
     /// Allocate `len` bytes of device memory (`ibv_alloc_dm`, MEMIC) aligned to
     /// `1 << log_align`: the size is rounded up to 64 bytes and whole 4 KiB pages of the
-    /// NIC's [`NicConfig::dm_size`] are taken (`mlx5_cmd_alloc_memic`). Returns the
-    /// allocation's id and its rounded size. `NotSupported` on a NIC without device memory,
-    /// `InvalidParam` for a length of 0 or beyond `dm_size` or an alignment beyond 4 KiB,
-    /// `OutOfResources` when no run of free pages is long enough.
+    /// NIC's [`NicConfig::dm_size`](crate::NicConfig::dm_size) are taken
+    /// (`mlx5_cmd_alloc_memic`). Returns the allocation's id and its rounded size.
+    /// `NotSupported` on a NIC without device memory, `InvalidParam` for a length of 0 or
+    /// beyond `dm_size` or an alignment beyond 4 KiB, `OutOfResources` when no run of free
+    /// pages is long enough.
     pub fn alloc_dm(&self, len: u64, log_align: u8) -> Result<(u32, u64), HwError> {
         self.with(|n| n.dm.alloc(len, log_align))
     }
