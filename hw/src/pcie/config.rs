@@ -113,7 +113,8 @@ pub struct PcieConfig {
     /// Overhead of a completion-with-data TLP.
     pub cpld_overhead: u32,
     /// Count data link layer packets: for every TLP, the receiving side returns one Ack and
-    /// one UpdateFC DLLP of [`DLLP_BYTES`](crate::DLLP_BYTES) each (no coalescing: an upper bound).
+    /// one UpdateFC DLLP of [`DLLP_BYTES`](crate::DLLP_BYTES) each (no coalescing: an upper
+    /// bound).
     pub dllps: bool,
     /// Every this many complete BlueFlame WQEs (0: never), the NIC has evicted the pushed
     /// copy before using it (Kalia et al., ATC'16, section 3.5, under load) and reads the
