@@ -8,6 +8,8 @@ use mlx5_hw::{
 };
 use std::sync::Arc;
 
+pub mod syndromes;
+
 /// 4 KiB-aligned page.
 #[derive(Clone, Copy)]
 #[repr(C, align(4096))]
