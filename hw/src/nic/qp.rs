@@ -440,10 +440,6 @@ fn transition_of(transport: Transport, t: &QpTransition) -> bool {
     }
 }
 
-/// A port of the NIC (`ports` of them) and a P_Key index in its table: the kernel refuses
-/// an index at or beyond the port's P_Key table (`mlx5_ib_modify_qp`: `pkey_index >=
-/// pkey_table_len`, EINVAL) for every QP type; the model's table holds the default P_Key
-/// alone (docs/model.md).
 /// An RTR's address on a RoCE port (`roce`) must be global: the kernel refuses one
 /// without `IB_AH_GRH` with EINVAL before the device sees the command
 /// (`drivers/infiniband/core/verbs.c`: `_ib_modify_qp` -> `rdma_fill_sgid_attr` ->
@@ -457,6 +453,10 @@ fn check_route(global: bool, roce: bool) -> Result<(), HwError> {
     Ok(())
 }
 
+/// A port of the NIC (`ports` of them) and a P_Key index in its table: the kernel refuses
+/// an index at or beyond the port's P_Key table (`mlx5_ib_modify_qp`: `pkey_index >=
+/// pkey_table_len`, EINVAL) for every QP type; the model's table holds the default P_Key
+/// alone (docs/model.md).
 fn check_port_pkey(port: u8, ports: u8, pkey_index: u16) -> Result<(), HwError> {
     if port == 0 || port > ports {
         return Err(HwError::InvalidParam("port"));
