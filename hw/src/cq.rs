@@ -1,5 +1,6 @@
 //! Completion queues: CQE writes with ownership, overrun detection, arming and events
-//! (prm-facts §7.1, §7.8).
+//! (prm-facts §7.1, §7.8). The engines report a completion through `complete`, which
+//! holds it back, compresses it (`cqz`) or writes it here.
 
 use crate::cqe::{cqe_op, Cqe, CQE_SE};
 use crate::host;

@@ -1,4 +1,9 @@
-//! The model's internal state: every NIC on the fabric and the objects it owns.
+//! The model's internal state: every NIC on the fabric and the objects it owns, the data
+//! every engine reads and writes. The bottom of the model above its formats (docs/model.md,
+//! "Code layout"): it names no engine. This file holds the fabric (`World`), the NIC
+//! (`NicState`), its UAR pages and the send queue's reusable buffers; each kind of object's
+//! state has a file of its own, and `access` is how the NIC touches host memory and what
+//! that costs on the link.
 
 use crate::pcie::Link;
 use crate::types::{AsyncEvent, Event, NicConfig, QpState, Stats};
