@@ -294,3 +294,36 @@ fn cqs_and_qp_transitions_are_refused_as_the_kernel_refuses_them() {
     modify(6, state).unwrap();
     modify(0, state).unwrap();
 }
+
+#[test]
+fn the_core_clock_page_reads_the_devices_free_running_timer() {
+    let ctx = context("clock");
+    let resp = get_context(&ctx, 0).unwrap();
+    let drv: mlx5_ib_alloc_ucontext_resp =
+        mlx5_emu::abi::read(&resp, size_of::<ib_uverbs_get_context_resp>()).unwrap();
+    assert_ne!(
+        drv.comp_mask & MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET,
+        0,
+        "the page is offered"
+    );
+    assert_eq!(drv.hca_core_clock_offset, 0, "internal_timer_h % PAGE_SIZE");
+    let pgoff = mmap_pgoff(MLX5_IB_MMAP_CORE_CLOCK, 0);
+    let (mapping, _) = ctx.mmap(pgoff * 4096, 4096).unwrap();
+    assert_eq!(mapping, mlx5_emu::proto::Mapping::Registers);
+    // mlx5_read_clock: two big-endian 32-bit loads, high then low.
+    let read = || {
+        let hi = u32::from_be(ctx.load(pgoff, 0, 4).unwrap() as u32);
+        let lo = u32::from_be(ctx.load(pgoff, 4, 4).unwrap() as u32);
+        (u64::from(hi) << 32) | u64::from(lo)
+    };
+    let (first, second) = (read(), read());
+    assert!(first > 0 && second > first, "{first} then {second}");
+    // One 8-byte load is the same register pair.
+    let both = u64::from_be(ctx.load(pgoff, 0, 8).unwrap());
+    assert!(both >= second, "{both} after {second}");
+    assert_eq!(
+        ctx.mmap(pgoff * 4096, 8192).unwrap_err(),
+        libc::EINVAL,
+        "one page"
+    );
+}

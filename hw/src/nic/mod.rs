@@ -260,6 +260,14 @@ impl Nic {
         self.with(|n| n.clock.info())
     }
 
+    /// The free-running device clock now, as the CPU reads it from the internal timer of
+    /// the device's initialization segment (`internal_timer_h` / `_l`, what libmlx5's
+    /// `mlx5_read_clock` reads through the core-clock page); `None` without a clock. The
+    /// CPU's read of the register is not counted as a TLP.
+    pub fn read_clock(&self) -> Option<u64> {
+        self.with(|n| (n.cfg.clock_khz != 0).then(|| n.clock.read()))
+    }
+
     /// Model statistics.
     pub fn stats(&self) -> Stats {
         self.with(|n| n.stats)

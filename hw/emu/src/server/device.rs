@@ -96,7 +96,13 @@ impl Ctx<'_> {
             max_srq_recv_wr: caps.max_qp_wr - 1,
             num_ports: 1,
             flow_action_flags: 0,
-            comp_mask: 0,
+            // The core-clock page: the internal timer at offset 0 of the page the kernel maps
+            // (`offsetof(struct mlx5_init_seg, internal_timer_h) % PAGE_SIZE`).
+            comp_mask: if self.nic.read_clock().is_some() {
+                MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET
+            } else {
+                0
+            },
             response_length: std::mem::size_of::<mlx5_ib_alloc_ucontext_resp>() as u32,
             cqe_version: cfg.cqe_version.min(req.max_cqe_version),
             cmds_supp_uhw: MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE

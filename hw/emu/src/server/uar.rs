@@ -121,6 +121,11 @@ pub(crate) fn mmap(
             }
             Ok((Mapping::Uar, None))
         }
+        // The page of the device's internal timer (`mlx5_ib_mmap`: read-only, one page).
+        MLX5_IB_MMAP_CORE_CLOCK => match ctx.nic.read_clock() {
+            Some(_) => Ok((Mapping::Registers, None)),
+            None => Err(libc::EOPNOTSUPP),
+        },
         MLX5_IB_MMAP_CLOCK_INFO => {
             if index != MLX5_IB_CLOCK_INFO_V1 {
                 return Err(libc::EINVAL);
@@ -190,10 +195,27 @@ impl Ctx<'_> {
         Some(())
     }
 
-    /// A CPU load from a register page: nothing the emulated NIC maps is read that way.
-    pub(crate) fn load(&mut self, _pgoff: u64, _offset: u32, _len: u8) -> u64 {
-        self.uars.misrouted += 1;
-        0
+    /// A CPU load of `len` bytes at `offset` of the register page mapped at page offset
+    /// `pgoff`: the core-clock page's internal timer (`internal_timer_h` then `_l`, each a
+    /// big-endian 32-bit register, read by `mlx5_read_clock` as two 4-byte loads), the
+    /// bytes as they lie in the page, little-endian in the value's low bytes as the CPU
+    /// loads them. Any other load is counted as misrouted and reads zeros.
+    pub(crate) fn load(&mut self, pgoff: u64, offset: u32, len: u8) -> u64 {
+        let clock = (mmap_command(pgoff) == MLX5_IB_MMAP_CORE_CLOCK)
+            .then(|| self.nic.read_clock())
+            .flatten();
+        let (at, len) = (offset as usize, usize::from(len));
+        match clock {
+            Some(cycles) if at + len <= 8 => {
+                let mut value = [0u8; 8];
+                value[..len].copy_from_slice(&cycles.to_be_bytes()[at..at + len]);
+                u64::from_le_bytes(value)
+            }
+            _ => {
+                self.uars.misrouted += 1;
+                0
+            }
+        }
     }
 }
 
