@@ -1,9 +1,11 @@
 //! Layout tests: every struct, field and constant of `mlx5_emu::abi` against the kernel's
 //! uapi headers (`<rdma/ib_user_verbs.h>`, `<rdma/ib_user_ioctl_verbs.h>`, `<rdma/mlx5-abi.h>`,
-//! and the two mmap commands of rdma-core's `<infiniband/mlx5dv.h>`).
+//! the ioctl interface's `<rdma/rdma_user_ioctl_cmds.h>`, `<rdma/ib_user_ioctl_cmds.h>`,
+//! `<rdma/mlx5_user_ioctl_cmds.h>` and `<rdma/mlx5_user_ioctl_verbs.h>`, and the two mmap
+//! commands of rdma-core's `<infiniband/mlx5dv.h>`).
 //!
-//! The reference values come from the `mlx5-golden` shim (`tests/golden-shim/c/uverbs.c` and
-//! `mlx5_abi.c`), which compiles C against the installed headers: `sizeof`, `_Alignof`,
+//! The reference values come from the `mlx5-golden` shim (`tests/golden-shim/c/uverbs.c`,
+//! `mlx5_abi.c` and `uverbs_ioctl.c`), which compiles C against the installed headers: `sizeof`, `_Alignof`,
 //! `offsetof` and member sizes, and the constants' values. Without the headers (no
 //! libibverbs-dev) the comparisons are ignored; `MLX5_DIRECT_REQUIRE_GOLDEN=1` turns a missing
 //! header into a build error instead. Whether every mirror here is compared at all is checked
@@ -12,6 +14,7 @@
 use core::mem::{align_of, offset_of, size_of};
 use std::collections::{BTreeMap, BTreeSet};
 
+use mlx5_emu::abi::ioctl::*;
 use mlx5_emu::abi::mlx5::*;
 use mlx5_emu::abi::uverbs::*;
 use mlx5_golden as golden;
@@ -37,6 +40,14 @@ impl Layout {
     fn alias(mut self, name: &'static str, of: &str) -> Self {
         let &(_, offset, size) = self.fields.iter().find(|f| f.0 == of).unwrap();
         self.fields.push((name, offset, size));
+        self
+    }
+
+    /// The header's union member `name`, `size` bytes at byte `at` of our field `of`.
+    fn part(mut self, name: &'static str, of: &str, at: usize, size: usize) -> Self {
+        let &(_, offset, whole) = self.fields.iter().find(|f| f.0 == of).unwrap();
+        assert!(at + size <= whole, "{name} inside {of}");
+        self.fields.push((name, offset + at, size));
         self
     }
 }
@@ -262,6 +273,16 @@ fn layouts() -> Vec<Layout> {
         layout!(mlx5_ib_clock_info:
             sign, resv, nsec, cycles, frac, mult, shift, mask, overflow_period
         ),
+        layout!(ib_uverbs_ioctl_hdr:
+            length, object_id, method_id, num_attrs, reserved1, driver_id, reserved2
+        )
+        .tail("attrs"),
+        layout!(ib_uverbs_attr: attr_id, len, flags, attr_data, data)
+            .part("attr_data.enum_data.elem_id", "attr_data", 0, 1)
+            .part("attr_data.enum_data.reserved", "attr_data", 1, 1)
+            .alias("attr_data.reserved", "attr_data")
+            .alias("data_s64", "data"),
+        layout!(ib_uverbs_sge: addr, length, lkey),
     ]
 }
 
@@ -512,6 +533,61 @@ fn constants() -> Vec<(&'static str, i64)> {
         MLX5_IB_CLOCK_INFO_KERNEL_UPDATING,
         MLX5_IB_CLOCK_INFO_V1,
     ]);
+    all.extend(constants![
+        RDMA_IOCTL_MAGIC,
+        RDMA_VERBS_IOCTL,
+        UVERBS_ATTR_F_MANDATORY,
+        UVERBS_ATTR_F_VALID_OUTPUT,
+        UVERBS_ID_NS_MASK,
+        UVERBS_ID_NS_SHIFT,
+        UVERBS_UDATA_DRIVER_DATA_NS,
+        UVERBS_UDATA_DRIVER_DATA_FLAG,
+        UVERBS_ATTR_UHW_IN,
+        UVERBS_ATTR_UHW_OUT,
+        UVERBS_OBJECT_DEVICE,
+        UVERBS_OBJECT_PD,
+        UVERBS_OBJECT_MR,
+        UVERBS_OBJECT_DM,
+        UVERBS_METHOD_INVOKE_WRITE,
+        UVERBS_METHOD_GET_CONTEXT,
+        UVERBS_METHOD_QUERY_GID_ENTRY,
+        UVERBS_ATTR_WRITE_CMD,
+        UVERBS_METHOD_DM_ALLOC,
+        UVERBS_METHOD_DM_FREE,
+        UVERBS_ATTR_ALLOC_DM_HANDLE,
+        UVERBS_ATTR_ALLOC_DM_LENGTH,
+        UVERBS_ATTR_ALLOC_DM_ALIGNMENT,
+        UVERBS_ATTR_FREE_DM_HANDLE,
+        UVERBS_METHOD_DM_MR_REG,
+        UVERBS_METHOD_MR_DESTROY,
+        UVERBS_METHOD_ADVISE_MR,
+        UVERBS_ATTR_REG_DM_MR_HANDLE,
+        UVERBS_ATTR_REG_DM_MR_OFFSET,
+        UVERBS_ATTR_REG_DM_MR_LENGTH,
+        UVERBS_ATTR_REG_DM_MR_PD_HANDLE,
+        UVERBS_ATTR_REG_DM_MR_ACCESS_FLAGS,
+        UVERBS_ATTR_REG_DM_MR_DM_HANDLE,
+        UVERBS_ATTR_REG_DM_MR_RESP_LKEY,
+        UVERBS_ATTR_REG_DM_MR_RESP_RKEY,
+        UVERBS_ATTR_ADVISE_MR_PD_HANDLE,
+        UVERBS_ATTR_ADVISE_MR_ADVICE,
+        UVERBS_ATTR_ADVISE_MR_FLAGS,
+        UVERBS_ATTR_ADVISE_MR_SGE_LIST,
+        IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH,
+        IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+        IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
+        IB_UVERBS_ADVISE_MR_FLAG_FLUSH,
+        RDMA_DRIVER_MLX5,
+        MLX5_IB_ATTR_ALLOC_DM_RESP_START_OFFSET,
+        MLX5_IB_ATTR_ALLOC_DM_RESP_PAGE_INDEX,
+        MLX5_IB_ATTR_ALLOC_DM_REQ_TYPE,
+        MLX5_IB_OBJECT_DEVX,
+        MLX5_IB_METHOD_DEVX_OTHER,
+        MLX5_IB_UAPI_DM_TYPE_MEMIC,
+        MLX5_IB_UAPI_DM_TYPE_STEERING_SW_ICM,
+        MLX5_IB_UAPI_DM_TYPE_HEADER_MODIFY_SW_ICM,
+        MLX5_IB_UAPI_DM_TYPE_HEADER_MODIFY_PATTERN_SW_ICM,
+    ]);
     all
 }
 
@@ -520,7 +596,8 @@ fn constants() -> Vec<(&'static str, i64)> {
 const NOT_IN_HEADERS: [&str; 2] = ["MLX5_IB_MMAP_CMD_SHIFT", "MLX5_IB_MMAP_CMD_MASK"];
 
 /// The sources of `mlx5_emu::abi`, for [`every_mirror_is_compared`].
-const SOURCES: [&str; 5] = [
+const SOURCES: [&str; 6] = [
+    include_str!("../src/abi/ioctl.rs"),
     include_str!("../src/abi/mod.rs"),
     include_str!("../src/abi/uverbs/mod.rs"),
     include_str!("../src/abi/uverbs/device.rs"),
@@ -547,18 +624,21 @@ fn declared(keyword: &str) -> BTreeSet<&'static str> {
 fn header_fields() -> Vec<golden::Field> {
     let mut all = golden::uverbs_fields();
     all.extend(golden::mlx5_abi_fields());
+    all.extend(golden::uverbs_ioctl_fields());
     all
 }
 
 fn header_structs() -> Vec<golden::StructSize> {
     let mut all = golden::uverbs_structs();
     all.extend(golden::mlx5_abi_structs());
+    all.extend(golden::uverbs_ioctl_structs());
     all
 }
 
 fn header_constants() -> Vec<golden::Value> {
     let mut all = golden::uverbs_constants();
     all.extend(golden::mlx5_abi_constants());
+    all.extend(golden::uverbs_ioctl_constants());
     all
 }
 

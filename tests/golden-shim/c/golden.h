@@ -49,6 +49,11 @@ const struct golden_value *golden_uverbs_constants(size_t *count);
 const struct golden_field *golden_mlx5_abi_fields(size_t *count);
 const struct golden_struct *golden_mlx5_abi_structs(size_t *count);
 const struct golden_value *golden_mlx5_abi_constants(size_t *count);
+/* And for the ioctl interface (uverbs_ioctl.c: <rdma/rdma_user_ioctl_cmds.h>, the ioctl ids of
+ * <rdma/ib_user_ioctl_cmds.h> and <rdma/mlx5_user_ioctl_cmds.h> and their values). */
+const struct golden_field *golden_uverbs_ioctl_fields(size_t *count);
+const struct golden_struct *golden_uverbs_ioctl_structs(size_t *count);
+const struct golden_value *golden_uverbs_ioctl_constants(size_t *count);
 
 /* Writes the fields of the 64-byte CQE at cqe (no alignment needed) into out[0..cap] and
  * returns how many it wrote. */

@@ -4,9 +4,9 @@
 //! header's struct layouts (`offsetof`/`sizeof`), its constants (plus `enum ibv_wc_status`
 //! from `verbs.h`), field reads done the way rdma-core's `cq.c` does them, and the header's
 //! inline segment helpers run into caller buffers. This crate wraps those functions safely.
-//! Two more C files (`c/uverbs.c`, `c/mlx5_abi.c`) export the kernel uapi layouts of the
-//! uverbs `write()` ABI and mlx5's driver data, which the emulator (`mlx5-emu`) mirrors, for
-//! `hw/emu/tests/abi_layout.rs`.
+//! Three more C files (`c/uverbs.c`, `c/mlx5_abi.c`, `c/uverbs_ioctl.c`) export the kernel uapi
+//! layouts of the uverbs `write()` ABI, mlx5's driver data and the ioctl interface, which the
+//! emulator (`mlx5-emu`) mirrors, for `hw/emu/tests/abi_layout.rs`.
 //!
 //! The build script looks for the header in the directories of `MLX5_DIRECT_INCLUDE` and in
 //! `/usr/include` (`detect.rs`, shared with the root crate's build script). Without it no C
@@ -107,6 +107,9 @@ mod sys {
         pub fn golden_mlx5_abi_fields(count: *mut usize) -> *const RawField;
         pub fn golden_mlx5_abi_structs(count: *mut usize) -> *const RawStruct;
         pub fn golden_mlx5_abi_constants(count: *mut usize) -> *const RawValue;
+        pub fn golden_uverbs_ioctl_fields(count: *mut usize) -> *const RawField;
+        pub fn golden_uverbs_ioctl_structs(count: *mut usize) -> *const RawStruct;
+        pub fn golden_uverbs_ioctl_constants(count: *mut usize) -> *const RawValue;
         pub fn golden_read_cqe64(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
         pub fn golden_read_err_cqe(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
         pub fn golden_get_cqe_bits(cqe: *const u8) -> u32;
@@ -205,6 +208,15 @@ mod sys {
         unavailable()
     }
     pub unsafe fn golden_mlx5_abi_constants(_: *mut usize) -> *const RawValue {
+        unavailable()
+    }
+    pub unsafe fn golden_uverbs_ioctl_fields(_: *mut usize) -> *const RawField {
+        unavailable()
+    }
+    pub unsafe fn golden_uverbs_ioctl_structs(_: *mut usize) -> *const RawStruct {
+        unavailable()
+    }
+    pub unsafe fn golden_uverbs_ioctl_constants(_: *mut usize) -> *const RawValue {
         unavailable()
     }
     pub unsafe fn golden_read_cqe64(_: *const u8, _: *mut RawValue, _: usize) -> usize {
@@ -406,6 +418,32 @@ pub fn mlx5_abi_structs() -> Vec<StructSize> {
 pub fn mlx5_abi_constants() -> Vec<Value> {
     // SAFETY: as in `fields`.
     values(table(|n| unsafe { sys::golden_mlx5_abi_constants(n) }))
+}
+
+/// Every field of the ioctl interface's structs the emulator mirrors
+/// (`<rdma/rdma_user_ioctl_cmds.h>`: `ib_uverbs_ioctl_hdr`, whose `attrs[]` is a size-0
+/// non-primary field, `ib_uverbs_attr`, whose union alternatives are named by path and not
+/// primary; `ib_uverbs_sge` of `<rdma/ib_user_verbs.h>`), in declaration order
+/// (`c/uverbs_ioctl.c`).
+pub fn uverbs_ioctl_fields() -> Vec<Field> {
+    // SAFETY: as in `fields`.
+    to_fields(table(|n| unsafe { sys::golden_uverbs_ioctl_fields(n) }))
+}
+
+/// The sizes of the structs of [`uverbs_ioctl_fields`].
+pub fn uverbs_ioctl_structs() -> Vec<StructSize> {
+    // SAFETY: as in `fields`.
+    to_structs(table(|n| unsafe { sys::golden_uverbs_ioctl_structs(n) }))
+}
+
+/// The ioctl constants the emulator mirrors (`RDMA_VERBS_IOCTL`, attribute flags, the object,
+/// method and attribute ids of `<rdma/ib_user_ioctl_cmds.h>` and
+/// `<rdma/mlx5_user_ioctl_cmds.h>` it uses, the values of `<rdma/ib_user_ioctl_verbs.h>` and
+/// `<rdma/mlx5_user_ioctl_verbs.h>` they carry), and the alignment of each struct of
+/// [`uverbs_ioctl_structs`] as `"_Alignof(struct NAME)"`.
+pub fn uverbs_ioctl_constants() -> Vec<Value> {
+    // SAFETY: as in `fields`.
+    values(table(|n| unsafe { sys::golden_uverbs_ioctl_constants(n) }))
 }
 
 /// Checks that the primary fields of `strct` cover it in order, leaving only alignment

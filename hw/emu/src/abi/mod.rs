@@ -6,7 +6,9 @@
 //!   those structs use): the command headers, the command numbers, and the request and
 //!   response of every command the emulator answers with their nested structs;
 //! - [`mlx5`]: `<rdma/mlx5-abi.h>`: the driver data that follows those requests and
-//!   responses, its flags, the clock-info page, and the mmap offset encoding.
+//!   responses, its flags, the clock-info page, and the mmap offset encoding;
+//! - [`ioctl`]: the ioctl interface (`RDMA_VERBS_IOCTL`): its header and attribute, and the
+//!   object, method and attribute ids of the methods the emulator answers.
 //!
 //! Every struct is a `#[repr(C)]` plain struct with the C name and the C field names; every
 //! constant has its C name. `hw/emu/tests/abi_layout.rs` compares each struct's size and
@@ -38,6 +40,7 @@ use core::mem::size_of;
 
 pub use zerocopy::{FromBytes, Immutable, IntoBytes};
 
+pub mod ioctl;
 pub mod mlx5;
 pub mod uverbs;
 
