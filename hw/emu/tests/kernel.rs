@@ -3,99 +3,13 @@
 //! `ib_uverbs` / `mlx5_ib` give for it. The server reaches this test's memory as it reaches
 //! a program's, through its pid.
 
+mod kernel_common;
+
+use kernel_common::{alloc_pd, context, get_context, legacy, reg_mr};
 use mlx5_emu::abi::mlx5::*;
 use mlx5_emu::abi::uverbs::*;
-use mlx5_emu::abi::{Immutable, IntoBytes};
-use mlx5_emu::client::Context;
-use mlx5_emu::server::{serve, Link, Options};
+use mlx5_emu::abi::IntoBytes;
 use std::mem::size_of;
-use std::time::Duration;
-
-/// A fabric served by a thread of this process; a context on its first NIC.
-fn context(name: &str) -> Context {
-    let dir = std::env::temp_dir().join(format!("mlx5-emu-kernel-{}-{name}", std::process::id()));
-    let options = Options {
-        name: name.into(),
-        nics: 2,
-        link: Link::Ib,
-        dir,
-    };
-    let socket = options.socket();
-    std::thread::spawn(move || serve(options).unwrap());
-    for _ in 0..500 {
-        if let Ok(c) = Context::open(socket.to_str().unwrap(), 0) {
-            return c;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("no server at {}", socket.display());
-}
-
-/// A legacy command: header, `req` (whose first word is the response address when it has
-/// one), driver data; `out` bytes of response room.
-fn legacy<T: IntoBytes + Immutable>(command: u32, req: &T, driver: &[u8], out: usize) -> Vec<u8> {
-    let mut buf = ib_uverbs_cmd_hdr {
-        command,
-        in_words: ((8 + size_of::<T>() + driver.len()) / 4) as u16,
-        out_words: (out / 4) as u16,
-    }
-    .as_bytes()
-    .to_vec();
-    buf.extend_from_slice(req.as_bytes());
-    buf.extend_from_slice(driver);
-    buf
-}
-
-/// GET_CONTEXT as libmlx5 asks it (16 bfregs, 4 low latency); the response room.
-fn get_context(ctx: &Context, flags: u32) -> Result<Vec<u8>, i32> {
-    let mut resp = vec![0u8; 512];
-    let req = ib_uverbs_get_context {
-        response: resp.as_mut_ptr() as u64,
-    };
-    let drv = mlx5_ib_alloc_ucontext_req_v2 {
-        total_num_bfregs: 16,
-        num_low_latency_bfregs: 4,
-        flags,
-        max_cqe_version: 1,
-        ..Default::default()
-    };
-    // The async fd: an eventfd this process keeps.
-    // SAFETY: eventfd has no pointer arguments.
-    let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_SEMAPHORE) };
-    use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd};
-    // SAFETY: a fresh fd, owned once.
-    let efd = unsafe { OwnedFd::from_raw_fd(efd) };
-    let cmd = legacy(IB_USER_VERBS_CMD_GET_CONTEXT, &req, drv.as_bytes(), 512);
-    // SAFETY: `efd` lives across the call.
-    let borrowed = unsafe { BorrowedFd::borrow_raw(std::os::fd::AsRawFd::as_raw_fd(&efd)) };
-    ctx.command(&cmd, Some(borrowed))?;
-    std::mem::forget(efd);
-    Ok(resp)
-}
-
-fn alloc_pd(ctx: &Context) -> u32 {
-    let mut resp = [0u32; 2];
-    let req = ib_uverbs_alloc_pd {
-        response: resp.as_mut_ptr() as u64,
-    };
-    ctx.command(&legacy(IB_USER_VERBS_CMD_ALLOC_PD, &req, &[], 8), None)
-        .unwrap();
-    resp[0]
-}
-
-fn reg_mr(ctx: &Context, pd: u32, addr: u64, len: u64, access: u32) -> Result<u32, i32> {
-    let mut resp = [0u32; 3];
-    let req = ib_uverbs_reg_mr {
-        response: resp.as_mut_ptr() as u64,
-        start: addr,
-        length: len,
-        hca_va: addr,
-        pd_handle: pd,
-        access_flags: access,
-    };
-    ctx.command(&legacy(IB_USER_VERBS_CMD_REG_MR, &req, &[], 12), None)?;
-    Ok(resp[0])
-}
 
 #[test]
 fn nothing_but_get_context_works_before_it_and_it_works_once() {
