@@ -63,6 +63,17 @@ impl Context {
         }
     }
 
+    /// An `ioctl(fd, request, arg)` on the command fd: done (the server has read the
+    /// argument's memory and written back what the kernel writes), or the errno.
+    pub fn ioctl(&self, request: u64, arg: u64) -> Result<(), Errno> {
+        let _one = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        match proto::call(&self.sock, &Request::Ioctl { request, arg }, None) {
+            Ok((Reply::Command { errno: 0 }, _)) => Ok(()),
+            Ok((Reply::Command { errno }, _)) => Err(errno),
+            _ => Err(libc::EIO),
+        }
+    }
+
     /// An `mmap` of the command fd at byte `offset`: its backing and, for a shared page,
     /// the memfd to map.
     pub fn mmap(&self, offset: u64, len: u64) -> Result<(Mapping, Option<OwnedFd>), Errno> {
@@ -88,8 +99,8 @@ impl Context {
         }
     }
 
-    /// A CPU store to the UAR page at page offset `page`: returns once the device has done
-    /// what it started. Allocates nothing (the trap's signal handler calls it).
+    /// A CPU store at byte `offset` of the mapping at page offset `page` (a UAR page or
+    /// device memory): returns once the device has done what it started. Allocates nothing (the trap's signal handler calls it).
     pub fn store(&self, page: u64, offset: u32, data: &[u8]) -> io::Result<()> {
         let mut out = [0u8; 128];
         let n = proto::encode(&Request::Store { page, offset, data }, &mut out)?;
@@ -99,7 +110,8 @@ impl Context {
         }
     }
 
-    /// A CPU load from the register page at page offset `page`. Allocates nothing.
+    /// A CPU load at byte `offset` of the register mapping at page offset `page`. Allocates
+    /// nothing.
     pub fn load(&self, page: u64, offset: u32, len: u8) -> io::Result<u64> {
         let mut out = [0u8; 64];
         let n = proto::encode(&Request::Load { page, offset, len }, &mut out)?;

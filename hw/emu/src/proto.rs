@@ -63,12 +63,12 @@ pub enum Request<'a> {
         /// Length in bytes.
         len: u64,
     },
-    /// A CPU store of `data` at `offset` of the UAR page mapped at command-fd page offset
-    /// `page`.
+    /// A CPU store of `data` at byte `offset` of the mapping made at command-fd page offset
+    /// `page` (a UAR page, or device memory).
     Store {
         /// The mapping's page offset (`mmap`'s offset / page size).
         page: u64,
-        /// Byte offset in that page.
+        /// Byte offset in the mapping.
         offset: u32,
         /// The bytes, as the CPU's write-combining buffer sent them (8 or 64 normally).
         #[serde(borrow)]
@@ -84,14 +84,23 @@ pub enum Request<'a> {
     },
     /// A launcher's request: every NIC's PCIe counters and statistics, as JSON.
     Report,
-    /// A CPU load of `len` bytes at `offset` of the page mapped at page offset `page`.
+    /// A CPU load of `len` bytes at byte `offset` of the mapping made at page offset `page`.
     Load {
         /// The mapping's page offset.
         page: u64,
-        /// Byte offset in that page.
+        /// Byte offset in the mapping.
         offset: u32,
         /// 1, 2, 4 or 8.
         len: u8,
+    },
+    /// An `ioctl(fd, request, arg)` on the context's command fd; the server reads the
+    /// argument's memory and writes what the kernel writes back there (answered with
+    /// [`Reply::Command`]).
+    Ioctl {
+        /// The request (`RDMA_VERBS_IOCTL`; anything else is `ENOTTY`).
+        request: u64,
+        /// The argument: the program's address of the `ib_uverbs_ioctl_hdr`.
+        arg: u64,
     },
 }
 
@@ -107,13 +116,19 @@ pub enum Mapping {
     /// A page of registers the program only reads (the free-running clock): mapped with no
     /// access, every load trapped and sent as [`Request::Load`].
     Registers,
+    /// Device memory (MEMIC, `ibv_alloc_dm`): mapped with no access, every store trapped and
+    /// sent as [`Request::Store`]. The model has no CPU read of device memory, so a load
+    /// (`ibv_memcpy_from_dm`) stops the program with a message rather than read a value
+    /// that is not there.
+    DeviceMemory,
 }
 
 /// The server's answer to a [`Request`].
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Reply {
     /// A command's result: 0 (the server has written the response where the command
-    /// said, as the kernel copies it out), or the errno `write()` fails with.
+    /// said, as the kernel copies it out), or the errno `write()` (or `ioctl()`) fails
+    /// with.
     Command {
         /// 0 or a positive errno.
         errno: i32,

@@ -11,9 +11,10 @@
 //!   where the command says (GET_CONTEXT and CREATE_COMP_CHANNEL get an eventfd, which the
 //!   program sees as the async or channel fd, and whose `read` takes the next event from
 //!   the server);
-//! - `ioctl` on it: `ENOTTY`, so libibverbs uses the `write()` interface;
-//! - `mmap` on it: UAR pages (every store caught by `mlx5_emu::trap` and sent to the
-//!   server), or a page the server keeps up to date; `munmap` of those;
+//! - `ioctl` on it: the uverbs ioctl interface, answered by the server (which reads and
+//!   writes the argument's memory as the kernel does);
+//! - `mmap` on it: UAR pages and device memory (every store caught by `mlx5_emu::trap` and
+//!   sent to the server), or a page the server keeps up to date; `munmap` of those;
 //! - `close`: the context ends, and the server tears its objects down.
 //!
 //! Everything else passes through to the next definition (`dlsym(RTLD_NEXT, ...)`). The
@@ -374,13 +375,18 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, count: size_t) -> ssi
     }
 }
 
-/// `ioctl(2)`: the ioctl interface is not there (`ENOTTY`): libibverbs falls back to
-/// `write()` for everything the programs use.
+/// `ioctl(2)`: on a context's fd, a uverbs ioctl, answered by the server (methods it does
+/// not have are `EPROTONOSUPPORT`, and libibverbs falls back to `write()` for them).
 #[no_mangle]
 pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int {
-    if context(fd).is_some() {
-        set_errno(libc::ENOTTY);
-        return -1;
+    if let Some(ctx) = context(fd) {
+        return match ctx.ioctl(request, arg as u64) {
+            Ok(()) => 0,
+            Err(e) => {
+                set_errno(e);
+                -1
+            }
+        };
     }
     let f = real!(ioctl: unsafe extern "C" fn(c_int, c_ulong, *mut c_void) -> c_int);
     // SAFETY: the C library's ioctl, with the caller's arguments (the third is passed as
@@ -420,10 +426,14 @@ fn page_size() -> u64 {
 fn map_device(ctx: &Context, fd: c_int, len: usize, offset: u64) -> Result<*mut c_void, i32> {
     let (mapping, shared) = ctx.mmap(offset, len as u64)?;
     match mapping {
-        Mapping::Uar | Mapping::Registers => {
+        Mapping::Uar | Mapping::Registers | Mapping::DeviceMemory => {
             // The token names the context (its fd) and the page offset the program mapped.
             let token = ((fd as u64) << 32) | (offset / page_size());
-            let p = trap::map(len, token, &UARS)
+            let sink: &'static dyn trap::Sink = match mapping {
+                Mapping::DeviceMemory => &DEVICE_MEMORY,
+                _ => &UARS,
+            };
+            let p = trap::map(len, token, sink)
                 .map_err(|e| e.raw_os_error().unwrap_or(libc::ENOMEM))?;
             MAPPINGS
                 .lock()
@@ -495,21 +505,18 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     unsafe { f(fd) }
 }
 
-/// Where the trapped pages' stores and loads go: the context the token names.
+/// Where the trapped pages' stores and loads go: the context the token names, with the
+/// page offset of the mapping and the byte offset in it.
 struct Uars;
 
 static UARS: Uars = Uars;
 
 impl Uars {
     fn target(token: u64, offset: u64) -> (&'static Context, u64, u32) {
-        let page = page_size();
         let ctx = context((token >> 32) as c_int)
-            .unwrap_or_else(|| fail("a store to a UAR page of a closed context"));
-        (
-            ctx,
-            (token & 0xffff_ffff) + offset / page,
-            (offset % page) as u32,
-        )
+            .unwrap_or_else(|| fail("a store to a mapping of a closed context"));
+        let at = u32::try_from(offset).unwrap_or_else(|_| fail("a store beyond 4 GiB"));
+        (ctx, token & 0xffff_ffff, at)
     }
 }
 
@@ -517,7 +524,7 @@ impl trap::Sink for Uars {
     fn store(&self, token: u64, offset: u64, data: &[u8]) {
         let (ctx, page, at) = Uars::target(token, offset);
         if ctx.store(page, at, data).is_err() {
-            fail("the fabric server did not take a UAR store");
+            fail("the fabric server did not take a store");
         }
     }
 
@@ -525,6 +532,22 @@ impl trap::Sink for Uars {
         let (ctx, page, at) = Uars::target(token, offset);
         ctx.load(page, at, len)
             .unwrap_or_else(|_| fail("the fabric server did not answer a register load"))
+    }
+}
+
+/// Device memory: stores as to a UAR page; a load stops the program (the model has no CPU
+/// read of device memory, and a made-up value would be worse).
+struct DeviceMemory;
+
+static DEVICE_MEMORY: DeviceMemory = DeviceMemory;
+
+impl trap::Sink for DeviceMemory {
+    fn store(&self, token: u64, offset: u64, data: &[u8]) {
+        UARS.store(token, offset, data);
+    }
+
+    fn load(&self, _token: u64, _offset: u64, _len: u8) -> u64 {
+        fail("a CPU load from device memory (ibv_memcpy_from_dm) is not emulated")
     }
 }
 

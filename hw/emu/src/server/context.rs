@@ -1,7 +1,8 @@
 //! One device context: what the kernel keeps per open `/dev/infiniband/uverbsN` (its
 //! `ib_ucontext` and the uobjects under it), the request loop of its connection, and its
 //! teardown when the program closes the fd or exits (the kernel's
-//! `uverbs_destroy_ufile_hw`: QPs, SRQs, CQs, address handles, MRs, PDs, in that order).
+//! `uverbs_destroy_ufile_hw`: QPs, SRQs, CQs, address handles, MRs, device memory, PDs, in
+//! that order).
 
 use super::events::{EventQueue, Kind};
 use super::Shared;
@@ -23,6 +24,13 @@ pub(crate) struct Pd {
 #[derive(Debug)]
 pub(crate) struct Mr {
     pub(crate) key: u32,
+    /// Its PD's number.
+    pub(crate) pdn: u32,
+    /// `IB_UVERBS_ACCESS_*` as registered.
+    pub(crate) access: u32,
+    /// Its first address (the program's, or 0 for device memory) and length.
+    pub(crate) addr: u64,
+    pub(crate) len: u64,
 }
 
 /// A completion queue.
@@ -57,6 +65,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) next_handle: u32,
     pub(crate) pds: HashMap<u32, Pd>,
     pub(crate) mrs: HashMap<u32, Mr>,
+    /// Device-memory allocations (`ibv_alloc_dm`).
+    pub(crate) dms: HashMap<u32, super::memory::Dm>,
     pub(crate) cqs: HashMap<u32, Cq>,
     pub(crate) srqs: HashMap<u32, Srq>,
     pub(crate) qps: HashMap<u32, super::qp::Qp>,
@@ -89,6 +99,7 @@ pub(crate) fn serve(
         next_handle: 1,
         pds: HashMap::new(),
         mrs: HashMap::new(),
+        dms: HashMap::new(),
         cqs: HashMap::new(),
         srqs: HashMap::new(),
         qps: HashMap::new(),
@@ -122,6 +133,10 @@ impl Ctx<'_> {
                     (Reply::Loaded(self.load(page, offset, len)), None)
                 }
                 Request::Event { fd, room } => (Reply::Event(self.event(fd, room)), None),
+                Request::Ioctl { request, arg } => {
+                    let errno = self.ioctl(request, arg).err().unwrap_or(0);
+                    (Reply::Command { errno }, None)
+                }
                 Request::Report => (
                     Reply::Command {
                         errno: libc::EINVAL,
@@ -188,6 +203,7 @@ impl Ctx<'_> {
         for (_, mr) in self.mrs.drain() {
             let _ = nic.dereg_mr(mr.key);
         }
+        self.free_dms();
         for (_, pd) in self.pds.drain() {
             let _ = nic.dealloc_pd(pd.pdn);
         }

@@ -5,7 +5,7 @@
 //! What the model enforces comes from the model (`Nic::caps`, `Nic::port`, the fabric's
 //! `NicConfig`); the rest is what a ConnectX-5 reports (docs/emulator.md lists each value
 //! and its source), and 0 for what the model does not have (memory windows, multicast,
-//! XRC, raw packet QPs, device memory through the write interface).
+//! XRC, raw packet QPs).
 
 use super::cmd::{driver_request, request, Bundle, Res};
 use super::context::Ctx;
@@ -214,6 +214,7 @@ impl Ctx<'_> {
             },
             timestamp_mask: if cfg.clock_khz != 0 { (1 << 63) - 1 } else { 0 },
             hca_core_clock: cfg.clock_khz.into(),
+            max_dm_size: self.nic.caps().max_dm_size,
             ..Default::default()
         };
         self.respond(b, &resp)?;

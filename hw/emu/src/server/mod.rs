@@ -11,6 +11,8 @@ mod cmd;
 mod context;
 mod device;
 mod events;
+mod ioctl;
+mod memory;
 mod objects;
 mod qp;
 mod remote;
@@ -123,10 +125,16 @@ pub fn default_dir() -> PathBuf {
     PathBuf::from(format!("/tmp/mlx5-emu-{}", unsafe { libc::getuid() }))
 }
 
+/// The device memory (MEMIC) of each emulated NIC: 128 KiB (`max_dm_size`). The size a
+/// ConnectX-5 reports is not public; the model's choice, enough for `mlx5-perf --use-dm`'s
+/// hardware run (64 KiB).
+pub const DM_SIZE: u64 = 128 * 1024;
+
 /// The model NIC configuration of a fabric's NICs: the model's defaults, on the link layer
 /// asked for, with CQE version 1 (what current kernels negotiate with rdma-core:
 /// `mlx5_ib_alloc_ucontext` answers `min(max_cqe_version, the device's)`, and ConnectX-4
-/// and later have version 1; libmlx5 then finds QPs by the user index in each CQE).
+/// and later have version 1; libmlx5 then finds QPs by the user index in each CQE) and
+/// [`DM_SIZE`] of device memory.
 pub fn nic_config(link: Link) -> NicConfig {
     NicConfig {
         link_layer: match link {
@@ -134,6 +142,7 @@ pub fn nic_config(link: Link) -> NicConfig {
             Link::Roce => LinkLayer::Ethernet,
         },
         cqe_version: 1,
+        dm_size: DM_SIZE,
         ..NicConfig::default()
     }
 }
@@ -363,6 +372,10 @@ pub(crate) fn report(shared: &Shared) -> String {
                     "rnr_naks": s.rnr_naks,
                     "arms": s.arms,
                     "events": s.events,
+                    "dm_writes": s.dm_writes,
+                    "dm_gathers": s.dm_gathers,
+                    "odp_faults": s.odp_faults,
+                    "odp_pages_mapped": s.odp_pages_mapped,
                 },
             })
         })

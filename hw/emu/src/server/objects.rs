@@ -112,7 +112,16 @@ impl Ctx<'_> {
             let _ = self.nic.dereg_mr(key);
             return Err(e);
         }
-        self.mrs.insert(handle, Mr { key });
+        self.mrs.insert(
+            handle,
+            Mr {
+                key,
+                pdn,
+                access: cmd.access_flags,
+                addr: cmd.start,
+                len: cmd.length,
+            },
+        );
         Ok(())
     }
 

@@ -136,9 +136,16 @@ impl Spaces {
     }
 }
 
-impl RemoteMemory for Spaces {
-    fn read(&self, space: u16, addr: u64, dst: &mut [u8]) {
-        let done = match self.pid(space) {
+impl Spaces {
+    /// Copy `dst.len()` bytes at `addr` of `space` into `dst` (`copy_from_user`): whether
+    /// all of it was there.
+    pub fn copy_in(&self, space: u16, addr: u64, dst: &mut [u8]) -> bool {
+        self.read_some(space, addr, dst) == dst.len()
+    }
+
+    /// Read what is there of `dst.len()` bytes at `addr` of `space`; returns how many.
+    fn read_some(&self, space: u16, addr: u64, dst: &mut [u8]) -> usize {
+        match self.pid(space) {
             Some(pid) => transfer(addr, dst.len(), |local, remote| {
                 let mut iov = [IoSliceMut::new(&mut dst[local])];
                 // SAFETY: the local iovec is `dst`'s subrange; the remote one is only read
@@ -146,7 +153,13 @@ impl RemoteMemory for Spaces {
                 unsafe { libc::process_vm_readv(pid, iov.as_mut_ptr().cast(), 1, &remote, 1, 0) }
             }),
             None => 0,
-        };
+        }
+    }
+}
+
+impl RemoteMemory for Spaces {
+    fn read(&self, space: u16, addr: u64, dst: &mut [u8]) {
+        let done = self.read_some(space, addr, dst);
         if done < dst.len() {
             dst[done..].fill(0);
             self.fault();

@@ -103,12 +103,16 @@ impl Uars {
 }
 
 /// An mmap of the command fd (`mlx5_ib_mmap`): a UAR page by index (regular, WC or NC:
-/// stores are stores), or the clock-info page; one page each, as the kernel requires.
+/// stores are stores), or the clock-info page, one page each as the kernel requires; or
+/// device memory (`super::memory::mmap`).
 pub(crate) fn mmap(
     ctx: &mut Ctx<'_>,
     offset: u64,
     len: u64,
 ) -> Result<(Mapping, Option<OwnedFd>), i32> {
+    if offset % PAGE == 0 && mmap_command(offset / PAGE) == MLX5_IB_MMAP_DEVICE_MEM {
+        return super::memory::mmap(ctx, offset / PAGE, len);
+    }
     if offset % PAGE != 0 || len != PAGE {
         return Err(libc::EINVAL);
     }
@@ -139,8 +143,12 @@ pub(crate) fn mmap(
 
 impl Ctx<'_> {
     /// One CPU store of `data` at `offset` of the UAR page the program mapped at page
-    /// offset `pgoff`: to the model's UAR of the QP it is for, or the CQ arm.
+    /// offset `pgoff`: to the model's UAR of the QP it is for, or the CQ arm (or to device
+    /// memory, for its mapping).
     pub(crate) fn store(&mut self, pgoff: u64, offset: u32, data: &[u8]) {
+        if mmap_command(pgoff) == MLX5_IB_MMAP_DEVICE_MEM {
+            return self.dm_store(pgoff, offset, data);
+        }
         let page = u32::from(mmap_index(pgoff));
         self.shared.reap();
         let routed = self.route(page, offset, data).is_some();
