@@ -4,7 +4,9 @@
 //!
 //! Run on a host with a NIC (see docs/hardware.md):
 //! `MLX5_DIRECT_DEVICE=mlx5_0 cargo test --features verbs --test verbs_hw -- --ignored`
-//! (`MLX5_DIRECT_PORT` and `MLX5_DIRECT_GID_INDEX` choose the port and GID index).
+//! (`MLX5_DIRECT_PORT` and `MLX5_DIRECT_GID_INDEX` choose the port and GID index). On the
+//! emulated ConnectX (docs/emulator.md) `hw/emu/verbs-hw.sh` runs every body but rdma_cm's,
+//! as CI does.
 #![cfg(feature = "verbs")]
 
 mod common;
@@ -59,7 +61,7 @@ fn hw_with(ring_memory: Option<MemOptions>) -> Hw {
 macro_rules! on_hardware {
     ($($name:ident),* $(,)?) => {$(
         #[test]
-        #[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
+        #[ignore = "needs a device: an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
         fn $name() {
             bodies::$name(&hw());
         }
@@ -94,7 +96,7 @@ on_hardware!(
 );
 
 #[test]
-#[ignore = "needs an mlx5 NIC with device memory (max_dm_size >= 1 KiB); set MLX5_DIRECT_DEVICE"]
+#[ignore = "needs a device with device memory (max_dm_size >= 1 KiB): an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
 fn device_memory_slots_carry_payloads() {
     bodies::device_memory_slots_carry_payloads(&hw());
 }
@@ -110,13 +112,13 @@ fn ud_answers_the_sender_of_a_receive() {
 }
 
 #[test]
-#[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
+#[ignore = "needs a device: an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
 fn dc_operations_reach_a_dct() {
     bodies::dc_operations_reach_a_dct(&hw(), env("MLX5_DIRECT_GID_INDEX").unwrap_or(0), None);
 }
 
 #[test]
-#[ignore = "needs an mlx5 NIC with DCI streams (dci_streams_caps.max_log_num_concurent >= 2); set MLX5_DIRECT_DEVICE"]
+#[ignore = "needs a device with DCI streams (dci_streams_caps.max_log_num_concurent >= 2): an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
 fn dc_operations_on_a_dci_stream_reach_a_dct() {
     let streams = mlx5_direct::DciStreams {
         log_concurrent: 2,
@@ -127,7 +129,7 @@ fn dc_operations_on_a_dci_stream_reach_a_dct() {
 }
 
 #[test]
-#[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
+#[ignore = "needs a device: an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
 fn inline_write_lands_and_completes() {
     let (mut a, _b) = bodies::inline_write_lands_and_completes(&hw());
     let why = a.qp.handle().doorbell_only();
@@ -146,7 +148,7 @@ fn inline_write_lands_and_completes() {
 /// (dbrec.c `__add_page`) are this crate's 2 MiB pages, the queues work on them, and all
 /// five are freed with the objects.
 #[test]
-#[ignore = "needs an mlx5 NIC and transparent huge pages; set MLX5_DIRECT_DEVICE"]
+#[ignore = "needs a device (an mlx5 NIC or the emulator: hw/emu/verbs-hw.sh) and transparent huge pages; set MLX5_DIRECT_DEVICE"]
 fn rings_come_from_the_crates_allocator() {
     let hw = hw_with(Some(MemOptions {
         pages: Pages::Transparent,
@@ -165,7 +167,7 @@ fn rings_come_from_the_crates_allocator() {
 /// (`MLX5DV_RES_TYPE_DBR`, a base page) from the domain's allocator, the context's
 /// allocator is not installed, and everything is freed with the QP.
 #[test]
-#[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
+#[ignore = "needs a device: an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
 fn a_parent_domain_allocates_its_qps_rings() {
     use mlx5_direct::backend::mlx5dv::{MLX5DV_RES_TYPE_DBR, MLX5DV_RES_TYPE_QP};
     let hw = hw();
@@ -192,7 +194,7 @@ fn a_parent_domain_allocates_its_qps_rings() {
 /// bursts of 64 signaled WRITEs polled through each: whether the NIC compressed (it does
 /// so only under PCIe back pressure) the completions are the same.
 #[test]
-#[ignore = "needs an mlx5 NIC with CQE compression; set MLX5_DIRECT_DEVICE"]
+#[ignore = "needs a device with CQE compression: an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
 fn a_compressed_cq_delivers_every_completion() {
     use mlx5_direct::{CqConfig, CqeCompression, Error};
     let zipped = |c, cqe_size| CqConfig {
@@ -250,7 +252,7 @@ fn write_rounds(a: &mut Side<Verbs>, b: &Side<Verbs>) {
 }
 
 #[test]
-#[ignore = "needs an mlx5 NIC; set MLX5_DIRECT_DEVICE"]
+#[ignore = "needs a device: an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
 fn the_opened_port_reports_its_addressing() {
     let hw = hw();
     let verbs = hw.0.backend();
@@ -290,7 +292,7 @@ fn the_opened_port_reports_its_addressing() {
 /// connected to it through rdma_cm and one accepted on it, each told the other's buffer in
 /// the private data; a WRITE then lands and both QPs are in RTS.
 #[test]
-#[ignore = "needs an mlx5 NIC with an IP address; set MLX5_DIRECT_DEVICE and MLX5_DIRECT_CM_ADDR"]
+#[ignore = "needs an mlx5 NIC with an IP address: the emulator has no rdma_cm (ucma); set MLX5_DIRECT_DEVICE and MLX5_DIRECT_CM_ADDR"]
 fn rdma_cm_connects_driver_qps() {
     use mlx5_direct::backend::verbs::{cm, CmListener, CmOptions};
     use mlx5_direct::{CmPrivateData, Data, QpState, SendFlags, SendOp, Status};

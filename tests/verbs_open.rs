@@ -1,12 +1,18 @@
 //! Opening a device through rdma-core where there may be none: the typed errors, which CI
-//! checks on machines without an RDMA NIC.
+//! checks on machines without an RDMA NIC, and again on the emulated ConnectX
+//! (`hw/emu/verbs-hw.sh`), where a name no device has is the error.
 #![cfg(feature = "verbs")]
 
 use mlx5_direct::backend::verbs::{Verbs, VerbsOptions};
 use mlx5_direct::{Context, Error};
 
+/// Whether libibverbs will find devices: its sysfs (`SYSFS_PATH` when set, as
+/// `ibv_get_sysfs_path` takes it, else `/sys`, so the emulator's tree under `mlx5-emu run`)
+/// lists one.
 fn has_rdma_devices() -> bool {
-    std::fs::read_dir("/sys/class/infiniband").is_ok_and(|mut d| d.next().is_some())
+    let sysfs = std::env::var("SYSFS_PATH").unwrap_or_else(|_| "/sys".into());
+    std::fs::read_dir(std::path::Path::new(&sysfs).join("class/infiniband"))
+        .is_ok_and(|mut d| d.next().is_some())
 }
 
 #[test]

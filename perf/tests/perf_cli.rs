@@ -1554,7 +1554,7 @@ fn use_dm_runs_trade_the_payload_read_as_the_memic_rows_say() {
 /// (through loopback TCP), 256-byte WRITEs and 1 KiB SENDs through device memory.
 #[test]
 #[cfg(feature = "verbs")]
-#[ignore = "needs an mlx5 NIC with 64 KiB of device memory; set MLX5_DIRECT_DEVICE"]
+#[ignore = "needs a device with 64 KiB of device memory: an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh --perf); set MLX5_DIRECT_DEVICE"]
 fn use_dm_runs_on_hardware() {
     let device = std::env::var("MLX5_DIRECT_DEVICE").expect("MLX5_DIRECT_DEVICE");
     for (test, size) in [
