@@ -10,9 +10,9 @@
 #     has no rdma_cm: /dev/infiniband/rdma_cm and the ucma commands are not there);
 #   - tests/verbs_open.rs (the typed errors of opening a device, on a host with devices);
 #   - with --perf, perf/tests/perf_cli.rs's use_dm_runs_on_hardware (mlx5-perf --use-dm as
-#     server and client). Slow in a debug build (about two minutes): every store to device
-#     memory is trapped, and the debug build's code between the stores of one line runs
-#     single-stepped. CI leaves it out.
+#     server and client). Slow in a debug build (about two minutes; 5 s in release): every
+#     store to device memory is trapped, and the debug build's code between the stores of one
+#     line runs single-stepped. CI leaves it out.
 #
 # Builds the test binaries with the features CI's all-features test step builds them with
 # (so CI builds nothing twice), and the emulator and its preload in the same profile. Exits

@@ -61,6 +61,12 @@ fn ibv_devinfo_reports_the_models_caps() {
             caps.max_rd_atomic.to_string()
         );
         assert_eq!(field(&out, "max_msg_sz"), format!("{:#x}", caps.max_msg_sz));
+        // QUERY_DEVICE_EX's max_dm_size, which libmlx5 also checks ibv_alloc_dm against.
+        assert_eq!(
+            field(&out, "maximum available device memory"),
+            format!("{}Bytes", caps.max_dm_size)
+        );
+        assert_ne!(caps.max_dm_size, 0);
         assert_eq!(field(&out, "state"), "PORT_ACTIVE (4)");
         let mtu = format!("{} (", port.active_mtu);
         assert!(field(&out, "active_mtu").starts_with(&mtu), "{out}");
