@@ -103,6 +103,9 @@ fn cq_moderation_follows_perftests_rules() {
     assert_eq!(q("write_bw -s 65536 -Q 10"), 10);
     assert_eq!(q("write_bw -a"), 100);
     assert_eq!(q("send_bw -e"), 100);
+    // Atomics are 8 bytes (perftest's DEF_SIZE_ATOMIC, set before the 8 KiB rule looks).
+    assert_eq!(q("atomic_bw"), 100);
+    assert_eq!(q("atomic_bw -l 8"), 8);
     // The post list's size when -l is given without -Q.
     assert_eq!(q("write_bw -s 8 -l 8"), 8);
     assert_eq!(q("write_bw -l 40"), 40);

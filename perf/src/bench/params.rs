@@ -702,7 +702,13 @@ impl Params {
                 rx_depth = rx_depth.min(iters.min(u64::from(u32::MAX)) as u32);
             }
         }
-        let size = a.size.unwrap_or(if lat { 2 } else { 65536 });
+        // perftest's default size: DEF_SIZE_ATOMIC (8) for the atomic tests, set in
+        // `init_perftest_params` before `force_dependecies` looks at it for CQ moderation.
+        let size = a.size.unwrap_or(match (atomic, lat) {
+            (true, _) => 8,
+            (false, true) => 2,
+            (false, false) => 65536,
+        });
         let mut cq_mod = asked_cq_mod.unwrap_or(DEF_CQ_MOD);
         if !lat && size > CQ_MOD_SIZE_LIMIT && !a.all && !a.events && asked_cq_mod.is_none() {
             cq_mod = 1;
