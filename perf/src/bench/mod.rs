@@ -32,7 +32,7 @@ pub use host::{cpu_mhz, MODEL_COUNTERS};
 pub use hwts::HwRow;
 pub use params::{Connection, Params, RateLimit, RdmaCm, DEF_DC_KEY, DEF_QKEY};
 pub use row::{Counts, PerMessage, Row, RowCompletions, RowPcie, Setup, Stats};
-use side::{await_ping, data_for, finished, peer_stopped, sample, spin, Side};
+use side::{await_ping, data_for, finished, lat_signals, peer_stopped, sample, spin, Side};
 
 /// What the benchmarks need from a backend beyond [`Backend`].
 pub trait Device: Backend {
@@ -297,7 +297,8 @@ fn client_body<B: Device>(
                 if local.times_posts() && schedule.is_none_or(|s| s.phase(t0) == Phase::Sample) {
                     posts.push(t0);
                 }
-                side.post(0, 1, false, op, data)?;
+                let signal = lat_signals(&p, schedule.as_ref(), i);
+                side.post(0, 1, signal, op, data)?;
                 if ping_pong {
                     if !await_ping(side, peer, size, i)? {
                         return Err(peer_stopped(peer));
@@ -517,7 +518,7 @@ fn server_body<B: Device>(
                 posts.push(now);
             }
             answered = Some(now);
-            side.post(0, 1, false, op, data)?;
+            side.post(0, 1, lat_signals(&p, schedule.as_ref(), i), op, data)?;
             side.pump()?;
             i += 1;
         }

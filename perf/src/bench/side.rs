@@ -851,6 +851,17 @@ pub(super) fn finished(schedule: Option<&Schedule>, i: u64, iters: u64) -> bool 
     }
 }
 
+/// Latency tests: whether post `i` of a size (from 0) ends a stream that must complete,
+/// so it is signaled whatever `-Q` says, as perftest's latency loops signal
+/// (perftest_resources.c): every WRITE (`run_iter_lat_write`), READ and atomic
+/// (`run_iter_lat`, which waits for each completion); a SEND every `-Q` (the post's own
+/// rule) and the last of the size (`run_iter_lat_send`). Duration mode has no last post, so
+/// there every SEND is (perftest leaves the tail unsignaled and never waits for it; here
+/// each size ends with the send queue drained).
+pub(super) fn lat_signals(params: &Params, schedule: Option<&Schedule>, i: u64) -> bool {
+    params.test.verb != Verb::Send || schedule.is_some() || i + 1 == params.iters
+}
+
 /// Records a latency sample from `from` to `to` (halved for a ping-pong) unless duration
 /// mode's margins exclude it.
 pub(super) fn sample(
