@@ -431,6 +431,10 @@ pub struct BenchArgs {
     /// the median of the rest, each deviation truncated to whole microseconds.
     #[arg(long = "perftest-stats")]
     pub perftest_stats: bool,
+    /// Speak perftest 4.5+0.17's TCP exchange instead of this tool's, to pair with Debian's
+    /// `ib_*` programs (RC; the same flags on both ends: perftest compares none).
+    #[arg(long = "perftest-exchange")]
+    pub perftest_exchange: bool,
     /// Print every sorted sample of perftest's statistics before the row (latency tests).
     #[arg(short = 'H', long = "report-histogrm", alias = "report-histogram")]
     pub histogram: bool,

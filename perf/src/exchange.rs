@@ -4,7 +4,7 @@
 //!
 //! Self-contained (std, serde, serde_json only) so the tests can drive it directly.
 
-use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::TcpStream;
 
 use serde::de::DeserializeOwned;
@@ -175,6 +175,23 @@ impl Peer {
             return Err(ExchangeError::Closed);
         }
         serde_json::from_str(&line).map_err(|e| ExchangeError::Garbled(format!("{e}: {line}")))
+    }
+
+    /// Sends raw bytes (perftest's exchange, [`crate::perftest_wire`]).
+    pub fn send_raw(&mut self, bytes: &[u8]) -> Result<(), ExchangeError> {
+        self.reader.get_mut().write_all(bytes)?;
+        Ok(())
+    }
+
+    /// Receives exactly `len` raw bytes (perftest's exchange); [`ExchangeError::Closed`]
+    /// when the stream ends first.
+    pub fn recv_raw(&mut self, len: usize) -> Result<Vec<u8>, ExchangeError> {
+        let mut bytes = vec![0; len];
+        match self.reader.read_exact(&mut bytes) {
+            Ok(()) => Ok(bytes),
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => Err(ExchangeError::Closed),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Sends ours, receives theirs.

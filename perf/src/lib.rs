@@ -26,6 +26,7 @@ pub mod exchange;
 pub mod explain;
 pub mod pcie;
 pub mod perftest_out;
+pub mod perftest_wire;
 pub mod plot;
 pub mod probe;
 pub mod report;

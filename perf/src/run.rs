@@ -17,6 +17,9 @@ use crate::Error;
 pub fn bench(test: Test, args: &BenchArgs) -> Result<(), Error> {
     let params = Params::new(test, args)?;
     let local = Local::new(args);
+    if local.perftest_exchange {
+        bench::perftest::check(&params)?;
+    }
     // perftest's --numa_node runs the test on the node's CPUs (perftest_resources.c
     // `set_process_affinity` / `run_on_node`); threads started from here (the model's
     // server) inherit the binding.
@@ -131,7 +134,9 @@ fn reporter(
 
 /// One end of a run: the sending side (`bench::client`) or the other (`bench::serve`).
 /// Without `--reversed` the end with a host sends; with it, the end without one.
-/// `cm` carries the QP records through rdma_cm (`-R`, `-z`; hardware only).
+/// `cm` carries the QP records through rdma_cm (`-R`, `-z`; hardware only). With
+/// `--perftest-exchange` the end speaks perftest's exchange instead (`bench::perftest`,
+/// which refuses `--reversed`: the end that sends is the one with a host).
 fn end<B: bench::Device>(
     sends: bool,
     ctx: Context<B>,
@@ -141,7 +146,9 @@ fn end<B: bench::Device>(
     sink: &mut dyn Sink,
     cm: Option<&mut dyn bench::CmLink<B>>,
 ) -> Result<(), Error> {
-    if sends {
+    if local.perftest_exchange {
+        bench::perftest::run(ctx, peer, params, local, sink, sends)
+    } else if sends {
         bench::client(ctx, peer, params, local, sink, cm)
     } else {
         bench::serve(ctx, peer, params, local, sink, cm)
@@ -189,7 +196,9 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
     let server_ctx = Context::new(Sim::on_fabric(&fabric, config.clone()).with_ring_memory(rings));
     corrupt(server_ctx.backend());
     let server_params = params.clone();
-    let mut report = reporter(args, params, true, Some(link))?;
+    // perftest's exchange carries no link counts: no PCIe columns with it.
+    let link = (!local.perftest_exchange).then_some(link);
+    let mut report = reporter(args, params, true, link)?;
     let server = std::thread::spawn(move || -> Result<(), Error> {
         let (stream, _) = listener.accept()?;
         // One table: the client's. The server's own report is for a server on its own host.

@@ -23,6 +23,7 @@ mod host;
 mod hwts;
 mod pace;
 mod params;
+pub mod perftest;
 mod row;
 mod side;
 #[cfg(test)]
@@ -146,6 +147,12 @@ pub struct Local {
     /// Latency tests: CQs with timestamps, and the latency by the NIC's clock beside the
     /// CPU's (`--hw-timestamps`).
     pub hw_timestamps: bool,
+    /// The least bytes of each QP's receive and send areas: 0, or with perftest's exchange
+    /// its cycle buffer (the larger page size of the two sides), within which a perftest
+    /// peer moves its remote address from message to message (`increase_rem_addr`).
+    pub area: usize,
+    /// The exchange is perftest 4.5+0.17's (`--perftest-exchange`, [`perftest`]).
+    pub perftest_exchange: bool,
 }
 
 impl Local {
@@ -182,6 +189,8 @@ impl Local {
             },
             odp: a.odp,
             hw_timestamps: a.hw_timestamps,
+            area: 0,
+            perftest_exchange: a.perftest_exchange,
         }
     }
 
@@ -477,6 +486,71 @@ fn await_receives<B: Device>(
     Ok(last.0)
 }
 
+/// The ping-pong side that answers (WRITE and SEND latency): waits for the peer's message
+/// `i`, then posts its own, sampling the time between its consecutive answers (halved),
+/// perftest's server measure. Ends after `count` answers (perftest's exchange), or without
+/// one when the peer's next TCP message (its Done) is waiting. Returns the samples and the
+/// times of the posts.
+fn lat_follow<B: Device>(
+    side: &mut Side<B>,
+    peer: &mut Peer,
+    size: usize,
+    local: Local,
+    count: Option<u64>,
+) -> Result<(Latencies, Vec<Instant>), Error> {
+    let p = side.params.clone();
+    let mut payload = vec![0u8; size.max(1)];
+    let mut sge = [mlx5_direct::Sge::default(); 1];
+    let schedule = p.schedule();
+    let mut lat = Latencies::new();
+    let mut posts = Vec::new();
+    side.time_by_nic(schedule)?;
+    let mut i = 0;
+    let mut answered: Option<Instant> = None;
+    while count.is_none_or(|n| i < n) {
+        if !await_ping(side, peer, size, i)? {
+            match count {
+                None => break,
+                Some(_) => return Err(peer_stopped(peer)),
+            }
+        }
+        side.refill()?;
+        let op = side.op(0);
+        let data = data_for(side, size, &mut payload, &mut sge, i);
+        side.make_room(0, 1)?;
+        let now = Instant::now();
+        if let Some(before) = answered {
+            sample(&mut lat, schedule.as_ref(), before, now, true);
+        }
+        if local.times_posts() {
+            posts.push(now);
+        }
+        answered = Some(now);
+        side.post(0, 1, lat_signals(&p, schedule.as_ref(), i), op, data)?;
+        side.pump()?;
+        i += 1;
+    }
+    side.drain()?;
+    Ok((lat, posts))
+}
+
+/// The answering side's row of [`lat_follow`]'s samples for `count` iterations.
+fn follow_row<B: Device>(
+    side: &mut Side<B>,
+    local: Local,
+    (lat, posts): (Latencies, Vec<Instant>),
+    size: usize,
+    count: u64,
+) -> Result<Measured, Error> {
+    let iterations = match side.params.schedule() {
+        Some(_) => lat.count(),
+        None => count,
+    };
+    let (stats, samples) = local.lat_row(&lat, &posts, true, size, iterations)?;
+    let hw = side.hw.take().map(|h| h.row(size));
+    Ok((stats, Some(lat), samples, count, hw))
+}
+
 /// The server's half of one size: serves until the client's Done. Returns the server's own
 /// measurement where perftest's server makes one (the ping-pong latency tests: the time
 /// between its consecutive answers; `send_bw`: the receive bandwidth), and the client's
@@ -495,34 +569,13 @@ fn server_body<B: Device>(
     let ping_pong = p.test.kind == Kind::Lat && matches!(p.test.verb, Verb::Write | Verb::Send);
     let receives = p.test.kind == Kind::Bw && p.receives() && !p.duplex;
     let mut duplex = None;
-    let mut lat = Latencies::new();
-    let mut posts = Vec::new();
+    let mut pong = None;
     let mut tp = match schedule {
         Some(s) => Throughput::duration(s),
         None => Throughput::iterations(false),
     };
     if ping_pong {
-        side.time_by_nic(schedule)?;
-        let mut i = 0;
-        let mut answered: Option<Instant> = None;
-        while await_ping(side, peer, size, i)? {
-            side.refill()?;
-            let op = side.op(0);
-            let data = data_for(side, size, &mut payload, &mut sge, i);
-            side.make_room(0, 1)?;
-            let now = Instant::now();
-            if let Some(before) = answered {
-                sample(&mut lat, schedule.as_ref(), before, now, true);
-            }
-            if local.times_posts() {
-                posts.push(now);
-            }
-            answered = Some(now);
-            side.post(0, 1, lat_signals(&p, schedule.as_ref(), i), op, data)?;
-            side.pump()?;
-            i += 1;
-        }
-        side.drain()?;
+        pong = Some(lat_follow(side, peer, size, local, None)?);
     } else if receives {
         serve_until_message(side, peer, |s| tp.look(s.received.iter().sum()))?;
     } else if p.duplex {
@@ -534,29 +587,34 @@ fn server_body<B: Device>(
         Msg::Done { count } => count,
         m => return Err(format!("expected the client's Done, got {m:?}").into()),
     };
-    let own = if ping_pong {
-        let iterations = if schedule.is_some() {
-            lat.count()
-        } else {
-            count
-        };
-        let (stats, samples) = local.lat_row(&lat, &posts, true, size, iterations)?;
-        let hw = side.hw.take().map(|h| h.row(size));
-        Some((stats, Some(lat), samples, count, hw))
+    let own = if let Some(pong) = pong {
+        Some(follow_row(side, local, pong, size, count)?)
     } else if receives {
-        let received = await_receives(side, count, &mut tp)?;
-        tp.close(received);
-        Some((
-            Stats::Bw(tp.summary(size, local.unit)?),
-            None,
-            None,
-            count,
-            None,
-        ))
+        Some(receive_row(side, count, &mut tp, size, local)?)
     } else {
         duplex.map(|(stats, sent)| (stats, None, None, sent, None))
     };
     Ok((own, count))
+}
+
+/// A receiver's own row (`send_bw`'s server): takes receives until `count` arrived
+/// ([`await_receives`], `tp` looking on), then the receive bandwidth.
+fn receive_row<B: Device>(
+    side: &mut Side<B>,
+    count: u64,
+    tp: &mut Throughput,
+    size: usize,
+    local: Local,
+) -> Result<Measured, Error> {
+    let received = await_receives(side, count, tp)?;
+    tp.close(received);
+    Ok((
+        Stats::Bw(tp.summary(size, local.unit)?),
+        None,
+        None,
+        count,
+        None,
+    ))
 }
 
 /// The flag that sets a [`Params`] field.
@@ -657,9 +715,33 @@ fn setup<B: Device>(
             theirs
         }
     };
+    announce(&mut side, params, local, mine, theirs, server, sink)?;
+    Ok(side)
+}
+
+/// perftest's `gid_index` after `check_link`: `-x`, else on RoCE the port's (none, -1, on
+/// InfiniBand): whether records carry GIDs and the header prints them.
+fn gid_index<B: Device>(side: &Side<B>, local: Local) -> Result<Option<u32>, Error> {
+    let port = side.ctx.port(local.port)?;
+    Ok(local
+        .gid_index
+        .or(port.roce.then_some(port.gid_index))
+        .map(u32::from))
+}
+
+/// Connected: keeps receives posted, warns where perftest warns, and hands the header
+/// (this side's and the peer's records `mine` and `theirs`) to `sink`.
+fn announce<B: Device>(
+    side: &mut Side<B>,
+    params: &Params,
+    local: Local,
+    mine: Vec<QpRecord>,
+    theirs: Vec<QpRecord>,
+    server: bool,
+    sink: &mut dyn Sink,
+) -> Result<(), Error> {
     side.refill()?;
     let mode = side.qps[0].sq().effective_mode();
-    let port = side.ctx.port(local.port)?;
     let info = Setup {
         device: side.ctx.backend().name().to_string(),
         mode,
@@ -670,12 +752,7 @@ fn setup<B: Device>(
         out_reads: side.out_reads(),
         cqe_poll: local.cqe_poll,
         tos: local.tos,
-        // perftest's `gid_index` after `check_link`: -x, else on RoCE the one chosen (-1,
-        // no GID lines, on InfiniBand).
-        gid_index: local
-            .gid_index
-            .or(port.roce.then_some(port.gid_index))
-            .map(u32::from),
+        gid_index: gid_index(side, local)?,
     };
     if local.mtu.is_some_and(|m| m > info.mtu) {
         eprintln!(
@@ -692,7 +769,7 @@ fn setup<B: Device>(
         );
     }
     sink.header(&info, params);
-    Ok(side)
+    Ok(())
 }
 
 /// The server: handshake, then each size as the client drives it, reported to `sink` as

@@ -146,7 +146,7 @@ pub(super) struct Side<B: Device> {
 /// The path MTU of `local`'s port: `-m`, cut to the port's active MTU (perftest's
 /// `set_mtu`), which is also the default (4096 on the model; often 1024 on RoCE with a
 /// 1500-byte Ethernet MTU, where 4096 would be refused).
-fn path_mtu<B: Device>(ctx: &Context<B>, local: &Local) -> Result<u32, Error> {
+pub(super) fn path_mtu<B: Device>(ctx: &Context<B>, local: &Local) -> Result<u32, Error> {
     let active = ctx.port(local.port)?.active_mtu.min(4096);
     Ok(local.mtu.map_or(active, |m| m.min(active)))
 }
@@ -173,6 +173,12 @@ fn ah_attr(port: u8, gid_index: u8, r: &QpRecord, local: &Local) -> AhAttr {
     }
 }
 
+/// The bytes of each QP's two areas, its receive area and then its send area: the test's
+/// ([`Params::slot`]), at least twice [`Local::area`].
+fn slot(params: &Params, local: &Local) -> usize {
+    params.slot().max(2 * local.area.next_multiple_of(64))
+}
+
 /// What one WR of a test carries: inline data or gather entries, or (`--use-dm`) a payload
 /// to copy into the QP's device-memory slots and gather from there.
 #[derive(Clone, Copy, Debug)]
@@ -186,8 +192,11 @@ pub(super) enum Payload<'a> {
 /// The immediate of every WRITE_IMM and SEND_IMM.
 const IMM: u32 = 0x1234_5678;
 
+/// The last byte of ping-pong message `i` (from 0), which the receiving side spins on:
+/// perftest's `*post_buf = (char)++scnt` (`run_iter_lat_write`), so that either end may be
+/// perftest's.
 fn marker(i: u64) -> u8 {
-    (i % 255 + 1) as u8
+    (i + 1) as u8
 }
 
 impl<B: Device> Side<B> {
@@ -261,7 +270,11 @@ impl<B: Device> Side<B> {
             });
             qps.push(qp);
         }
-        let mr = pd.alloc_mr_with(params.slot() * q as usize, local.access(), &local.memory)?;
+        let mr = pd.alloc_mr_with(
+            slot(params, &local) * q as usize,
+            local.access(),
+            &local.memory,
+        )?;
         Ok(Side {
             ctx,
             cq,
@@ -288,12 +301,16 @@ impl<B: Device> Side<B> {
         })
     }
 
+    fn slot(&self) -> usize {
+        slot(&self.params, &self.local)
+    }
+
     pub(super) fn recv_area(&self, q: usize) -> usize {
-        q * self.params.slot()
+        q * self.slot()
     }
 
     pub(super) fn send_area(&self, q: usize) -> usize {
-        self.recv_area(q) + self.params.slot() / 2
+        self.recv_area(q) + self.slot() / 2
     }
 
     pub(super) fn records(&self, port: u8) -> Result<Vec<QpRecord>, Error> {
@@ -434,7 +451,7 @@ impl<B: Device> Side<B> {
         if !self.params.receives() {
             return Ok(());
         }
-        let len = (self.params.slot() / 2) as u32;
+        let len = (self.slot() / 2) as u32;
         let list = u64::from(self.params.recv_post_list);
         let depth = u64::from(self.params.recv_depth());
         if self.srq.is_some() {
