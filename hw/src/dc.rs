@@ -134,10 +134,13 @@ pub(crate) enum Gate {
 
 /// The gate of WQE `ctrl` of DCI `qpi` on NIC `nic`.
 pub(crate) fn gate(nic: &mut NicState, qpi: usize, ctrl: &Ctrl) -> Gate {
-    let bad = nic.cfg.dci_streams.bad_stream_syndrome;
+    let caps = nic.cfg.dci_streams;
     let q = nic.qp(qpi);
-    if u32::from(ctrl.stream) >= 1 << q.dci_streams.log_channels {
-        Gate::BadStream(bad)
+    let plain = q.dci_streams.log_channels == 0;
+    if plain && caps.plain_dci_ignores_stream {
+        Gate::Run
+    } else if u32::from(ctrl.stream) >= 1 << q.dci_streams.log_channels {
+        Gate::BadStream(caps.bad_stream_syndrome)
     } else if q.errored_streams.contains(&ctrl.stream) {
         Gate::Flush
     } else {

@@ -267,7 +267,7 @@ fn the_errored_stream_that_reaches_two_to_the_log_errored_fails_the_dci() {
 }
 
 #[test]
-fn a_plain_dci_fails_at_its_first_error_and_a_stream_beyond_its_channels_is_a_local_error() {
+fn a_plain_dci_fails_at_its_first_error_ignores_stream_ids_and_a_stream_beyond_its_channels_is_a_local_error() {
     let cfg = nak();
     // log_errored 0: one errored stream is the limit (torchcomms PR #958's firmware).
     let one = DciStreams {
@@ -283,8 +283,16 @@ fn a_plain_dci_fails_at_its_first_error_and_a_stream_beyond_its_channels_is_a_lo
         [(REQ_ERR, REMOTE_ACCESS_ERR), (REQ_ERR, WR_FLUSH_ERR)]
     );
     assert_eq!(a.state(), QpState::Err);
-    for (streams, id) in [(DciStreams::default(), 1), (one, 2)] {
-        let (_f, mut a, t) = dc_pair_streams(cfg.clone(), streams);
+    // A plain DCI checks the id only when the knob says so; by default it ignores it.
+    let strict = NicConfig {
+        dci_streams: mlx5_hw::DciStreamConfig {
+            plain_dci_ignores_stream: false,
+            ..Default::default()
+        },
+        ..cfg.clone()
+    };
+    for (c, streams, id) in [(&strict, DciStreams::default(), 1), (&cfg, one, 2)] {
+        let (_f, mut a, t) = dc_pair_streams(c.clone(), streams);
         write_on(&mut a, &t, id, KEY, 0, b"a");
         a.ring();
         assert_eq!(
@@ -295,6 +303,13 @@ fn a_plain_dci_fails_at_its_first_error_and_a_stream_beyond_its_channels_is_a_lo
         assert_eq!(a.state(), QpState::Err);
         assert_eq!(t.read_data(0, 1), [0]);
     }
+    let (_f, mut a, t) = dc_pair_streams(cfg.clone(), DciStreams::default());
+    write_on(&mut a, &t, 1, KEY, 0, b"a");
+    write_on(&mut a, &t, 0xffff, KEY, 1, b"b");
+    a.ring();
+    assert_eq!(statuses(&a.drain_send()), [(REQ, 0), (REQ, 0)]);
+    assert_eq!(t.read_data(0, 2), *b"ab");
+    assert_eq!(a.state(), QpState::Rts);
     // The knob names the syndrome.
     let knob = NicConfig {
         dci_streams: mlx5_hw::DciStreamConfig {

@@ -266,6 +266,12 @@ pub struct DciStreamConfig {
     /// stream like the errors reported by the target and the retry timers. Not public;
     /// default false: a local error takes the whole DCI to ERR.
     pub local_errors_are_stream_errors: bool,
+    /// Whether a DCI created without streams (`log_channels` 0) ignores the stream id in
+    /// its WQEs (control bytes 9..10). Not public; default true, because perftest (since
+    /// de9ae43, 2021) posts ids 0, 1, 2, ... on plain DCIs (`-c DC` without
+    /// `--log_dci_streams`) and NVIDIA runs that test on ConnectX. False: the id is checked
+    /// as on a DCI with streams, and any id but 0 fails the DCI with `bad_stream_syndrome`.
+    pub plain_dci_ignores_stream: bool,
 }
 
 impl Default for DciStreamConfig {
@@ -275,6 +281,7 @@ impl Default for DciStreamConfig {
             max_log_errored: 4,
             bad_stream_syndrome: 0x02,
             local_errors_are_stream_errors: false,
+            plain_dci_ignores_stream: true,
         }
     }
 }
