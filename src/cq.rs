@@ -27,14 +27,14 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::cqz::{BadCompression, CqeCompression, Unzip};
-use crate::mem::MrTable;
+use crate::mem::{MrTable, MAX_RECV_SGE};
 use crate::mmio::{ring_cq_arm, udma_from_device_barrier, DbRec, Uar};
 use crate::prm::{
     self, validity_count, Arm, ArmCmd, Be32, CqeCompLayout, CqeFormat, CqeOpcode, OpOwn, Opcode,
     Syndrome, WcStatus,
 };
 use crate::ring::{CqBuf, CqeEntry};
-use crate::rq::{RqShared, SrqShared, MAX_RECV_SGE};
+use crate::rq::{RqShared, SrqShared};
 use crate::sq::{Sge, SqShared};
 
 /// Description of a CQ as `mlx5dv_init_obj` (or the model) hands it over.

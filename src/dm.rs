@@ -24,7 +24,7 @@ use crate::device::{Context, ProtectionDomain};
 use crate::error::{DmRefusal, Error, PostError};
 use crate::mmio::{mmio_flush_writes, DmWindow};
 use crate::prm::SEND_WQE_BB;
-use crate::sq::Sge;
+use crate::mem::Sge;
 use crate::types::Access;
 
 /// What device memory is allocated and written in: `MLX5_MEMIC_BASE_SIZE` (the kernel rounds

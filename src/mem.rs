@@ -14,6 +14,22 @@ use memmap2::{Advice, MmapMut, MmapOptions};
 
 use crate::error::Error;
 
+/// A gather or scatter entry: `len` bytes at `addr` in memory registered with `lkey`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Sge {
+    /// Virtual address.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u32,
+    /// Local key of the memory region.
+    pub lkey: u32,
+}
+
+/// Most scatter entries of one receive WQE (the largest stride, 1024 bytes, of 16-byte
+/// entries).
+pub(crate) const MAX_RECV_SGE: usize = 64;
+
 /// The huge page size this crate allocates: 2 MiB, the PMD size of x86-64 and of aarch64
 /// with 4 KiB base pages.
 pub const HUGE_PAGE: usize = 2 << 20;
@@ -539,9 +555,9 @@ impl MrTable {
 
     /// Copies `data` into the scatter list `sges` (entries in order, as the device fills
     /// them), every byte into a live region of its entry's key, or nothing at all.
-    pub(crate) fn scatter(&self, data: &[u8], sges: &[crate::sq::Sge]) -> Result<(), ScatterFault> {
+    pub(crate) fn scatter(&self, data: &[u8], sges: &[Sge]) -> Result<(), ScatterFault> {
         let regions = self.lock();
-        let mut plan = [(0usize, 0usize); crate::rq::MAX_RECV_SGE];
+        let mut plan = [(0usize, 0usize); MAX_RECV_SGE];
         let (mut n, mut done) = (0, 0);
         for sge in sges {
             if done == data.len() {
@@ -578,7 +594,6 @@ impl MrTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sq::Sge;
 
     #[test]
     fn cpulists_parse_as_the_kernel_prints_them() {

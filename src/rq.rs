@@ -9,10 +9,10 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::error::PostError;
+use crate::mem::{Sge, MAX_RECV_SGE};
 use crate::mmio::{udma_to_device_barrier, DbRec};
 use crate::prm::{self, Be16, Be32, DataSeg, SrqNextSeg, DS};
 use crate::ring::Ring;
-use crate::sq::Sge;
 
 /// Description of a receive queue (the QP's RQ, or an SRQ) as `mlx5dv_init_obj` (or the
 /// model) hands it over.
@@ -27,10 +27,6 @@ pub struct RqDesc {
     /// The counter word of the doorbell record (QP: word 0; SRQ: its only word).
     pub dbrec: NonNull<Be32>,
 }
-
-/// Most scatter entries of one receive WQE (the largest stride, 1024 bytes, of 16-byte
-/// entries).
-pub(crate) const MAX_RECV_SGE: usize = 64;
 
 /// The scatter lists of posted receives, kept (when a QP scatters to CQE) for the CQ that
 /// puts data carried in a CQE where the receive said, as rdma-core's

@@ -6,17 +6,7 @@ use crate::prm::{
 };
 use crate::ring::WqeBuf;
 
-/// A gather or scatter entry: `len` bytes at `addr` in memory registered with `lkey`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Sge {
-    /// Virtual address.
-    pub addr: u64,
-    /// Length in bytes.
-    pub len: u32,
-    /// Local key of the memory region.
-    pub lkey: u32,
-}
+pub use crate::mem::Sge;
 
 /// The remote side of an RDMA or atomic operation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
