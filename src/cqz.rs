@@ -34,36 +34,11 @@
 
 use crate::prm::{
     basic_array_slot, enhanced_count, validity_count, Be16, Be32, Cqe64, CqeCompLayout, CqeFormat,
-    CqeOpcode, MiniCqe, MiniCqeFormat, OpOwn, ENHANCED_MINIS_PER_SLOT, MINI_CQES_PER_ARRAY,
+    CqeOpcode, MiniCqe, OpOwn, ENHANCED_MINIS_PER_SLOT, MINI_CQES_PER_ARRAY,
 };
 use crate::ring::CqBuf;
 
-/// How a CQ asks for compressed CQEs ([`CqConfig::compression`](crate::CqConfig::compression):
-/// `mlx5dv_create_cq` with `MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE`; the enhanced layout
-/// needs DevX).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct CqeCompression {
-    /// Block layout.
-    pub layout: CqeCompLayout,
-    /// What responder mini-CQEs carry besides the byte count (RDMA completions use none of
-    /// it; the device needs one).
-    pub format: MiniCqeFormat,
-}
-
-impl CqeCompression {
-    /// The basic layout with RX-hash responder mini-CQEs: what every device that
-    /// compresses offers through verbs.
-    pub const BASIC: CqeCompression = CqeCompression {
-        layout: CqeCompLayout::Basic,
-        format: MiniCqeFormat::Hash,
-    };
-    /// The enhanced layout with RX-hash responder mini-CQEs.
-    pub const ENHANCED: CqeCompression = CqeCompression {
-        layout: CqeCompLayout::Enhanced,
-        format: MiniCqeFormat::Hash,
-    };
-}
+pub use crate::types::CqeCompression;
 
 /// What was wrong with a compressed entry (see the module docs). Nothing was retired; the
 /// entry was consumed.

@@ -22,9 +22,9 @@ use std::sync::Arc;
 use crate::backend::Backend;
 use crate::device::{Context, ProtectionDomain};
 use crate::error::{DmRefusal, Error, PostError};
+use crate::mem::Sge;
 use crate::mmio::{mmio_flush_writes, DmWindow};
 use crate::prm::SEND_WQE_BB;
-use crate::mem::Sge;
 use crate::types::Access;
 
 /// What device memory is allocated and written in: `MLX5_MEMIC_BASE_SIZE` (the kernel rounds

@@ -1,11 +1,13 @@
 //! The plain data types every layer shares: access rights, device and port limits,
-//! endpoints, QP states and transitions, QP and connection settings. They depend on nothing
-//! else in the crate, so the backends, the errors and the control objects all point down
-//! to them.
+//! endpoints, QP states and transitions, QP, CQ and connection settings. They depend on
+//! nothing else in the crate but the device formats ([`crate::prm`]), so the memory and
+//! queue layers, the errors, the backends and the control objects all point down to them.
 
 use core::fmt;
 use core::str::FromStr;
 use std::ops::BitOr;
+
+use crate::prm::{CqeCompLayout, MiniCqeFormat};
 
 /// Memory and QP access rights (the values of `ibv_access_flags`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -493,6 +495,33 @@ pub enum Transition {
     Reset,
 }
 
+/// How a CQ asks for compressed CQEs ([`CqConfig::compression`](crate::CqConfig::compression):
+/// `mlx5dv_create_cq` with `MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE`; the enhanced layout
+/// needs DevX).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct CqeCompression {
+    /// Block layout.
+    pub layout: CqeCompLayout,
+    /// What responder mini-CQEs carry besides the byte count (RDMA completions use none of
+    /// it; the device needs one).
+    pub format: MiniCqeFormat,
+}
+
+impl CqeCompression {
+    /// The basic layout with RX-hash responder mini-CQEs: what every device that
+    /// compresses offers through verbs.
+    pub const BASIC: CqeCompression = CqeCompression {
+        layout: CqeCompLayout::Basic,
+        format: MiniCqeFormat::Hash,
+    };
+    /// The enhanced layout with RX-hash responder mini-CQEs.
+    pub const ENHANCED: CqeCompression = CqeCompression {
+        layout: CqeCompLayout::Enhanced,
+        format: MiniCqeFormat::Hash,
+    };
+}
+
 /// How a CQ is created ([`Context::create_cq_with`](crate::Context::create_cq_with)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -508,7 +537,7 @@ pub struct CqConfig {
     /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP`. Convert with
     /// [`Context::clock_info`](crate::Context::clock_info).
     pub timestamps: bool,
-    /// Compressed CQEs ([`CqeCompression`](crate::CqeCompression)): the device may write
+    /// Compressed CQEs ([`CqeCompression`]): the device may write
     /// several completions as one block, which polling expands, so each still arrives as
     /// one [`Completion`](crate::Completion). Devices compress only CQEs that are ready
     /// together (under PCIe back pressure on hardware, as the model's `ZipPolicy` says on
@@ -521,7 +550,7 @@ pub struct CqConfig {
     /// `ZipConfig { policy: ZipPolicy::EveryBurst, .. }` (its default compresses only under
     /// `Fault::PcieBackpressure`, as hardware does under back pressure), as the crate's
     /// compression tests do.
-    pub compression: Option<crate::CqeCompression>,
+    pub compression: Option<CqeCompression>,
 }
 
 impl CqConfig {
