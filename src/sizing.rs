@@ -21,10 +21,14 @@
 //! Empty queues are refused: a send queue of 0 WQEBBs, or a receive queue of 0 WQEs on a QP
 //! without an SRQ (rdma-core would create a QP with a zero-length ring there, which the
 //! driver does not drive).
+//!
+//! [`ConnectOptions::validate`] checks the connection settings' fixed-width fields the same
+//! way, before any backend is asked: both checks return [`Error`], which names the plain
+//! types, so they live here, above both.
 
 use crate::error::Error;
 use crate::prm::{DS, SEND_WQE_BB};
-use crate::types::{DeviceCaps, QpConfig, QpSizes, Transport};
+use crate::types::{ConnectOptions, DeviceCaps, QpConfig, QpSizes, Transport};
 
 /// `_sq_overhead` (verbs.c) of a QP of `transport` created for the operations this driver
 /// posts on it (`IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`, never LOCAL_INV or BIND_MW, which would
@@ -167,6 +171,23 @@ impl QpConfig {
             rq_wqes,
             rq_stride,
         })
+    }
+}
+
+impl ConnectOptions {
+    /// Checks the fields with a fixed width: the SL (4 bits) and the flow label (20 bits).
+    pub fn validate(&self) -> Result<(), crate::Error> {
+        if self.sl > 15 {
+            return Err(crate::Error::InvalidArgument(
+                "ConnectOptions::sl above 15 (4 bits)",
+            ));
+        }
+        if self.flow_label >= 1 << 20 {
+            return Err(crate::Error::InvalidArgument(
+                "ConnectOptions::flow_label above 20 bits",
+            ));
+        }
+        Ok(())
     }
 }
 

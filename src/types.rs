@@ -693,23 +693,6 @@ pub struct ConnectOptions {
     pub pkey_index: u16,
 }
 
-impl ConnectOptions {
-    /// Checks the fields with a fixed width: the SL (4 bits) and the flow label (20 bits).
-    pub fn validate(&self) -> Result<(), crate::Error> {
-        if self.sl > 15 {
-            return Err(crate::Error::InvalidArgument(
-                "ConnectOptions::sl above 15 (4 bits)",
-            ));
-        }
-        if self.flow_label >= 1 << 20 {
-            return Err(crate::Error::InvalidArgument(
-                "ConnectOptions::flow_label above 20 bits",
-            ));
-        }
-        Ok(())
-    }
-}
-
 impl Access {
     /// What a QP grants the peer by default on a device with (`atomics`) or without atomics:
     /// a device without them refuses a QP that grants REMOTE_ATOMIC (the kernel's
