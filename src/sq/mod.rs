@@ -16,13 +16,13 @@
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
-use crate::dm::DmSlots;
 use crate::error::{Error, PostError};
 use crate::mmio::{BfReg, DbRec, Uar};
 use crate::prm::{self, Be32, DS, SEND_WQE_BB};
 use crate::ring::{Ring, RingView, Staging};
 
 mod dc;
+pub(crate) mod dm;
 mod doorbell;
 mod prepared;
 mod shared;
@@ -31,6 +31,8 @@ mod tests;
 mod ud;
 mod wr;
 mod write;
+
+use dm::DmSlots;
 
 pub use dc::DcDest;
 pub use doorbell::DoorbellMode;
