@@ -221,6 +221,8 @@ mod mem;
 pub mod mmio;
 pub mod null;
 pub mod prm;
+#[cfg(feature = "verbs")]
+pub mod rdma_cm;
 mod ring;
 pub mod rq;
 pub mod sizing;

@@ -21,7 +21,12 @@
 //!   private data, the QPs left to the caller (perftest's `-z`).
 //!
 //! Events are read from a non-blocking event channel with a timeout; events of other ids
-//! on the same channel wait in a queue for their turn. Every failure is an
+//! on the same channel wait in a queue for their turn.
+//!
+//! This module takes plain descriptions only (addresses, QP numbers, records, the
+//! transition asked for); what reads and moves a [`Qp`](crate::Qp) (the records of
+//! [`connect_qp`] and [`CmRequest::accept_qp`], each transition applied) is
+//! [`crate::rdma_cm`], above the control objects. Every failure is an
 //! [`Error::RdmaCm`] naming the event ([`CmError`]) or an [`Error::Device`] naming the call.
 
 use core::ffi::{c_int, c_void};
@@ -40,15 +45,17 @@ use rdma_sys::{
     rdma_resolve_addr, rdma_resolve_route, rdma_set_option,
 };
 
-use super::{errno, events, Verbs};
+use super::{errno, events};
 use crate::backend::rdmacm::{
     rdma_ack_cm_event, rdma_get_cm_event, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
     RDMA_OPTION_ID_TOS,
 };
 use crate::cm::{CmError, CmEvent, CmPrivateData};
-use crate::device::Qp;
 use crate::error::Error;
-use crate::types::{Access, Endpoint, QpState};
+use crate::types::{Access, QpState};
+
+/// Kept at its old path: the driver half lives above the control objects.
+pub use crate::rdma_cm::connect_qp;
 
 /// How to connect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,7 +98,7 @@ impl Default for CmOptions {
 }
 
 impl CmOptions {
-    fn check(&self) -> Result<(), Error> {
+    pub(crate) fn check(&self) -> Result<(), Error> {
         if self.retry_count > 7 || self.rnr_retry_count > 7 {
             return Err(Error::InvalidArgument(
                 "rdma_cm retry counts are 3 bits (0..=7)",
@@ -126,7 +133,7 @@ pub(crate) enum Step {
 }
 
 impl Step {
-    fn state(self) -> (ibv_qp_state::Type, QpState) {
+    pub(crate) fn state(self) -> (ibv_qp_state::Type, QpState) {
         match self {
             Step::Init { .. } => (ibv_qp_state::IBV_QPS_INIT, QpState::Init),
             Step::Rtr { .. } => (ibv_qp_state::IBV_QPS_RTR, QpState::Rtr),
@@ -366,7 +373,7 @@ impl Channel {
 
 /// An `rdma_cm_id`, destroyed on drop (before its channel).
 #[derive(Debug)]
-struct Id {
+pub(crate) struct Id {
     id: NonNull<rdma_cm_id>,
     channel: Arc<Channel>,
 }
@@ -489,7 +496,7 @@ impl Id {
     }
 
     /// Refused unless rdma_cm chose `device`, `port` (where the QP is).
-    fn same_device(&self, device: &str, port: u8) -> Result<(), Error> {
+    pub(crate) fn same_device(&self, device: &str, port: u8) -> Result<(), Error> {
         let cm = self.device_port();
         let qp = format!("{device}:{port}");
         if cm == qp {
@@ -500,7 +507,7 @@ impl Id {
     }
 
     /// `rdma_init_qp_attr` for `step`, translated.
-    fn qp_attr(&self, step: Step) -> Result<(ibv_qp_attr, m), Error> {
+    pub(crate) fn qp_attr(&self, step: Step) -> Result<(ibv_qp_attr, m), Error> {
         // SAFETY: plain C data; zero is valid.
         let mut attr: ibv_qp_attr = unsafe { core::mem::zeroed() };
         attr.qp_state = step.state().0;
@@ -511,12 +518,33 @@ impl Id {
         translate(step, attr, mask)
     }
 
-    /// Moves `qp` through `step` with the CM's attributes.
-    fn step(&self, qp: &mut Qp<Verbs>, step: Step) -> Result<(), Error> {
-        let (mut attr, mask) = self.qp_attr(step)?;
-        let port = attr.port_num;
-        qp.step_by(step.state().1, port, |_, handle| {
-            handle.modify(&mut attr, mask)
+    /// `rdma_connect` for `qpn` carrying `mine`, then the connect response (the event a
+    /// QP-less id gets instead of ESTABLISHED): the peer's record. `depths` as in
+    /// [`Id::conn_param`].
+    pub(crate) fn request(
+        &self,
+        qpn: u32,
+        mine: &CmPrivateData,
+        options: &CmOptions,
+        depths: (u8, u8),
+    ) -> Result<CmPrivateData, Error> {
+        let bytes = mine.encode();
+        let mut param = Id::conn_param(qpn, &bytes, options, depths);
+        // SAFETY: a live, routed id; `param` and the private data it points to outlive the
+        // call (librdmacm copies them).
+        check("rdma_connect", unsafe {
+            rdma_connect(self.id.as_ptr(), &mut param)
+        })?;
+        let response = self.wait(CmEvent::ConnectResponse, Some(options.timeout * 4))?;
+        Ok(CmPrivateData::decode(&response.private)?)
+    }
+
+    /// `rdma_establish`, once the connect response came (and a QP moved by the driver is
+    /// in RTS).
+    pub(crate) fn establish(&self) -> Result<(), Error> {
+        // SAFETY: a live id whose connect response came.
+        check("rdma_establish", unsafe {
+            rdma_establish(self.id.as_ptr())
         })
     }
 
@@ -544,28 +572,18 @@ impl Id {
 /// whose `max_qp_rd_atom` and `max_qp_init_rd_atom` are `limits` (`None`: no QP is moved,
 /// nothing is negotiated): `rd_atomic` capped at each, which librdmacm's
 /// `ucma_valid_param` checks them against (EINVAL above).
-fn depths(rd_atomic: u8, limits: Option<(u8, u8)>) -> (u8, u8) {
+pub(crate) fn depths(rd_atomic: u8, limits: Option<(u8, u8)>) -> (u8, u8) {
     match limits {
         Some((responder, initiator)) => (rd_atomic.min(responder), rd_atomic.min(initiator)),
         None => (0, 0),
     }
 }
 
-/// [`depths`] of `qp`'s device.
-fn qp_depths(qp: &Qp<Verbs>, options: &CmOptions) -> (u8, u8) {
-    use crate::backend::Backend;
-    let caps = qp.backend().caps();
-    depths(
-        options.rd_atomic,
-        Some((caps.max_dest_rd_atomic, caps.max_rd_atomic)),
-    )
-}
-
 /// A connection: its id (disconnected and destroyed on drop) and the peer's record.
 #[derive(Debug)]
 pub struct CmConnection {
-    id: Id,
-    peer: CmPrivateData,
+    pub(crate) id: Id,
+    pub(crate) peer: CmPrivateData,
 }
 
 impl CmConnection {
@@ -583,39 +601,8 @@ impl Drop for CmConnection {
     }
 }
 
-/// The peer's endpoint from its record.
-fn endpoint_of(peer: &CmPrivateData) -> Endpoint {
-    Endpoint {
-        lid: peer.lid,
-        gid: peer.gid,
-        qpn: peer.qpn,
-        psn: peer.psn,
-    }
-}
-
-/// `mine` completed with what the QP says of itself.
-fn record_of(qp: &Qp<Verbs>, mine: &CmPrivateData) -> Result<CmPrivateData, Error> {
-    let ep = qp.endpoint()?;
-    Ok(CmPrivateData {
-        cm_qp: true,
-        qpn: ep.qpn,
-        psn: ep.psn,
-        lid: ep.lid,
-        gid: ep.gid,
-        ..*mine
-    })
-}
-
-/// The access the QP grants: `options.access`, or the device's default.
-fn access_of(qp: &Qp<Verbs>, options: &CmOptions) -> Access {
-    use crate::backend::Backend;
-    options
-        .access
-        .unwrap_or_else(|| Access::remote_default(qp.backend().caps().atomics))
-}
-
 /// A resolved id: address and route to `to`, with the TOS and ACK timeout of `options`.
-fn resolve(to: &SocketAddr, options: &CmOptions) -> Result<Id, Error> {
+pub(crate) fn resolve(to: &SocketAddr, options: &CmOptions) -> Result<Id, Error> {
     options.check()?;
     let id = Id::new(Channel::new()?)?;
     if let Some(tos) = options.tos {
@@ -652,74 +639,6 @@ fn resolve(to: &SocketAddr, options: &CmOptions) -> Result<Id, Error> {
     Ok(id)
 }
 
-/// Connects `qp` (in RESET) to the listener at `to` through rdma_cm: the CM's attributes at
-/// each transition, `mine` as the private data with the QP's QPN, PSN, LID and GID filled
-/// in. Returns the connection (keep it while the QP is in use) with the peer's record.
-pub fn connect_qp(
-    qp: &mut Qp<Verbs>,
-    to: SocketAddr,
-    mine: &CmPrivateData,
-    options: &CmOptions,
-) -> Result<CmConnection, Error> {
-    use crate::backend::Backend;
-    let id = resolve(&to, options)?;
-    id.same_device(qp.backend().name(), qp.port())?;
-    let mine = record_of(qp, mine)?;
-    id.step(
-        qp,
-        Step::Init {
-            access: access_of(qp, options),
-        },
-    )?;
-    let bytes = mine.encode();
-    let mut param = Id::conn_param(qp.qpn(), &bytes, options, qp_depths(qp, options));
-    // SAFETY: a live, routed id; `param` and the private data it points to outlive the
-    // call (librdmacm copies them).
-    check("rdma_connect", unsafe {
-        rdma_connect(id.id.as_ptr(), &mut param)
-    })?;
-    let response = id.wait(CmEvent::ConnectResponse, Some(options.timeout * 4))?;
-    let peer = CmPrivateData::decode(&response.private)?;
-    finish_qp(&id, qp, &mine, &peer, options)?;
-    // SAFETY: a live id whose connect response came and whose QP is in RTS.
-    check("rdma_establish", unsafe { rdma_establish(id.id.as_ptr()) })?;
-    Ok(CmConnection { id, peer })
-}
-
-/// RTR and RTS of a QP connected through `id`, with the PSNs of the two records.
-fn finish_qp(
-    id: &Id,
-    qp: &mut Qp<Verbs>,
-    mine: &CmPrivateData,
-    peer: &CmPrivateData,
-    options: &CmOptions,
-) -> Result<(), Error> {
-    if !peer.cm_qp {
-        return Err(CmError::PrivateData("the peer's QP is not connected by rdma_cm").into());
-    }
-    let caps = {
-        use crate::backend::Backend;
-        qp.backend().caps()
-    };
-    id.step(
-        qp,
-        Step::Rtr {
-            rq_psn: peer.psn,
-            max_mtu: options.path_mtu,
-            max_dest_rd_atomic: caps.max_dest_rd_atomic,
-        },
-    )?;
-    id.step(
-        qp,
-        Step::Rts {
-            sq_psn: mine.psn,
-            max_rd_atomic: caps.max_rd_atomic,
-        },
-    )?;
-    qp.connected_to(&endpoint_of(peer));
-    Ok(())
-}
-
 /// The handshake alone, to `to`, carrying `mine` (perftest's `-z`): no QP is moved;
 /// `mine.qpn` goes in the request as its QP number. Returns the connection with the
 /// peer's record.
@@ -729,16 +648,8 @@ pub fn exchange(
     options: &CmOptions,
 ) -> Result<CmConnection, Error> {
     let id = resolve(&to, options)?;
-    let bytes = mine.encode();
-    let mut param = Id::conn_param(mine.qpn, &bytes, options, depths(0, None));
-    // SAFETY: as in `connect_qp`.
-    check("rdma_connect", unsafe {
-        rdma_connect(id.id.as_ptr(), &mut param)
-    })?;
-    let response = id.wait(CmEvent::ConnectResponse, Some(options.timeout * 4))?;
-    let peer = CmPrivateData::decode(&response.private)?;
-    // SAFETY: a live id whose connect response came.
-    check("rdma_establish", unsafe { rdma_establish(id.id.as_ptr()) })?;
+    let peer = id.request(mine.qpn, mine, options, depths(0, None))?;
+    id.establish()?;
     Ok(CmConnection { id, peer })
 }
 
@@ -791,38 +702,14 @@ impl CmListener {
 /// destroyed).
 #[derive(Debug)]
 pub struct CmRequest {
-    id: Id,
-    peer: CmPrivateData,
+    pub(crate) id: Id,
+    pub(crate) peer: CmPrivateData,
 }
 
 impl CmRequest {
     /// The requester's record.
     pub fn peer(&self) -> &CmPrivateData {
         &self.peer
-    }
-
-    /// Accepts with `qp` (in RESET, on the device and port the request came to): INIT, RTR,
-    /// RTS with the CM's attributes, then `rdma_accept` with `mine` (the QP's QPN, PSN, LID
-    /// and GID filled in), then the ESTABLISHED event.
-    pub fn accept_qp(
-        self,
-        qp: &mut Qp<Verbs>,
-        mine: &CmPrivateData,
-        options: &CmOptions,
-    ) -> Result<CmConnection, Error> {
-        use crate::backend::Backend;
-        options.check()?;
-        let CmRequest { id, peer } = self;
-        id.same_device(qp.backend().name(), qp.port())?;
-        let mine = record_of(qp, mine)?;
-        id.step(
-            qp,
-            Step::Init {
-                access: access_of(qp, options),
-            },
-        )?;
-        finish_qp(&id, qp, &mine, &peer, options)?;
-        accept(id, peer, &mine, options, qp_depths(qp, options))
     }
 
     /// Accepts carrying `mine`, moving no QP (perftest's `-z`).
@@ -834,7 +721,7 @@ impl CmRequest {
 }
 
 /// `rdma_accept` with `mine`, then the ESTABLISHED event.
-fn accept(
+pub(crate) fn accept(
     id: Id,
     peer: CmPrivateData,
     mine: &CmPrivateData,
