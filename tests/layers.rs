@@ -235,7 +235,7 @@ fn uses(code: &str) -> BTreeMap<String, Vec<String>> {
         paths(tree, &[], &mut found);
         // Renames: `X as Y` brings in Y.
         let renamed: Vec<(String, String)> = tree
-            .split(|c| c == ',' || c == '{' || c == '}')
+            .split([',', '{', '}'])
             .filter_map(|part| {
                 let (from, to) = part.split_once(" as ")?;
                 let from = from.rsplit("::").next()?.trim().to_string();
