@@ -30,7 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("device-visible memory", &["mmio.rs", "ring.rs", "mem.rs"]),
-    ("queues", &["sq/", "rq.rs", "cq.rs", "cqz.rs"]),
+    ("queues", &["sq/", "rq.rs", "cq/", "cqz.rs"]),
     ("backends", &["backend/", "null.rs"]),
     ("control objects", &["device/", "dm.rs", "channel.rs"]),
     ("helpers", &["dci_pool.rs", "grh.rs", "rdma_cm.rs"]),
