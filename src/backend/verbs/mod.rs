@@ -48,6 +48,7 @@
 compile_error!("the `verbs` backend supports x86_64 and aarch64 only (see docs/hardware.md)");
 
 mod attr;
+mod backend;
 mod bfreg;
 pub mod cm;
 mod events;
