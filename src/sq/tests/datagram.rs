@@ -1,0 +1,179 @@
+//! The UD and DCI push forms against their post forms, over plain memory.
+
+use super::*;
+
+/// A UD queue (MTU 1024) or a DCI's over `NullQueues`' memory: 16 WQEBBs, 256 inline
+/// bytes, BlueFlame (`Auto` on a 256-byte half).
+fn datagram_queues(dci: bool) -> NullQueues {
+    let mut q = NullQueues::new(16, 8, 256).unwrap();
+    // `make_ud` / `make_dci` read the limits of the description only (no pointer).
+    let desc = SqDesc {
+        buf: core::ptr::NonNull::dangling(),
+        wqe_cnt: 16,
+        dbrec: core::ptr::NonNull::dangling(),
+        bf_offset: crate::null::NULL_BF_OFFSET,
+        bf_size: crate::null::NULL_BF_SIZE,
+        qpn: crate::null::NULL_QPN,
+        max_wqe_size: 1008,
+        max_inline: 256,
+        max_sge: 4,
+    };
+    if dci {
+        q.sq.make_dci(&desc, 4);
+    } else {
+        q.sq.make_ud(&desc);
+        q.sq.set_ud_mtu(1024);
+    }
+    q.sq.set_ready(true);
+    q
+}
+
+fn send(wr_id: u64, payload: &[u8]) -> SendWr<'_> {
+    SendWr {
+        wr_id,
+        op: SendOp::Send,
+        data: Data::Inline(payload),
+        flags: SendFlags::SIGNALED,
+    }
+}
+
+/// `push_ud` writes the WQE `post_ud` writes and leaves the doorbell alone; a list of four
+/// is rung once by `ring_doorbell` with the 8-byte doorbell (no BlueFlame for a batch, as
+/// RC), a list of one is BlueFlame-copied whole (its two WQEBBs). Refusals write nothing.
+#[test]
+fn push_ud_writes_what_post_ud_writes_and_a_list_rings_once() {
+    let av = Av::new(0, 0, false, 0, 0, 7, [0; 6], 0, 0, 0, [0; 16]);
+    let dest = UdDest {
+        av: &av,
+        remote_qpn: 0x12_3456,
+        qkey: 0x1111_1111,
+        compact: false,
+    };
+    let payloads = [[1u8; 8], [2; 8], [3; 8], [4; 8]];
+    let mut posted = datagram_queues(false);
+    for (i, p) in payloads.iter().enumerate() {
+        posted.sq.post_ud(send(i as u64, p), &dest).unwrap();
+    }
+    let mut q = datagram_queues(false);
+    let reg = q.sq.register_offset();
+    for (i, p) in payloads.iter().enumerate() {
+        q.sq.push_ud(&send(i as u64, p), &dest).unwrap();
+    }
+    // ctrl + 48-byte AV + 8 inline bytes = 5 DS: two WQEBBs each, nothing rung yet.
+    assert_eq!((q.sq.producer_count(), q.sq.doorbell_record()), (8, 0));
+    assert_eq!(q.sq.uar().read64(reg), [0; 8]);
+    assert_eq!(q.sq.wqe_bytes(0, 512), posted.sq.wqe_bytes(0, 512));
+    assert_eq!(q.sq.ring_doorbell(), 4);
+    assert_eq!(q.sq.doorbell_record(), 8);
+    let last = q.sq.wqe_bytes(6, 128);
+    assert_eq!(q.sq.uar().read64(reg), last[..8]);
+    assert_eq!(q.sq.uar().read64(reg + 8), [0; 8], "no BlueFlame copy");
+    assert_eq!(q.sq.register_offset(), reg ^ crate::null::NULL_BF_SIZE);
+
+    // Refused: the RC entry (also once datagram WQEs moved the producer on), another
+    // opcode, more than the MTU, a DC post; nothing written or pending.
+    assert_eq!(
+        q.sq.push_wr(&send(9, &[0; 8])),
+        Err(PostError::WrongTransport {
+            transport: crate::types::Transport::Ud
+        })
+    );
+    assert_eq!(
+        q.sq.push_ud(&write(9, &[0; 8]), &dest),
+        Err(PostError::WrongTransport {
+            transport: crate::types::Transport::Ud
+        })
+    );
+    let sge = [Sge {
+        addr: 0,
+        len: 1025,
+        lkey: 1,
+    }];
+    let over = SendWr {
+        data: Data::Sges(&sge),
+        ..send(9, &[])
+    };
+    assert_eq!(
+        q.sq.push_ud(&over, &dest),
+        Err(PostError::OverMtu {
+            len: 1025,
+            mtu: 1024
+        })
+    );
+    let dc = DcDest {
+        av: &av,
+        dctn: 1,
+        dc_key: 2,
+        compact: false,
+        stream: 0,
+    };
+    assert_eq!(
+        q.sq.push_dc(&send(9, &[0; 8]), &dc),
+        Err(PostError::WrongTransport {
+            transport: crate::types::Transport::Ud
+        })
+    );
+    assert_eq!((q.sq.producer_count(), q.sq.ring_doorbell()), (8, 0));
+
+    // A list of one: BlueFlame, the whole 128 bytes of the WQE.
+    let reg = q.sq.register_offset();
+    q.sq.push_ud(&send(5, &[5; 8]), &dest).unwrap();
+    assert_eq!(q.sq.ring_doorbell(), 1);
+    assert_eq!(q.sq.doorbell_record(), 10);
+    for (k, chunk) in q.sq.wqe_bytes(8, 128).chunks(8).enumerate() {
+        assert_eq!(q.sq.uar().read64(reg + k * 8), chunk, "word {k}");
+    }
+}
+
+fn write(wr_id: u64, payload: &[u8]) -> SendWr<'_> {
+    SendWr {
+        op: WRITE,
+        ..send(wr_id, payload)
+    }
+}
+
+/// `push_dc` writes the WQE `post_dc` writes (WRITE: ctrl, the AV with the DCT number and
+/// key, raddr, inline), rung once for the list; a pushed WQE is rung by the next
+/// `post_dc` with it (one doorbell for both, no BlueFlame for two).
+#[test]
+fn push_dc_writes_what_post_dc_writes_and_a_list_rings_once() {
+    let av = Av::new(0, 0, false, 0, 0, 9, [0; 6], 0, 0, 0, [0; 16]);
+    let dest = DcDest {
+        av: &av,
+        dctn: 0x00_0abc,
+        dc_key: 0x0123_4567_89ab_cdef,
+        compact: false,
+        stream: 0,
+    };
+    let mut posted = datagram_queues(true);
+    let mut q = datagram_queues(true);
+    let reg = q.sq.register_offset();
+    for i in 0..4u8 {
+        posted
+            .sq
+            .post_dc(write(u64::from(i), &[i; 8]), &dest)
+            .unwrap();
+        q.sq.push_dc(&write(u64::from(i), &[i; 8]), &dest).unwrap();
+    }
+    // ctrl + AV + raddr + 8 inline bytes = 6 DS: two WQEBBs each.
+    assert_eq!((q.sq.producer_count(), q.sq.doorbell_record()), (8, 0));
+    assert_eq!(q.sq.wqe_bytes(0, 512), posted.sq.wqe_bytes(0, 512));
+    assert_eq!(q.sq.ring_doorbell(), 4);
+    assert_eq!(q.sq.doorbell_record(), 8);
+    assert_eq!(q.sq.uar().read64(reg), q.sq.wqe_bytes(6, 8)[..]);
+    assert_eq!(q.sq.uar().read64(reg + 8), [0; 8], "no BlueFlame copy");
+    // RC entries stay refused on a DCI, UD posts too.
+    assert_eq!(
+        q.sq.push_wr(&write(9, &[0; 8])),
+        Err(PostError::WrongTransport {
+            transport: crate::types::Transport::Dci
+        })
+    );
+
+    let reg = q.sq.register_offset();
+    q.sq.push_dc(&write(4, &[4; 8]), &dest).unwrap();
+    q.sq.post_dc(write(5, &[5; 8]), &dest).unwrap();
+    assert_eq!((q.sq.doorbell_record(), q.sq.ring_doorbell()), (12, 0));
+    assert_eq!(q.sq.uar().read64(reg), q.sq.wqe_bytes(10, 8)[..]);
+    assert_eq!(q.sq.uar().read64(reg + 8), [0; 8], "no BlueFlame copy");
+}
