@@ -46,15 +46,21 @@
 //!
 //! ## Layers
 //!
+//! Each imports only those below it (`docs/architecture.md`, kept by `tests/layers.rs`):
+//!
 //! - [`prm`]: the device's byte formats (segments, CQEs, opcodes, syndromes), big-endian,
 //!   each pinned to rdma-core's `mlx5dv.h` by golden tests. No `unsafe`.
-//! - [`sq`], [`rq`], [`cq`]: the data path over raw queue memory; [`mmio`]: the only code
-//!   that stores to a UAR, with rdma-core's barrier names.
-//! - [`types`]: the plain data every layer shares (endpoints and their wire forms, QP and
-//!   connection settings).
-//! - [`device`]: reference-counted control objects over a [`backend::Backend`];
-//!   [`channel`]: completion channels, waited on the same way on every backend.
-//! - [`null`]: queues over plain memory, for CPU-cost benchmarks and byte-level tests.
+//! - [`types`], [`error`], [`cm`], [`event`], [`clock`], [`sizing`]: the plain data every
+//!   layer shares (endpoints and their wire forms, QP and connection settings, errors).
+//! - [`mmio`]: the only code that stores to a UAR, with rdma-core's barrier names; the ring
+//!   and registered memory beside it.
+//! - [`sq`], [`rq`], [`cq`], [`cqz`]: the data path over raw queue memory.
+//! - [`backend`]: where queues, keys and QP states come from; [`null`]: queues over plain
+//!   memory, for CPU-cost benchmarks and byte-level tests.
+//! - [`device`]: reference-counted control objects over a [`backend::Backend`], a file per
+//!   object; [`dm`]: device memory; [`channel`]: completion channels, waited on the same way
+//!   on every backend.
+//! - [`dci_pool`], and with feature `verbs` `rdma_cm`: helpers built on the objects.
 //!
 //! ## Connecting two processes
 //!
