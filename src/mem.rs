@@ -11,6 +11,8 @@
 use core::ptr::NonNull;
 
 use memmap2::{Advice, MmapMut, MmapOptions};
+use volatile::access::ReadOnly;
+use volatile::VolatilePtr;
 
 use crate::error::Error;
 
@@ -229,7 +231,7 @@ impl Memory {
         self.check(offset, 1);
         // SAFETY: inside the memory (checked). Volatile: the device (or a peer's RDMA WRITE)
         // changes the byte behind the compiler's back, so a spin loop must reload it.
-        unsafe { self.ptr().add(offset).read_volatile() }
+        unsafe { VolatilePtr::new_restricted(ReadOnly, self.non_null().add(offset)).read() }
     }
 
     pub(crate) fn write(&self, offset: usize, data: &[u8]) {

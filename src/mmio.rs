@@ -15,6 +15,9 @@
 
 use core::ptr::NonNull;
 
+use volatile::access::WriteOnly;
+use volatile::VolatilePtr;
+
 use crate::prm::{Be32, SEND_WQE_BB, UAR_PAGE_SIZE};
 use crate::ring::{Block, Ring};
 
@@ -141,11 +144,8 @@ impl Uar for MappedUar {
         // asserted in debug builds) and 8-byte aligned; one volatile 64-bit store is exactly
         // the single MMIO write the device expects (never split into two 32-bit stores).
         unsafe {
-            self.base
-                .as_ptr()
-                .add(offset)
-                .cast::<u64>()
-                .write_volatile(u64::from_ne_bytes(bytes));
+            VolatilePtr::new_restricted(WriteOnly, self.base.add(offset).cast::<u64>())
+                .write(u64::from_ne_bytes(bytes));
         }
     }
 
@@ -155,7 +155,7 @@ impl Uar for MappedUar {
         // SAFETY: as in `write64`; the block is 64-byte aligned inside the page. The stores
         // go in address order and the write-combining buffer merges them into one 64-byte
         // TLP (rdma-core `mmio_memcpy_x64`).
-        unsafe { store_block(self.base.as_ptr().add(offset), block) }
+        unsafe { store_block(self.base.add(offset), block) }
     }
 }
 
@@ -170,22 +170,25 @@ impl Uar for MappedUar {
 /// # Safety
 /// `dst` must be valid for 64 bytes of writes and 16-byte aligned.
 #[inline(always)]
-unsafe fn store_block(dst: *mut u8, block: &[u64; 8]) {
+unsafe fn store_block(dst: NonNull<u8>, block: &[u64; 8]) {
     #[cfg(target_arch = "x86_64")]
     {
         use core::arch::x86_64::__m128i;
         let src: *const __m128i = block.as_ptr().cast();
-        let dst: *mut __m128i = dst.cast();
+        let dst: NonNull<__m128i> = dst.cast();
         for i in 0..4 {
             // SAFETY: `src` is 64 readable bytes (unaligned load); `dst` is 64 writable,
             // 16-aligned bytes (caller's contract).
-            unsafe { dst.add(i).write_volatile(src.add(i).read_unaligned()) }
+            unsafe {
+                VolatilePtr::new_restricted(WriteOnly, dst.add(i))
+                    .write(src.add(i).read_unaligned())
+            }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     for (i, word) in block.iter().enumerate() {
         // SAFETY: 8-byte slot `i` of the 64 writable, aligned bytes (caller's contract).
-        unsafe { dst.cast::<u64>().add(i).write_volatile(*word) }
+        unsafe { VolatilePtr::new_restricted(WriteOnly, dst.cast::<u64>().add(i)).write(*word) }
     }
 }
 
@@ -232,11 +235,7 @@ impl MappedDm {
         // SAFETY: 8 aligned bytes inside the mapping (asserted above, contract of `new`);
         // one volatile 64-bit store is one MMIO write of the device memory.
         unsafe {
-            self.base
-                .as_ptr()
-                .add(offset)
-                .cast::<u64>()
-                .write_volatile(word)
+            VolatilePtr::new_restricted(WriteOnly, self.base.add(offset).cast::<u64>()).write(word)
         }
     }
 }
@@ -285,10 +284,9 @@ impl NullUar {
     /// The 8-byte slot at `offset`, masked into the page (a stray offset from a caller bug
     /// lands inside the page instead of outside it; debug builds assert).
     #[inline(always)]
-    fn slot(&self, offset: usize) -> *mut u64 {
+    fn slot(&self, offset: usize) -> NonNull<u64> {
         debug_assert!(offset % 8 == 0 && offset < UAR_PAGE_SIZE);
-        let slot: *const u64 = &self.page.0[(offset / 8) % (UAR_PAGE_SIZE / 8)];
-        slot.cast_mut()
+        NonNull::from(&self.page.0[(offset / 8) % (UAR_PAGE_SIZE / 8)])
     }
 }
 
@@ -298,7 +296,10 @@ impl Uar for NullUar {
         // SAFETY: `slot` points into our own boxed page; the volatile store only keeps the
         // compiler from eliding it. The page is never read through a reference while a
         // store is in flight (`&self` methods run on one thread: `NullUar` is not `Sync`).
-        unsafe { self.slot(offset).write_volatile(u64::from_ne_bytes(bytes)) }
+        unsafe {
+            VolatilePtr::new_restricted(WriteOnly, self.slot(offset))
+                .write(u64::from_ne_bytes(bytes))
+        }
     }
 
     #[inline(always)]
@@ -335,17 +336,14 @@ impl DbRec {
         // through the stack).
         // SAFETY: valid, 4-byte aligned and exclusively ours (constructor contract).
         unsafe {
-            self.word
-                .as_ptr()
-                .cast::<u32>()
-                .write_volatile(u32::from_ne_bytes(value.to_bytes()))
+            VolatilePtr::new(self.word.cast::<u32>()).write(u32::from_ne_bytes(value.to_bytes()))
         }
     }
 
     #[inline(always)]
     pub(crate) fn read(&self) -> Be32 {
         // SAFETY: as in `write`.
-        unsafe { self.word.as_ptr().read_volatile() }
+        unsafe { VolatilePtr::new(self.word).read() }
     }
 }
 

@@ -8,6 +8,9 @@
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU8, Ordering};
 
+use volatile::access::ReadOnly;
+use volatile::VolatilePtr;
+
 use crate::prm::{Cqe64, ErrCqe, MiniCqe, CQE_SIZE, DS, MINI_CQES_PER_ARRAY, SEND_WQE_BB};
 
 /// A power-of-two ring of bytes in memory the device reads (or writes).
@@ -605,11 +608,11 @@ impl CqBuf {
     pub(crate) fn copy_entry(&self, index: u32) -> Vec<u8> {
         // SAFETY: the `cqe64` of a masked entry minus the bytes before it in the entry is the
         // entry's first byte, inside the buffer (constructor contract).
-        let start = unsafe { self.cqe(index).sub(self.size - CQE_SIZE) };
+        let start = unsafe { NonNull::new_unchecked(self.cqe(index).sub(self.size - CQE_SIZE)) };
         (0..self.size)
             // SAFETY: `size` bytes from an entry's start are that entry; volatile because the
             // device may be writing them.
-            .map(|i| unsafe { start.add(i).read_volatile() })
+            .map(|i| unsafe { VolatilePtr::new_restricted(ReadOnly, start.add(i)).read() })
             .collect()
     }
 
