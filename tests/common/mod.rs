@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod bodies;
+pub mod dc;
 pub mod ud;
 
 use std::time::{Duration, Instant};
