@@ -6,6 +6,7 @@
 
 pub mod bodies;
 pub mod dc;
+pub mod prop;
 pub mod ud;
 
 use std::time::{Duration, Instant};
