@@ -9,7 +9,7 @@
 #   - tests/verbs_hw.rs, every `--ignored` body but rdma_cm_connects_driver_qps (the emulator
 #     has no rdma_cm: /dev/infiniband/rdma_cm and the ucma commands are not there);
 #   - tests/verbs_open.rs (the typed errors of opening a device, on a host with devices);
-#   - with --perf, perf/tests/perf_cli.rs's use_dm_runs_on_hardware (mlx5-perf --use-dm as
+#   - with --perf, perf/tests/perf_options.rs's use_dm_runs_on_hardware (mlx5-perf --use-dm as
 #     server and client). Slow in a debug build (about two minutes; 5 s in release): every
 #     store to device memory is trapped, and the debug build's code between the stores of one
 #     line runs single-stepped. CI leaves it out.
@@ -46,8 +46,8 @@ json=$(cargo test "${release[@]}" --all-features --no-run --message-format=json 
 verbs_hw=$(test_binary verbs_hw <<<"$json")
 verbs_open=$(test_binary verbs_open <<<"$json")
 if ((perf)); then
-    perf_cli=$(cargo test "${release[@]}" -p mlx5-perf --all-features --no-run \
-        --message-format=json --test perf_cli | test_binary perf_cli)
+    perf_options=$(cargo test "${release[@]}" -p mlx5-perf --all-features --no-run \
+        --message-format=json --test perf_options | test_binary perf_options)
 fi
 emu=target/$profile/mlx5-emu
 
@@ -72,7 +72,7 @@ on_emulator verbs-hw "$verbs_hw" --ignored --test-threads 1 \
     --skip rdma_cm_connects_driver_qps
 on_emulator verbs-open "$verbs_open" --test-threads 1
 if ((perf)); then
-    on_emulator perf-cli "$perf_cli" --ignored --exact use_dm_runs_on_hardware
+    on_emulator perf-options "$perf_options" --ignored --exact use_dm_runs_on_hardware
 fi
 
 if ((${#failed[@]})); then
