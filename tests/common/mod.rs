@@ -6,6 +6,8 @@
 
 pub mod bodies;
 pub mod dc;
+pub mod hostile;
+pub mod matrix;
 pub mod prop;
 pub mod ud;
 
