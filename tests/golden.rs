@@ -5,6 +5,11 @@
 //! a small C file against the installed header. Without the header (no libibverbs-dev) these
 //! tests are ignored; CI sets `MLX5_DIRECT_REQUIRE_GOLDEN=1`, which turns a missing header
 //! into a build error instead.
+//!
+//! Long: one comparison, the whole of `prm` against the one header through the one shim: the
+//! layout table (`models`), the opcode, syndrome and status tables and the encoders all read
+//! the header's values through the same lookups (`c`, `constants_with_prefix`), and a second
+//! test file would need them in `tests/common`, which builds the model's rigs.
 
 use core::mem::{offset_of, size_of};
 use std::collections::{BTreeMap, BTreeSet};
