@@ -4,7 +4,8 @@
 //! tree and its `use` / `pub use` lines, and each file's layer comes from [`LAYERS`]. The
 //! test fails on a file no row places, a row that places no file, an import of a higher
 //! layer, and an import circle between rooms (a room is one row's file or folder; the files
-//! of one folder may use each other).
+//! of one folder may use each other). It also keeps the house rule on length: no file of
+//! `src/` or `tests/` over 800 lines unless its opening comment has a line starting `Long:`.
 //!
 //! The only exceptions are [`KEPT_PATHS`]: `pub use` lines that keep an old public path
 //! working after its item moved up; they name the item, the code around them uses nothing
@@ -492,5 +493,35 @@ fn the_resolver_sees_imports() {
     assert!(
         has("cqz.rs", "types.rs"),
         "cqz.rs re-exports CqeCompression from types.rs"
+    );
+}
+
+#[test]
+fn no_file_over_800_lines_without_a_long_reason() {
+    // The house rule (issue 28): a longer file says why in its opening comment, on a line
+    // starting `Long:`.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    walk(&root.join("src"), &mut files);
+    walk(&root.join("tests"), &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|path| {
+            let text = fs::read_to_string(path).expect("read source");
+            let opening = text.lines().take_while(|l| l.starts_with("//"));
+            let reason = opening
+                .map(|l| {
+                    l.trim_start_matches('/')
+                        .trim_start_matches('!')
+                        .trim_start()
+                })
+                .any(|l| l.starts_with("Long:"));
+            let lines = text.lines().count();
+            (lines > 800 && !reason).then(|| format!("{} ({lines} lines)", path.display()))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "files over 800 lines without a `Long:` reason: {long:?}"
     );
 }
