@@ -5,6 +5,9 @@
 
 mod common;
 
+#[cfg(feature = "verbs")]
+use std::process::Command;
+
 use serde_json::Value;
 
 use common::*;
