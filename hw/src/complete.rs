@@ -15,18 +15,26 @@ pub(crate) fn complete(nic: &mut NicState, qpi: usize, recv: bool, mut cqe: Cqe)
     if v1 {
         cqe.srqn = q.user_index;
     }
-    if nic.faults.delay_cqes || !nic.delayed.is_empty() {
-        nic.delayed.push_back(Delayed {
-            cq,
-            qp: Some(qpi),
-            cqe,
-        });
-        nic.defer();
-        return;
-    }
-    if !write(nic, cq, Some(qpi), &cqe) {
+    if !post(nic, cq, Some(qpi), cqe) {
         lost(nic, qpi);
     }
+}
+
+/// Report a completion of no QP on CQ index `cq`: a receive work queue's (`eth`), whose
+/// CQE already carries its user index. A CQ in error drops it (`Stats::cqes_dropped`).
+pub(crate) fn complete_cq(nic: &mut NicState, cq: usize, cqe: Cqe) {
+    post(nic, cq, None, cqe);
+}
+
+/// Hold `cqe` back under `Fault::DelayCqes`, or write it (compressing it if the CQ does
+/// now). Returns false if the CQ is (or just went) into error.
+fn post(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: Cqe) -> bool {
+    if nic.faults.delay_cqes || !nic.delayed.is_empty() {
+        nic.delayed.push_back(Delayed { cq, qp, cqe });
+        nic.defer();
+        return true;
+    }
+    write(nic, cq, qp, &cqe)
 }
 
 /// Write every CQE held back by `Fault::DelayCqes`; returns how many.

@@ -111,6 +111,27 @@ pub(crate) struct Cqe {
     /// VLAN-present bit 0 of `l4_l3_hdr_type` (byte 29), as the kernel's
     /// `handle_responder` reads them.
     pub(crate) vlan_info: Option<u16>,
+    /// The fields of an Ethernet receive CQE (a raw packet QP's or a work queue's).
+    pub(crate) eth: Option<EthCqe>,
+}
+
+/// The fields only an Ethernet receive CQE has (prm-facts §7.2; the kernel's `struct
+/// mlx5_cqe64`, DPDK's `struct mlx5_cqe`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct EthCqe {
+    /// `sop_drop_qpn` bits 23..0: the steering rule's flow tag (rdma-core
+    /// `mlx5_cq_read_flow_tag`: `sop_drop_qpn & MLX5_FLOW_TAG_MASK`), in place of the QPN.
+    pub(crate) flow_tag: u32,
+    /// `hds_ip_ext` (byte 28): `MLX5_CQE_L2_OK` 1, `_L3_OK` 2, `_L4_OK` 4.
+    pub(crate) hds_ip_ext: u8,
+    /// `l4_l3_hdr_type` (byte 29) bits 6..2: the L4 type (bits 6..4, the kernel's
+    /// `CQE_L4_HDR_TYPE_*`) and the L3 type (bits 3..2, `MLX5_CQE_L3_HDR_TYPE_*`); bit 0
+    /// comes from `Cqe::vlan_info`.
+    pub(crate) hdr_type: u8,
+    /// `rss_hash_result` (bytes 12..16) and `rss_hash_type` (byte 16).
+    pub(crate) rss: (u32, u8),
+    /// A striding queue's `wqe_id` (bytes 2..4): the WQE's 16-bit counter.
+    pub(crate) wqe_id: u16,
 }
 
 impl Cqe {
@@ -168,6 +189,14 @@ impl Cqe {
             b[48..56].copy_from_slice(&timestamp.to_be_bytes());
             let w = u32::from(self.send_opcode) << 24 | (self.qpn & 0xff_ffff);
             b[56..60].copy_from_slice(&w.to_be_bytes());
+            if let Some(e) = &self.eth {
+                b[2..4].copy_from_slice(&e.wqe_id.to_be_bytes());
+                b[12..16].copy_from_slice(&e.rss.0.to_be_bytes());
+                b[16] = e.rss.1;
+                b[28] = e.hds_ip_ext;
+                b[29] |= e.hdr_type;
+                b[56..60].copy_from_slice(&(e.flow_tag & 0xff_ffff).to_be_bytes());
+            }
         }
         b[60..62].copy_from_slice(&self.wqe_counter.to_be_bytes());
         b[63] = self.opcode << 4 | if self.se { CQE_SE } else { 0 } | u8::from(owner);

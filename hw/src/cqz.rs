@@ -47,8 +47,10 @@ pub(crate) fn hold(nic: &mut NicState, cq: usize, qp: Option<usize>, cqe: &Cqe) 
         ZipPolicy::UnderBackpressure => nic.faults.backpressure,
     };
     // A CQE carrying scattered data is written whole: a mini-CQE has no room for the data
-    // and no public source says how a block would carry it (docs/model.md).
-    if !now || cqe.is_error() || cqe.scattered.is_some() {
+    // and no public source says how a block would carry it (docs/model.md). Ethernet
+    // receive CQEs too: their mini-CQE formats (hash, checksum, stride index) are not
+    // modelled.
+    if !now || cqe.is_error() || cqe.scattered.is_some() || cqe.eth.is_some() {
         close(nic, cq);
         return false;
     }

@@ -32,6 +32,7 @@ mod cqe;
 mod cqz;
 mod dc;
 mod dm;
+mod eth;
 mod fast;
 mod host;
 mod mmio;
@@ -63,4 +64,9 @@ pub use types::{
 };
 pub use types::{CqCompression, CqePkey, MiniFormat, ZipConfig, ZipLayout, ZipPolicy};
 pub use types::{DciStreamConfig, DciStreams, LinkLayer};
+pub use types::{
+    EthCaps, EthConfig, EthFilter, EthStats, FlowAttr, FlowKind, FlowSpec, HashFields, Ipv4Filter,
+    Ipv6Filter, L4Filter, MinInline, RssQpParams, RxHash, Striding, StridingCaps, WqParams,
+    WqState,
+};
 pub use types::{GidAddr, GidEntry, GidType, RoceGid};

@@ -62,14 +62,17 @@ pub(crate) fn sq_producer(q: &Qp) -> Option<u16> {
 /// then move the QP to ERR and flush; a UD or UC QP in RTS moves to SQE instead and
 /// flushes its send queue only (IB's send queue error state: the kernel's `qp_state_table`
 /// has SQE for UD and UC, not RC; which local errors take mlx5 there is not public,
-/// prm-facts-next §1.5: the model sends every send-side failure there).
+/// prm-facts-next §1.5: the model sends every send-side failure there). So does a raw
+/// packet QP, whose SQ and RQ are separate objects: an SQ in error beside a ready RQ is
+/// SQE in the kernel's `sqrq_state_to_qp_state`.
 #[cold]
 pub(crate) fn fail_head(nic: &mut NicState, qpi: usize, ctrl: Ctrl, syndrome: u8) {
     let q = nic.qp(qpi);
     let cqe = Cqe::req_err(q.qpn, ctrl.opcode, q.sq_ci, syndrome);
     let left = q.sq_pi.wrapping_sub(q.sq_ci);
     q.sq_ci = q.sq_ci.wrapping_add(ctrl.nbb().min(left));
-    let sq_error = matches!(q.transport, Transport::Ud | Transport::Uc) && q.state == QpState::Rts;
+    let sq_error = matches!(q.transport, Transport::Ud | Transport::Uc | Transport::Raw)
+        && q.state == QpState::Rts;
     complete(nic, qpi, false, cqe);
     if !sq_error || nic.qp(qpi).fatal {
         fail(nic, qpi);

@@ -391,7 +391,7 @@ pub(crate) fn take_recv(nic: &mut NicState, qpi: usize) -> Option<Recv> {
     match q.srq {
         None => {
             let (dbrec, known, consumed) = (q.dbrec, q.rq_known_pi, q.rq_ci);
-            nic.qp(qpi).rq_known_pi = refresh(nic, qpi, dbrec, known, consumed)?;
+            nic.qp(qpi).rq_known_pi = refresh(nic, Some(qpi), dbrec, known, consumed)?;
             let q = nic.qp(qpi);
             let stride = 1u64 << q.log_rq_stride;
             let slot = u64::from(q.rq_ci & ((1u32 << q.log_rq) - 1) as u16);
@@ -413,7 +413,7 @@ pub(crate) fn take_recv(nic: &mut NicState, qpi: usize) -> Option<Recv> {
             let srqn = SRQN_BASE + si as u32;
             let s = nic.srq(si);
             let (dbrec, known, consumed) = (s.dbrec, s.known_pi, s.consumed);
-            nic.srq(si).known_pi = refresh(nic, qpi, dbrec, known, consumed)?;
+            nic.srq(si).known_pi = refresh(nic, Some(qpi), dbrec, known, consumed)?;
             let s = nic.srq(si);
             let stride = 1u64 << s.log_stride;
             let index = s.head;
@@ -448,13 +448,20 @@ pub(crate) fn put_back(nic: &mut NicState, qpi: usize, rv: &Recv) {
     }
 }
 
-/// The receive producer: `known` if it is ahead of `consumed`, else a fresh (accounted)
-/// read of the doorbell record; `None` if no receive is posted.
-fn refresh(nic: &mut NicState, qpi: usize, dbrec: u64, known: u16, consumed: u16) -> Option<u16> {
+/// The receive producer: `known` if it is ahead of `consumed`, else a fresh read of the
+/// doorbell record, accounted to QP index `qpi` (or the NIC alone); `None` if no receive
+/// is posted.
+pub(crate) fn refresh(
+    nic: &mut NicState,
+    qpi: Option<usize>,
+    dbrec: u64,
+    known: u16,
+    consumed: u16,
+) -> Option<u16> {
     if known != consumed {
         return Some(known);
     }
-    nic.dma_read(Some(qpi), dbrec, 4, Purpose::DbrecRead);
+    nic.dma_read(qpi, dbrec, 4, Purpose::DbrecRead);
     let pi = host::read_be32(dbrec) as u16;
     (pi != consumed).then_some(pi)
 }
@@ -462,7 +469,7 @@ fn refresh(nic: &mut NicState, qpi: usize, dbrec: u64, known: u16, consumed: u16
 /// Parse a receive WQE at `addr`: data segments from byte `skip`, ended early by the
 /// `MLX5_INVALID_LKEY` terminator; a `byte_count` of 0 is 2^31 bytes (only the bytes a
 /// message fills are key-checked). Returns the spans and the SRQ `next_wqe_index`.
-fn read_recv(addr: u64, stride: usize, skip: usize) -> (Spans, u16) {
+pub(crate) fn read_recv(addr: u64, stride: usize, skip: usize) -> (Spans, u16) {
     let mut b = [0u8; 1024];
     let w = &mut b[..stride];
     host::read(addr, w);

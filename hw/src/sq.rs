@@ -299,6 +299,7 @@ fn exec(
     let av = match transport {
         Transport::Ud => return crate::ud::send(w, n, qpi, ctrl, wqe, in_flight),
         Transport::Uc => return crate::uc::send(w, n, qpi, ctrl, wqe, in_flight),
+        Transport::Raw => return crate::eth::tx::send(w, n, qpi, ctrl, wqe, in_flight),
         // A DCI's WQE: ctrl + the address vector + the RC segments (prm-facts-next §3.3).
         Transport::Dci => match crate::dc::gate(&mut w.nics[n], qpi, &ctrl) {
             Gate::Run => match Av::parse(

@@ -16,6 +16,7 @@ use crate::types::{Caps, Fault, GidEntry, HwError, NicConfig, PortAttr, QpState,
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+mod eth;
 mod events;
 mod mem;
 mod qp;
@@ -230,6 +231,7 @@ impl Nic {
                 }
             }
             done += flush_delayed(&mut w.nics[i]);
+            done += crate::eth::rx::flush_wqs(&mut w.nics[i]);
             for qpi in 0..w.nics[i].qps.len() {
                 let Some(q) = &w.nics[i].qps[qpi] else {
                     continue;

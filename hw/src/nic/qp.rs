@@ -46,6 +46,9 @@ impl Nic {
             }
             _ => {}
         }
+        if p.transport == Transport::Raw {
+            self.with(|n| crate::nic::eth::check_raw_qp(n, p))?;
+        }
         let caps = self.with(|n| n.cfg.dci_streams);
         if p.dci_streams != DciStreams::default() && p.transport != Transport::Dci {
             return Err(HwError::InvalidParam(
@@ -65,7 +68,9 @@ impl Nic {
             aligned(p.sq_buf, 64)?;
             aligned(p.dbrec, 4)?;
         }
-        if p.srqn.is_none() && p.transport != Transport::Dci {
+        // A raw packet QP without an RQ (`rq_buf` 0) receives nothing of its own.
+        let no_rq = p.transport == Transport::Raw && p.rq_buf == 0;
+        if p.srqn.is_none() && p.transport != Transport::Dci && !no_rq {
             if p.log_rq_wqe_cnt > LOG_MAX_QP_WR {
                 return Err(HwError::InvalidParam("log_rq_wqe_cnt"));
             }
@@ -329,6 +334,19 @@ impl Nic {
                     q.max_rd_atomic = max_rd_atomic;
                     q.state = QpState::Rts;
                 }
+                QpTransition::InitRaw { port } => {
+                    crate::nic::eth::raw_transition(q.state, QpState::Init)?;
+                    check_port_pkey(port, ports, 0)?;
+                    q.state = QpState::Init;
+                }
+                QpTransition::RtrRaw => {
+                    crate::nic::eth::raw_transition(q.state, QpState::Rtr)?;
+                    q.state = QpState::Rtr;
+                }
+                QpTransition::RtsRaw => {
+                    crate::nic::eth::raw_transition(q.state, QpState::Rts)?;
+                    q.state = QpState::Rts;
+                }
                 QpTransition::SqeToRts => {
                     // Only a UD or UC QP ever enters SQE.
                     expect(q.state, QpState::Sqe)?;
@@ -384,9 +402,14 @@ impl Nic {
         self.with(|n| slot(&mut n.qps, qpn, QPN_BASE).map(|q| q.sl))
     }
 
-    /// Destroy a QP (any state).
+    /// Destroy a QP (any state); `Busy` while a steering rule sends to it.
     pub fn destroy_qp(&self, qpn: u32) -> Result<(), HwError> {
         self.with(|n| {
+            if n.qp_index(qpn)
+                .is_some_and(|i| crate::nic::eth::qp_in_use(n, i))
+            {
+                return Err(HwError::Busy);
+            }
             let q = slot(&mut n.qps, qpn, QPN_BASE)?;
             let (pdn, scq, rcq, srq, uar) = (q.pdn, q.send_cq, q.recv_cq, q.srq, q.uar);
             // Its traffic stays in the NIC's total.
@@ -437,6 +460,10 @@ fn transition_of(transport: Transport, t: &QpTransition) -> bool {
             T::InitDci { .. } | T::RtrDci { .. } | T::Rts { .. } | T::Err | T::Reset
         ),
         Transport::Dct => matches!(t, T::Init { .. } | T::RtrDct { .. }),
+        Transport::Raw => matches!(
+            t,
+            T::InitRaw { .. } | T::RtrRaw | T::RtsRaw | T::Err | T::Reset
+        ),
     }
 }
 

@@ -10,9 +10,24 @@ impl NicState {
     /// True if `[addr, addr+len)` is covered by live key `key` of PD `pdn` with rights `need`.
     /// Zero-length accesses need no key (IB rule). Looking a registered key up uses its
     /// context, for QP index `qp`.
+    #[inline]
     pub(crate) fn check_mr(
         &mut self,
         qp: usize,
+        key: u32,
+        pdn: u32,
+        addr: u64,
+        len: u64,
+        need: Access,
+    ) -> bool {
+        self.check_key(Some(qp), key, pdn, addr, len, need)
+    }
+
+    /// [`NicState::check_mr`] for QP index `qp`, or for the NIC alone (`None`: a receive
+    /// work queue's buffer, which serves no QP).
+    pub(crate) fn check_key(
+        &mut self,
+        qp: Option<usize>,
         key: u32,
         pdn: u32,
         addr: u64,
@@ -30,7 +45,7 @@ impl NicState {
         let on_demand = mr.present.is_some();
         let on_chip = mr.dm.is_some();
         let ok = slot.variant == key as u8 && mr.grants(pdn, addr, len, need);
-        self.context(Some(qp), Ctx::Mkey(key >> 8));
+        self.context(qp, Ctx::Mkey(key >> 8));
         if !ok {
             return false;
         }
@@ -41,10 +56,12 @@ impl NicState {
         // A fault the NIC raises here stalls this WQE until the kernel has resolved it;
         // the model has no clock and resolves it at once. One it cannot resolve fails the
         // access like any other bad address.
-        if on_demand && self.fault_in(Some(qp), key, addr, len) == Touch::Unmapped {
+        if on_demand && self.fault_in(qp, key, addr, len) == Touch::Unmapped {
             return false;
         }
-        self.translate(qp, key >> 8, page_shift, addr, len);
+        if self.link.cfg().translation_cache.is_some() {
+            self.translate_cached(qp, key >> 8, page_shift, addr, len);
+        }
         true
     }
 
@@ -108,14 +125,21 @@ impl NicState {
     #[inline]
     pub(crate) fn translate(&mut self, qp: usize, mkey: u32, page_shift: u8, addr: u64, len: u64) {
         if self.link.cfg().translation_cache.is_some() {
-            self.translate_cached(qp, mkey, page_shift, addr, len);
+            self.translate_cached(Some(qp), mkey, page_shift, addr, len);
         }
     }
 
     #[inline(never)]
-    fn translate_cached(&mut self, qp: usize, mkey: u32, page_shift: u8, addr: u64, len: u64) {
+    fn translate_cached(
+        &mut self,
+        qp: Option<usize>,
+        mkey: u32,
+        page_shift: u8,
+        addr: u64,
+        len: u64,
+    ) {
         for page in addr >> page_shift..=(addr + len - 1) >> page_shift {
-            let (cnt, qpn) = qp_counters(&mut self.qps, Some(qp));
+            let (cnt, qpn) = qp_counters(&mut self.qps, qp);
             if self.link.translate(cnt, qpn, mkey, page) {
                 self.stats.translation_misses += 1;
             }

@@ -15,6 +15,7 @@ pub(crate) mod access;
 mod consts;
 mod cq;
 mod dm;
+pub(crate) mod eth;
 mod faults;
 mod fence;
 mod mr;
@@ -42,6 +43,8 @@ pub(crate) struct World {
     /// set, and clears it when it leaves no event queued (no burst is left open after it).
     /// Shared with every NIC as `NicState::after_lock`.
     pub(crate) after_lock: Arc<AtomicBool>,
+    /// The Ethernet switch between the NICs (raw packet QPs).
+    pub(crate) switch: eth::Switch,
 }
 
 impl World {
@@ -129,6 +132,8 @@ pub(crate) struct NicState {
     /// Page shifts of queue memory by start address: `start -> (end, page shift)`
     /// (`Nic::set_ring_page_size`); rings elsewhere are in 4 KiB pages.
     pub(crate) ring_pages: std::collections::BTreeMap<u64, (u64, u8)>,
+    /// Work queues, RSS QPs and steering rules (raw Ethernet).
+    pub(crate) eth: eth::EthState,
 }
 
 impl NicState {
@@ -149,6 +154,7 @@ impl NicState {
     /// such a QP always counts).
     pub(crate) fn has_deferred_work(&self) -> bool {
         !self.delayed.is_empty()
+            || self.eth.has_deferred_work()
             || self.qps.iter().flatten().any(|q| {
                 q.deferred.is_some() || q.stall.is_some() || q.fatal || q.state == QpState::Err
             })
@@ -205,6 +211,7 @@ impl NicState {
             clock,
             dm,
             ring_pages: Default::default(),
+            eth: Default::default(),
         };
         nic.new_uar(None);
         nic

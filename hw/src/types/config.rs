@@ -4,6 +4,7 @@
 use crate::clock::ClockShift;
 use crate::pcie::PcieConfig;
 use crate::types::device::{LinkLayer, RoceGid};
+use crate::types::eth::EthConfig;
 
 /// NIC construction parameters.
 #[derive(Clone, Debug)]
@@ -95,6 +96,8 @@ pub struct NicConfig {
     /// pseudo-random port in that range per address handle, the same sequence for the same
     /// seed (xorshift64*; a seed of 0 is taken as 1).
     pub udp_sport_seed: Option<u64>,
+    /// Raw Ethernet capabilities and knobs ([`EthConfig`]).
+    pub eth: EthConfig,
 }
 
 /// The P_Key field of a UD receive CQE (`mlx5_cqe64.imm_inval_pkey` bits 15..0 of a
@@ -228,6 +231,7 @@ impl Default for NicConfig {
             netdev_mtu: 1500,
             roce_gids: Vec::new(),
             udp_sport_seed: None,
+            eth: EthConfig::default(),
         }
     }
 }

@@ -2,12 +2,14 @@
 
 mod config;
 mod device;
+mod eth;
 mod events;
 mod params;
 mod stats;
 
 pub use config::*;
 pub use device::*;
+pub use eth::*;
 pub use events::*;
 pub use params::*;
 pub use stats::*;

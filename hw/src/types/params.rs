@@ -97,6 +97,10 @@ pub enum Transport {
     /// immediate) to the one connected QP; no acknowledgements, no retries, a message with
     /// a lost packet is dropped by the responder.
     Uc,
+    /// Raw packet (`IBV_QPT_RAW_PACKET`): the send queue sends Ethernet frames, the
+    /// receive queue takes the frames flow-steering rules give it (docs/model.md, "Raw
+    /// Ethernet"). An Ethernet port only.
+    Raw,
 }
 
 /// The stream channels of a DCI (QPC `log_num_dci_stream_channels` and
@@ -324,6 +328,18 @@ pub enum QpTransition {
         /// First PSN sent.
         sq_psn: u32,
     },
+    /// RESET -> INIT of a raw packet QP (`IBV_QP_PORT` alone, the kernel's
+    /// `qp_state_table`): its receive queue takes frames from here on (the kernel's
+    /// `modify_raw_packet_qp` makes the RQ ready at RST2INIT).
+    InitRaw {
+        /// Port number (1-based).
+        port: u8,
+    },
+    /// INIT -> RTR of a raw packet QP: no attributes.
+    RtrRaw,
+    /// RTR -> RTS of a raw packet QP: its send queue sends from here on (the SQ is made
+    /// ready at RTR2RTS).
+    RtsRaw,
     /// SQE -> RTS of a UD or UC QP (`SQERR2RTS_QP`; verbs: `IBV_QP_STATE |
     /// IBV_QP_CUR_STATE`).
     SqeToRts,

@@ -135,6 +135,8 @@ pub struct Stats {
     /// UC messages the responder refused without a NAK: WRITE without REMOTE_WRITE, a bad
     /// rkey or range, a receive too short (dropped, or completed in error on an SRQ).
     pub uc_errors: u64,
+    /// The Ethernet port's counters (raw packet QPs).
+    pub eth: crate::types::eth::EthStats,
 }
 
 /// Which way a driver bug the model counts shows on hardware.
