@@ -1,8 +1,8 @@
-//! Compiles `c/golden.c` and `c/ffi.c` (and on x86 `c/golden_x86.c`) against rdma-core's
-//! `mlx5dv.h` when it is installed, with `c/uverbs.c`, `c/mlx5_abi.c` and `c/uverbs_ioctl.c`
-//! (the kernel uapi headers `rdma/*.h` that come with it), and sets `cfg(rdma_headers)` for
-//! `src/lib.rs`. Without the header no C is compiled and the crate's functions are stubs that
-//! panic.
+//! Compiles `c/golden.c`, `c/ffi.c` and `c/eth.c` (and on x86 `c/golden_x86.c`) against
+//! rdma-core's `mlx5dv.h` when it is installed, with `c/uverbs.c`, `c/mlx5_abi.c` and
+//! `c/uverbs_ioctl.c` (the kernel uapi headers `rdma/*.h` that come with it), and sets
+//! `cfg(rdma_headers)` for `src/lib.rs`. Without the header no C is compiled and the crate's
+//! functions are stubs that panic.
 
 include!("detect.rs");
 
@@ -23,6 +23,7 @@ fn main() {
         .file("c/uverbs.c")
         .file("c/mlx5_abi.c")
         .file("c/uverbs_ioctl.c")
+        .file("c/eth.c")
         .warnings_into_errors(true);
     if dir != system {
         build.include(&dir);

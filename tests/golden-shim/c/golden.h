@@ -55,6 +55,16 @@ const struct golden_field *golden_uverbs_ioctl_fields(size_t *count);
 const struct golden_struct *golden_uverbs_ioctl_structs(size_t *count);
 const struct golden_value *golden_uverbs_ioctl_constants(size_t *count);
 
+/* The same three tables for raw Ethernet (eth.c): the Ethernet segment, the striding RQ WQE
+ * and attributes of <infiniband/mlx5dv.h>, and the constants of raw packet QPs, flows, RSS
+ * and work queues. mlx5dv_set_eth_seg on the 32 bytes at seg32, with at most 18 header
+ * bytes. */
+const struct golden_field *golden_eth_fields(size_t *count);
+const struct golden_struct *golden_eth_structs(size_t *count);
+const struct golden_value *golden_eth_constants(size_t *count);
+void golden_set_eth_seg(uint8_t *seg32, uint8_t cs_flags, uint16_t mss, uint16_t inline_hdr_sz,
+			const uint8_t *inline_hdr_start);
+
 /* Writes the fields of the 64-byte CQE at cqe (no alignment needed) into out[0..cap] and
  * returns how many it wrote. */
 size_t golden_read_cqe64(const uint8_t *cqe, struct golden_value *out, size_t cap);

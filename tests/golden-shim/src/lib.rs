@@ -110,6 +110,16 @@ mod sys {
         pub fn golden_uverbs_ioctl_fields(count: *mut usize) -> *const RawField;
         pub fn golden_uverbs_ioctl_structs(count: *mut usize) -> *const RawStruct;
         pub fn golden_uverbs_ioctl_constants(count: *mut usize) -> *const RawValue;
+        pub fn golden_eth_fields(count: *mut usize) -> *const RawField;
+        pub fn golden_eth_structs(count: *mut usize) -> *const RawStruct;
+        pub fn golden_eth_constants(count: *mut usize) -> *const RawValue;
+        pub fn golden_set_eth_seg(
+            seg32: *mut u8,
+            cs_flags: u8,
+            mss: u16,
+            inline_hdr_sz: u16,
+            inline_hdr_start: *const u8,
+        );
         pub fn golden_read_cqe64(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
         pub fn golden_read_err_cqe(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
         pub fn golden_get_cqe_bits(cqe: *const u8) -> u32;
@@ -217,6 +227,16 @@ mod sys {
         unavailable()
     }
     pub unsafe fn golden_uverbs_ioctl_constants(_: *mut usize) -> *const RawValue {
+    pub unsafe fn golden_eth_fields(_: *mut usize) -> *const RawField {
+        unavailable()
+    }
+    pub unsafe fn golden_eth_structs(_: *mut usize) -> *const RawStruct {
+        unavailable()
+    }
+    pub unsafe fn golden_eth_constants(_: *mut usize) -> *const RawValue {
+        unavailable()
+    }
+    pub unsafe fn golden_set_eth_seg(_: *mut u8, _: u8, _: u16, _: u16, _: *const u8) {
         unavailable()
     }
     pub unsafe fn golden_read_cqe64(_: *const u8, _: *mut RawValue, _: usize) -> usize {
@@ -444,6 +464,51 @@ pub fn uverbs_ioctl_structs() -> Vec<StructSize> {
 pub fn uverbs_ioctl_constants() -> Vec<Value> {
     // SAFETY: as in `fields`.
     values(table(|n| unsafe { sys::golden_uverbs_ioctl_constants(n) }))
+/// The raw Ethernet fields of `<infiniband/mlx5dv.h>` the device model checks (`c/eth.c`):
+/// `mlx5_wqe_eth_seg`, `mlx5_mprq_wqe`, the striding RQ attributes and caps.
+pub fn eth_fields() -> Vec<Field> {
+    // SAFETY: as in `fields`.
+    to_fields(table(|n| unsafe { sys::golden_eth_fields(n) }))
+}
+
+/// The sizes of the structs of [`eth_fields`].
+pub fn eth_structs() -> Vec<StructSize> {
+    // SAFETY: as in `fields`.
+    to_structs(table(|n| unsafe { sys::golden_eth_structs(n) }))
+}
+
+/// The raw Ethernet constants: the Ethernet segment's checksum flags, the multi-packet
+/// context flags, the striding WQ attribute mask, `ibv_rx_hash_fields`, the flow attribute
+/// and spec types, the work queue states, `IBV_SEND_IP_CSUM`, `IBV_WC_IP_CSUM_OK`, and the
+/// kernel's `MLX5_USER_INLINE_MODE_*`.
+pub fn eth_constants() -> Vec<Value> {
+    // SAFETY: as in `fields`.
+    values(table(|n| unsafe { sys::golden_eth_constants(n) }))
+}
+
+/// The value of the raw Ethernet constant `name`; panics if the shim does not export it.
+pub fn eth_constant(name: &str) -> i64 {
+    eth_constants()
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("{name} is not in the raw Ethernet golden constants"))
+        .value
+}
+
+/// `mlx5dv_set_eth_seg` on `seg` with `inline` (at most 18 bytes) as the inline header.
+pub fn set_eth_seg(seg: &mut [u8; 32], cs_flags: u8, mss: u16, inline: &[u8]) {
+    assert!(inline.len() <= 18);
+    // SAFETY: `seg` is 32 writable bytes, the size of `struct mlx5_wqe_eth_seg`; `inline`
+    // holds the `inline.len()` bytes the C side copies.
+    unsafe {
+        sys::golden_set_eth_seg(
+            seg.as_mut_ptr(),
+            cs_flags,
+            mss,
+            inline.len() as u16,
+            inline.as_ptr(),
+        )
+    }
 }
 
 /// Checks that the primary fields of `strct` cover it in order, leaving only alignment
