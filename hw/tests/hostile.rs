@@ -8,38 +8,12 @@
 
 mod common;
 
+use common::rng::{seeds, Rng};
 use common::*;
 use mlx5_hw::{NicConfig, QpState};
 
-/// splitmix64: a tiny, well-known generator, enough for test input.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
-
 /// Syndromes a send-side error CQE may carry (PRM; `MLX5_CQE_SYNDROME_*`).
 const SEND_SYNDROMES: [u8; 9] = [0x01, 0x02, 0x04, 0x05, 0x12, 0x13, 0x14, 0x15, 0x16];
-
-/// Seeds to run: `HOSTILE_SEED` alone, or `count` seeds from 1.
-fn seeds(count: u64) -> Vec<u64> {
-    match std::env::var("HOSTILE_SEED") {
-        Ok(s) => vec![s.parse().expect("HOSTILE_SEED is a number")],
-        Err(_) => (1..=count).collect(),
-    }
-}
 
 /// Connected pair whose retries end quickly, so nothing can wait for ever.
 fn short_retry_pair() -> (std::sync::Arc<mlx5_hw::Fabric>, Side, Side) {

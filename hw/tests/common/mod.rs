@@ -8,6 +8,8 @@ use mlx5_hw::{
 };
 use std::sync::Arc;
 
+pub mod eth;
+pub mod rng;
 pub mod syndromes;
 
 /// 4 KiB-aligned page.
