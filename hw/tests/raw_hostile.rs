@@ -6,6 +6,7 @@
 //! model must never panic or write outside the buffers the WQEs name within registered
 //! memory; every send WQE completes with success or with a send-side syndrome, after which
 //! the QP is in SQE; a striding queue's CQEs account for every stride it hands out.
+//! Then each malformed eMPW form one at a time, with its exact syndrome.
 //!
 //! Deterministic: each case derives from a splitmix64 seed printed on failure; run one with
 //! `HOSTILE_SEED=<n> cargo test -p mlx5-hw --test raw_hostile`.
@@ -202,5 +203,98 @@ fn random_striding_receives_account_for_every_stride() {
             frames > 100 && fillers > 20 && failures > 20,
             "{frames} {fillers} {failures}"
         );
+    }
+}
+
+/// A pointer entry naming the frame at the sender's `TX`.
+fn ptr(a: &Raw, len: u32) -> Vec<u8> {
+    data_seg(len, a.key, a.data(TX))
+}
+
+/// Malformed eMPW WQEs, one at a time: each fails with its syndrome before any packet
+/// leaves (the whole WQE is checked first), and the QP goes to SQE. An inline header or a
+/// VLAN command in the Ethernet segment, no entry, opmod 1 (legacy MPW), an inline entry
+/// running past the WQE: LOCAL_QP_OP_ERR; a pointer entry of `byte_count` 0 (2^31 bytes):
+/// LOCAL_LENGTH_ERR; a bad key in the third entry: LOCAL_PROT_ERR. A well-formed WQE of
+/// the same entries first, as the control.
+#[test]
+fn malformed_empw_wqes() {
+    type Case = fn(&Raw, &[u8]) -> (u8, Vec<Vec<u8>>);
+    let cases: [(&str, Case, u8); 8] = [
+        (
+            "well formed",
+            |a, f| {
+                (
+                    0,
+                    vec![eseg(0, 0, &[]), inline_seg(f), ptr(a, f.len() as u32)],
+                )
+            },
+            0,
+        ),
+        (
+            "inline header",
+            |a, f| (0, vec![eseg(0, 0, &f[..18]), ptr(a, f.len() as u32)]),
+            0x02,
+        ),
+        (
+            "VLAN command",
+            |a, f| (0, vec![eseg_vlan(0, 5, false), ptr(a, f.len() as u32)]),
+            0x02,
+        ),
+        ("no entry", |_, _| (0, vec![eseg(0, 0, &[])]), 0x02),
+        (
+            "legacy MPW",
+            |a, f| (1, vec![eseg(0, 0, &[]), ptr(a, f.len() as u32)]),
+            0x02,
+        ),
+        (
+            "inline past the WQE",
+            |_, f| {
+                let mut e = inline_seg(&f[..12]);
+                e[..4].copy_from_slice(&(200u32 | 0x8000_0000).to_be_bytes());
+                (0, vec![eseg(0, 0, &[]), e])
+            },
+            0x02,
+        ),
+        (
+            "byte_count 0",
+            |a, f| (0, vec![eseg(0, 0, &[]), inline_seg(f), ptr(a, 0)]),
+            0x01,
+        ),
+        (
+            "bad key",
+            |a, f| {
+                let mut bad = ptr(a, f.len() as u32);
+                bad[4..8].copy_from_slice(&(a.key ^ 0x100).to_be_bytes());
+                (
+                    0,
+                    vec![eseg(0, 0, &[]), inline_seg(f), ptr(a, f.len() as u32), bad],
+                )
+            },
+            0x04,
+        ),
+    ];
+    for (name, case, want) in cases {
+        let f = Fabric::new();
+        let (na, nb) = (Nic::new(&f, eth_config()), Nic::new(&f, eth_config()));
+        let mut a = Raw::new(&na);
+        let mut b = Raw::new(&nb);
+        b.flow(&kind_rule(FlowKind::AllDefault));
+        b.recv_frames(16);
+        let fr = frame(&Pkt::udp(b.mac(), a.mac(), &[7; 40]));
+        a.write_data(TX, &fr);
+        let (opmod, segs) = case(&a, &fr);
+        a.send(EMPW, opmod, SIGNALED, &segs);
+        let sent = a.drain_send();
+        assert_eq!(sent.len(), 1, "{name}");
+        if want == 0 {
+            assert_eq!(sent[0].opcode(), 0, "{name}");
+            assert_eq!(b.drain_recv().len(), 2, "{name}");
+            continue;
+        }
+        assert_eq!((sent[0].opcode(), sent[0].syndrome()), (13, want), "{name}");
+        assert_eq!(na.qp_state(a.qp.qpn), Ok(QpState::Sqe), "{name}");
+        assert_eq!(nb.stats().eth.rx_frames, 0, "{name}");
+        assert_eq!(na.stats().eth.tx_frames, 0, "{name}");
     }
 }
