@@ -227,6 +227,8 @@ mod sys {
         unavailable()
     }
     pub unsafe fn golden_uverbs_ioctl_constants(_: *mut usize) -> *const RawValue {
+        unavailable()
+    }
     pub unsafe fn golden_eth_fields(_: *mut usize) -> *const RawField {
         unavailable()
     }
@@ -464,6 +466,8 @@ pub fn uverbs_ioctl_structs() -> Vec<StructSize> {
 pub fn uverbs_ioctl_constants() -> Vec<Value> {
     // SAFETY: as in `fields`.
     values(table(|n| unsafe { sys::golden_uverbs_ioctl_constants(n) }))
+}
+
 /// The raw Ethernet fields of `<infiniband/mlx5dv.h>` the device model checks (`c/eth.c`):
 /// `mlx5_wqe_eth_seg`, `mlx5_mprq_wqe`, the striding RQ attributes and caps.
 pub fn eth_fields() -> Vec<Field> {
