@@ -35,6 +35,7 @@ mod dm;
 mod eth;
 mod fast;
 mod host;
+mod mcast;
 mod mmio;
 mod nic;
 mod pcie;
@@ -49,6 +50,7 @@ mod uc;
 mod ud;
 mod wqe;
 mod xfer;
+mod xrc;
 
 pub use clock::{ClockInfo, ClockShift};
 pub use host::{in_space, set_remote_memory, RemoteMemory, SPACE_SHIFT};
@@ -70,3 +72,5 @@ pub use types::{
     WqState,
 };
 pub use types::{GidAddr, GidEntry, GidType, RoceGid};
+pub use types::{McastConfig, McastJoin, PacingClock, PacketPacing, RateLimit};
+pub use types::{XrcConfig, XrcRefusal, XrcSrqParams};

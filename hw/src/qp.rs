@@ -89,7 +89,7 @@ pub(crate) fn fail_head(nic: &mut NicState, qpi: usize, ctrl: Ctrl, syndrome: u8
 pub(crate) fn fail(nic: &mut NicState, qpi: usize) {
     nic.defer();
     let q = nic.qp(qpi);
-    if q.transport == Transport::Dct {
+    if matches!(q.transport, Transport::Dct | Transport::XrcTgt) {
         // No send queue to flush, and SRQ receives are never flushed.
         q.state = QpState::Err;
         return;
@@ -147,7 +147,8 @@ pub(crate) fn flush_head(nic: &mut NicState, qpi: usize, ctrl: Ctrl, pi: u16) ->
 /// doorbell record read is accounted when it reveals new WQEs.
 pub(crate) fn flush_rq(nic: &mut NicState, qpi: usize) -> usize {
     let q = nic.qp(qpi);
-    if q.srq.is_some() {
+    // An XRC target has no receive queue (the SRQ of its last request is never flushed).
+    if q.srq.is_some() || q.transport == Transport::XrcTgt {
         return 0;
     }
     let pi = host::read_be32(q.dbrec) as u16;

@@ -1,7 +1,8 @@
 //! RoCE (`NicConfig::link_layer = Ethernet`): the model's MAC and GID table of a port, the
 //! UDP source port rdma-core derives from the flow label, the IPv4 header of RoCE v2 over
-//! IPv4, and the L3 header types a UD receive CQE reports. The destination MAC an address
-//! handle resolves from a GID is `ud::dmac` (it searches the fabric).
+//! IPv4, the L3 header types a UD receive CQE reports, and a multicast group's MAC. The
+//! destination MAC an address handle resolves from a GID is `ud::dmac` (it searches the
+//! fabric).
 
 use crate::types::{GidAddr, GidEntry, GidType, RoceGid};
 
@@ -37,6 +38,18 @@ pub(crate) fn ipv4_mapped(a: [u8; 4]) -> [u8; 16] {
 /// the packets IPv4 (the kernel's `rdma_gid_attr_network_type`).
 pub(crate) fn is_ipv4_mapped(gid: &[u8; 16]) -> bool {
     gid[..10] == [0; 10] && gid[10..12] == [0xff, 0xff]
+}
+
+/// The Ethernet MAC of multicast group `gid`, as the kernel's `ib_resolve_eth_dmac` maps
+/// it for an address handle: an IPv4-mapped group by `ip_eth_mc_map` (01:00:5e and the low
+/// 23 bits of the IPv4 address, RFC 1112), any other by `ipv6_eth_mc_map` (33:33 and the
+/// low 32 bits, RFC 2464).
+pub(crate) fn mcast_mac(gid: &[u8; 16]) -> [u8; 6] {
+    if is_ipv4_mapped(gid) {
+        [0x01, 0x00, 0x5e, gid[13] & 0x7f, gid[14], gid[15]]
+    } else {
+        [0x33, 0x33, gid[12], gid[13], gid[14], gid[15]]
+    }
 }
 
 /// The GID table of an Ethernet port of LID `lid` configured with `entries`

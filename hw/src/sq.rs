@@ -182,12 +182,18 @@ fn run_sq_with(
     buf: &mut [u8],
     in_flight: &mut InFlight,
 ) {
+    // When the head WQE became ready to leave, for a paced QP (`NicState::pace_admit`).
+    let mut ready = None;
     loop {
         let nic = &mut w.nics[n];
         let q = nic.qp(qpi);
         if q.state != QpState::Rts || q.stall.is_some() || q.sq_ci == q.sq_pi {
             return;
         }
+        if q.pacer.is_some() && !nic.pace_admit(qpi, &mut ready) {
+            return;
+        }
+        let q = nic.qp(qpi);
         let cons = q.sq_ci;
         let left = q.sq_pi.wrapping_sub(cons);
         let qpn = q.qpn;
@@ -236,6 +242,16 @@ fn run_sq_with(
             }
         }
     }
+}
+
+/// Run the send queue of QP index `qpi` if its head waited for its rate limit and may
+/// leave now (one `progress()` step); returns true if it ran.
+pub(crate) fn resume_paced(w: &mut World, n: usize, qpi: usize) -> bool {
+    if !w.nics[n].pace_due(qpi) {
+        return false;
+    }
+    run_sq(w, n, qpi, &[], None);
+    true
 }
 
 /// Copy the WQE at BB counter `cons` into `buf` (from BlueFlame data when it holds this
@@ -301,6 +317,8 @@ fn exec(
         Transport::Uc => return crate::uc::send(w, n, qpi, ctrl, wqe, in_flight),
         Transport::Raw => return crate::eth::tx::send(w, n, qpi, ctrl, wqe, in_flight),
         // A DCI's WQE: ctrl + the address vector + the RC segments (prm-facts-next §3.3).
+        // ctrl + the XRC segment + the RC segments (rdma-core `_mlx5_post_send`).
+        Transport::XrcIni => None,
         Transport::Dci => match crate::dc::gate(&mut w.nics[n], qpi, &ctrl) {
             Gate::Run => match Av::parse(
                 wqe,
@@ -315,12 +333,17 @@ fn exec(
         },
         _ => None,
     };
-    let xport = av.as_ref().map_or(0, |av| av.len);
+    let xrc = transport == Transport::XrcIni;
+    let xport = av
+        .as_ref()
+        .map_or(if xrc { crate::xrc::SEG_BYTES } else { 0 }, |av| av.len);
     let nic = &mut w.nics[n];
     let d = match nic.decode(ctrl, wqe, xport) {
         Ok(d) => d,
         Err(s) => return Outcome::Fail(s),
     };
+    // The SRQ the target is to deliver into (decoding has checked the segment is there).
+    let xrc_srqn = xrc.then(|| crate::xrc::srqn(wqe));
     if matches!(d.op, Op::Nop) {
         return Outcome::Done(REQ_BYTE_CNT_POISON);
     }
@@ -344,7 +367,7 @@ fn exec(
     let wqe = &*wqe;
     let npkts = packets(d.len, mtu);
     let req_pkts = if remote_result { 1 } else { npkts };
-    nic.stats.packets += u64::from(req_pkts);
+    nic.on_wire(qpi, req_pkts, if remote_result { 0 } else { d.len });
     let psn = transmit(nic.qp(qpi), npkts);
     let lost = take_fault(&mut nic.faults.lose, qpn, req_pkts);
     let to = match &av {
@@ -358,6 +381,7 @@ fn exec(
             Err(Refused::Nak(s)) => return Outcome::Fail(s),
             Err(Refused::Dropped) => None,
         },
+        None if xrc => connected(w, n, qpn, Transport::XrcTgt, &dest, psn),
         None => connected(w, n, qpn, Transport::Rc, &dest, psn),
     };
     let Some(to) = to else {
@@ -376,6 +400,17 @@ fn exec(
         }
         w.nics[n].stats.packets_lost += u64::from(req_pkts);
         return Outcome::Lost;
+    }
+    if let Some(srqn) = xrc_srqn {
+        // The target takes the SRQ the XRC segment names, if it may.
+        match crate::xrc::bind(&mut w.nics[to.nic], to.qpi, srqn) {
+            Ok(()) => {}
+            Err(Some(nak)) => return Outcome::Fail(nak),
+            Err(None) => {
+                w.nics[n].stats.packets_lost += u64::from(req_pkts);
+                return Outcome::Lost;
+            }
+        }
     }
     // The remote address is in the responder's address space (as is a READ's source below).
     let d = d.at_responder(w.nics[to.nic].qp(to.qpi).space);

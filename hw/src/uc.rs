@@ -43,7 +43,7 @@ pub(crate) fn send(
     }
     let wqe = &*wqe;
     let npkts = packets(d.len, mtu);
-    nic.stats.packets += u64::from(npkts);
+    nic.on_wire(qpi, npkts, d.len);
     let q = nic.qp(qpi);
     let psn = q.sq_psn;
     q.sq_psn = psn.wrapping_add(npkts) & PSN_MASK;

@@ -4,12 +4,13 @@
 
 use crate::complete::complete;
 use crate::cqe::{cqe_op, synd, Cqe, REQ_BYTE_CNT_POISON};
+use crate::mcast::Kind;
 use crate::pcie::{Ctx, Purpose};
 use crate::qp::fail;
 use crate::req::{check_gather, Outcome};
 use crate::resp::take_recv;
 use crate::roce;
-use crate::state::{take_fault, Dest, InFlight, World};
+use crate::state::{take_fault, Dest, InFlight, NicState, World};
 use crate::types::{
     Access, AhAttr, CqePkey, GidType, GlobalRoute, HwError, LinkLayer, QpState, Transport,
 };
@@ -101,11 +102,16 @@ pub(crate) fn build_av(w: &mut World, n: usize, a: &AhAttr) -> Result<[u8; AV_BY
 }
 
 /// The destination MAC of an address handle to `dgid`, as the kernel resolves it for
-/// `mlx5_create_ah` (`ib_resolve_eth_dmac`): for a link-local GID its EUI-64 read back
+/// `mlx5_create_ah` (`ib_resolve_eth_dmac`): for a multicast GID the group's MAC
+/// ([`roce::mcast_mac`]), for a link-local GID its EUI-64 read back
 /// (`rdma_get_ll_mac`, `include/rdma/ib_addr.h`), else by neighbour resolution, which on
 /// the model's fabric is the MAC of the NIC that has the GID. `None`: no NIC has it (the
 /// kernel fails the address handle: nobody answers).
 pub(crate) fn dmac(w: &World, dgid: &[u8; 16]) -> Option<[u8; 6]> {
+    if crate::mcast::is_mcast_gid(dgid) {
+        // `ib_resolve_eth_dmac`: a multicast group's MAC is mapped from its address.
+        return Some(roce::mcast_mac(dgid));
+    }
     if dgid[..8] == [0xfe, 0x80, 0, 0, 0, 0, 0, 0] {
         return Some([
             dgid[8] ^ 0x02,
@@ -214,7 +220,7 @@ pub(crate) fn send(
         // model completes it in error, as for any message the QP cannot carry.
         return Outcome::Fail(synd::LOCAL_LENGTH_ERR);
     }
-    nic.stats.packets += 1;
+    nic.on_wire(qpi, 1, d.len);
     if take_fault(&mut nic.faults.lose, qpn, 1) {
         nic.stats.packets_lost += 1;
         return Outcome::Done(REQ_BYTE_CNT_POISON);
@@ -245,7 +251,7 @@ pub(crate) fn send(
             wire: Wire::Ib,
         },
     };
-    deliver(w, n, &av, &src, wqe, &d);
+    deliver(w, n, qpi, &av, &src, wqe, &d);
     Outcome::Done(REQ_BYTE_CNT_POISON)
 }
 
@@ -267,9 +273,27 @@ enum Wire {
     Roce { l3: roce::L3, vlan: Option<u16> },
 }
 
-/// Deliver one datagram from NIC `n` to the QP its AV names, or drop it silently and count
-/// why (at the destination NIC, or at `n` when the address leads nowhere).
-fn deliver(w: &mut World, n: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) {
+/// Deliver one datagram of QP index `qpi` on NIC `n` to the QP its AV names, or to every
+/// QP its multicast group reaches (`mcast`), or drop it silently and count why (at the
+/// destination NIC, or at `n` when the address leads nowhere).
+fn deliver(w: &mut World, n: usize, qpi: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) {
+    let (roce, vlan) = match src.wire {
+        Wire::Roce { vlan, .. } => (true, Some(vlan)),
+        Wire::Ib => (false, None),
+    };
+    match crate::mcast::kind(av.dqpn, av.dlid, av.grh.map(|g| g.dgid), roce) {
+        Kind::Unicast => {}
+        Kind::Group(mgid) => {
+            for (m, rqpi) in crate::mcast::targets(w, n, qpi, &mgid, vlan) {
+                land(&mut w.nics[m], rqpi, av, src, wqe, d);
+            }
+            return;
+        }
+        Kind::Unroutable => {
+            w.nics[n].stats.ud_unroutable += 1;
+            return;
+        }
+    }
     let dest = Dest {
         lid: av.dlid,
         gid: av.grh.map_or([0; 16], |g| g.dgid),
@@ -301,8 +325,14 @@ fn deliver(w: &mut World, n: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) 
         w.nics[m].stats.ud_unroutable += 1;
         return;
     };
-    let nic = &mut w.nics[m];
-    nic.context(Some(rqpi), Ctx::Qp(av.dqpn));
+    land(&mut w.nics[m], rqpi, av, src, wqe, d);
+}
+
+/// The datagram arrives at UD QP index `rqpi` of `nic` (in RTR, RTS or SQE): the Q_Key
+/// check, a receive taken, the GRH area and the payload scattered, the receive CQE.
+fn land(nic: &mut NicState, rqpi: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) {
+    let qpn = nic.qp(rqpi).qpn;
+    nic.context(Some(rqpi), Ctx::Qp(qpn));
     if nic.qp(rqpi).qkey != av.qkey {
         nic.stats.qkey_violations += 1;
         return;
@@ -312,7 +342,6 @@ fn deliver(w: &mut World, n: usize, av: &Av, src: &Source, wqe: &[u8], d: &Wqe) 
         return;
     };
     let total = GRH_BYTES + d.len;
-    let qpn = nic.qp(rqpi).qpn;
     let failed = if rv.spans.capacity() < total {
         Some(synd::LOCAL_LENGTH_ERR)
     } else {

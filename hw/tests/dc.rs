@@ -267,7 +267,8 @@ fn the_errored_stream_that_reaches_two_to_the_log_errored_fails_the_dci() {
 }
 
 #[test]
-fn a_plain_dci_fails_at_its_first_error_ignores_stream_ids_and_a_stream_beyond_its_channels_is_a_local_error() {
+fn a_plain_dci_fails_at_its_first_error_ignores_stream_ids_and_a_stream_beyond_its_channels_is_a_local_error(
+) {
     let cfg = nak();
     // log_errored 0: one errored stream is the limit (torchcomms PR #958's firmware).
     let one = DciStreams {

@@ -1,6 +1,6 @@
 //! Protection domains, memory keys and device memory in the public API.
 
-use crate::nic::{insert, slot, Nic, ALL_ACCESS};
+use crate::nic::{free, insert, slot, Nic, ALL_ACCESS};
 use crate::state::{Mr, MrSlot, NicState, INVALID_LKEY, PDN_BASE};
 use crate::types::{Access, HwError};
 
@@ -15,13 +15,7 @@ impl Nic {
 
     /// Free a protection domain; `Busy` while MRs, QPs or SRQs use it.
     pub fn dealloc_pd(&self, pdn: u32) -> Result<(), HwError> {
-        self.with(|n| {
-            if *slot(&mut n.pds, pdn, PDN_BASE)? != 0 {
-                return Err(HwError::Busy);
-            }
-            n.pds[(pdn - PDN_BASE) as usize] = None;
-            Ok(())
-        })
+        self.with(|n| free(&mut n.pds, pdn, PDN_BASE))
     }
 
     /// Register `[addr, addr+len)` in PD `pdn` in 4 KiB pages; returns the key (lkey ==

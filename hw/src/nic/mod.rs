@@ -4,13 +4,14 @@
 //! This file holds the fabric, the NIC handle and its lock, the NIC-wide calls (ports,
 //! capabilities, the MMIO entry, `progress`, faults and diagnostics); the calls on each kind
 //! of object are in `mem` (PDs, memory keys, device memory), `queues` (CQs and SRQs), `qp`
-//! (QPs and address handles) and `events` (channels and event queues).
+//! (QPs and address handles), `events` (channels and event queues), `mcast` (multicast
+//! attachments), `xrc` (XRC domains, SRQs and target QPs) and `pacing` (rate limits).
 
 use crate::complete::flush_delayed;
 use crate::cqz::close_all;
 use crate::pcie::{PcieConfig, PcieCounters, Tlp};
 use crate::qp::{fail, flush_rq};
-use crate::sq::{retry, run_deferred};
+use crate::sq::{resume_paced, retry, run_deferred};
 use crate::state::{Budget, NicState, World, MAX_RD_ATOMIC, QPN_BASE};
 use crate::types::{Caps, Fault, GidEntry, HwError, NicConfig, PortAttr, QpState, Stats};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,9 +19,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 mod eth;
 mod events;
+mod mcast;
 mod mem;
+mod pacing;
 mod qp;
 mod queues;
+mod xrc;
 
 /// The in-process network joining NICs, addressed by LID and GID. One lock guards the
 /// whole fabric, so work that crosses NICs never deadlocks.
@@ -82,6 +86,16 @@ fn slot<T>(v: &mut [Option<T>], id: u32, base: u32) -> Result<&mut T, HwError> {
         .and_then(|i| v.get_mut(i as usize))
         .and_then(Option::as_mut)
         .ok_or(HwError::NoSuchObject)
+}
+
+/// Free the reference-counted object `id` of `v` (numbered from `base`); `Busy` while it
+/// is referenced.
+fn free(v: &mut [Option<u32>], id: u32, base: u32) -> Result<(), HwError> {
+    if *slot(v, id, base)? != 0 {
+        return Err(HwError::Busy);
+    }
+    v[(id - base) as usize] = None;
+    Ok(())
 }
 
 fn insert<T>(v: &mut Vec<Option<T>>, t: T, base: u32) -> u32 {
@@ -169,6 +183,15 @@ impl Nic {
             atomic_8b_host_order: n.cfg.atomic_8b_host_order,
             compact_av: n.cfg.compact_av,
             max_dm_size: n.cfg.dm_size / crate::state::DM_PAGE * crate::state::DM_PAGE,
+            max_mcast_grp: n.cfg.mcast.max_groups,
+            max_mcast_qp_attach: n.cfg.mcast.max_qps_per_group,
+            max_total_mcast_qp_attach: n
+                .cfg
+                .mcast
+                .max_groups
+                .saturating_mul(n.cfg.mcast.max_qps_per_group),
+            xrc: n.cfg.xrc.supported,
+            packet_pacing: n.cfg.packet_pacing,
         })
     }
 
@@ -213,8 +236,9 @@ impl Nic {
     }
 
     /// Run deferred work: the send queues of doorbells `Fault::DeferExecution` queued,
-    /// delayed CQEs, one retry step of every stalled QP (RNR or lost packets), and flushes
-    /// of receives posted to QPs in ERR. Returns how much it did.
+    /// delayed CQEs, one retry step of every stalled QP (RNR or lost packets), the send
+    /// queues of paced QPs whose wait is over, and flushes of receives posted to QPs in
+    /// ERR. Returns how much it did.
     ///
     /// When the NIC has none (its `deferred` flag is clear: the last call left no such
     /// work and nothing has made any since), this returns 0 without taking the fabric's
@@ -241,7 +265,7 @@ impl Nic {
                     done += 1;
                 } else if q.state == QpState::Err {
                     done += flush_rq(&mut w.nics[i], qpi);
-                } else if retry(w, i, qpi) {
+                } else if retry(w, i, qpi) || resume_paced(w, i, qpi) {
                     done += 1;
                 }
             }
@@ -295,7 +319,10 @@ impl Nic {
     /// observably identical to it: memory, CQEs, counters, trace and states are the same
     /// either way. Turning them off is for tests that pin that equivalence.
     pub fn set_fast_paths(&self, on: bool) {
-        self.with(|n| n.fast_paths = on);
+        self.with(|n| {
+            n.fast_paths_wanted = on;
+            n.refresh_fast_paths();
+        });
     }
 
     /// How many WQEs the fast paths have executed on this NIC: a diagnostic for the tests

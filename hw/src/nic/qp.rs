@@ -41,8 +41,16 @@ impl Nic {
             Transport::Dct if p.srqn.is_none() => {
                 return Err(HwError::InvalidParam("a DCT needs an SRQ"))
             }
-            Transport::Dci if p.srqn.is_some() => {
-                return Err(HwError::InvalidParam("a DCI has no receive queue"))
+            Transport::Dci | Transport::XrcIni if p.srqn.is_some() => {
+                return Err(HwError::InvalidParam(
+                    "a DCI or XRC initiator has no receive queue",
+                ))
+            }
+            // Its domain, not a PD and CQs, makes an XRC target (`create_xrc_tgt_qp`).
+            Transport::XrcTgt => {
+                return Err(HwError::InvalidParam(
+                    "an XRC target QP is created in its XRC domain",
+                ))
             }
             _ => {}
         }
@@ -70,7 +78,8 @@ impl Nic {
         }
         // A raw packet QP without an RQ (`rq_buf` 0) receives nothing of its own.
         let no_rq = p.transport == Transport::Raw && p.rq_buf == 0;
-        if p.srqn.is_none() && p.transport != Transport::Dci && !no_rq {
+        if p.srqn.is_none() && !matches!(p.transport, Transport::Dci | Transport::XrcIni) && !no_rq
+        {
             if p.log_rq_wqe_cnt > LOG_MAX_QP_WR {
                 return Err(HwError::InvalidParam("log_rq_wqe_cnt"));
             }
@@ -80,6 +89,9 @@ impl Nic {
             aligned(p.rq_buf, 16)?;
         }
         self.with(|n| {
+            if p.transport == Transport::XrcIni && !n.cfg.xrc.supported {
+                return Err(HwError::NotSupported("xrc"));
+            }
             slot(&mut n.pds, p.pdn, PDN_BASE)?;
             let send_cq = n.cq_index(p.send_cqn).ok_or(HwError::NoSuchObject)?;
             let recv_cq = n.cq_index(p.recv_cqn).ok_or(HwError::NoSuchObject)?;
@@ -87,6 +99,11 @@ impl Nic {
                 Some(s) => Some(n.srq_index(s).ok_or(HwError::NoSuchObject)?),
                 None => None,
             };
+            // uverbs' `create_qp` refuses an XRC SRQ for any QP (EINVAL): only XRC targets
+            // deliver into one, named by each request.
+            if srq.is_some_and(|s| n.srq(s).xrc.is_some()) {
+                return Err(HwError::InvalidParam("an XRC SRQ serves XRC targets only"));
+            }
             *slot(&mut n.pds, p.pdn, PDN_BASE)? += 1;
             n.cq(send_cq).refs += 1;
             n.cq(recv_cq).refs += 1;
@@ -151,6 +168,9 @@ impl Nic {
                 deferred_bf: Vec::new(),
                 snapshot: Vec::new(),
                 pcie: PcieCounters::default(),
+                xrcd: 0,
+                block_mcast_loopback: false,
+                pacer: None,
             }));
             Ok(QpInfo {
                 qpn,
@@ -376,6 +396,11 @@ impl Nic {
                     q.deferred_bf.clear();
                 }
             }
+            if matches!(t, QpTransition::Err | QpTransition::Reset) {
+                // The kernel releases a QP's rate limit when it moves to ERR or RESET
+                // (`qp_rl_commit`).
+                n.set_pacer(qpi, None);
+            }
             Ok(())
         })
     }
@@ -402,20 +427,28 @@ impl Nic {
         self.with(|n| slot(&mut n.qps, qpn, QPN_BASE).map(|q| q.sl))
     }
 
-    /// Destroy a QP (any state); `Busy` while a steering rule sends to it.
+    /// Destroy a QP (any state). `Busy` while a steering rule sends to it, or while it is
+    /// attached to a multicast group (uverbs' `uverbs_free_qp` refuses a user's destroy
+    /// then with EBUSY).
     pub fn destroy_qp(&self, qpn: u32) -> Result<(), HwError> {
         self.with(|n| {
-            if n.qp_index(qpn)
-                .is_some_and(|i| crate::nic::eth::qp_in_use(n, i))
-            {
+            let qpi = n.qp_index(qpn).ok_or(HwError::NoSuchObject)?;
+            if crate::nic::eth::qp_in_use(n, qpi) || n.mcast.iter().any(|g| g.has(qpi)) {
                 return Err(HwError::Busy);
             }
-            let q = slot(&mut n.qps, qpn, QPN_BASE)?;
+            let q = n.qp(qpi);
             let (pdn, scq, rcq, srq, uar) = (q.pdn, q.send_cq, q.recv_cq, q.srq, q.uar);
+            let (xrcd, pcie) = (q.xrcd, q.pcie);
             // Its traffic stays in the NIC's total.
-            n.link.other = n.link.other + q.pcie;
-            n.qps[(qpn - QPN_BASE) as usize] = None;
+            n.link.other = n.link.other + pcie;
+            n.set_pacer(qpi, None);
+            n.qps[qpi] = None;
             n.uars[uar as usize].qp = None;
+            if xrcd != 0 {
+                // An XRC target holds its domain only (no PD, CQ or SRQ of its own).
+                *slot(&mut n.xrcds, xrcd, crate::state::XRCDN_BASE)? -= 1;
+                return Ok(());
+            }
             n.cq(scq).refs -= 1;
             n.cq(rcq).refs -= 1;
             if let Some(s) = srq {
@@ -463,6 +496,12 @@ fn transition_of(transport: Transport, t: &QpTransition) -> bool {
         Transport::Raw => matches!(
             t,
             T::InitRaw { .. } | T::RtrRaw | T::RtsRaw | T::Err | T::Reset
+        ),
+        // RC's masks (`qp_state_table`: an XRC target's RTS needs fewer attributes; the
+        // model takes RC's and uses what applies).
+        Transport::XrcIni | Transport::XrcTgt => matches!(
+            t,
+            T::Init { .. } | T::Rtr { .. } | T::Rts { .. } | T::Err | T::Reset
         ),
     }
 }

@@ -1,8 +1,8 @@
 //! Completion queues and shared receive queues in the public API.
 
 use crate::nic::{aligned, insert, slot, Nic, LOG_MAX_CQE, LOG_MAX_QP_WR};
-use crate::state::{Cq, Srq, CQN_BASE, CQ_UAR, PDN_BASE, SRQN_BASE};
-use crate::types::{CqInfo, CqParams, HwError, SrqParams, ZipLayout};
+use crate::state::{Cq, Srq, XrcSrq, CQN_BASE, CQ_UAR, PDN_BASE, SRQN_BASE, XRCDN_BASE};
+use crate::types::{CqInfo, CqParams, HwError, SrqParams, XrcSrqParams, ZipLayout};
 
 impl Nic {
     /// Create a completion queue.
@@ -106,6 +106,20 @@ impl Nic {
     /// `buf` (`1 << (log_wqe_cnt + log_stride)` bytes) and `dbrec` (4 bytes) must be valid
     /// process memory until the SRQ is destroyed.
     pub unsafe fn create_srq(&self, p: &SrqParams) -> Result<u32, HwError> {
+        // SAFETY: the caller's contract is this function's.
+        unsafe { self.new_srq(p, None) }
+    }
+
+    /// [`Nic::create_srq`], as an XRC SRQ when `xrc` is given: its domain and CQ must
+    /// exist, and it holds them (and its PD) until it is destroyed (`ib_create_srq_user`).
+    ///
+    /// # Safety
+    /// As for [`Nic::create_srq`].
+    pub(super) unsafe fn new_srq(
+        &self,
+        p: &SrqParams,
+        xrc: Option<&XrcSrqParams>,
+    ) -> Result<u32, HwError> {
         if p.log_wqe_cnt > LOG_MAX_QP_WR {
             return Err(HwError::InvalidParam("log_wqe_cnt"));
         }
@@ -115,6 +129,20 @@ impl Nic {
         aligned(p.buf, 16)?;
         aligned(p.dbrec, 4)?;
         self.with(|n| {
+            slot(&mut n.pds, p.pdn, PDN_BASE)?;
+            let xrc = match xrc {
+                Some(x) => {
+                    let cq = n.cq_index(x.cqn).ok_or(HwError::NoSuchObject)?;
+                    *slot(&mut n.xrcds, x.xrcd, XRCDN_BASE)? += 1;
+                    n.cq(cq).refs += 1;
+                    Some(XrcSrq {
+                        xrcd: x.xrcd,
+                        cq,
+                        user_index: x.user_index & 0xff_ffff,
+                    })
+                }
+                None => None,
+            };
             *slot(&mut n.pds, p.pdn, PDN_BASE)? += 1;
             let srq = Srq {
                 pdn: p.pdn,
@@ -126,20 +154,26 @@ impl Nic {
                 consumed: 0,
                 head: 0,
                 refs: 0,
+                xrc,
             };
             Ok(insert(&mut n.srqs, srq, SRQN_BASE))
         })
     }
 
-    /// Destroy an SRQ; `Busy` while a QP uses it.
+    /// Destroy an SRQ (basic or XRC); `Busy` while a QP uses it. XRC targets hold no XRC
+    /// SRQ: a later request naming a destroyed one names no XRC SRQ.
     pub fn destroy_srq(&self, srqn: u32) -> Result<(), HwError> {
         self.with(|n| {
             let s = slot(&mut n.srqs, srqn, SRQN_BASE)?;
             if s.refs != 0 {
                 return Err(HwError::Busy);
             }
-            let pdn = s.pdn;
+            let (pdn, xrc) = (s.pdn, s.xrc);
             n.srqs[(srqn - SRQN_BASE) as usize] = None;
+            if let Some(x) = xrc {
+                n.cq(x.cq).refs -= 1;
+                *slot(&mut n.xrcds, x.xrcd, XRCDN_BASE)? -= 1;
+            }
             *slot(&mut n.pds, pdn, PDN_BASE)? -= 1;
             Ok(())
         })

@@ -18,9 +18,13 @@ mod dm;
 pub(crate) mod eth;
 mod faults;
 mod fence;
+mod mcast;
 mod mr;
+mod pace;
+mod paced;
 mod qp;
 mod srq;
+mod xrc;
 
 pub(crate) use consts::{
     BF_OFFSET, CHANNEL_BASE, CQN_BASE, CQ_DOORBELL, CQ_UAR, INVALID_LKEY, MAX_RD_ATOMIC, PDN_BASE,
@@ -30,9 +34,12 @@ pub(crate) use cq::{Arm, Cq, Delayed, Session};
 pub(crate) use dm::{DevMem, DM_PAGE};
 pub(crate) use faults::{hit_range, take_fault, Budget, Faults};
 pub(crate) use fence::InFlight;
+pub(crate) use mcast::McastGroup;
 pub(crate) use mr::{Mr, MrSlot, Touch};
+pub(crate) use pace::{PaceClock, Pacer};
 pub(crate) use qp::{DcConn, Dest, Qp, Stall};
 pub(crate) use srq::Srq;
+pub(crate) use xrc::{XrcSrq, XRCDN_BASE};
 
 /// Everything behind the fabric lock.
 #[derive(Default)]
@@ -119,8 +126,11 @@ pub(crate) struct NicState {
     /// clears it when it leaves none, and returns at once without the lock while it is
     /// clear. Anything new that leaves work for `progress` must set it (`NicState::defer`).
     pub(crate) deferred: Arc<AtomicBool>,
-    /// The fast paths (`fast`) may run; off, every WQE goes the general way (`Nic::set_fast_paths`).
+    /// The fast paths (`fast`) may run; off, every WQE goes the general way: while
+    /// `Nic::set_fast_paths` wants them and no RC QP is paced (the fast path has no pacer).
     pub(crate) fast_paths: bool,
+    /// `Nic::set_fast_paths`.
+    pub(crate) fast_paths_wanted: bool,
     /// WQEs the fast paths executed (`Nic::fast_path_wqes`).
     pub(crate) fast_wqes: u64,
     /// Buffers reused by every doorbell (taken while a send queue runs).
@@ -134,6 +144,12 @@ pub(crate) struct NicState {
     pub(crate) ring_pages: std::collections::BTreeMap<u64, (u64, u8)>,
     /// Work queues, RSS QPs and steering rules (raw Ethernet).
     pub(crate) eth: eth::EthState,
+    /// The multicast groups the NIC's QPs are attached to.
+    pub(crate) mcast: Vec<McastGroup>,
+    /// Reference counts of allocated XRC domains, by number from [`XRCDN_BASE`].
+    pub(crate) xrcds: Vec<Option<u32>>,
+    /// The packet pacer's clock (`NicConfig::pacing_clock`).
+    pub(crate) pacing: PaceClock,
 }
 
 impl NicState {
@@ -151,12 +167,16 @@ impl NicState {
     /// Whether `progress` could still find work here with no other change to the fabric:
     /// delayed CQEs, or a QP with deferred doorbells, or a stalled, fatal or failed QP
     /// (receives posted to a QP in ERR through host memory are flushed by `progress`, so
-    /// such a QP always counts).
+    /// such a QP always counts), or a paced QP whose head waits for its rate limit.
     pub(crate) fn has_deferred_work(&self) -> bool {
         !self.delayed.is_empty()
             || self.eth.has_deferred_work()
             || self.qps.iter().flatten().any(|q| {
-                q.deferred.is_some() || q.stall.is_some() || q.fatal || q.state == QpState::Err
+                q.deferred.is_some()
+                    || q.stall.is_some()
+                    || q.fatal
+                    || q.state == QpState::Err
+                    || q.pacer.is_some_and(|p| p.wait.is_some())
             })
     }
 
@@ -179,6 +199,7 @@ impl NicState {
         let link = Link::new(cfg.pcie);
         let clock = crate::clock::Clock::new(cfg.clock_khz, cfg.clock_shift, cfg.clock_step);
         let dm = DevMem::new(cfg.dm_size);
+        let pacing = PaceClock::new(cfg.pacing_clock);
         let mut nic = NicState {
             lid,
             gid,
@@ -206,12 +227,16 @@ impl NicState {
             after_lock,
             deferred: Arc::new(AtomicBool::new(false)),
             fast_paths: true,
+            fast_paths_wanted: true,
             fast_wqes: 0,
             scratch: None,
             clock,
             dm,
             ring_pages: Default::default(),
             eth: Default::default(),
+            mcast: Vec::new(),
+            xrcds: Vec::new(),
+            pacing,
         };
         nic.new_uar(None);
         nic

@@ -22,6 +22,9 @@ pub(crate) enum Stall {
     Lost,
 }
 
+/// The QP context. `Default` is a QP in RESET with nothing attached, for the XRC target
+/// QP, which has no rings, PD or CQ of its own.
+#[derive(Default)]
 pub(crate) struct Qp {
     pub(crate) qpn: u32,
     pub(crate) transport: Transport,
@@ -102,6 +105,12 @@ pub(crate) struct Qp {
     /// first deferred doorbell).
     pub(crate) snapshot: Vec<u8>,
     pub(crate) pcie: PcieCounters,
+    /// An XRC target's XRC domain (0: not an XRC target).
+    pub(crate) xrcd: u32,
+    /// `block_lb_mc`: multicast this QP sends is not looped back to its NIC's QPs.
+    pub(crate) block_mcast_loopback: bool,
+    /// Its rate limit (`Nic::modify_qp_rate_limit`), if any.
+    pub(crate) pacer: Option<super::pace::Pacer>,
 }
 
 impl Qp {

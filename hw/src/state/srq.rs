@@ -13,4 +13,6 @@ pub(crate) struct Srq {
     /// Index of the next WQE in the linked list.
     pub(crate) head: u16,
     pub(crate) refs: u32,
+    /// An XRC SRQ's domain, CQ and user index (`None`: a basic SRQ).
+    pub(crate) xrc: Option<super::xrc::XrcSrq>,
 }

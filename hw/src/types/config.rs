@@ -1,10 +1,14 @@
 //! What a NIC is built with ([`NicConfig`]) and the knobs it holds: CQE compression, the
-//! P_Key a UD CQE carries, DC refusals, DCI stream capabilities.
+//! P_Key a UD CQE carries, DC refusals, DCI stream capabilities (multicast, XRC and
+//! packet pacing knobs have files of their own).
 
 use crate::clock::ClockShift;
 use crate::pcie::PcieConfig;
 use crate::types::device::{LinkLayer, RoceGid};
 use crate::types::eth::EthConfig;
+use crate::types::mcast::McastConfig;
+use crate::types::pacing::{PacingClock, PacketPacing};
+use crate::types::xrc::XrcConfig;
 
 /// NIC construction parameters.
 #[derive(Clone, Debug)]
@@ -98,6 +102,14 @@ pub struct NicConfig {
     pub udp_sport_seed: Option<u64>,
     /// Raw Ethernet capabilities and knobs ([`EthConfig`]).
     pub eth: EthConfig,
+    /// UD multicast: group limits and loopback ([`McastConfig`]).
+    pub mcast: McastConfig,
+    /// XRC: the cap and the target's refusal ([`XrcConfig`]).
+    pub xrc: XrcConfig,
+    /// Packet pacing caps: per-QP rate limits ([`PacketPacing`]).
+    pub packet_pacing: PacketPacing,
+    /// The time the packet pacer runs on ([`PacingClock`]).
+    pub pacing_clock: PacingClock,
 }
 
 /// The P_Key field of a UD receive CQE (`mlx5_cqe64.imm_inval_pkey` bits 15..0 of a
@@ -232,6 +244,10 @@ impl Default for NicConfig {
             roce_gids: Vec::new(),
             udp_sport_seed: None,
             eth: EthConfig::default(),
+            mcast: McastConfig::default(),
+            xrc: XrcConfig::default(),
+            packet_pacing: PacketPacing::default(),
+            pacing_clock: PacingClock::Host,
         }
     }
 }

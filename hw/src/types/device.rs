@@ -99,6 +99,17 @@ pub struct Caps {
     /// Device memory in bytes (`max_dm_size` of `ibv_query_device_ex`; 0: none), whole
     /// 4 KiB pages of [`NicConfig::dm_size`](crate::NicConfig::dm_size).
     pub max_dm_size: u64,
+    /// `max_mcast_grp` ([`McastConfig::max_groups`](crate::McastConfig::max_groups)).
+    pub max_mcast_grp: u32,
+    /// `max_mcast_qp_attach` ([`McastConfig::max_qps_per_group`](crate::McastConfig::max_qps_per_group)).
+    pub max_mcast_qp_attach: u32,
+    /// `max_total_mcast_qp_attach`: the two above multiplied, as the kernel's
+    /// `mlx5_ib_query_device` reports it (saturating).
+    pub max_total_mcast_qp_attach: u32,
+    /// XRC is supported (`IBV_DEVICE_XRC`, [`XrcConfig::supported`](crate::XrcConfig::supported)).
+    pub xrc: bool,
+    /// Packet pacing caps ([`NicConfig::packet_pacing`](crate::NicConfig::packet_pacing)).
+    pub packet_pacing: crate::types::pacing::PacketPacing,
 }
 
 /// Port attributes.

@@ -101,6 +101,14 @@ pub enum Transport {
     /// receive queue takes the frames flow-steering rules give it (docs/model.md, "Raw
     /// Ethernet"). An Ethernet port only.
     Raw,
+    /// XRC initiator (`IBV_QPT_XRC_SEND`): an RC send queue whose WQEs name the SRQ at the
+    /// target that receives them (the XRC segment after the control segment); no
+    /// receive queue.
+    XrcIni,
+    /// XRC target (`IBV_QPT_XRC_RECV`): the receive side of an XRC connection, in an XRC
+    /// domain, with no send queue, PD or CQ of its own; each request lands in the XRC SRQ
+    /// its XRC segment names ([`Nic::create_xrc_tgt_qp`](crate::Nic::create_xrc_tgt_qp)).
+    XrcTgt,
 }
 
 /// The stream channels of a DCI (QPC `log_num_dci_stream_channels` and
@@ -359,9 +367,10 @@ pub struct QpPsn {
 }
 
 /// QP states visible to the driver.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum QpState {
     /// RST.
+    #[default]
     Reset,
     /// INIT.
     Init,

@@ -137,6 +137,23 @@ pub struct Stats {
     pub uc_errors: u64,
     /// The Ethernet port's counters (raw packet QPs).
     pub eth: crate::types::eth::EthStats,
+    /// Multicast packets this NIC's port took from the wire: one per datagram whatever
+    /// the number of its QPs attached (docs/model.md, "UD multicast").
+    pub mcast_packets: u64,
+    /// Multicast datagrams this NIC looped back from one of its QPs to its QPs attached
+    /// to the group (no wire).
+    pub mcast_loopback: u64,
+    /// Multicast packets the port took that no QP received: none attached to the group,
+    /// or none in RTR/RTS.
+    pub mcast_dropped: u64,
+    /// XRC requests a target QP of this NIC refused for an SRQ number that names no XRC
+    /// SRQ (no SRQ, or a basic one).
+    pub xrc_unknown_srq: u64,
+    /// XRC requests a target QP of this NIC refused for an XRC SRQ of another XRC domain.
+    pub xrc_domain_mismatch: u64,
+    /// Times a paced QP's head WQE had to wait for its rate limit (docs/model.md, "Rate
+    /// limits").
+    pub paced_waits: u64,
 }
 
 /// Which way a driver bug the model counts shows on hardware.

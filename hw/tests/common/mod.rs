@@ -4,13 +4,14 @@
 
 use mlx5_hw::{
     Access, CqInfo, CqParams, Fabric, Nic, NicConfig, QpInfo, QpParams, QpTransition, SrqParams,
-    Transport,
+    Transport, XrcSrqParams,
 };
 use std::sync::Arc;
 
 pub mod eth;
 pub mod rng;
 pub mod syndromes;
+pub mod ud;
 
 /// 4 KiB-aligned page.
 #[derive(Clone, Copy)]
@@ -263,6 +264,8 @@ pub struct Side {
     pub scq: CqInfo,
     pub rcq: CqInfo,
     pub srqn: Option<u32>,
+    /// An XRC target's XRC domain (`Transport::XrcTgt`).
+    pub xrcd: Option<u32>,
     pub qp: QpInfo,
     pub key: u32,
     pub sq_pi: u16,
@@ -307,6 +310,8 @@ impl Side {
         let scq = unsafe { nic.create_cq(&sp) }.unwrap();
         // SAFETY: as above.
         let rcq = unsafe { nic.create_cq(&rp) }.unwrap();
+        // An XRC target: its own XRC domain, the SRQ an XRC SRQ of it on the receive CQ.
+        let xrcd = (cfg.transport == Transport::XrcTgt).then(|| nic.alloc_xrcd().unwrap());
         let srqn = cfg.srq.then(|| {
             let p = SrqParams {
                 pdn: pd,
@@ -321,8 +326,17 @@ impl Side {
                 let off = SRQ_BUF + (i << cfg.log_rq_stride) + 2;
                 mem.write(off, &(((i + 1) % n) as u16).to_be_bytes());
             }
-            // SAFETY: the SRQ buffer and record live in `mem`.
-            unsafe { nic.create_srq(&p) }.unwrap()
+            let xrc = xrcd.map(|xrcd| XrcSrqParams {
+                xrcd,
+                cqn: rcq.cqn,
+                user_index: USER_INDEX,
+            });
+            match xrc {
+                // SAFETY: the SRQ buffer and record live in `mem`.
+                Some(x) => unsafe { nic.create_xrc_srq(&p, &x) }.unwrap(),
+                // SAFETY: as above.
+                None => unsafe { nic.create_srq(&p) }.unwrap(),
+            }
         });
         let qp = QpParams {
             transport: cfg.transport,
@@ -340,8 +354,17 @@ impl Side {
             scatter_to_cqe: false,
             dci_streams: cfg.dci_streams,
         };
-        // SAFETY: the rings and record live in `mem`.
-        let qp = unsafe { nic.create_qp(&qp) }.unwrap();
+        let qp = match xrcd {
+            // No rings or doorbell register.
+            Some(x) => QpInfo {
+                qpn: nic.create_xrc_tgt_qp(x).unwrap(),
+                uar: 0,
+                bf_offset: 0x800,
+                bf_size: 0,
+            },
+            // SAFETY: the rings and record live in `mem`.
+            None => unsafe { nic.create_qp(&qp) }.unwrap(),
+        };
         let data = mem.addr(DATA);
         // SAFETY: the data region lives in `mem`.
         let key = unsafe { nic.reg_mr(pd, data, DATA_LEN as u64, all_access()) }.unwrap();
@@ -353,6 +376,7 @@ impl Side {
             scq,
             rcq,
             srqn,
+            xrcd,
             qp,
             key,
             sq_pi: 0,
@@ -625,14 +649,17 @@ impl Default for Conn {
 
 /// Bring `a` to RTS connected to `b` (one direction of the connection).
 pub fn connect_one(a: &Side, b: &Side, c: Conn) {
-    let port = b.nic.port(1).unwrap();
+    connect_qp(&a.nic, a.qp.qpn, &b.nic, b.qp.qpn, c);
+}
+
+/// Bring QP `qpn` of `nic` to RTS connected to QP `peer` of `peer_nic`.
+pub fn connect_qp(nic: &Nic, qpn: u32, peer_nic: &Nic, peer: u32, c: Conn) {
+    let port = peer_nic.port(1).unwrap();
     let (lid, gid) = if c.by_gid {
         (0, port.gid)
     } else {
         (port.lid, [0; 16])
     };
-    let nic = &a.nic;
-    let qpn = a.qp.qpn;
     nic.modify_qp(
         qpn,
         &QpTransition::Init {
@@ -647,7 +674,7 @@ pub fn connect_one(a: &Side, b: &Side, c: Conn) {
         &QpTransition::Rtr {
             dest_lid: lid,
             dest_gid: gid,
-            dest_qpn: b.qp.qpn,
+            dest_qpn: peer,
             rq_psn: c.rq_psn,
             path_mtu: c.mtu,
             max_dest_rd_atomic: 4,
