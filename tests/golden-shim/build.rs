@@ -1,13 +1,15 @@
 //! Compiles `c/golden.c`, `c/ffi.c` and `c/eth.c` (and on x86 `c/golden_x86.c`) against
-//! rdma-core's `mlx5dv.h` when it is installed, with `c/uverbs.c`, `c/mlx5_abi.c` and
-//! `c/uverbs_ioctl.c` (the kernel uapi headers `rdma/*.h` that come with it), and sets
-//! `cfg(rdma_headers)` for `src/lib.rs`. Without the header no C is compiled and the crate's
-//! functions are stubs that panic.
+//! rdma-core's `mlx5dv.h` when it is installed, with `c/uverbs.c`, `c/mlx5_abi.c`,
+//! `c/uverbs_ioctl.c` and `c/ucma.c` (the kernel uapi headers `rdma/*.h` that come with it),
+//! and sets `cfg(rdma_headers)` for `src/lib.rs`; with librdmacm's `rdma/rdma_cma.h` also
+//! `c/rdmacm.c` and `cfg(rdmacm_headers)`. Without the header no C is compiled and the
+//! crate's functions are stubs that panic.
 
 include!("detect.rs");
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(rdma_headers)");
+    println!("cargo::rustc-check-cfg=cfg(rdmacm_headers)");
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=detect.rs");
     println!("cargo::rerun-if-changed=c");
@@ -24,7 +26,12 @@ fn main() {
         .file("c/mlx5_abi.c")
         .file("c/uverbs_ioctl.c")
         .file("c/eth.c")
+        .file("c/ucma.c")
         .warnings_into_errors(true);
+    if dir.join("rdma/rdma_cma.h").is_file() {
+        build.file("c/rdmacm.c");
+        println!("cargo::rustc-cfg=rdmacm_headers");
+    }
     if dir != system {
         build.include(&dir);
     }

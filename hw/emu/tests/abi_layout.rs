@@ -1,11 +1,15 @@
 //! Layout tests: every struct, field and constant of `mlx5_emu::abi` against the kernel's
 //! uapi headers (`<rdma/ib_user_verbs.h>`, `<rdma/ib_user_ioctl_verbs.h>`, `<rdma/mlx5-abi.h>`,
 //! the ioctl interface's `<rdma/rdma_user_ioctl_cmds.h>`, `<rdma/ib_user_ioctl_cmds.h>`,
-//! `<rdma/mlx5_user_ioctl_cmds.h>` and `<rdma/mlx5_user_ioctl_verbs.h>`, and the two mmap
-//! commands of rdma-core's `<infiniband/mlx5dv.h>`).
+//! `<rdma/mlx5_user_ioctl_cmds.h>` and `<rdma/mlx5_user_ioctl_verbs.h>`, the rdma_cm's
+//! `<rdma/rdma_user_cm.h>` and `<rdma/ib_user_sa.h>`, and the two mmap commands of
+//! rdma-core's `<infiniband/mlx5dv.h>`), and the few values of librdmacm's and libibverbs'
+//! own headers (`<rdma/rdma_cma.h>`, `<infiniband/ib.h>`, `<infiniband/sa.h>`) that the
+//! rdma_cm answers use.
 //!
 //! The reference values come from the `mlx5-golden` shim (`tests/golden-shim/c/uverbs.c`,
-//! `mlx5_abi.c` and `uverbs_ioctl.c`), which compiles C against the installed headers: `sizeof`, `_Alignof`,
+//! `mlx5_abi.c`, `uverbs_ioctl.c`, `ucma.c` and `rdmacm.c`), which compiles C against the
+//! installed headers: `sizeof`, `_Alignof`,
 //! `offsetof` and member sizes, and the constants' values. Without the headers (no
 //! libibverbs-dev) the comparisons are ignored; `MLX5_DIRECT_REQUIRE_GOLDEN=1` turns a missing
 //! header into a build error instead. Whether every mirror here is compared at all is checked
@@ -16,6 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use mlx5_emu::abi::ioctl::*;
 use mlx5_emu::abi::mlx5::*;
+use mlx5_emu::abi::ucma::*;
 use mlx5_emu::abi::uverbs::*;
 use mlx5_golden as golden;
 
@@ -48,6 +53,20 @@ impl Layout {
         let &(_, offset, whole) = self.fields.iter().find(|f| f.0 == of).unwrap();
         assert!(at + size <= whole, "{name} inside {of}");
         self.fields.push((name, offset + at, size));
+        self
+    }
+
+    /// The header's union member `name` of `size` bytes at the start of our field `of`,
+    /// which holds the union's bytes.
+    fn member(mut self, name: &'static str, of: &str, size: usize) -> Self {
+        let &(_, offset, _) = self.fields.iter().find(|f| f.0 == of).unwrap();
+        self.fields.push((name, offset, size));
+        self
+    }
+
+    /// Our field `ours` is the header's `theirs` (a C name that is a Rust keyword).
+    fn rename(mut self, ours: &str, theirs: &'static str) -> Self {
+        self.fields.iter_mut().find(|f| f.0 == ours).unwrap().0 = theirs;
         self
     }
 }
@@ -283,6 +302,68 @@ fn layouts() -> Vec<Layout> {
             .alias("attr_data.reserved", "attr_data")
             .alias("data_s64", "data"),
         layout!(ib_uverbs_sge: addr, length, lkey),
+        layout!(rdma_ucm_cmd_hdr: cmd, in_, out).rename("in_", "in"),
+        layout!(sockaddr_in: sin_family, sin_port, sin_addr, __pad),
+        layout!(sockaddr_in6: sin6_family, sin6_port, sin6_flowinfo, sin6_addr, sin6_scope_id),
+        layout!(__kernel_sockaddr_storage: ss_family, __data),
+        layout!(sockaddr_ib:
+            sib_family, sib_pkey, sib_flowinfo, sib_addr, sib_sid, sib_sid_mask, sib_scope_id
+        ),
+        layout!(rdma_ucm_create_id: uid, response, ps, qp_type, reserved),
+        layout!(rdma_ucm_create_id_resp: id),
+        layout!(rdma_ucm_destroy_id: response, id, reserved),
+        layout!(rdma_ucm_destroy_id_resp: events_reported),
+        layout!(rdma_ucm_bind_ip: response, addr, id),
+        layout!(rdma_ucm_bind: id, addr_size, reserved, addr),
+        layout!(rdma_ucm_resolve_ip: src_addr, dst_addr, id, timeout_ms),
+        layout!(rdma_ucm_resolve_addr:
+            id, timeout_ms, src_size, dst_size, reserved, src_addr, dst_addr
+        ),
+        layout!(rdma_ucm_resolve_route: id, timeout_ms),
+        layout!(rdma_ucm_query: response, id, option),
+        layout!(ib_user_path_rec:
+            dgid, sgid, dlid, slid, raw_traffic, flow_label, reversible, mtu, pkey, hop_limit,
+            traffic_class, numb_path, sl, mtu_selector, rate_selector, rate,
+            packet_life_time_selector, packet_life_time, preference
+        ),
+        layout!(rdma_ucm_query_route_resp:
+            node_guid, ib_route, src_addr, dst_addr, num_paths, port_num, reserved, ibdev_index,
+            reserved1
+        ),
+        layout!(rdma_ucm_query_addr_resp:
+            node_guid, port_num, reserved, pkey, src_size, dst_size, src_addr, dst_addr,
+            ibdev_index, reserved1
+        ),
+        layout!(rdma_ucm_query_path_resp: num_paths, reserved).tail("path_data"),
+        layout!(ib_path_rec_data: flags, reserved, path_rec),
+        layout!(ibv_path_record:
+            service_id, dgid, sgid, dlid, slid, flowlabel_hoplimit, tclass, reversible_numpath,
+            pkey, qosclass_sl, mtu, rate, packetlifetime, preference, reserved
+        ),
+        layout!(rdma_ucm_conn_param:
+            qp_num, qkey, private_data, private_data_len, srq, responder_resources,
+            initiator_depth, flow_control, retry_count, rnr_retry_count, valid
+        ),
+        layout!(rdma_ucm_ud_param:
+            qp_num, qkey, ah_attr, private_data, private_data_len, reserved
+        ),
+        layout!(rdma_ucm_ece: vendor_id, attr_mod),
+        layout!(rdma_ucm_connect: conn_param, id, reserved, ece),
+        layout!(rdma_ucm_listen: id, backlog),
+        layout!(rdma_ucm_accept: uid, conn_param, id, reserved, ece),
+        layout!(rdma_ucm_reject: id, private_data_len, reason, reserved, private_data),
+        layout!(rdma_ucm_disconnect: id),
+        layout!(rdma_ucm_init_qp_attr: response, id, qp_state),
+        layout!(rdma_ucm_notify: id, event),
+        layout!(rdma_ucm_join_ip_mcast: response, uid, addr, id),
+        layout!(rdma_ucm_join_mcast: response, uid, id, addr_size, join_flags, addr),
+        layout!(rdma_ucm_get_event: response),
+        layout!(rdma_ucm_event_resp: uid, id, event, status, param, reserved, ece)
+            .member("param.conn", "param", size_of::<rdma_ucm_conn_param>())
+            .member("param.ud", "param", size_of::<rdma_ucm_ud_param>()),
+        layout!(rdma_ucm_set_option: optval, id, level, optname, optlen),
+        layout!(rdma_ucm_migrate_id: response, id, fd),
+        layout!(rdma_ucm_migrate_resp: events_reported),
     ]
 }
 
@@ -587,18 +668,111 @@ fn constants() -> Vec<(&'static str, i64)> {
         MLX5_IB_UAPI_DM_TYPE_STEERING_SW_ICM,
         MLX5_IB_UAPI_DM_TYPE_HEADER_MODIFY_SW_ICM,
         MLX5_IB_UAPI_DM_TYPE_HEADER_MODIFY_PATTERN_SW_ICM,
+        RDMA_USER_CM_ABI_VERSION,
+        RDMA_MAX_PRIVATE_DATA,
+        RDMA_USER_CM_CMD_CREATE_ID,
+        RDMA_USER_CM_CMD_DESTROY_ID,
+        RDMA_USER_CM_CMD_BIND_IP,
+        RDMA_USER_CM_CMD_RESOLVE_IP,
+        RDMA_USER_CM_CMD_RESOLVE_ROUTE,
+        RDMA_USER_CM_CMD_QUERY_ROUTE,
+        RDMA_USER_CM_CMD_CONNECT,
+        RDMA_USER_CM_CMD_LISTEN,
+        RDMA_USER_CM_CMD_ACCEPT,
+        RDMA_USER_CM_CMD_REJECT,
+        RDMA_USER_CM_CMD_DISCONNECT,
+        RDMA_USER_CM_CMD_INIT_QP_ATTR,
+        RDMA_USER_CM_CMD_GET_EVENT,
+        RDMA_USER_CM_CMD_GET_OPTION,
+        RDMA_USER_CM_CMD_SET_OPTION,
+        RDMA_USER_CM_CMD_NOTIFY,
+        RDMA_USER_CM_CMD_JOIN_IP_MCAST,
+        RDMA_USER_CM_CMD_LEAVE_MCAST,
+        RDMA_USER_CM_CMD_MIGRATE_ID,
+        RDMA_USER_CM_CMD_QUERY,
+        RDMA_USER_CM_CMD_BIND,
+        RDMA_USER_CM_CMD_RESOLVE_ADDR,
+        RDMA_USER_CM_CMD_JOIN_MCAST,
+        RDMA_PS_IPOIB,
+        RDMA_PS_IB,
+        RDMA_PS_TCP,
+        RDMA_PS_UDP,
+        RDMA_USER_CM_QUERY_ADDR,
+        RDMA_USER_CM_QUERY_PATH,
+        RDMA_USER_CM_QUERY_GID,
+        RDMA_MC_JOIN_FLAG_FULLMEMBER,
+        RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER,
+        RDMA_MC_JOIN_FLAG_RESERVED,
+        RDMA_OPTION_ID,
+        RDMA_OPTION_IB,
+        RDMA_OPTION_ID_TOS,
+        RDMA_OPTION_ID_REUSEADDR,
+        RDMA_OPTION_ID_AFONLY,
+        RDMA_OPTION_ID_ACK_TIMEOUT,
+        RDMA_OPTION_IB_PATH,
+        IB_PATH_GMP,
+        IB_PATH_PRIMARY,
+        IB_PATH_ALTERNATE,
+        IB_PATH_OUTBOUND,
+        IB_PATH_INBOUND,
+        IB_PATH_INBOUND_REVERSE,
+        IB_PATH_BIDIRECTIONAL,
+        RDMA_CM_EVENT_ADDR_RESOLVED,
+        RDMA_CM_EVENT_ADDR_ERROR,
+        RDMA_CM_EVENT_ROUTE_RESOLVED,
+        RDMA_CM_EVENT_ROUTE_ERROR,
+        RDMA_CM_EVENT_CONNECT_REQUEST,
+        RDMA_CM_EVENT_CONNECT_RESPONSE,
+        RDMA_CM_EVENT_CONNECT_ERROR,
+        RDMA_CM_EVENT_UNREACHABLE,
+        RDMA_CM_EVENT_REJECTED,
+        RDMA_CM_EVENT_ESTABLISHED,
+        RDMA_CM_EVENT_DISCONNECTED,
+        RDMA_CM_EVENT_DEVICE_REMOVAL,
+        RDMA_CM_EVENT_MULTICAST_JOIN,
+        RDMA_CM_EVENT_MULTICAST_ERROR,
+        RDMA_CM_EVENT_ADDR_CHANGE,
+        RDMA_CM_EVENT_TIMEWAIT_EXIT,
+        RDMA_IB_IP_PS_MASK,
+        RDMA_IB_IP_PORT_MASK,
+        RDMA_IB_IP_PS_TCP,
+        RDMA_IB_IP_PS_UDP,
+        RDMA_IB_PS_IB,
+        RDMA_UDP_QKEY,
+        AF_IB,
+        IBV_EVENT_COMM_EST,
+        IBV_EVENT_PATH_MIG,
     ]);
     all
 }
 
 /// Our constants that no installed header defines (mlx5_ib's and libmlx5's private headers
 /// do); `abi::mlx5`'s unit tests pin them.
-const NOT_IN_HEADERS: [&str; 2] = ["MLX5_IB_MMAP_CMD_SHIFT", "MLX5_IB_MMAP_CMD_MASK"];
+/// (the IB CM's values of `abi::ucma::not_in_headers` are the kernel's own
+/// `include/rdma/ib_cm.h`, pinned by `abi::ucma`'s unit tests).
+/// `CMA_HDR_SIZE` is the size of a struct of the kernel's own `cma.c`.
+const NOT_IN_HEADERS: [&str; 14] = [
+    "MLX5_IB_MMAP_CMD_SHIFT",
+    "MLX5_IB_MMAP_CMD_MASK",
+    "IB_CM_REJ_TIMEOUT",
+    "IB_CM_REJ_INVALID_SERVICE_ID",
+    "IB_CM_REJ_STALE_CONN",
+    "IB_CM_REJ_CONSUMER_DEFINED",
+    "IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED",
+    "IB_CM_REQ_PRIVATE_DATA_SIZE",
+    "IB_CM_REP_PRIVATE_DATA_SIZE",
+    "IB_CM_REJ_PRIVATE_DATA_SIZE",
+    "IB_CM_DREQ_PRIVATE_DATA_SIZE",
+    "IB_CM_DREP_PRIVATE_DATA_SIZE",
+    "IB_CM_RTU_PRIVATE_DATA_SIZE",
+    "CMA_HDR_SIZE",
+];
 
 /// The sources of `mlx5_emu::abi`, for [`every_mirror_is_compared`].
-const SOURCES: [&str; 6] = [
+const SOURCES: [&str; 7] = [
     include_str!("../src/abi/ioctl.rs"),
     include_str!("../src/abi/mod.rs"),
+    include_str!("../src/abi/ucma.rs"),
     include_str!("../src/abi/uverbs/mod.rs"),
     include_str!("../src/abi/uverbs/device.rs"),
     include_str!("../src/abi/uverbs/qp.rs"),
@@ -625,6 +799,7 @@ fn header_fields() -> Vec<golden::Field> {
     let mut all = golden::uverbs_fields();
     all.extend(golden::mlx5_abi_fields());
     all.extend(golden::uverbs_ioctl_fields());
+    all.extend(golden::ucma_fields());
     all
 }
 
@@ -632,6 +807,7 @@ fn header_structs() -> Vec<golden::StructSize> {
     let mut all = golden::uverbs_structs();
     all.extend(golden::mlx5_abi_structs());
     all.extend(golden::uverbs_ioctl_structs());
+    all.extend(golden::ucma_structs());
     all
 }
 
@@ -639,6 +815,7 @@ fn header_constants() -> Vec<golden::Value> {
     let mut all = golden::uverbs_constants();
     all.extend(golden::mlx5_abi_constants());
     all.extend(golden::uverbs_ioctl_constants());
+    all.extend(golden::ucma_constants());
     all
 }
 
@@ -662,8 +839,8 @@ fn every_mirror_is_compared() {
 
 #[test]
 #[cfg_attr(
-    not(rdma_headers),
-    ignore = "install libibverbs-dev to compare with the kernel uapi headers"
+    not(all(rdma_headers, rdmacm_headers)),
+    ignore = "install libibverbs-dev and librdmacm-dev to compare with the kernel uapi headers"
 )]
 fn struct_sizes_and_alignments_match_the_headers() {
     let structs = header_structs();
@@ -688,8 +865,8 @@ fn struct_sizes_and_alignments_match_the_headers() {
 
 #[test]
 #[cfg_attr(
-    not(rdma_headers),
-    ignore = "install libibverbs-dev to compare with the kernel uapi headers"
+    not(all(rdma_headers, rdmacm_headers)),
+    ignore = "install libibverbs-dev and librdmacm-dev to compare with the kernel uapi headers"
 )]
 fn every_header_field_sits_on_ours() {
     let fields = header_fields();
@@ -723,8 +900,8 @@ fn every_header_field_sits_on_ours() {
 /// be missing from the comparison above.
 #[test]
 #[cfg_attr(
-    not(rdma_headers),
-    ignore = "install libibverbs-dev to compare with the kernel uapi headers"
+    not(all(rdma_headers, rdmacm_headers)),
+    ignore = "install libibverbs-dev and librdmacm-dev to compare with the kernel uapi headers"
 )]
 fn the_primary_header_fields_tile_each_struct() {
     let fields = header_fields();
@@ -735,8 +912,8 @@ fn the_primary_header_fields_tile_each_struct() {
 
 #[test]
 #[cfg_attr(
-    not(rdma_headers),
-    ignore = "install libibverbs-dev to compare with the kernel uapi headers"
+    not(all(rdma_headers, rdmacm_headers)),
+    ignore = "install libibverbs-dev and librdmacm-dev to compare with the kernel uapi headers"
 )]
 fn every_constant_matches_the_headers() {
     let theirs: BTreeMap<_, _> = header_constants()

@@ -65,6 +65,18 @@ const struct golden_value *golden_eth_constants(size_t *count);
 void golden_set_eth_seg(uint8_t *seg32, uint8_t cs_flags, uint16_t mss, uint16_t inline_hdr_sz,
 			const uint8_t *inline_hdr_start);
 
+/* The same three tables for the kernel's rdma_ucm write() ABI (ucma.c:
+ * <rdma/rdma_user_cm.h>, <rdma/ib_user_sa.h>, the socket addresses of <linux/in.h> and
+ * <linux/in6.h>), and for the values of librdmacm's and libibverbs' own headers that the
+ * emulator's rdma_cm answers use (rdmacm.c: <rdma/rdma_cma.h>, <infiniband/ib.h>,
+ * <infiniband/sa.h>; compiled only when librdmacm's header is installed). */
+const struct golden_field *golden_ucma_fields(size_t *count);
+const struct golden_struct *golden_ucma_structs(size_t *count);
+const struct golden_value *golden_ucma_constants(size_t *count);
+const struct golden_field *golden_rdmacm_fields(size_t *count);
+const struct golden_struct *golden_rdmacm_structs(size_t *count);
+const struct golden_value *golden_rdmacm_constants(size_t *count);
+
 /* Writes the fields of the 64-byte CQE at cqe (no alignment needed) into out[0..cap] and
  * returns how many it wrote. */
 size_t golden_read_cqe64(const uint8_t *cqe, struct golden_value *out, size_t cap);

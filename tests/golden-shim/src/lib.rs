@@ -120,6 +120,9 @@ mod sys {
             inline_hdr_sz: u16,
             inline_hdr_start: *const u8,
         );
+        pub fn golden_ucma_fields(count: *mut usize) -> *const RawField;
+        pub fn golden_ucma_structs(count: *mut usize) -> *const RawStruct;
+        pub fn golden_ucma_constants(count: *mut usize) -> *const RawValue;
         pub fn golden_read_cqe64(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
         pub fn golden_read_err_cqe(cqe: *const u8, out: *mut RawValue, cap: usize) -> usize;
         pub fn golden_get_cqe_bits(cqe: *const u8) -> u32;
@@ -239,6 +242,15 @@ mod sys {
         unavailable()
     }
     pub unsafe fn golden_set_eth_seg(_: *mut u8, _: u8, _: u16, _: u16, _: *const u8) {
+        unavailable()
+    }
+    pub unsafe fn golden_ucma_fields(_: *mut usize) -> *const RawField {
+        unavailable()
+    }
+    pub unsafe fn golden_ucma_structs(_: *mut usize) -> *const RawStruct {
+        unavailable()
+    }
+    pub unsafe fn golden_ucma_constants(_: *mut usize) -> *const RawValue {
         unavailable()
     }
     pub unsafe fn golden_read_cqe64(_: *const u8, _: *mut RawValue, _: usize) -> usize {
@@ -513,6 +525,80 @@ pub fn set_eth_seg(seg: &mut [u8; 32], cs_flags: u8, mss: u16, inline: &[u8]) {
             inline.as_ptr(),
         )
     }
+}
+
+/// The table functions of `c/rdmacm.c`, compiled only when librdmacm's `rdma/rdma_cma.h` is
+/// installed (`cfg(rdmacm_headers)`); stubs that panic otherwise.
+mod rdmacm_sys {
+    use super::{RawField, RawStruct, RawValue};
+
+    #[cfg(rdmacm_headers)]
+    extern "C" {
+        pub fn golden_rdmacm_fields(count: *mut usize) -> *const RawField;
+        pub fn golden_rdmacm_structs(count: *mut usize) -> *const RawStruct;
+        pub fn golden_rdmacm_constants(count: *mut usize) -> *const RawValue;
+    }
+
+    #[cfg(not(rdmacm_headers))]
+    fn unavailable() -> ! {
+        panic!("librdmacm's header (rdma/rdma_cma.h) is not installed: install librdmacm-dev")
+    }
+    #[cfg(not(rdmacm_headers))]
+    pub unsafe fn golden_rdmacm_fields(_: *mut usize) -> *const RawField {
+        unavailable()
+    }
+    #[cfg(not(rdmacm_headers))]
+    pub unsafe fn golden_rdmacm_structs(_: *mut usize) -> *const RawStruct {
+        unavailable()
+    }
+    #[cfg(not(rdmacm_headers))]
+    pub unsafe fn golden_rdmacm_constants(_: *mut usize) -> *const RawValue {
+        unavailable()
+    }
+}
+
+/// Whether librdmacm's header was found, so that [`ucma_fields`] and friends hold the
+/// values of `c/rdmacm.c` too.
+pub const RDMACM_AVAILABLE: bool = cfg!(rdmacm_headers);
+
+/// Every field of the structs of the kernel's rdma_ucm `write()` ABI the emulator mirrors
+/// (`c/ucma.c`: `<rdma/rdma_user_cm.h>`, `<rdma/ib_user_sa.h>`, the `<linux/in.h>` and
+/// `<linux/in6.h>` socket addresses), then those of `c/rdmacm.c` (`struct sockaddr_ib`,
+/// `struct ibv_path_record`). The union members of `rdma_ucm_event_resp.param` are named by
+/// path and not primary; `rdma_ucm_query_path_resp.path_data[]` is a size-0 tail.
+pub fn ucma_fields() -> Vec<Field> {
+    // SAFETY: as in `fields`.
+    let mut all = to_fields(table(|n| unsafe { sys::golden_ucma_fields(n) }));
+    // SAFETY: as in `fields`.
+    all.extend(to_fields(table(|n| unsafe {
+        rdmacm_sys::golden_rdmacm_fields(n)
+    })));
+    all
+}
+
+/// The sizes of the structs of [`ucma_fields`].
+pub fn ucma_structs() -> Vec<StructSize> {
+    // SAFETY: as in `fields`.
+    let mut all = to_structs(table(|n| unsafe { sys::golden_ucma_structs(n) }));
+    // SAFETY: as in `fields`.
+    all.extend(to_structs(table(|n| unsafe {
+        rdmacm_sys::golden_rdmacm_structs(n)
+    })));
+    all
+}
+
+/// The constants of `<rdma/rdma_user_cm.h>` and `<rdma/ib_user_sa.h>` the emulator mirrors,
+/// then the values of `c/rdmacm.c` (event numbers, `AF_IB`, the AF_IB port spaces, two async
+/// event numbers), and the alignment of each struct of [`ucma_structs`] as
+/// `"_Alignof(struct NAME)"`.
+pub fn ucma_constants() -> Vec<Value> {
+    // SAFETY: as in `fields`.
+    let mut all = values(table(|n| unsafe { sys::golden_ucma_constants(n) }));
+    // SAFETY: as in `fields`.
+    all.extend(values(table(|n| unsafe {
+        rdmacm_sys::golden_rdmacm_constants(n)
+    })));
+    all
 }
 
 /// Checks that the primary fields of `strct` cover it in order, leaving only alignment

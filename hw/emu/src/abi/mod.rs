@@ -8,7 +8,9 @@
 //! - [`mlx5`]: `<rdma/mlx5-abi.h>`: the driver data that follows those requests and
 //!   responses, its flags, the clock-info page, and the mmap offset encoding;
 //! - [`ioctl`]: the ioctl interface (`RDMA_VERBS_IOCTL`): its header and attribute, and the
-//!   object, method and attribute ids of the methods the emulator answers.
+//!   object, method and attribute ids of the methods the emulator answers;
+//! - [`ucma`]: `<rdma/rdma_user_cm.h>`: the `rdma_ucm` commands of `/dev/infiniband/rdma_cm`,
+//!   their socket addresses and path records.
 //!
 //! Every struct is a `#[repr(C)]` plain struct with the C name and the C field names; every
 //! constant has its C name. `hw/emu/tests/abi_layout.rs` compares each struct's size and
@@ -38,10 +40,11 @@
 use core::fmt;
 use core::mem::size_of;
 
-pub use zerocopy::{FromBytes, Immutable, IntoBytes};
+pub use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
 pub mod ioctl;
 pub mod mlx5;
+pub mod ucma;
 pub mod uverbs;
 
 /// Why a buffer does not hold the struct asked for.
