@@ -233,6 +233,65 @@ fn qp_access_needs_no_local_write_for_remote_writes() {
 }
 
 #[test]
+fn init_to_init_grants_the_rights_the_qp_takes_from_then_on() {
+    // librdmacm's path: RESET -> INIT with no remote rights (rdma_create_qp), INIT -> INIT
+    // with the CM's (INIT2INIT_QP), then RTR and RTS.
+    use mlx5_hw::{HwError, QpTransition};
+    let f = mlx5_hw::Fabric::new();
+    let (na, nb) = (
+        mlx5_hw::Nic::new(&f, NicConfig::default()),
+        mlx5_hw::Nic::new(&f, NicConfig::default()),
+    );
+    let mut a = Side::new(&na, Cfg::default());
+    let b = Side::new(&nb, Cfg::default());
+    connect_one(&a, &b, Conn::default());
+    let again = QpTransition::InitToInit {
+        port: 1,
+        access: Access::REMOTE_WRITE,
+        pkey_index: 0,
+    };
+    assert_eq!(
+        nb.modify_qp(b.qp.qpn, &again),
+        Err(HwError::InvalidTransition),
+        "INIT -> INIT starts in INIT"
+    );
+    let init = |access| QpTransition::Init {
+        port: 1,
+        access,
+        pkey_index: 0,
+    };
+    nb.modify_qp(b.qp.qpn, &init(Access::LOCAL_WRITE)).unwrap();
+    nb.modify_qp(b.qp.qpn, &again).unwrap();
+    assert_eq!(b.state(), QpState::Init);
+    let port = na.port(1).unwrap();
+    nb.modify_qp(
+        b.qp.qpn,
+        &QpTransition::Rtr {
+            dest_lid: port.lid,
+            dest_gid: [0; 16],
+            dest_qpn: a.qp.qpn,
+            rq_psn: 0x100,
+            path_mtu: 1024,
+            max_dest_rd_atomic: 4,
+            min_rnr_timer: 1,
+            sl: 0,
+            global: false,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        nb.modify_qp(b.qp.qpn, &again),
+        Err(HwError::InvalidTransition),
+        "not from RTR"
+    );
+    a.write_inline(b.data(0), b.key, &[7; 8], SIGNALED);
+    a.ring();
+    let c = a.poll_send().unwrap();
+    assert_eq!((c.opcode, c.syndrome), (REQ, 0), "the write is granted");
+    assert_eq!(b.read_data(0, 8), vec![7; 8]);
+}
+
+#[test]
 fn receive_too_small_errors_on_both_sides() {
     let (_f, mut a, mut b) = pair();
     b.recv_at(0, 4);

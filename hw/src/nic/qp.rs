@@ -283,6 +283,16 @@ impl Nic {
                     q.access = access;
                     q.state = QpState::Init;
                 }
+                QpTransition::InitToInit {
+                    port,
+                    access,
+                    pkey_index,
+                } => {
+                    expect(q.state, QpState::Init)?;
+                    check_access_bits(access)?;
+                    check_port_pkey(port, ports, pkey_index)?;
+                    q.access = access;
+                }
                 QpTransition::Rtr {
                     dest_lid,
                     dest_gid,
@@ -477,7 +487,12 @@ fn transition_of(transport: Transport, t: &QpTransition) -> bool {
     match transport {
         Transport::Rc => matches!(
             t,
-            T::Init { .. } | T::Rtr { .. } | T::Rts { .. } | T::Err | T::Reset
+            T::Init { .. }
+                | T::InitToInit { .. }
+                | T::Rtr { .. }
+                | T::Rts { .. }
+                | T::Err
+                | T::Reset
         ),
         Transport::Ud => matches!(
             t,
@@ -486,7 +501,13 @@ fn transition_of(transport: Transport, t: &QpTransition) -> bool {
         // INIT as RC's; RTR and RTS without READ depth, RNR timer, timeout or retries.
         Transport::Uc => matches!(
             t,
-            T::Init { .. } | T::RtrUc { .. } | T::RtsUc { .. } | T::SqeToRts | T::Err | T::Reset
+            T::Init { .. }
+                | T::InitToInit { .. }
+                | T::RtrUc { .. }
+                | T::RtsUc { .. }
+                | T::SqeToRts
+                | T::Err
+                | T::Reset
         ),
         Transport::Dci => matches!(
             t,

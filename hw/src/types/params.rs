@@ -237,6 +237,18 @@ pub enum QpTransition {
         /// P_Key table index (`IBV_QP_PKEY_INDEX`): below the port's table length.
         pkey_index: u16,
     },
+    /// INIT -> INIT of an RC or UC QP (firmware `INIT2INIT_QP`; mlx5_ib's `opt_mask` for
+    /// the transition: the remote access bits, the P_Key index and the port): the same
+    /// attributes as [`QpTransition::Init`], taken again. librdmacm moves every QP it
+    /// connects through it with the access rights the CM negotiated.
+    InitToInit {
+        /// Port number (1-based).
+        port: u8,
+        /// Remote access rights granted by the QP.
+        access: Access,
+        /// P_Key table index: below the port's table length.
+        pkey_index: u16,
+    },
     /// INIT -> RTR. On a RoCE port (`NicConfig::link_layer = Ethernet`) the address must be
     /// global (`global`), as for every RTR that carries one ([`QpTransition::RtrUc`],
     /// [`QpTransition::RtrDci`], [`QpTransition::RtrDct`]): the kernel's

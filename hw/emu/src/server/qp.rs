@@ -21,7 +21,7 @@ use crate::abi::uverbs::*;
 use mlx5_hw::{in_space, Access, QpParams, QpState, QpTransition, Transport};
 
 /// `enum ib_qp_attr_mask` (rdma/ib_verbs.h; the same bits as `enum ibv_qp_attr_mask`).
-mod mask {
+pub(crate) mod mask {
     pub const STATE: u32 = 1 << 0;
     pub const CUR_STATE: u32 = 1 << 1;
     pub const EN_SQD_ASYNC_NOTIFY: u32 = 1 << 2;
@@ -45,7 +45,7 @@ mod mask {
 }
 
 /// `enum ib_qp_state`.
-mod state {
+pub(crate) mod state {
     pub const RESET: u8 = 0;
     pub const INIT: u8 = 1;
     pub const RTR: u8 = 2;
@@ -445,12 +445,31 @@ impl Ctx<'_> {
                     max_rd_atomic: cmd.max_rd_atomic,
                 },
             }),
+            // INIT -> INIT of a connected QP (librdmacm's `ucma_init_conn_qp`, then
+            // `ucma_modify_qp_rtr` again on the passive side) takes the access rights, the
+            // P_Key index and the port anew; the kernel keeps those not in the mask.
+            (state::INIT, state::INIT) if matches!(t, Transport::Rc | Transport::Uc) => {
+                Some(QpTransition::InitToInit {
+                    port: if m & mask::PORT != 0 {
+                        cmd.port_num
+                    } else {
+                        a.port_num
+                    },
+                    access: rights,
+                    pkey_index: if m & mask::PKEY_INDEX != 0 {
+                        cmd.pkey_index
+                    } else {
+                        a.pkey_index
+                    },
+                })
+            }
             (state::SQE, state::RTS) => Some(QpTransition::SqeToRts),
             (_, state::ERR) if cur != state::ERR => Some(QpTransition::Err),
             (_, state::RESET) if cur != state::RESET => Some(QpTransition::Reset),
             (state::RTS, state::SQD) => return Err(libc::EOPNOTSUPP),
-            // INIT -> INIT and RTS -> RTS change attributes the model takes only at the
-            // first transition: accepted when they change nothing it holds.
+            // RTS -> RTS (and INIT -> INIT of the other transports) change attributes the
+            // model takes only at the first transition: accepted when they change nothing
+            // it holds.
             _ if m & mask::ACCESS_FLAGS != 0 && rights.0 != a.qp_access_flags => {
                 return Err(libc::EOPNOTSUPP)
             }
