@@ -141,9 +141,18 @@ fn unexpected(reply: &Reply) -> io::Error {
 
 /// Say hello on a fresh connection and read the fabric's answer.
 pub fn hello(sock: &UnixStream, hello: &Hello) -> io::Result<(Welcome, Option<OwnedFd>)> {
+    hello_with_fd(sock, hello, None)
+}
+
+/// [`hello`] with `fd` attached (an rdma_cm file's eventfd).
+pub fn hello_with_fd(
+    sock: &UnixStream,
+    hello: &Hello,
+    fd: Option<BorrowedFd<'_>>,
+) -> io::Result<(Welcome, Option<OwnedFd>)> {
     let mut out = [0u8; 64];
     let n = proto::encode(hello, &mut out)?;
-    proto::send(sock.as_fd(), &out[..n], None)?;
+    proto::send(sock.as_fd(), &out[..n], fd)?;
     let mut buf = vec![0u8; 4096];
     let (n, fd) = proto::recv(sock.as_fd(), &mut buf)?.ok_or(io::ErrorKind::UnexpectedEof)?;
     Ok((proto::decode(&buf[..n])?, fd))

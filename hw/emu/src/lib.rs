@@ -8,8 +8,9 @@
 //!   `write()` command channel, the `mmap`s of UAR and clock pages, and the CPU's stores to
 //!   the UAR pages, caught one by one ([`trap`]);
 //! - the **fabric server** (`mlx5-emu serve`, started by the first `mlx5-emu run` of a fabric)
-//!   owns the model NICs, answers the commands as `ib_uverbs` + `mlx5_ib` would, and reaches
-//!   each program's registered memory as DMA would (`process_vm_readv` / `process_vm_writev`).
+//!   owns the model NICs, answers the commands as `ib_uverbs` + `mlx5_ib` would (and
+//!   `rdma_ucm`'s, [`cm_client`]), and reaches each program's registered memory as DMA would
+//!   (`process_vm_readv` / `process_vm_writev`).
 //!
 //! See `docs/emulator.md` in the workspace.
 #![deny(missing_docs)]
@@ -17,6 +18,7 @@
 
 pub mod abi;
 pub mod client;
+pub mod cm_client;
 pub mod proto;
 pub mod server;
 pub mod sysfs;

@@ -7,7 +7,8 @@
 //!
 //! `run` starts the fabric's server unless one answers, and runs PROGRAM with the preload.
 //! Every process run with the same fabric name shares its NICs (`mlx5_0` ...); the server
-//! ends when the last has gone. See docs/emulator.md.
+//! ends when the last has gone. NIC `mlx5_N` has the IPv4 address `10.47.0.(N+1)` for
+//! rdma_cm. See docs/emulator.md.
 
 use clap::{Parser, Subcommand};
 use mlx5_emu::client::{hello, SOCKET_ENV};
@@ -35,8 +36,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run PROGRAM on the fabric's NICs (starting its server if none answers).
+    ///
+    /// Each NIC has an IPv4 address for rdma_cm: mlx5_0 is 10.47.0.1, mlx5_N is
+    /// 10.47.0.(N+1) (on RoCE also in its GID table); a connect() to one reaches this host.
     Run {
-        /// Number of NICs of a fabric this starts (mlx5_0 ...); must match a running one.
+        /// Number of NICs of a fabric this starts (mlx5_0 ...; at most 254); must match a
+        /// running one.
         #[arg(long)]
         nics: Option<u32>,
         /// Link layer of a fabric this starts: ib or roce; must match a running one.

@@ -3,8 +3,8 @@
 //!
 //! A message is a little-endian `u32` length and that many bytes of `postcard`. File
 //! descriptors travel as `SCM_RIGHTS` with a message's first bytes: the eventfd that counts
-//! a program's events (GET_CONTEXT's async fd, a completion channel), and the server's
-//! clock-info page. Every request gets exactly one reply, in order.
+//! a program's events (GET_CONTEXT's async fd, a completion channel, an rdma_cm file), and
+//! the server's clock-info page. Every request gets exactly one reply, in order.
 //!
 //! The store and load of a UAR page are sent from the trap's signal handler: they encode
 //! into a buffer on the stack ([`encode`]) and allocate nothing.
@@ -26,6 +26,13 @@ pub enum Hello {
     Context {
         /// The device's index (`mlx5_<device>`).
         device: u32,
+    },
+    /// A program opened `/dev/infiniband/rdma_cm`: one rdma_cm file. The eventfd that
+    /// counts its events comes with this message.
+    RdmaCm {
+        /// The preload's number for the file, unique in the program (MIGRATE_ID names a
+        /// file by it).
+        token: u32,
     },
 }
 

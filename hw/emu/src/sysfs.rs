@@ -9,7 +9,8 @@
 //! `device.c` `ibv_get_device_guid` (`node_guid`), `cmd_device.c` `query_sysfs_gid` and
 //! `query_sysfs_gid_type` (`ports/P/gids/N`, `ports/P/gid_attrs/types/N`: the GID query
 //! falls back to them when the ioctl interface answers ENOTTY). `ibv_devinfo` adds
-//! `board_id`.
+//! `board_id`. librdmacm's `check_abi_version_sysfs` (librdmacm/cma.c) reads
+//! `class/misc/rdma_cm/abi_version` (`RDMA_USER_CM_ABI_VERSION`).
 
 use mlx5_hw::{GidType, LinkLayer, Nic};
 use std::fs;
@@ -44,6 +45,10 @@ pub fn write(root: &Path, nics: &[Nic]) -> io::Result<()> {
     }
     let verbs = root.join("class/infiniband_verbs");
     put(&verbs.join("abi_version"), "6")?;
+    put(
+        &root.join("class/misc/rdma_cm/abi_version"),
+        &crate::abi::ucma::RDMA_USER_CM_ABI_VERSION.to_string(),
+    )?;
     for (i, nic) in nics.iter().enumerate() {
         let i = i as u32;
         let name = format!("mlx5_{i}");

@@ -751,7 +751,7 @@ fn constants() -> Vec<(&'static str, i64)> {
 /// (the IB CM's values of `abi::ucma::not_in_headers` are the kernel's own
 /// `include/rdma/ib_cm.h`, pinned by `abi::ucma`'s unit tests).
 /// `CMA_HDR_SIZE` is the size of a struct of the kernel's own `cma.c`.
-const NOT_IN_HEADERS: [&str; 14] = [
+const NOT_IN_HEADERS: [&str; 19] = [
     "MLX5_IB_MMAP_CMD_SHIFT",
     "MLX5_IB_MMAP_CMD_MASK",
     "IB_CM_REJ_TIMEOUT",
@@ -766,6 +766,11 @@ const NOT_IN_HEADERS: [&str; 14] = [
     "IB_CM_DREP_PRIVATE_DATA_SIZE",
     "IB_CM_RTU_PRIVATE_DATA_SIZE",
     "CMA_HDR_SIZE",
+    "IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE",
+    "IB_CM_SIDR_REP_PRIVATE_DATA_SIZE",
+    "IB_SIDR_SUCCESS",
+    "IB_SIDR_UNSUPPORTED",
+    "IB_SIDR_REJECT",
 ];
 
 /// The sources of `mlx5_emu::abi`, for [`every_mirror_is_compared`].

@@ -15,7 +15,13 @@
 //!   writes the argument's memory as the kernel does);
 //! - `mmap` on it: UAR pages and device memory (every store caught by `mlx5_emu::trap` and
 //!   sent to the server), or a page the server keeps up to date; `munmap` of those;
-//! - `close`: the context ends, and the server tears its objects down.
+//! - `close`: the context ends, and the server tears its objects down;
+//! - `/dev/infiniband/rdma_cm`: `stat` / `open` / `fstat` give a misc character device
+//!   whose fd is an eventfd counting the file's events; `write` on it is an `rdma_ucm`
+//!   command, `read` is `EINVAL` as on the kernel's, `close` ends the file
+//!   (`mlx5_emu::cm_client`);
+//! - `connect` to a NIC's IPv4 address (`10.47.0.N`): to `127.0.0.1`, the NIC addresses
+//!   being this host's (`mlx5_emu::cm_client::host_route`).
 //!
 //! Everything else passes through to the next definition (`dlsym(RTLD_NEXT, ...)`). The
 //! hooks do nothing unless `MLX5_EMU_SOCKET` is set.
@@ -25,6 +31,7 @@
 
 use libc::{c_char, c_int, c_ulong, c_void, mode_t, off_t, size_t, ssize_t};
 use mlx5_emu::client::{Context, SOCKET_ENV};
+use mlx5_emu::cm_client;
 use mlx5_emu::proto::Mapping;
 use mlx5_emu::sysfs::{UVERBS_BASE_MINOR, UVERBS_MAJOR};
 use mlx5_emu::trap;
@@ -97,25 +104,47 @@ fn context(fd: c_int) -> Option<&'static Context> {
     unsafe { p.as_ref() }
 }
 
-/// The device index of `/dev/infiniband/uverbsN`, if `path` is one.
+/// An emulated device file.
+#[derive(Clone, Copy)]
+enum Dev {
+    /// `/dev/infiniband/uverbsN`.
+    Uverbs(u32),
+    /// `/dev/infiniband/rdma_cm`.
+    RdmaCm,
+}
+
+/// The emulated device `path` names, if it names one.
 ///
 /// # Safety
 /// `path` is null or a NUL-terminated string.
-unsafe fn device_of(path: *const c_char) -> Option<u32> {
+unsafe fn device_of(path: *const c_char) -> Option<Dev> {
     if path.is_null() || active().is_none() {
         return None;
     }
     // SAFETY: the caller's contract.
     let path = unsafe { CStr::from_ptr(path) }.to_bytes();
+    if path == cm_client::DEVICE.as_bytes() {
+        return Some(Dev::RdmaCm);
+    }
     let n = path.strip_prefix(DEVICE_PREFIX)?;
-    std::str::from_utf8(n).ok()?.parse().ok()
+    std::str::from_utf8(n).ok()?.parse().ok().map(Dev::Uverbs)
 }
 
-/// Open device `device`: a connection to the server, its fd registered as a context.
-fn open_device(device: u32) -> c_int {
+/// Open device `dev` (`open`'s `flags`): a connection to the server, its fd registered as
+/// a context, or an rdma_cm file.
+fn open_device(dev: Dev, flags: c_int) -> c_int {
     let Some(socket) = active() else {
         set_errno(libc::ENOENT);
         return -1;
+    };
+    let device = match dev {
+        Dev::Uverbs(d) => d,
+        Dev::RdmaCm => {
+            return cm_client::open(socket, flags).unwrap_or_else(|e| {
+                set_errno(e);
+                -1
+            })
+        }
     };
     let ctx = match Context::open(socket, device) {
         Ok(c) => c,
@@ -133,15 +162,27 @@ fn open_device(device: u32) -> c_int {
     fd
 }
 
-fn fake_stat(device: u32, buf: *mut libc::stat) -> c_int {
+fn fake_stat(dev: Dev, buf: *mut libc::stat) -> c_int {
+    let rdev = match dev {
+        Dev::Uverbs(d) => libc::makedev(UVERBS_MAJOR, UVERBS_BASE_MINOR + d),
+        Dev::RdmaCm => libc::makedev(cm_client::MAJOR, cm_client::MINOR),
+    };
     // SAFETY: the caller passed a writable `struct stat`; zeroed is a valid value.
     unsafe {
         *buf = std::mem::zeroed();
         (*buf).st_mode = libc::S_IFCHR | 0o666;
-        (*buf).st_rdev = libc::makedev(UVERBS_MAJOR, UVERBS_BASE_MINOR + device);
+        (*buf).st_rdev = rdev;
         (*buf).st_blksize = 4096;
     }
     0
+}
+
+/// The emulated device an open fd is, if it is one.
+fn device_of_fd(fd: c_int) -> Option<Dev> {
+    match context(fd) {
+        Some(c) => Some(Dev::Uverbs(c.device)),
+        None => cm_client::is_file(fd).then_some(Dev::RdmaCm),
+    }
 }
 
 /// `open(2)`.
@@ -149,7 +190,7 @@ fn fake_stat(device: u32, buf: *mut libc::stat) -> c_int {
 pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
     // SAFETY: `path` is the caller's NUL-terminated path.
     match unsafe { device_of(path) } {
-        Some(d) => open_device(d),
+        Some(d) => open_device(d, flags),
         None => {
             let f = real!(open: unsafe extern "C" fn(*const c_char, c_int, mode_t) -> c_int);
             // SAFETY: the C library's open, with the caller's arguments.
@@ -163,7 +204,7 @@ pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: mode_t) -
 pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
     // SAFETY: as `open`.
     match unsafe { device_of(path) } {
-        Some(d) => open_device(d),
+        Some(d) => open_device(d, flags),
         None => {
             let f = real!(open64: unsafe extern "C" fn(*const c_char, c_int, mode_t) -> c_int);
             // SAFETY: the C library's open64, with the caller's arguments.
@@ -182,7 +223,7 @@ pub unsafe extern "C" fn openat(
 ) -> c_int {
     // SAFETY: as `open`.
     match unsafe { device_of(path) } {
-        Some(d) => open_device(d),
+        Some(d) => open_device(d, flags),
         None => {
             let f =
                 real!(openat: unsafe extern "C" fn(c_int, *const c_char, c_int, mode_t) -> c_int);
@@ -202,7 +243,7 @@ pub unsafe extern "C" fn openat64(
 ) -> c_int {
     // SAFETY: as `open`.
     match unsafe { device_of(path) } {
-        Some(d) => open_device(d),
+        Some(d) => open_device(d, flags),
         None => {
             let f =
                 real!(openat64: unsafe extern "C" fn(c_int, *const c_char, c_int, mode_t) -> c_int);
@@ -243,8 +284,8 @@ pub unsafe extern "C" fn stat64(path: *const c_char, buf: *mut libc::stat) -> c_
 /// `fstat(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn fstat(fd: c_int, buf: *mut libc::stat) -> c_int {
-    match context(fd) {
-        Some(c) => fake_stat(c.device, buf),
+    match device_of_fd(fd) {
+        Some(d) => fake_stat(d, buf),
         None => {
             let f = real!(fstat: unsafe extern "C" fn(c_int, *mut libc::stat) -> c_int);
             // SAFETY: the C library's fstat, with the caller's arguments.
@@ -256,8 +297,8 @@ pub unsafe extern "C" fn fstat(fd: c_int, buf: *mut libc::stat) -> c_int {
 /// `fstat64(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn fstat64(fd: c_int, buf: *mut libc::stat) -> c_int {
-    match context(fd) {
-        Some(c) => fake_stat(c.device, buf),
+    match device_of_fd(fd) {
+        Some(d) => fake_stat(d, buf),
         None => {
             let f = real!(fstat64: unsafe extern "C" fn(c_int, *mut libc::stat) -> c_int);
             // SAFETY: the C library's fstat64, with the caller's arguments.
@@ -278,9 +319,52 @@ pub unsafe extern "C" fn socket(domain: c_int, kind: c_int, protocol: c_int) -> 
     unsafe { f(domain, kind, protocol) }
 }
 
-/// `write(2)`: a uverbs command on a context's fd.
+/// `connect(2)`: an IPv4 address of a fabric NIC is this host's
+/// ([`cm_client::host_route`]), as an IPoIB or RoCE address is on a real one.
+#[no_mangle]
+pub unsafe extern "C" fn connect(
+    fd: c_int,
+    addr: *const libc::sockaddr,
+    len: libc::socklen_t,
+) -> c_int {
+    let f = real!(connect: unsafe extern "C" fn(c_int, *const libc::sockaddr, libc::socklen_t) -> c_int);
+    if active().is_some() && !addr.is_null() && len as usize >= size_of::<libc::sockaddr_in>() {
+        // SAFETY: the caller's address of `len` bytes, at least a sockaddr_in.
+        let mut to = unsafe { addr.cast::<libc::sockaddr_in>().read_unaligned() };
+        let sysfs = std::env::var_os("SYSFS_PATH");
+        if let (libc::AF_INET, Some(sysfs)) = (c_int::from(to.sin_family), sysfs) {
+            let ip = to.sin_addr.s_addr.to_ne_bytes();
+            if let Some(host) = cm_client::host_route(ip, std::path::Path::new(&sysfs)) {
+                to.sin_addr.s_addr = u32::from_ne_bytes(host);
+                let size = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+                // SAFETY: the C library's connect, with the caller's fd and a sockaddr_in.
+                return unsafe { f(fd, (&raw const to).cast(), size) };
+            }
+        }
+    }
+    // SAFETY: the C library's connect, with the caller's arguments.
+    unsafe { f(fd, addr, len) }
+}
+
+/// `write(2)`: a uverbs command on a context's fd, an `rdma_ucm` command on an rdma_cm
+/// file's.
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: size_t) -> ssize_t {
+    if cm_client::is_file(fd) {
+        if buf.is_null() {
+            set_errno(libc::EFAULT);
+            return -1;
+        }
+        // SAFETY: the caller's buffer of `count` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), count) };
+        return match cm_client::write(fd, bytes) {
+            Ok(()) => count as ssize_t,
+            Err(e) => {
+                set_errno(e);
+                -1
+            }
+        };
+    }
     let Some(ctx) = context(fd) else {
         let f = real!(write: unsafe extern "C" fn(c_int, *const c_void, size_t) -> ssize_t);
         // SAFETY: the C library's write, with the caller's arguments.
@@ -342,6 +426,11 @@ fn event_context(fd: c_int) -> Option<&'static Context> {
 #[no_mangle]
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, count: size_t) -> ssize_t {
     let f = real!(read: unsafe extern "C" fn(c_int, *mut c_void, size_t) -> ssize_t);
+    if cm_client::is_file(fd) {
+        // The kernel's rdma_cm file has no read.
+        set_errno(libc::EINVAL);
+        return -1;
+    }
     let Some(ctx) = event_context(fd) else {
         // SAFETY: the C library's read, with the caller's arguments.
         return unsafe { f(fd, buf, count) };
@@ -490,6 +579,7 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
 /// closes).
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    cm_client::close(fd);
     if let Ok(i) = usize::try_from(fd) {
         if let Some(slot) = CONTEXTS.get(i) {
             // The context itself is leaked: a thread may still be storing to one of its

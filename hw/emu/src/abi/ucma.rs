@@ -227,6 +227,17 @@ pub mod not_in_headers {
     /// `sizeof(struct cma_hdr)` (drivers/infiniband/core/cma.c): what the CM puts before
     /// the user's private data of an IP-addressed REQ (`cma_user_data_offset`).
     pub const CMA_HDR_SIZE: usize = 36;
+    /// `IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE`.
+    pub const IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE: usize = 216;
+    /// `IB_CM_SIDR_REP_PRIVATE_DATA_SIZE`.
+    pub const IB_CM_SIDR_REP_PRIVATE_DATA_SIZE: usize = 136;
+    /// `IB_SIDR_SUCCESS` (`enum ib_cm_sidr_status`): the SIDR REP names the QP.
+    pub const IB_SIDR_SUCCESS: u32 = 0;
+    /// `IB_SIDR_UNSUPPORTED`: no one listens on the SIDR REQ's service id.
+    pub const IB_SIDR_UNSUPPORTED: u32 = 1;
+    /// `IB_SIDR_REJECT`: the listener refused (`rdma_reject`, or the CM could not hand it
+    /// the request).
+    pub const IB_SIDR_REJECT: u32 = 2;
 }
 
 /// `struct rdma_ucm_cmd_hdr`.
@@ -646,14 +657,32 @@ pub struct rdma_ucm_event_resp {
 impl rdma_ucm_event_resp {
     /// `param.conn`.
     pub fn conn(&self) -> rdma_ucm_conn_param {
-        rdma_ucm_conn_param::read_from_prefix(&self.param)
-            .expect("the union holds a conn_param")
-            .0
+        self.param_as()
     }
 
     /// Sets `param.conn` (the union's other bytes stay as they are).
     pub fn set_conn(&mut self, conn: &rdma_ucm_conn_param) {
-        let bytes = conn.as_bytes();
+        self.set_param(conn);
+    }
+
+    /// `param.ud` (the events of a UD id).
+    pub fn ud(&self) -> rdma_ucm_ud_param {
+        self.param_as()
+    }
+
+    /// Sets `param.ud`.
+    pub fn set_ud(&mut self, ud: &rdma_ucm_ud_param) {
+        self.set_param(ud);
+    }
+
+    fn param_as<T: FromBytes>(&self) -> T {
+        T::read_from_prefix(&self.param)
+            .expect("the union holds each of its members")
+            .0
+    }
+
+    fn set_param<T: IntoBytes + Immutable>(&mut self, p: &T) {
+        let bytes = p.as_bytes();
         self.param[..bytes.len()].copy_from_slice(bytes);
     }
 }

@@ -7,6 +7,7 @@
 //! and no new one has come for [`LINGER`].
 
 mod clock;
+pub mod cm;
 mod cmd;
 mod context;
 mod device;
@@ -21,7 +22,7 @@ mod uar;
 use crate::proto::{self, Hello, Reply, Request, Welcome};
 use crate::sysfs;
 use events::Registry;
-use mlx5_hw::{Fabric, LinkLayer, Nic, NicConfig};
+use mlx5_hw::{Fabric, GidAddr, GidType, LinkLayer, Nic, NicConfig, RoceGid};
 use remote::Spaces;
 use std::collections::HashMap;
 use std::io;
@@ -129,6 +130,23 @@ pub fn default_dir() -> PathBuf {
 /// ConnectX-5 reports is not public; the model's choice, enough for `mlx5-perf --use-dm`'s
 /// hardware run (64 KiB).
 pub const DM_SIZE: u64 = 128 * 1024;
+/// The configuration of NIC `index` of a fabric: [`nic_config`], with, on RoCE, the NIC's
+/// IPv4 address ([`cm::nic_ip`]) added to its GID table as the kernel adds a netdev's
+/// address (`roce_gid_mgmt.c`: one entry per GID type, RoCE v1 then v2) after the model's
+/// link-local RoCE v2 entry at index 0.
+pub fn fabric_nic_config(link: Link, index: usize) -> NicConfig {
+    let mut config = nic_config(link);
+    if link == Link::Roce {
+        config.roce_gids = std::iter::once(RoceGid {
+            gid_type: GidType::RoceV2,
+            addr: GidAddr::LinkLocal,
+            vlan: None,
+        })
+        .chain(RoceGid::both_types(GidAddr::Ipv4(cm::nic_ip(index)), None))
+        .collect();
+    }
+    config
+}
 
 /// The model NIC configuration of a fabric's NICs: the model's defaults, on the link layer
 /// asked for, with CQE version 1 (what current kernels negotiate with rdma-core:
@@ -159,6 +177,8 @@ pub(crate) struct Shared {
     pub(crate) space_qps: Mutex<HashMap<u16, Vec<(usize, u32)>>>,
     pub(crate) spaces: &'static Spaces,
     pub(crate) events: Registry,
+    /// The rdma_cm of the fabric.
+    pub(crate) cm: cm::Cm,
     live: AtomicUsize,
     _fabric: Arc<Fabric>,
 }
@@ -206,14 +226,25 @@ pub fn serve(options: Options) -> io::Result<()> {
     // A program whose peer has gone must not die writing to its event pipe.
     // SAFETY: ignoring SIGPIPE has no preconditions; writes then fail with EPIPE.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    if options.nics > cm::MAX_NICS {
+        return Err(io::Error::other(format!(
+            "at most {} NICs (one address each in 10.47.0.0/24)",
+            cm::MAX_NICS
+        )));
+    }
     let fabric = Fabric::new();
     let config = nic_config(options.link);
-    let nics: Vec<Nic> = (0..options.nics)
-        .map(|_| Nic::new(&fabric, config.clone()))
+    let nics: Vec<Nic> = (0..options.nics as usize)
+        .map(|i| Nic::new(&fabric, fabric_nic_config(options.link, i)))
         .collect();
     sysfs::write(&options.sysfs(), &nics)?;
     static SPACES: OnceLock<Spaces> = OnceLock::new();
     let spaces = SPACES.get_or_init(Spaces::default);
+    let cm_nics = nics
+        .iter()
+        .enumerate()
+        .map(|(i, n)| cm::NicInfo::of(n, i))
+        .collect();
     mlx5_hw::set_remote_memory(spaces);
     let _ = std::fs::remove_file(options.socket());
     let listener = UnixListener::bind(options.socket())?;
@@ -226,6 +257,7 @@ pub fn serve(options: Options) -> io::Result<()> {
         space_qps: Mutex::new(HashMap::new()),
         spaces,
         events: Registry::default(),
+        cm: cm::Cm::new(cm_nics, spaces),
         live: AtomicUsize::new(0),
         _fabric: fabric,
     });
@@ -240,6 +272,7 @@ pub fn serve(options: Options) -> io::Result<()> {
                 let idle = last_work.elapsed() >= IDLE_AFTER;
                 std::thread::sleep(if idle { IDLE_TICK } else { TICK });
                 ticker.reap();
+                ticker.cm.tick();
                 for (i, nic) in ticker.nics.iter().enumerate() {
                     if nic.progress() > 0 {
                         last_work = Instant::now();
@@ -291,27 +324,20 @@ pub fn serve(options: Options) -> io::Result<()> {
 /// One connection: its hello, then a launcher's wait or a device context's requests.
 fn connection(shared: &Arc<Shared>, stream: &UnixStream) -> io::Result<()> {
     let mut buf = vec![0u8; proto::MAX_MESSAGE];
-    let Some((n, _)) = proto::recv(stream.as_fd(), &mut buf)? else {
+    let Some((n, fd)) = proto::recv(stream.as_fd(), &mut buf)? else {
         return Ok(());
     };
     let hello: Hello = proto::decode(&buf[..n])?;
     let device = match hello {
         Hello::Launcher => None,
         Hello::Context { device } => Some(device),
+        Hello::RdmaCm { token } => return cm_file(shared, stream, fd, token, &mut buf),
     };
     let errno = match device {
         Some(d) if d >= shared.options.nics => libc::ENODEV,
         _ => 0,
     };
-    let welcome = Welcome {
-        nics: shared.options.nics,
-        link: shared.options.link.name().into(),
-        sysfs: shared.options.sysfs().display().to_string(),
-        errno,
-    };
-    let mut out = vec![0u8; 4096];
-    let n = proto::encode(&welcome, &mut out)?;
-    proto::send(stream.as_fd(), &out[..n], None)?;
+    welcome(shared, stream, errno)?;
     match device {
         Some(device) if errno == 0 => context::serve(shared, stream, device, &mut buf),
         // A launcher keeps the fabric alive until its connection closes, and may ask for the
@@ -330,6 +356,35 @@ fn connection(shared: &Arc<Shared>, stream: &UnixStream) -> io::Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+/// Answer a hello: what the fabric is, and `errno` (0, or why the connection is refused).
+fn welcome(shared: &Shared, stream: &UnixStream, errno: i32) -> io::Result<()> {
+    let welcome = Welcome {
+        nics: shared.options.nics,
+        link: shared.options.link.name().into(),
+        sysfs: shared.options.sysfs().display().to_string(),
+        errno,
+    };
+    let mut out = vec![0u8; 4096];
+    let n = proto::encode(&welcome, &mut out)?;
+    proto::send(stream.as_fd(), &out[..n], None)
+}
+
+/// An rdma_cm file: welcomed as a context is, then served by [`cm::serve`]; refused
+/// (`EINVAL`) without its eventfd.
+fn cm_file(
+    shared: &Arc<Shared>,
+    stream: &UnixStream,
+    efd: Option<std::os::fd::OwnedFd>,
+    token: u32,
+    buf: &mut [u8],
+) -> io::Result<()> {
+    welcome(shared, stream, if efd.is_some() { 0 } else { libc::EINVAL })?;
+    match efd {
+        Some(efd) => cm::serve(&shared.cm, stream, efd, token, buf),
+        None => Ok(()),
     }
 }
 
