@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The perftest matrix on the emulator: each case runs a perftest server (mlx5_0) and client
-# (mlx5_1, to localhost) as two processes under `mlx5-emu run` on a fabric of its own, with a
+# (mlx5_1, to localhost; with rdma_cm, -R or -z, to mlx5_0's address 10.47.0.1) as two processes under `mlx5-emu run` on a fabric of its own, with a
 # free TCP port and a timeout. A case passes when both sides exit 0, both print a result row
 # under perftest's `#bytes` header (the server of ib_read_lat / ib_atomic_lat prints none), and
 # the fabric counted no bad MMIO, no bad doorbell and no access to unmapped program memory.
@@ -84,7 +84,7 @@ pass=0
 fail=0
 knowns=0
 # case_ NAME LINK PROGRAM ARGS...: server `PROGRAM -d mlx5_0 ARGS`, client
-# `PROGRAM -d mlx5_1 ARGS localhost`, on fabric NAME with link LINK (ib or roce). With
+# `PROGRAM -d mlx5_1 ARGS localhost` (`... 10.47.0.1` with -R or -z), on fabric NAME with link LINK (ib or roce). With
 # `known=REASON` before it, a failure is reported as KNOWN (not counted) with the reason.
 case_() {
     local name=$1 link=$2 prog=$3
@@ -94,21 +94,53 @@ case_() {
     fi
     local port fabric="pt$$-$name" slog="$logs/$name.server" clog="$logs/$name.client"
     local report="$logs/$name.pcie.json" started=$SECONDS
-    free_port
-    rm -f "$report"
-    # Line-buffered, so that a side killed by the timeout still shows how far it got.
-    timeout -k 5 "$limit" "$emu" run --fabric "$fabric" --link "$link" -- \
-        stdbuf -oL "$prog" -d mlx5_0 -p "$port" "$@" >"$slog" 2>&1 &
-    local server=$! src crc why=""
-    if wait_listen "$port" "$server"; then
-        timeout -k 5 "$limit" "$emu" run --fabric "$fabric" --link "$link" --pcie "$report" -- \
-            stdbuf -oL "$prog" -d mlx5_1 -p "$port" "$@" localhost >"$clog" 2>&1
-        crc=$?
-    else
-        crc=-1
-        why=" server never listened"
-        : >"$clog"
-    fi
+    local server src crc why cm="" try
+    case " $* " in *" -R "* | *" -z "*) cm=1 ;; esac
+    for try in 1 2 3; do
+        free_port
+        rm -f "$report"
+        why=""
+        # Line-buffered, so that a side killed by the timeout still shows how far it got; in
+        # a process group of its own (setsid), which a retry below ends.
+        setsid timeout -k 5 "$limit" "$emu" run --fabric "$fabric-$try" --link "$link" -- \
+            stdbuf -oL "$prog" -d mlx5_0 -p "$port" "$@" >"$slog" 2>&1 &
+        server=$!
+        if [ -n "$cm" ]; then
+            # rdma_cm (-R, -z): the client names mlx5_0 by its address, and the server
+            # listens only where nothing outside the fabric shows it: a client that came too
+            # early is rejected (perftest prints the event: REJECTED = 8, or UNREACHABLE = 7
+            # for a UD id's SIDR) before the server saw anything of it, and starts again.
+            while :; do
+                timeout -k 5 "$limit" "$emu" run --fabric "$fabric-$try" --link "$link" \
+                    --pcie "$report" -- stdbuf -oL "$prog" -d mlx5_1 -p "$port" "$@" \
+                    10.47.0.1 >"$clog" 2>&1
+                crc=$?
+                [ "$crc" -ne 0 ] && grep -Eq 'Unexpected CM event bl blka [78]' "$clog" &&
+                    kill -0 "$server" 2>/dev/null && [ $((SECONDS - started)) -lt "$limit" ] ||
+                    break
+                sleep 0.1
+            done
+            # perftest's own race with -R: the server listens for the test's connections
+            # only after the exchange, and a client that gets there first is rejected while
+            # the server waits on: the pair starts over (at most three times).
+            if [ "$crc" -ne 0 ] && [ "$try" -lt 3 ] &&
+                grep -Eq 'RDMA_CM_EVENT_(REJECTED; error: 8|UNREACHABLE; error: 1)\.' "$clog"; then
+                kill -- -"$server" 2>/dev/null
+                wait "$server"
+                continue
+            fi
+        elif wait_listen "$port" "$server"; then
+            timeout -k 5 "$limit" "$emu" run --fabric "$fabric-$try" --link "$link" \
+                --pcie "$report" -- stdbuf -oL "$prog" -d mlx5_1 -p "$port" "$@" localhost \
+                >"$clog" 2>&1
+            crc=$?
+        else
+            crc=-1
+            why=" server never listened"
+            : >"$clog"
+        fi
+        break
+    done
     wait "$server"
     src=$?
     [ "$src" -eq 0 ] || why="$why server exit $src"
@@ -253,6 +285,29 @@ case_ send_bw_dc ib ib_send_bw -c DC --log_dci_streams 1
 case_ read_bw_dc ib ib_read_bw -c DC --log_dci_streams 1
 case_ atomic_bw_dc ib ib_atomic_bw -c DC --log_dci_streams 1
 case_ write_bw_dc_plain ib ib_write_bw -c DC
+# rdma_cm: the test's QPs connected through it (-R; the client's connection goes through
+
+# mlx5_0, the device of the address it names, as the kernel routes a local address), or only
+# the exchange (-z, the QPs on -d); RC, READ and atomic depths, several QPs, UD (SIDR),
+# RoCE.
+case_ write_lat_cm ib ib_write_lat -R
+case_ write_lat_cm_roce roce ib_write_lat -R
+case_ send_lat_cm ib ib_send_lat -R
+case_ read_lat_cm ib ib_read_lat -R
+case_ atomic_lat_cm ib ib_atomic_lat -R
+case_ write_bw_cm ib ib_write_bw -R
+case_ write_bw_cm_q4 ib ib_write_bw -R -q 4
+case_ send_bw_cm ib ib_send_bw -R
+case_ send_bw_cm_roce roce ib_send_bw -R
+case_ read_bw_cm ib ib_read_bw -R
+case_ send_lat_ud_cm ib ib_send_lat -c UD -R
+case_ send_bw_ud_cm ib ib_send_bw -c UD -R
+case_ send_lat_ud_cm_roce roce ib_send_lat -c UD -R
+case_ write_lat_z ib ib_write_lat -z
+case_ write_lat_z_roce roce ib_write_lat -z
+case_ send_bw_z ib ib_send_bw -z
+case_ send_lat_ud_z ib ib_send_lat -c UD -z
+case_ read_bw_z ib ib_read_bw -z
 
 echo "perftest on mlx5-emu: $pass passed, $fail failed, $knowns known failures (logs in $logs)"
 [ "$fail" -eq 0 ]

@@ -1,8 +1,10 @@
 //! Debian's unmodified perftest on model NICs: one `ib_write_lat`, `ib_write_bw`,
 //! `ib_send_lat` and `ib_read_lat` pair each, server (`mlx5_0`) and client (`mlx5_1`) as two
 //! processes under `mlx5-emu run` on a fabric of their own, each finishing with exit status 0
-//! and its result row for the size and iteration count asked. The full matrix is
-//! `hw/emu/perftest.sh` (docs/emulator.md, "perftest on the emulator").
+//! and its result row for the size and iteration count asked; and pairs that connect through
+//! rdma_cm (`-R`: the test's QPs, RC and UD; `-z`: the exchange), the client naming mlx5_0
+//! by its address. The full matrix is `hw/emu/perftest.sh` (docs/emulator.md, "perftest on
+//! the emulator").
 //!
 //! Ignored where perftest is not installed (`cfg(perftest)`, set by build.rs; with
 //! `MLX5_EMU_REQUIRE_PROGRAMS=1` its absence fails the build instead).
@@ -13,6 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+/// mlx5_0's IPv4 address on the fabric (docs/emulator.md, "rdma_cm").
+const MLX5_0_ADDR: &str = "10.47.0.1";
 
 /// How long a side may take: the pairs run in a second or two; this only stops a hang.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -86,15 +91,22 @@ fn listening(port: u16) -> bool {
     })
 }
 
-/// One side: `mlx5-emu run --fabric FABRIC -- PROGRAM -d DEVICE -p PORT ARGS [localhost]`,
-/// in a process group of its own (so a timeout ends the program with its launcher).
-fn side(fabric: &str, dir: &Path, device: &str, port: u16, program: &[&str], peer: bool) -> Child {
+/// One side: `mlx5-emu run --fabric FABRIC -- PROGRAM -d DEVICE -p PORT ARGS [PEER]`, in a
+/// process group of its own (so a timeout ends the program with its launcher).
+fn side(
+    fabric: &str,
+    dir: &Path,
+    device: &str,
+    port: u16,
+    program: &[&str],
+    peer: Option<&str>,
+) -> Child {
     let mut cmd = Command::new(launcher());
     cmd.args(["run", "--fabric", fabric, "--"])
         .arg(program[0])
         .args(["-d", device, "-p", &port.to_string()])
         .args(&program[1..])
-        .args(peer.then_some("localhost"))
+        .args(peer)
         .env("MLX5_EMU_DIR", dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -151,21 +163,60 @@ fn rows(text: &str) -> Vec<(u64, u64)> {
     rows
 }
 
+/// Whether a client's output shows perftest's race at the test's rdma_cm connections:
+/// rejected for want of a listener (REJECTED 8; UNREACHABLE 1 for a UD id's SIDR).
+fn out_raced(out: &str) -> bool {
+    out.contains("RDMA_CM_EVENT_REJECTED; error: 8.")
+        || out.contains("RDMA_CM_EVENT_UNREACHABLE; error: 1.")
+}
+
 /// Run `program` as a pair and check each side: exit status 0 and the row `(bytes, iters)`
 /// (the server of `ib_read_lat` prints none: only the client posts, perftest read_lat.c).
 fn pair(name: &str, program: &[&str], row: (u64, u64), server_prints: bool) {
     // The fabric's socket, sysfs tree and log; kept when the pair fails.
     let dir = std::env::temp_dir().join(format!("mlx5-emu-{}-{name}", std::process::id()));
-    let fabric = format!("perftest-{name}");
-    let port = free_port();
-    let deadline = Instant::now() + LIMIT;
-    let server = side(&fabric, &dir, "mlx5_0", port, program, false);
-    while !listening(port) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let client = side(&fabric, &dir, "mlx5_1", port, program, true);
-    let (client_status, client_out) = finish(client, deadline);
-    let (server_status, server_out) = finish(server, deadline);
+    let cm = program.contains(&"-R") || program.contains(&"-z");
+    let mut attempt = 1;
+    let (client_status, client_out, server_status, server_out) = loop {
+        let fabric = format!("perftest-{name}-{attempt}");
+        let port = free_port();
+        let deadline = Instant::now() + LIMIT;
+        let mut server = side(&fabric, &dir, "mlx5_0", port, program, None);
+        let (client_status, client_out) = if cm {
+            // The server listens on rdma_cm only, where nothing shows it from outside: a
+            // client that came too early is rejected (perftest's rdma_client_connect prints
+            // the event, REJECTED, 8) before the server saw anything of it, and starts
+            // again.
+            loop {
+                let client = side(&fabric, &dir, "mlx5_1", port, program, Some(MLX5_0_ADDR));
+                let (status, out) = finish(client, deadline);
+                let early = out.contains("Unexpected CM event bl blka 8");
+                let serving = server.try_wait().is_ok_and(|s| s.is_none());
+                if status.success() || !early || !serving || Instant::now() > deadline {
+                    break (status, out);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        } else {
+            while !listening(port) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let client = side(&fabric, &dir, "mlx5_1", port, program, Some("localhost"));
+            finish(client, deadline)
+        };
+        // perftest's own race with -R: the server listens for the test's connections only
+        // after the exchange, and a client that gets there first is rejected while the
+        // server waits on. The pair starts over (hw/emu/perftest.sh does the same).
+        if !client_status.success() && out_raced(&client_out) && attempt < 3 {
+            // SAFETY: kill has no memory preconditions; the group is the one `side` made.
+            unsafe { libc::kill(-(server.id() as i32), libc::SIGKILL) };
+            let _ = server.wait();
+            attempt += 1;
+            continue;
+        }
+        let (server_status, server_out) = finish(server, deadline);
+        break (client_status, client_out, server_status, server_out);
+    };
     let shown = format!("--- server:\n{server_out}\n--- client:\n{client_out}");
     assert!(
         server_status.success(),
@@ -212,4 +263,48 @@ fn ib_send_lat_pair_completes() {
 #[cfg_attr(not(perftest), ignore = "perftest is not installed")]
 fn ib_read_lat_pair_completes() {
     pair("read_lat", &["ib_read_lat", "-n", "100"], (2, 100), false);
+}
+
+#[test]
+#[cfg_attr(not(perftest), ignore = "perftest is not installed")]
+fn ib_write_lat_rdma_cm_pair_completes() {
+    pair(
+        "write_lat_cm",
+        &["ib_write_lat", "-R", "-n", "100"],
+        (2, 100),
+        true,
+    );
+}
+
+#[test]
+#[cfg_attr(not(perftest), ignore = "perftest is not installed")]
+fn ib_send_bw_rdma_cm_pair_completes() {
+    pair(
+        "send_bw_cm",
+        &["ib_send_bw", "-R", "-n", "100", "-s", "4096"],
+        (4096, 100),
+        true,
+    );
+}
+
+#[test]
+#[cfg_attr(not(perftest), ignore = "perftest is not installed")]
+fn ib_write_lat_rdma_cm_exchange_pair_completes() {
+    pair(
+        "write_lat_z",
+        &["ib_write_lat", "-z", "-n", "100"],
+        (2, 100),
+        true,
+    );
+}
+
+#[test]
+#[cfg_attr(not(perftest), ignore = "perftest is not installed")]
+fn ib_send_lat_ud_rdma_cm_pair_completes() {
+    pair(
+        "send_lat_ud_cm",
+        &["ib_send_lat", "-c", "UD", "-R", "-n", "100"],
+        (2, 100),
+        true,
+    );
 }
