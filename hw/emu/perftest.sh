@@ -285,8 +285,8 @@ case_ send_bw_dc ib ib_send_bw -c DC --log_dci_streams 1
 case_ read_bw_dc ib ib_read_bw -c DC --log_dci_streams 1
 case_ atomic_bw_dc ib ib_atomic_bw -c DC --log_dci_streams 1
 case_ write_bw_dc_plain ib ib_write_bw -c DC
-# rdma_cm: the test's QPs connected through it (-R; the client's connection goes through
 
+# rdma_cm: the test's QPs connected through it (-R; the client's connection goes through
 # mlx5_0, the device of the address it names, as the kernel routes a local address), or only
 # the exchange (-z, the QPs on -d); RC, READ and atomic depths, several QPs, UD (SIDR),
 # RoCE.
