@@ -5,8 +5,8 @@
 //! Run on a host with a NIC (see docs/hardware.md):
 //! `MLX5_DIRECT_DEVICE=mlx5_0 cargo test --features verbs --test verbs_hw -- --ignored`
 //! (`MLX5_DIRECT_PORT` and `MLX5_DIRECT_GID_INDEX` choose the port and GID index). On the
-//! emulated ConnectX (docs/emulator.md) `hw/emu/verbs-hw.sh` runs every body but rdma_cm's,
-//! as CI does.
+//! emulated ConnectX (docs/emulator.md) `hw/emu/verbs-hw.sh` runs every body, as CI does
+//! (rdma_cm's with `MLX5_DIRECT_CM_ADDR=10.47.0.1:PORT`, `mlx5_0`'s address there).
 #![cfg(feature = "verbs")]
 
 mod common;
@@ -292,7 +292,7 @@ fn the_opened_port_reports_its_addressing() {
 /// connected to it through rdma_cm and one accepted on it, each told the other's buffer in
 /// the private data; a WRITE then lands and both QPs are in RTS.
 #[test]
-#[ignore = "needs an mlx5 NIC with an IP address: the emulator has no rdma_cm (ucma); set MLX5_DIRECT_DEVICE and MLX5_DIRECT_CM_ADDR"]
+#[ignore = "needs an mlx5 NIC with an IP address, or the emulator (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE and MLX5_DIRECT_CM_ADDR"]
 fn rdma_cm_connects_driver_qps() {
     use mlx5_direct::backend::verbs::{cm, CmListener, CmOptions};
     use mlx5_direct::{CmPrivateData, Data, QpState, SendFlags, SendOp, Status};

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The perftest matrix on the emulator: each case runs a perftest server (mlx5_0) and client
-# (mlx5_1, to localhost; with rdma_cm, -R or -z, to mlx5_0's address 10.47.0.1) as two processes under `mlx5-emu run` on a fabric of its own, with a
-# free TCP port and a timeout. A case passes when both sides exit 0, both print a result row
-# under perftest's `#bytes` header (the server of ib_read_lat / ib_atomic_lat prints none), and
-# the fabric counted no bad MMIO, no bad doorbell and no access to unmapped program memory.
-# One line per case; exits 1 if any case failed. docs/emulator.md has the last results.
+# (mlx5_1, to localhost; with rdma_cm, -R or -z, to mlx5_0's address 10.47.0.1) as two
+# processes under `mlx5-emu run` on a fabric of its own, with a free TCP port and a timeout. A
+# case passes when both sides exit 0, both print a result row under perftest's `#bytes` header
+# (the server of ib_read_lat / ib_atomic_lat prints none), and the fabric counted no bad MMIO,
+# no bad doorbell and no access to unmapped program memory. One line per case; exits 1 if any
+# case failed. docs/emulator.md has the last results.
 #
 # The numbers are what the CPU measures of the model under the emulator (every doorbell a
 # trapped store and a round trip to the fabric server), not a NIC's.
@@ -84,8 +85,8 @@ pass=0
 fail=0
 knowns=0
 # case_ NAME LINK PROGRAM ARGS...: server `PROGRAM -d mlx5_0 ARGS`, client
-# `PROGRAM -d mlx5_1 ARGS localhost` (`... 10.47.0.1` with -R or -z), on fabric NAME with link LINK (ib or roce). With
-# `known=REASON` before it, a failure is reported as KNOWN (not counted) with the reason.
+# `PROGRAM -d mlx5_1 ARGS localhost` (`... 10.47.0.1` with -R or -z), on fabric NAME with
+# link LINK (ib or roce). With `known=REASON` before it, a failure is reported as KNOWN (not counted) with the reason.
 case_() {
     local name=$1 link=$2 prog=$3
     shift 3
@@ -218,8 +219,9 @@ case_ atomic_lat_roce roce ib_atomic_lat -x 0
 
 # Bandwidth (default 5000 iterations, 64 KiB): small and large sizes, UC / UD, several QPs (4:
 # each on a low-latency bfreg of its own; 16: libmlx5's default context has 4 low-latency and
-# 11 medium bfregs, so the 16th QP shares a medium one), post lists, events, inline, bidirectional, SRQ, path MTU, on-demand paging
-# (not atomic: perftest refuses it), an MR per QP, duration mode, RoCE.
+# 11 medium bfregs, so the 16th QP shares a medium one), post lists, events, inline,
+# bidirectional, SRQ, path MTU, on-demand paging (not atomic: perftest refuses it), an MR per
+# QP, duration mode, RoCE.
 case_ write_bw_rc ib ib_write_bw
 case_ write_bw_8 ib ib_write_bw -s 8
 case_ write_bw_1m ib ib_write_bw -n 200 -s 1048576

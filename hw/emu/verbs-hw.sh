@@ -6,8 +6,9 @@
 #   hw/emu/verbs-hw.sh [--release] [--perf]
 #
 # Runs, each under `mlx5-emu run` on a fabric of its own:
-#   - tests/verbs_hw.rs, every `--ignored` body but rdma_cm_connects_driver_qps (the emulator
-#     has no rdma_cm: /dev/infiniband/rdma_cm and the ucma commands are not there);
+#   - tests/verbs_hw.rs, every `--ignored` body, rdma_cm_connects_driver_qps with
+#     MLX5_DIRECT_CM_ADDR=10.47.0.1:7471 (mlx5_0's address on the emulator's rdma_cm), and
+#     that one again on a RoCE fabric;
 #   - tests/verbs_open.rs (the typed errors of opening a device, on a host with devices);
 #   - with --perf, perf/tests/perf_options.rs's use_dm_runs_on_hardware (mlx5-perf --use-dm as
 #     server and client). Slow in a debug build (about two minutes; 5 s in release): every
@@ -55,24 +56,25 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 failed=()
 
-# Runs test binary $2 with arguments $3... on fabric $1; a failure is noted, with its log.
+# Runs test binary $3 with arguments $4... on fabric $1 with link $2 (ib or roce); a failure
+# is noted, with its log.
 on_emulator() {
-    local fabric=$1
-    shift
-    printf '\n--- %s on fabric %s\n' "${1##*/}" "$fabric"
-    if ! MLX5_EMU_DIR=$dir MLX5_DIRECT_DEVICE=mlx5_0 timeout 600 \
-        "$emu" run --fabric "$fabric" -- "$@"; then
+    local fabric=$1 link=$2
+    shift 2
+    printf '\n--- %s on fabric %s (%s)\n' "${1##*/}" "$fabric" "$link"
+    if ! MLX5_EMU_DIR=$dir MLX5_DIRECT_DEVICE=mlx5_0 MLX5_DIRECT_CM_ADDR=10.47.0.1:7471 \
+        timeout 600 "$emu" run --fabric "$fabric" --link "$link" -- "$@"; then
         failed+=("$fabric")
         echo "--- server log of fabric $fabric:"
         cat "$dir/$fabric.log" 2>/dev/null || true
     fi
 }
 
-on_emulator verbs-hw "$verbs_hw" --ignored --test-threads 1 \
-    --skip rdma_cm_connects_driver_qps
-on_emulator verbs-open "$verbs_open" --test-threads 1
+on_emulator verbs-hw ib "$verbs_hw" --ignored --test-threads 1
+on_emulator verbs-hw-roce roce "$verbs_hw" --ignored --exact rdma_cm_connects_driver_qps
+on_emulator verbs-open ib "$verbs_open" --test-threads 1
 if ((perf)); then
-    on_emulator perf-options "$perf_options" --ignored --exact use_dm_runs_on_hardware
+    on_emulator perf-options ib "$perf_options" --ignored --exact use_dm_runs_on_hardware
 fi
 
 if ((${#failed[@]})); then
