@@ -421,7 +421,9 @@ mod cm_link {
 fn hardware(device: &str, _: &Params, _: Local, _: &BenchArgs) -> Result<(), Error> {
     Err(format!(
         "-d {device}: this mlx5-perf was built without the `verbs` feature, so it runs on the \
-         model only; rebuild with `--features verbs` (needs rdma-core's libibverbs-dev)"
+         model only; rebuild with `--features verbs` (`cargo install mlx5-perf --features \
+         verbs`); the packages that needs are listed in mlx5-direct's docs/hardware.md, \
+         \"Packages\""
     )
     .into())
 }
