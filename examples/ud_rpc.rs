@@ -1,20 +1,25 @@
 //! A UD RPC on the model: a client keeps 64 requests outstanding over UD SEND; the server
-//! answers each one to the source its receive completion reports (source QPN and SLID),
-//! with the request's slot as immediate data. Prints the counts and the PCIe cost of one
-//! request and one response as the model counts it (model numbers, both NICs together):
+//! answers each one through an address handle made from the request's receive (its
+//! completion and the 40-byte GRH area before the payload: `Context::ah_attr_from_recv`,
+//! as `ProtectionDomain::create_ah_from_recv` does, rdma-core's `ibv_create_ah_from_wc`) to
+//! the completion's source QP, with the request's slot as immediate data. The same code
+//! answers on InfiniBand (the sender's LID) and, with `--roce`, on RoCE v2, where there are
+//! no LIDs (`Completion::slid` is 0) and the address is the packet's source GID. Prints the
+//! counts and the PCIe cost of one request and one response as the model counts it (model
+//! numbers, both NICs together):
 //!
 //! ```text
-//! cargo run --release --example ud_rpc [ROUNDS]
+//! cargo run --release --example ud_rpc -- [--roce] [ROUNDS]
 //! ```
 //!
 //! Results: `docs/transports.md`.
 
-use std::collections::hash_map::{Entry, HashMap};
-
+use mlx5_direct::backend::sim::hw::LinkLayer;
 use mlx5_direct::backend::sim::{Fabric, NicConfig, PcieCounters, Sim};
 use mlx5_direct::{
-    Access, AddressHandle, AhAttr, Completion, Context, Cq, Data, MemoryRegion, ProtectionDomain,
-    Qp, QpConfig, SendFlags, SendOp, SendWr, Status, Transport, WcOpcode,
+    Access, AddressHandle, AhAttr, Completion, Context, Cq, Data, GlobalRoute, GrhArea,
+    MemoryRegion, ProtectionDomain, Qp, QpConfig, SendFlags, SendOp, SendWr, Status, Transport,
+    WcOpcode,
 };
 
 /// Requests in flight.
@@ -36,8 +41,11 @@ struct Side {
 }
 
 impl Side {
-    fn new(fabric: &std::sync::Arc<Fabric>) -> Result<Side, Box<dyn std::error::Error>> {
-        let ctx = Context::new(Sim::on_fabric(fabric, NicConfig::default()));
+    fn new(
+        fabric: &std::sync::Arc<Fabric>,
+        nic: NicConfig,
+    ) -> Result<Side, Box<dyn std::error::Error>> {
+        let ctx = Context::new(Sim::on_fabric(fabric, nic));
         let pd = ctx.alloc_pd()?;
         let cq = ctx.create_cq(512, 64)?;
         let config = QpConfig {
@@ -86,6 +94,13 @@ impl Side {
         Ok(out)
     }
 
+    /// The GRH area of receive completion `c`: the first 40 bytes of its slot.
+    fn grh_area(&self, c: &Completion) -> GrhArea {
+        let mut area = [0u8; 40];
+        self.mr.read(c.wr_id as usize * SLOT, &mut area);
+        area
+    }
+
     /// The payload of receive completion `c`.
     fn payload(&self, c: &Completion) -> [u8; MSG] {
         let mut buf = [0u8; MSG];
@@ -118,23 +133,55 @@ fn per_message(what: &str, c: PcieCounters, n: usize) {
     );
 }
 
+/// The client's address of the server: its LID on InfiniBand; on RoCE its GID, through the
+/// client port's default GID entry (RoCE v2). In two processes both come from the
+/// server's `Endpoint` (LID and GID), sent over TCP.
+fn address_of(client: &Side, server: &Side) -> Result<AhAttr, Box<dyn std::error::Error>> {
+    let remote = server.qp.endpoint()?;
+    let port = client.ctx.port(1)?;
+    let mut attr = AhAttr::to_lid(1, &remote);
+    if port.roce {
+        attr.grh = Some(GlobalRoute {
+            dgid: remote.gid,
+            sgid_index: port.gid_index,
+            hop_limit: 64,
+            ..GlobalRoute::default()
+        });
+    }
+    Ok(attr)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let rounds: usize = match std::env::args().nth(1) {
-        Some(n) => n.parse()?,
-        None => 16,
+    let mut roce = false;
+    let mut rounds = 16;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--roce" => roce = true,
+            n => {
+                rounds = n
+                    .parse()
+                    .map_err(|_| format!("usage: ud_rpc [--roce] [ROUNDS]; got {n}"))?
+            }
+        }
+    }
+    let nic = NicConfig {
+        link_layer: if roce {
+            LinkLayer::Ethernet
+        } else {
+            LinkLayer::InfiniBand
+        },
+        ..NicConfig::default()
     };
     let fabric = Fabric::new();
-    let (mut client, mut server) = (Side::new(&fabric)?, Side::new(&fabric)?);
+    let (mut client, mut server) = (Side::new(&fabric, nic.clone())?, Side::new(&fabric, nic)?);
     for slot in 0..DEPTH {
         client.post_recv(slot)?;
         server.post_recv(slot)?;
     }
-    let to_server = client
-        .pd
-        .create_ah(&AhAttr::to_lid(1, &server.qp.endpoint()?))?;
+    let to_server = client.pd.create_ah(&address_of(&client, &server)?)?;
     let server_qpn = server.qp.qpn();
-    // The server's address handles, one per source LID it has heard from.
-    let mut replies: HashMap<u16, AddressHandle<Sim>> = HashMap::new();
+    // The server's address handles, one per sender address it has heard from.
+    let mut replies: Vec<(AhAttr, AddressHandle<Sim>)> = Vec::new();
     let (mut req_cost, mut resp_cost) = (PcieCounters::default(), PcieCounters::default());
     let (mut requests, mut responses) = (0usize, 0usize);
 
@@ -164,17 +211,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let before = (client.pcie(), server.pcie());
         for c in &arrived {
             let req = server.payload(c);
-            let ah = match replies.entry(c.slid()) {
-                Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => {
-                    let attr = AhAttr {
-                        port: 1,
-                        dlid: c.slid(),
-                        ..AhAttr::default()
-                    };
-                    e.insert(server.pd.create_ah(&attr)?)
+            // The sender's address from the receive (what `create_ah_from_recv` makes a
+            // handle of), so the server keeps one handle per sender.
+            let sender = server.ctx.ah_attr_from_recv(1, c, &server.grh_area(c))?;
+            let known = replies.iter().position(|(attr, _)| *attr == sender);
+            let at = match known {
+                Some(at) => at,
+                None => {
+                    replies.push((sender, server.pd.create_ah(&sender)?));
+                    replies.len() - 1
                 }
             };
+            let ah = &replies[at].1;
             let wr = SendWr {
                 wr_id: c.wr_id,
                 op: SendOp::SendImm(u32::from(req[0])),
@@ -207,7 +255,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let stats = server.ctx.backend().nic().stats();
-    println!("UD RPC on the model: {rounds} rounds x {DEPTH} outstanding, {MSG}-byte inline SENDs");
+    let link = if roce { "RoCE v2" } else { "InfiniBand" };
+    println!(
+        "UD RPC on the model ({link}): {rounds} rounds x {DEPTH} outstanding, {MSG}-byte inline \
+         SENDs"
+    );
     println!(
         "  {requests} requests, {responses} responses, {} server address handle(s); \
          drops: no receive {}, Q_Key {}",
