@@ -145,10 +145,13 @@ fn main() -> Res<()> {
         }
         // The READ follows the WRITEs on the same DCI: in order, it sees them all.
         let at = p * WRITES * MSG;
+        // Bound first: a temporary inside `Data::Sges(..)` would live as long as the
+        // statement only before Rust 1.89.
+        let into = [back.sge(at, (WRITES * MSG) as u32)];
         let wr = SendWr {
             wr_id: messages,
             op: SendOp::Read(peer.mr.remote(0)),
-            data: Data::Sges(&[back.sge(at, (WRITES * MSG) as u32)]),
+            data: Data::Sges(&into),
             flags: SendFlags::SIGNALED,
         };
         post(&mut pool, &mut cq, wr, &dest)?;
