@@ -35,8 +35,10 @@ mlx5-hw = { path = "$work/mlx5-hw-0.1.0" }
 mlx5-direct = { path = "$work/mlx5-direct-0.1.0" }
 mlx5-cpu-bench = { path = "$work/mlx5-cpu-bench-0.1.0" }
 EOF
-# One target directory for what follows: the registry crates build once.
+# One target directory for what follows (the registry crates build once), removed at the
+# end: the release builds of the installs take about 2 GB.
 export CARGO_TARGET_DIR=$PWD/target/package-check
+trap 'rm -rf "$work" "$CARGO_TARGET_DIR"' EXIT
 
 # mlx5-direct from its tarball: build and doctests, default features and all of them
 # (`verbs` needs rdma-core's headers and libclang, which CI installs).
