@@ -3,12 +3,12 @@
 //! protocol between two ids (`cm.c`) run inside the server: both ends are NICs of this
 //! fabric, so a REQ, REP, RTU, REJ, DREQ or DREP is a call here, not a MAD.
 //!
-//! A program's `open("/dev/infiniband/rdma_cm")` is a connection of its own ([`serve`]);
+//! A program's `open("/dev/infiniband/rdma_cm")` is a connection of its own (`serve`);
 //! the program holds an eventfd in semaphore mode that counts the events queued for that
 //! file (so `poll` and `O_NONBLOCK` behave as on the kernel's fd), and the preload's
 //! `write()` sends each command here (`crate::cm_client`). Ids are numbered across the
 //! fabric as the kernel's `ctx_table` numbers them (the lowest free number). The fabric's
-//! NICs have IPv4 addresses (`10.47.0.N/24` for `mlx5_{N-1}`, [`addr::nic_ip`]); address
+//! NICs have IPv4 addresses (`10.47.0.N/24` for `mlx5_{N-1}`, `addr::nic_ip`); address
 //! resolution, routes and path records are the kernel's for a host that owns them all
 //! (docs/emulator.md, "rdma_cm").
 //!
