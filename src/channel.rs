@@ -239,12 +239,14 @@ impl<B: Backend> AsRawFd for CompChannel<B> {
 /// A completion channel registered with the tokio runtime (feature `tokio`), for
 /// `async` code: [`AsyncCompChannel::wait`] resolves with the CQN of the next event.
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 #[derive(Debug)]
 pub struct AsyncCompChannel<B: Backend> {
     fd: tokio::io::unix::AsyncFd<CompChannel<B>>,
 }
 
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 impl<B: Backend> AsyncCompChannel<B> {
     /// Registers `channel`'s fd with the current tokio runtime (call from within it).
     pub fn new(channel: CompChannel<B>) -> Result<Self, Error> {

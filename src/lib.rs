@@ -208,6 +208,8 @@
 //! arrives as an [`AsyncEvent`]: [`Context::poll_async_event`] takes one without blocking,
 //! [`Context::wait_async_event`] waits for one. A QP named by a fatal event reports
 //! [`QpState::Err`] from then on. See [`event`].
+// docs.rs (nightly, `--cfg docsrs`) marks each feature-gated item with its feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -228,6 +230,7 @@ pub mod mmio;
 pub mod null;
 pub mod prm;
 #[cfg(feature = "verbs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "verbs")))]
 pub mod rdma_cm;
 mod ring;
 pub mod rq;
@@ -236,6 +239,7 @@ pub mod sq;
 pub mod types;
 
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use channel::AsyncCompChannel;
 pub use channel::CompChannel;
 pub use clock::ClockInfo;

@@ -9,8 +9,10 @@
 
 use core::ffi::{c_int, c_void};
 
-use rdma_sys::{ibv_ah, ibv_cq_ex, ibv_dm, ibv_srq};
-use rdma_sys::{ibv_context, ibv_cq, ibv_cq_init_attr_ex, ibv_device, ibv_qp, ibv_qp_init_attr_ex};
+use crate::backend::ffi::{ibv_ah, ibv_cq_ex, ibv_dm, ibv_srq};
+use crate::backend::ffi::{
+    ibv_context, ibv_cq, ibv_cq_init_attr_ex, ibv_device, ibv_qp, ibv_qp_init_attr_ex,
+};
 
 /// `MLX5DV_CONTEXT_MASK_CQE_COMPRESION` (sic): ask for `cqe_comp_caps`.
 pub const MLX5DV_CONTEXT_MASK_CQE_COMPRESION: u64 = 1 << 0;

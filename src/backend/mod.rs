@@ -25,12 +25,18 @@ use core::time::Duration;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 #[cfg(feature = "verbs")]
+mod ffi;
+#[cfg(feature = "verbs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "verbs")))]
 pub mod mlx5dv;
 #[cfg(feature = "verbs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "verbs")))]
 pub mod rdmacm;
 #[cfg(feature = "sim")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sim")))]
 pub mod sim;
 #[cfg(feature = "verbs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "verbs")))]
 pub mod verbs;
 
 /// Waits up to `timeout` for `fd` to become readable (poll(2)); false on timeout or when a

@@ -14,7 +14,7 @@
 
 use core::ffi::c_int;
 
-use rdma_sys::{rdma_cm_id, rdma_conn_param, rdma_event_channel, rdma_ud_param};
+use crate::backend::ffi::{rdma_cm_id, rdma_conn_param, rdma_event_channel, rdma_ud_param};
 
 /// `RDMA_OPTION_ID`: options of the `rdma_cm_id` itself (`rdma_set_option`'s level).
 pub const RDMA_OPTION_ID: c_int = 0;

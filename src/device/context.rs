@@ -229,6 +229,7 @@ impl<B: Backend> Context<B> {
 }
 
 #[cfg(feature = "sim")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sim")))]
 impl Context<crate::backend::sim::Sim> {
     /// Opens a model NIC on a fabric of its own.
     pub fn open_sim() -> Self {
@@ -237,6 +238,7 @@ impl Context<crate::backend::sim::Sim> {
 }
 
 #[cfg(feature = "verbs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "verbs")))]
 impl Context<crate::backend::verbs::Verbs> {
     /// Opens a ConnectX device (`-d mlx5_0 -i port -x gid_index` in perftest's terms).
     pub fn open(options: &crate::backend::verbs::VerbsOptions) -> Result<Self, Error> {

@@ -5,7 +5,7 @@
 //!
 //! Pure functions over plain values, so CI checks them without a NIC.
 
-use rdma_sys::{ibv_ah_attr, ibv_mtu, ibv_qp_attr, ibv_qp_attr_mask as m, ibv_qp_state};
+use crate::backend::ffi::{ibv_ah_attr, ibv_mtu, ibv_qp_attr, ibv_qp_attr_mask as m, ibv_qp_state};
 
 use crate::error::Error;
 use crate::types::{AhAttr, Endpoint, Transition};

@@ -7,8 +7,8 @@ use core::sync::atomic::{AtomicU8, Ordering};
 use core::time::Duration;
 use std::sync::Arc;
 
-use rdma_sys::{ibv_access_flags, ibv_alloc_dm_attr};
-use rdma_sys::{
+use crate::backend::ffi::{ibv_access_flags, ibv_alloc_dm_attr};
+use crate::backend::ffi::{
     ibv_alloc_pd, ibv_create_ah, ibv_create_srq, ibv_qp_attr, ibv_qp_init_attr,
     ibv_qp_init_attr_ex, ibv_qp_init_attr_mask, ibv_qp_type, ibv_query_qp, ibv_reg_mr, ibv_sge,
     ibv_srq_init_attr,

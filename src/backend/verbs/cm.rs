@@ -37,7 +37,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rdma_sys::{
+use crate::backend::ffi::{
     ibv_get_device_name, ibv_qp_attr, ibv_qp_attr_mask as m, ibv_qp_state, rdma_accept,
     rdma_bind_addr, rdma_cm_id, rdma_conn_param, rdma_connect, rdma_create_event_channel,
     rdma_create_id, rdma_destroy_event_channel, rdma_destroy_id, rdma_disconnect, rdma_establish,

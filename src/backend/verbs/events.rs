@@ -21,7 +21,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rdma_sys::{
+use crate::backend::ffi::{
     ibv_ack_async_event, ibv_ack_cq_events, ibv_async_event, ibv_async_event_element_t,
     ibv_comp_channel, ibv_cq, ibv_create_comp_channel, ibv_destroy_comp_channel, ibv_event_type,
     ibv_get_async_event, ibv_get_cq_event,

@@ -26,7 +26,7 @@ use core::ffi::{c_int, c_uint};
 use core::mem::{offset_of, size_of};
 use core::ptr::{self, NonNull};
 
-use rdma_sys::{
+use crate::backend::ffi::{
     _compat_ibv_port_attr, ib_uverbs_advise_mr_advice, ibv_alloc_dm_attr, ibv_context,
     ibv_device_attr_ex, ibv_dm, ibv_mr, ibv_parent_domain_init_attr, ibv_pd, ibv_port_attr,
     ibv_query_device, ibv_query_port, ibv_sge, verbs_context,

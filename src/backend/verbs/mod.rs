@@ -30,7 +30,8 @@
 //!   are ignored, never panics.
 //!
 //! Missing pieces surface as follows: without rdma-core's development packages the crate does
-//! not build with `verbs` (rdma-sys's build script names the package); without the shared
+//! not build with `verbs` (rdma-sys's build script names the package; only its documentation
+//! does, under `--cfg mlx5_direct_docs`: `Cargo.toml`, `[package.metadata.docs.rs]`); without the shared
 //! libraries (`libibverbs.so.1`, `libmlx5.so.1`) the dynamic loader refuses to start the
 //! program; without a device, a kernel driver or a provider library, [`Context::open`](crate::Context::open)
 //! returns [`Error::NoDevice`] saying which; a non-mlx5 device is [`Error::NotMlx5`]; no
@@ -62,7 +63,7 @@ use core::ffi::c_int;
 use core::ptr::NonNull;
 use std::sync::Arc;
 
-use rdma_sys::{
+use crate::backend::ffi::{
     ibv_atomic_cap, ibv_close_device, ibv_context, ibv_device_attr, ibv_device_attr_ex,
     ibv_open_device,
 };

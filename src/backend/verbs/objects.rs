@@ -7,8 +7,8 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-use rdma_sys::ibv_dm;
-use rdma_sys::{
+use crate::backend::ffi::ibv_dm;
+use crate::backend::ffi::{
     ibv_ah, ibv_cq, ibv_cq_ex_to_cq, ibv_cq_init_attr_ex, ibv_create_cq_wc_flags, ibv_dealloc_pd,
     ibv_dereg_mr, ibv_destroy_ah, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq, ibv_modify_qp,
     ibv_mr, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_attr_mask, ibv_qp_create_send_ops_flags, ibv_srq,

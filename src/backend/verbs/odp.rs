@@ -12,10 +12,10 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use rdma_sys::ib_uverbs_advise_mr_advice::{
+use crate::backend::ffi::ib_uverbs_advise_mr_advice::{
     IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH, IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE,
 };
-use rdma_sys::{ibv_odp_caps, ibv_odp_general_caps, ibv_odp_transport_cap_bits as bit};
+use crate::backend::ffi::{ibv_odp_caps, ibv_odp_general_caps, ibv_odp_transport_cap_bits as bit};
 
 use crate::error::Error;
 use crate::types::{Access, Transport};

@@ -5,7 +5,7 @@
 use core::ffi::CStr;
 use core::ptr::NonNull;
 
-use rdma_sys::{
+use crate::backend::ffi::{
     ibv_context, ibv_device, ibv_free_device_list, ibv_get_device_list, ibv_get_device_name,
     ibv_gid, ibv_gid_entry, ibv_port_attr, ibv_port_state, ibv_query_gid, IBV_GID_TYPE_IB,
     IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2,

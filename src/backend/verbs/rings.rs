@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::thread::ThreadId;
 
-use rdma_sys::{
+use crate::backend::ffi::{
     ibv_context, ibv_parent_domain_init_attr, ibv_parent_domain_init_attr_mask as Mask, ibv_pd,
 };
 
