@@ -26,12 +26,17 @@ pub use handles::{SimChannel, SimCq, SimDm, SimMr, SimPd, SimQp, SimSrq, SimUar}
 /// trace types: `CqParams`, `QpTransition`, `HwError`, `Tlp`, ...): a user crate reaches
 /// everything in a public signature of this module without depending on `mlx5-hw`.
 pub use mlx5_hw as hw;
-/// What a test or a tool names most: the fabric and its NICs, their configuration,
-/// statistics, fault injection, PCIe counters and completion events.
+// What a test or a tool names most: the fabric and its NICs, their configuration (with the
+// type of every `NicConfig` field), statistics, fault injection, PCIe counters and completion
+// events. A plain comment, so that each item's page carries its own documentation.
 pub use mlx5_hw::{
     BugClass, ClockShift, Completions, ContextCache, DcRefusal, Dir, DriverBug, Event, Fabric,
     Fault, Nic, NicConfig, PcieConfig, PcieCounters, Stats, Tlp, TlpKind, TranslationCache,
     ZipConfig, ZipPolicy,
+};
+pub use mlx5_hw::{
+    CqePkey, DciStreamConfig, EthConfig, GidAddr, LinkLayer, McastConfig, PacingClock,
+    PacketPacing, RoceGid, XrcConfig,
 };
 
 /// A model NIC handle that prints as its first port's LID.
