@@ -31,7 +31,7 @@ use crate::rq::UD_GRH_BYTES;
 use crate::types::{AhAttr, GidType, GlobalRoute};
 
 /// The GRH area of a UD receive: the first [`UD_GRH_BYTES`] of its buffer.
-pub type GrhArea = [u8; UD_GRH_BYTES as usize];
+pub type GrhArea = [u8; UD_GRH_BYTES];
 
 /// IPv6 `Next Header` of a RoCE v2 packet (UDP), and of an IBA GRH (BTH).
 const NEXT_HDR_UDP: u8 = 17;

@@ -195,7 +195,20 @@ pub struct RecvQueue {
 
 /// The area at the start of every UD receive where the device writes the GRH (or, on RoCE,
 /// the IP header) of the datagram; the payload follows it (`ibv_post_recv(3)`).
-pub const UD_GRH_BYTES: u32 = 40;
+///
+/// A `usize`, as every size in this crate, so it sizes an array as it is:
+///
+/// ```
+/// use mlx5_direct::{GrhArea, UD_GRH_BYTES};
+///
+/// let area = [0u8; UD_GRH_BYTES];
+/// let grh: &GrhArea = &area;
+/// assert_eq!(grh.len(), 40);
+/// ```
+pub const UD_GRH_BYTES: usize = 40;
+
+/// [`UD_GRH_BYTES`] as a scatter entry's length.
+const GRH_AREA_LEN: u32 = UD_GRH_BYTES as u32;
 
 impl RecvQueue {
     /// # Safety
@@ -225,7 +238,7 @@ impl RecvQueue {
     /// Makes this the receive queue of a UD QP: every receive's first scatter entry must
     /// hold the [`UD_GRH_BYTES`] area.
     pub(crate) fn make_ud(&mut self) {
-        self.min_first = UD_GRH_BYTES;
+        self.min_first = GRH_AREA_LEN;
     }
 
     /// Posts one receive: `sges` scattered in order (at most [`RecvQueue::max_sge`]).
@@ -431,14 +444,14 @@ impl SharedRecvQueue {
     /// Makes this an SRQ that serves UD QPs: every receive's first scatter entry must hold
     /// the [`UD_GRH_BYTES`] area.
     pub(crate) fn make_ud(&mut self) {
-        self.min_first = UD_GRH_BYTES;
+        self.min_first = GRH_AREA_LEN;
     }
 
     /// True if the SRQ was made for UD QPs
     /// ([`ProtectionDomain::create_ud_srq`](crate::ProtectionDomain::create_ud_srq)): each
     /// receive's first scatter entry holds the [`UD_GRH_BYTES`] area.
     pub fn holds_grh_area(&self) -> bool {
-        self.min_first == UD_GRH_BYTES
+        self.min_first == GRH_AREA_LEN
     }
 
     /// Posts one receive. On an SRQ made for UD, a first scatter entry shorter than

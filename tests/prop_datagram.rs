@@ -22,7 +22,7 @@ use mlx5_direct::{
 use proptest::prelude::*;
 
 /// Receive areas of the UC/UD cases: the GRH area and one MTU each.
-const DG_RECV_CAP: usize = UD_GRH_BYTES as usize + 4096;
+const DG_RECV_CAP: usize = UD_GRH_BYTES + 4096;
 
 const DG_RQ: usize = 8;
 
@@ -32,7 +32,7 @@ const DG_MR_LEN: usize = DG_R + DG_RQ * DG_RECV_CAP;
 
 const DG_MAX_INLINE: usize = 188;
 
-const GRH: usize = UD_GRH_BYTES as usize;
+const GRH: usize = UD_GRH_BYTES;
 
 const QKEY: u32 = 0x1ee7_a330;
 

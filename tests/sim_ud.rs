@@ -477,7 +477,7 @@ fn hostile_posts_are_refused_before_anything_is_written() {
     );
     // Exactly one MTU is a datagram.
     let full = a.mr.sge(0, 4096);
-    let sge = b.mr.sge(0, UD_GRH_BYTES + 4096);
+    let sge = b.mr.sge(0, UD_GRH_BYTES as u32 + 4096);
     b.qp.rq().unwrap().post(2, &[sge]).unwrap();
     a.qp.sq()
         .post_ud(send(Data::Sges(&[full]), SendOp::Send), &dest)
@@ -522,12 +522,12 @@ fn an_srq_serving_ud_refuses_a_receive_without_room_for_the_grh_area() {
         let off = i as usize * 512;
         srq.post(
             10 + u64::from(i),
-            &[empty, b.mr.sge(off, UD_GRH_BYTES + 256)],
+            &[empty, b.mr.sge(off, UD_GRH_BYTES as u32 + 256)],
         )
         .unwrap();
     }
     assert_eq!(
-        srq.post(99, &[b.mr.sge(0, UD_GRH_BYTES)]),
+        srq.post(99, &[b.mr.sge(0, UD_GRH_BYTES as u32)]),
         Err(PostError::QueueFull { needed: 1, free: 0 })
     );
     let ah = ah_to(&a, &b);

@@ -485,7 +485,7 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
     let stride = if case.walk { case.size } else { 0 };
     // UD receives: the GRH area in front of the message.
     let grh = match case.transport {
-        Transport::Ud => UD_GRH_BYTES as usize,
+        Transport::Ud => UD_GRH_BYTES,
         _ => 0,
     };
     let len = (grh + case.size + stride * per_qp as usize).max(64);

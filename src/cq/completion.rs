@@ -359,7 +359,7 @@ impl Completion {
     /// Where a UD receive's payload is in its scatter list: after the GRH area, up to
     /// `byte_len` (which counts the area). Empty for a completion too short to be one.
     pub fn ud_payload(&self) -> core::ops::Range<usize> {
-        let grh = crate::rq::UD_GRH_BYTES as usize;
+        let grh = crate::rq::UD_GRH_BYTES;
         grh..(self.byte_len as usize).max(grh)
     }
 

@@ -45,7 +45,7 @@ pub fn send(data: Data<'_>, op: SendOp) -> SendWr<'_> {
 
 /// A receive of 40 + 256 bytes at `off` of b's region.
 pub fn post_recv(b: &mut Side, wr_id: u64, off: usize) {
-    let sge = b.mr.sge(off, UD_GRH_BYTES + 256);
+    let sge = b.mr.sge(off, UD_GRH_BYTES as u32 + 256);
     b.qp.rq().unwrap().post(wr_id, &[sge]).unwrap();
 }
 

@@ -283,7 +283,7 @@ pub const DEF_DC_KEY: u64 = 0xffee_ddcc;
 
 /// The bytes in front of every UD receive's payload: the GRH area (perftest's
 /// `UD_ADDITION`).
-pub const UD_GRH: usize = mlx5_direct::UD_GRH_BYTES as usize;
+pub const UD_GRH: usize = mlx5_direct::UD_GRH_BYTES;
 
 /// perftest's `-a` sizes.
 const ALL_SIZES: std::ops::RangeInclusive<u32> = 1..=23;

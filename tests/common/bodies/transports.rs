@@ -298,7 +298,7 @@ pub struct UdAnswer {
     pub sender_gid: [u8; 16],
     /// The request's receive completion and its GRH area.
     pub received: Completion,
-    pub grh: [u8; UD_GRH_BYTES as usize],
+    pub grh: [u8; UD_GRH_BYTES],
 }
 
 /// A UD server answers the sender of a datagram through an address handle made from the
@@ -341,7 +341,7 @@ pub fn ud_answers_the_sender_of_a_receive<R: Rig>(rig: &R, route: Option<u8>) ->
         data: Data::Inline(payload),
         flags: SendFlags::SIGNALED,
     };
-    let into_b = [b.mr.sge(0, UD_GRH_BYTES + 64)];
+    let into_b = [b.mr.sge(0, UD_GRH_BYTES as u32 + 64)];
     b.qp.rq().unwrap().post(1, &into_b).unwrap();
     a.qp.sq()
         .post_ud(datagram(2, b"ping"), &ah.dest(b.qp.qpn(), QKEY))
@@ -353,10 +353,10 @@ pub fn ud_answers_the_sender_of_a_receive<R: Rig>(rig: &R, route: Option<u8>) ->
         (received.wr_id, received.status, src_qp),
         (1, Status::Success, a.qp.qpn())
     );
-    let mut grh = [0u8; UD_GRH_BYTES as usize];
+    let mut grh = [0u8; UD_GRH_BYTES];
     b.mr.read(0, &mut grh);
     let answer = b.pd.create_ah_from_recv(1, &received, &grh).unwrap();
-    let into_a = [a.mr.sge(4096, UD_GRH_BYTES + 64)];
+    let into_a = [a.mr.sge(4096, UD_GRH_BYTES as u32 + 64)];
     a.qp.rq().unwrap().post(3, &into_a).unwrap();
     b.qp.sq()
         .post_ud(datagram(4, b"pong"), &answer.dest(src_qp, QKEY))
@@ -367,7 +367,7 @@ pub fn ud_answers_the_sender_of_a_receive<R: Rig>(rig: &R, route: Option<u8>) ->
         (r.wr_id, r.status, r.src_qp()),
         (3, Status::Success, b.qp.qpn())
     );
-    assert_eq!(read(&a, 4096 + UD_GRH_BYTES as usize, 4), b"pong");
+    assert_eq!(read(&a, 4096 + UD_GRH_BYTES, 4), b"pong");
     UdAnswer {
         request,
         answer: *answer.attr(),
