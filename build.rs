@@ -8,7 +8,6 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=tests/golden-shim/detect.rs");
     println!("cargo::rustc-check-cfg=cfg(rdma_headers)");
-    println!("cargo::rustc-check-cfg=cfg(mlx5_direct_docs)");
     if rdma_include_dir().is_some() {
         println!("cargo::rustc-cfg=rdma_headers");
     }
