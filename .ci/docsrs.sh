@@ -2,8 +2,8 @@
 # docs.rs's build of mlx5-direct (Cargo.toml, [package.metadata.docs.rs]: every feature,
 # `verbs` included) on a machine without rdma-core. CI has rdma-core's development packages
 # (the golden tests and the `verbs` builds need them), so this step hides them: in a private
-# mount namespace (`unshare -m`, as root) empty directories cover rdma-core's headers and
-# its pkg-config files, and pkg-config and libclang are pointed at nothing. Any build step
+# mount namespace (`unshare -m`, as root) empty mounts cover rdma-core's headers and its
+# pkg-config files, and pkg-config and libclang are pointed at nothing. Any build step
 # that read rdma-core (rdma-sys's build script: pkg-config, then bindgen over the headers)
 # fails there. Then:
 #   1. `cargo doc --all-features` with docs.rs's flags (`--cfg mlx5_direct_docs`), with

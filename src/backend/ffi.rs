@@ -1,7 +1,6 @@
 //! The libibverbs and librdmacm names the `verbs` backend uses, in one place: rdma-sys's
-//! bindings in every build, and in a documentation build without rdma-core
-//! (`--cfg mlx5_direct_docs`, which docs.rs's `[package.metadata.docs.rs]` sets) bare names
-//! in their place.
+//! bindings, or, in a documentation build without rdma-core (`--cfg mlx5_direct_docs`,
+//! which `[package.metadata.docs.rs]` sets for docs.rs), bare names in their place.
 //!
 //! rdma-sys runs bindgen over rdma-core's headers in its build script, so it cannot build on
 //! a machine without them; under `mlx5_direct_docs` Cargo leaves it out (a
