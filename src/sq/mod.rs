@@ -28,6 +28,7 @@ mod prepared;
 mod shared;
 #[cfg(test)]
 mod tests;
+mod typed;
 mod ud;
 mod wr;
 mod write;

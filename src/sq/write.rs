@@ -188,30 +188,11 @@ impl Limits {
         let fixed_ds = 1 + X::DS + shape.fixed_ds();
         let ds = match data {
             // A short inline SEND / WRITE (1..=`short_fit` bytes: one WQEBB, under every
-            // limit), recognised by one compare, in code of its own: no further size check,
-            // no argument segment, a known kind of data.
-            Data::Inline(bytes)
-                if bytes.len().wrapping_sub(1) < self.short_fit[shape.fit_index()] =>
-            {
-                // Its size in DS: the control segments before the data and the inline
-                // header, rounded up, by the same index (a load, an add and a shift;
-                // folded for a constant work request). The indices of operations with a
-                // local length are never short.
-                const LOG_DS: u32 = DS.trailing_zeros();
-                let base = const {
-                    let header = size_of::<InlineSeg>() + DS - 1;
-                    [(1 + X::DS) * DS + header, (2 + X::DS) * DS + header, 0, 0]
-                };
-                let ds = (bytes.len() + base[shape.fit_index()]) >> LOG_DS;
-                debug_assert_eq!(
-                    ds,
-                    1 + X::DS + shape.has_remote() as usize + inline_data_ds(bytes.len())
-                );
-                // SAFETY: forwarded.
+            // limit), recognised by one compare, in code of its own.
+            Data::Inline(bytes) if self.is_short(shape, bytes.len()) => {
+                // SAFETY: forwarded; the payload is short (just checked).
                 return unsafe {
-                    self.place::<true, false, X>(
-                        ring, staging, slots, tail, cur, wr, data, xport, shape, ds,
-                    )
+                    self.write_short(ring, staging, slots, tail, cur, wr, xport, shape, bytes)
                 };
             }
             Data::Inline(bytes) => {
@@ -246,6 +227,65 @@ impl Limits {
                     ring, staging, slots, tail, cur, wr, data, xport, shape, ds,
                 )
             }
+        }
+    }
+
+    /// Whether an inline payload of `len` bytes of an operation of `shape` takes the short
+    /// path ([`Limits::write_short`]): 1..=`short_fit` bytes, one WQEBB, under every limit.
+    #[inline(always)]
+    pub(super) fn is_short(&self, shape: Shape, len: usize) -> bool {
+        len.wrapping_sub(1) < self.short_fit[shape.fit_index()]
+    }
+
+    /// [`Limits::write`] of a short inline SEND / WRITE (`bytes` is `wr`'s inline payload
+    /// and [`Limits::is_short`]): no further size check, no argument segment, a known kind
+    /// of data. The typed posts call it alone, so that their short case has no code in
+    /// common with the long one.
+    ///
+    /// # Safety
+    /// As for [`Limits::write`], and `bytes` must be `wr`'s short inline payload.
+    #[allow(clippy::too_many_arguments, reason = "as Limits::write")]
+    #[inline(always)]
+    pub(super) unsafe fn write_short<'r, 's, X: Xport>(
+        &self,
+        ring: impl WqeRing<'r>,
+        staging: &mut Staging,
+        slots: impl Slots<'s>,
+        tail: &AtomicU32,
+        cur: &mut Cursor,
+        wr: &SendWr<'_>,
+        xport: X,
+        shape: Shape,
+        bytes: &[u8],
+    ) -> Result<Written<'r>, PostError> {
+        debug_assert!(self.is_short(shape, bytes.len()));
+        // Its size in DS: the control segments before the data and the inline header,
+        // rounded up, by the same index (a load, an add and a shift; folded for a constant
+        // work request). The indices of operations with a local length are never short.
+        const LOG_DS: u32 = DS.trailing_zeros();
+        let base = const {
+            let header = size_of::<InlineSeg>() + DS - 1;
+            [(1 + X::DS) * DS + header, (2 + X::DS) * DS + header, 0, 0]
+        };
+        let ds = (bytes.len() + base[shape.fit_index()]) >> LOG_DS;
+        debug_assert_eq!(
+            ds,
+            1 + X::DS + shape.has_remote() as usize + inline_data_ds(bytes.len())
+        );
+        // SAFETY: forwarded.
+        unsafe {
+            self.place::<true, false, X>(
+                ring,
+                staging,
+                slots,
+                tail,
+                cur,
+                wr,
+                Data::Inline(bytes),
+                xport,
+                shape,
+                ds,
+            )
         }
     }
 
@@ -294,6 +334,9 @@ impl Limits {
             bbs as usize * SEND_WQE_BB,
             staging,
         );
+        // Located before the stores into the ring, which would make the compiler reload
+        // the ring's fields (as `write_fast` does).
+        let first = ring.view().block(start);
         {
             let wqe = &mut wqe;
             // The control segment as two words built in registers: the compiler then folds
@@ -354,7 +397,7 @@ impl Limits {
             offset: start,
             bytes: ds * DS,
             bbs: bbs as usize,
-            first: ring.view().block(start),
+            first,
         })
     }
 

@@ -4,7 +4,7 @@ use super::*;
 
 /// A UD queue (MTU 1024) or a DCI's over `NullQueues`' memory: 16 WQEBBs, 256 inline
 /// bytes, BlueFlame (`Auto` on a 256-byte half).
-fn datagram_queues(dci: bool) -> NullQueues {
+pub(super) fn datagram_queues(dci: bool) -> NullQueues {
     let mut q = NullQueues::new(16, 8, 256).unwrap();
     // `make_ud` / `make_dci` read the limits of the description only (no pointer).
     let desc = SqDesc {
