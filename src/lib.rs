@@ -244,7 +244,7 @@ pub use channel::AsyncCompChannel;
 pub use channel::CompChannel;
 pub use clock::ClockInfo;
 pub use cm::{CmError, CmEvent, CmPrivateData};
-pub use cq::{Completion, CompletionQueue, Status, WcError, WcOpcode};
+pub use cq::{Completion, CompletionQueue, CompletionView, Status, WcError, WcOpcode};
 pub use cqz::{BadCompression, CqeCompression};
 pub use dci_pool::DciPool;
 pub use device::{

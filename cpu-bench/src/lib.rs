@@ -26,8 +26,8 @@ use std::time::Duration;
 use mlx5_direct::mmio::NullUar;
 use mlx5_direct::null::{CpuBench, CpuCase, NullQueues, CPU_BATCH, CPU_PAYLOAD, CPU_REMOTE};
 use mlx5_direct::{
-    Completion, CompletionQueue, Data, Error, PostError, PreparedWr, SendFlags, SendOp, SendQueue,
-    SendWr,
+    Completion, CompletionQueue, Data, Error, PostError, PreparedWr, Remote, SendFlags, SendOp,
+    SendQueue, SendWr,
 };
 
 /// How a post case's work request is given.
@@ -40,6 +40,10 @@ pub enum Wr {
     /// Prepared once ([`SendQueue::prepare`]), read at run time (through `black_box`) on
     /// every operation.
     Prepared,
+    /// The typed call of the operation (`write_inline`, `push_write_inline`) with every
+    /// operand read at run time (through `black_box`) on every operation; for a poll, the
+    /// lean poll (`poll_with`, the `wr_id` and the status read of each completion).
+    Typed,
 }
 
 /// One measured case: what the null device prepares and how the work request is given
@@ -55,21 +59,26 @@ pub struct Case {
 impl Case {
     /// Every case, in report order: each post case constant, run-time and prepared, then
     /// the polls.
-    pub const ALL: [Case; 15] = [
+    pub const ALL: [Case; 20] = [
         Case::new(CpuCase::WriteInlineBf, Wr::Const),
         Case::new(CpuCase::WriteInlineBf, Wr::Runtime),
         Case::new(CpuCase::WriteInlineBf, Wr::Prepared),
+        Case::new(CpuCase::WriteInlineBf, Wr::Typed),
         Case::new(CpuCase::WriteInlineDb, Wr::Const),
         Case::new(CpuCase::WriteInlineDb, Wr::Runtime),
         Case::new(CpuCase::WriteInlineDb, Wr::Prepared),
+        Case::new(CpuCase::WriteInlineDb, Wr::Typed),
         Case::new(CpuCase::WriteBatch32, Wr::Const),
         Case::new(CpuCase::WriteBatch32, Wr::Runtime),
         Case::new(CpuCase::WriteBatch32, Wr::Prepared),
+        Case::new(CpuCase::WriteBatch32, Wr::Typed),
         Case::new(CpuCase::WriteList32, Wr::Const),
         Case::new(CpuCase::WriteList32, Wr::Runtime),
         Case::new(CpuCase::WriteList32, Wr::Prepared),
         Case::new(CpuCase::PollOne, Wr::Const),
+        Case::new(CpuCase::PollOne, Wr::Typed),
         Case::new(CpuCase::PollEmpty, Wr::Const),
+        Case::new(CpuCase::PollEmpty, Wr::Typed),
         Case::new(CpuCase::PollZipped, Wr::Const),
     ];
 
@@ -78,12 +87,14 @@ impl Case {
     }
 
     /// A stable name: the null device's name of the operation, `_rt` added for a run-time
-    /// work request, `_prep` for a prepared one.
+    /// work request, `_prep` for a prepared one, `_typed` for the typed call (`_lean` for the lean poll).
     pub fn name(self) -> String {
         match self.wr {
             Wr::Const => self.op.name().to_string(),
             Wr::Runtime => format!("{}_rt", self.op.name()),
             Wr::Prepared => format!("{}_prep", self.op.name()),
+            Wr::Typed if !self.op.posts() => format!("{}_lean", self.op.name()),
+            Wr::Typed => format!("{}_typed", self.op.name()),
         }
     }
 
@@ -156,12 +167,16 @@ pub fn timed_chunk(
         (CpuCase::WriteInlineBf | CpuCase::WriteInlineDb, Wr::Prepared) => {
             post_chunk_prep(sq, &prepared[0], n)
         }
+        (CpuCase::WriteInlineBf | CpuCase::WriteInlineDb, Wr::Typed) => post_chunk_typed(sq, n),
+        (CpuCase::WriteBatch32, Wr::Typed) => batch_chunk_typed(sq, n),
         (CpuCase::WriteBatch32, Wr::Const) => batch_chunk(sq, n),
         (CpuCase::WriteBatch32, Wr::Runtime) => batch_chunk_rt(sq, n),
         (CpuCase::WriteBatch32, Wr::Prepared) => batch_chunk_prep(sq, &prepared[0], n),
-        (CpuCase::WriteList32, Wr::Const) => list_chunk(sq, n),
+        (CpuCase::WriteList32, Wr::Const | Wr::Typed) => list_chunk(sq, n),
         (CpuCase::WriteList32, Wr::Runtime) => list_chunk_rt(sq, n),
         (CpuCase::WriteList32, Wr::Prepared) => list_chunk_prep(sq, prepared, n),
+        (CpuCase::PollOne, Wr::Typed) => poll_lean_chunk::<1>(&mut q.cq, n),
+        (CpuCase::PollEmpty, Wr::Typed) => poll_lean_chunk::<0>(&mut q.cq, n),
         (CpuCase::PollOne | CpuCase::PollZipped, _) => poll_chunk::<1>(&mut q.cq, out, n),
         (CpuCase::PollEmpty, _) => poll_chunk::<0>(&mut q.cq, out, n),
     }
@@ -208,6 +223,29 @@ fn post_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
 fn post_chunk_rt(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
     for i in 0..n {
         if sq.post_wr(runtime_write()).is_err() {
+            return i;
+        }
+    }
+    n
+}
+
+/// The operands of the typed WRITE in memory.
+static OPERANDS: (Remote, &[u8], SendFlags) = (CPU_REMOTE, &CPU_PAYLOAD, SendFlags::SIGNALED);
+
+/// The operands of the typed WRITE, read at run time: the remote buffer, the payload and
+/// the flags loaded through a reference from `black_box` (the `wr_id` is the loop
+/// counter), as [`runtime_write`] gives the run-time work request.
+#[inline(always)]
+fn runtime_operands() -> (Remote, &'static [u8], SendFlags) {
+    *black_box(&OPERANDS)
+}
+
+/// `n` × `write_inline` with run-time operands.
+#[inline(never)]
+fn post_chunk_typed(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
+    for i in 0..n {
+        let (remote, data, flags) = runtime_operands();
+        if sq.write_inline(i, remote, data, flags).is_err() {
             return i;
         }
     }
@@ -267,6 +305,15 @@ fn batch_chunk(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
 #[inline(never)]
 fn batch_chunk_rt(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
     batches(sq, n, |sq| sq.push_wr(runtime_write()))
+}
+
+/// [`batches`] of `push_write_inline` with run-time operands.
+#[inline(never)]
+fn batch_chunk_typed(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
+    batches(sq, n, |sq| {
+        let (remote, data, flags) = runtime_operands();
+        sq.push_write_inline(0, remote, data, flags)
+    })
 }
 
 /// [`batches`] of `push_prepared` of the prepared WRITE `wr`, through `black_box` on every
@@ -330,5 +377,24 @@ fn poll_chunk<const EXPECT: usize>(
             return i;
         }
     }
+    n
+}
+
+/// `n` lean polls (`poll_with`, one completion at most), each expected to find `EXPECT`
+/// successful completions; the `wr_id`s are summed (and the sum kept through `black_box`),
+/// so that each is read.
+#[inline(never)]
+fn poll_lean_chunk<const EXPECT: usize>(cq: &mut CompletionQueue<NullUar>, n: u64) -> u64 {
+    let (mut sum, mut ok) = (0u64, true);
+    for i in 0..n {
+        let found = cq.poll_with(1, |c| {
+            sum = sum.wrapping_add(c.wr_id());
+            ok &= c.is_ok();
+        });
+        if found != EXPECT || !ok {
+            return i;
+        }
+    }
+    black_box(sum);
     n
 }

@@ -34,7 +34,8 @@ fn every_case_runs_its_operations() {
     }
 }
 
-/// The constant, the run-time and the prepared WRITE put the same bytes in the ring.
+/// The constant, the run-time, the prepared and the typed WRITE put the same bytes in the
+/// ring.
 #[test]
 fn constant_and_runtime_writes_build_the_same_wqe() {
     let wqe = |wr| {
@@ -49,6 +50,7 @@ fn constant_and_runtime_writes_build_the_same_wqe() {
     let constant = wqe(Wr::Const);
     assert_eq!(constant, wqe(Wr::Runtime));
     assert_eq!(constant, wqe(Wr::Prepared));
+    assert_eq!(constant, wqe(Wr::Typed));
     // WRITE (0x08), WQE index 2, QPN 0x1234, 3 DS, CQ update, remote 0x1000 / 0x100,
     // 8 inline bytes.
     assert_eq!(constant[..8], [0, 0, 2, 0x08, 0, 0x12, 0x34, 3]);

@@ -40,11 +40,15 @@ use crate::rq::{RqShared, SrqShared};
 use crate::sq::SqShared;
 
 mod completion;
+mod lean;
 mod parse;
 #[cfg(test)]
 mod tests;
 
 pub use completion::{Completion, Status, WcError, WcOpcode};
+pub use lean::CompletionView;
+
+use lean::Sink;
 
 /// Description of a CQ as `mlx5dv_init_obj` (or the model) hands it over.
 #[derive(Debug)]
@@ -319,10 +323,19 @@ impl<U: Uar> CompletionQueue<U> {
     /// a loop that polls until a completion arrives needs nothing backend-specific.
     #[inline(always)]
     pub fn poll(&mut self, out: &mut [Completion]) -> usize {
+        self.poll_into(out)
+    }
+
+    /// The poll loop of [`poll`](Self::poll) and [`poll_with`](Self::poll_with): up to
+    /// `sink.room()` completions into `sink`. (The sink moves into the out-of-line path by
+    /// value: a reference to it would make every poll store it.)
+    #[inline(always)]
+    fn poll_into(&mut self, mut sink: impl Sink) -> usize {
         let mut at = self.head;
         let mut op_own = self.buf.own_byte(at);
         let mut key = owner_key(op_own, self.owner);
-        if out.is_empty() || key >= OWNED_BELOW {
+        let room = sink.room();
+        if room == 0 || key >= OWNED_BELOW {
             self.uar.idle();
             return 0;
         }
@@ -336,12 +349,12 @@ impl<U: Uar> CompletionQueue<U> {
             // inlined here, everything else out of line. An enhanced CQ (`req_below` 0)
             // leaves here on its first entry.
             if key < self.req_below {
-                self.qps.parse_req(self.buf.entry_at(at), &mut out[n]);
+                sink.req(n, &mut self.qps, self.buf.entry_at(at));
             } else if self.enhanced {
-                return self.poll_enhanced(out).get();
+                return self.poll_enhanced(sink, room).get();
             } else {
                 let ci = self.ci.wrapping_add(n as u32);
-                out[n] = self.qps.parse_other(self.buf.entry_at(at), op_own, ci);
+                sink.put(n, self.qps.parse_other(self.buf.entry_at(at), op_own, ci));
             }
             n += 1;
             at = match self.buf.next_pos(at) {
@@ -352,7 +365,7 @@ impl<U: Uar> CompletionQueue<U> {
                     self.buf.start()
                 }
             };
-            if n == out.len() {
+            if n == room {
                 break;
             }
             op_own = self.buf.entry_at(at).op_own();
@@ -379,7 +392,7 @@ impl<U: Uar> CompletionQueue<U> {
     /// or the last: the device or the expansion rewrites every index each pass). Returns at
     /// least one: the first entry was found new.
     #[inline(never)]
-    fn poll_enhanced(&mut self, out: &mut [Completion]) -> NonZeroUsize {
+    fn poll_enhanced(&mut self, mut sink: impl Sink, room: usize) -> NonZeroUsize {
         let log_cnt = self.cqe_cnt.trailing_zeros();
         let mut at = self.head.wrapping_add(1);
         let mut n = 0;
@@ -387,13 +400,11 @@ impl<U: Uar> CompletionQueue<U> {
             let entry = self.buf.entry_at(at);
             udma_from_device_barrier();
             let ci = self.ci.wrapping_add(n as u32);
-            out[n] = self.qps.parse_other(entry, entry.op_own(), ci);
+            sink.put(n, self.qps.parse_other(entry, entry.op_own(), ci));
             n += 1;
             at = self.buf.next_pos(at).unwrap_or_else(|| self.buf.start());
             let expected = validity_count(ci.wrapping_add(1), log_cnt);
-            if n == out.len()
-                || owner_key(self.buf.entry_at(at).validity(), expected) >= OWNED_BELOW
-            {
+            if n == room || owner_key(self.buf.entry_at(at).validity(), expected) >= OWNED_BELOW {
                 break;
             }
         }

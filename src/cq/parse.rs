@@ -11,6 +11,54 @@ use crate::sq::Sge;
 use super::completion::{DATA_IN_CQE, HAS_IMM, HAS_INV, SOLICITED};
 use super::*;
 
+/// A successful requester CQE of the hot QP, its WQE retired ([`QpTable::retire_req`]):
+/// what its [`Completion`] is built of, each field read from the CQE when asked for.
+#[derive(Clone, Copy)]
+pub(super) struct HotReq<'e> {
+    pub(super) entry: CqeEntry<'e>,
+    /// The CQE's `sop_drop_qpn`: send opcode (31..24) and QPN.
+    pub(super) sop: u32,
+    pub(super) wr_id: u64,
+    /// The `byte_len` kept at post time (see `SqSlot::byte_len`).
+    pub(super) kept: u32,
+}
+
+impl HotReq<'_> {
+    #[inline(always)]
+    pub(super) fn qpn(&self) -> u32 {
+        self.sop & 0xff_ffff
+    }
+
+    #[inline(always)]
+    pub(super) fn opcode(&self) -> WcOpcode {
+        WcOpcode::from_send_opcode((self.sop >> 24) as u8)
+    }
+
+    /// `byte_cnt` means something for READ only (rdma-core's `handle_good_req`); every
+    /// other length (an atomic's operand size, else 0) was kept at post time.
+    #[inline(always)]
+    pub(super) fn byte_len(&self) -> u32 {
+        if self.sop >> 24 == Opcode::RdmaRead as u32 {
+            self.entry.read().byte_cnt.get()
+        } else {
+            self.kept
+        }
+    }
+
+    /// The whole completion.
+    #[inline(always)]
+    pub(super) fn completion(&self) -> Completion {
+        Completion {
+            wr_id: self.wr_id,
+            qpn: self.qpn(),
+            opcode: self.opcode(),
+            byte_len: self.byte_len(),
+            uidx_be: uidx_be(self.entry.read().srqn_uidx),
+            ..Completion::default()
+        }
+    }
+}
+
 impl QpTable {
     /// The entry of QP `qpn`, from the current list of attached QPs.
     #[inline(always)]
@@ -62,40 +110,37 @@ impl QpTable {
     /// value of the common case lives across a call.
     #[inline(always)]
     pub(super) fn parse_req(&mut self, entry: CqeEntry<'_>, out: &mut Completion) {
+        match self.retire_req(entry) {
+            Some(req) => *out = req.completion(),
+            None => *out = self.req_slow(entry),
+        }
+    }
+
+    /// The common case of a requester CQE: of the hot QP, naming an outstanding WQE, which
+    /// it retires; what a completion of it needs ([`HotReq`]). `None` for everything else
+    /// (nothing retired: [`QpTable::req_slow`] parses it).
+    #[inline(always)]
+    pub(super) fn retire_req<'e>(&mut self, entry: CqeEntry<'e>) -> Option<HotReq<'e>> {
         // Each field is read where it is used (a read of the entry per field; the compiler
         // loads the one field): loads hoisted above the checks would hold registers
         // across them and spill.
         let sop = entry.read().sop_drop_qpn.get();
-        let qpn = sop & 0xff_ffff;
-        if qpn != self.hot_qpn || self.hot_sq.is_gone() {
-            *out = self.req_slow(entry);
-            return;
+        if sop & 0xff_ffff != self.hot_qpn || self.hot_sq.is_gone() {
+            return None;
         }
         let counter = entry.read().wqe_counter.get();
-        let Some((wr_id, kept)) = self.hot_sq.complete_with_len(counter) else {
-            *out = self.req_slow(entry);
-            return;
-        };
-        // `byte_cnt` means something for READ only (rdma-core's `handle_good_req`); every
-        // other length (an atomic's operand size, else 0) was kept at post time.
-        let byte_len = if sop >> 24 == Opcode::RdmaRead as u32 {
-            entry.read().byte_cnt.get()
-        } else {
-            kept
-        };
-        *out = Completion {
+        let (wr_id, kept) = self.hot_sq.complete_with_len(counter)?;
+        Some(HotReq {
+            entry,
+            sop,
             wr_id,
-            qpn,
-            opcode: WcOpcode::from_send_opcode((sop >> 24) as u8),
-            byte_len,
-            uidx_be: uidx_be(entry.read().srqn_uidx),
-            ..Completion::default()
-        };
+            kept,
+        })
     }
 
     /// A requester CQE of another QP than the hot one, or naming no outstanding WQE.
     #[inline(never)]
-    fn req_slow(&mut self, entry: CqeEntry<'_>) -> Completion {
+    pub(super) fn req_slow(&mut self, entry: CqeEntry<'_>) -> Completion {
         let cqe = entry.read();
         let sop = cqe.sop_drop_qpn.get();
         let qpn = sop & 0xff_ffff;

@@ -169,3 +169,139 @@ fn send_opcode_table_names_every_posted_opcode_and_only_those() {
         assert_eq!(WcOpcode::from_send_opcode(op), expect, "opcode {op:#04x}");
     }
 }
+
+/// The lean poll hands over exactly the completions `poll` returns, in order, whatever
+/// the CQE (success, READ, error, a WQE it does not know, a QP it does not serve), and
+/// each view's fields are those of its completion.
+#[test]
+fn poll_with_sees_what_poll_returns() {
+    use crate::null::NullQueues;
+    use crate::prm::CqeOpcode;
+    use crate::sq::{Data, Remote, SendFlags, SendOp, Sge};
+
+    let remote = Remote {
+        addr: 0x8000,
+        rkey: 3,
+    };
+    let result = [Sge {
+        addr: 0x10,
+        len: 8,
+        lkey: 1,
+    }];
+    let ops = [
+        (SendOp::Write(remote), Data::Inline(&[1; 8][..])),
+        (SendOp::Read(remote), Data::Sges(&result[..])),
+        (SendOp::FetchAdd { remote, add: 1 }, Data::Sges(&result[..])),
+        (SendOp::Nop, Data::NONE),
+    ];
+    let (mut a, mut b) = (
+        NullQueues::new(64, 64, 64).unwrap(),
+        NullQueues::new(64, 64, 64).unwrap(),
+    );
+    let (mut polled_a, mut polled_b) = (Vec::new(), Vec::new());
+    for round in 0..30u16 {
+        for q in [&mut a, &mut b] {
+            let pi = q.sq.producer_count() as u16;
+            for (i, (op, data)) in ops.iter().enumerate() {
+                let wr_id = u64::from(round) * 10 + i as u64;
+                q.sq.post(wr_id, *op, *data, SendFlags::SIGNALED).unwrap();
+            }
+            for (i, opcode) in [
+                Opcode::RdmaWrite,
+                Opcode::RdmaRead,
+                Opcode::AtomicFa,
+                Opcode::Nop,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let at = pi + i as u16;
+                match (round, i) {
+                    // A retry-exceeded error CQE for the last WRITE (the QP is in error
+                    // after it: the last round).
+                    (29, 0) => q.complete(at, opcode, CqeOpcode::ReqErr, 0x15),
+                    // A CQE naming a WQE that is not outstanding.
+                    (r, 2) if r % 5 == 4 => q.complete(at + 40, opcode, CqeOpcode::Req, 0),
+                    _ => q.complete(at, opcode, CqeOpcode::Req, 0),
+                }
+            }
+            // A CQE of a QP this CQ does not serve.
+            if round % 7 == 6 {
+                let mut cqe = [0u8; 64];
+                cqe[56..60].copy_from_slice(&0x0800_0777u32.to_be_bytes());
+                cqe[63] = ((q.produced() / 64) & 1) as u8;
+                q.write_raw_cqe(&cqe);
+            }
+        }
+        // Polled one at a time, then in twos (the loop's two exits).
+        let max = 1 + usize::from(round % 2);
+        loop {
+            let mut out = [Completion::default(); 2];
+            let n = a.cq.poll(&mut out[..max]);
+            polled_a.extend_from_slice(&out[..n]);
+            let mut seen = 0;
+            let m = b.cq.poll_with(max, |c| {
+                let full = c.completion();
+                assert_eq!(
+                    (
+                        c.wr_id(),
+                        c.status(),
+                        c.is_ok(),
+                        c.qpn(),
+                        c.opcode(),
+                        c.byte_len()
+                    ),
+                    (
+                        full.wr_id,
+                        full.status,
+                        full.status.is_ok(),
+                        full.qpn,
+                        full.opcode,
+                        full.byte_len
+                    )
+                );
+                assert_eq!(format!("{c:?}"), format!("{full:?}"));
+                polled_b.push(full);
+                seen += 1;
+            });
+            assert_eq!((n, m), (m, seen));
+            assert_eq!(a.cq.consumer_index(), b.cq.consumer_index());
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    assert_eq!(polled_a, polled_b);
+    assert!(polled_a.len() > 120, "{}", polled_a.len());
+    // Every kind was seen: errors, unknown WQEs and QPs, READ and atomic lengths.
+    let count = |f: &dyn Fn(&Completion) -> bool| polled_a.iter().filter(|c| f(c)).count();
+    assert_eq!(count(&|c| matches!(c.status, Status::Error(_))), 1);
+    assert_eq!(count(&|c| matches!(c.status, Status::UnknownWqe(_))), 6);
+    assert_eq!(count(&|c| c.status == Status::UnknownQp), 4);
+    assert_eq!(count(&|c| c.status.is_ok() && c.byte_len == 8), 24);
+}
+
+/// An error CQE reaches the lean poll's closure as an error, with its syndrome, and
+/// retires its WQE.
+#[test]
+fn poll_with_reports_an_error_cqe() {
+    use crate::null::NullQueues;
+    use crate::prm::CqeOpcode;
+    use crate::sq::{Data, SendFlags, SendOp};
+
+    let mut q = NullQueues::new(8, 8, 16).unwrap();
+    q.sq.post(41, SendOp::Nop, Data::NONE, SendFlags::SIGNALED)
+        .unwrap();
+    q.complete(0, Opcode::Nop, CqeOpcode::ReqErr, 0x05);
+    let mut seen = Vec::new();
+    assert_eq!(
+        q.cq.poll_with(4, |c| seen.push((c.wr_id(), c.status(), c.is_ok()))),
+        1
+    );
+    let [(wr_id, Status::Error(e), false)] = seen[..] else {
+        panic!("{seen:?}");
+    };
+    assert_eq!((wr_id, e.syndrome, e.wqe_counter), (41, 0x05, 0));
+    assert_eq!(q.sq.outstanding_wqebbs(), 0);
+    assert_eq!(q.cq.poll_with(4, |_| unreachable!()), 0);
+}
