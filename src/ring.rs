@@ -452,7 +452,7 @@ impl WqeBuf<'_> {
 /// # Safety
 /// `src` valid for `len` bytes of reads, `dst` for `len` bytes of writes, not overlapping.
 #[inline(always)]
-unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
+pub(crate) unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
     /// Copies the `T`-sized ranges at `0` and at `len - size_of::<T>()`.
     ///
     /// # Safety

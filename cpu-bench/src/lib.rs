@@ -44,6 +44,10 @@ pub enum Wr {
     /// operand read at run time (through `black_box`) on every operation; for a poll, the
     /// lean poll (`poll_with`, the `wr_id` and the status read of each completion).
     Typed,
+    /// Prepared once, then patched before every post (a new remote address and payload,
+    /// read at run time through `black_box`, and the `wr_id`): `set_remote`,
+    /// `set_payload`, `post_prepared`.
+    Patched,
 }
 
 /// One measured case: what the null device prepares and how the work request is given
@@ -59,11 +63,12 @@ pub struct Case {
 impl Case {
     /// Every case, in report order: each post case constant, run-time and prepared, then
     /// the polls.
-    pub const ALL: [Case; 20] = [
+    pub const ALL: [Case; 21] = [
         Case::new(CpuCase::WriteInlineBf, Wr::Const),
         Case::new(CpuCase::WriteInlineBf, Wr::Runtime),
         Case::new(CpuCase::WriteInlineBf, Wr::Prepared),
         Case::new(CpuCase::WriteInlineBf, Wr::Typed),
+        Case::new(CpuCase::WriteInlineBf, Wr::Patched),
         Case::new(CpuCase::WriteInlineDb, Wr::Const),
         Case::new(CpuCase::WriteInlineDb, Wr::Runtime),
         Case::new(CpuCase::WriteInlineDb, Wr::Prepared),
@@ -87,7 +92,8 @@ impl Case {
     }
 
     /// A stable name: the null device's name of the operation, `_rt` added for a run-time
-    /// work request, `_prep` for a prepared one, `_typed` for the typed call (`_lean` for the lean poll).
+    /// work request, `_prep` for a prepared one, `_typed` for the typed call (`_lean` for the lean poll), `_patched` for a patched
+    /// prepared one.
     pub fn name(self) -> String {
         match self.wr {
             Wr::Const => self.op.name().to_string(),
@@ -95,6 +101,7 @@ impl Case {
             Wr::Prepared => format!("{}_prep", self.op.name()),
             Wr::Typed if !self.op.posts() => format!("{}_lean", self.op.name()),
             Wr::Typed => format!("{}_typed", self.op.name()),
+            Wr::Patched => format!("{}_patched", self.op.name()),
         }
     }
 
@@ -168,6 +175,7 @@ pub fn timed_chunk(
             post_chunk_prep(sq, &prepared[0], n)
         }
         (CpuCase::WriteInlineBf | CpuCase::WriteInlineDb, Wr::Typed) => post_chunk_typed(sq, n),
+        (_, Wr::Patched) => post_chunk_patched(sq, prepared[0], n),
         (CpuCase::WriteBatch32, Wr::Typed) => batch_chunk_typed(sq, n),
         (CpuCase::WriteBatch32, Wr::Const) => batch_chunk(sq, n),
         (CpuCase::WriteBatch32, Wr::Runtime) => batch_chunk_rt(sq, n),
@@ -246,6 +254,25 @@ fn post_chunk_typed(sq: &mut SendQueue<NullUar>, n: u64) -> u64 {
     for i in 0..n {
         let (remote, data, flags) = runtime_operands();
         if sq.write_inline(i, remote, data, flags).is_err() {
+            return i;
+        }
+    }
+    n
+}
+
+/// `n` × `post_prepared` of the prepared WRITE `wr` (a copy of it, patched in place)
+/// with its remote address, payload and `wr_id` set before each post (the operands read
+/// through `black_box`, as the typed call's).
+#[inline(never)]
+fn post_chunk_patched(sq: &mut SendQueue<NullUar>, mut wr: PreparedWr<'static>, n: u64) -> u64 {
+    for i in 0..n {
+        let (remote, data, _) = runtime_operands();
+        wr.set_wr_id(i);
+        if wr.set_remote(remote).is_err() {
+            return i;
+        }
+        wr.set_payload(data);
+        if sq.post_prepared(&wr).is_err() {
             return i;
         }
     }

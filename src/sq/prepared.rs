@@ -22,12 +22,16 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crate::error::PostError;
 use crate::mmio::Uar;
-use crate::prm::{CtrlSeg, SEND_WQE_BB};
-use crate::ring::{Ring, Staging, WqeRing, MAX_WQE_BYTES};
+use crate::prm::{CtrlSeg, InlineSeg, DS, SEND_WQE_BB};
+use crate::ring::{copy_small, Ring, Staging, WqeRing, MAX_WQE_BYTES};
 
 use super::shared::{Slots, SqShared, SqSlot};
+use super::wr::{Data, Remote};
 use super::write::{Cursor, Limits, Ready, Written};
 use super::{ring_alone, SendQueue, SendWr};
+
+/// Bytes of the control segment, where the segments after it start in a kept WQE.
+const CTRL: usize = size_of::<CtrlSeg>();
 
 /// The identity of the next send queue created (never reused, so a prepared work request
 /// can only ever match the queue that prepared it).
@@ -61,6 +65,9 @@ pub struct PreparedWr<'a> {
     bytes: usize,
     /// The completion's `byte_len` the post records (see `SqSlot::byte_len`).
     kept_len: u32,
+    /// The largest inline payload that keeps the WQE one WQEBB on the preparing queue
+    /// ([`PreparedWr::set_payload`]; 0 for operations without inline data).
+    short_max: usize,
 }
 
 impl<'a> PreparedWr<'a> {
@@ -69,10 +76,81 @@ impl<'a> PreparedWr<'a> {
         &self.wr
     }
 
-    /// Sets the `wr_id` the following posts of it report (every other field is encoded:
-    /// prepare another work request to change them).
+    /// Sets the `wr_id` the following posts of it report. The remote address
+    /// ([`PreparedWr::set_remote`]), the immediate ([`PreparedWr::set_imm`]) and an
+    /// inline payload ([`PreparedWr::set_payload`]) are patched in the kept WQE too; prepare
+    /// another work request to change anything else.
+    #[inline(always)]
     pub fn set_wr_id(&mut self, wr_id: u64) {
         self.wr.wr_id = wr_id;
+    }
+
+    /// Sets the remote address and key of a RDMA or atomic operation, patched into the
+    /// kept WQE (its remote-address segment). An atomic's target must stay aligned to its
+    /// operand size: refused with [`PostError::MisalignedAtomic`] otherwise, nothing
+    /// changed.
+    ///
+    /// # Panics
+    /// If the operation has no remote address (SEND, NOP).
+    #[inline(always)]
+    pub fn set_remote(&mut self, remote: Remote) -> Result<(), PostError> {
+        let shape = self.wr.op.shape();
+        assert!(shape.has_remote(), "{:?} has no remote address", self.wr.op);
+        shape.check_alignment(remote.addr)?;
+        // SAFETY: the operation has a remote address (just asserted).
+        unsafe { self.wr.op.set_remote(remote) };
+        // The remote-address segment follows the control segment (RC and UC).
+        self.image[CTRL..CTRL + 8].copy_from_slice(&remote.addr.to_be_bytes());
+        self.image[CTRL + 8..CTRL + 12].copy_from_slice(&remote.rkey.to_be_bytes());
+        Ok(())
+    }
+
+    /// Sets the immediate of a SEND or WRITE with immediate (the key of a SEND_INV),
+    /// patched into the kept WQE's control segment.
+    ///
+    /// # Panics
+    /// If the operation has no immediate.
+    #[inline(always)]
+    pub fn set_imm(&mut self, imm: u32) {
+        assert!(self.wr.op.set_imm(imm), "{:?} has no immediate", self.wr.op);
+        self.image[12..16].copy_from_slice(&imm.to_be_bytes());
+    }
+
+    /// Sets the inline payload of a SEND or WRITE (of any kind) prepared with inline
+    /// data. A payload of 1 byte up to what keeps the WQE one WQEBB is patched into the
+    /// kept WQE (its size, the inline header and the bytes); any other (none, or longer)
+    /// makes the following posts take the general path, with every check of a post (an
+    /// inline payload over the queue's limit is refused there).
+    ///
+    /// # Panics
+    /// If the work request's data is not inline.
+    #[inline(always)]
+    pub fn set_payload(&mut self, data: &'a [u8]) {
+        assert!(
+            matches!(self.wr.data, Data::Inline(_)),
+            "a work request prepared with a gather list"
+        );
+        self.wr.data = Data::Inline(data);
+        let at = CTRL + self.wr.op.shape().has_remote() as usize * DS;
+        let len = data.len();
+        // Control segments, the 4-byte header and the bytes, in whole units.
+        let ds = (at + size_of::<InlineSeg>() + len).div_ceil(DS);
+        if len.wrapping_sub(1) >= self.short_max {
+            // No payload (no inline segment either) or a long one: the general path.
+            self.bytes = if len == 0 { at } else { ds * DS };
+            self.fast_queue = 0;
+            return;
+        }
+        self.bytes = ds * DS;
+        self.fast_queue = self.queue;
+        // The DS count is the low byte of the control segment's `qpn_ds` (bytes 4..8).
+        self.image[7] = ds as u8;
+        let header = InlineSeg::new(len as u32).byte_count.to_bytes();
+        self.image[at..at + 4].copy_from_slice(&header);
+        assert!(at + 4 + len <= SEND_WQE_BB);
+        // SAFETY: `len` bytes of `data` into the image at `at + 4`, inside it (asserted,
+        // and known from `short_max`: the WQE is one WQEBB).
+        unsafe { copy_small(data.as_ptr(), self.image.as_mut_ptr().add(at + 4), len) };
     }
 
     /// The WQE's size in bytes.
@@ -154,6 +232,10 @@ impl<U: Uar> SendQueue<U> {
             image,
             bytes: written.bytes,
             kept_len: slots[0].byte_len.load(Ordering::Relaxed),
+            short_max: match wr.data {
+                Data::Inline(_) => k.short_fit[wr.op.shape().fit_index()],
+                Data::Sges(_) => 0,
+            },
         })
     }
 

@@ -1,6 +1,7 @@
 //! Work requests: the operations, their data and flags, and what each one writes after the
 //! control segment.
 
+use crate::error::PostError;
 use crate::prm::{
     self, AtomicSeg, Be32, Be64, FmCeSe, MaskedCs32, MaskedCs64, MaskedFa32, MaskedFa64, Opcode,
 };
@@ -324,12 +325,28 @@ impl Shape {
     #[inline(always)]
     pub(super) fn imm(&self, op: &SendOp) -> Be32 {
         debug_assert_eq!(self.code, op.shape().code);
-        Be32::new(if self.code & IMM != 0 {
+        Be32::new(if self.has_imm() {
             // SAFETY: `op` is the operation of this shape, which says it has an immediate.
             unsafe { op.imm() }
         } else {
             0
         })
+    }
+
+    /// Whether the control segment carries an immediate (or a key to invalidate).
+    #[inline(always)]
+    pub(super) fn has_imm(&self) -> bool {
+        self.code & IMM != 0
+    }
+
+    /// Refuses a remote address `addr` an atomic of this shape cannot target (not aligned
+    /// to its operand size); any address passes for the other operations.
+    #[inline(always)]
+    pub(super) fn check_alignment(&self, addr: u64) -> Result<(), PostError> {
+        match self.local_len().filter(|l| *l != 0) {
+            Some(len) if addr % len as u64 != 0 => Err(PostError::MisalignedAtomic { addr }),
+            _ => Ok(()),
+        }
     }
 
     /// Index of [`Limits::short_fit`](super::write::Limits): the remote-address bit and
@@ -364,6 +381,22 @@ impl Shape {
     pub(super) fn kept_len(&self) -> u32 {
         self.code >> 16 & 0xf
     }
+}
+
+/// The pattern of every operation with a remote address, binding it to `$r` (the first
+/// field of each).
+macro_rules! remote_op {
+    ($r:ident) => {
+        SendOp::Write($r)
+            | SendOp::WriteImm($r, _)
+            | SendOp::Read($r)
+            | SendOp::CompareSwap { remote: $r, .. }
+            | SendOp::FetchAdd { remote: $r, .. }
+            | SendOp::MaskedCompareSwap32 { remote: $r, .. }
+            | SendOp::MaskedCompareSwap64 { remote: $r, .. }
+            | SendOp::MaskedFetchAdd32 { remote: $r, .. }
+            | SendOp::MaskedFetchAdd64 { remote: $r, .. }
+    };
 }
 
 impl SendOp {
@@ -406,20 +439,38 @@ impl SendOp {
     #[inline(always)]
     unsafe fn remote(&self) -> Remote {
         match *self {
-            SendOp::Write(remote)
-            | SendOp::WriteImm(remote, _)
-            | SendOp::Read(remote)
-            | SendOp::CompareSwap { remote, .. }
-            | SendOp::FetchAdd { remote, .. }
-            | SendOp::MaskedCompareSwap32 { remote, .. }
-            | SendOp::MaskedCompareSwap64 { remote, .. }
-            | SendOp::MaskedFetchAdd32 { remote, .. }
-            | SendOp::MaskedFetchAdd64 { remote, .. } => remote,
+            remote_op!(remote) => remote,
             // SAFETY: excluded by the caller.
             SendOp::Send | SendOp::SendImm(_) | SendOp::SendInv(_) | SendOp::Nop => unsafe {
                 core::hint::unreachable_unchecked()
             },
         }
+    }
+
+    /// Sets the remote address of a RDMA or atomic operation (at one offset in all of them,
+    /// as for [`SendOp::remote`]: one store).
+    ///
+    /// # Safety
+    /// `self` must be an RDMA or atomic operation (its [`Shape::has_remote`]).
+    #[inline(always)]
+    pub(super) unsafe fn set_remote(&mut self, to: Remote) {
+        match self {
+            remote_op!(remote) => *remote = to,
+            // SAFETY: excluded by the caller.
+            SendOp::Send | SendOp::SendImm(_) | SendOp::SendInv(_) | SendOp::Nop => unsafe {
+                core::hint::unreachable_unchecked()
+            },
+        }
+    }
+
+    /// Sets the immediate of SEND or WRITE with immediate (or the key of a SEND_INV); false
+    /// (nothing changed) for the others.
+    pub(super) fn set_imm(&mut self, to: u32) -> bool {
+        match self {
+            SendOp::SendImm(imm) | SendOp::SendInv(imm) | SendOp::WriteImm(_, imm) => *imm = to,
+            _ => return false,
+        }
+        true
     }
 
     /// The immediate, or the key a SEND_INV invalidates.

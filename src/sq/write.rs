@@ -491,10 +491,7 @@ impl Limits {
                     return Err(PostError::MessageTooLarge { len: total });
                 }
                 if let Some(len) = shape.local_len().filter(|l| *l != 0) {
-                    let remote = remote.map_or(0, |r| r.addr);
-                    if remote % len as u64 != 0 {
-                        return Err(PostError::MisalignedAtomic { addr: remote });
-                    }
+                    shape.check_alignment(remote.map_or(0, |r| r.addr))?;
                     if sges.len() != 1 || sges[0].len != len {
                         return Err(PostError::AtomicResultBuffer { len });
                     }

@@ -2,6 +2,37 @@
 
 use super::*;
 
+/// `a` and `b` show the same WQE `wr` at producer count `pi` (BlueFlame register at `reg`
+/// when rung): what the device reads, the WQE's `ds` units less the padding after an
+/// inline payload (left as the ring slot held it by a post, zero in a prepared WQE), in
+/// the ring and, in the register (whole 64-byte blocks), of the first; and the doorbell
+/// record.
+fn same_wqe(a: &NullQueues, b: &NullQueues, wr: &SendWr<'_>, pi: u32, reg: usize) {
+    let bytes = wr_bytes(&b.sq, pi);
+    let meaningful = match wr.data {
+        Data::Inline(p) if !p.is_empty() => {
+            bytes - crate::prm::InlineSeg::ds(p.len()) * DS + 4 + p.len()
+        }
+        _ => bytes,
+    };
+    let (ring_a, ring_b) = (a.sq.wqe_bytes(pi, bytes), b.sq.wqe_bytes(pi, bytes));
+    assert_eq!(ring_a[..meaningful], ring_b[..meaningful], "{wr:?} at {pi}");
+    assert_eq!(a.sq.doorbell_record(), b.sq.doorbell_record());
+    let register = |q: &NullQueues| -> Vec<u8> {
+        (0..8)
+            .flat_map(|k| q.sq.uar().read64(reg + k * 8))
+            .collect()
+    };
+    let (reg_a, reg_b) = (register(a), register(b));
+    let shown = meaningful.min(64);
+    assert_eq!(reg_a[..shown], reg_b[..shown], "{wr:?} at {pi}");
+    assert_eq!(
+        reg_b[..shown],
+        ring_b[..shown],
+        "{wr:?} at {pi}: BlueFlame copy"
+    );
+}
+
 /// The work requests of the prepared-post tests: every shape of one WQEBB (inline WRITE
 /// and SEND, a gather list, READ, an atomic, WRITE with immediate, NOP, flags) and one of
 /// three WQEBBs (posted through the general path).
@@ -114,32 +145,7 @@ fn a_prepared_post_writes_what_post_wr_writes() {
             a.sq.post_wr(&SendWr { wr_id, ..*wr }).unwrap();
             prepared[i].set_wr_id(wr_id);
             b.sq.post_prepared(&prepared[i]).unwrap();
-            let bytes = wr_bytes(&b.sq, pi);
-            // What the device reads: the WQE's `ds` units, less the padding after an
-            // inline payload (left as the ring slot held it by a post, zero in a prepared
-            // WQE); in the register (whole 64-byte blocks) the same bytes of the first.
-            let meaningful = match wr.data {
-                Data::Inline(p) if !p.is_empty() => {
-                    bytes - crate::prm::InlineSeg::ds(p.len()) * DS + 4 + p.len()
-                }
-                _ => bytes,
-            };
-            let (ring_a, ring_b) = (a.sq.wqe_bytes(pi, bytes), b.sq.wqe_bytes(pi, bytes));
-            assert_eq!(ring_a[..meaningful], ring_b[..meaningful], "{i} at {pi}");
-            assert_eq!(a.sq.doorbell_record(), b.sq.doorbell_record());
-            let register = |q: &NullQueues| -> Vec<u8> {
-                (0..8)
-                    .flat_map(|k| q.sq.uar().read64(reg + k * 8))
-                    .collect()
-            };
-            let (reg_a, reg_b) = (register(&a), register(&b));
-            let shown = meaningful.min(64);
-            assert_eq!(reg_a[..shown], reg_b[..shown], "{i} at {pi}");
-            assert_eq!(
-                reg_b[..shown],
-                ring_b[..shown],
-                "{i} at {pi}: BlueFlame copy"
-            );
+            same_wqe(&a, &b, wr, pi, reg);
             for (q, out) in [(&mut a, &mut out_a), (&mut b, &mut out_b)] {
                 q.complete(pi as u16, *opcode, CqeOpcode::Req, 0);
                 assert_eq!(q.cq.poll(out), 1);
@@ -222,4 +228,102 @@ fn prepared_posts_keep_every_check() {
         Err((0, PostError::NotReadyToSend))
     );
     assert_eq!(q.sq.producer_count(), 4);
+}
+
+/// A prepared work request whose remote address, immediate, payload and `wr_id` are
+/// patched before each post writes what `post_wr` writes for the work request with those
+/// fields: the bytes the device reads, in the ring and in the register, and the doorbell
+/// record; it refuses what `post_wr` refuses (a payload over the inline limit, posted
+/// through the general path), and a misaligned atomic target is refused by the patch.
+#[test]
+fn a_patched_prepared_wr_posts_what_post_wr_posts() {
+    let payload: Vec<u8> = (0..=200u8).map(|b| b ^ 0x5c).collect();
+    let result = [Sge {
+        addr: 0x7000,
+        len: 8,
+        lkey: 2,
+    }];
+    let remote = |i: u64| Remote {
+        addr: 0x10_0000 + i * 8,
+        rkey: 0x40 + i as u32,
+    };
+    let bases = [
+        SendWr {
+            wr_id: 0,
+            op: SendOp::Write(remote(0)),
+            data: Data::Inline(&payload[..8]),
+            flags: SendFlags::SIGNALED,
+        },
+        SendWr {
+            wr_id: 0,
+            op: SendOp::WriteImm(remote(0), 1),
+            data: Data::Inline(&payload[..8]),
+            flags: SendFlags::SIGNALED | SendFlags::SOLICITED,
+        },
+        SendWr {
+            wr_id: 0,
+            op: SendOp::SendImm(1),
+            data: Data::Inline(&payload[..8]),
+            flags: SendFlags::UNSIGNALED,
+        },
+        SendWr {
+            wr_id: 0,
+            op: SendOp::FetchAdd {
+                remote: remote(0),
+                add: 5,
+            },
+            data: Data::Sges(&result),
+            flags: SendFlags::SIGNALED,
+        },
+    ];
+    let lengths = [8, 1, 28, 29, 44, 45, 0, 100, 128, 129, 16];
+    let (mut a, mut b) = (
+        NullQueues::new(16, 64, 128).unwrap(),
+        NullQueues::new(16, 64, 128).unwrap(),
+    );
+    let mut out = [crate::cq::Completion::default()];
+    let mut refused = 0;
+    for base in bases {
+        let mut prepared = b.sq.prepare(&base).unwrap();
+        for (i, len) in lengths.into_iter().enumerate() {
+            let mut expected = base;
+            expected.wr_id = 1000 + i as u64;
+            prepared.set_wr_id(expected.wr_id);
+            if base.op.shape().has_remote() {
+                // SAFETY: the operation has a remote address.
+                unsafe { expected.op.set_remote(remote(i as u64 + 1)) };
+                prepared.set_remote(remote(i as u64 + 1)).unwrap();
+            }
+            if expected.op.set_imm(0x0101_0101 * i as u32) {
+                prepared.set_imm(0x0101_0101 * i as u32);
+            }
+            if let Data::Inline(_) = base.data {
+                expected.data = Data::Inline(&payload[..len]);
+                prepared.set_payload(&payload[..len]);
+            }
+            assert_eq!(*prepared.wr(), expected);
+            let pi = a.sq.producer_count();
+            let reg = a.sq.register_offset();
+            let posted = a.sq.post_wr(&expected);
+            assert_eq!(posted, b.sq.post_prepared(&prepared), "{expected:?}");
+            if posted.is_err() {
+                refused += 1;
+                continue;
+            }
+            assert_eq!(prepared.wqe_bytes(), wr_bytes(&a.sq, pi));
+            same_wqe(&a, &b, &expected, pi, reg);
+            for q in [&mut a, &mut b] {
+                q.complete(pi as u16, Opcode::Nop, CqeOpcode::Req, 0);
+                assert_eq!(q.cq.poll(&mut out), 1);
+            }
+        }
+    }
+    // 129 bytes, over the inline limit, for each of the three inline work requests.
+    assert_eq!(refused, 3);
+    let mut atomic = b.sq.prepare(&bases[3]).unwrap();
+    assert_eq!(
+        atomic.set_remote(Remote { addr: 4, rkey: 1 }),
+        Err(PostError::MisalignedAtomic { addr: 4 })
+    );
+    assert_eq!(*atomic.wr(), bases[3]);
 }
