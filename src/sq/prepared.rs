@@ -26,8 +26,8 @@ use crate::prm::{CtrlSeg, InlineSeg, DS, SEND_WQE_BB};
 use crate::ring::{copy_small, Ring, Staging, WqeRing, MAX_WQE_BYTES};
 
 use super::shared::{Slots, SqShared, SqSlot};
-use super::wr::{Data, Remote};
-use super::write::{Cursor, Limits, Ready, Written};
+use super::wr::{Data, Remote, Shape};
+use super::write::{inline_data_ds, Cursor, Limits, Ready, Written};
 use super::{ring_alone, SendQueue, SendWr};
 
 /// Bytes of the control segment, where the segments after it start in a kept WQE.
@@ -68,6 +68,10 @@ pub struct PreparedWr<'a> {
     /// The largest inline payload that keeps the WQE one WQEBB on the preparing queue
     /// ([`PreparedWr::set_payload`]; 0 for operations without inline data).
     short_max: usize,
+    /// The operation's shape, decoded once for the patches.
+    shape: Shape,
+    /// Its [`Shape::align_mask`].
+    align_mask: u64,
 }
 
 impl<'a> PreparedWr<'a> {
@@ -94,9 +98,9 @@ impl<'a> PreparedWr<'a> {
     /// If the operation has no remote address (SEND, NOP).
     #[inline(always)]
     pub fn set_remote(&mut self, remote: Remote) -> Result<(), PostError> {
-        let shape = self.wr.op.shape();
+        let shape = self.shape;
         assert!(shape.has_remote(), "{:?} has no remote address", self.wr.op);
-        shape.check_alignment(remote.addr)?;
+        Shape::check_alignment(self.align_mask, remote.addr)?;
         // SAFETY: the operation has a remote address (just asserted).
         unsafe { self.wr.op.set_remote(remote) };
         // The remote-address segment follows the control segment (RC and UC).
@@ -131,16 +135,17 @@ impl<'a> PreparedWr<'a> {
             "a work request prepared with a gather list"
         );
         self.wr.data = Data::Inline(data);
-        let at = CTRL + self.wr.op.shape().has_remote() as usize * DS;
+        let at = CTRL + self.shape.has_remote() as usize * DS;
         let len = data.len();
-        // Control segments, the 4-byte header and the bytes, in whole units.
-        let ds = (at + size_of::<InlineSeg>() + len).div_ceil(DS);
+        // Control segments, the 4-byte header and the bytes, in whole units (none of the
+        // last two for no payload).
         if len.wrapping_sub(1) >= self.short_max {
-            // No payload (no inline segment either) or a long one: the general path.
-            self.bytes = if len == 0 { at } else { ds * DS };
+            // No payload or a long one: the general path.
+            self.bytes = at + inline_data_ds(len) * DS;
             self.fast_queue = 0;
             return;
         }
+        let ds = at / DS + inline_data_ds(len);
         self.bytes = ds * DS;
         self.fast_queue = self.queue;
         // The DS count is the low byte of the control segment's `qpn_ds` (bytes 4..8).
@@ -232,6 +237,8 @@ impl<U: Uar> SendQueue<U> {
             image,
             bytes: written.bytes,
             kept_len: slots[0].byte_len.load(Ordering::Relaxed),
+            shape: wr.op.shape(),
+            align_mask: wr.op.shape().align_mask(),
             short_max: match wr.data {
                 Data::Inline(_) => k.short_fit[wr.op.shape().fit_index()],
                 Data::Sges(_) => 0,

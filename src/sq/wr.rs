@@ -257,7 +257,7 @@ impl core::fmt::Debug for SendFlags {
 /// the remote address (read from the [`SendOp`] where they are written): one constant per
 /// operation, so that decoding a run-time [`SendOp`] is one table load
 /// ([`SendOp::shape`]).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub(super) struct Shape {
     /// Opcode (bits 0..8) and opmod (24..32) where the control segment's first dword
     /// has them, the units of atomic arguments (8..10), a remote address (bit 10), a
@@ -339,14 +339,20 @@ impl Shape {
         self.code & IMM != 0
     }
 
-    /// Refuses a remote address `addr` an atomic of this shape cannot target (not aligned
-    /// to its operand size); any address passes for the other operations.
+    /// The bits of a remote address that must be 0: an atomic's target is aligned to its
+    /// operand size; 0 (any address) for the other operations.
     #[inline(always)]
-    pub(super) fn check_alignment(&self, addr: u64) -> Result<(), PostError> {
-        match self.local_len().filter(|l| *l != 0) {
-            Some(len) if addr % len as u64 != 0 => Err(PostError::MisalignedAtomic { addr }),
-            _ => Ok(()),
+    pub(super) fn align_mask(&self) -> u64 {
+        (self.kept_len() as u64).saturating_sub(1)
+    }
+
+    /// Refuses a remote address `addr` outside [`Shape::align_mask`] (`mask`).
+    #[inline(always)]
+    pub(super) fn check_alignment(mask: u64, addr: u64) -> Result<(), PostError> {
+        if addr & mask != 0 {
+            return Err(PostError::MisalignedAtomic { addr });
         }
+        Ok(())
     }
 
     /// Index of [`Limits::short_fit`](super::write::Limits): the remote-address bit and

@@ -491,7 +491,7 @@ impl Limits {
                     return Err(PostError::MessageTooLarge { len: total });
                 }
                 if let Some(len) = shape.local_len().filter(|l| *l != 0) {
-                    shape.check_alignment(remote.map_or(0, |r| r.addr))?;
+                    Shape::check_alignment(shape.align_mask(), remote.map_or(0, |r| r.addr))?;
                     if sges.len() != 1 || sges[0].len != len {
                         return Err(PostError::AtomicResultBuffer { len });
                     }
@@ -573,7 +573,7 @@ impl Xport for () {
 /// queue's inline limit here (checked before), so the sum cannot overflow: an add and a
 /// shift, where `InlineSeg::ds`'s `div_ceil` of any length takes five instructions.
 #[inline(always)]
-fn inline_data_ds(len: usize) -> usize {
+pub(super) fn inline_data_ds(len: usize) -> usize {
     if len == 0 {
         0
     } else {
