@@ -41,8 +41,23 @@
 //! let mut bytes = [0u8; 5];
 //! target.read(0, &mut bytes);
 //! assert_eq!(&bytes, b"hello");
+//!
+//! // The same WRITE through its typed call (exactly its operands: nothing to decode at run
+//! // time, the bytes `post` writes), and its completion through the lean poll (a view of
+//! // each CQE; read only what you need, errors included).
+//! qp_a.sq().write_inline(2, target.remote(8), b"again", SendFlags::SIGNALED)?;
+//! let mut ok = false;
+//! assert_eq!(cq_a.poll_with(1, |c| ok = c.wr_id() == 2 && c.is_ok()), 1);
+//! assert!(ok);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Every common operation has such a typed call on [`SendQueue`] (`write_inline`, `write`,
+//! `write_imm[_inline]`, `send[_inline]`, `send_imm[_inline]`, `read`, `compare_swap`,
+//! `fetch_add`; `send_ud` / `send_dc` and their immediate forms for datagrams), each with a
+//! `push_` form for a list rung once by [`SendQueue::ring_doorbell`]; [`SendQueue::post_wr`]
+//! takes any [`SendWr`]. A [`PreparedWr`] keeps a whole WQE and patches its remote address,
+//! immediate, payload and `wr_id` per post.
 //!
 //! ## Layers
 //!

@@ -4,7 +4,9 @@
 //! The cases and their timed loops are the `cpu-bench` package's (`mlx5_cpu_bench::Case`,
 //! the same loops as its criterion bench and `benches/callgrind.sh`, compiled in a crate of
 //! their own as an application's); only the operations themselves are timed. Each case runs
-//! `RUNS` times; the median per-operation time is reported. Instruction counts come from
+//! `RUNS` times, the runs of all cases alternating (one run of each case, then the next
+//! round), so that a slow spell of the machine spreads over every case instead of landing
+//! on one; the median per-operation time is reported. Instruction counts come from
 //! `benches/callgrind.sh` (see `docs/benchmarks.md`).
 
 use mlx5_cpu_bench::{Bench, Case};
@@ -29,10 +31,7 @@ struct Row {
 
 /// Runs `cpu`.
 pub fn run(args: &CpuArgs) -> Result<(), crate::Error> {
-    let rows = Case::ALL
-        .into_iter()
-        .map(measure)
-        .collect::<Result<Vec<_>, _>>()?;
+    let rows = measure(&Case::ALL)?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
@@ -49,18 +48,33 @@ pub fn run(args: &CpuArgs) -> Result<(), crate::Error> {
     Ok(())
 }
 
-fn measure(case: Case) -> Result<Row, crate::Error> {
-    let mut bench = Bench::new(case)?;
-    bench.run(OPS); // warm up caches and branch predictors
-    let mut ns: Vec<f64> = (0..RUNS)
-        .map(|_| bench.run(OPS).as_nanos() as f64 / OPS as f64)
-        .collect();
-    ns.sort_by(f64::total_cmp);
-    Ok(Row {
-        case: case.name(),
-        ns_per_op: ns[RUNS / 2],
-        min_ns_per_op: ns[0],
-        runs: RUNS,
-        ops_per_run: OPS,
-    })
+/// The rows of `cases`, their runs alternating (see the module's documentation).
+fn measure(cases: &[Case]) -> Result<Vec<Row>, crate::Error> {
+    let mut benches = cases
+        .iter()
+        .map(|case| Bench::new(*case))
+        .collect::<Result<Vec<_>, _>>()?;
+    for bench in &mut benches {
+        bench.run(OPS); // warm up caches and branch predictors
+    }
+    let mut ns = vec![Vec::with_capacity(RUNS); cases.len()];
+    for _ in 0..RUNS {
+        for (bench, ns) in benches.iter_mut().zip(&mut ns) {
+            ns.push(bench.run(OPS).as_nanos() as f64 / OPS as f64);
+        }
+    }
+    Ok(cases
+        .iter()
+        .zip(ns)
+        .map(|(case, mut ns)| {
+            ns.sort_by(f64::total_cmp);
+            Row {
+                case: case.name(),
+                ns_per_op: ns[RUNS / 2],
+                min_ns_per_op: ns[0],
+                runs: RUNS,
+                ops_per_run: OPS,
+            }
+        })
+        .collect())
 }
