@@ -131,6 +131,21 @@ macro_rules! ring_alone {
 }
 pub(super) use ring_alone;
 
+/// After the WQE `$written` of the queue `$sq`: rings it alone (`$ring`, see `ring_alone!`)
+/// or leaves it pushed for the next doorbell.
+macro_rules! finish {
+    ($sq:expr, $ring:expr, $written:expr) => {{
+        let written = $written;
+        if $ring {
+            $crate::sq::ring_alone!($sq, written);
+        } else {
+            $sq.last_offset = written.offset;
+            $sq.pushed += 1;
+        }
+    }};
+}
+pub(super) use finish;
+
 impl<U: Uar> SendQueue<U> {
     /// A send queue over the described memory.
     ///
@@ -359,8 +374,22 @@ impl<U: Uar> SendQueue<U> {
     /// field where needed instead of copied whole).
     #[inline(always)]
     pub fn push_wr(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
-        self.last_offset = write_wqe!(self, wr)?.offset;
-        self.pushed += 1;
+        self.write_wr::<false>(wr)
+    }
+
+    /// [`SendQueue::post_wr`] (`RING`) or [`SendQueue::push_wr`]: a short inline SEND /
+    /// WRITE on a QP not in error in code of its own (the typed calls' path: a constant
+    /// size of one WQEBB for the doorbell); the rest, and every refusal, through the
+    /// general write.
+    #[inline(always)]
+    fn write_wr<const RING: bool>(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
+        if let Data::Inline(data) = wr.data {
+            let shape = wr.op.shape();
+            if self.k.is_short(shape, data.len()) && !self.errored.load(Ordering::Relaxed) {
+                return self.short_wr::<RING>(wr, shape, data);
+            }
+        }
+        finish!(self, RING, write_wqe!(self, wr)?);
         Ok(())
     }
 
@@ -512,8 +541,7 @@ impl<U: Uar> SendQueue<U> {
     /// field where needed instead of copied whole).
     #[inline(always)]
     pub fn post_wr(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
-        ring_alone!(self, write_wqe!(self, wr)?);
-        Ok(())
+        self.write_wr::<true>(wr)
     }
 
     /// The value of the send doorbell record as last written.

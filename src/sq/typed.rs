@@ -19,8 +19,8 @@ use crate::mmio::Uar;
 
 use super::dc::DcDest;
 use super::ud::UdDest;
-use super::wr::{Data, Remote, SendFlags, SendOp, SendWr, Sge};
-use super::{ring_alone, SendQueue};
+use super::wr::{Data, Remote, SendFlags, SendOp, SendWr, Sge, Shape};
+use super::{finish, SendQueue};
 
 /// A typed call and its `push_` form. `inline`: an inline SEND or WRITE (`data: &[u8]`),
 /// short payloads on the short path; `wr`: any other work request, through the generic
@@ -205,9 +205,24 @@ impl<U: Uar> SendQueue<U> {
         }
         // Built after the branch: the out-of-line call's work request in memory would
         // otherwise be stored on every post.
-        let wr = inline(wr_id, op(), data, flags);
+        self.short_wr::<RING>(&inline(wr_id, op(), data, flags), shape, data)
+    }
+
+    /// Posts (`RING`) or pushes `wr`, an inline SEND or WRITE of shape `shape` whose payload
+    /// `data` is short ([`Limits::is_short`]), on a QP not in error: [`Limits::write_short`]
+    /// alone (one WQEBB, so the doorbell's chunk count is a constant).
+    ///
+    /// [`Limits::is_short`]: super::write::Limits::is_short
+    /// [`Limits::write_short`]: super::write::Limits::write_short
+    #[inline(always)]
+    pub(super) fn short_wr<const RING: bool>(
+        &mut self,
+        wr: &SendWr<'_>,
+        shape: Shape,
+        data: &[u8],
+    ) -> Result<(), PostError> {
         // SAFETY: the queue's own ring and slots (one per WQEBB, checked in `new`); the
-        // payload is short (just checked).
+        // payload is short (the caller's condition).
         let written = unsafe {
             self.k.write_short(
                 &self.ring,
@@ -215,18 +230,13 @@ impl<U: Uar> SendQueue<U> {
                 &*self.shared,
                 &self.shared.tail,
                 &mut self.c,
-                &wr,
+                wr,
                 (),
                 shape,
                 data,
             )?
         };
-        if RING {
-            ring_alone!(self, written);
-        } else {
-            self.last_offset = written.offset;
-            self.pushed += 1;
-        }
+        finish!(self, RING, written);
         Ok(())
     }
 
