@@ -246,6 +246,8 @@ pub enum Error {
     },
     /// Device memory (MEMIC) was refused; the [`DmRefusal`] says why.
     DeviceMemory(DmRefusal),
+    /// A multicast attach or detach was refused; the [`McastRefusal`] says why.
+    Multicast(McastRefusal),
     /// The device or library refused: the operation and the reason (errno text or the
     /// model's error).
     Device {
@@ -299,6 +301,7 @@ impl fmt::Display for Error {
                 write!(f, "{variable} is set: {reason}; unset it")
             }
             Error::DeviceMemory(why) => write!(f, "device memory: {why}"),
+            Error::Multicast(why) => write!(f, "multicast: {why}"),
             Error::Device { operation, reason } => write!(f, "{operation} failed: {reason}"),
             Error::RdmaCm(e) => write!(f, "rdma_cm: {e}"),
         }
@@ -367,6 +370,52 @@ impl fmt::Display for DmRefusal {
             DmRefusal::OutOfRange { offset, len, size } => write!(
                 f,
                 "{len} bytes at {offset} are outside the {size} bytes there are"
+            ),
+        }
+    }
+}
+
+/// Why [`Qp::attach_mcast`](crate::Qp::attach_mcast) or
+/// [`Qp::detach_mcast`](crate::Qp::detach_mcast) was refused. The first three are the
+/// kernel's EINVAL of `ib_attach_mcast`, checked by the driver before the device is asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum McastRefusal {
+    /// Only UD QPs join multicast groups.
+    NotUd {
+        /// The QP's transport.
+        transport: crate::types::Transport,
+    },
+    /// The MGID is not a multicast address (`ff00::/8`, or IPv4-mapped in 224.0.0.0/4).
+    NotMulticastGid,
+    /// On an InfiniBand port, the MLID is not a multicast LID (0xC000..=0xFFFE).
+    NotMulticastLid {
+        /// The MLID given.
+        mlid: u16,
+    },
+    /// The QP is attached to the group already: a second attach would be a no-op on the
+    /// device (uverbs keeps one entry), and the first detach would end both.
+    AlreadyAttached,
+    /// The QP is not attached to the group (uverbs: EINVAL).
+    NotAttached,
+    /// The device's multicast table is full: as many groups as `max_mcast_grp`, or as
+    /// many QPs in the group as `max_mcast_qp_attach`.
+    TableFull,
+}
+
+impl fmt::Display for McastRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            McastRefusal::NotUd { transport } => {
+                write!(f, "only UD QPs join multicast groups, not {transport:?}")
+            }
+            McastRefusal::NotMulticastGid => f.write_str("the MGID is not a multicast address"),
+            McastRefusal::NotMulticastLid { mlid } => {
+                write!(f, "MLID {mlid:#x} is not a multicast LID (0xc000..=0xfffe)")
+            }
+            McastRefusal::AlreadyAttached => f.write_str("the QP is attached to the group already"),
+            McastRefusal::NotAttached => f.write_str("the QP is not attached to the group"),
+            McastRefusal::TableFull => f.write_str(
+                "the device's multicast table is full (max_mcast_grp or max_mcast_qp_attach)",
             ),
         }
     }

@@ -240,6 +240,7 @@ pub mod dm;
 pub mod error;
 pub mod event;
 mod grh;
+mod mcast;
 mod mem;
 pub mod mmio;
 pub mod null;
@@ -266,9 +267,10 @@ pub use device::{
     AddressHandle, Context, Cq, Dct, MemoryRegion, ProtectionDomain, Qp, QpReceiver, QpSender, Srq,
 };
 pub use dm::{DeviceMemory, DmRegion, DmSlots, DM_LINE};
-pub use error::{DmRefusal, Error, PostError};
+pub use error::{DmRefusal, Error, McastRefusal, PostError};
 pub use event::AsyncEvent;
 pub use grh::GrhArea;
+pub use mcast::{McastGroup, MCAST_QPN};
 pub use mem::{run_on_node, MemOptions, Pages, HUGE_PAGE};
 pub use rq::{RecvQueue, SharedRecvQueue, UD_GRH_BYTES};
 pub use sq::{

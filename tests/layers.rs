@@ -28,6 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "event.rs",
             "clock.rs",
             "sizing.rs",
+            "mcast.rs",
         ],
     ),
     ("device-visible memory", &["mmio.rs", "ring.rs", "mem.rs"]),

@@ -322,22 +322,6 @@ fn ud_over_roce_v1_carries_an_iba_grh_and_no_udp_port() {
     assert_eq!(&got[40..], &[0x3c; 20]);
 }
 
-/// RFC 1071 checksum of an IPv4 header, computed here apart from the model: the
-/// complement of the ones' complement sum of its 16-bit words, the checksum field 0.
-fn rfc1071(header: &[u8; 20]) -> u16 {
-    let mut h = *header;
-    h[10] = 0;
-    h[11] = 0;
-    let mut sum: u64 = 0;
-    for i in (0..20).step_by(2) {
-        sum += u64::from(h[i]) << 8 | u64::from(h[i + 1]);
-    }
-    while sum > 0xffff {
-        sum = (sum >> 16) + (sum & 0xffff);
-    }
-    !(sum as u16)
-}
-
 /// UD over RoCE v2 with IPv4-mapped GIDs: the AV as `mlx5_create_ah` builds it (the UDP
 /// source port, the MAC of the NIC that has the IPv4 address), and the receive's 40-byte
 /// area holds the 20-byte IPv4 header in its last 20 bytes (the kernel's
@@ -368,15 +352,9 @@ fn ud_over_roce_v2_ipv4_puts_the_ipv4_header_in_the_last_20_bytes() {
     // GRH in the buffer, a UDP header, L3 header type 2 (MLX5_CQE_ROCE_L3_HEADER_TYPE_IPV4).
     assert_eq!(c.ud_flags(), 0x1a);
     assert_eq!(&got[..20], &[0xee; 20]);
-    // RFC 791: version 4, IHL 5, TOS = traffic class 0xb8, total length = IPv4 20 + UDP 8
-    // + BTH 12 + DETH 8 + 20 + ICRC 4 = 72, identification 0, DF, TTL = hop limit 9,
-    // protocol 17, the checksum, 10.0.0.1 -> 192.168.7.20.
-    let mut want = [0u8; 20];
-    want[..10].copy_from_slice(&[0x45, 0xb8, 0, 72, 0, 0, 0x40, 0, 9, 17]);
-    want[12..16].copy_from_slice(&[10, 0, 0, 1]);
-    want[16..20].copy_from_slice(&[192, 168, 7, 20]);
-    let sum = rfc1071(&want);
-    want[10..12].copy_from_slice(&sum.to_be_bytes());
+    // RFC 791: TOS = traffic class 0xb8, total length = IPv4 20 + UDP 8 + BTH 12 + DETH 8
+    // + 20 + ICRC 4 = 72, TTL = hop limit 9, 10.0.0.1 -> 192.168.7.20.
+    let want = ipv4_header(0xb8, 72, 9, [10, 0, 0, 1], [192, 168, 7, 20]);
     assert_eq!(&got[20..40], &want);
     assert_eq!(&got[40..], &[0x3c; 20]);
 }

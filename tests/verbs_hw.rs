@@ -111,6 +111,33 @@ fn ud_answers_the_sender_of_a_receive() {
     bodies::ud_answers_the_sender_of_a_receive(&hw(), Some(0));
 }
 
+/// The group of the multicast tests: on RoCE the IPv4 group 239.1.2.3 (its mapped GID,
+/// sent from GID index `MLX5_DIRECT_GID_INDEX`, which must then be an IPv4 RoCE v2 GID); on
+/// InfiniBand MGID ff15::1234 and MLID 0xc001, with the sender's port GID 0. The datagrams
+/// stay in the device (every QP is on it): no subnet-manager join is made.
+fn mcast_group(hw: &Hw) -> (mlx5_direct::McastGroup, u8) {
+    use mlx5_direct::McastGroup;
+    if hw.0.port(1).expect("port 1").roce {
+        let group = McastGroup::ipv4(std::net::Ipv4Addr::new(239, 1, 2, 3));
+        (group, env("MLX5_DIRECT_GID_INDEX").unwrap_or(0))
+    } else {
+        let mut mgid = [0u8; 16];
+        (mgid[0], mgid[1], mgid[14], mgid[15]) = (0xff, 0x15, 0x12, 0x34);
+        (McastGroup { mgid, mlid: 0xc001 }, 0)
+    }
+}
+
+/// UD multicast through `ibv_attach_mcast` / `ibv_detach_mcast`: the datagram reaches the
+/// two attached QPs through the device's multicast loopback, and the refusals.
+#[test]
+#[ignore = "needs an mlx5 NIC (the emulator has no ATTACH_MCAST: max_mcast_grp 0); set MLX5_DIRECT_DEVICE"]
+fn ud_multicast_reaches_attached_qps() {
+    let hw = hw();
+    let (group, sgid_index) = mcast_group(&hw);
+    bodies::ud_multicast_reaches_attached_qps(&hw, group, sgid_index);
+    bodies::mcast_attach_refuses_bad_input(&hw, group);
+}
+
 #[test]
 #[ignore = "needs a device: an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
 fn dc_operations_reach_a_dct() {

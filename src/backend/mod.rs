@@ -12,6 +12,7 @@ use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
 use crate::error::Error;
 use crate::event::AsyncEvent;
+use crate::mcast::McastGroup;
 use crate::mem::MemOptions;
 use crate::mmio::{DmWindow, Uar};
 use crate::prm::Av;
@@ -225,6 +226,21 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
             operation: "query DCT",
             reason: "this backend has no DC support".into(),
         })
+    }
+    /// Attaches the UD QP `qp` to `group` (`ibv_attach_mcast`): it then receives the
+    /// datagrams sent to the group. The caller has checked what the kernel checks (a UD
+    /// QP, a multicast MGID, on InfiniBand a multicast MLID) and that the QP is not
+    /// attached to it yet. A full group table is
+    /// [`McastRefusal::TableFull`](crate::McastRefusal::TableFull); a backend without
+    /// multicast refuses.
+    fn attach_mcast(&self, qp: &Self::Qp, group: &McastGroup) -> Result<(), Error> {
+        let _ = (qp, group);
+        Err(Error::Unsupported("multicast on this backend"))
+    }
+    /// Detaches `qp` from `group`, to which the caller attached it (`ibv_detach_mcast`).
+    fn detach_mcast(&self, qp: &Self::Qp, group: &McastGroup) -> Result<(), Error> {
+        let _ = (qp, group);
+        Err(Error::Unsupported("multicast on this backend"))
     }
     /// Moves a QP to another state.
     fn modify_qp(&self, qp: &Self::Qp, transition: &Transition) -> Result<(), Error>;

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::backend::{AhHandle, Backend};
+use crate::mcast::MCAST_QPN;
 use crate::prm::Av;
 use crate::sq::{DcDest, UdDest};
 use crate::types::AhAttr;
@@ -47,6 +48,15 @@ impl<B: Backend> AddressHandle<B> {
             compact: self.compact,
             stream: 0,
         }
+    }
+
+    /// The destination of a UD send to the multicast group this handle addresses (its DLID
+    /// the group's MLID, its global route's DGID the MGID) with Q_Key `qkey`: the
+    /// multicast QPN [`MCAST_QPN`]. Every QP attached to the group
+    /// ([`Qp::attach_mcast`](crate::Qp::attach_mcast)) with that Q_Key receives a copy;
+    /// the send completes as any UD send, when the datagram has left.
+    pub fn mcast_dest(&self, qkey: u32) -> UdDest<'_> {
+        self.dest(MCAST_QPN, qkey)
     }
 
     /// The destination of a UD send to QP `remote_qpn` with Q_Key `qkey` through this

@@ -8,14 +8,15 @@
 //! One file per object: `context` ([`Context`], the asynchronous events and the error flags
 //! they raise), `pd` ([`ProtectionDomain`], registration and the objects created in a PD),
 //! `mr` ([`MemoryRegion`]), `cq` ([`Cq`]), `srq` ([`Srq`]), `ah` ([`AddressHandle`]), `qp`
-//! ([`Qp`], its states, transitions and PSNs), `qp_halves` ([`QpSender`], [`QpReceiver`])
-//! and `dct` ([`Dct`]). Device memory is [`crate::dm`], completion channels
-//! [`crate::channel`].
+//! ([`Qp`], its states, transitions and PSNs), `mcast` (a UD QP's multicast groups),
+//! `qp_halves` ([`QpSender`], [`QpReceiver`]) and `dct` ([`Dct`]). Device memory is
+//! [`crate::dm`], completion channels [`crate::channel`].
 
 mod ah;
 mod context;
 mod cq;
 mod dct;
+mod mcast;
 mod mr;
 mod pd;
 mod qp;

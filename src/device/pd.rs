@@ -331,6 +331,7 @@ impl<B: Backend> ProtectionDomain<B> {
                     peer: None,
                     resume: None,
                 }),
+                mcast: Mutex::new(Vec::new()),
                 send_cq: send_cq.inner.clone(),
                 recv_cq: recv_cq.inner.clone(),
                 _srq: srq.map(|s| s.inner.clone()),

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::backend::Backend;
 use crate::error::Error;
+use crate::mcast::McastGroup;
 use crate::rq::RecvQueue;
 use crate::sq::SendQueue;
 use crate::types::{Access, ConnectOptions, DeviceCaps, Endpoint, QpState, Transition, Transport};
@@ -39,6 +40,8 @@ pub(super) struct QpCore<B: Backend> {
     pub(super) sq_error: Option<Arc<AtomicBool>>,
     /// The packet sequence numbers of the QP's connections (slow path only).
     pub(super) seq: Mutex<Sequence>,
+    /// The multicast groups the QP is attached to (UD), detached before it is destroyed.
+    pub(super) mcast: Mutex<Vec<McastGroup>>,
     pub(super) send_cq: Arc<CqInner<B>>,
     pub(super) recv_cq: Arc<CqInner<B>>,
     pub(super) _srq: Option<Arc<SrqInner<B>>>,
@@ -91,6 +94,8 @@ pub(super) fn random_psn() -> u32 {
 
 impl<B: Backend> Drop for QpCore<B> {
     fn drop(&mut self) {
+        // The kernel refuses to destroy a QP still attached (`uverbs_free_qp`: EBUSY).
+        self.detach_all();
         self.send_cq.attachments.detach(self.qpn);
         self.recv_cq.attachments.detach(self.qpn);
         lock_flags(&self._pd.ctx.qps).remove(&self.qpn);

@@ -1,6 +1,6 @@
-//! What the UD tests share (`tests/sim_ud.rs`, `tests/sim_ud_roce.rs`): the Q_Key, the QP
-//! configuration, a connected pair, address handles, send and receive helpers, the IPv6
-//! header and the LOCAL_QP_OP_ERR check.
+//! What the UD tests share (`tests/sim_ud.rs`, `tests/sim_ud_roce.rs`, `tests/sim_mcast.rs`):
+//! the Q_Key, the QP configuration, a connected pair, address handles, send and receive
+//! helpers, the IPv6 header, the IPv4 checksum and the LOCAL_QP_OP_ERR check.
 
 use super::{assert_empty, poll_n, side, Side};
 use mlx5_direct::backend::sim::{Fabric, Sim};
@@ -84,4 +84,34 @@ pub fn expect_local_qp_op_err(a: &mut Side, b: &mut Side, dest: &mlx5_direct::Ud
     assert_eq!(e.syndrome(), Some(Syndrome::LocalQpOpErr));
     assert_eq!(a.qp.state(), QpState::Sqe);
     assert_empty(b);
+}
+
+/// RFC 1071 checksum of an IPv4 header, computed here apart from the model: the
+/// complement of the ones' complement sum of its 16-bit words, the checksum field 0.
+fn rfc1071(header: &[u8; 20]) -> u16 {
+    let mut h = *header;
+    h[10] = 0;
+    h[11] = 0;
+    let mut sum: u64 = 0;
+    for i in (0..20).step_by(2) {
+        sum += u64::from(h[i]) << 8 | u64::from(h[i + 1]);
+    }
+    while sum > 0xffff {
+        sum = (sum >> 16) + (sum & 0xffff);
+    }
+    !(sum as u16)
+}
+
+/// The 20-byte IPv4 header (RFC 791) of a RoCE v2 datagram, built here apart from the
+/// model: version 4, IHL 5, TOS `tos`, total length `len`, identification 0, DF, TTL
+/// `ttl`, protocol 17 (UDP), the [`rfc1071`] checksum, `src` -> `dst`.
+pub fn ipv4_header(tos: u8, len: u16, ttl: u8, src: [u8; 4], dst: [u8; 4]) -> [u8; 20] {
+    let mut h = [0u8; 20];
+    h[..10].copy_from_slice(&[0x45, tos, 0, 0, 0, 0, 0x40, 0, ttl, 17]);
+    h[2..4].copy_from_slice(&len.to_be_bytes());
+    h[12..16].copy_from_slice(&src);
+    h[16..20].copy_from_slice(&dst);
+    let sum = rfc1071(&h);
+    h[10..12].copy_from_slice(&sum.to_be_bytes());
+    h
 }

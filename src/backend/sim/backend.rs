@@ -7,8 +7,9 @@ use std::sync::atomic::Ordering;
 use crate::backend::{AhHandle, Backend, QpParts};
 use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
-use crate::error::{DmRefusal, Error};
+use crate::error::{DmRefusal, Error, McastRefusal};
 use crate::event::AsyncEvent;
+use crate::mcast::McastGroup;
 use crate::mem::{MemOptions, Memory};
 use crate::prm::{Av, CqeCompLayout, MiniCqeFormat, CQE_SIZE, DS, SEND_WQE_BB};
 use crate::rq::RqDesc;
@@ -337,6 +338,18 @@ impl Backend for Sim {
         Ok((Box::new(()), Av::from_bytes(&av)))
     }
 
+    fn attach_mcast(&self, qp: &SimQp, group: &McastGroup) -> Result<(), Error> {
+        self.nic
+            .attach_mcast(qp.qpn, &group.mgid, group.mlid)
+            .map_err(mcast_error("attach to a multicast group"))
+    }
+
+    fn detach_mcast(&self, qp: &SimQp, group: &McastGroup) -> Result<(), Error> {
+        self.nic
+            .detach_mcast(qp.qpn, &group.mgid, group.mlid)
+            .map_err(mcast_error("detach from a multicast group"))
+    }
+
     fn create_qp(
         &self,
         pd: &SimPd,
@@ -580,5 +593,14 @@ impl Backend for Sim {
 
     fn wait_async_event(&self, timeout: Duration) -> Result<Option<AsyncEvent>, Error> {
         Ok(self.nic.wait_async_event(timeout).map(async_event))
+    }
+}
+
+/// The model's refusal of a multicast attach as the driver reports it: a full table
+/// (`OutOfResources`) is [`McastRefusal::TableFull`]; the rest the driver checked before.
+fn mcast_error(operation: &'static str) -> impl FnOnce(hw::HwError) -> Error {
+    move |e| match e {
+        hw::HwError::OutOfResources => Error::Multicast(McastRefusal::TableFull),
+        e => device_error(operation)(e),
     }
 }

@@ -31,6 +31,7 @@ use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
 use crate::error::{DmRefusal, Error};
 use crate::event::AsyncEvent;
+use crate::mcast::McastGroup;
 use crate::mem::MemOptions;
 use crate::mmio::MappedDm;
 use crate::prm::{Av, Be32, SEND_WQE_BB};
@@ -532,6 +533,14 @@ impl Backend for Verbs {
     fn dct_number(&self, dct: &VerbsQp) -> Result<u32, Error> {
         // SAFETY: a live QP; rdma-core's `modify_dct` stores the DCT number at RTR.
         Ok(unsafe { (*dct.qp.as_ptr()).qp_num })
+    }
+
+    fn attach_mcast(&self, qp: &VerbsQp, group: &McastGroup) -> Result<(), Error> {
+        qp.mcast(group, true)
+    }
+
+    fn detach_mcast(&self, qp: &VerbsQp, group: &McastGroup) -> Result<(), Error> {
+        qp.mcast(group, false)
     }
 
     fn modify_qp(&self, qp: &VerbsQp, transition: &Transition) -> Result<(), Error> {

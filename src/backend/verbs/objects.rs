@@ -7,19 +7,19 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-use crate::backend::ffi::ibv_dm;
 use crate::backend::ffi::{
     ibv_ah, ibv_cq, ibv_cq_ex_to_cq, ibv_cq_init_attr_ex, ibv_create_cq_wc_flags, ibv_dealloc_pd,
     ibv_dereg_mr, ibv_destroy_ah, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq, ibv_modify_qp,
     ibv_mr, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_attr_mask, ibv_qp_create_send_ops_flags, ibv_srq,
 };
+use crate::backend::ffi::{ibv_attach_mcast, ibv_detach_mcast, ibv_dm, ibv_gid};
 
 use super::bfreg::{RegState, VerbsUar};
 use super::events::VerbsChannel;
 use super::ext;
 use super::odp::PdOdp;
 use super::rings::{RingAllocator, RingBuffer};
-use super::{failed, DeviceCtx, Verbs, VerbsDeviceInfo};
+use super::{errno, failed, DeviceCtx, Verbs, VerbsDeviceInfo};
 use crate::backend::mlx5dv::{
     mlx5dv_cq, mlx5dv_cq_init_attr, mlx5dv_create_cq, mlx5dv_dc_init_attr, mlx5dv_init_obj,
     mlx5dv_obj, mlx5dv_qp_init_attr, MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE,
@@ -29,7 +29,8 @@ use crate::backend::mlx5dv::{
 };
 use crate::cq::CqDesc;
 use crate::cqz::CqeCompression;
-use crate::error::Error;
+use crate::error::{Error, McastRefusal};
+use crate::mcast::McastGroup;
 use crate::mmio::MappedDm;
 use crate::prm::{Be32, CqeCompLayout, UAR_PAGE_SIZE};
 use crate::types::{Access, CqConfig, Transport};
@@ -269,6 +270,30 @@ impl VerbsQp {
             self.port.store(attr.port_num, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// `ibv_attach_mcast` of `group` (`attach`), else `ibv_detach_mcast`. ENOMEM, the
+    /// kernel's answer when the device's group table is full, is
+    /// [`McastRefusal::TableFull`].
+    pub(crate) fn mcast(&self, group: &McastGroup, attach: bool) -> Result<(), Error> {
+        let gid = ibv_gid { raw: group.mgid };
+        let qp = self.qp.as_ptr();
+        // SAFETY: a live QP and a GID that outlives the call.
+        let rc = unsafe {
+            if attach {
+                ibv_attach_mcast(qp, &gid, group.mlid)
+            } else {
+                ibv_detach_mcast(qp, &gid, group.mlid)
+            }
+        };
+        match rc {
+            0 => Ok(()),
+            _ if attach && errno(rc).raw_os_error() == Some(libc::ENOMEM) => {
+                Err(Error::Multicast(McastRefusal::TableFull))
+            }
+            _ if attach => Err(failed("attach to a multicast group", rc)),
+            _ => Err(failed("detach from a multicast group", rc)),
+        }
     }
 
     /// Why this QP rings 8-byte doorbells only, or `None` when it has BlueFlame.

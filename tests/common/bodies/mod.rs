@@ -4,8 +4,8 @@
 //! tests, which get the sides back.
 //!
 //! By what they test: `ops` (operations complete and land), `errors` (errors, flushes, reset),
-//! `events` (completion events), `transports` (DC, UC, device memory, ODP, UD answers); the
-//! helpers they share are here.
+//! `events` (completion events), `mcast` (UD multicast), `transports` (DC, UC, device
+//! memory, ODP, UD answers); the helpers they share are here.
 
 use mlx5_direct::backend::Backend;
 use mlx5_direct::prm::Syndrome;
@@ -15,6 +15,7 @@ use super::{poll_n, Drive, Side};
 
 mod errors;
 mod events;
+mod mcast;
 mod ops;
 mod transports;
 
@@ -23,6 +24,8 @@ mod transports;
 pub use errors::*;
 #[allow(unused_imports)]
 pub use events::*;
+#[allow(unused_imports)]
+pub use mcast::*;
 #[allow(unused_imports)]
 pub use ops::*;
 #[allow(unused_imports)]
