@@ -311,6 +311,20 @@ pub enum Transport {
     Uc,
 }
 
+/// A QP's rate limit (packet pacing: `struct ibv_qp_rate_limit_attr` of
+/// `ibv_modify_qp_rate_limit`), set with [`Qp::set_rate_limit`](crate::Qp::set_rate_limit).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RateLimit {
+    /// The most the QP sends, in kbit/s (`rate_limit`); 0 removes the limit.
+    pub kbps: u32,
+    /// The most bytes the QP sends at once after a pause (`max_burst_sz`; 0: none given).
+    pub max_burst_sz: u32,
+    /// The typical packet size in bytes, a hint for the device's pacer (`typical_pkt_sz`;
+    /// 0: none given).
+    pub typical_pkt_sz: u16,
+}
+
 /// The global route of an address handle (`ibv_global_route`): sent as a GRH.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -20,7 +20,7 @@ use crate::rq::RqDesc;
 use crate::sq::SqDesc;
 use crate::types::{
     Access, AhAttr, CqConfig, DeviceCaps, Endpoint, GidEntry, PortInfo, QpConfig, QpPsn, QpSizes,
-    Transition,
+    RateLimit, Transition,
 };
 use core::time::Duration;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
@@ -241,6 +241,14 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     fn detach_mcast(&self, qp: &Self::Qp, group: &McastGroup) -> Result<(), Error> {
         let _ = (qp, group);
         Err(Error::Unsupported("multicast on this backend"))
+    }
+    /// Sets or removes (`limit.kbps` 0) the rate limit of a QP in RTS
+    /// (`ibv_modify_qp_rate_limit`; the caller has checked the state and that a burst or
+    /// typical size comes with a rate). A device without packet pacing for the QP's
+    /// transport is [`Error::Unsupported`]; a backend without pacing refuses so.
+    fn set_rate_limit(&self, qp: &Self::Qp, limit: &RateLimit) -> Result<(), Error> {
+        let _ = (qp, limit);
+        Err(Error::Unsupported("packet pacing on this backend"))
     }
     /// Moves a QP to another state.
     fn modify_qp(&self, qp: &Self::Qp, transition: &Transition) -> Result<(), Error>;

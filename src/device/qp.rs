@@ -9,7 +9,9 @@ use crate::error::Error;
 use crate::mcast::McastGroup;
 use crate::rq::RecvQueue;
 use crate::sq::SendQueue;
-use crate::types::{Access, ConnectOptions, DeviceCaps, Endpoint, QpState, Transition, Transport};
+use crate::types::{
+    Access, ConnectOptions, DeviceCaps, Endpoint, QpState, RateLimit, Transition, Transport,
+};
 
 use super::context::{lock_flags, Context};
 use super::cq::CqInner;
@@ -521,6 +523,31 @@ impl<B: Backend> Qp<B> {
             f.store(false, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Sets the QP's rate limit (packet pacing, `ibv_modify_qp_rate_limit`): from now on
+    /// its send queue leaves no faster than `limit.kbps` kbit/s, at most
+    /// `limit.max_burst_sz` bytes at once after a pause; `kbps` 0 removes the limit. Only
+    /// in RTS ([`Error::WrongState`]); a burst or typical size without a rate is
+    /// [`Error::InvalidArgument`] (rdma-core's `mlx5_modify_qp_rate_limit`). The device
+    /// refuses a transport it does not pace ([`Error::Unsupported`]: mlx5 kernels list raw
+    /// packet QPs, and UD and UC where the device has the caps, in
+    /// `packet_pacing_caps.supported_qpts`; none lists RC), a rate outside its
+    /// `qp_rate_limit_min..=max`, and a new distinct limit when its rate table is full.
+    /// Moving the QP to ERR or RESET releases the limit.
+    pub fn set_rate_limit(&mut self, limit: &RateLimit) -> Result<(), Error> {
+        if self.state() != QpState::Rts {
+            return Err(Error::WrongState {
+                operation: "set the rate limit of",
+                state: self.state(),
+            });
+        }
+        if limit.kbps == 0 && (limit.max_burst_sz != 0 || limit.typical_pkt_sz != 0) {
+            return Err(Error::InvalidArgument(
+                "a burst or typical packet size needs a rate",
+            ));
+        }
+        self.ctx().backend.set_rate_limit(&self.core.handle, limit)
     }
 
     /// Takes a UD or UC QP in the send-queue error state back to RTS (SQE → RTS): after a

@@ -17,7 +17,7 @@ use crate::sizing;
 use crate::sq::SqDesc;
 use crate::types::{
     Access, AhAttr, CqConfig, DeviceCaps, GidEntry, GidType, PortInfo, QpConfig, QpPsn, QpSizes,
-    Transition, Transport,
+    RateLimit, Transition, Transport,
 };
 
 use super::handles::{pin, PINNED};
@@ -348,6 +348,28 @@ impl Backend for Sim {
         self.nic
             .detach_mcast(qp.qpn, &group.mgid, group.mlid)
             .map_err(mcast_error("detach from a multicast group"))
+    }
+
+    fn set_rate_limit(&self, qp: &SimQp, limit: &RateLimit) -> Result<(), Error> {
+        let limit = hw::RateLimit {
+            kbps: limit.kbps,
+            max_burst_sz: limit.max_burst_sz,
+            typical_pkt_sz: limit.typical_pkt_sz,
+        };
+        self.nic
+            .modify_qp_rate_limit(qp.qpn, &limit)
+            .map_err(|e| match e {
+                hw::HwError::NotSupported(_) => Error::Unsupported(
+                    "packet pacing of this QP's transport (packet_pacing_caps.supported_qpts)",
+                ),
+                hw::HwError::InvalidParam(why) => Error::InvalidArgument(why),
+                hw::HwError::OutOfResources => Error::Device {
+                    operation: "set the rate limit",
+                    reason: "the device's rate table is full (packet_pacing_rate_table_size)"
+                        .into(),
+                },
+                e => device_error("set the rate limit")(e),
+            })
     }
 
     fn create_qp(

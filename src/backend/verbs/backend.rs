@@ -38,8 +38,8 @@ use crate::prm::{Av, Be32, SEND_WQE_BB};
 use crate::rq::RqDesc;
 use crate::sq::SqDesc;
 use crate::types::{
-    Access, AhAttr, CqConfig, DeviceCaps, GidEntry, PortInfo, QpConfig, QpPsn, QpSizes, Transition,
-    Transport,
+    Access, AhAttr, CqConfig, DeviceCaps, GidEntry, PortInfo, QpConfig, QpPsn, QpSizes, RateLimit,
+    Transition, Transport,
 };
 
 use super::objects::*;
@@ -541,6 +541,10 @@ impl Backend for Verbs {
 
     fn detach_mcast(&self, qp: &VerbsQp, group: &McastGroup) -> Result<(), Error> {
         qp.mcast(group, false)
+    }
+
+    fn set_rate_limit(&self, qp: &VerbsQp, limit: &RateLimit) -> Result<(), Error> {
+        qp.set_rate_limit(limit)
     }
 
     fn modify_qp(&self, qp: &VerbsQp, transition: &Transition) -> Result<(), Error> {

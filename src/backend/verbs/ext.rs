@@ -16,7 +16,8 @@
 //! `EOPNOTSUPP`. [`lookup`] is the verbs.h rule; every extended verb this crate calls goes
 //! through it. The crate calls exactly these of rdma-sys's lookup-based wrappers' verbs:
 //! `ibv_query_device_ex`, `ibv_query_port` (verbs.h `___ibv_query_port`), `ibv_alloc_dm`,
-//! `ibv_free_dm`, `ibv_reg_dm_mr`, `ibv_advise_mr` and `ibv_alloc_parent_domain`. It calls
+//! `ibv_free_dm`, `ibv_reg_dm_mr`, `ibv_advise_mr`, `ibv_alloc_parent_domain` and
+//! `ibv_modify_qp_rate_limit`. It calls
 //! none of the others (`ibv_create_cq_ex`: CQs come from the exported `mlx5dv_create_cq`;
 //! `ibv_query_rt_values_ex`, `ibv_modify_cq`, `ibv_create_qp_ex`, `ibv_alloc_td`, ...), and
 //! `clippy.toml` disallows every rdma-sys wrapper built on the broken lookup, so a new
@@ -28,8 +29,8 @@ use core::ptr::{self, NonNull};
 
 use crate::backend::ffi::{
     _compat_ibv_port_attr, ib_uverbs_advise_mr_advice, ibv_alloc_dm_attr, ibv_context,
-    ibv_device_attr_ex, ibv_dm, ibv_mr, ibv_parent_domain_init_attr, ibv_pd, ibv_port_attr,
-    ibv_query_device, ibv_query_port, ibv_sge, verbs_context,
+    ibv_device_attr_ex, ibv_dm, ibv_mr, ibv_parent_domain_init_attr, ibv_pd, ibv_port_attr, ibv_qp,
+    ibv_qp_rate_limit_attr, ibv_query_device, ibv_query_port, ibv_sge, verbs_context,
 };
 
 /// `__VERBS_ABI_IS_EXTENDED` (verbs.h): `UINTPTR_MAX`, all bits of a pointer set.
@@ -213,6 +214,23 @@ pub(super) unsafe fn alloc_parent_domain(
             set_errno(libc::EOPNOTSUPP);
             ptr::null_mut()
         }
+    }
+}
+
+/// verbs.h `ibv_modify_qp_rate_limit`: `EOPNOTSUPP` when the provider has no
+/// `modify_qp_rate_limit`.
+///
+/// # Safety
+/// `qp` is a live QP of an open context.
+pub(super) unsafe fn modify_qp_rate_limit(
+    qp: *mut ibv_qp,
+    attr: &mut ibv_qp_rate_limit_attr,
+) -> c_int {
+    // SAFETY: a live QP names its context.
+    match op!(unsafe { (*qp).context }, modify_qp_rate_limit) {
+        // SAFETY: a live QP and a valid attribute struct (the caller's promise).
+        Some(modify) => unsafe { modify(qp, attr) },
+        None => libc::EOPNOTSUPP,
     }
 }
 

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use crate::backend::ffi::{
     ibv_ah, ibv_cq, ibv_cq_ex_to_cq, ibv_cq_init_attr_ex, ibv_create_cq_wc_flags, ibv_dealloc_pd,
     ibv_dereg_mr, ibv_destroy_ah, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq, ibv_modify_qp,
-    ibv_mr, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_attr_mask, ibv_qp_create_send_ops_flags, ibv_srq,
+    ibv_mr, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_attr_mask, ibv_qp_create_send_ops_flags,
+    ibv_qp_rate_limit_attr, ibv_srq,
 };
 use crate::backend::ffi::{ibv_attach_mcast, ibv_detach_mcast, ibv_dm, ibv_gid};
 
@@ -33,7 +34,7 @@ use crate::error::{Error, McastRefusal};
 use crate::mcast::McastGroup;
 use crate::mmio::MappedDm;
 use crate::prm::{Be32, CqeCompLayout, UAR_PAGE_SIZE};
-use crate::types::{Access, CqConfig, Transport};
+use crate::types::{Access, CqConfig, RateLimit, Transport};
 
 /// The UAR page holding `reg` and the register's offset in it.
 pub(super) fn uar_page(reg: *mut c_void) -> Result<(NonNull<u8>, usize), Error> {
@@ -293,6 +294,28 @@ impl VerbsQp {
             }
             _ if attach => Err(failed("attach to a multicast group", rc)),
             _ => Err(failed("detach from a multicast group", rc)),
+        }
+    }
+
+    /// `ibv_modify_qp_rate_limit` with `limit`. EOPNOTSUPP (a provider without the call,
+    /// or the kernel's answer for a transport the device does not pace) is
+    /// [`Error::Unsupported`].
+    pub(crate) fn set_rate_limit(&self, limit: &RateLimit) -> Result<(), Error> {
+        let mut attr = ibv_qp_rate_limit_attr {
+            rate_limit: limit.kbps,
+            max_burst_sz: limit.max_burst_sz,
+            typical_pkt_sz: limit.typical_pkt_sz,
+            comp_mask: 0,
+        };
+        // SAFETY: a live QP of an open context and an attribute struct that outlives the
+        // call.
+        let rc = unsafe { ext::modify_qp_rate_limit(self.qp.as_ptr(), &mut attr) };
+        match rc {
+            0 => Ok(()),
+            _ if errno(rc).raw_os_error() == Some(libc::EOPNOTSUPP) => Err(Error::Unsupported(
+                "packet pacing of this QP's transport (packet_pacing_caps.supported_qpts)",
+            )),
+            _ => Err(failed("set the rate limit", rc)),
         }
     }
 

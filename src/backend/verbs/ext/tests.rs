@@ -8,8 +8,8 @@ use std::cell::RefCell;
 use rdma_sys::ib_uverbs_advise_mr_advice::IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE;
 use rdma_sys::{
     ibv_alloc_dm_attr, ibv_context, ibv_device_attr_ex, ibv_dm, ibv_mr,
-    ibv_parent_domain_init_attr, ibv_pd, ibv_port_attr, ibv_query_device_ex_input, ibv_sge,
-    verbs_context,
+    ibv_parent_domain_init_attr, ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_rate_limit_attr,
+    ibv_query_device_ex_input, ibv_sge, verbs_context,
 };
 
 use super::*;
@@ -112,12 +112,26 @@ unsafe extern "C" fn fake_alloc_parent_domain(
     PD as *mut ibv_pd
 }
 
+unsafe extern "C" fn fake_modify_qp_rate_limit(
+    _: *mut ibv_qp,
+    attr: *mut ibv_qp_rate_limit_attr,
+) -> c_int {
+    // SAFETY: the wrapper passes a valid attribute struct.
+    let a = unsafe { &*attr };
+    record(format!(
+        "modify_qp_rate_limit(rate {}, burst {}, typical {})",
+        a.rate_limit, a.max_burst_sz, a.typical_pkt_sz
+    ));
+    0
+}
+
 /// A provider's `verbs_context` with every op the crate calls, and a PD and an allocation
-/// of it (their `context` points into the box, which does not move).
+/// and a QP of it (their `context` points into the box, which does not move).
 struct Fake {
     vctx: Box<verbs_context>,
     pd: ibv_pd,
     dm: ibv_dm,
+    qp: ibv_qp,
 }
 
 impl Fake {
@@ -133,10 +147,14 @@ impl Fake {
         vctx.reg_dm_mr = Some(fake_reg_dm_mr);
         vctx.advise_mr = Some(fake_advise_mr);
         vctx.alloc_parent_domain = Some(fake_alloc_parent_domain);
+        vctx.modify_qp_rate_limit = Some(fake_modify_qp_rate_limit);
         let ctx: *mut ibv_context = &mut vctx.context;
         // SAFETY: plain C data; all-zero is valid.
         let mut dm: ibv_dm = unsafe { core::mem::zeroed() };
         dm.context = ctx;
+        // SAFETY: as above (the mutex and condition variable are never used).
+        let mut qp: ibv_qp = unsafe { core::mem::zeroed() };
+        qp.context = ctx;
         Fake {
             vctx,
             pd: ibv_pd {
@@ -144,6 +162,7 @@ impl Fake {
                 handle: 7,
             },
             dm,
+            qp,
         }
     }
 
@@ -171,6 +190,12 @@ impl Fake {
             }],
             // SAFETY: plain C data; all-zero is valid.
             domain: unsafe { core::mem::zeroed() },
+            rate: ibv_qp_rate_limit_attr {
+                rate_limit: 8000,
+                max_burst_sz: 4096,
+                typical_pkt_sz: 1024,
+                comp_mask: 0,
+            },
         };
         args.domain.comp_mask = 3;
         let (pd, dm) = (ptr::from_mut(&mut self.pd), ptr::from_mut(&mut self.dm));
@@ -179,8 +204,9 @@ impl Fake {
 
     /// Calls every wrapper except the two with a libibverbs fallback (which a fake context
     /// cannot serve) and returns what each handed back.
-    fn call_ops_without_fallback(&mut self) -> [usize; 5] {
+    fn call_ops_without_fallback(&mut self) -> [usize; 6] {
         let (ctx, pd, dm, mut args) = self.parts();
+        let qp = ptr::from_mut(&mut self.qp);
         // SAFETY: the fake context, its PD and allocation live in `self`; the fake ops only
         // read the arguments.
         unsafe {
@@ -195,6 +221,7 @@ impl Fake {
                 ) as usize,
                 free_dm(dm) as usize,
                 alloc_parent_domain(ctx, &mut args.domain) as usize,
+                modify_qp_rate_limit(qp, &mut args.rate) as usize,
             ]
         }
     }
@@ -205,6 +232,7 @@ struct Args {
     attr: ibv_alloc_dm_attr,
     sge: [ibv_sge; 1],
     domain: ibv_parent_domain_init_attr,
+    rate: ibv_qp_rate_limit_attr,
 }
 
 fn errno() -> Option<i32> {
@@ -217,7 +245,7 @@ fn errno() -> Option<i32> {
 #[test]
 fn every_extended_verb_reaches_its_provider_op() {
     let mut fake = Fake::extended();
-    assert_eq!(fake.call_ops_without_fallback(), [DM, MR, 0, 0, PD]);
+    assert_eq!(fake.call_ops_without_fallback(), [DM, MR, 0, 0, PD, 0]);
     let ctx = fake.ctx();
     // SAFETY: plain C data; all-zero is valid.
     let mut attr: ibv_device_attr_ex = unsafe { core::mem::zeroed() };
@@ -240,6 +268,7 @@ fn every_extended_verb_reaches_its_provider_op() {
             "advise_mr(advice 1, flags 1, 1 sge, lkey 0xabc)".into(),
             "free_dm()".into(),
             "alloc_parent_domain(comp_mask 3)".into(),
+            "modify_qp_rate_limit(rate 8000, burst 4096, typical 1024)".into(),
             format!(
                 "query_device_ex(input null true, size {})",
                 size_of::<ibv_device_attr_ex>()
@@ -266,6 +295,7 @@ fn only_the_extended_abi_marker_opens_the_ops() {
             "advise_mr, free_dm"
         );
         assert_eq!(got[4], 0, "alloc_parent_domain: NULL");
+        assert_eq!(got[5], libc::EOPNOTSUPP as usize, "modify_qp_rate_limit");
         assert_eq!(errno(), Some(libc::EOPNOTSUPP));
         assert_eq!(take_calls(), Vec::<String>::new(), "{abi_compat:#x}");
     }
@@ -280,10 +310,18 @@ fn a_provider_older_than_an_op_does_not_have_it() {
     let sz = size_of::<verbs_context>() - offset_of!(verbs_context, alloc_dm);
     let mut fake = Fake::new(usize::MAX, sz);
     let got = fake.call_ops_without_fallback();
-    assert_eq!(got, [DM, 0, libc::EOPNOTSUPP as usize, 0, PD]);
+    assert_eq!(got, [DM, 0, libc::EOPNOTSUPP as usize, 0, PD, 0]);
     let calls = take_calls();
     let names: Vec<&str> = calls.iter().map(|c| &c[..c.find('(').unwrap()]).collect();
-    assert_eq!(names, ["alloc_dm", "free_dm", "alloc_parent_domain"]);
+    assert_eq!(
+        names,
+        [
+            "alloc_dm",
+            "free_dm",
+            "alloc_parent_domain",
+            "modify_qp_rate_limit"
+        ]
+    );
     let mut fake = Fake::new(usize::MAX, sz - 1);
     assert_eq!(
         fake.call_ops_without_fallback()[0],
@@ -299,8 +337,9 @@ fn a_provider_older_than_an_op_does_not_have_it() {
 #[test]
 #[allow(clippy::disallowed_methods)] // the wrappers the crate must not use, shown broken
 fn rdma_sys_wrappers_miss_the_ops_of_an_extended_context() {
-    for (abi_compat, reached) in [(usize::MAX, 0), (u32::MAX as usize, 5)] {
+    for (abi_compat, reached) in [(usize::MAX, 0), (u32::MAX as usize, 6)] {
         let mut fake = Fake::new(abi_compat, size_of::<verbs_context>());
+        let qp = ptr::from_mut(&mut fake.qp);
         let (ctx, pd, dm, mut args) = fake.parts();
         let sge = args.sge.as_mut_ptr();
         // SAFETY: the fake context and its objects; the fake ops only read the arguments.
@@ -311,9 +350,10 @@ fn rdma_sys_wrappers_miss_the_ops_of_an_extended_context() {
                 rdma_sys::ibv_advise_mr(pd, 1, 1, sge, 1) == 0,
                 rdma_sys::ibv_free_dm(dm) == 0,
                 rdma_sys::ibv_alloc_parent_domain(ctx, &mut args.domain).is_some(),
+                rdma_sys::ibv_modify_qp_rate_limit(qp, &mut args.rate) == 0,
             ]
         };
-        assert_eq!(got, [reached == 5; 5], "abi_compat {abi_compat:#x}");
+        assert_eq!(got, [reached == 6; 6], "abi_compat {abi_compat:#x}");
         assert_eq!(take_calls().len(), reached, "abi_compat {abi_compat:#x}");
     }
 }

@@ -1,0 +1,142 @@
+//! Per-QP rate limits through the driver on the model (`Qp::set_rate_limit`): the limit
+//! reaches the model's pacer with every field, UD datagrams leave on its schedule (the
+//! model's manual pacing clock, not the host's), and the refusals of the driver and of
+//! the device.
+
+mod common;
+
+use common::ud::{send, QKEY};
+use common::{Rig, Side};
+use mlx5_direct::backend::sim::hw::{self, PacingClock, PacketPacing};
+use mlx5_direct::backend::sim::{Fabric, NicConfig};
+use mlx5_direct::{
+    AhAttr, Completion, Data, Error, QpConfig, QpState, RateLimit, SendOp, Transport,
+};
+
+const US: u64 = 1_000;
+
+/// NICs whose pacer runs on the manual clock and paces UD (the 2026 `packet_pacing_req_ud`
+/// cap, off by default).
+fn paced() -> (std::sync::Arc<Fabric>, NicConfig) {
+    let config = NicConfig {
+        pacing_clock: PacingClock::Manual,
+        packet_pacing: PacketPacing {
+            ud: true,
+            ..PacketPacing::default()
+        },
+        ..NicConfig::default()
+    };
+    (Fabric::new(), config)
+}
+
+fn ud_config() -> QpConfig {
+    QpConfig {
+        transport: Transport::Ud,
+        ..QpConfig::default()
+    }
+}
+
+/// Completions on `s`'s CQ now, without waiting.
+fn done(s: &mut Side) -> usize {
+    let mut out = [Completion::default(); 16];
+    s.cq.poll(&mut out)
+}
+
+#[test]
+fn datagrams_leave_at_the_limit_on_the_models_clock() {
+    let rig = paced();
+    let (mut a, mut b) = (rig.side(&ud_config()), rig.side(&ud_config()));
+    a.qp.activate_ud(1, QKEY).unwrap();
+    b.qp.activate_ud(1, QKEY).unwrap();
+    let nic = a.ctx.backend().nic().clone();
+    // 8000 kbit/s: one 1000-byte datagram per millisecond.
+    let limit = RateLimit {
+        kbps: 8_000,
+        max_burst_sz: 0,
+        typical_pkt_sz: 1000,
+    };
+    a.qp.set_rate_limit(&limit).unwrap();
+    assert_eq!(
+        nic.qp_rate_limit(a.qp.qpn()).unwrap(),
+        hw::RateLimit {
+            kbps: 8_000,
+            max_burst_sz: 0,
+            typical_pkt_sz: 1000,
+        }
+    );
+    let ah =
+        a.pd.create_ah(&AhAttr::to_lid(1, &b.qp.endpoint().unwrap()))
+            .unwrap();
+    let sge = [a.mr.sge(0, 1000)];
+    for _ in 0..5 {
+        let wr = send(Data::Sges(&sge), SendOp::Send);
+        a.qp.sq().post_ud(wr, &ah.dest(b.qp.qpn(), QKEY)).unwrap();
+    }
+    // The first leaves at once, then one a millisecond of the model's clock.
+    let mut sent = done(&mut a);
+    assert_eq!(sent, 1);
+    for (step, total) in [(999 * US, 1), (US, 2), (2_000 * US, 4)] {
+        nic.advance_pacing_clock(step).unwrap();
+        nic.progress();
+        sent += done(&mut a);
+        assert_eq!(sent, total, "at {} us", nic.pacing_clock() / US);
+    }
+    // Removed: the last one leaves at the next doorbell or progress.
+    a.qp.set_rate_limit(&RateLimit::default()).unwrap();
+    nic.progress();
+    assert_eq!(sent + done(&mut a), 5);
+    assert_eq!(nic.stats().packets, 5);
+}
+
+#[test]
+fn the_driver_and_the_device_refuse_what_the_stack_refuses() {
+    let rig = paced();
+    let mut ud = rig.side(&ud_config());
+    let rate = RateLimit {
+        kbps: 1_000,
+        ..RateLimit::default()
+    };
+    // Not in RTS: refused by the driver.
+    assert_eq!(
+        ud.qp.set_rate_limit(&rate),
+        Err(Error::WrongState {
+            operation: "set the rate limit of",
+            state: QpState::Reset
+        })
+    );
+    ud.qp.activate_ud(1, QKEY).unwrap();
+    // A burst without a rate: rdma-core's EINVAL, refused by the driver.
+    let burst_only = RateLimit {
+        max_burst_sz: 4096,
+        ..RateLimit::default()
+    };
+    assert!(matches!(
+        ud.qp.set_rate_limit(&burst_only),
+        Err(Error::InvalidArgument(_))
+    ));
+    // Above the device's qp_rate_limit_max (100 Gb/s): the device's EINVAL.
+    let too_fast = RateLimit {
+        kbps: 100_000_001,
+        ..RateLimit::default()
+    };
+    assert!(matches!(
+        ud.qp.set_rate_limit(&too_fast),
+        Err(Error::InvalidArgument(_))
+    ));
+    // RC: no mlx5 paces it (the model's `PacketPacing::rc`, off).
+    let (mut rc, mut peer) = (
+        rig.side(&QpConfig::default()),
+        rig.side(&QpConfig::default()),
+    );
+    common::connect(&mut rc, &mut peer);
+    assert!(matches!(
+        rc.qp.set_rate_limit(&rate),
+        Err(Error::Unsupported(_))
+    ));
+    // A limit the device took, then ERR releases it.
+    ud.qp.set_rate_limit(&rate).unwrap();
+    let nic = ud.ctx.backend().nic().clone();
+    assert_eq!(nic.qp_rate_limit(ud.qp.qpn()).unwrap().kbps, 1_000);
+    ud.qp.to_error().unwrap();
+    assert_eq!(nic.qp_rate_limit(ud.qp.qpn()).unwrap().kbps, 0);
+}
