@@ -193,7 +193,8 @@ pub enum RateLimitType {
     /// The QP's static rate (perftest's default with --rate_limit).
     #[value(name = "HW")]
     Hw,
-    /// Packet pacing (raw Ethernet in perftest).
+    /// Packet pacing: each QP's rate limit on the device (`ibv_modify_qp_rate_limit`;
+    /// raw Ethernet only in perftest).
     #[value(name = "PP")]
     Pp,
 }
@@ -291,13 +292,14 @@ pub struct BenchArgs {
     #[arg(long = "periods", hide = true, requires = "run_infinitely")]
     pub periods: Option<u64>,
     /// Bandwidth tests: the most this side sends, in --rate_units (needs --rate_limit_type
-    /// SW: the hardware limiters are not set by the driver).
+    /// SW or PP: the QP's static rate, HW, is not set by the driver).
     #[arg(long = "rate_limit")]
     pub rate_limit: Option<f64>,
     /// The unit of --rate_limit: M (MiB/s), g (Gb/s, default) or p (messages per second).
     #[arg(long = "rate_units", value_enum, default_value = "g")]
     pub rate_units: RateUnits,
-    /// The rate limiter: SW (software pacing) only; HW and PP are refused with the reason.
+    /// The rate limiter: SW (software pacing) or PP (the device's packet pacing, in M
+    /// only); HW is refused with the reason.
     #[arg(long = "rate_limit_type", value_enum)]
     pub rate_limit_type: Option<RateLimitType>,
     /// Messages per burst of the software rate limiter (default: the TX depth).
@@ -551,8 +553,8 @@ const REFUSED: &[(&[&str], &str)] = &[
     ),
     (
         &["--typical_pkt_size"],
-        "packet pacing (--rate_limit_type PP) is for perftest's raw Ethernet tests, which \
-         mlx5-perf does not have",
+        "perftest's packet pacing sets the rate alone (ibv_modify_qp with \
+         IBV_QP_RATE_LIMIT), and so does mlx5-perf's --rate_limit_type PP",
     ),
     (
         &["-O", "--dualport", "--report-per-port"],

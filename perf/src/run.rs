@@ -3,7 +3,7 @@
 
 use std::net::{TcpListener, TcpStream};
 
-use mlx5_direct::backend::sim::{Fabric, Fault, NicConfig, Sim};
+use mlx5_direct::backend::sim::{hw, Fabric, Fault, NicConfig, Sim};
 use mlx5_direct::{Context, MemOptions};
 
 use crate::bench::{self, Local, Params, RdmaCm, Row, Setup, Sink};
@@ -178,6 +178,14 @@ fn model(params: &Params, local: Local, args: &BenchArgs) -> Result<(), Error> {
             .dm_size
             .unwrap_or(params.dm_bytes().next_multiple_of(4096)),
         link_layer: crate::probe::link_layer(args.force_link == Some(Link::Ethernet)),
+        // --rate_limit_type PP: the model paces RC (a what-if: no mlx5 does), UC and UD
+        // (the caps of NVIDIA's 2026 packet-pacing series), on the host's clock.
+        packet_pacing: hw::PacketPacing {
+            rc: params.pacing_kbps.is_some(),
+            uc: params.pacing_kbps.is_some(),
+            ud: params.pacing_kbps.is_some(),
+            ..hw::PacketPacing::default()
+        },
         ..NicConfig::default()
     };
     let link = crate::probe::describe_link(&config.pcie);

@@ -274,7 +274,42 @@ fn the_rate_limiter_holds_the_sender_to_the_limit() {
         &["write_bw", "--rate_limit", "1"],
         "--rate_limit_type HW (perftest's default when --rate_limit is given)",
     );
-    fails_with(&["write_bw", "--typical_pkt_size", "64"], "raw Ethernet");
+    fails_with(
+        &["write_bw", "--typical_pkt_size", "64"],
+        "sets the rate alone",
+    );
+}
+
+#[test]
+fn packet_pacing_holds_the_sender_to_the_qps_rate_limit() {
+    // PP: each QP's rate limit on the model's pacer (Qp::set_rate_limit), perftest's 1 M =
+    // 8 x 1024 kbit/s = 1 024 000 bytes/s, 250 messages of 4096 bytes a second. The pacer
+    // spaces them exactly on the host's clock from the first, which leaves at once: 100
+    // messages take at least 99 gaps, so the rate cannot exceed 250 x 100 / 99 a second
+    // (a consequence of the schedule, not a timing; 0.5 % for the timestamps around it).
+    let v = json(&[
+        "write_bw",
+        "-n",
+        "100",
+        "-s",
+        "4096",
+        "--rate_limit",
+        "1",
+        "--rate_units",
+        "M",
+        "--rate_limit_type",
+        "PP",
+        "--json",
+    ]);
+    assert_eq!(v["header"]["params"]["pacing_kbps"], 8192);
+    let r = &v["results"][0];
+    assert_eq!(r["iterations"], 100);
+    let rate = r["msg_rate_mpps"].as_f64().unwrap() * 1e6;
+    assert!(rate <= 250.0 * 100.0 / 99.0 * 1.005, "{r}");
+    // Without the limit the same run is not held to it.
+    let v = json(&["write_bw", "-n", "100", "-s", "4096", "--json"]);
+    let free = v["results"][0]["msg_rate_mpps"].as_f64().unwrap() * 1e6;
+    assert!(free > 2.0 * 250.0, "unlimited: {free} messages a second");
 }
 
 #[test]

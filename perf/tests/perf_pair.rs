@@ -41,6 +41,7 @@ fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
         rdma_cm: RdmaCm::Off,
         use_dm: false,
         dci_streams: None,
+        pacing_kbps: None,
     }
 }
 

@@ -512,9 +512,25 @@ fn the_software_rate_limiter() {
         "write_bw --rate_limit 10 --rate_limit_type HW",
         "give --rate_limit_type SW",
     );
+    // Packet pacing: perftest's M only, times 8 x 1024 kbit/s; no burst; BW tests.
+    let p = ok("write_bw --rate_limit 12.5 --rate_units M --rate_limit_type PP");
+    assert_eq!((p.pacing_kbps, p.rate_limit), (Some(102_400), None));
+    assert_eq!(
+        ok("write_bw --rate_limit 12.5 --rate_limit_type SW").pacing_kbps,
+        None
+    );
     refused(
         "write_bw --rate_limit 10 --rate_limit_type PP",
-        "only supported for raw Ethernet",
+        "Packet Pacing only supports MEGA_BYTE_PS",
+    );
+    refused("write_bw --rate_limit_type PP", "must specify a rate limit");
+    refused(
+        "write_bw --rate_limit 1 --rate_units M --rate_limit_type PP --burst_size 8",
+        "sets the rate alone",
+    );
+    refused(
+        "write_lat --rate_limit 1 --rate_units M --rate_limit_type PP",
+        "bandwidth tests only",
     );
     for line in [
         "write_lat --rate_limit 1 --rate_limit_type SW",

@@ -646,6 +646,7 @@ fn flag(field: &str) -> &'static str {
         "rdma_cm" => "-R / -z",
         "use_dm" => "--use-dm",
         "dci_streams" => "--log_dci_streams / --log_active_dci_streams",
+        "pacing_kbps" => "--rate_limit / --rate_units with --rate_limit_type PP",
         _ => "the test (derived from it)",
     }
 }

@@ -66,6 +66,10 @@ pub struct Params {
     /// DC: the DCIs' stream channels (`--log_dci_streams`, `--log_active_dci_streams`).
     #[serde(default)]
     pub dci_streams: Option<DciStreamArgs>,
+    /// Packet pacing (`--rate_limit_type PP`): every QP's rate limit in kbit/s, set once
+    /// it is in RTS (`Qp::set_rate_limit`).
+    #[serde(default)]
+    pub pacing_kbps: Option<u32>,
 }
 
 /// perftest's DCS (`--log_dci_streams N`): each DCI has `2^log` stream channels
@@ -342,13 +346,7 @@ fn rate_limit(test: Test, a: &BenchArgs, tx_depth: u32) -> Result<Option<RateLim
                     .into(),
             )
         }
-        RateLimitType::Pp => {
-            return Err(
-                "--rate_limit_type PP: packet pacing is only supported for raw Ethernet in \
-                 perftest, and mlx5-perf has no raw Ethernet tests"
-                    .into(),
-            )
-        }
+        RateLimitType::Pp => return Ok(None),
     }
     if test.kind != Kind::Bw
         || test.verb == Verb::Atomic
@@ -368,6 +366,45 @@ fn rate_limit(test: Test, a: &BenchArgs, tx_depth: u32) -> Result<Option<RateLim
         units: a.rate_units,
         burst: a.burst_size.filter(|&b| b > 0).unwrap_or(tx_depth),
     }))
+}
+
+/// Packet pacing (`--rate_limit_type PP`): the rate in kbit/s as perftest converts it
+/// (`--rate_limit` in MB/s, the only unit it takes, times 8 x 1024, truncated), checked as
+/// perftest checks it, on the bandwidth tests of every transport the device paces (perftest:
+/// raw Ethernet only).
+fn packet_pacing(test: Test, a: &BenchArgs) -> Result<Option<u32>, String> {
+    if a.rate_limit_type != Some(RateLimitType::Pp) {
+        return Ok(None);
+    }
+    let Some(rate) = a.rate_limit else {
+        return Err(
+            "--rate_limit_type PP: must specify a rate limit when using Packet \
+                    Pacing (--rate_limit)"
+                .into(),
+        );
+    };
+    if a.rate_units != RateUnits::MiBs {
+        return Err(
+            "--rate_limit_type PP: Packet Pacing only supports MEGA_BYTE_PS \
+                    (--rate_units M)"
+                .into(),
+        );
+    }
+    if test.kind != Kind::Bw {
+        return Err("--rate_limit_type PP: on the bandwidth tests only (ours)".into());
+    }
+    if a.burst_size.is_some() {
+        return Err("--rate_limit_type PP: perftest sets the rate alone \
+                    (ibv_modify_qp with IBV_QP_RATE_LIMIT), no burst size"
+            .into());
+    }
+    let kbps = rate * 8.0 * 1024.0;
+    if !(1.0..=f64::from(u32::MAX)).contains(&kbps) {
+        return Err(format!(
+            "--rate_limit {rate} M: {kbps} kbit/s is outside 1..=4294967295"
+        ));
+    }
+    Ok(Some(kbps as u32))
 }
 
 /// perftest's period of `--run_infinitely` without `-D`, in seconds (`DEF_DURATION`).
@@ -827,6 +864,7 @@ impl Params {
             }
         }
         let dci_streams = check_dci_streams(a, connection)?;
+        let pacing_kbps = packet_pacing(test, a)?;
         let params = Params {
             test,
             connection,
@@ -855,6 +893,7 @@ impl Params {
             rdma_cm,
             use_dm: a.use_dm,
             dci_streams,
+            pacing_kbps,
         };
         if params.receives() && params.recv_depth() == 0 {
             return Err(format!(

@@ -403,6 +403,15 @@ impl<B: Device> Side<B> {
                 self.ahs.push(ah);
             }
         }
+        if let Some(kbps) = self.params.pacing_kbps {
+            let limit = mlx5_direct::RateLimit {
+                kbps,
+                ..mlx5_direct::RateLimit::default()
+            };
+            for qp in &mut self.qps {
+                qp.set_rate_limit(&limit)?;
+            }
+        }
         self.remote = remote;
         Ok(())
     }

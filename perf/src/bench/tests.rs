@@ -35,6 +35,7 @@ fn every_compared_parameter_names_its_flag() {
         rdma_cm: RdmaCm::Off,
         use_dm: false,
         dci_streams: None,
+        pacing_kbps: None,
     };
     let serde_json::Value::Object(fields) = serde_json::to_value(&params).unwrap() else {
         panic!("params are an object");
