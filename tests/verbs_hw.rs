@@ -91,6 +91,7 @@ on_hardware!(
     connecting_takes_the_port_depth_and_rights_of_the_device,
     hw_timestamps_convert_with_the_clock_page,
     uc_operations_complete_and_read_is_refused,
+    rate_limit_refusals,
     small_sends_come_through_the_cqe,
     on_demand_regions_prefetch_and_carry_writes,
 );

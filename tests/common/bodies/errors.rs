@@ -1,12 +1,12 @@
 //! Errors with their exact syndromes on both sides, flushes, reset and reconnect, RNR and
-//! transport retries exhausted, a CQ overrun.
+//! transport retries exhausted, a CQ overrun, the refusals of a rate limit.
 
 use std::time::Duration;
 
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::{
-    Access, AsyncEvent, Completion, ConnectOptions, Data, PostError, QpConfig, QpState, Remote,
-    SendFlags, SendOp, Status, WcOpcode,
+    Access, AsyncEvent, Completion, ConnectOptions, Data, Error, PostError, QpConfig, QpState,
+    RateLimit, Remote, SendFlags, SendOp, Status, WcOpcode,
 };
 
 use super::super::{assert_empty, connect, connect_with, poll_n, rig_pair, Rig};
@@ -317,4 +317,35 @@ pub fn cq_overrun_is_an_asynchronous_cq_error<R: Rig>(rig: &R) {
     assert_eq!(a.ctx.wait_async_event(Duration::from_millis(50)), Ok(None));
     assert_eq!(b.ctx.poll_async_event(), Ok(None));
     assert_eq!(b.qp.state(), QpState::Rts);
+}
+
+/// A rate limit (`Qp::set_rate_limit`) is refused on a QP not in RTS and with a burst but
+/// no rate, by the driver, and on an RC QP in RTS by the device (no mlx5 paces RC: the
+/// kernel's EOPNOTSUPP, the model's default caps).
+pub fn rate_limit_refusals<R: Rig>(rig: &R) {
+    let mut fresh = rig.side(&QpConfig::default());
+    let rate = RateLimit {
+        kbps: 1_000,
+        ..RateLimit::default()
+    };
+    assert_eq!(
+        fresh.qp.set_rate_limit(&rate),
+        Err(Error::WrongState {
+            operation: "set the rate limit of",
+            state: QpState::Reset
+        })
+    );
+    let (mut a, _b) = rig_pair(rig);
+    let burst_only = RateLimit {
+        max_burst_sz: 4096,
+        ..RateLimit::default()
+    };
+    assert!(matches!(
+        a.qp.set_rate_limit(&burst_only),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        a.qp.set_rate_limit(&rate),
+        Err(Error::Unsupported(_))
+    ));
 }
