@@ -320,6 +320,14 @@ pub struct BenchArgs {
     /// take from (SEND tests, as perftest).
     #[arg(long = "use-srq")]
     pub use_srq: bool,
+    /// send_bw -c UD: the server's QP joins a multicast group and the client sends to the
+    /// group (perftest's --mcg).
+    #[arg(short = 'g', long = "mcg")]
+    pub mcg: bool,
+    /// With -g: the group's MGID, 16 byte values separated by ':' (decimal, 0x hex or 0
+    /// octal; default perftest's 255:1:0:0:0:2:201:133:0:0:0:0:0:0:0:0).
+    #[arg(short = 'M', long = "MGID", value_name = "MGID")]
+    pub mgid: Option<String>,
     /// DC: each DCI with 2^N stream channels (perftest's DCS; 0: a plain DCI).
     #[arg(long = "log_dci_streams", default_value_t = 0)]
     pub log_dci_streams: u16,
@@ -547,9 +555,9 @@ const REFUSED: &[(&[&str], &str)] = &[
         "memory and placement flags come with the memory issue (issue 17)",
     ),
     (
-        &["-g", "--mcg", "-M", "--MGID", "--connectionless"],
-        "multicast is not in mlx5-perf: its UD tests send to the peer's QPs (the driver \
-         attaches no multicast groups)",
+        &["--connectionless"],
+        "perftest's connectionless UD test (separate sender and receiver processes with no \
+         exchange) is not in mlx5-perf",
     ),
     (
         &["--typical_pkt_size"],
@@ -624,6 +632,23 @@ fn strtol0(digits: &str) -> Option<u64> {
     } else {
         digits.parse().ok()
     }
+}
+
+/// An MGID as perftest's `set_multicast_gid` reads `-M`: 16 byte values separated by `:`,
+/// each `strtol` with base 0 (we refuse a value above 255, which perftest truncates).
+pub fn parse_mgid(text: &str) -> Result<[u8; 16], String> {
+    let parts: Vec<&str> = text.split(':').collect();
+    let mut gid = [0u8; 16];
+    if parts.len() != 16 {
+        return Err(format!(
+            "-M {text:?}: 16 byte values separated by ':', not {}",
+            parts.len()
+        ));
+    }
+    for (b, part) in gid.iter_mut().zip(parts) {
+        *b = parse_int(part).map_err(|e| format!("-M: {e}"))?;
+    }
+    Ok(gid)
 }
 
 /// A number as perftest reads `-S`, `--flow_label` and `--pkey_index` (`strtol` with base

@@ -444,7 +444,7 @@ fn perftest_flags_not_taken_say_why() {
         &["write_bw", "--use_cuda=0"],
         "--use_cuda: memory and placement flags come with the memory issue (issue 17)",
     );
-    fails_with(&["send_bw", "-g"], "multicast is not in mlx5-perf");
+    fails_with(&["send_bw", "--connectionless"], "connectionless UD test");
     fails_with(&["write_bw", "-O"], "dual-port runs are not implemented");
     let (ok, out, _) = perf(&["send_bw", "-V"]);
     assert!(ok);

@@ -42,6 +42,7 @@ fn params(verb: Verb, kind: Kind, size: usize, iters: u64) -> Params {
         use_dm: false,
         dci_streams: None,
         pacing_kbps: None,
+        mcast: None,
     }
 }
 

@@ -467,3 +467,50 @@ fn dc_with_dci_streams_runs_and_says_so() {
         "{out}"
     );
 }
+
+/// `-g`: the server's UD QP joins perftest's default group (MGID ff01:0:0:2:c985::, on
+/// the model MLID 0xC001, on RoCE none) and its record names the group (QPN 0xFFFFFF);
+/// the client sends every datagram to the group, which reaches the server's QP with its
+/// GRH: the receive costs what a unicast datagram with a GRH costs (`-x 0`), so none was
+/// dropped. `-M` names another group; the refusals.
+#[test]
+fn ud_send_bw_to_a_multicast_group() {
+    let v = json(&["send_bw", "-c", "UD", "-n", "20", "-g", "--json"]);
+    let remote = &v["header"]["remote"][0];
+    assert_eq!(
+        (&remote["lid"], &remote["qpn"]),
+        (&0xc001.into(), &0xff_ffff.into())
+    );
+    assert_eq!(
+        v["header"]["params"]["mcast"],
+        serde_json::json!([255, 1, 0, 0, 0, 2, 201, 133, 0, 0, 0, 0, 0, 0, 0, 0])
+    );
+    assert_eq!(ud_receive_pcie(&["-g"]), ud_receive_pcie(&["-x", "0"]));
+    let roce = ["--force-link", "Ethernet", "-m", "1024"];
+    let roce_mcast = [&roce[..], &["-g"]].concat();
+    assert_eq!(ud_receive_pcie(&roce_mcast), ud_receive_pcie(&roce));
+    let mgid = "255:14:0:0:0:0:0:0:0:0:0:0:0:0:0x12:0x34";
+    let v = json(&[
+        "send_bw", "-c", "UD", "-n", "20", "-g", "-M", mgid, "--json",
+    ]);
+    assert_eq!(v["results"][0]["iterations"], 20);
+    assert_eq!(v["header"]["params"]["mcast"][14], 0x12);
+    fails_with(
+        &["write_bw", "-g"],
+        "MultiCast feature only available on SEND verb",
+    );
+    fails_with(&["send_bw", "-g"], "give -c UD");
+    fails_with(
+        &["send_bw", "-c", "UD", "-g", "-b"],
+        "send_bw alone, one QP, one way",
+    );
+    fails_with(
+        &["send_lat", "-c", "UD", "-g"],
+        "send_bw alone, one QP, one way",
+    );
+    fails_with(&["send_bw", "-c", "UD", "-M", mgid], "give -g");
+    fails_with(
+        &["send_bw", "-c", "UD", "-g", "-M", "1:2"],
+        "16 byte values",
+    );
+}

@@ -49,6 +49,10 @@ pub trait Device: Backend {
     /// True when the peer's device work runs on a CPU thread of this process (the model):
     /// a waiting thread then yields often, so a ping-pong survives sharing a core.
     const SHARES_CPU: bool;
+    /// True when a multicast group's MLID comes from the subnet manager's join (a NIC on
+    /// InfiniBand), which mlx5-perf does not make; the model has no subnet manager and
+    /// takes any multicast LID.
+    const MLID_FROM_SM: bool;
 }
 
 impl Device for mlx5_direct::backend::sim::Sim {
@@ -71,6 +75,7 @@ impl Device for mlx5_direct::backend::sim::Sim {
     }
 
     const SHARES_CPU: bool = true;
+    const MLID_FROM_SM: bool = false;
 }
 
 #[cfg(feature = "verbs")]
@@ -93,6 +98,7 @@ impl Device for mlx5_direct::backend::verbs::Verbs {
     }
 
     const SHARES_CPU: bool = false;
+    const MLID_FROM_SM: bool = true;
 }
 
 /// Settings that are each side's own business (not compared).
@@ -647,6 +653,7 @@ fn flag(field: &str) -> &'static str {
         "use_dm" => "--use-dm",
         "dci_streams" => "--log_dci_streams / --log_active_dci_streams",
         "pacing_kbps" => "--rate_limit / --rate_units with --rate_limit_type PP",
+        "mcast" => "-g / -M",
         _ => "the test (derived from it)",
     }
 }
@@ -704,7 +711,7 @@ fn setup<B: Device>(
     handshake(peer, params)?;
     let mut side = Side::new(ctx, params, local)?;
     side.attach_dm(server)?;
-    let mine = side.records(local.port)?;
+    let mine = side.records(local.port, server)?;
     let theirs = match cm {
         Some(link) => side.link(link, &mine, local.port)?,
         None => {

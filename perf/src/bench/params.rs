@@ -70,6 +70,10 @@ pub struct Params {
     /// it is in RTS (`Qp::set_rate_limit`).
     #[serde(default)]
     pub pacing_kbps: Option<u32>,
+    /// `-g` (`-M`): the MGID of the multicast group the server's QP joins and the client
+    /// sends to.
+    #[serde(default)]
+    pub mcast: Option<[u8; 16]>,
 }
 
 /// perftest's DCS (`--log_dci_streams N`): each DCI has `2^log` stream channels
@@ -405,6 +409,38 @@ fn packet_pacing(test: Test, a: &BenchArgs) -> Result<Option<u32>, String> {
         ));
     }
     Ok(Some(kbps as u32))
+}
+
+/// perftest's default MGID (multicast_resources.h `MCG_GID`), the server's group.
+pub const DEF_MGID: [u8; 16] = [255, 1, 0, 0, 0, 2, 201, 133, 0, 0, 0, 0, 0, 0, 0, 0];
+
+/// `-g` and `-M`: the group's MGID. perftest: "MultiCast feature only available on SEND
+/// verb"; ours: UD `send_bw` only, one QP, one way (perftest also runs `send_lat`, `-b` and
+/// several QPs, every server QP attached to the group).
+fn mcast(test: Test, a: &BenchArgs, connection: Connection) -> Result<Option<[u8; 16]>, String> {
+    if !a.mcg {
+        return match a.mgid {
+            Some(_) => Err("-M: the MGID of -g (give -g)".into()),
+            None => Ok(None),
+        };
+    }
+    if test.verb != Verb::Send {
+        return Err("-g: MultiCast feature only available on SEND verb".into());
+    }
+    if connection != Connection::Ud {
+        return Err("-g: multicast is UD (give -c UD)".into());
+    }
+    if test.kind != Kind::Bw || a.bidirectional || a.reversed || a.qps != 1 {
+        return Err(
+            "-g: mlx5-perf runs multicast in send_bw alone, one QP, one way (ours: \
+                    perftest also has send_lat, -b and -q)"
+                .into(),
+        );
+    }
+    a.mgid
+        .as_deref()
+        .map_or(Ok(DEF_MGID), crate::cli::parse_mgid)
+        .map(Some)
 }
 
 /// perftest's period of `--run_infinitely` without `-D`, in seconds (`DEF_DURATION`).
@@ -865,6 +901,7 @@ impl Params {
         }
         let dci_streams = check_dci_streams(a, connection)?;
         let pacing_kbps = packet_pacing(test, a)?;
+        let mcast = mcast(test, a, connection)?;
         let params = Params {
             test,
             connection,
@@ -894,6 +931,7 @@ impl Params {
             use_dm: a.use_dm,
             dci_streams,
             pacing_kbps,
+            mcast,
         };
         if params.receives() && params.recv_depth() == 0 {
             return Err(format!(

@@ -169,7 +169,7 @@ pub fn run<B: Device>(
     let mut side = Side::new(ctx, params, local)?;
     let with_gid = gid_index(&side, local)?.is_some();
     let out_reads = u32::from(side.out_reads());
-    let mine = side.records(local.port)?;
+    let mine = side.records(local.port, !client)?;
     let records: Vec<Record> = mine
         .iter()
         .map(|r| record(r, out_reads, with_gid))

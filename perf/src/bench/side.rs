@@ -5,8 +5,9 @@ use std::time::{Duration, Instant};
 
 use mlx5_direct::{
     Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, CqConfig, Data,
-    DciStreams, Dct, DmSlots, DoorbellMode, Endpoint, GlobalRoute, MemoryRegion, ProtectionDomain,
-    Qp, QpConfig, Remote, SendFlags, SendOp, SendWr, Srq, Transport, WcOpcode,
+    DciStreams, Dct, DmSlots, DoorbellMode, Endpoint, GlobalRoute, McastGroup, MemoryRegion,
+    ProtectionDomain, Qp, QpConfig, Remote, SendFlags, SendOp, SendWr, Srq, Transport, WcOpcode,
+    MCAST_QPN,
 };
 
 use super::hwts::{HwTimes, Trigger};
@@ -152,11 +153,13 @@ pub(super) fn path_mtu<B: Device>(ctx: &Context<B>, local: &Local) -> Result<u32
 }
 
 /// The address handle's attributes for the peer's record `r` through `port` (UD and DC):
-/// its LID and `-S`; on RoCE (LID 0), and on InfiniBand with `-x`, a GRH to its GID from
+/// its LID and `-S`; on RoCE (LID 0), on InfiniBand with `-x` and to a multicast group
+/// (`-g`), a GRH to its GID from
 /// the source GID `-x` names (without it the port's, `gid_index`), with `--flow_label` and
 /// `--tclass`.
 fn ah_attr(port: u8, gid_index: u8, r: &QpRecord, local: &Local) -> AhAttr {
-    let global = r.lid == 0 || local.gid_index.is_some();
+    // A multicast group is always addressed with its MGID.
+    let global = r.lid == 0 || local.gid_index.is_some() || r.qpn == MCAST_QPN;
     let grh = global.then_some(GlobalRoute {
         dgid: r.gid,
         flow_label: local.flow_label,
@@ -313,7 +316,11 @@ impl<B: Device> Side<B> {
         self.recv_area(q) + self.slot() / 2
     }
 
-    pub(super) fn records(&self, port: u8) -> Result<Vec<QpRecord>, Error> {
+    /// The records of this side's QPs for the peer. With `-g`, the receiving side's QPs
+    /// join the group first and their records name it (perftest's
+    /// `send_set_up_connection`: the MGID, the MLID and QPN 0xFFFFFF).
+    pub(super) fn records(&self, port: u8, server: bool) -> Result<Vec<QpRecord>, Error> {
+        let group = self.mcast_group(port, server)?;
         let mut out = Vec::new();
         for (q, qp) in self.qps.iter().enumerate() {
             // The QP's own first PSN, through the port this run uses.
@@ -336,8 +343,36 @@ impl<B: Device> Side<B> {
                 qkey: (self.params.connection == Connection::Ud).then_some(DEF_QKEY),
                 dct,
             });
+            if let Some(group) = group {
+                qp.attach_mcast(&group)?;
+                let r = out.last_mut().expect("pushed above");
+                (r.lid, r.gid, r.qpn) = (group.mlid, group.mgid, MCAST_QPN);
+            }
         }
         Ok(out)
+    }
+
+    /// The group the QPs of this side join with `-g`: the receiving side's (the server of
+    /// `send_bw`), on RoCE MLID 0, on the model perftest's old `MCG_LID` 0xC001 (it has no
+    /// subnet manager); refused on an InfiniBand NIC, whose MLID the subnet manager's join
+    /// gives.
+    fn mcast_group(&self, port: u8, server: bool) -> Result<Option<McastGroup>, Error> {
+        let Some(mgid) = self.params.mcast else {
+            return Ok(None);
+        };
+        if self.params.sends(server) {
+            return Ok(None);
+        }
+        let roce = self.ctx.port(port)?.roce;
+        if !roce && B::MLID_FROM_SM {
+            return Err(
+                "-g on InfiniBand: the group's MLID comes from the subnet manager's \
+                        join (an SA MCMemberRecord), which mlx5-perf does not send"
+                    .into(),
+            );
+        }
+        let mlid = if roce { 0 } else { 0xc001 };
+        Ok(Some(McastGroup { mgid, mlid }))
     }
 
     pub(super) fn connect(&mut self, remote: Vec<QpRecord>, port: u8) -> Result<(), Error> {

@@ -36,6 +36,7 @@ fn every_compared_parameter_names_its_flag() {
         use_dm: false,
         dci_streams: None,
         pacing_kbps: None,
+        mcast: None,
     };
     let serde_json::Value::Object(fields) = serde_json::to_value(&params).unwrap() else {
         panic!("params are an object");
