@@ -15,7 +15,8 @@ use common::{side_on, Rig, Side};
 use mlx5_direct::backend::sim::hw::{GidAddr, GidType, LinkLayer, McastConfig, RoceGid};
 use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim};
 use mlx5_direct::{
-    AhAttr, Context, Error, GlobalRoute, McastGroup, McastRefusal, QpConfig, Transport,
+    AhAttr, Context, Data, Error, GlobalRoute, McastGroup, McastRefusal, QpConfig, SendFlags,
+    SendOp, SendWr, Status, Transport,
 };
 
 /// An InfiniBand group: a multicast LID and a site-local MGID.
@@ -63,6 +64,60 @@ fn an_ib_datagram_reaches_the_attached_qps_of_two_nics_with_the_grh() {
     // Two datagrams, each one packet on the wire; b1's port took the first only (then
     // detached, its port no longer takes the group), b2's both, c's none.
     assert_eq!(counts(&m), [(2, 0, 0), (0, 1, 0), (0, 2, 0), (0, 0, 0)]);
+}
+
+/// At the sender a datagram to a group costs on the PCIe link exactly what a unicast
+/// datagram with the same GRH costs, however many QPs (here two) receive it.
+#[test]
+fn a_multicast_send_costs_the_sender_what_a_unicast_send_costs() {
+    let mut m = bodies::ud_multicast_reaches_attached_qps(&Fabric::new(), IB_GROUP, 0);
+    m.b1.qp.attach_mcast(&IB_GROUP).unwrap();
+    let pb = m.b2.ctx.port(1).unwrap();
+    let ah = |dlid, dgid| {
+        let grh = GlobalRoute {
+            dgid,
+            hop_limit: 7,
+            ..GlobalRoute::default()
+        };
+        m.a.pd
+            .create_ah(&AhAttr {
+                port: 1,
+                dlid,
+                grh: Some(grh),
+                ..AhAttr::default()
+            })
+            .unwrap()
+    };
+    let (group, unicast) = (ah(IB_GROUP.mlid, IB_GROUP.mgid), ah(pb.lid, pb.gid));
+    let nic = m.a.ctx.backend().nic().clone();
+    let qpn = m.a.qp.qpn();
+    let mut cost = |dest: mlx5_direct::UdDest<'_>| {
+        let before = nic.qp_pcie(qpn).unwrap();
+        let wr = SendWr {
+            wr_id: 1,
+            op: SendOp::Send,
+            data: Data::Inline(b"market data"),
+            flags: SendFlags::SIGNALED,
+        };
+        m.a.qp.sq().post_ud(wr, &dest).unwrap();
+        assert_eq!(common::poll_n(&mut m.a, 1)[0].status, Status::Success);
+        nic.qp_pcie(qpn).unwrap() - before
+    };
+    let to_group = cost(group.mcast_dest(0x1100_2233));
+    let to_one = cost(unicast.dest(m.b2.qp.qpn(), 0x1100_2233));
+    assert_eq!(to_group, to_one);
+    // The 80-byte WQE (control, the 48-byte AV, 11 bytes inline) as two 64-byte BlueFlame
+    // writes, no fetch, and the CQE.
+    assert_eq!(
+        (
+            to_group.mmio_writes,
+            to_group.dma_reads,
+            to_group.dma_writes,
+            to_group.payload_down,
+            to_group.payload_up
+        ),
+        (2, 0, 1, 128, 64)
+    );
 }
 
 /// RoCE v2 NICs whose GID 0 is the IPv4 address 10.0.0.<n> (n from 1, in creation
