@@ -279,8 +279,8 @@ pub use sq::{
 };
 pub use types::{
     Access, AhAttr, ConnectOptions, CqConfig, DciStreams, DeviceCaps, Endpoint, GidEntry, GidType,
-    GlobalRoute, ParseEndpointError, PortInfo, QpConfig, QpPsn, QpSizes, QpState, RateLimit,
-    Transition, Transport,
+    GlobalRoute, PacingCaps, ParseEndpointError, PortInfo, QpConfig, QpPsn, QpSizes, QpState,
+    RateLimit, Transition, Transport,
 };
 
 /// The README's examples, compiled and run as doctests.

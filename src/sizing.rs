@@ -211,6 +211,8 @@ mod tests {
             atomic_8b_host_order: atomics,
             compact_av: false,
             max_dm_size: 0,
+            max_mcast_grp: 0,
+            pacing: crate::types::PacingCaps::default(),
         }
     }
 

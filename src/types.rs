@@ -89,6 +89,42 @@ pub struct DeviceCaps {
     /// Device memory (MEMIC) in bytes (`max_dm_size` of `ibv_query_device_ex`; 0: none):
     /// the most [`Context::alloc_dm`](crate::Context::alloc_dm) allocates.
     pub max_dm_size: u64,
+    /// Multicast groups the device holds (`max_mcast_grp`; 0: no multicast, and
+    /// [`Qp::attach_mcast`](crate::Qp::attach_mcast) refuses).
+    pub max_mcast_grp: u32,
+    /// Packet pacing (`packet_pacing_caps` of `ibv_query_device_ex`):
+    /// [`Qp::set_rate_limit`](crate::Qp::set_rate_limit) refuses a transport it does not
+    /// name.
+    pub pacing: PacingCaps,
+}
+
+/// What packet pacing a device offers (`struct ibv_packet_pacing_caps`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct PacingCaps {
+    /// The lowest rate limit in kbit/s (`qp_rate_limit_min`).
+    pub min_kbps: u32,
+    /// The highest rate limit in kbit/s (`qp_rate_limit_max`; 0: no pacing).
+    pub max_kbps: u32,
+    /// RC QPs may be paced (`supported_qpts` bit `IBV_QPT_RC`: no mlx5 sets it).
+    pub rc: bool,
+    /// UC QPs may be paced (bit `IBV_QPT_UC`).
+    pub uc: bool,
+    /// UD QPs may be paced (bit `IBV_QPT_UD`).
+    pub ud: bool,
+}
+
+impl PacingCaps {
+    /// True if QPs of `transport` may be rate limited.
+    pub fn paces(&self, transport: Transport) -> bool {
+        self.max_kbps != 0
+            && match transport {
+                Transport::Rc => self.rc,
+                Transport::Uc => self.uc,
+                Transport::Ud => self.ud,
+                Transport::Dci | Transport::Dct => false,
+            }
+    }
 }
 
 /// The queues a [`QpConfig`] gets (from [`QpConfig::check`]).

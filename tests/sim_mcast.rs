@@ -233,6 +233,17 @@ fn a_full_group_table_is_refused_until_a_group_is_left() {
     );
     s.qp.detach_mcast(&g1).unwrap();
     s.qp.attach_mcast(&g2).unwrap();
+    // A device without multicast (max_mcast_grp 0): refused before the device is asked.
+    let none = RoceRig {
+        mcast: McastConfig {
+            max_groups: 0,
+            ..McastConfig::default()
+        },
+        ..RoceRig::new()
+    };
+    let s = none.side(&ud_config());
+    assert_eq!(s.ctx.caps().max_mcast_grp, 0);
+    assert!(matches!(s.qp.attach_mcast(&g1), Err(Error::Unsupported(_))));
 }
 
 /// The model, as the kernel (`uverbs_free_qp`: EBUSY), refuses to destroy an attached QP:

@@ -44,6 +44,17 @@ fn done(s: &mut Side) -> usize {
 fn datagrams_leave_at_the_limit_on_the_models_clock() {
     let rig = paced();
     let (mut a, mut b) = (rig.side(&ud_config()), rig.side(&ud_config()));
+    let pacing = a.ctx.caps().pacing;
+    assert_eq!(
+        (
+            pacing.min_kbps,
+            pacing.max_kbps,
+            pacing.rc,
+            pacing.uc,
+            pacing.ud
+        ),
+        (1, 100_000_000, false, false, true)
+    );
     a.qp.activate_ud(1, QKEY).unwrap();
     b.qp.activate_ud(1, QKEY).unwrap();
     let nic = a.ctx.backend().nic().clone();

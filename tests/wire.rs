@@ -207,6 +207,14 @@ fn the_plain_data_types_round_trip_through_serde() {
         atomic_8b_host_order: false,
         compact_av: true,
         max_dm_size: 128 << 10,
+        max_mcast_grp: 1 << 21,
+        pacing: mlx5_direct::PacingCaps {
+            min_kbps: 1,
+            max_kbps: 100_000_000,
+            rc: false,
+            uc: true,
+            ud: true,
+        },
     });
     round_trip(QpSizes {
         send_wqe_size: 320,

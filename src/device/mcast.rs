@@ -38,8 +38,10 @@ impl<B: Backend> Qp<B> {
     /// an MGID that is not multicast, on an InfiniBand port an MLID that is not a multicast
     /// LID (the kernel's EINVAL of `ib_attach_mcast`), and a group the QP is attached to
     /// already (the device would take the second attach as a no-op, and the first detach
-    /// would end both); by the device, [`McastRefusal::TableFull`]. The QP is detached from
-    /// its groups when it is destroyed.
+    /// would end both); [`Error::Unsupported`] on a device without multicast
+    /// ([`DeviceCaps::max_mcast_grp`](crate::DeviceCaps::max_mcast_grp) 0); by the device,
+    /// [`McastRefusal::TableFull`]. The QP is detached from its groups when it is
+    /// destroyed.
     pub fn attach_mcast(&self, group: &McastGroup) -> Result<(), Error> {
         let refuse = |why| Err(Error::Multicast(why));
         let transport = self.core.transport;
@@ -50,6 +52,11 @@ impl<B: Backend> Qp<B> {
             return refuse(McastRefusal::NotMulticastGid);
         }
         let backend = &self.core._pd.ctx.backend;
+        if backend.caps().max_mcast_grp == 0 {
+            return Err(Error::Unsupported(
+                "multicast (the device's max_mcast_grp is 0)",
+            ));
+        }
         // RoCE ignores the MLID ("RoCE annex declares that multicast LID should be
         // ignored", `ib_attach_mcast`).
         if !backend.port(self.port)?.roce && !group.has_multicast_lid() {

@@ -529,11 +529,13 @@ impl<B: Backend> Qp<B> {
     /// its send queue leaves no faster than `limit.kbps` kbit/s, at most
     /// `limit.max_burst_sz` bytes at once after a pause; `kbps` 0 removes the limit. Only
     /// in RTS ([`Error::WrongState`]); a burst or typical size without a rate is
-    /// [`Error::InvalidArgument`] (rdma-core's `mlx5_modify_qp_rate_limit`). The device
-    /// refuses a transport it does not pace ([`Error::Unsupported`]: mlx5 kernels list raw
-    /// packet QPs, and UD and UC where the device has the caps, in
-    /// `packet_pacing_caps.supported_qpts`; none lists RC), a rate outside its
-    /// `qp_rate_limit_min..=max`, and a new distinct limit when its rate table is full.
+    /// [`Error::InvalidArgument`] (rdma-core's `mlx5_modify_qp_rate_limit`); a transport
+    /// the device does not pace is [`Error::Unsupported`] before the device is asked
+    /// ([`DeviceCaps::pacing`](crate::DeviceCaps::pacing): mlx5 kernels list raw packet
+    /// QPs, and UD and UC where the device has the caps, in
+    /// `packet_pacing_caps.supported_qpts`; none lists RC). The device refuses a rate
+    /// outside its `qp_rate_limit_min..=max` and a new distinct limit when its rate table
+    /// is full.
     /// Moving the QP to ERR or RESET releases the limit.
     pub fn set_rate_limit(&mut self, limit: &RateLimit) -> Result<(), Error> {
         if self.state() != QpState::Rts {
@@ -545,6 +547,11 @@ impl<B: Backend> Qp<B> {
         if limit.kbps == 0 && (limit.max_burst_sz != 0 || limit.typical_pkt_sz != 0) {
             return Err(Error::InvalidArgument(
                 "a burst or typical packet size needs a rate",
+            ));
+        }
+        if !self.ctx().caps().pacing.paces(self.core.transport) {
+            return Err(Error::Unsupported(
+                "packet pacing of this QP's transport (packet_pacing_caps.supported_qpts)",
             ));
         }
         self.ctx().backend.set_rate_limit(&self.core.handle, limit)

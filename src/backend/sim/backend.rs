@@ -16,8 +16,8 @@ use crate::rq::RqDesc;
 use crate::sizing;
 use crate::sq::SqDesc;
 use crate::types::{
-    Access, AhAttr, CqConfig, DeviceCaps, GidEntry, GidType, PortInfo, QpConfig, QpPsn, QpSizes,
-    RateLimit, Transition, Transport,
+    Access, AhAttr, CqConfig, DeviceCaps, GidEntry, GidType, PacingCaps, PortInfo, QpConfig, QpPsn,
+    QpSizes, RateLimit, Transition, Transport,
 };
 
 use super::handles::{pin, PINNED};
@@ -60,6 +60,14 @@ impl Backend for Sim {
             atomics,
             compact_av: c.compact_av,
             max_dm_size: c.max_dm_size,
+            max_mcast_grp: c.max_mcast_grp,
+            pacing: PacingCaps {
+                min_kbps: c.packet_pacing.min_kbps,
+                max_kbps: c.packet_pacing.max_kbps,
+                rc: c.packet_pacing.rc,
+                uc: c.packet_pacing.uc,
+                ud: c.packet_pacing.ud,
+            },
         }
     }
 

@@ -90,7 +90,7 @@ use crate::error::Error;
 use crate::mem::MemOptions;
 use crate::prm::DS;
 use crate::sizing;
-use crate::types::DeviceCaps;
+use crate::types::{DeviceCaps, PacingCaps};
 
 /// The largest WQE the mlx5 format can describe (6-bit DS count: 63 × 16 bytes).
 const MAX_WQE_FORMAT: u32 = 63 * DS as u32;
@@ -419,6 +419,20 @@ fn caps_of(attr: &ibv_device_attr, shut_up_bf: bool) -> DeviceCaps {
         compact_av: false,
         // In the extended attributes only (`query_device`).
         max_dm_size: 0,
+        max_mcast_grp: attr.max_mcast_grp.max(0) as u32,
+        pacing: PacingCaps::default(),
+    }
+}
+
+/// The packet pacing of `caps` (`supported_qpts` holds `1 << ibv_qp_type`).
+fn pacing_of(caps: &rdma_sys::ibv_packet_pacing_caps) -> PacingCaps {
+    let qpt = |t: u32| caps.supported_qpts & (1 << t) != 0;
+    PacingCaps {
+        min_kbps: caps.qp_rate_limit_min,
+        max_kbps: caps.qp_rate_limit_max,
+        rc: qpt(rdma_sys::ibv_qp_type::IBV_QPT_RC),
+        uc: qpt(rdma_sys::ibv_qp_type::IBV_QPT_UC),
+        ud: qpt(rdma_sys::ibv_qp_type::IBV_QPT_UD),
     }
 }
 
@@ -448,6 +462,7 @@ fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error>
     let shut_up_bf = is_set(std::env::var_os("MLX5_SHUT_UP_BF"));
     let caps = DeviceCaps {
         max_dm_size: ex.max_dm_size,
+        pacing: pacing_of(&ex.packet_pacing_caps),
         ..caps_of(&attr, shut_up_bf)
     };
     let comp = dv.comp_mask & MLX5DV_CONTEXT_MASK_CQE_COMPRESION != 0;
@@ -526,6 +541,8 @@ mod tests {
                 atomic_8b_host_order: true,
                 compact_av: false,
                 max_dm_size: 0,
+                max_mcast_grp: 0,
+                pacing: PacingCaps::default(),
             }
         );
         attr.atomic_cap = ibv_atomic_cap::IBV_ATOMIC_NONE;

@@ -319,9 +319,9 @@ pub fn cq_overrun_is_an_asynchronous_cq_error<R: Rig>(rig: &R) {
     assert_eq!(b.qp.state(), QpState::Rts);
 }
 
-/// A rate limit (`Qp::set_rate_limit`) is refused on a QP not in RTS and with a burst but
-/// no rate, by the driver, and on an RC QP in RTS by the device (no mlx5 paces RC: the
-/// kernel's EOPNOTSUPP, the model's default caps).
+/// A rate limit (`Qp::set_rate_limit`) is refused on a QP not in RTS, with a burst but no
+/// rate, and on an RC QP in RTS, whose transport no mlx5 paces (the device's
+/// `packet_pacing_caps`, the model's default caps), each before the device is asked.
 pub fn rate_limit_refusals<R: Rig>(rig: &R) {
     let mut fresh = rig.side(&QpConfig::default());
     let rate = RateLimit {
