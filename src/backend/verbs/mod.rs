@@ -425,14 +425,14 @@ fn caps_of(attr: &ibv_device_attr, shut_up_bf: bool) -> DeviceCaps {
 }
 
 /// The packet pacing of `caps` (`supported_qpts` holds `1 << ibv_qp_type`).
-fn pacing_of(caps: &rdma_sys::ibv_packet_pacing_caps) -> PacingCaps {
+fn pacing_of(caps: &crate::backend::ffi::ibv_packet_pacing_caps) -> PacingCaps {
     let qpt = |t: u32| caps.supported_qpts & (1 << t) != 0;
     PacingCaps {
         min_kbps: caps.qp_rate_limit_min,
         max_kbps: caps.qp_rate_limit_max,
-        rc: qpt(rdma_sys::ibv_qp_type::IBV_QPT_RC),
-        uc: qpt(rdma_sys::ibv_qp_type::IBV_QPT_UC),
-        ud: qpt(rdma_sys::ibv_qp_type::IBV_QPT_UD),
+        rc: qpt(crate::backend::ffi::ibv_qp_type::IBV_QPT_RC),
+        uc: qpt(crate::backend::ffi::ibv_qp_type::IBV_QPT_UC),
+        ud: qpt(crate::backend::ffi::ibv_qp_type::IBV_QPT_UD),
     }
 }
 
