@@ -11,7 +11,7 @@ use super::*;
 
 const QKEY: u32 = 0x1100_2233;
 /// The receive buffers: two per side, each the GRH area and 64 bytes.
-const RECV_LEN: u32 = UD_GRH_BYTES + 64;
+const RECV_LEN: u32 = UD_GRH_BYTES as u32 + 64;
 
 fn ud_config() -> QpConfig {
     QpConfig {
@@ -38,14 +38,14 @@ fn received<B: Drive>(s: &mut Side<B>, a: &Side<B>, wr_id: u64, payload: &[u8]) 
         (
             wr_id,
             Status::Success,
-            UD_GRH_BYTES + payload.len() as u32,
+            (UD_GRH_BYTES + payload.len()) as u32,
             a.qp.qpn()
         )
     );
     assert!(r.grh_present(), "a multicast datagram always has a GRH");
     let at = (wr_id as usize - 1) * 256;
-    assert_eq!(read(s, at + UD_GRH_BYTES as usize, payload.len()), payload);
-    read(s, at, UD_GRH_BYTES as usize)
+    assert_eq!(read(s, at + UD_GRH_BYTES, payload.len()), payload);
+    read(s, at, UD_GRH_BYTES)
 }
 
 /// One sender and three UD QPs of `rig`, two attached to `group`: a datagram the sender
