@@ -518,3 +518,234 @@ fn a_compressed_entry_on_a_plain_cq_is_still_skipped() {
     let got = poll_all(&mut q);
     assert_eq!(got[0].status, Status::Compressed);
 }
+
+/// Requester mini-CQEs of `(counter, send opcode, byte_cnt)`.
+fn minis_of(entries: &[(u16, Opcode, u32)]) -> [u8; 64] {
+    let mut a = [0u8; 64];
+    for (i, &(counter, op, len)) in entries.iter().enumerate() {
+        a[8 * i..8 * i + 2].copy_from_slice(&counter.to_be_bytes());
+        a[8 * i + 2] = op as u8;
+        a[8 * i + 4..8 * i + 8].copy_from_slice(&len.to_be_bytes());
+    }
+    a
+}
+
+/// A NOP (counter 0), an unsignaled NOP (1), a two-WQEBB inline WRITE (2..=3), a READ (4)
+/// and a NOP (5), posted on null queues expanding `layout`.
+fn mixed_sends(layout: CqeCompLayout) -> NullQueues {
+    let mut q = null_zip(layout, 0);
+    let remote = mlx5_direct::Remote {
+        addr: 0x1000,
+        rkey: 7,
+    };
+    let sge = mlx5_direct::Sge {
+        addr: 0x2000,
+        len: 16,
+        lkey: 3,
+    };
+    let posts = [
+        (SendOp::Nop, Data::NONE, SendFlags::SIGNALED),
+        (SendOp::Nop, Data::NONE, SendFlags::UNSIGNALED),
+        (
+            SendOp::Write(remote),
+            Data::Inline(&[5; 64]),
+            SendFlags::SIGNALED,
+        ),
+        (
+            SendOp::Read(remote),
+            Data::Sges(&[sge]),
+            SendFlags::SIGNALED,
+        ),
+        (SendOp::Nop, Data::NONE, SendFlags::SIGNALED),
+    ];
+    for (wr_id, (op, data, flags)) in posts.into_iter().enumerate() {
+        q.sq.push(wr_id as u64, op, data, flags).unwrap();
+    }
+    q.sq.ring_doorbell();
+    assert_eq!(q.sq.producer_count(), 6);
+    q
+}
+
+/// The completions of [`mixed_sends`] after its NOP 0: WQEs of several WQEBBs, one not
+/// signaled, three opcodes in one block. Read as a responder block (counters title + i,
+/// the title's opcode), the same minis would give other WQEs and opcodes.
+fn mixed_completions() -> Vec<(u64, WcOpcode, Status, u32)> {
+    vec![
+        (2, WcOpcode::RdmaWrite, Status::Success, 0),
+        (3, WcOpcode::RdmaRead, Status::Success, 16),
+        (4, WcOpcode::Nop, Status::Success, 0),
+    ]
+}
+
+fn with_len(c: &[Completion]) -> Vec<(u64, WcOpcode, Status, u32)> {
+    c.iter()
+        .map(|c| (c.wr_id, c.opcode, c.status, c.byte_len))
+        .collect()
+}
+
+#[test]
+fn requester_blocks_take_counters_and_opcodes_from_their_minis() {
+    let minis = [
+        (2, Opcode::RdmaWrite, 0),
+        (4, Opcode::RdmaRead, 16),
+        (5, Opcode::Nop, 0),
+    ];
+    // Basic: a title of NOP 0 for four completions, NOP 0 the first.
+    let mut q = mixed_sends(CqeCompLayout::Basic);
+    let mut all = vec![(0, Opcode::Nop, 0)];
+    all.extend(minis);
+    q.write_raw_block(&[(0, basic_title(4)), (1, minis_of(&all))], 4);
+    let mut want = vec![(0, WcOpcode::Nop, Status::Success, 0)];
+    want.extend(mixed_completions());
+    assert_eq!(with_len(&poll_all(&mut q)), want);
+    assert_eq!(q.sq.outstanding_wqebbs(), 0);
+    // Enhanced: NOP 0's normal CQE, then a slot of three.
+    let mut q = mixed_sends(CqeCompLayout::Enhanced);
+    q.write_raw_block(&[(0, normal_nop(0))], 1);
+    let mut slot = minis_of(&minis);
+    slot[63] = 2 << 4 | 0x0c;
+    q.write_raw_block(&[(0, slot)], 3);
+    assert_eq!(with_len(&poll_all(&mut q)), want);
+    assert_eq!(q.sq.outstanding_wqebbs(), 0);
+}
+
+/// A normal NOP CQE (as [`normal_nop`]) with user index `uidx` (bytes 33..36).
+fn normal_nop_of(counter: u16, uidx: u32) -> [u8; 64] {
+    let mut t = normal_nop(counter);
+    t[32..36].copy_from_slice(&uidx.to_be_bytes());
+    t
+}
+
+#[test]
+fn a_new_enhanced_session_takes_its_own_title() {
+    // Session 1: title NOP 0 (user index 0x111), a slot of 1..3; session 2: title NOP 3
+    // (user index 0x222), a slot of 4..6. The second slot's completions are its title's.
+    let mut q = null_zip(CqeCompLayout::Enhanced, 6);
+    q.write_raw_block(&[(0, normal_nop_of(0, 0x111))], 1);
+    q.write_raw_block(&[(0, enhanced_slot(1..3, 0))], 2);
+    q.write_raw_block(&[(0, normal_nop_of(3, 0x222))], 1);
+    q.write_raw_block(&[(0, enhanced_slot(4..6, 0))], 2);
+    let got = poll_all(&mut q);
+    assert_eq!(summary(&got), nops(6));
+    let uidx: Vec<u32> = got.iter().map(Completion::user_index).collect();
+    assert_eq!(uidx, [0x111, 0x111, 0x111, 0x222, 0x222, 0x222]);
+}
+
+#[test]
+fn a_responder_session_numbers_its_receives_from_its_own_title() {
+    // The null QP has no receives: every receive completion is reported with the counter
+    // the expansion gave it. Session 1 titled by receive 10, session 2 by receive 40.
+    let mut q = null_zip(CqeCompLayout::Enhanced, 0);
+    let recv = |counter: u16| {
+        let mut t = normal_nop(counter);
+        t[63] = (CqeOpcode::RespSend as u8) << 4;
+        t
+    };
+    q.write_raw_block(&[(0, recv(10))], 1);
+    q.write_raw_block(&[(0, enhanced_slot(0..2, 0))], 2);
+    q.write_raw_block(&[(0, recv(40))], 1);
+    q.write_raw_block(&[(0, enhanced_slot(0..3, 0))], 3);
+    let got = poll_all(&mut q);
+    let status: Vec<Status> = got.iter().map(|c| c.status).collect();
+    let unknown = |c| Status::UnknownWqe(c);
+    assert_eq!(status, [10, 11, 12, 40, 41, 42, 43].map(unknown), "{got:?}");
+    assert!(got
+        .iter()
+        .all(|c| c.qpn == NULL_QPN && c.opcode == WcOpcode::Recv));
+}
+
+#[test]
+fn only_a_successful_normal_cqe_of_its_pass_titles_a_session() {
+    // A title candidate at index 0, a slot of two at index 1: the slot expands (two NOPs
+    // after the title's) or is reported without a title.
+    let check = |title: [u8; 64], titles: bool| {
+        let mut q = null_zip(CqeCompLayout::Enhanced, 3);
+        q.write_raw_block(&[(0, title)], 1);
+        q.write_raw_block(&[(0, enhanced_slot(1..3, 0))], 2);
+        let got = poll_all(&mut q);
+        let slot: Vec<Status> = got[1..].iter().map(|c| c.status).collect();
+        if titles {
+            assert_eq!(slot, [Status::Success; 2], "{title:02x?}");
+        } else {
+            assert_eq!(
+                slot,
+                [Status::BadCompression(BadCompression::NoTitle)],
+                "{title:02x?}"
+            );
+            assert_eq!(q.cq.consumer_index(), 2, "the slot alone consumed");
+        }
+    };
+    let with_op = |op: CqeOpcode| {
+        let mut t = normal_nop(0);
+        t[63] = (op as u8) << 4;
+        t
+    };
+    check(normal_nop(0), true);
+    // Every success opcode titles (the responder ones too: the slot's minis are then
+    // receives, which the null QP does not have), an error does not.
+    for op in [
+        CqeOpcode::RespWrImm,
+        CqeOpcode::RespSend,
+        CqeOpcode::RespSendImm,
+        CqeOpcode::RespSendInv,
+    ] {
+        let mut q = null_zip(CqeCompLayout::Enhanced, 0);
+        q.write_raw_block(&[(0, with_op(op))], 1);
+        q.write_raw_block(&[(0, enhanced_slot(1..3, 0))], 2);
+        let got = poll_all(&mut q);
+        let slot: Vec<Status> = got[1..].iter().map(|c| c.status).collect();
+        assert_eq!(
+            slot,
+            [Status::UnknownWqe(1), Status::UnknownWqe(2)],
+            "{op:?}"
+        );
+    }
+    for op in [CqeOpcode::ReqErr, CqeOpcode::RespErr] {
+        let mut t = with_op(op);
+        t[55] = 0x05;
+        check(t, false);
+    }
+}
+
+#[test]
+fn a_compressed_slot_never_titles_the_next() {
+    // A one-mini slot at the CQ's first entry has no title; the next slot's candidate is
+    // that slot (REQ opcode, validity count 0), which is compressed.
+    let mut q = null_zip(CqeCompLayout::Enhanced, 3);
+    q.write_raw_block(&[(0, enhanced_slot(0..1, 0))], 1);
+    q.write_raw_block(&[(0, enhanced_slot(1..3, 0))], 2);
+    let got = poll_all(&mut q);
+    let no_title = Status::BadCompression(BadCompression::NoTitle);
+    assert_eq!(summary(&got), [(0, WcOpcode::default(), no_title); 2]);
+    assert_eq!(q.sq.outstanding_wqebbs(), 3);
+}
+
+#[test]
+fn the_entry_before_the_first_has_no_title() {
+    // The CQ's last entry made to look like a successful CQE of the pass before index 0
+    // (validity count 0xff): index 0 has no pass before it, so no title.
+    let mut q = null_zip(CqeCompLayout::Enhanced, 2);
+    let mut last = normal_nop(0);
+    last[62] = 0xff;
+    q.write_raw_block(&[(15, last), (0, enhanced_slot(0..2, 0))], 2);
+    let got = poll_all(&mut q);
+    assert_eq!(
+        got[0].status,
+        Status::BadCompression(BadCompression::NoTitle)
+    );
+    assert_eq!(q.sq.outstanding_wqebbs(), 2);
+}
+
+#[test]
+fn a_basic_block_as_large_as_the_cq_expands() {
+    // 16 completions on a 16-entry CQ: the title, arrays at 1 and 8, the largest legal
+    // block.
+    let mut q = null_zip(CqeCompLayout::Basic, 16);
+    q.write_raw_block(
+        &[(0, basic_title(16)), (1, minis(0..8)), (8, minis(8..16))],
+        16,
+    );
+    assert_eq!(summary(&poll_all(&mut q)), nops(16));
+    assert_eq!(q.cq.consumer_index(), 16);
+    assert_eq!(q.sq.outstanding_wqebbs(), 0);
+}

@@ -304,4 +304,136 @@ fn poll_with_reports_an_error_cqe() {
     assert_eq!((wr_id, e.syndrome, e.wqe_counter), (41, 0x05, 0));
     assert_eq!(q.sq.outstanding_wqebbs(), 0);
     assert_eq!(q.cq.poll_with(4, |_| unreachable!()), 0);
+#[test]
+fn status_and_pkey_builders_set_their_field_alone() {
+    let c = Completion::default()
+        .with_wr_id(3)
+        .with_solicited(true)
+        .with_status(Status::UnknownWqe(9));
+    assert_eq!(
+        (c.status, c.wr_id, c.solicited()),
+        (Status::UnknownWqe(9), 3, true)
+    );
+    // The P_Key index takes the shared word from an immediate or an invalidated rkey, and
+    // leaves the other flags.
+    for shared in [
+        c.with_imm(Some(0x1111_2222)),
+        c.with_invalidated_rkey(Some(0x3333_4444)),
+    ] {
+        let p = shared.with_pkey_index(0x8005);
+        assert_eq!(
+            (p.imm(), p.invalidated_rkey(), p.pkey_index()),
+            (None, None, 0x8005)
+        );
+        assert_eq!((p.solicited(), p.status), (true, Status::UnknownWqe(9)));
+        assert_eq!(p, c.with_pkey_index(0x8005));
+    }
+}
+
+/// Writes a CQE of `cqe_opcode` naming send opcode `opcode` (its top byte), QP `qpn` and
+/// WQE counter `counter` as the next entry of `q`'s CQ.
+fn write_cqe(
+    q: &mut crate::null::NullQueues,
+    cqe_opcode: CqeOpcode,
+    opcode: u8,
+    qpn: u32,
+    counter: u16,
+) {
+    let mut cqe = [0u8; crate::prm::CQE_SIZE];
+    cqe[55] = crate::prm::Syndrome::LocalLengthErr as u8;
+    cqe[56..60].copy_from_slice(&(u32::from(opcode) << 24 | qpn).to_be_bytes());
+    cqe[60..62].copy_from_slice(&counter.to_be_bytes());
+    cqe[63] = (cqe_opcode as u8) << 4 | ((q.produced() / 16) & 1) as u8;
+    q.write_raw_cqe(&cqe);
+}
+
+#[test]
+fn reports_of_unknown_qps_and_wqes_name_the_cqes_opcode() {
+    use crate::null::{NullQueues, NULL_QPN};
+    use crate::{Data, SendFlags, SendOp};
+    let mut q = NullQueues::new(16, 16, 64).unwrap();
+    q.sq.post(1, SendOp::Nop, Data::NONE, SendFlags::SIGNALED)
+        .unwrap();
+    let cases = [
+        (
+            CqeOpcode::Req,
+            Opcode::RdmaRead,
+            0x99,
+            WcOpcode::RdmaRead,
+            Status::UnknownQp,
+        ),
+        (
+            CqeOpcode::Req,
+            Opcode::RdmaWrite,
+            NULL_QPN,
+            WcOpcode::RdmaWrite,
+            Status::UnknownWqe(5),
+        ),
+        (
+            CqeOpcode::Req,
+            Opcode::AtomicCs,
+            NULL_QPN,
+            WcOpcode::CompareSwap,
+            Status::UnknownWqe(5),
+        ),
+        (
+            CqeOpcode::ReqErr,
+            Opcode::AtomicFa,
+            0x77,
+            WcOpcode::FetchAdd,
+            Status::UnknownQp,
+        ),
+        (
+            CqeOpcode::ReqErr,
+            Opcode::SendImm,
+            NULL_QPN,
+            WcOpcode::Send,
+            Status::UnknownWqe(5),
+        ),
+        (
+            CqeOpcode::RespWrImm,
+            Opcode::Nop,
+            0x55,
+            WcOpcode::RecvRdmaWithImm,
+            Status::UnknownQp,
+        ),
+        (
+            CqeOpcode::RespWrImm,
+            Opcode::Nop,
+            NULL_QPN,
+            WcOpcode::RecvRdmaWithImm,
+            Status::UnknownWqe(5),
+        ),
+        (
+            CqeOpcode::RespSendInv,
+            Opcode::RdmaWrite,
+            NULL_QPN,
+            WcOpcode::Recv,
+            Status::UnknownWqe(5),
+        ),
+        (
+            CqeOpcode::RespErr,
+            Opcode::RdmaWrite,
+            0x55,
+            WcOpcode::Recv,
+            Status::UnknownQp,
+        ),
+    ];
+    let mut out = [Completion::default(); 1];
+    for (cqe_opcode, opcode, qpn, wc, status) in cases {
+        write_cqe(&mut q, cqe_opcode, opcode as u8, qpn, 5);
+        assert_eq!(q.cq.poll(&mut out), 1);
+        assert_eq!(
+            (out[0].status, out[0].opcode, out[0].qpn, out[0].wr_id),
+            (status, wc, qpn, 0),
+            "{cqe_opcode:?} {opcode:?}"
+        );
+    }
+    // Nothing was retired: the NOP still completes.
+    q.complete(0, Opcode::Nop, CqeOpcode::Req, 0);
+    assert_eq!(q.cq.poll(&mut out), 1);
+    assert_eq!(
+        (out[0].wr_id, out[0].opcode, out[0].status),
+        (1, WcOpcode::Nop, Status::Success)
+    );
 }

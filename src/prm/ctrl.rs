@@ -429,6 +429,39 @@ mod tests {
         }
     }
 
+    /// Every `fm_ce_se` byte decodes to the completion and fence modes in its bits 3..2
+    /// and 7..5, and encodes back to itself (bits 0 and 4 are reserved).
+    #[test]
+    fn fm_ce_se_decodes_every_mode() {
+        let ce = [
+            CqUpdate::Never,
+            CqUpdate::Reserved,
+            CqUpdate::Always,
+            CqUpdate::AndEqe,
+        ];
+        let fm = [
+            FenceMode::None,
+            FenceMode::InitiatorSmall,
+            FenceMode::Fence,
+            FenceMode::StrongOrdering,
+            FenceMode::SmallAndFence,
+            FenceMode::Reserved5,
+            FenceMode::Reserved6,
+            FenceMode::Reserved7,
+        ];
+        for byte in 0..=255u8 {
+            let f = FmCeSe::from_bits(byte);
+            assert_eq!(f.ce(), ce[usize::from(byte >> 2 & 3)], "{byte:#04x}");
+            assert_eq!(f.fm(), fm[usize::from(byte >> 5)], "{byte:#04x}");
+            assert_eq!(f.solicited(), byte & 2 != 0, "{byte:#04x}");
+            let rebuilt = FmCeSe::new()
+                .with_ce(f.ce())
+                .with_fm(f.fm())
+                .with_solicited(f.solicited());
+            assert_eq!(rebuilt.into_bits(), byte & 0xee, "{byte:#04x}");
+        }
+    }
+
     #[test]
     fn opcode_round_trip() {
         for op in Opcode::ALL {
