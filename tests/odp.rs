@@ -426,3 +426,46 @@ fn a_receive_into_unmapped_pages_fails_at_the_responder() {
     );
     assert_eq!(stats(&b).odp_faults, 0);
 }
+
+/// The contrast to the ODP fault above: any other error of a receive on an SRQ (here a
+/// SEND longer than the SRQ's buffer) puts the QP in error. The poller reports it with its
+/// syndrome and marks the QP, whose next post is refused; the SRQ's WQE is retired.
+#[test]
+fn another_receive_error_on_an_srq_puts_the_qp_in_error() {
+    let fabric = Fabric::new();
+    let config = QpConfig::default();
+    let mut a = side(&fabric, &config);
+    let nic = NicConfig {
+        srq_odp_fault_cqe: true,
+        ..NicConfig::default()
+    };
+    let mut b = side_on(Context::new(Sim::on_fabric(&fabric, nic)), &config, 256, 64);
+    let mut srq = b.pd.create_srq(4, 1).unwrap();
+    b.qp =
+        b.pd.create_qp_with_srq(&b.cq, &b.cq, &srq, &config)
+            .unwrap();
+    srq.post(9, &[b.mr.sge(0, 8)]).unwrap();
+    common::connect(&mut a, &mut b);
+    let src = [a.mr.sge(0, 16)];
+    a.qp.sq()
+        .post(1, SendOp::Send, Data::Sges(&src), SendFlags::SIGNALED)
+        .unwrap();
+    let r = poll_n(&mut b, 1)[0];
+    assert_eq!(syndrome(r.status), Some(Syndrome::LocalLengthErr), "{r:?}");
+    let Status::Error(e) = r.status else {
+        unreachable!()
+    };
+    assert!(!e.is_odp_fault());
+    assert_eq!((r.wr_id, r.qpn, e.wqe_counter), (9, b.qp.qpn(), 0));
+    let write = SendOp::Write(a.mr.remote(0));
+    assert_eq!(
+        b.qp.sq()
+            .post(2, write, Data::Inline(&[1; 8]), SendFlags::SIGNALED),
+        Err(mlx5_direct::PostError::NotReadyToSend)
+    );
+    // The SRQ slot is free again at once (no cooldown as after an ODP fault): four posts
+    // fit in the four-entry SRQ.
+    for wr_id in 20..24 {
+        srq.post(wr_id, &[b.mr.sge(0, 8)]).unwrap();
+    }
+}

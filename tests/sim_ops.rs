@@ -65,3 +65,50 @@ fn a_cpu_store_racing_a_nic_atomic_is_lost_without_pcie_atomicops() {
         );
     }
 }
+
+/// The three kinds of SEND a receive can complete: plain (neither immediate nor rkey),
+/// with immediate, and with invalidate of a key that allows it (the model's stand-in for a
+/// fast-registration key): its rkey is reported as `invalidated_rkey`, never as `imm`.
+#[test]
+fn a_send_with_invalidate_reports_the_rkey_it_invalidated() {
+    use mlx5_direct::{Access, Data, SendFlags, SendOp, Status, WcOpcode};
+    let (mut a, mut b) = common::pair();
+    let target = b.pd.alloc_mr(4096, Access::ALL).unwrap();
+    b.ctx
+        .backend()
+        .nic()
+        .allow_remote_invalidate(target.rkey())
+        .unwrap();
+    for i in 0..3 {
+        let sge = b.mr.sge(64 * i, 64);
+        b.qp.rq().unwrap().post(10 + i as u64, &[sge]).unwrap();
+    }
+    let ops = [
+        SendOp::Send,
+        SendOp::SendImm(0x0102_0304),
+        SendOp::SendInv(target.rkey()),
+    ];
+    for (i, op) in ops.into_iter().enumerate() {
+        a.qp.sq()
+            .post(i as u64, op, Data::Inline(b"sent"), SendFlags::SIGNALED)
+            .unwrap();
+    }
+    let sent: Vec<Status> = common::poll_n(&mut a, 3).iter().map(|c| c.status).collect();
+    assert_eq!(sent, [Status::Success; 3]);
+    let got: Vec<_> = common::poll_n(&mut b, 3)
+        .iter()
+        .map(|c| {
+            let kind = (c.imm(), c.invalidated_rkey(), c.pkey_index());
+            (c.wr_id, c.opcode, c.status, c.byte_len, kind)
+        })
+        .collect();
+    let recv = (WcOpcode::Recv, Status::Success, 4);
+    assert_eq!(
+        got,
+        [
+            (10, recv.0, recv.1, recv.2, (None, None, 0)),
+            (11, recv.0, recv.1, recv.2, (Some(0x0102_0304), None, 0)),
+            (12, recv.0, recv.1, recv.2, (None, Some(target.rkey()), 0)),
+        ]
+    );
+}
