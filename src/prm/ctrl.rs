@@ -460,6 +460,17 @@ mod tests {
                 .with_solicited(f.solicited());
             assert_eq!(rebuilt.into_bits(), byte & 0xee, "{byte:#04x}");
         }
+        // The named bytes are the modes they name.
+        let fenced = |fm| FmCeSe::new().with_fm(fm).into_bits();
+        assert_eq!(
+            fenced(FenceMode::InitiatorSmall),
+            WQE_CTRL_INITIATOR_SMALL_FENCE
+        );
+        assert_eq!(fenced(FenceMode::SmallAndFence), WQE_CTRL_FENCE);
+        assert_eq!(
+            [WQE_CTRL_INITIATOR_SMALL_FENCE, WQE_CTRL_FENCE],
+            [0x20, 0x80]
+        );
     }
 
     #[test]
