@@ -51,6 +51,8 @@ package_of() {
 tests_of() {
     case $1 in
     src/cqz.rs) echo --lib --test cqz ;;
+    src/cq/completion.rs) echo --features serde --lib --test wire --test cqz --test sim_ud \
+        --test scatter_cqe ;;
     src/cq/*) echo --lib --test cqz --test hostile_cqes --test sim_errors --test sim_ops \
         --test odp --test scatter_cqe --test timestamps --test sim_ud ;;
     src/prm/zip.rs) echo --lib --test golden --test cqz ;;

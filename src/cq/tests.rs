@@ -305,7 +305,7 @@ fn poll_with_reports_an_error_cqe() {
     assert_eq!(q.sq.outstanding_wqebbs(), 0);
     assert_eq!(q.cq.poll_with(4, |_| unreachable!()), 0);
 #[test]
-fn status_and_pkey_builders_set_their_field_alone() {
+fn the_plain_builders_and_the_pkey_set_their_field_alone() {
     let c = Completion::default()
         .with_wr_id(3)
         .with_solicited(true)
@@ -313,6 +313,14 @@ fn status_and_pkey_builders_set_their_field_alone() {
     assert_eq!(
         (c.status, c.wr_id, c.solicited()),
         (Status::UnknownWqe(9), 3, true)
+    );
+    let c = c
+        .with_qpn(0x12_3456)
+        .with_byte_len(77)
+        .with_opcode(WcOpcode::RdmaRead);
+    assert_eq!(
+        (c.wr_id, c.qpn, c.byte_len, c.opcode, c.status),
+        (3, 0x12_3456, 77, WcOpcode::RdmaRead, Status::UnknownWqe(9))
     );
     // The P_Key index takes the shared word from an immediate or an invalidated rkey, and
     // leaves the other flags.
