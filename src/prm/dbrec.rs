@@ -105,5 +105,8 @@ mod tests {
             [0x11, 0x23, 0x45, 0x67, 0, 0, 0, 0x42]
         );
         assert_eq!(qp_counter(0x1_0005).to_bytes(), [0, 0, 0, 5]);
+        // The CQ's word keeps the consumer index's low 24 bits.
+        assert_eq!(cq_set_ci(0x0123_4567).to_bytes(), [0, 0x23, 0x45, 0x67]);
+        assert_eq!(cq_set_ci(0x00ff_ffff).to_bytes(), [0, 0xff, 0xff, 0xff]);
     }
 }
