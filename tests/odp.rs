@@ -323,6 +323,24 @@ fn a_receive_into_a_page_not_present_faults_at_the_responder() {
     }
 }
 
+/// Two sides, `b` on a NIC reporting SRQ ODP faults with error CQEs (`srq_odp_fault_cqe`)
+/// and its QP receiving from a 4-entry SRQ of one SGE, not connected yet.
+fn srq_pair() -> (Side, Side, mlx5_direct::Srq<Sim>) {
+    let fabric = Fabric::new();
+    let config = QpConfig::default();
+    let a = side(&fabric, &config);
+    let nic = NicConfig {
+        srq_odp_fault_cqe: true,
+        ..NicConfig::default()
+    };
+    let mut b = side_on(Context::new(Sim::on_fabric(&fabric, nic)), &config, 256, 64);
+    let srq = b.pd.create_srq(4, 1).unwrap();
+    b.qp =
+        b.pd.create_qp_with_srq(&b.cq, &b.cq, &srq, &config)
+            .unwrap();
+    (a, b, srq)
+}
+
 /// Receive side, SRQ, with `NicConfig::srq_odp_fault_cqe`: the NIC consumes the SRQ WQE
 /// whose buffer is not present and completes it with REMOTE_ABORTED_ERR (0x22) and vendor
 /// syndrome 0x93 while it faults the 4 pages in (one event, one translation read), and
@@ -332,19 +350,8 @@ fn a_receive_into_a_page_not_present_faults_at_the_responder() {
 /// carries the next SEND without a fault.
 #[test]
 fn an_srq_receive_that_faults_completes_with_the_odp_fault_cqe() {
-    let fabric = Fabric::new();
-    let config = QpConfig::default();
-    let mut a = side(&fabric, &config);
-    let nic = NicConfig {
-        srq_odp_fault_cqe: true,
-        ..NicConfig::default()
-    };
-    let mut b = side_on(Context::new(Sim::on_fabric(&fabric, nic)), &config, 256, 64);
+    let (mut a, mut b, mut srq) = srq_pair();
     let sink = b.pd.alloc_mr(LEN, ODP).unwrap();
-    let mut srq = b.pd.create_srq(4, 1).unwrap();
-    b.qp =
-        b.pd.create_qp_with_srq(&b.cq, &b.cq, &srq, &config)
-            .unwrap();
     let buffer = [sink.sge(0, LEN as u32)];
     srq.post(9, &buffer).unwrap();
     common::connect(&mut a, &mut b);
@@ -432,18 +439,7 @@ fn a_receive_into_unmapped_pages_fails_at_the_responder() {
 /// syndrome and marks the QP, whose next post is refused; the SRQ's WQE is retired.
 #[test]
 fn another_receive_error_on_an_srq_puts_the_qp_in_error() {
-    let fabric = Fabric::new();
-    let config = QpConfig::default();
-    let mut a = side(&fabric, &config);
-    let nic = NicConfig {
-        srq_odp_fault_cqe: true,
-        ..NicConfig::default()
-    };
-    let mut b = side_on(Context::new(Sim::on_fabric(&fabric, nic)), &config, 256, 64);
-    let mut srq = b.pd.create_srq(4, 1).unwrap();
-    b.qp =
-        b.pd.create_qp_with_srq(&b.cq, &b.cq, &srq, &config)
-            .unwrap();
+    let (mut a, mut b, mut srq) = srq_pair();
     srq.post(9, &[b.mr.sge(0, 8)]).unwrap();
     common::connect(&mut a, &mut b);
     let src = [a.mr.sge(0, 16)];

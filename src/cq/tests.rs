@@ -359,73 +359,51 @@ fn write_cqe(
 fn reports_of_unknown_qps_and_wqes_name_the_cqes_opcode() {
     use crate::null::{NullQueues, NULL_QPN};
     use crate::{Data, SendFlags, SendOp};
+    use CqeOpcode::{Req, ReqErr, RespErr, RespSendInv, RespWrImm};
+    use Status::{UnknownQp as NoQp, UnknownWqe as NoWqe};
     let mut q = NullQueues::new(16, 16, 64).unwrap();
     q.sq.post(1, SendOp::Nop, Data::NONE, SendFlags::SIGNALED)
         .unwrap();
     let cases = [
+        (Req, Opcode::RdmaRead, 0x99, WcOpcode::RdmaRead, NoQp),
         (
-            CqeOpcode::Req,
-            Opcode::RdmaRead,
-            0x99,
-            WcOpcode::RdmaRead,
-            Status::UnknownQp,
-        ),
-        (
-            CqeOpcode::Req,
+            Req,
             Opcode::RdmaWrite,
             NULL_QPN,
             WcOpcode::RdmaWrite,
-            Status::UnknownWqe(5),
+            NoWqe(5),
         ),
         (
-            CqeOpcode::Req,
+            Req,
             Opcode::AtomicCs,
             NULL_QPN,
             WcOpcode::CompareSwap,
-            Status::UnknownWqe(5),
+            NoWqe(5),
         ),
+        (ReqErr, Opcode::AtomicFa, 0x77, WcOpcode::FetchAdd, NoQp),
+        (ReqErr, Opcode::SendImm, NULL_QPN, WcOpcode::Send, NoWqe(5)),
         (
-            CqeOpcode::ReqErr,
-            Opcode::AtomicFa,
-            0x77,
-            WcOpcode::FetchAdd,
-            Status::UnknownQp,
-        ),
-        (
-            CqeOpcode::ReqErr,
-            Opcode::SendImm,
-            NULL_QPN,
-            WcOpcode::Send,
-            Status::UnknownWqe(5),
-        ),
-        (
-            CqeOpcode::RespWrImm,
+            RespWrImm,
             Opcode::Nop,
             0x55,
             WcOpcode::RecvRdmaWithImm,
-            Status::UnknownQp,
+            NoQp,
         ),
         (
-            CqeOpcode::RespWrImm,
+            RespWrImm,
             Opcode::Nop,
             NULL_QPN,
             WcOpcode::RecvRdmaWithImm,
-            Status::UnknownWqe(5),
+            NoWqe(5),
         ),
         (
-            CqeOpcode::RespSendInv,
+            RespSendInv,
             Opcode::RdmaWrite,
             NULL_QPN,
             WcOpcode::Recv,
-            Status::UnknownWqe(5),
+            NoWqe(5),
         ),
-        (
-            CqeOpcode::RespErr,
-            Opcode::RdmaWrite,
-            0x55,
-            WcOpcode::Recv,
-            Status::UnknownQp,
-        ),
+        (RespErr, Opcode::RdmaWrite, 0x55, WcOpcode::Recv, NoQp),
     ];
     let mut out = [Completion::default(); 1];
     for (cqe_opcode, opcode, qpn, wc, status) in cases {
