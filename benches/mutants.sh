@@ -54,7 +54,7 @@ tests_of() {
     src/cq/completion.rs) echo --features serde --lib --test wire --test cqz --test sim_ud \
         --test scatter_cqe ;;
     src/cq/*) echo --lib --test cqz --test hostile_cqes --test sim_errors --test sim_ops \
-        --test odp --test scatter_cqe --test timestamps --test sim_ud ;;
+        --test odp --test scatter_cqe --test timestamps --test sim_ud --test sim_dc_pool ;;
     src/prm/zip.rs) echo --lib --test golden --test cqz ;;
     src/prm/cqe.rs) echo --lib --test golden --test null_device --test hostile_cqes ;;
     src/prm/*) echo --lib --test golden --test null_device ;;

@@ -706,3 +706,38 @@ fn rpc_with_64_requests_outstanding() {
     let stats = server.ctx.backend().nic().stats();
     assert_eq!((stats.ud_no_receive, stats.qkey_violations), (0, 0));
 }
+
+/// A receive too small for the datagram (the GRH area and 8 bytes, for 16): the receive
+/// completes with LOCAL_LENGTH_ERR and the QP is in error, both queues of it: the poller
+/// marks the send queue's own flag (UD's SQE state) and the QP's.
+#[test]
+fn a_receive_error_puts_both_queues_of_a_ud_qp_in_error() {
+    let fabric = Fabric::new();
+    let (mut a, mut b) = ud_pair(&fabric);
+    let (ah_ab, ah_ba) = (ah_to(&a, &b), ah_to(&b, &a));
+    let to_b = ah_ab.dest(b.qp.qpn(), QKEY);
+    let short = b.mr.sge(0, UD_GRH_BYTES + 8);
+    b.qp.rq().unwrap().post(7, &[short]).unwrap();
+    a.qp.sq()
+        .post_ud(send(Data::Inline(&[1; 16]), SendOp::Send), &to_b)
+        .unwrap();
+    poll_n(&mut a, 1);
+    let r = poll_n(&mut b, 1)[0];
+    let Status::Error(e) = r.status else {
+        panic!("expected LOCAL_LENGTH_ERR, got {r:?}");
+    };
+    assert_eq!(
+        (r.wr_id, r.qpn, r.opcode, e.syndrome),
+        (7, b.qp.qpn(), WcOpcode::Recv, 0x01)
+    );
+    let to_a = ah_ba.dest(a.qp.qpn(), QKEY);
+    assert_eq!(
+        b.qp.sq()
+            .post_ud(send(Data::Inline(b"no"), SendOp::Send), &to_a),
+        Err(PostError::NotReadyToSend)
+    );
+    assert_eq!(
+        b.qp.rq().unwrap().post(8, &[b.mr.sge(0, 256)]),
+        Err(PostError::NotReadyToReceive)
+    );
+}
