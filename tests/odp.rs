@@ -10,7 +10,8 @@ use mlx5_direct::backend::sim::hw::Purpose;
 use mlx5_direct::backend::sim::{Fabric, NicConfig, Sim, TlpKind};
 use mlx5_direct::prm::Syndrome;
 use mlx5_direct::{
-    Access, ConnectOptions, Context, Data, Error, MemoryRegion, QpConfig, SendFlags, SendOp, Status,
+    Access, ConnectOptions, Context, Data, Error, MemoryRegion, PostError, QpConfig, SendFlags,
+    SendOp, Status,
 };
 
 const LEN: usize = 16 << 10;
@@ -324,7 +325,8 @@ fn a_receive_into_a_page_not_present_faults_at_the_responder() {
 }
 
 /// Two sides, `b` on a NIC reporting SRQ ODP faults with error CQEs (`srq_odp_fault_cqe`)
-/// and its QP receiving from a 4-entry SRQ of one SGE, not connected yet.
+/// and its QP receiving from an SRQ of one SGE, not connected yet: 3 receives in a ring of
+/// 4 WQEs, so that the SRQ is full when its posts reach the slot before the first.
 fn srq_pair() -> (Side, Side, mlx5_direct::Srq<Sim>) {
     let fabric = Fabric::new();
     let config = QpConfig::default();
@@ -334,7 +336,7 @@ fn srq_pair() -> (Side, Side, mlx5_direct::Srq<Sim>) {
         ..NicConfig::default()
     };
     let mut b = side_on(Context::new(Sim::on_fabric(&fabric, nic)), &config, 256, 64);
-    let srq = b.pd.create_srq(4, 1).unwrap();
+    let srq = b.pd.create_srq(3, 1).unwrap();
     b.qp =
         b.pd.create_qp_with_srq(&b.cq, &b.cq, &srq, &config)
             .unwrap();
@@ -459,9 +461,41 @@ fn another_receive_error_on_an_srq_puts_the_qp_in_error() {
             .post(2, write, Data::Inline(&[1; 8]), SendFlags::SIGNALED),
         Err(mlx5_direct::PostError::NotReadyToSend)
     );
-    // The SRQ slot is free again at once (no cooldown as after an ODP fault): four posts
-    // fit in the four-entry SRQ.
-    for wr_id in 20..24 {
-        srq.post(wr_id, &[b.mr.sge(0, 8)]).unwrap();
+    // The SRQ's slot is free again at once (no cooldown as after an ODP fault): the SRQ
+    // takes as many receives as it holds.
+    assert_eq!(fill(&mut srq, &b.mr), Ok(srq.capacity()));
+}
+
+/// Posts receives into `srq` until it refuses one; how many it took, or the refusal that is
+/// not a full queue.
+fn fill(srq: &mut mlx5_direct::Srq<Sim>, mr: &MemoryRegion<Sim>) -> Result<u32, PostError> {
+    for n in 0.. {
+        match srq.post(100 + u64::from(n), &[mr.sge(0, 8)]) {
+            Ok(()) => {}
+            Err(PostError::QueueFull { .. }) => return Ok(n),
+            Err(e) => return Err(e),
+        }
     }
+    unreachable!()
+}
+
+/// The slot of an SRQ receive that faulted cools down for a lap of the ring: the posts after
+/// the fault skip it, so the SRQ takes one receive fewer than it holds until a post passes
+/// it.
+#[test]
+fn an_odp_faulted_srq_slot_cools_down() {
+    let (mut a, mut b, mut srq) = srq_pair();
+    let sink = b.pd.alloc_mr(LEN, ODP).unwrap();
+    srq.post(9, &[sink.sge(0, LEN as u32)]).unwrap();
+    common::connect(&mut a, &mut b);
+    let src = [a.mr.sge(0, LEN as u32)];
+    a.qp.sq()
+        .post(1, SendOp::Send, Data::Sges(&src), SendFlags::SIGNALED)
+        .unwrap();
+    let r = poll_n(&mut b, 1)[0];
+    assert!(
+        matches!(r.status, Status::Error(e) if e.is_odp_fault()),
+        "{r:?}"
+    );
+    assert_eq!(fill(&mut srq, &b.mr), Ok(srq.capacity() - 1));
 }
