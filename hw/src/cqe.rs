@@ -264,4 +264,32 @@ mod tests {
         .encode(false, 0);
         assert_eq!(&b[28..32], &[0; 4]);
     }
+
+    /// Scatter to CQE: format 1 (`MLX5_INLINE_SCATTER_32`) puts the data in bytes 0..32,
+    /// format 2 (`MLX5_INLINE_SCATTER_64`) leaves the `cqe64` and sets only the format; the
+    /// format goes in `op_own` bits 3..2 next to the opcode, SE and owner.
+    #[test]
+    fn scattered_receives_set_their_format() {
+        let mut data = [0u8; 64];
+        data[..4].copy_from_slice(&[1, 2, 3, 4]);
+        let c = Cqe {
+            opcode: cqe_op::RESP_SEND,
+            se: true,
+            byte_cnt: 4,
+            ..Cqe::default()
+        };
+        for (wide, op_own, first) in [(false, 0x27, [1, 2, 3, 4]), (true, 0x2b, [0; 4])] {
+            let scattered = Some(Scattered { data, wide });
+            let b = Cqe { scattered, ..c }.encode(true, 0);
+            assert_eq!((b[63], &b[..4]), (op_own, &first[..]), "wide {wide}");
+        }
+    }
+
+    /// The vendor syndrome of an SRQ receive whose buffer faulted: 0x93
+    /// (`MLX5_CQE_VENDOR_SYNDROME_ODP_PFAULT`) with REMOTE_ABORTED_ERR (0x22).
+    #[test]
+    fn an_odp_fault_has_its_vendor_syndrome() {
+        let b = Cqe::resp_err(0x42, 3, 0, synd::REMOTE_ABORTED_ERR).encode(false, 0);
+        assert_eq!((b[54], b[55], b[63]), (0x93, 0x22, 0xe0));
+    }
 }
