@@ -288,8 +288,11 @@ mod tests {
     /// The vendor syndrome of an SRQ receive whose buffer faulted: 0x93
     /// (`MLX5_CQE_VENDOR_SYNDROME_ODP_PFAULT`) with REMOTE_ABORTED_ERR (0x22).
     #[test]
-    fn an_odp_fault_has_its_vendor_syndrome() {
+    fn error_cqes_name_their_qp_and_the_odp_fault_its_vendor_syndrome() {
         let b = Cqe::resp_err(0x42, 3, 0, synd::REMOTE_ABORTED_ERR).encode(false, 0);
         assert_eq!((b[54], b[55], b[63]), (0x93, 0x22, 0xe0));
+        assert_eq!(&b[56..62], &[0, 0, 0, 0x42, 0, 3]);
+        let b = Cqe::req_err(0x43, 0x0a, 5, synd::WR_FLUSH_ERR).encode(false, 0);
+        assert_eq!(&b[56..62], &[0x0a, 0, 0, 0x43, 0, 5]);
     }
 }
