@@ -304,6 +304,8 @@ fn poll_with_reports_an_error_cqe() {
     assert_eq!((wr_id, e.syndrome, e.wqe_counter), (41, 0x05, 0));
     assert_eq!(q.sq.outstanding_wqebbs(), 0);
     assert_eq!(q.cq.poll_with(4, |_| unreachable!()), 0);
+}
+
 #[test]
 fn the_plain_builders_and_the_pkey_set_their_field_alone() {
     let c = Completion::default()
