@@ -716,7 +716,7 @@ fn a_receive_error_puts_both_queues_of_a_ud_qp_in_error() {
     let (mut a, mut b) = ud_pair(&fabric);
     let (ah_ab, ah_ba) = (ah_to(&a, &b), ah_to(&b, &a));
     let to_b = ah_ab.dest(b.qp.qpn(), QKEY);
-    let short = b.mr.sge(0, UD_GRH_BYTES + 8);
+    let short = b.mr.sge(0, UD_GRH_BYTES as u32 + 8);
     b.qp.rq().unwrap().post(7, &[short]).unwrap();
     a.qp.sq()
         .post_ud(send(Data::Inline(&[1; 16]), SendOp::Send), &to_b)
