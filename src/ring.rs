@@ -460,20 +460,23 @@ pub(crate) unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
     #[inline(always)]
     unsafe fn ends<T>(src: *const u8, dst: *mut u8, len: usize) {
         let last = len - core::mem::size_of::<T>();
+        // One range after the other (the two do not overlap the source, by the contract):
+        // one register, where both loads first would take two.
         // SAFETY: both ranges lie inside the `len` bytes of each side (caller's contract).
         unsafe {
-            let (head, tail) = (
-                src.cast::<T>().read_unaligned(),
-                src.add(last).cast::<T>().read_unaligned(),
-            );
+            let head = src.cast::<T>().read_unaligned();
             dst.cast::<T>().write_unaligned(head);
+            let tail = src.add(last).cast::<T>().read_unaligned();
             dst.add(last).cast::<T>().write_unaligned(tail);
         }
     }
     // SAFETY (every block below): offsets and sizes stay inside the `len` bytes the caller
     // vouches for.
     unsafe {
-        if len >= 16 {
+        // 8..=16 bytes first (the common short payload): one compare of `len - 8`.
+        if len.wrapping_sub(8) <= 8 {
+            ends::<u64>(src, dst, len);
+        } else if len > 16 {
             let mut at = 0;
             while at + 16 < len {
                 let chunk = src.add(at).cast::<u128>().read_unaligned();
@@ -481,8 +484,6 @@ pub(crate) unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
                 at += 16;
             }
             ends::<u128>(src, dst, len);
-        } else if len >= 8 {
-            ends::<u64>(src, dst, len);
         } else if len >= 4 {
             ends::<u32>(src, dst, len);
         } else if len >= 2 {

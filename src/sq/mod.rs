@@ -116,8 +116,7 @@ macro_rules! ring_alone {
         let bf_max = if $sq.pushed == 0 {
             $sq.bf_single
         } else {
-            $sq.pushed = 0;
-            $sq.bf_batch
+            $crate::sq::doorbell::end_batch(&mut $sq.pushed, $sq.bf_batch)
         };
         $crate::sq::doorbell::ring_last(
             &mut $sq.bf,

@@ -53,7 +53,7 @@ macro_rules! typed {
             data: &[u8],
             flags: SendFlags,
         ) -> Result<(), PostError> {
-            self.inline_wr::<$ring>(wr_id, || $op, data, flags)
+            self.inline_wr::<$ring>(wr_id, move || $op, data, flags)
         }
     };
     (@fn [$($doc:tt)*] $name:ident, $ring:literal, ($($arg:ident: $ty:ty),*)

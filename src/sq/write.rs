@@ -4,8 +4,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::error::PostError;
 use crate::prm::{
-    self, Be32, Be64, CtrlSeg, DataSeg, InlineSeg, OpmodIdxOpcode, QpnDs, RaddrSeg, DS, MAX_DS,
-    SEND_WQE_BB,
+    self, Be32, CtrlSeg, DataSeg, InlineSeg, OpmodIdxOpcode, QpnDs, DS, MAX_DS, SEND_WQE_BB,
 };
 use crate::ring::{Block, Staging, WqeBuf, WqeRing};
 use crate::types::Transport;
@@ -344,20 +343,18 @@ impl Limits {
             // SAFETY (every segment write below): the segments are the `ds` units counted
             // above in the same order (control, remote address, `args_ds` argument units,
             // then `data_ds` data units), so each ends within `ds * 16 <= bbs * 64` bytes.
+            // The remote-address segment first: its operands are then dead before the
+            // control segment is built (fewer registers live across the stores).
+            let mut at = DS + X::DS * DS;
+            if let Some(remote) = shape.remote(op) {
+                // SAFETY: see above.
+                unsafe { wqe.seg(at, raddr_words(remote)) };
+                at += DS;
+            }
+            // SAFETY: see above.
             unsafe { wqe.seg(0, ctrl.to_words()) };
             // SAFETY: see above (`X::DS` units; none for RC).
             unsafe { xport.write(wqe, DS) };
-            let mut at = DS + X::DS * DS;
-            if let Some(remote) = shape.remote(op) {
-                let raddr = RaddrSeg {
-                    raddr: Be64::new(remote.addr),
-                    rkey: Be32::new(remote.rkey),
-                    reserved: Be32::new(0),
-                };
-                // SAFETY: see above.
-                unsafe { wqe.seg(at, raddr) };
-                at += DS;
-            }
             if ARGS && shape.args_ds() != 0 {
                 // SAFETY: see above (`args_ds` units).
                 unsafe { op.write_args(wqe, at) };
@@ -392,6 +389,7 @@ impl Limits {
         let kept = if ARGS { shape.kept_len() } else { 0 };
         // SAFETY: `start` is a masked ring offset (this function's contract).
         unsafe { record(slots, start, wr.wr_id, next_pi, kept) };
+
         cur.pi = next_pi;
         Ok(Written {
             offset: start,
@@ -524,6 +522,22 @@ pub(super) unsafe fn record<'s>(
     slot.wr_id.store(wr_id, Ordering::Relaxed);
     slot.next_pi.store(next_pi, Ordering::Relaxed);
     slot.byte_len.store(byte_len, Ordering::Relaxed);
+}
+
+/// `struct mlx5_wqe_raddr_seg` ([`RaddrSeg`](crate::prm::RaddrSeg)) of `remote` as the two
+/// words a WQE write stores (memory order): the key and the reserved zero in one word, one
+/// store.
+#[inline(always)]
+fn raddr_words(remote: Remote) -> [u64; 2] {
+    let rkey = u64::from(u32::from_ne_bytes(remote.rkey.to_be_bytes()));
+    [
+        u64::from_ne_bytes(remote.addr.to_be_bytes()),
+        if cfg!(target_endian = "little") {
+            rkey
+        } else {
+            rkey << 32
+        },
+    ]
 }
 
 /// The size in DS of a WQE whose data is not an inline payload under `inline_fit`: every
