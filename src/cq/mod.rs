@@ -208,6 +208,9 @@ struct QpTable {
     /// ([`NO_QPN`] when none; `hot_sq` is then a placeholder): consecutive CQEs usually
     /// name the same QP, which then costs one compare and no table access.
     hot_qpn: u32,
+    /// `hot_qpn` as its three bytes lie in a CQE's `sop_drop_qpn`, read as a native word
+    /// with the opcode byte 0 ([`NO_QPN`], which no masked word equals, when none).
+    hot_qpn_wire: u32,
     hot_sq: Arc<SqShared>,
     /// Expansion of compressed CQEs, on a CQ created with compression.
     unzip: Option<Box<Unzip>>,
@@ -260,6 +263,7 @@ impl<U: Uar> CompletionQueue<U> {
                 seen: u64::MAX,
                 timestamps,
                 hot_qpn: NO_QPN,
+                hot_qpn_wire: NO_QPN,
                 hot_sq: Arc::new(SqShared::new(1)),
                 unzip: None,
                 scattered: None,

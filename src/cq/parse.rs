@@ -11,34 +11,45 @@ use crate::sq::Sge;
 use super::completion::{DATA_IN_CQE, HAS_IMM, HAS_INV, SOLICITED};
 use super::*;
 
+/// The QPN bits of a CQE's `sop_drop_qpn` read as a native word in wire order.
+const QPN_WIRE_MASK: u32 = 0xff_ffff_u32.to_be();
+
 /// A successful requester CQE of the hot QP, its WQE retired ([`QpTable::retire_req`]):
 /// what its [`Completion`] is built of, each field read from the CQE when asked for.
 #[derive(Clone, Copy)]
 pub(super) struct HotReq<'e> {
     pub(super) entry: CqeEntry<'e>,
-    /// The CQE's `sop_drop_qpn`: send opcode (31..24) and QPN.
-    pub(super) sop: u32,
+    /// The CQE's `sop_drop_qpn` as it lies in the CQE, read as a native word (see
+    /// [`HotReq::sop`]).
+    pub(super) sop_wire: u32,
     pub(super) wr_id: u64,
     /// The `byte_len` kept at post time (see `SqSlot::byte_len`).
     pub(super) kept: u32,
 }
 
 impl HotReq<'_> {
+    /// The CQE's `sop_drop_qpn`: send opcode (31..24) and QPN.
+    #[inline(always)]
+    fn sop(&self) -> u32 {
+        u32::from_be(self.sop_wire)
+    }
+
     #[inline(always)]
     pub(super) fn qpn(&self) -> u32 {
-        self.sop & 0xff_ffff
+        // The masked word the hot-QP compare computed, then swapped.
+        u32::from_be(self.sop_wire & QPN_WIRE_MASK)
     }
 
     #[inline(always)]
     pub(super) fn opcode(&self) -> WcOpcode {
-        WcOpcode::from_send_opcode((self.sop >> 24) as u8)
+        WcOpcode::from_send_opcode((self.sop() >> 24) as u8)
     }
 
     /// `byte_cnt` means something for READ only (rdma-core's `handle_good_req`); every
     /// other length (an atomic's operand size, else 0) was kept at post time.
     #[inline(always)]
     pub(super) fn byte_len(&self) -> u32 {
-        if self.sop >> 24 == Opcode::RdmaRead as u32 {
+        if self.sop() >> 24 == Opcode::RdmaRead as u32 {
             self.entry.read().byte_cnt.get()
         } else {
             self.kept
@@ -86,6 +97,7 @@ impl QpTable {
         self.seen = generation;
         self.last = 0;
         self.hot_qpn = NO_QPN;
+        self.hot_qpn_wire = NO_QPN;
     }
 
     /// Makes QP `qpn` the hot one; false if this CQ does not serve it (a QP being
@@ -100,6 +112,7 @@ impl QpTable {
             return false;
         };
         self.hot_qpn = qpn;
+        self.hot_qpn_wire = (qpn & 0xff_ffff).to_be();
         self.hot_sq = sq;
         true
     }
@@ -124,15 +137,16 @@ impl QpTable {
         // Each field is read where it is used (a read of the entry per field; the compiler
         // loads the one field): loads hoisted above the checks would hold registers
         // across them and spill.
-        let sop = entry.read().sop_drop_qpn.get();
-        if sop & 0xff_ffff != self.hot_qpn || self.hot_sq.is_gone() {
+        // The QPN compared in the CQE's byte order (no byte swap on the common path).
+        let sop_wire = u32::from_ne_bytes(entry.read().sop_drop_qpn.to_bytes());
+        if sop_wire & QPN_WIRE_MASK != self.hot_qpn_wire || self.hot_sq.is_gone() {
             return None;
         }
         let counter = entry.read().wqe_counter.get();
         let (wr_id, kept) = self.hot_sq.complete_with_len(counter)?;
         Some(HotReq {
             entry,
-            sop,
+            sop_wire,
             wr_id,
             kept,
         })

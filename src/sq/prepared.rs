@@ -236,7 +236,7 @@ impl<U: Uar> SendQueue<U> {
             fast_queue: if written.bbs == 1 { self.id } else { 0 },
             image,
             bytes: written.bytes,
-            kept_len: slots[0].byte_len.load(Ordering::Relaxed),
+            kept_len: SqSlot::byte_len(slots[0].next_len.load(Ordering::Relaxed)),
             shape: wr.op.shape(),
             align_mask: wr.op.shape().align_mask(),
             short_max: match wr.data {

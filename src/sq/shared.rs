@@ -41,12 +41,25 @@ impl<'a> Slots<'a> for &'a [SqSlot] {
 #[derive(Debug, Default)]
 pub(super) struct SqSlot {
     pub(super) wr_id: AtomicU64,
-    /// Producer count after the WQE.
-    pub(super) next_pi: AtomicU32,
-    /// The completion's `byte_len` unless the WQE is a READ (whose CQE carries it): an
-    /// atomic's operand size, else 0. The CQE's byte count is not defined there. (It fits
-    /// the slot's padding.)
-    pub(super) byte_len: AtomicU32,
+    /// The producer count after the WQE (low 32 bits) and the completion's `byte_len`
+    /// unless the WQE is a READ, whose CQE carries it (high 32 bits: an atomic's operand
+    /// size, else 0; the CQE's byte count is not defined there), in one word: one store
+    /// per post, one load per completion ([`SqSlot::pack`]).
+    pub(super) next_len: AtomicU64,
+}
+
+impl SqSlot {
+    /// The word of [`SqSlot::next_len`].
+    #[inline(always)]
+    pub(super) fn pack(next_pi: u32, byte_len: u32) -> u64 {
+        u64::from(next_pi) | (u64::from(byte_len) << 32)
+    }
+
+    /// The kept `byte_len` of a [`SqSlot::next_len`] word.
+    #[inline(always)]
+    pub(super) fn byte_len(next_len: u64) -> u32 {
+        (next_len >> 32) as u32
+    }
 }
 
 impl SqShared {
@@ -74,17 +87,17 @@ impl SqShared {
     /// count can never run past the ring.
     #[inline(always)]
     pub(crate) fn complete(&self, wqe_counter: u16) -> Option<u64> {
-        self.retire(wqe_counter, |slot| slot.wr_id.load(Ordering::Relaxed))
+        self.retire(wqe_counter, |slot, _| slot.wr_id.load(Ordering::Relaxed))
     }
 
     /// As [`SqShared::complete`], also returning the `byte_len` the post kept for the
     /// WQE (read with the `wr_id`, from the same cache line).
     #[inline(always)]
     pub(crate) fn complete_with_len(&self, wqe_counter: u16) -> Option<(u64, u32)> {
-        self.retire(wqe_counter, |slot| {
+        self.retire(wqe_counter, |slot, next_len| {
             (
                 slot.wr_id.load(Ordering::Relaxed),
-                slot.byte_len.load(Ordering::Relaxed),
+                SqSlot::byte_len(next_len),
             )
         })
     }
@@ -95,26 +108,28 @@ impl SqShared {
         self.retire_check(wqe_counter).is_some()
     }
 
-    /// The slot of the outstanding WQE starting at `wqe_counter` and the producer count
-    /// after it, if there is one.
+    /// The slot of the outstanding WQE starting at `wqe_counter` and its
+    /// [`SqSlot::next_len`] word, if there is one.
     #[inline(always)]
-    fn retire_check(&self, wqe_counter: u16) -> Option<(&SqSlot, u32)> {
+    fn retire_check(&self, wqe_counter: u16) -> Option<(&SqSlot, u64)> {
         let slot = self.slot(wqe_counter as u32);
-        let next = slot.next_pi.load(Ordering::Relaxed);
+        let next_len = slot.next_len.load(Ordering::Relaxed);
+        let next = next_len as u32;
         // Only the poller writes `tail`. An outstanding WQE ends 1..=wqe_cnt WQEBBs past
         // it; a retired one (and every slot not starting a WQE of this lap) at or before it.
         let ahead = next.wrapping_sub(self.tail.load(Ordering::Relaxed));
         // `ahead` in 1..=wqe_cnt, as one unsigned compare.
-        (ahead.wrapping_sub(1) <= self.mask).then_some((slot, next))
+        (ahead.wrapping_sub(1) <= self.mask).then_some((slot, next_len))
     }
 
     /// Retires the WQE starting at `wqe_counter` and returns what `read` takes from its
-    /// slot, read before the retirement lets the poster reuse the slot.
+    /// slot (and its [`SqSlot::next_len`] word), read before the retirement lets the poster
+    /// reuse the slot.
     #[inline(always)]
-    fn retire<T>(&self, wqe_counter: u16, read: impl FnOnce(&SqSlot) -> T) -> Option<T> {
-        let (slot, next) = self.retire_check(wqe_counter)?;
-        let out = read(slot);
-        self.tail.store(next, Ordering::Release);
+    fn retire<T>(&self, wqe_counter: u16, read: impl FnOnce(&SqSlot, u64) -> T) -> Option<T> {
+        let (slot, next_len) = self.retire_check(wqe_counter)?;
+        let out = read(slot, next_len);
+        self.tail.store(next_len as u32, Ordering::Release);
         Some(out)
     }
 
@@ -133,7 +148,7 @@ impl SqShared {
 
     pub(crate) fn reset(&self) {
         for slot in self.slots.iter() {
-            slot.next_pi.store(0, Ordering::Relaxed);
+            slot.next_len.store(0, Ordering::Relaxed);
         }
         self.tail.store(0, Ordering::Release);
     }

@@ -9,7 +9,7 @@ use crate::prm::{
 use crate::ring::{Block, Staging, WqeBuf, WqeRing};
 use crate::types::Transport;
 
-use super::shared::{Slots, SqDesc};
+use super::shared::{Slots, SqDesc, SqSlot};
 use super::wr::{Data, Remote, SendWr, Shape};
 use super::MAX_MESSAGE_SIZE;
 
@@ -520,8 +520,8 @@ pub(super) unsafe fn record<'s>(
     // one slot per WQEBB (the caller's contract).
     let slot = unsafe { slots.get_unchecked(index) };
     slot.wr_id.store(wr_id, Ordering::Relaxed);
-    slot.next_pi.store(next_pi, Ordering::Relaxed);
-    slot.byte_len.store(byte_len, Ordering::Relaxed);
+    slot.next_len
+        .store(SqSlot::pack(next_pi, byte_len), Ordering::Relaxed);
 }
 
 /// `struct mlx5_wqe_raddr_seg` ([`RaddrSeg`](crate::prm::RaddrSeg)) of `remote` as the two
