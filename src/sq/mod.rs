@@ -385,7 +385,7 @@ impl<U: Uar> SendQueue<U> {
         if let Data::Inline(data) = wr.data {
             let shape = wr.op.shape();
             if self.k.is_short(shape, data.len()) && !self.errored.load(Ordering::Relaxed) {
-                return self.short_wr::<RING>(wr, shape, data);
+                return self.short_wr::<RING, false>(wr, shape, data);
             }
         }
         finish!(self, RING, write_wqe!(self, wr)?);

@@ -371,7 +371,7 @@ impl Limits {
     ) -> Result<Written<'r>, PostError> {
         let pi = cur.pi;
         if cur.limit == pi {
-            self.refresh_limit(tail, cur, 1)?;
+            self.refresh_limit(tail, cur, 1, false)?;
         }
         let (mut wqe, start) = ring.wqe(pi as usize * SEND_WQE_BB, SEND_WQE_BB, staging);
         // Located before the stores into the ring, which would make the compiler reload

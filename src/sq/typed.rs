@@ -205,17 +205,18 @@ impl<U: Uar> SendQueue<U> {
         }
         // Built after the branch: the out-of-line call's work request in memory would
         // otherwise be stored on every post.
-        self.short_wr::<RING>(&inline(wr_id, op(), data, flags), shape, data)
+        self.short_wr::<RING, true>(&inline(wr_id, op(), data, flags), shape, data)
     }
 
     /// Posts (`RING`) or pushes `wr`, an inline SEND or WRITE of shape `shape` whose payload
     /// `data` is short ([`Limits::is_short`]), on a QP not in error: [`Limits::write_short`]
-    /// alone (one WQEBB, so the doorbell's chunk count is a constant).
+    /// alone (one WQEBB, so the doorbell's chunk count is a constant). `LOCAL`: as
+    /// [`Limits::write_short`]'s (true for the typed calls).
     ///
     /// [`Limits::is_short`]: super::write::Limits::is_short
     /// [`Limits::write_short`]: super::write::Limits::write_short
     #[inline(always)]
-    pub(super) fn short_wr<const RING: bool>(
+    pub(super) fn short_wr<const RING: bool, const LOCAL: bool>(
         &mut self,
         wr: &SendWr<'_>,
         shape: Shape,
@@ -224,7 +225,7 @@ impl<U: Uar> SendQueue<U> {
         // SAFETY: the queue's own ring and slots (one per WQEBB, checked in `new`); the
         // payload is short (the caller's condition).
         let written = unsafe {
-            self.k.write_short(
+            self.k.write_short::<LOCAL, ()>(
                 &self.ring,
                 &mut self.staging,
                 &*self.shared,
