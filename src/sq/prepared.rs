@@ -63,8 +63,9 @@ pub struct PreparedWr<'a> {
     image: [u8; SEND_WQE_BB],
     /// The WQE's size in bytes.
     bytes: usize,
-    /// The completion's `byte_len` the post records (see `SqSlot::byte_len`).
-    kept_len: u32,
+    /// The completion's `byte_len` the post records, as the high half of the slot's word
+    /// (`SqSlot::pack(0, byte_len)`: ORed with the producer count, one instruction).
+    kept_word: u64,
     /// The largest inline payload that keeps the WQE one WQEBB on the preparing queue
     /// ([`PreparedWr::set_payload`]; 0 for operations without inline data).
     short_max: usize,
@@ -236,7 +237,10 @@ impl<U: Uar> SendQueue<U> {
             fast_queue: if written.bbs == 1 { self.id } else { 0 },
             image,
             bytes: written.bytes,
-            kept_len: SqSlot::byte_len(slots[0].next_len.load(Ordering::Relaxed)),
+            kept_word: SqSlot::pack(
+                0,
+                SqSlot::byte_len(slots[0].next_len.load(Ordering::Relaxed)),
+            ),
             shape: wr.op.shape(),
             align_mask: wr.op.shape().align_mask(),
             short_max: match wr.data {
@@ -385,7 +389,7 @@ impl Limits {
         drop(wqe);
         let next_pi = pi.wrapping_add(1);
         // SAFETY: `start` is a masked ring offset (this function's contract).
-        unsafe { super::write::record(slots, start, wr.wr.wr_id, next_pi, wr.kept_len) };
+        unsafe { super::write::record(slots, start, wr.wr.wr_id, next_pi, wr.kept_word) };
         cur.pi = next_pi;
         Ok(Written {
             offset: start,

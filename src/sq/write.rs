@@ -391,7 +391,7 @@ impl Limits {
         // others' (None) completions report 0 here.
         let kept = if ARGS { shape.kept_len() } else { 0 };
         // SAFETY: `start` is a masked ring offset (this function's contract).
-        unsafe { record(slots, start, wr.wr_id, next_pi, kept) };
+        unsafe { record(slots, start, wr.wr_id, next_pi, SqSlot::pack(0, kept)) };
 
         cur.pi = next_pi;
         Ok(Written {
@@ -527,7 +527,8 @@ impl Limits {
 }
 
 /// Records the WQE written at ring offset `start` for the poller: its `wr_id`, the
-/// producer count after it and the `byte_len` its completion reports unless it is a READ.
+/// producer count after it and the `byte_len` its completion reports unless it is a READ
+/// (`kept_word`: [`SqSlot::pack`]`(0, byte_len)`).
 ///
 /// # Safety
 /// `start` must be a masked offset of the ring `slots` belong to (one slot per WQEBB).
@@ -537,7 +538,7 @@ pub(super) unsafe fn record<'s>(
     start: usize,
     wr_id: u64,
     next_pi: u32,
-    byte_len: u32,
+    kept_word: u64,
 ) {
     let index = start / SEND_WQE_BB;
     let slots = slots.slots();
@@ -547,7 +548,7 @@ pub(super) unsafe fn record<'s>(
     let slot = unsafe { slots.get_unchecked(index) };
     slot.wr_id.store(wr_id, Ordering::Relaxed);
     slot.next_len
-        .store(SqSlot::pack(next_pi, byte_len), Ordering::Relaxed);
+        .store(u64::from(next_pi) | kept_word, Ordering::Relaxed);
 }
 
 /// `struct mlx5_wqe_raddr_seg` ([`RaddrSeg`](crate::prm::RaddrSeg)) of `remote` as the two
