@@ -19,6 +19,12 @@ timed() {
     printf '    (%d s) %s\n' $((SECONDS - start)) "$*"
 }
 
+# The dry run serves the packages to each other from a temporary registry, and cargo unpacks
+# each into its own source cache (~/.cargo/registry/src) once per version: a second run with
+# the same unpublished version would build the first run's sources. Drop those copies.
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+rm -rf "$cargo_home"/registry/src/*/mlx5-{hw,direct,cpu-bench,perf}-0.1.0 \
+    "$cargo_home"/registry/cache/*/mlx5-{hw,direct,cpu-bench,perf}-0.1.0.crate
 timed cargo publish --dry-run "${dirty[@]}" "${packages[@]}"
 timed cargo package --no-verify "${dirty[@]}" "${packages[@]}"
 ls -l target/package/*.crate
