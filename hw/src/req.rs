@@ -215,3 +215,18 @@ fn resolve_ptr_segs(nic: &mut NicState, wqe: &mut [u8], data: usize, space: u64)
         at = next;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::packets;
+
+    #[test]
+    fn packets_round_up_to_whole_mtus_and_are_at_least_one() {
+        let got: Vec<u32> = [0, 1, 1023, 1024, 1025, 2048, 2049]
+            .iter()
+            .map(|&len| packets(len, 1024))
+            .collect();
+        assert_eq!(got, [1, 1, 1, 1, 2, 2, 3]);
+        assert_eq!(packets(256, 256), 1);
+    }
+}

@@ -263,3 +263,26 @@ fn srq_wqes_are_not_flushed() {
         .unwrap();
     assert_eq!(b.nic.poll_async_event(), None);
 }
+
+#[test]
+fn a_request_to_a_responder_in_err_is_dropped_until_the_retries_run_out() {
+    // The responder is connected back to the requester, with the same transport: only its
+    // state keeps the request from landing (`req::connected`).
+    let (_f, mut a, b) = pair();
+    b.nic
+        .modify_qp(b.qp.qpn, &mlx5_hw::QpTransition::Err)
+        .unwrap();
+    a.write_inline(b.data(0), b.key, b"lost", SIGNALED);
+    a.ring();
+    for _ in 0..Conn::default().retry_cnt {
+        assert_eq!(a.nic.progress(), 1);
+        assert!(a.poll_send().is_none());
+    }
+    a.nic.progress();
+    assert_eq!(
+        summary(&a.drain_send()),
+        vec![(REQ_ERR, TRANSPORT_RETRY_EXC_ERR, 0)]
+    );
+    assert_eq!(b.read_data(0, 4), vec![0; 4], "nothing landed");
+    assert_eq!((a.state(), b.state()), (QpState::Err, QpState::Err));
+}
