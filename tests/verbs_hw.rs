@@ -130,9 +130,9 @@ fn mcast_group(hw: &Hw) -> (mlx5_direct::McastGroup, u8) {
 
 /// UD multicast through `ibv_attach_mcast` / `ibv_detach_mcast`: the datagram reaches the
 /// two attached QPs through the device's multicast loopback, and the refusals. On a device
-/// without multicast (the emulator: `max_mcast_grp` 0) only the driver's refusal.
+/// without multicast (`max_mcast_grp` 0) only the driver's refusal.
 #[test]
-#[ignore = "needs a device: an mlx5 NIC (on the emulator, which has no multicast, only the refusal runs); set MLX5_DIRECT_DEVICE"]
+#[ignore = "needs a device: an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh, on InfiniBand and RoCE); set MLX5_DIRECT_DEVICE"]
 fn ud_multicast_reaches_attached_qps() {
     let hw = hw();
     let (group, sgid_index) = mcast_group(&hw);

@@ -8,7 +8,8 @@
 # Runs, each under `mlx5-emu run` on a fabric of its own:
 #   - tests/verbs_hw.rs, every `--ignored` body, rdma_cm_connects_driver_qps with
 #     MLX5_DIRECT_CM_ADDR=10.47.0.1:7471 (mlx5_0's address on the emulator's rdma_cm), and
-#     that one again on a RoCE fabric;
+#     on a RoCE fabric that one again and ud_multicast_reaches_attached_qps from GID index 2
+#     (the IPv4 RoCE v2 GID: an IPv4 group);
 #   - tests/verbs_open.rs (the typed errors of opening a device, on a host with devices);
 #   - with --perf, perf/tests/perf_options.rs's use_dm_runs_on_hardware (mlx5-perf --use-dm as
 #     server and client). Slow in a debug build (about two minutes; 5 s in release): every
@@ -72,6 +73,8 @@ on_emulator() {
 
 on_emulator verbs-hw ib "$verbs_hw" --ignored --test-threads 1
 on_emulator verbs-hw-roce roce "$verbs_hw" --ignored --exact rdma_cm_connects_driver_qps
+MLX5_DIRECT_GID_INDEX=2 on_emulator verbs-hw-roce-mcast roce "$verbs_hw" --ignored --exact \
+    ud_multicast_reaches_attached_qps
 on_emulator verbs-open ib "$verbs_open" --test-threads 1
 if ((perf)); then
     on_emulator perf-options ib "$perf_options" --ignored --exact use_dm_runs_on_hardware

@@ -238,6 +238,8 @@ fn layouts() -> Vec<Layout> {
         .tail("driver_data"),
         layout!(ib_uverbs_create_ah_resp: ah_handle).tail("driver_data"),
         layout!(ib_uverbs_destroy_ah: ah_handle),
+        layout!(ib_uverbs_attach_mcast: gid, qp_handle, mlid, reserved).tail("driver_data"),
+        layout!(ib_uverbs_detach_mcast: gid, qp_handle, mlid, reserved).tail("driver_data"),
         layout!(mlx5_ib_alloc_ucontext_req: total_num_bfregs, num_low_latency_bfregs),
         layout!(mlx5_ib_alloc_ucontext_req_v2:
             total_num_bfregs, num_low_latency_bfregs, flags, comp_mask, max_cqe_version, reserved0,

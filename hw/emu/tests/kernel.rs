@@ -207,6 +207,72 @@ fn cqs_and_qp_transitions_are_refused_as_the_kernel_refuses_them() {
     modify(1, state | pkey | port | access).unwrap();
     modify(6, state).unwrap();
     modify(0, state).unwrap();
+
+    // Multicast (uverbs' ib_uverbs_attach_mcast / detach_mcast over ib_attach_mcast): only a
+    // UD QP joins; attaching a group twice is one attachment; a QP in a group is EBUSY to
+    // destroy; detaching a group the QP is not in is EINVAL.
+    let mut mgid = [0u8; 16];
+    (mgid[0], mgid[1], mgid[15]) = (0xff, 0x15, 0x34);
+    let attach = |qp_handle, mlid| {
+        let m = ib_uverbs_attach_mcast {
+            gid: mgid,
+            qp_handle,
+            mlid,
+            reserved: 0,
+        };
+        ctx.command(&legacy(IB_USER_VERBS_CMD_ATTACH_MCAST, &m, &[], 0), None)
+    };
+    let detach = |qp_handle, mlid| {
+        let m = ib_uverbs_detach_mcast {
+            gid: mgid,
+            qp_handle,
+            mlid,
+            reserved: 0,
+        };
+        ctx.command(&legacy(IB_USER_VERBS_CMD_DETACH_MCAST, &m, &[], 0), None)
+    };
+    assert_eq!(attach(qp, 0xc001), Err(libc::EINVAL), "an RC QP");
+    let ud_req = ib_uverbs_create_qp {
+        qp_type: IB_UVERBS_QPT_UD,
+        ..req
+    };
+    let ud_drv = mlx5_ib_create_qp {
+        buf_addr: base + 32 * 1024,
+        db_addr: base + 60 * 1024 + 128,
+        ..drv
+    };
+    ctx.command(
+        &legacy(IB_USER_VERBS_CMD_CREATE_QP, &ud_req, ud_drv.as_bytes(), 64),
+        None,
+    )
+    .unwrap();
+    let ud = resp[0];
+    assert_eq!(attach(ud, 0x0001), Err(libc::EINVAL), "a unicast MLID");
+    attach(ud, 0xc001).unwrap();
+    attach(ud, 0xc001).unwrap();
+    assert_eq!(
+        detach(ud, 0xc002),
+        Err(libc::EINVAL),
+        "not attached with that MLID"
+    );
+    let destroy_qp = legacy(
+        IB_USER_VERBS_CMD_DESTROY_QP,
+        &ib_uverbs_destroy_qp {
+            response: resp.as_mut_ptr() as u64,
+            qp_handle: ud,
+            ..Default::default()
+        },
+        &[],
+        8,
+    );
+    assert_eq!(ctx.command(&destroy_qp, None), Err(libc::EBUSY));
+    detach(ud, 0xc001).unwrap();
+    assert_eq!(
+        detach(ud, 0xc001),
+        Err(libc::EINVAL),
+        "once attached, detached once"
+    );
+    ctx.command(&destroy_qp, None).unwrap();
 }
 
 #[test]

@@ -439,6 +439,18 @@ static const struct golden_field fields[] = {
 	FIELD(ib_uverbs_create_ah_resp, ah_handle, 1),
 	TAIL(ib_uverbs_create_ah_resp, driver_data),
 	FIELD(ib_uverbs_destroy_ah, ah_handle, 1),
+
+	/* ATTACH_MCAST, DETACH_MCAST */
+	FIELD(ib_uverbs_attach_mcast, gid, 1),
+	FIELD(ib_uverbs_attach_mcast, qp_handle, 1),
+	FIELD(ib_uverbs_attach_mcast, mlid, 1),
+	FIELD(ib_uverbs_attach_mcast, reserved, 1),
+	TAIL(ib_uverbs_attach_mcast, driver_data),
+	FIELD(ib_uverbs_detach_mcast, gid, 1),
+	FIELD(ib_uverbs_detach_mcast, qp_handle, 1),
+	FIELD(ib_uverbs_detach_mcast, mlid, 1),
+	FIELD(ib_uverbs_detach_mcast, reserved, 1),
+	TAIL(ib_uverbs_detach_mcast, driver_data),
 };
 
 /* Every struct above, in the same order; each also has an ALIGNOF constant below. */
@@ -500,7 +512,9 @@ static const struct golden_field fields[] = {
 	X(ib_uverbs_destroy_srq_resp)               \
 	X(ib_uverbs_create_ah)                      \
 	X(ib_uverbs_create_ah_resp)                 \
-	X(ib_uverbs_destroy_ah)
+	X(ib_uverbs_destroy_ah)                      \
+	X(ib_uverbs_attach_mcast)                   \
+	X(ib_uverbs_detach_mcast)
 
 static const struct golden_struct structs[] = { STRUCTS(STRUCT_ENTRY) };
 

@@ -80,6 +80,12 @@ fn method(command: u32, ex: bool) -> Option<Method> {
             legacy::<ib_uverbs_create_ah, ib_uverbs_create_ah_resp>(true, true)
         }
         (IB_USER_VERBS_CMD_DESTROY_AH, false) => legacy::<ib_uverbs_destroy_ah, ()>(false, false),
+        (IB_USER_VERBS_CMD_ATTACH_MCAST, false) => {
+            legacy::<ib_uverbs_attach_mcast, ()>(false, false)
+        }
+        (IB_USER_VERBS_CMD_DETACH_MCAST, false) => {
+            legacy::<ib_uverbs_detach_mcast, ()>(false, false)
+        }
         (IB_USER_VERBS_CMD_REG_MR, false) => {
             legacy::<ib_uverbs_reg_mr, ib_uverbs_reg_mr_resp>(true, true)
         }
@@ -269,6 +275,8 @@ impl Ctx<'_> {
             (IB_USER_VERBS_CMD_MODIFY_QP, false) => self.modify_qp(&b, false),
             (IB_USER_VERBS_EX_CMD_MODIFY_QP, true) => self.modify_qp(&b, true),
             (IB_USER_VERBS_CMD_DESTROY_QP, false) => self.destroy_qp(&b),
+            (IB_USER_VERBS_CMD_ATTACH_MCAST, false) => self.attach_mcast(&b),
+            (IB_USER_VERBS_CMD_DETACH_MCAST, false) => self.detach_mcast(&b),
             _ => Err(libc::EOPNOTSUPP),
         };
         self.pump();

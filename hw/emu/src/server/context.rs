@@ -189,6 +189,10 @@ impl Ctx<'_> {
             // As mlx5_ib's `destroy_qp_common`: to RESET (2RST_QP), then destroyed. Not
             // through ERR, whose flush would write CQEs into a program that has gone.
             let _ = nic.modify_qp(qp.qpn, &mlx5_hw::QpTransition::Reset);
+            // Its groups first, as `uverbs_free_qp`'s `ib_uverbs_detach_umcast`.
+            for (gid, lid) in &qp.mcast {
+                let _ = nic.detach_mcast(qp.qpn, gid, *lid);
+            }
             let _ = nic.destroy_qp(qp.qpn);
             self.shared.events.remove(Kind::Qp, self.index, qp.qpn);
         }

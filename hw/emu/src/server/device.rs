@@ -165,9 +165,10 @@ impl Ctx<'_> {
             max_mw: 0,
             max_raw_ipv6_qp: 0,
             max_raw_ethy_qp: 0,
-            max_mcast_grp: 0,
-            max_mcast_qp_attach: 0,
-            max_total_mcast_qp_attach: 0,
+            // mlx5_ib_query_device: the groups, QPs per group, and their product.
+            max_mcast_grp: caps.max_mcast_grp,
+            max_mcast_qp_attach: caps.max_mcast_qp_attach,
+            max_total_mcast_qp_attach: caps.max_mcast_grp * caps.max_mcast_qp_attach,
             max_ah: i32::MAX as u32,
             max_fmr: 0,
             max_map_per_fmr: 0,

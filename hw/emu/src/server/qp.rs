@@ -70,6 +70,9 @@ pub(crate) struct Qp {
     state: u8,
     /// What QUERY_QP reports (state and PSNs filled in from the model).
     attr: ib_uverbs_query_qp_resp,
+    /// The groups attached through ATTACH_MCAST (uverbs' `mcast_list` of the QP's uobject):
+    /// (MGID, MLID).
+    pub(crate) mcast: Vec<([u8; 16], u16)>,
 }
 
 /// `IB_QPT_DRIVER`: the QP type of mlx5's DC QPs.
@@ -318,6 +321,7 @@ impl Ctx<'_> {
                 transport: t,
                 dc_key: drv.access_key(),
                 state: state::RESET,
+                mcast: Vec::new(),
                 attr: ib_uverbs_query_qp_resp {
                     max_send_wr: c.max_send_wr,
                     max_recv_wr: c.max_recv_wr,
@@ -531,7 +535,39 @@ impl Ctx<'_> {
         self.respond(b, &resp)
     }
 
-    /// DESTROY_QP: the asynchronous events delivered, for `ibv_destroy_qp` to wait for.
+    /// ATTACH_MCAST (uverbs' `ib_uverbs_attach_mcast`): a group already in the QP's list
+    /// (the same MGID and MLID) is success without a call to the device; else the device's
+    /// checks (`ib_attach_mcast`: a multicast GID, a UD QP, an MLID in the multicast range on
+    /// InfiniBand: EINVAL) and its attach, then the group joins the list.
+    pub(crate) fn attach_mcast(&mut self, b: &Bundle<'_>) -> Res {
+        let cmd: ib_uverbs_attach_mcast = request(b, false)?;
+        let qp = self.qps.get_mut(&cmd.qp_handle).ok_or(libc::EINVAL)?;
+        let group = (cmd.gid, cmd.mlid);
+        if !qp.mcast.contains(&group) {
+            self.nic
+                .attach_mcast(qp.qpn, &cmd.gid, cmd.mlid)
+                .map_err(errno)?;
+            qp.mcast.push(group);
+        }
+        Ok(())
+    }
+
+    /// DETACH_MCAST (uverbs' `ib_uverbs_detach_mcast`): EINVAL for a group not in the QP's
+    /// list, else the device's detach, and the group leaves the list.
+    pub(crate) fn detach_mcast(&mut self, b: &Bundle<'_>) -> Res {
+        let cmd: ib_uverbs_detach_mcast = request(b, false)?;
+        let qp = self.qps.get_mut(&cmd.qp_handle).ok_or(libc::EINVAL)?;
+        let at = qp.mcast.iter().position(|g| *g == (cmd.gid, cmd.mlid));
+        let at = at.ok_or(libc::EINVAL)?;
+        self.nic
+            .detach_mcast(qp.qpn, &cmd.gid, cmd.mlid)
+            .map_err(errno)?;
+        qp.mcast.remove(at);
+        Ok(())
+    }
+
+    /// DESTROY_QP: the asynchronous events delivered, for `ibv_destroy_qp` to wait for. A QP
+    /// still in a group is EBUSY (uverbs' `uverbs_free_qp` on an explicit destroy).
     pub(crate) fn destroy_qp(&mut self, b: &Bundle<'_>) -> Res {
         let cmd: ib_uverbs_destroy_qp = request(b, false)?;
         let qp = self.qps.get(&cmd.qp_handle).ok_or(libc::EINVAL)?;

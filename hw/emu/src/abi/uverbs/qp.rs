@@ -386,6 +386,27 @@ pub struct ib_uverbs_create_ah_resp {
     pub ah_handle: u32,
 }
 
+/// `struct ib_uverbs_attach_mcast` (no response, no driver data).
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]
+pub struct ib_uverbs_attach_mcast {
+    pub gid: [u8; 16],
+    pub qp_handle: u32,
+    pub mlid: u16,
+    pub reserved: u16,
+}
+
+/// `struct ib_uverbs_detach_mcast` (no response, no driver data): the header's own struct,
+/// with the fields of [`ib_uverbs_attach_mcast`].
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]
+pub struct ib_uverbs_detach_mcast {
+    pub gid: [u8; 16],
+    pub qp_handle: u32,
+    pub mlid: u16,
+    pub reserved: u16,
+}
+
 /// `struct ib_uverbs_destroy_ah` (no response).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]

@@ -572,9 +572,9 @@ impl State {
     }
 
     /// JOIN_IP_MCAST, JOIN_MCAST (`ucma_process_join`, `rdma_join_multicast`): checked as
-    /// the kernel checks them; a UD id's join is not emulated (the fabric has no
-    /// multicast groups, `max_mcast_grp` 0): `ENOSYS`, the kernel's answer for a port
-    /// with neither RoCE nor IB multicast.
+    /// the kernel checks them; a UD id's join is not emulated (the emulated CM makes no
+    /// group join, though verbs' ATTACH_MCAST works): `ENOSYS`, the kernel's answer for a
+    /// port with neither RoCE nor IB multicast.
     fn join(&mut self, cmd: u32, c: &Call<'_>) -> Res {
         let id = if cmd == RDMA_USER_CM_CMD_JOIN_IP_MCAST {
             let j: rdma_ucm_join_ip_mcast = c.req()?;
