@@ -63,7 +63,7 @@ tests_of() {
     src/rq.rs) echo --lib --test sim_ops --test scatter_cqe --test odp --test sim_ud \
         --test sim_matrix ;;
     src/mmio.rs) echo --lib --test null_device --test sim_pcie ;;
-    src/ring.rs) echo --lib --test null_device --test cqz --test sim_matrix ;;
+    src/ring.rs) echo --lib --test null_device --test cqz --test sim_matrix --test scatter_cqe ;;
     src/sizing.rs) echo --lib --test sim_rc --test null_device --test verbs_layout ;;
     hw/src/*) echo --lib --tests ;;
     *) return 1 ;;

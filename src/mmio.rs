@@ -398,3 +398,87 @@ pub(crate) fn ring_cq_arm<U: Uar>(uar: &U, arm_dbrec: &DbRec, arm: &crate::prm::
     uar.write64(crate::prm::CQ_DOORBELL_OFFSET, arm.doorbell_bytes());
     mmio_flush_writes();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prm::{Arm, ArmCmd};
+
+    /// A page of plain memory, aligned as a UAR page's BlueFlame registers.
+    #[repr(C, align(64))]
+    struct Page([u8; UAR_PAGE_SIZE]);
+
+    fn block(seed: u8) -> [u64; 8] {
+        core::array::from_fn(|i| u64::from_ne_bytes([seed + i as u8; 8]))
+    }
+
+    #[test]
+    fn mapped_uar_stores_land_at_their_offsets() {
+        let mut page = Box::new(Page([0; UAR_PAGE_SIZE]));
+        // SAFETY: a 4 KiB page of our own, alive for the whole test; nothing else writes it.
+        let uar = unsafe { MappedUar::new(NonNull::from(&mut page.0).cast()) };
+        uar.write64(0x808, [1, 2, 3, 4, 5, 6, 7, 8]);
+        uar.write_block(0x900, &block(0x10));
+        assert_eq!(page.0[0x808..0x810], [1, 2, 3, 4, 5, 6, 7, 8]);
+        for (i, chunk) in page.0[0x900..0x940].chunks(8).enumerate() {
+            assert_eq!(chunk, [0x10 + i as u8; 8]);
+        }
+        let written = 0x808..0x810;
+        let blocked = 0x900..0x940;
+        assert!(page
+            .0
+            .iter()
+            .enumerate()
+            .all(|(i, b)| *b == 0 || written.contains(&i) || blocked.contains(&i)));
+    }
+
+    #[test]
+    fn mapped_dm_stores_land_at_their_offsets_and_stay_inside() {
+        let mut mem = Box::new(Page([0; UAR_PAGE_SIZE]));
+        // SAFETY: 256 bytes of our own page, alive for the whole test.
+        let dm = unsafe { MappedDm::new(NonNull::from(&mut mem.0).cast(), 256) };
+        dm.write64(8, [9; 8]);
+        dm.write_line(128, &block(0x20));
+        assert_eq!(mem.0[..8], [0; 8]);
+        assert_eq!(mem.0[8..16], [9; 8]);
+        assert!(mem.0[16..128].iter().all(|b| *b == 0));
+        for (i, chunk) in mem.0[128..192].chunks(8).enumerate() {
+            assert_eq!(chunk, [0x20 + i as u8; 8]);
+        }
+        assert!(mem.0[192..].iter().all(|b| *b == 0));
+        let past_end = std::panic::catch_unwind(|| dm.write64(256, [1; 8]));
+        assert!(past_end.is_err());
+        let line_past_end = std::panic::catch_unwind(|| dm.write_line(256, &block(0)));
+        assert!(line_past_end.is_err());
+        assert!(mem.0[256..].iter().all(|b| *b == 0));
+    }
+
+    #[test]
+    fn null_uar_keeps_each_slot() {
+        let uar = NullUar::default();
+        uar.write64(0x18, [7; 8]);
+        uar.write_block(0x40, &block(0x30));
+        assert_eq!(uar.read64(0x18), [7; 8]);
+        assert_eq!(uar.read64(0x10), [0; 8]);
+        assert_eq!(uar.read64(0x20), [0; 8]);
+        assert_eq!(uar.read64(0x48), [0x31; 8]);
+        assert_eq!(uar.read64(0x78), [0x37; 8]);
+    }
+
+    #[test]
+    fn arming_writes_the_record_then_the_doorbell() {
+        let uar = NullUar::default();
+        let mut word = Be32::new(0);
+        // SAFETY: a local record word, alive and written only through `dbrec` below.
+        let dbrec = unsafe { DbRec::new(NonNull::from(&mut word)) };
+        let arm = Arm {
+            sn: 2,
+            cmd: ArmCmd::NextCqe,
+            ci: 0x33,
+            cqn: 0x45,
+        };
+        ring_cq_arm(&uar, &dbrec, &arm);
+        assert_eq!(dbrec.read().to_bytes(), [0x20, 0, 0, 0x33]);
+        assert_eq!(uar.read64(0x20), [0x20, 0, 0, 0x33, 0, 0, 0, 0x45]);
+    }
+}

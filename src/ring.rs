@@ -654,3 +654,54 @@ impl CqBuf {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ring memory with a guard after it: the ring is the first 128 bytes.
+    #[repr(C, align(64))]
+    struct Mem([u8; 256]);
+
+    const SIZE: usize = 128;
+
+    fn with_ring(f: impl FnOnce(&Ring)) -> [u8; 256] {
+        let mut mem = Mem([0xee; 256]);
+        // SAFETY: 128 bytes of `mem`, 64-aligned, alive while `f` runs; only `ring` writes.
+        let ring = unsafe { Ring::new(NonNull::from(&mut mem.0).cast(), SIZE) };
+        f(&ring);
+        mem.0
+    }
+
+    fn seg() -> [u8; 32] {
+        core::array::from_fn(|i| i as u8 + 1)
+    }
+
+    #[test]
+    fn a_unit_lands_at_its_offset_masked() {
+        let mem = with_ring(|ring| ring.write_ds(SIZE + 48, [7; DS]));
+        assert_eq!(mem[48..64], [7; DS]);
+        assert!(mem[..48].iter().chain(&mem[64..]).all(|b| *b == 0xee));
+    }
+
+    #[test]
+    fn a_segment_inside_the_ring_is_written_whole() {
+        let mem = with_ring(|ring| ring.write_seg(2 * SIZE + 32, seg()));
+        assert_eq!(mem[32..64], seg());
+        assert!(mem[..32].iter().chain(&mem[64..]).all(|b| *b == 0xee));
+    }
+
+    #[test]
+    fn a_segment_across_the_ring_end_continues_at_the_start() {
+        let mem = with_ring(|ring| {
+            ring.write_seg(SIZE - DS, seg());
+            assert_eq!(ring.read_ds(SIZE - DS), seg()[..DS]);
+            assert_eq!(ring.read_ds(0), seg()[DS..]);
+        });
+        assert_eq!(mem[SIZE - DS..SIZE], seg()[..DS]);
+        assert_eq!(mem[..DS], seg()[DS..]);
+        // Nothing between, nothing past the ring's end.
+        assert!(mem[DS..SIZE - DS].iter().all(|b| *b == 0xee));
+        assert!(mem[SIZE..].iter().all(|b| *b == 0xee));
+    }
+}
