@@ -73,7 +73,7 @@ impl NullQueues {
             cqn: 1,
         };
         let errored = Arc::new(AtomicBool::new(false));
-        let sq_shared = Arc::new(SqShared::new(sq_wqebbs));
+        let sq_shared = Arc::new(SqShared::new(sq_wqebbs, NULL_QPN));
         let attachments = Arc::new(CqAttachments::default());
         attachments.attach(QpEntry {
             qpn: NULL_QPN,

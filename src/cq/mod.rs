@@ -37,7 +37,7 @@ use crate::mmio::{ring_cq_arm, udma_from_device_barrier, DbRec, Uar};
 use crate::prm::{self, validity_count, Arm, ArmCmd, Be32, CqeCompLayout, CqeFormat, CqeOpcode};
 use crate::ring::CqBuf;
 use crate::rq::{RqShared, SrqShared};
-use crate::sq::SqShared;
+use crate::sq::{qpn_key, SqShared};
 
 mod completion;
 mod lean;
@@ -205,12 +205,11 @@ struct QpTable {
     /// The CQ was created with timestamps: completions carry the CQE's.
     timestamps: bool,
     /// The send queue of the QP the last requester CQE named, and that QP's number
-    /// ([`NO_QPN`] when none; `hot_sq` is then a placeholder): consecutive CQEs usually
-    /// name the same QP, which then costs one compare and no table access.
+    /// ([`NO_QPN`] when none; `hot_sq` is then a placeholder, whose key no CQE has):
+    /// consecutive CQEs usually name the same QP, which then costs one compare with the
+    /// key in its state ([`qpn_key`]; that of a detached QP matches nothing) and no table
+    /// access.
     hot_qpn: u32,
-    /// `hot_qpn` as its three bytes lie in a CQE's `sop_drop_qpn`, read as a native word
-    /// with the opcode byte 0 ([`NO_QPN`], which no masked word equals, when none).
-    hot_qpn_wire: u32,
     hot_sq: Arc<SqShared>,
     /// Expansion of compressed CQEs, on a CQ created with compression.
     unzip: Option<Box<Unzip>>,
@@ -263,8 +262,11 @@ impl<U: Uar> CompletionQueue<U> {
                 seen: u64::MAX,
                 timestamps,
                 hot_qpn: NO_QPN,
-                hot_qpn_wire: NO_QPN,
-                hot_sq: Arc::new(SqShared::new(1)),
+                hot_sq: Arc::new({
+                    let placeholder = SqShared::new(1, NO_QPN);
+                    placeholder.set_gone();
+                    placeholder
+                }),
                 unzip: None,
                 scattered: None,
             },

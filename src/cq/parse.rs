@@ -11,9 +11,6 @@ use crate::sq::Sge;
 use super::completion::{DATA_IN_CQE, HAS_IMM, HAS_INV, SOLICITED};
 use super::*;
 
-/// The QPN bits of a CQE's `sop_drop_qpn` read as a native word in wire order.
-const QPN_WIRE_MASK: u32 = 0xff_ffff_u32.to_be();
-
 /// A successful requester CQE of the hot QP, its WQE retired ([`QpTable::retire_req`]):
 /// what its [`Completion`] is built of, each field read from the CQE when asked for.
 #[derive(Clone, Copy)]
@@ -36,8 +33,7 @@ impl HotReq<'_> {
 
     #[inline(always)]
     pub(super) fn qpn(&self) -> u32 {
-        // The masked word the hot-QP compare computed, then swapped.
-        u32::from_be(self.sop_wire & QPN_WIRE_MASK)
+        self.sop() & 0xff_ffff
     }
 
     #[inline(always)]
@@ -97,7 +93,6 @@ impl QpTable {
         self.seen = generation;
         self.last = 0;
         self.hot_qpn = NO_QPN;
-        self.hot_qpn_wire = NO_QPN;
     }
 
     /// Makes QP `qpn` the hot one; false if this CQ does not serve it (a QP being
@@ -112,7 +107,6 @@ impl QpTable {
             return false;
         };
         self.hot_qpn = qpn;
-        self.hot_qpn_wire = (qpn & 0xff_ffff).to_be();
         self.hot_sq = sq;
         true
     }
@@ -137,9 +131,10 @@ impl QpTable {
         // Each field is read where it is used (a read of the entry per field; the compiler
         // loads the one field): loads hoisted above the checks would hold registers
         // across them and spill.
-        // The QPN compared in the CQE's byte order (no byte swap on the common path).
+        // The QPN compared in the CQE's byte order (no byte swap on the common path), with
+        // the hot QP's key, which also says whether it is still attached.
         let sop_wire = u32::from_ne_bytes(entry.read().sop_drop_qpn.to_bytes());
-        if sop_wire & QPN_WIRE_MASK != self.hot_qpn_wire || self.hot_sq.is_gone() {
+        if qpn_key(sop_wire) != self.hot_sq.key() {
             return None;
         }
         let counter = entry.read().wqe_counter.get();

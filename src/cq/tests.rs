@@ -116,7 +116,7 @@ fn a_detached_hot_qp_completes_nothing_and_its_number_is_looked_up_again() {
     // A new QP with the same number: its own state, where WQE 1 is not outstanding.
     q.cq.qps.attachments.attach(QpEntry {
         qpn: NULL_QPN,
-        sq: Arc::new(SqShared::new(16)),
+        sq: Arc::new(SqShared::new(16, NULL_QPN)),
         recv: RecvShared::None,
         errored: Arc::default(),
         sq_error: None,

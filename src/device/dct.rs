@@ -77,7 +77,7 @@ impl<B: Backend> Dct<B> {
         let number = ctx.backend.dct_number(&self.handle)?;
         self.recv_cq.attachments.attach(QpEntry {
             qpn: number,
-            sq: Arc::new(SqShared::new(1)),
+            sq: Arc::new(SqShared::new(1, number)),
             recv: RecvShared::Srq(self.srq.shared.clone()),
             errored: Arc::new(AtomicBool::new(false)),
             sq_error: None,

@@ -270,7 +270,7 @@ impl<B: Backend> ProtectionDomain<B> {
         // of its own, which a QP error sets too.
         let sq_error = matches!(config.transport, Transport::Ud | Transport::Uc)
             .then(|| Arc::new(AtomicBool::new(false)));
-        let sq_shared = Arc::new(SqShared::new(parts.sq.wqe_cnt));
+        let sq_shared = Arc::new(SqShared::new(parts.sq.wqe_cnt, parts.sq.qpn));
         let sq_flag = sq_error.clone().unwrap_or_else(|| errored.clone());
         // SAFETY: the descriptions stay valid while `parts.handle` lives; the QP drops its
         // queues before the handle (field order).

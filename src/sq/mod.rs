@@ -39,7 +39,7 @@ pub use dc::DcDest;
 pub use doorbell::DoorbellMode;
 pub use prepared::PreparedWr;
 pub use shared::SqDesc;
-pub(crate) use shared::SqShared;
+pub(crate) use shared::{qpn_key, SqShared};
 pub use ud::UdDest;
 pub use wr::{Data, MaskedCs32Args, MaskedCs64Args, Remote, SendFlags, SendOp, SendWr, Sge};
 

@@ -1,6 +1,6 @@
 //! What a send queue shares with the CQ that completes it, and the queue's description.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::prm::Be32;
 
@@ -12,9 +12,28 @@ pub(crate) struct SqShared {
     pub(super) slots: Box<[SqSlot]>,
     /// Producer count up to which every WQE has completed.
     pub(super) tail: AtomicU32,
-    /// The QP was detached from its CQs (it is being destroyed): see
-    /// [`SqShared::is_gone`].
-    gone: AtomicBool,
+    /// The QP's number as a poller compares it with a CQE's ([`qpn_key`]), or [`GONE`]
+    /// once the QP was detached from its CQs (it is being destroyed): one load and one
+    /// compare tell a poller that a CQE is this QP's and that the QP is still served
+    /// ([`SqShared::is_gone`]).
+    key: AtomicU32,
+}
+
+/// A [`SqShared`]'s key once its QP is detached: no [`qpn_key`] equals it (QPNs have 24
+/// bits).
+const GONE: u32 = u32::MAX;
+
+/// The key of a CQE whose `sop_drop_qpn` lies in the CQE as `sop_wire` (its four bytes
+/// read as a native word): its 24 QPN bits, the opcode byte dropped, in an order of their
+/// own (one shift on a little-endian CPU, where the mask of the bytes in place takes a
+/// constant in a register and an AND). [`SqShared::key`] holds its QP's.
+#[inline(always)]
+pub(crate) fn qpn_key(sop_wire: u32) -> u32 {
+    if cfg!(target_endian = "little") {
+        sop_wire >> 8
+    } else {
+        sop_wire & 0xff_ffff
+    }
 }
 
 /// Where a WQE write finds the `wr_id` slots: through the shared state (loaded where
@@ -63,13 +82,21 @@ impl SqSlot {
 }
 
 impl SqShared {
-    pub(crate) fn new(wqe_cnt: u32) -> Self {
+    /// The state of QP `qpn`'s send queue of `wqe_cnt` WQEBBs.
+    pub(crate) fn new(wqe_cnt: u32, qpn: u32) -> Self {
         SqShared {
             mask: wqe_cnt - 1,
             slots: (0..wqe_cnt).map(|_| SqSlot::default()).collect(),
             tail: AtomicU32::new(0),
-            gone: AtomicBool::new(false),
+            key: AtomicU32::new(qpn_key(u32::from_ne_bytes((qpn & 0xff_ffff).to_be_bytes()))),
         }
+    }
+
+    /// The key ([`qpn_key`]) of this QP's CQEs, or one no CQE has once the QP is gone
+    /// ([`SqShared::is_gone`]).
+    #[inline(always)]
+    pub(crate) fn key(&self) -> u32 {
+        self.key.load(Ordering::Relaxed)
     }
 
     #[inline(always)]
@@ -138,12 +165,12 @@ impl SqShared {
     /// if there is one, has a state of its own).
     #[inline(always)]
     pub(crate) fn is_gone(&self) -> bool {
-        self.gone.load(Ordering::Relaxed)
+        self.key() == GONE
     }
 
     /// Marks the QP detached (after its entries left the CQs' lists).
     pub(crate) fn set_gone(&self) {
-        self.gone.store(true, Ordering::Relaxed);
+        self.key.store(GONE, Ordering::Relaxed);
     }
 
     pub(crate) fn reset(&self) {
