@@ -42,12 +42,41 @@ pub(super) fn ring_last<U: Uar>(
     ring_send_doorbell(bf, dbrec, pi, ring, (last.offset, last.first), bf_chunks);
 }
 
+/// Bit 31 of a queue's `pushed` word: a WQE rung alone is not BlueFlame-copied (its
+/// `bf_single` is 0; the doorbell mode's). Bits 30..0 count the WQEs pushed and not yet
+/// rung. A WQE rung alone in a BlueFlame mode then finds the word 0: one compare tells
+/// that nothing was pushed before it and that it is copied.
+pub(super) const NO_BF: u32 = 1 << 31;
+
+/// The WQEs counted in a `pushed` word (see [`NO_BF`]).
+#[inline(always)]
+pub(super) fn pushed_count(pushed: u32) -> u32 {
+    pushed & !NO_BF
+}
+
+/// The BlueFlame bound of a WQE rung now, after the WQEs counted in `pushed` (see
+/// [`NO_BF`]; the count cleared): `bf_single` when it is rung alone, `bf_batch` when it
+/// ends a batch (out of line: a WQE rung alone pays one compare for it, in a BlueFlame
+/// mode; two in the doorbell mode).
+#[inline(always)]
+pub(super) fn bound_now(pushed: &mut u32, bf_single: usize, bf_batch: usize) -> usize {
+    if *pushed == 0 {
+        // `NO_BF` clear: `bf_single` is at least one block (said so that a one-WQEBB WQE
+        // folds the size compare).
+        bf_single.max(1)
+    } else if *pushed == NO_BF {
+        0
+    } else {
+        end_batch(pushed, bf_batch)
+    }
+}
+
 /// The BlueFlame bound of a WQE rung after others pushed before it (`bf_batch`), the
-/// pushed count cleared: out of line, so that a WQE rung alone pays one compare for it.
+/// pushed count cleared.
 #[cold]
 #[inline(never)]
-pub(super) fn end_batch(pushed: &mut u32, bf_batch: usize) -> usize {
-    *pushed = 0;
+fn end_batch(pushed: &mut u32, bf_batch: usize) -> usize {
+    *pushed &= NO_BF;
     bf_batch
 }
 

@@ -44,7 +44,7 @@ pub use ud::UdDest;
 pub use wr::{Data, MaskedCs32Args, MaskedCs64Args, Remote, SendFlags, SendOp, SendWr, Sge};
 
 use dc::DcEntry;
-use doorbell::{effective_mode, ring_last};
+use doorbell::{effective_mode, pushed_count, ring_last, NO_BF};
 use shared::SqSlot;
 use ud::UdEntry;
 use write::{Cursor, Limits, Written};
@@ -64,8 +64,9 @@ pub struct SendQueue<U: Uar> {
     staging: Staging,
     k: Limits,
     c: Cursor,
-    /// WQEs pushed since the last doorbell; when not 0, `last_offset` is the ring offset
-    /// of the last of them (its size is read back from its control segment).
+    /// WQEs pushed since the last doorbell (bits 30..0; when not 0, `last_offset` is the
+    /// ring offset of the last of them, its size read back from its control segment), and
+    /// [`doorbell::NO_BF`] in bit 31.
     pushed: u32,
     /// Ring offset of the last pushed WQE.
     last_offset: usize,
@@ -113,11 +114,7 @@ macro_rules! write_wqe {
 macro_rules! ring_alone {
     ($sq:expr, $written:expr) => {{
         let written = $written;
-        let bf_max = if $sq.pushed == 0 {
-            $sq.bf_single
-        } else {
-            $crate::sq::doorbell::end_batch(&mut $sq.pushed, $sq.bf_batch)
-        };
+        let bf_max = $crate::sq::doorbell::bound_now(&mut $sq.pushed, $sq.bf_single, $sq.bf_batch);
         $crate::sq::doorbell::ring_last(
             &mut $sq.bf,
             &$sq.dbrec,
@@ -203,6 +200,8 @@ impl<U: Uar> SendQueue<U> {
             DoorbellMode::BlueFlameLast => (blocks, blocks),
             _ => (0, 0),
         };
+        let no_bf = if self.bf_single == 0 { NO_BF } else { 0 };
+        self.pushed = pushed_count(self.pushed) | no_bf;
     }
 
     /// The mode actually in effect: BlueFlame modes fall back to the doorbell when the
@@ -270,7 +269,7 @@ impl<U: Uar> SendQueue<U> {
     pub(crate) fn reset(&mut self) {
         self.c.pi = 0;
         self.c.limit = 0;
-        self.pushed = 0;
+        self.pushed &= NO_BF;
         self.set_ready(false);
         self.dbrec.write(Be32::new(0));
         self.shared.reset();
@@ -492,7 +491,8 @@ impl<U: Uar> SendQueue<U> {
     /// Returns the number of WQEs rung.
     #[inline(always)]
     pub fn ring_doorbell(&mut self) -> u32 {
-        if self.pushed == 0 {
+        let pushed = pushed_count(self.pushed);
+        if pushed == 0 {
             return 0;
         }
         let bytes = self.ring.wqe_bytes(self.last_offset);
@@ -502,7 +502,7 @@ impl<U: Uar> SendQueue<U> {
             bbs: bytes.div_ceil(SEND_WQE_BB),
             first: self.ring.block(self.last_offset),
         };
-        let bf_max = if self.pushed == 1 {
+        let bf_max = if pushed == 1 {
             self.bf_single
         } else {
             self.bf_batch
@@ -515,7 +515,8 @@ impl<U: Uar> SendQueue<U> {
             &last,
             bf_max,
         );
-        core::mem::replace(&mut self.pushed, 0)
+        self.pushed &= NO_BF;
+        pushed
     }
 
     /// [`SendQueue::push`] then [`SendQueue::ring_doorbell`] (one doorbell for this WQE and

@@ -19,7 +19,7 @@ use crate::prm::{Av, CompactAv, DS};
 use crate::ring::WqeBuf;
 use crate::types::Transport;
 
-use super::doorbell::ring_last;
+use super::doorbell::{bound_now, ring_last};
 use super::wr::{Data, SendOp, SendWr};
 use super::write::{Cursor, Limits, Ready, Xport};
 use super::SendQueue;
@@ -230,12 +230,7 @@ impl<U: Uar> SendQueue<U> {
         };
         match doorbell {
             Doorbell::Now => {
-                let bf_max = if self.pushed == 0 {
-                    self.bf_single
-                } else {
-                    self.pushed = 0;
-                    self.bf_batch
-                };
+                let bf_max = bound_now(&mut self.pushed, self.bf_single, self.bf_batch);
                 ring_last(&mut self.bf, &self.dbrec, cur.pi, ring, &written, bf_max);
             }
             Doorbell::Later => {
