@@ -61,7 +61,8 @@ pub struct PreparedWr<'a> {
     /// The WQE's bytes as a post at WQE index 0 writes them (valid when `fast_queue` is
     /// set).
     image: [u8; SEND_WQE_BB],
-    /// The WQE's size in bytes.
+    /// The WQE's size in bytes when it is not one WQEBB (`fast_queue` 0; otherwise
+    /// [`PreparedWr::wqe_bytes`] reads the kept WQE's DS count).
     bytes: usize,
     /// The completion's `byte_len` the post records, as the high half of the slot's word
     /// (`SqSlot::pack(0, byte_len)`: ORed with the producer count, one instruction).
@@ -131,11 +132,10 @@ impl<'a> PreparedWr<'a> {
     /// If the work request's data is not inline.
     #[inline(always)]
     pub fn set_payload(&mut self, data: &'a [u8]) {
-        assert!(
-            matches!(self.wr.data, Data::Inline(_)),
-            "a work request prepared with a gather list"
-        );
-        self.wr.data = Data::Inline(data);
+        let Data::Inline(kept) = &mut self.wr.data else {
+            panic!("a work request prepared with a gather list")
+        };
+        *kept = data;
         let at = CTRL + self.shape.has_remote() as usize * DS;
         let len = data.len();
         // Control segments, the 4-byte header and the bytes, in whole units (none of the
@@ -146,22 +146,32 @@ impl<'a> PreparedWr<'a> {
             self.fast_queue = 0;
             return;
         }
+        // One WQEBB: its size is the kept WQE's DS count (`wqe_bytes`).
         let ds = at / DS + inline_data_ds(len);
-        self.bytes = ds * DS;
-        self.fast_queue = self.queue;
         // The DS count is the low byte of the control segment's `qpn_ds` (bytes 4..8).
         self.image[7] = ds as u8;
         let header = InlineSeg::new(len as u32).byte_count.to_bytes();
         self.image[at..at + 4].copy_from_slice(&header);
-        assert!(at + 4 + len <= SEND_WQE_BB);
-        // SAFETY: `len` bytes of `data` into the image at `at + 4`, inside it (asserted,
-        // and known from `short_max`: the WQE is one WQEBB).
+        debug_assert!(at + 4 + len <= SEND_WQE_BB);
+        // SAFETY: `len` bytes of `data` into the image at `at + 4`, inside it: `len` is at
+        // most `short_max`, the queue's `short_fit` for this shape, which leaves the 4-byte
+        // header and the bytes after the control segments within one WQEBB (`at + 4 +
+        // short_fit <= 64`, `Limits::new`; `prepare` refuses the queues with a transport
+        // segment).
         unsafe { copy_small(data.as_ptr(), self.image.as_mut_ptr().add(at + 4), len) };
+        // After the copy, which the compiler cannot tell from this field: a post right after
+        // the patch then compares the value it holds in a register instead of reloading it.
+        self.fast_queue = self.queue;
     }
 
     /// The WQE's size in bytes.
     pub fn wqe_bytes(&self) -> usize {
-        self.bytes
+        if self.fast_queue != 0 {
+            // One WQEBB: its DS count, as the kept WQE has it.
+            usize::from(self.image[7] & 0x3f) * DS
+        } else {
+            self.bytes
+        }
     }
 }
 
@@ -393,7 +403,7 @@ impl Limits {
         cur.pi = next_pi;
         Ok(Written {
             offset: start,
-            bytes: wr.bytes,
+            bytes: wr.wqe_bytes(),
             bbs: 1,
             first,
         })
