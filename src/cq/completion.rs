@@ -4,7 +4,7 @@
 use crate::cqz::BadCompression;
 use crate::prm::{Opcode, Syndrome, WcStatus};
 
-use super::{ODP_PFAULT, UIDX_MASK};
+use super::{swap24, ODP_PFAULT, UIDX_MASK};
 
 /// What a completion reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -199,9 +199,12 @@ pub struct Completion {
     /// the CQE's byte count is not defined there). 0 for every other requester completion
     /// and for errors.
     pub byte_len: u32,
-    /// `srqn_uidx` bits 23..0 as the CQE has them, big-endian: [`Completion::user_index`]
-    /// swaps them (the poll stores the bytes it loaded).
-    pub(super) uidx_be: u32,
+    /// `srqn_uidx` bits 23..0 as the CQE has them, in the order of a [`qpn_key`]
+    /// (`srqn_uidx`'s bytes read as a native word, the SRQ byte shifted out):
+    /// [`Completion::user_index`] reorders them (the poll stores the bytes it loaded).
+    ///
+    /// [`qpn_key`]: crate::sq::qpn_key
+    pub(super) uidx_wire: u32,
     /// What completed.
     pub opcode: WcOpcode,
     /// Success or the error.
@@ -303,7 +306,7 @@ impl Completion {
     /// so that a CQE names its DCI without a lookup.
     #[inline]
     pub fn user_index(&self) -> u32 {
-        u32::from_be(self.uidx_be)
+        swap24(self.uidx_wire)
     }
 
     /// The device clock when the CQE was written (`mlx5_cqe64.timestamp`): convert with
@@ -469,7 +472,7 @@ impl Completion {
     #[must_use]
     pub fn with_user_index(self, user_index: u32) -> Completion {
         Completion {
-            uidx_be: (user_index & UIDX_MASK).to_be(),
+            uidx_wire: swap24(user_index & UIDX_MASK),
             ..self
         }
     }

@@ -187,10 +187,22 @@ const ODP_PFAULT: u8 = 0x93;
 /// The bits of `srqn_uidx` rdma-core reads as the user index (`mlx5_parse_cqe`, CQE v1).
 const UIDX_MASK: u32 = 0xff_ffff;
 
-/// [`Completion`]'s `uidx_be` from a CQE's `srqn_uidx`: its bytes, masked, not swapped.
+/// [`Completion`]'s `uidx_wire` from a CQE's `srqn_uidx`: its bytes, the SRQ byte dropped,
+/// not swapped ([`qpn_key`]: one shift on a little-endian CPU).
 #[inline(always)]
-fn uidx_be(srqn_uidx: Be32) -> u32 {
-    u32::from_ne_bytes(srqn_uidx.to_bytes()) & UIDX_MASK.to_be()
+fn uidx_wire(srqn_uidx: Be32) -> u32 {
+    qpn_key(u32::from_ne_bytes(srqn_uidx.to_bytes()))
+}
+
+/// A 24-bit value from the order [`qpn_key`] leaves its three bytes in, and back (the
+/// same reordering both ways).
+#[inline(always)]
+fn swap24(x: u32) -> u32 {
+    if cfg!(target_endian = "little") {
+        x.swap_bytes() >> 8
+    } else {
+        x
+    }
 }
 
 /// The poller's copy of the attached QPs, and the parsing that needs them.

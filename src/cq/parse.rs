@@ -60,7 +60,7 @@ impl HotReq<'_> {
             qpn: self.qpn(),
             opcode: self.opcode(),
             byte_len: self.byte_len(),
-            uidx_be: uidx_be(self.entry.read().srqn_uidx),
+            uidx_wire: uidx_wire(self.entry.read().srqn_uidx),
             ..Completion::default()
         }
     }
@@ -220,7 +220,7 @@ impl QpTable {
                     opcode,
                     status: Status::Success,
                     byte_len: cqe.byte_cnt.get(),
-                    uidx_be: uidx_be(cqe.srqn_uidx),
+                    uidx_wire: uidx_wire(cqe.srqn_uidx),
                     extra,
                     rqpn: cqe.flags_rqpn.get(),
                     slid: cqe.slid.get(),
@@ -282,7 +282,7 @@ impl QpTable {
                     qpn,
                     opcode,
                     status: Status::Error(error),
-                    uidx_be: uidx_be(err.srqn),
+                    uidx_wire: uidx_wire(err.srqn),
                     ..Completion::default()
                 }
             }

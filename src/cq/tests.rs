@@ -10,7 +10,7 @@ fn a_requester_completion_sets_its_fields_first_and_the_zero_ones_after() {
         offset_of!(Completion, wr_id),
         offset_of!(Completion, qpn),
         offset_of!(Completion, byte_len),
-        offset_of!(Completion, uidx_be),
+        offset_of!(Completion, uidx_wire),
         offset_of!(Completion, opcode),
         offset_of!(Completion, status),
         offset_of!(Completion, extra),
