@@ -35,8 +35,10 @@ pub(super) struct Limits {
     /// Number of WQEBBs in the ring.
     pub(super) wqe_cnt: u32,
     pub(super) ready: Ready,
-    /// Control dword 1 with this QP's number and DS 0, set once (DS ORed in per WQE).
-    pub(super) qpn_ds: QpnDs,
+    /// The control segment's first word (memory order, see [`CtrlSeg::to_words`]) with
+    /// nothing but this QP's number (DS 0), set once: the number already in wire order and
+    /// in place, one OR per WQE.
+    pub(super) qpn_word: u64,
     pub(super) max_ds: usize,
     pub(super) max_inline: usize,
     /// The largest inline payload that passes both the inline limit and the WQE size limit
@@ -147,7 +149,7 @@ impl Limits {
         Limits {
             wqe_cnt: desc.wqe_cnt,
             ready: Ready::No,
-            qpn_ds: QpnDs::pack(desc.qpn, 0),
+            qpn_word: ctrl_word0(QpnDs::pack(desc.qpn, 0)),
             max_ds,
             max_inline: desc.max_inline,
             inline_fit,
@@ -324,8 +326,8 @@ impl Limits {
 
         let ctrl = CtrlSeg {
             opmod_idx_opcode: OpmodIdxOpcode::pack(shape.opcode(), pi as u16, shape.opmod()),
-            // `qpn_ds` has DS 0 and `ds <= max_ds <= 63`: OR it in (no field masking).
-            qpn_ds: QpnDs::from_bits(Be32::new(self.qpn_ds.into_bits().get() | ds as u32)),
+            // The QPN and the DS count are ORed into the first word below.
+            qpn_ds: QpnDs::from_bits(Be32::new(0)),
             signature: 0,
             dci_stream_channel_id: [0; 2],
             fm_ce_se: wr.flags.fm_ce_se(),
@@ -354,8 +356,9 @@ impl Limits {
                 unsafe { wqe.seg(at, raddr_words(remote)) };
                 at += DS;
             }
+            let [word0, word1] = ctrl.to_words();
             // SAFETY: see above.
-            unsafe { wqe.seg(0, ctrl.to_words()) };
+            unsafe { wqe.seg(0, [word0 | self.qpn_word | ds_word(ds), word1]) };
             // SAFETY: see above (`X::DS` units; none for RC).
             unsafe { xport.write(wqe, DS) };
             if ARGS && shape.args_ds() != 0 {
@@ -549,6 +552,35 @@ pub(super) unsafe fn record<'s>(
     slot.wr_id.store(wr_id, Ordering::Relaxed);
     slot.next_len
         .store(u64::from(next_pi) | kept_word, Ordering::Relaxed);
+}
+
+/// The first word of a control segment (memory order) with `qpn_ds` alone.
+fn ctrl_word0(qpn_ds: QpnDs) -> u64 {
+    CtrlSeg {
+        opmod_idx_opcode: OpmodIdxOpcode::from_bits(Be32::new(0)),
+        qpn_ds,
+        signature: 0,
+        dci_stream_channel_id: [0; 2],
+        fm_ce_se: crate::prm::FmCeSe::from_bits(0),
+        imm: Be32::new(0),
+    }
+    .to_words()[0]
+}
+
+/// The DS count `ds` (at most [`MAX_DS`], checked by every path before) as it lies in a
+/// control segment's first word: its last byte. On a little-endian CPU a rotation, one
+/// instruction (the compiler turns a shift of the size's computation into a shift, an
+/// add and a mask of two 64-bit constants).
+#[inline(always)]
+fn ds_word(ds: usize) -> u64 {
+    debug_assert!(ds <= MAX_DS);
+    let word = if cfg!(target_endian = "little") {
+        (ds as u64).rotate_right(8)
+    } else {
+        ds as u64
+    };
+    debug_assert_eq!(word, ctrl_word0(QpnDs::pack(0, ds as u8)));
+    word
 }
 
 /// `struct mlx5_wqe_raddr_seg` ([`RaddrSeg`](crate::prm::RaddrSeg)) of `remote` as the two
