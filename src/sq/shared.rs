@@ -121,11 +121,11 @@ impl SqShared {
     /// WQE (read with the `wr_id`, from the same cache line).
     #[inline(always)]
     pub(crate) fn complete_with_len(&self, wqe_counter: u16) -> Option<(u64, u32)> {
-        self.retire(wqe_counter, |slot, next_len| {
-            (
-                slot.wr_id.load(Ordering::Relaxed),
-                SqSlot::byte_len(next_len),
-            )
+        // The `wr_id` read with the slot's word, before the check (an address computed
+        // once; the slot is in the array whatever the counter).
+        let wr_id = self.slot(wqe_counter as u32).wr_id.load(Ordering::Relaxed);
+        self.retire(wqe_counter, |_, next_len| {
+            (wr_id, SqSlot::byte_len(next_len))
         })
     }
 
