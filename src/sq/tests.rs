@@ -229,6 +229,49 @@ fn the_last_pushed_wqe_size_comes_from_its_control_segment() {
     assert_eq!(q.sq.uar().read64(reg + 8), [0; 8], "no BlueFlame copy");
 }
 
+/// A change of doorbell mode keeps the WQEs pushed before it (their count is kept apart
+/// from the mode's "no BlueFlame alone" mark): a WQE posted after them is rung as the end
+/// of a batch, a WQE posted alone as the new mode says.
+#[test]
+fn a_mode_change_keeps_the_pushed_wqes() {
+    let mut q = NullQueues::new(16, 8, 256).unwrap();
+    let flags = SendFlags::SIGNALED;
+    // Pushed in doorbell mode, then a WQE posted in BlueFlame mode: a batch of two, rung
+    // with the 8-byte doorbell (rdma-core's rule for more than one WQE).
+    q.sq.set_mode(DoorbellMode::Doorbell);
+    q.sq.push(1, WRITE, Data::Inline(&[1; 8]), flags).unwrap();
+    q.sq.set_mode(DoorbellMode::BlueFlame);
+    let first_half = q.sq.register_offset();
+    q.sq.post(2, WRITE, Data::Inline(&[2; 8]), flags).unwrap();
+    assert_eq!(q.sq.doorbell_record(), 2);
+    let reg = |q: &NullQueues, at| q.sq.uar().read64(at);
+    assert_eq!(reg(&q, first_half), q.sq.wqe_bytes(1, 8)[..]);
+    assert_eq!(reg(&q, first_half + 8), [0; 8], "no BlueFlame copy");
+    assert_eq!(q.sq.ring_doorbell(), 0, "nothing left pending");
+    // Alone in BlueFlame mode: copied whole.
+    let second_half = q.sq.register_offset();
+    q.sq.post(3, WRITE, Data::Inline(&[3; 8]), flags).unwrap();
+    let copied = q.sq.wqe_bytes(2, 64);
+    for (k, chunk) in copied.chunks(8).enumerate() {
+        assert_eq!(reg(&q, second_half + k * 8), chunk, "word {k}");
+    }
+    // Pushed in BlueFlame mode, rung in doorbell mode: both rung, 8 bytes.
+    q.sq.push(4, WRITE, Data::Inline(&[4; 8]), flags).unwrap();
+    q.sq.push(5, WRITE, Data::Inline(&[5; 8]), flags).unwrap();
+    q.sq.set_mode(DoorbellMode::Doorbell);
+    assert_eq!(q.sq.register_offset(), first_half);
+    assert_eq!(q.sq.ring_doorbell(), 2);
+    assert_eq!(q.sq.doorbell_record(), 5);
+    assert_eq!(reg(&q, first_half), q.sq.wqe_bytes(4, 8)[..]);
+    assert_eq!(reg(&q, first_half + 8), [0; 8], "no BlueFlame copy");
+    // Alone in doorbell mode: 8 bytes, the rest of the half still the earlier copy.
+    q.sq.post(6, WRITE, Data::Inline(&[6; 8]), flags).unwrap();
+    assert_eq!(q.sq.doorbell_record(), 6);
+    assert_eq!(reg(&q, second_half), q.sq.wqe_bytes(5, 8)[..]);
+    assert_eq!(reg(&q, second_half + 40), copied[40..48]);
+    assert_ne!(copied[40..48], q.sq.wqe_bytes(5, 64)[40..48]);
+}
+
 /// BlueFlame copies whole 64-byte blocks, so a WQE rung alone is copied when its WQEBBs fit
 /// the register's half: on a half of 100 bytes (not a multiple of 64) a WQE of one WQEBB
 /// (48 bytes) is copied whole, one of 80 bytes (two WQEBBs, 128 bytes copied) is rung with
