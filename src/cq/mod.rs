@@ -350,8 +350,7 @@ impl<U: Uar> CompletionQueue<U> {
     #[inline(always)]
     fn poll_into(&mut self, mut sink: impl Sink) -> usize {
         let mut at = self.head;
-        let mut op_own = self.buf.own_byte(at);
-        let mut key = owner_key(op_own, self.owner);
+        let mut key = owner_key(self.buf.own_byte(at), self.owner);
         let room = sink.room();
         if room == 0 || key >= OWNED_BELOW {
             self.uar.idle();
@@ -372,7 +371,10 @@ impl<U: Uar> CompletionQueue<U> {
                 return self.poll_enhanced(sink, room).get();
             } else {
                 let ci = self.ci.wrapping_add(n as u32);
-                sink.put(n, self.qps.parse_other(self.buf.entry_at(at), op_own, ci));
+                // `op_own` read again (the device no longer writes the entry): the key's
+                // test then needs no copy of it.
+                let entry = self.buf.entry_at(at);
+                sink.put(n, self.qps.parse_other(entry, entry.op_own(), ci));
             }
             n += 1;
             at = match self.buf.next_pos(at) {
@@ -386,8 +388,7 @@ impl<U: Uar> CompletionQueue<U> {
             if n == room {
                 break;
             }
-            op_own = self.buf.entry_at(at).op_own();
-            key = owner_key(op_own, self.owner);
+            key = owner_key(self.buf.entry_at(at).op_own(), self.owner);
             if key >= OWNED_BELOW {
                 break;
             }
