@@ -16,8 +16,8 @@ use super::*;
 #[derive(Clone, Copy)]
 pub(super) struct HotReq<'e> {
     pub(super) entry: CqeEntry<'e>,
-    /// The CQE's `sop_drop_qpn` as it lies in the CQE, read as a native word (see
-    /// [`HotReq::sop`]).
+    /// The CQE's `sop_drop_qpn` as it lies in the CQE, read as a native word (the opcode
+    /// its first byte in memory, the QPN the rest: [`qpn_key`]).
     pub(super) sop_wire: u32,
     pub(super) wr_id: u64,
     /// The `byte_len` kept at post time (see `SqSlot::byte_len`).
@@ -25,27 +25,28 @@ pub(super) struct HotReq<'e> {
 }
 
 impl HotReq<'_> {
-    /// The CQE's `sop_drop_qpn`: send opcode (31..24) and QPN.
+    /// The send opcode: the first byte of `sop_drop_qpn` as it lies in the CQE.
     #[inline(always)]
-    fn sop(&self) -> u32 {
-        u32::from_be(self.sop_wire)
+    fn send_opcode(&self) -> u8 {
+        self.sop_wire.to_ne_bytes()[0]
     }
 
+    /// The QPN, from the key the hot-QP compare computed ([`qpn_key`]).
     #[inline(always)]
     pub(super) fn qpn(&self) -> u32 {
-        self.sop() & 0xff_ffff
+        swap24(qpn_key(self.sop_wire))
     }
 
     #[inline(always)]
     pub(super) fn opcode(&self) -> WcOpcode {
-        WcOpcode::from_send_opcode((self.sop() >> 24) as u8)
+        WcOpcode::from_send_opcode(self.send_opcode())
     }
 
     /// `byte_cnt` means something for READ only (rdma-core's `handle_good_req`); every
     /// other length (an atomic's operand size, else 0) was kept at post time.
     #[inline(always)]
     pub(super) fn byte_len(&self) -> u32 {
-        if self.sop() >> 24 == Opcode::RdmaRead as u32 {
+        if self.send_opcode() == Opcode::RdmaRead as u8 {
             self.entry.read().byte_cnt.get()
         } else {
             self.kept
