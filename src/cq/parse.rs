@@ -138,8 +138,9 @@ impl QpTable {
         if qpn_key(sop_wire) != self.hot_sq.key() {
             return None;
         }
-        let counter = entry.read().wqe_counter.get();
-        let (wr_id, kept) = self.hot_sq.complete_with_len(counter)?;
+        let (wr_id, kept) = self
+            .hot_sq
+            .complete_wire(entry.read().wqe_counter.to_bytes())?;
         Some(HotReq {
             entry,
             sop_wire,

@@ -8,6 +8,9 @@ use crate::prm::Be32;
 #[derive(Debug)]
 pub(crate) struct SqShared {
     pub(super) mask: u32,
+    /// `mask` in bytes of `slots` (`mask × size_of::<SqSlot>()`): a slot's offset from a
+    /// counter scaled by one shift (see [`SqShared::complete_wire`]).
+    slot_mask: u32,
     /// Per first WQEBB of a WQE: what its CQE needs (one array, one bounds check).
     pub(super) slots: Box<[SqSlot]>,
     /// Producer count up to which every WQE has completed.
@@ -56,6 +59,9 @@ impl<'a> Slots<'a> for &'a [SqSlot] {
     }
 }
 
+/// Bytes of one [`SqSlot`].
+const SLOT_BYTES: u32 = size_of::<SqSlot>() as u32;
+
 /// What the poller needs about the WQE starting at one WQEBB.
 #[derive(Debug, Default)]
 pub(super) struct SqSlot {
@@ -86,6 +92,7 @@ impl SqShared {
     pub(crate) fn new(wqe_cnt: u32, qpn: u32) -> Self {
         SqShared {
             mask: wqe_cnt - 1,
+            slot_mask: (wqe_cnt - 1) * SLOT_BYTES,
             slots: (0..wqe_cnt).map(|_| SqSlot::default()).collect(),
             tail: AtomicU32::new(0),
             key: AtomicU32::new(qpn_key(u32::from_ne_bytes((qpn & 0xff_ffff).to_be_bytes()))),
@@ -117,16 +124,41 @@ impl SqShared {
         self.retire(wqe_counter, |slot, _| slot.wr_id.load(Ordering::Relaxed))
     }
 
-    /// As [`SqShared::complete`], also returning the `byte_len` the post kept for the
-    /// WQE (read with the `wr_id`, from the same cache line).
+    /// As [`SqShared::complete`] of the counter whose bytes, as a CQE has them
+    /// (big-endian), are `wire`, also returning the `byte_len` the post kept for the WQE
+    /// (read with the `wr_id`, from the same cache line).
     #[inline(always)]
-    pub(crate) fn complete_with_len(&self, wqe_counter: u16) -> Option<(u64, u32)> {
+    pub(crate) fn complete_wire(&self, wire: [u8; 2]) -> Option<(u64, u32)> {
+        // The slot's offset in bytes, the counter × 16 masked: from the bytes as they lie,
+        // one byte swap and one shift (where the 16-bit swap took a rotation, a
+        // zero-extension and a shift).
+        let word = u32::from(u16::from_ne_bytes(wire));
+        let scaled = if cfg!(target_endian = "little") {
+            word.swap_bytes() >> 12
+        } else {
+            word << 4
+        };
+        let offset = (scaled & self.slot_mask) as usize;
+        debug_assert_eq!(
+            offset,
+            (u32::from(u16::from_be_bytes(wire)) & self.mask) as usize * SLOT_BYTES as usize
+        );
+        // SAFETY: `offset` is a multiple of a slot's size below `slots.len()` slots (the
+        // mask is `(len - 1) × size`): a slot of the array.
+        let slot = unsafe {
+            &*self
+                .slots
+                .as_ptr()
+                .cast::<u8>()
+                .add(offset)
+                .cast::<SqSlot>()
+        };
         // The `wr_id` read with the slot's word, before the check (an address computed
         // once; the slot is in the array whatever the counter).
-        let wr_id = self.slot(wqe_counter as u32).wr_id.load(Ordering::Relaxed);
-        self.retire(wqe_counter, |_, next_len| {
-            (wr_id, SqSlot::byte_len(next_len))
-        })
+        let wr_id = slot.wr_id.load(Ordering::Relaxed);
+        let next_len = self.check(slot)?;
+        self.tail.store(next_len as u32, Ordering::Release);
+        Some((wr_id, SqSlot::byte_len(next_len)))
     }
 
     /// Whether an outstanding WQE starts at `wqe_counter` (what [`SqShared::complete`]
@@ -140,13 +172,19 @@ impl SqShared {
     #[inline(always)]
     fn retire_check(&self, wqe_counter: u16) -> Option<(&SqSlot, u64)> {
         let slot = self.slot(wqe_counter as u32);
+        self.check(slot).map(|next_len| (slot, next_len))
+    }
+
+    /// The [`SqSlot::next_len`] word of `slot` if an outstanding WQE starts there.
+    #[inline(always)]
+    fn check(&self, slot: &SqSlot) -> Option<u64> {
         let next_len = slot.next_len.load(Ordering::Relaxed);
         let next = next_len as u32;
         // Only the poller writes `tail`. An outstanding WQE ends 1..=wqe_cnt WQEBBs past
         // it; a retired one (and every slot not starting a WQE of this lap) at or before it.
         let ahead = next.wrapping_sub(self.tail.load(Ordering::Relaxed));
         // `ahead` in 1..=wqe_cnt, as one unsigned compare.
-        (ahead.wrapping_sub(1) <= self.mask).then_some((slot, next_len))
+        (ahead.wrapping_sub(1) <= self.mask).then_some(next_len)
     }
 
     /// Retires the WQE starting at `wqe_counter` and returns what `read` takes from its
