@@ -138,9 +138,12 @@ impl QpTable {
         if qpn_key(sop_wire) != self.hot_sq.key() {
             return None;
         }
-        let (wr_id, kept) = self
-            .hot_sq
-            .complete_wire(entry.read().wqe_counter.to_bytes())?;
+        // The CQE's last four bytes (counter, signature, `op_own`) as one word: the slot's
+        // offset from one load (`SqShared::complete_tail`).
+        let cqe = entry.read();
+        let [counter_hi, counter_lo] = cqe.wqe_counter.to_bytes();
+        let tail_word = u32::from_ne_bytes([counter_hi, counter_lo, cqe.signature, cqe.op_own]);
+        let (wr_id, kept) = self.hot_sq.complete_tail(tail_word)?;
         Some(HotReq {
             entry,
             sop_wire,

@@ -9,7 +9,7 @@ use crate::prm::Be32;
 pub(crate) struct SqShared {
     pub(super) mask: u32,
     /// `mask` in bytes of `slots` (`mask × size_of::<SqSlot>()`): a slot's offset from a
-    /// counter scaled by one shift (see [`SqShared::complete_wire`]).
+    /// counter scaled by one shift (see [`SqShared::complete_tail`]).
     slot_mask: u32,
     /// Per first WQEBB of a WQE: what its CQE needs (one array, one bounds check).
     pub(super) slots: Box<[SqSlot]>,
@@ -124,25 +124,28 @@ impl SqShared {
         self.retire(wqe_counter, |slot, _| slot.wr_id.load(Ordering::Relaxed))
     }
 
-    /// As [`SqShared::complete`] of the counter whose bytes, as a CQE has them
-    /// (big-endian), are `wire`, also returning the `byte_len` the post kept for the WQE
-    /// (read with the `wr_id`, from the same cache line).
+    /// As [`SqShared::complete`] of the counter in `tail_word`, the last four bytes of a
+    /// CQE (`wqe_counter`, big-endian, then the signature and `op_own`) read as a native
+    /// word, also returning the `byte_len` the post kept for the WQE (read with the
+    /// `wr_id`, from the same cache line).
     #[inline(always)]
-    pub(crate) fn complete_wire(&self, wire: [u8; 2]) -> Option<(u64, u32)> {
-        // The slot's offset in bytes, the counter × 16 masked: from the bytes as they lie,
-        // one byte swap and one shift (where the 16-bit swap took a rotation, a
-        // zero-extension and a shift).
-        let word = u32::from(u16::from_ne_bytes(wire));
+    pub(crate) fn complete_tail(&self, tail_word: u32) -> Option<(u64, u32)> {
+        // The slot's offset in bytes, the counter × 16 masked: the counter in the high
+        // half of the word in wire order, shifted down to 16 × counter (the other bytes'
+        // bits left below bit 4 and masked off with them): one load, a byte swap, a shift
+        // and the mask.
         let scaled = if cfg!(target_endian = "little") {
-            word.swap_bytes() >> 12
+            tail_word.swap_bytes() >> 12
         } else {
-            word << 4
+            tail_word >> 12
         };
         let offset = (scaled & self.slot_mask) as usize;
-        debug_assert_eq!(
-            offset,
-            (u32::from(u16::from_be_bytes(wire)) & self.mask) as usize * SLOT_BYTES as usize
-        );
+        #[cfg(debug_assertions)]
+        {
+            let [hi, lo, ..] = tail_word.to_ne_bytes();
+            let counter = u32::from(u16::from_be_bytes([hi, lo]));
+            debug_assert_eq!(offset, ((counter & self.mask) * SLOT_BYTES) as usize);
+        }
         // SAFETY: `offset` is a multiple of a slot's size below `slots.len()` slots (the
         // mask is `(len - 1) × size`): a slot of the array.
         let slot = unsafe {
