@@ -22,12 +22,12 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crate::error::PostError;
 use crate::mmio::Uar;
-use crate::prm::{CtrlSeg, InlineSeg, DS, SEND_WQE_BB};
+use crate::prm::{CtrlSeg, DS, SEND_WQE_BB};
 use crate::ring::{copy_small, Ring, Staging, WqeRing, MAX_WQE_BYTES};
 
 use super::shared::{Slots, SqShared, SqSlot};
 use super::wr::{Data, Remote, Shape};
-use super::write::{inline_data_ds, Cursor, Limits, Ready, Written};
+use super::write::{inline_data_ds, inline_header, Cursor, Limits, Ready, Written};
 use super::{ring_alone, SendQueue, SendWr};
 
 /// Bytes of the control segment, where the segments after it start in a kept WQE.
@@ -150,8 +150,7 @@ impl<'a> PreparedWr<'a> {
         let ds = at / DS + inline_data_ds(len);
         // The DS count is the low byte of the control segment's `qpn_ds` (bytes 4..8).
         self.image[7] = ds as u8;
-        let header = InlineSeg::new(len as u32).byte_count.to_bytes();
-        self.image[at..at + 4].copy_from_slice(&header);
+        self.image[at..at + 4].copy_from_slice(&inline_header(len));
         debug_assert!(at + 4 + len <= SEND_WQE_BB);
         // SAFETY: `len` bytes of `data` into the image at `at + 4`, inside it: `len` is at
         // most `short_max`, the queue's `short_fit` for this shape, which leaves the 4-byte

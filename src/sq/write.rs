@@ -4,7 +4,8 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::error::PostError;
 use crate::prm::{
-    self, Be32, CtrlSeg, DataSeg, InlineSeg, OpmodIdxOpcode, QpnDs, DS, MAX_DS, SEND_WQE_BB,
+    self, Be32, CtrlSeg, DataSeg, InlineSeg, OpmodIdxOpcode, QpnDs, DS, INLINE_SEG, MAX_DS,
+    SEND_WQE_BB,
 };
 use crate::ring::{Block, Staging, WqeBuf, WqeRing};
 use crate::types::Transport;
@@ -376,11 +377,10 @@ impl Limits {
                     unsafe { wqe.seg_list(at, segs) };
                 }
                 Data::Inline(bytes) if !bytes.is_empty() => {
-                    let header = InlineSeg::new(bytes.len() as u32);
                     // SAFETY: see above: `InlineSeg::ds` units hold the 4-byte header and
                     // the bytes.
                     unsafe {
-                        wqe.bytes(at, &header.byte_count.to_bytes());
+                        wqe.bytes(at, &inline_header(bytes.len()));
                         wqe.bytes(at + 4, bytes);
                     }
                 }
@@ -640,6 +640,17 @@ impl Xport for () {
 
     #[inline(always)]
     unsafe fn write(self, _: &mut WqeBuf<'_>, _: usize) {}
+}
+
+/// The inline segment's header for `len` bytes ([`InlineSeg::new`]), as an add: `len` is
+/// below the inline bit (an inline payload fits a WQE, checked before), so the sum is the
+/// OR, and an add of a constant is one `lea` where the OR took a copy and the OR.
+#[inline(always)]
+pub(super) fn inline_header(len: usize) -> [u8; 4] {
+    debug_assert!(len < INLINE_SEG as usize);
+    let header = Be32::new((len as u32).wrapping_add(INLINE_SEG));
+    debug_assert_eq!(header, InlineSeg::new(len as u32).byte_count);
+    header.to_bytes()
 }
 
 /// DS of `len` bytes of inline data (none at all when empty). `len` is at most the
