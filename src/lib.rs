@@ -265,6 +265,7 @@ pub use cqz::{BadCompression, CqeCompression};
 pub use dci_pool::DciPool;
 pub use device::{
     AddressHandle, Context, Cq, Dct, MemoryRegion, ProtectionDomain, Qp, QpReceiver, QpSender, Srq,
+    XrcDomain, XrcSrq, XrcTarget,
 };
 pub use dm::{DeviceMemory, DmRegion, DmSlots, DM_LINE};
 pub use error::{DmRefusal, Error, McastRefusal, PostError};
@@ -275,7 +276,7 @@ pub use mem::{run_on_node, MemOptions, Pages, HUGE_PAGE};
 pub use rq::{RecvQueue, SharedRecvQueue, UD_GRH_BYTES};
 pub use sq::{
     Data, DcDest, DoorbellMode, PreparedWr, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge,
-    UdDest,
+    UdDest, XRC_SEG_BYTES,
 };
 pub use types::{
     Access, AhAttr, ConnectOptions, CqConfig, DciStreams, DeviceCaps, Endpoint, GidEntry, GidType,

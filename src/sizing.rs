@@ -45,12 +45,16 @@ use crate::types::{ConnectOptions, DeviceCaps, QpConfig, QpSizes, Transport};
 ///   datagram segment 48 (`IBV_QPT_UD` adds `sizeof(struct mlx5_wqe_datagram_seg)`).
 /// - DCI: RC's + the datagram segment 48 (`IBV_QPT_DRIVER` with `MLX5DV_DCTYPE_DCI` falls
 ///   through to UD's case). A DCT has no send queue: RC's value, unused.
+/// - XRC initiator: RC's + the XRC segment 16 (`IBV_QPT_XRC_SEND` counts
+///   `sizeof(struct mlx5_wqe_xrc_seg)` with RC's segments). An XRC target has no send
+///   queue: RC's value, unused.
 pub fn sq_overhead(transport: Transport, atomics: bool) -> u32 {
     let ds = DS as u32;
     let rc = if atomics { 3 * ds } else { 2 * ds };
     let av = size_of::<crate::prm::Av>() as u32;
     match transport {
-        Transport::Rc | Transport::Dct => rc,
+        Transport::Rc | Transport::Dct | Transport::XrcTgt => rc,
+        Transport::XrcIni => rc + ds,
         Transport::Uc => 2 * ds,
         Transport::Ud => ds + av,
         Transport::Dci => rc + av,
@@ -212,6 +216,7 @@ mod tests {
             compact_av: false,
             max_dm_size: 0,
             max_mcast_grp: 0,
+            xrc: false,
             pacing: crate::types::PacingCaps::default(),
         }
     }
@@ -266,6 +271,8 @@ mod tests {
         // DCI: RC's + the AV.
         assert_eq!(sq_overhead(Transport::Dci, true), 96);
         assert_eq!(sq_overhead(Transport::Dci, false), 80);
+        assert_eq!(sq_overhead(Transport::XrcIni, true), 64);
+        assert_eq!(sq_overhead(Transport::XrcIni, false), 48);
         let uc = QpConfig {
             transport: Transport::Uc,
             ..QpConfig::default()

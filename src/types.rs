@@ -92,6 +92,9 @@ pub struct DeviceCaps {
     /// Multicast groups the device holds (`max_mcast_grp`; 0: no multicast, and
     /// [`Qp::attach_mcast`](crate::Qp::attach_mcast) refuses).
     pub max_mcast_grp: u32,
+    /// XRC domains, XRC SRQs and XRC QPs (`IBV_DEVICE_XRC`, the HCA cap `xrc`):
+    /// [`Context::open_xrcd`](crate::Context::open_xrcd) refuses without it.
+    pub xrc: bool,
     /// Packet pacing (`packet_pacing_caps` of `ibv_query_device_ex`):
     /// [`Qp::set_rate_limit`](crate::Qp::set_rate_limit) refuses a transport it does not
     /// name.
@@ -122,7 +125,7 @@ impl PacingCaps {
                 Transport::Rc => self.rc,
                 Transport::Uc => self.uc,
                 Transport::Ud => self.ud,
-                Transport::Dci | Transport::Dct => false,
+                Transport::Dci | Transport::Dct | Transport::XrcIni | Transport::XrcTgt => false,
             }
     }
 }
@@ -345,6 +348,15 @@ pub enum Transport {
     /// (no READ, no atomics); no acknowledgements, no retries: a send completes when it
     /// has left, and a message that loses a packet is dropped by the responder unseen.
     Uc,
+    /// XRC initiator (`IBV_QPT_XRC_SEND`): RC operations to one connected XRC target, each
+    /// naming the XRC SRQ it lands in ([`SendQueue::post_xrc`](crate::SendQueue::post_xrc));
+    /// send queue only. Created with
+    /// [`ProtectionDomain::create_xrc_initiator`](crate::ProtectionDomain::create_xrc_initiator).
+    XrcIni,
+    /// XRC target (`IBV_QPT_XRC_RECV`): no rings, PD or CQ; executes its initiator's
+    /// requests in the XRC SRQs of its domain they name. Not a QP of [`QpConfig`]:
+    /// [`XrcDomain::create_target`](crate::XrcDomain::create_target).
+    XrcTgt,
 }
 
 /// A QP's rate limit (packet pacing: `struct ibv_qp_rate_limit_attr` of

@@ -208,6 +208,7 @@ fn the_plain_data_types_round_trip_through_serde() {
         compact_av: true,
         max_dm_size: 128 << 10,
         max_mcast_grp: 1 << 21,
+        xrc: true,
         pacing: mlx5_direct::PacingCaps {
             min_kbps: 1,
             max_kbps: 100_000_000,

@@ -395,6 +395,7 @@ fn transport_name(t: Transport) -> &'static str {
         Transport::Uc => "UC",
         Transport::Ud => "UD",
         Transport::Dci | Transport::Dct => "DC",
+        Transport::XrcIni | Transport::XrcTgt => "XRC",
     }
 }
 

@@ -99,6 +99,7 @@ impl<B: Backend> Backend for Traced<B> {
     type Qp = B::Qp;
     type Channel = B::Channel;
     type Dm = B::Dm;
+    type Xrcd = B::Xrcd;
 
     fn name(&self) -> &str {
         self.inner.name()
@@ -187,6 +188,25 @@ impl<B: Backend> Backend for Traced<B> {
         max_sge: u32,
     ) -> Result<(B::Srq, RqDesc, u32), Error> {
         self.inner.create_srq(pd, entries, max_sge)
+    }
+
+    fn open_xrcd(&self) -> Result<B::Xrcd, Error> {
+        self.inner.open_xrcd()
+    }
+
+    fn create_xrc_srq(
+        &self,
+        pd: &B::Pd,
+        xrcd: &B::Xrcd,
+        cq: &B::Cq,
+        entries: u32,
+        max_sge: u32,
+    ) -> Result<(B::Srq, RqDesc, u32, u32), Error> {
+        self.inner.create_xrc_srq(pd, xrcd, cq, entries, max_sge)
+    }
+
+    fn create_xrc_target(&self, xrcd: &B::Xrcd) -> Result<(B::Qp, u32), Error> {
+        self.inner.create_xrc_target(xrcd)
     }
 
     fn create_ah(&self, pd: &B::Pd, attr: &AhAttr) -> Result<(AhHandle, Av), Error> {

@@ -100,6 +100,9 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     /// Device memory (MEMIC) handle: the allocation and its write-combining mapping; frees
     /// the allocation when dropped.
     type Dm: DmWindow;
+    /// XRC domain handle (closes the domain when dropped, after every XRC SRQ and target
+    /// in it: they hold it).
+    type Xrcd: Send + Sync + core::fmt::Debug;
 
     /// Device name.
     fn name(&self) -> &str;
@@ -183,6 +186,35 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
         entries: u32,
         max_sge: u32,
     ) -> Result<(Self::Srq, RqDesc, u32), Error>;
+    /// Opens an XRC domain (`ibv_open_xrcd`, with no file: a domain of this process
+    /// alone). A device without XRC ([`DeviceCaps::xrc`]) refuses with
+    /// [`Error::Unsupported`]; so does a backend without XRC.
+    fn open_xrcd(&self) -> Result<Self::Xrcd, Error> {
+        Err(Error::Unsupported("XRC on this backend"))
+    }
+    /// Creates an XRC SRQ (`ibv_create_srq_ex` with `IBV_SRQT_XRC`) of at least `entries`
+    /// WQEs with `max_sge` scatter entries each, in `pd` and XRC domain `xrcd`, completing
+    /// on `cq`. Returns the handle, its ring, its number (what initiators name,
+    /// `ibv_get_srq_num`) and the `srqn_uidx` bits 23..0 its receive CQEs carry (its user
+    /// index under CQE version 1, else its number), by which the poller finds it.
+    fn create_xrc_srq(
+        &self,
+        pd: &Self::Pd,
+        xrcd: &Self::Xrcd,
+        cq: &Self::Cq,
+        entries: u32,
+        max_sge: u32,
+    ) -> Result<(Self::Srq, RqDesc, u32, u32), Error> {
+        let _ = (pd, xrcd, cq, entries, max_sge);
+        Err(Error::Unsupported("XRC on this backend"))
+    }
+    /// Creates an XRC target QP in `xrcd` (`ibv_create_qp_ex` with `IBV_QPT_XRC_RECV`), in
+    /// RESET, with no rings, PD or CQ: it moves through RC's transitions
+    /// ([`Backend::modify_qp`]). Returns the handle and the QP number.
+    fn create_xrc_target(&self, xrcd: &Self::Xrcd) -> Result<(Self::Qp, u32), Error> {
+        let _ = xrcd;
+        Err(Error::Unsupported("XRC on this backend"))
+    }
     /// Creates an address handle for UD sends and returns it with its 48-byte address vector
     /// (`dqp_dct` and the Q_Key 0: every WQE writes both). A backend without UD refuses.
     fn create_ah(&self, pd: &Self::Pd, attr: &AhAttr) -> Result<(AhHandle, Av), Error> {

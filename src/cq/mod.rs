@@ -74,6 +74,15 @@ pub(crate) enum RecvShared {
     None,
 }
 
+/// The key an XRC SRQ is attached to its CQ under ([`QpEntry::qpn`]): the `srqn_uidx`
+/// bits 23..0 its receive CQEs carry (its user index under CQE version 1, its number under
+/// version 0; rdma-core's `get_resp_ctx_v1` finds an XRC SRQ by it, `MLX5_RSC_TYPE_XSRQ`),
+/// with bit 31 set, which no 24-bit QPN has. Its CQEs name the XRC target QP, which no CQ
+/// serves, so the poller looks this key up when their QPN is unknown.
+pub(crate) fn xrc_srq_key(srqn_uidx: u32) -> u32 {
+    1 << 31 | srqn_uidx & 0xff_ffff
+}
+
 /// A QP a CQ serves.
 #[derive(Debug, Clone)]
 pub(crate) struct QpEntry {

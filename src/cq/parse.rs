@@ -71,6 +71,13 @@ impl QpTable {
     /// The entry of QP `qpn`, from the current list of attached QPs.
     #[inline(always)]
     fn lookup(&mut self, qpn: u32) -> Option<&QpEntry> {
+        self.lookup_or(qpn, None)
+    }
+
+    /// The entry of QP `qpn`, or else (a receive of an XRC target, which no CQ serves)
+    /// the XRC SRQ whose completions carry `srqn_uidx` ([`xrc_srq_key`]).
+    #[inline(always)]
+    fn lookup_or(&mut self, qpn: u32, srqn_uidx: Option<Be32>) -> Option<&QpEntry> {
         let generation = self.attachments.generation.load(Ordering::Acquire);
         if generation != self.seen {
             self.refresh(generation);
@@ -78,7 +85,13 @@ impl QpTable {
         if self.qps.get(self.last).is_some_and(|e| e.qpn == qpn) {
             return self.qps.get(self.last);
         }
-        let i = self.qps.iter().position(|e| e.qpn == qpn)?;
+        let i = match self.qps.iter().position(|e| e.qpn == qpn) {
+            Some(i) => i,
+            None => {
+                let key = xrc_srq_key(srqn_uidx?.get());
+                self.qps.iter().position(|e| e.qpn == key)?
+            }
+        };
         self.last = i;
         self.qps.get(i)
     }
@@ -199,7 +212,7 @@ impl QpTable {
                 } else {
                     WcOpcode::Recv
                 };
-                let Some(qp) = self.lookup(qpn) else {
+                let Some(qp) = self.lookup_or(qpn, Some(cqe.srqn_uidx)) else {
                     return unknown_qp(qpn, opcode);
                 };
                 let counter = cqe.wqe_counter.get();
@@ -258,7 +271,7 @@ impl QpTable {
                     vendor_syndrome: err.vendor_err_synd,
                     wqe_counter: err.wqe_counter.get(),
                 };
-                let Some(qp) = self.lookup(qpn) else {
+                let Some(qp) = self.lookup_or(qpn, (!requester).then_some(err.srqn)) else {
                     return unknown_qp(qpn, opcode);
                 };
                 let odp_fault =

@@ -9,7 +9,8 @@
 //! they raise), `pd` ([`ProtectionDomain`], registration and the objects created in a PD),
 //! `mr` ([`MemoryRegion`]), `cq` ([`Cq`]), `srq` ([`Srq`]), `ah` ([`AddressHandle`]), `qp`
 //! ([`Qp`], its states, transitions and PSNs), `mcast` (a UD QP's multicast groups),
-//! `qp_halves` ([`QpSender`], [`QpReceiver`]) and `dct` ([`Dct`]). Device memory is
+//! `qp_halves` ([`QpSender`], [`QpReceiver`]), `dct` ([`Dct`]) and `xrc` ([`XrcDomain`],
+//! [`XrcSrq`], [`XrcTarget`], the XRC initiator's creation). Device memory is
 //! [`crate::dm`], completion channels [`crate::channel`].
 
 mod ah;
@@ -22,6 +23,7 @@ mod pd;
 mod qp;
 mod qp_halves;
 mod srq;
+mod xrc;
 
 pub use ah::AddressHandle;
 pub use context::Context;
@@ -32,3 +34,4 @@ pub use pd::ProtectionDomain;
 pub use qp::Qp;
 pub use qp_halves::{QpReceiver, QpSender};
 pub use srq::Srq;
+pub use xrc::{XrcDomain, XrcSrq, XrcTarget};

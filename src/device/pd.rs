@@ -240,8 +240,9 @@ impl<B: Backend> ProtectionDomain<B> {
         config: &QpConfig,
     ) -> Result<Qp<B>, Error> {
         let ctx = &self.inner.ctx;
-        let dci = config.transport == Transport::Dci;
-        let sizes = config.check(&ctx.backend.caps(), srq.is_some() || dci)?;
+        // A DCI and an XRC initiator have a send queue alone.
+        let send_only = matches!(config.transport, Transport::Dci | Transport::XrcIni);
+        let sizes = config.check(&ctx.backend.caps(), srq.is_some() || send_only)?;
         if config.scatter_to_cqe && recv_cq.queue.compresses() {
             // No public source says how a compressed block carries scattered data.
             return Err(Error::InvalidArgument(
@@ -277,10 +278,11 @@ impl<B: Backend> ProtectionDomain<B> {
         let mut sq = unsafe { SendQueue::new(&parts.sq, parts.uar, sq_shared.clone(), sq_flag) };
         let ud = config.transport == Transport::Ud;
         match config.transport {
-            Transport::Rc | Transport::Dct => {}
+            Transport::Rc | Transport::Dct | Transport::XrcTgt => {}
             Transport::Ud => sq.make_ud(&parts.sq),
             Transport::Uc => sq.make_uc(),
             Transport::Dci => sq.make_dci(&parts.sq, config.dci_streams.map_or(1, |s| s.count())),
+            Transport::XrcIni => sq.make_xrc(&parts.sq),
         }
         let (rq, recv) = match (&parts.rq, srq) {
             (_, Some(srq)) => (None, RecvShared::Srq(srq.inner.shared.clone())),
@@ -294,7 +296,7 @@ impl<B: Backend> ProtectionDomain<B> {
                 }
                 (Some(rq), RecvShared::Rq(shared))
             }
-            (None, None) if dci => (None, RecvShared::None),
+            (None, None) if send_only => (None, RecvShared::None),
             (None, None) => {
                 return Err(Error::InvalidArgument(
                     "backend created a QP without a receive queue",
@@ -350,7 +352,17 @@ impl<B: Backend> ProtectionDomain<B> {
             transport: Transport::Dci,
             ..*config
         };
-        self.build_qp(send_cq, send_cq, None, &config)
+        self.create_send_only(send_cq, &config)
+    }
+
+    /// A QP of `config` with a send queue alone (a DCI, an XRC initiator), completing on
+    /// `send_cq`.
+    pub(super) fn create_send_only(
+        &self,
+        send_cq: &Cq<B>,
+        config: &QpConfig,
+    ) -> Result<Qp<B>, Error> {
+        self.build_qp(send_cq, send_cq, None, config)
     }
 
     /// Creates a DC target (`mlx5dv_create_qp` with `MLX5DV_DCTYPE_DCT` and

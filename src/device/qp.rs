@@ -30,6 +30,38 @@ pub(super) fn path_mtu<B: Backend>(
     Ok(options.path_mtu.min(backend.port(port)?.active_mtu))
 }
 
+/// RC's INIT → RTR to `to` (the peer, with the PSN to expect): the path MTU, the READ /
+/// atomic depth (at most the device's), the RNR timer and the address fields of `options`.
+pub(super) fn rc_rtr(
+    to: Endpoint,
+    path_mtu: u32,
+    options: &ConnectOptions,
+    caps: &DeviceCaps,
+) -> Transition {
+    Transition::Rtr {
+        remote: to,
+        path_mtu,
+        max_dest_rd_atomic: options.rd_atomic.min(caps.max_dest_rd_atomic),
+        min_rnr_timer: options.min_rnr_timer,
+        hop_limit: options.hop_limit,
+        traffic_class: options.traffic_class,
+        sl: options.sl,
+        flow_label: options.flow_label,
+    }
+}
+
+/// RC's RTR → RTS sending from `sq_psn` with the timeout, retry counts and READ / atomic
+/// depth (at most the device's) of `options`.
+pub(super) fn rc_rts(sq_psn: u32, options: &ConnectOptions, caps: &DeviceCaps) -> Transition {
+    Transition::Rts {
+        sq_psn,
+        timeout: options.timeout,
+        retry_cnt: options.retry_cnt,
+        rnr_retry: options.rnr_retry,
+        max_rd_atomic: options.rd_atomic.min(caps.max_rd_atomic),
+    }
+}
+
 /// What a QP's two halves share, released with the last of them: the device object and
 /// the objects it uses.
 #[derive(Debug)]
@@ -353,16 +385,7 @@ impl<B: Backend> Qp<B> {
         options: &ConnectOptions,
         caps: &DeviceCaps,
     ) -> Result<(), Error> {
-        self.modify(
-            Transition::Rts {
-                sq_psn,
-                timeout: options.timeout,
-                retry_cnt: options.retry_cnt,
-                rnr_retry: options.rnr_retry,
-                max_rd_atomic: options.rd_atomic.min(caps.max_rd_atomic),
-            },
-            QpState::Rts,
-        )?;
+        self.modify(rc_rts(sq_psn, options, caps), QpState::Rts)?;
         self.sq.set_ready(true);
         Ok(())
     }
@@ -458,17 +481,7 @@ impl<B: Backend> Qp<B> {
             self.modify(Transition::RtsUc { sq_psn: psn }, QpState::Rts)?;
             self.sq.set_ready(true);
         } else {
-            let rtr = Transition::Rtr {
-                remote: to,
-                path_mtu,
-                max_dest_rd_atomic: options.rd_atomic.min(caps.max_dest_rd_atomic),
-                min_rnr_timer: options.min_rnr_timer,
-                hop_limit: options.hop_limit,
-                traffic_class: options.traffic_class,
-                sl: options.sl,
-                flow_label: options.flow_label,
-            };
-            self.modify(rtr, QpState::Rtr)?;
+            self.modify(rc_rtr(to, path_mtu, options, &caps), QpState::Rtr)?;
             self.enter_rts(psn, options, &caps)?;
         }
         let mut seq = self.core.seq();

@@ -19,7 +19,6 @@ use crate::error::PostError;
 use crate::mmio::Uar;
 use crate::prm::{Av, CompactAv, DS};
 use crate::ring::WqeBuf;
-use crate::types::Transport;
 
 use super::ud::{AvSeg, Datagram, Doorbell};
 use super::wr::SendWr;
@@ -144,11 +143,7 @@ impl<U: Uar> SendQueue<U> {
     ) -> Result<(), PostError> {
         let Some(dc) = &self.dc else {
             return Err(PostError::WrongTransport {
-                transport: if self.ud.is_some() {
-                    Transport::Ud
-                } else {
-                    Transport::Rc
-                },
+                transport: self.entry_transport(),
             });
         };
         let (k, compact, limit) = (dc.k, dc.compact, dc.limit);

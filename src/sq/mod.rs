@@ -32,6 +32,7 @@ mod typed;
 mod ud;
 mod wr;
 mod write;
+mod xrc;
 
 use dm::DmSlots;
 
@@ -42,12 +43,14 @@ pub use shared::SqDesc;
 pub(crate) use shared::{qpn_key, SqShared};
 pub use ud::UdDest;
 pub use wr::{Data, MaskedCs32Args, MaskedCs64Args, Remote, SendFlags, SendOp, SendWr, Sge};
+pub use xrc::XRC_SEG_BYTES;
 
 use dc::DcEntry;
 use doorbell::{effective_mode, pushed_count, ring_last, NO_BF};
 use shared::SqSlot;
 use ud::UdEntry;
 use write::{Cursor, Limits, Written};
+use xrc::XrcEntry;
 
 /// Largest total message length: 1 GiB, the `max_msg_sz` ConnectX-4..7 ports report
 /// (`1 << log_max_msg`, 30). [`PortInfo::max_msg_size`](crate::PortInfo::max_msg_size) is
@@ -87,6 +90,8 @@ pub struct SendQueue<U: Uar> {
     ud: Option<UdEntry>,
     /// The DC post entry ([`SendQueue::post_dc`]) of a DCI's queue.
     dc: Option<DcEntry>,
+    /// The XRC post entry ([`SendQueue::post_xrc`]) of an XRC initiator's queue.
+    xrc: Option<XrcEntry>,
     /// This queue's identity, for the [`PreparedWr`]s it prepares.
     id: u64,
     /// The device-memory send path ([`SendQueue::post_dm`]), when attached.
@@ -183,6 +188,7 @@ impl<U: Uar> SendQueue<U> {
             errored,
             ud: None,
             dc: None,
+            xrc: None,
             id: prepared::next_queue_id(),
             dm: None,
         };
@@ -258,11 +264,31 @@ impl<U: Uar> SendQueue<U> {
             dc.set_ready(ready, self.c.pi);
             return;
         }
+        if let Some(xrc) = &mut self.xrc {
+            xrc.set_ready(ready, self.c.pi);
+            return;
+        }
         self.k.ready = self.k.ready.set(ready);
         if !ready {
             // No room until ready again (see `Cursor::limit`); the next post after that re-reads
             // the retire counter.
             self.c.limit = self.c.pi;
+        }
+    }
+
+    /// The transport whose post entry this queue takes (for [`PostError::WrongTransport`]).
+    fn entry_transport(&self) -> crate::types::Transport {
+        use crate::types::Transport;
+        if self.ud.is_some() {
+            Transport::Ud
+        } else if self.dc.is_some() {
+            Transport::Dci
+        } else if self.xrc.is_some() {
+            Transport::XrcIni
+        } else if self.k.ready.uc() {
+            Transport::Uc
+        } else {
+            Transport::Rc
         }
     }
 

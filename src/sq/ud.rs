@@ -153,12 +153,9 @@ impl<U: Uar> SendQueue<U> {
         doorbell: Doorbell,
     ) -> Result<(), PostError> {
         let Some(ud) = &mut self.ud else {
-            let transport = if self.k.ready.uc() {
-                Transport::Uc
-            } else {
-                Transport::Rc
-            };
-            return Err(PostError::WrongTransport { transport });
+            return Err(PostError::WrongTransport {
+                transport: self.entry_transport(),
+            });
         };
         if !matches!(wr.op, SendOp::Send | SendOp::SendImm(_)) {
             return Err(PostError::WrongTransport {

@@ -83,6 +83,10 @@ pub(super) enum Ready {
     ///
     /// [`SendQueue::post_dc`]: super::SendQueue::post_dc
     DciOnly,
+    /// Never: this is an XRC initiator's queue, posted through [`SendQueue::post_xrc`].
+    ///
+    /// [`SendQueue::post_xrc`]: super::SendQueue::post_xrc
+    XrcOnly,
     /// A UC queue, not ready.
     UcNo,
     /// A UC queue, ready.
@@ -125,6 +129,9 @@ impl Ready {
             },
             Ready::DciOnly => PostError::WrongTransport {
                 transport: Transport::Dci,
+            },
+            Ready::XrcOnly => PostError::WrongTransport {
+                transport: Transport::XrcIni,
             },
             _ => PostError::NotReadyToSend,
         }

@@ -195,6 +195,13 @@ impl Nic {
         })
     }
 
+    /// The CQE version of this NIC's completions ([`NicConfig::cqe_version`]: 1 puts the
+    /// user index in `srqn_uidx`, else the SRQ number of an SRQ receive), as the kernel
+    /// tells a user context (`mlx5_ib_alloc_ucontext_resp.cqe_version`).
+    pub fn cqe_version(&self) -> u8 {
+        self.with(|n| n.cfg.cqe_version)
+    }
+
     /// Attributes of port `port` (1-based).
     pub fn port(&self, port: u8) -> Result<PortAttr, HwError> {
         self.with(|n| {

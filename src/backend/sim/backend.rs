@@ -32,6 +32,7 @@ impl Backend for Sim {
     type Qp = SimQp;
     type Channel = SimChannel;
     type Dm = SimDm;
+    type Xrcd = SimXrcd;
 
     fn name(&self) -> &str {
         "mlx5-hw model"
@@ -61,6 +62,7 @@ impl Backend for Sim {
             compact_av: c.compact_av,
             max_dm_size: c.max_dm_size,
             max_mcast_grp: c.max_mcast_grp,
+            xrc: c.xrc,
             pacing: PacingCaps {
                 min_kbps: c.packet_pacing.min_kbps,
                 max_kbps: c.packet_pacing.max_kbps,
@@ -291,37 +293,60 @@ impl Backend for Sim {
         entries: u32,
         max_sge: u32,
     ) -> Result<(SimSrq, RqDesc, u32), Error> {
-        // rdma-core's ring for `entries` (srq.c `mlx5_alloc_srq_buf`: `align_queue_size(max_wr
-        // + 1)` WQEs up to `tail`): a free WQE to link the last posted one to.
-        let log_wqe_cnt = log2_ceil(entries.max(1) + 1);
-        let stride = (DS * (1 + max_sge.max(1) as usize))
-            .next_power_of_two()
-            .max(32);
-        let (rings, records) = pd.ring_memory(self.rings);
-        let buf = self.ring(stride << log_wqe_cnt, &rings)?;
-        let dbrec = self.ring(CQE_SIZE, &records)?;
-        let params = hw::SrqParams {
-            pdn: pd.pdn,
-            buf: addr(&buf),
-            log_wqe_cnt,
-            log_stride: stride.trailing_zeros() as u8,
-            dbrec: addr(&dbrec),
-        };
-        // SAFETY: the buffers live in the handle, which destroys the SRQ before freeing them.
-        let srqn = unsafe { self.nic.create_srq(&params) }.map_err(device_error("create SRQ"))?;
-        let desc = RqDesc {
-            buf: buf.non_null(),
-            wqe_cnt: 1 << log_wqe_cnt,
-            stride,
-            dbrec: dbrec.non_null().cast(),
-        };
-        let handle = SimSrq {
+        self.srq(pd, entries, max_sge, None)
+    }
+
+    fn open_xrcd(&self) -> Result<SimXrcd, Error> {
+        let xrcd = self.nic.alloc_xrcd().map_err(|e| match e {
+            hw::HwError::NotSupported(_) => {
+                Error::Unsupported("XRC (the device does not report IBV_DEVICE_XRC)")
+            }
+            e => device_error("open XRC domain")(e),
+        })?;
+        Ok(SimXrcd {
             nic: self.nic.clone(),
-            srqn,
-            _buf: buf,
-            _dbrec: dbrec,
+            xrcd,
+        })
+    }
+
+    fn create_xrc_srq(
+        &self,
+        pd: &SimPd,
+        xrcd: &SimXrcd,
+        cq: &SimCq,
+        entries: u32,
+        max_sge: u32,
+    ) -> Result<(SimSrq, RqDesc, u32, u32), Error> {
+        // A user index of this context's own (rdma-core's `mlx5_store_uidx` gives each XRC
+        // SRQ one under CQE version 1): unique among its XRC SRQs.
+        let user_index = self.next_uidx.fetch_add(1, Ordering::Relaxed) & 0xff_ffff;
+        let x = hw::XrcSrqParams {
+            xrcd: xrcd.xrcd,
+            cqn: cq.cqn,
+            user_index,
         };
-        Ok((handle, desc, srqn))
+        let (handle, desc, srqn) = self.srq(pd, entries, max_sge, Some(&x))?;
+        let key = if self.nic.cqe_version() == 1 {
+            user_index
+        } else {
+            srqn
+        };
+        Ok((handle, desc, srqn, key))
+    }
+
+    fn create_xrc_target(&self, xrcd: &SimXrcd) -> Result<(SimQp, u32), Error> {
+        let qpn = self
+            .nic
+            .create_xrc_tgt_qp(xrcd.xrcd)
+            .map_err(device_error("create XRC target QP"))?;
+        let handle = SimQp {
+            nic: self.nic.clone(),
+            qpn,
+            dc_key: 0,
+            _buf: Memory::new(0)?,
+            _dbrec: Memory::new(0)?,
+        };
+        Ok((handle, qpn))
     }
 
     fn create_ah(&self, pd: &SimPd, attr: &AhAttr) -> Result<(AhHandle, Av), Error> {
@@ -391,8 +416,9 @@ impl Backend for Sim {
     ) -> Result<QpParts<Sim>, Error> {
         // The rings rdma-core would allocate for `config` (`QpConfig::check`).
         let log_sq = log2_ceil(sizes.sq_wqebbs);
-        // A QP on an SRQ, and a DCI, have no receive ring.
-        let rq_ring = srq.is_none() && config.transport != Transport::Dci;
+        // A QP on an SRQ, a DCI and an XRC initiator have no receive ring.
+        let rq_ring =
+            srq.is_none() && !matches!(config.transport, Transport::Dci | Transport::XrcIni);
         let (log_rq, rq_stride) = match rq_ring {
             false => (0, DS),
             true => (log2_ceil(sizes.rq_wqes), sizes.rq_stride as usize),
@@ -403,38 +429,38 @@ impl Backend for Sim {
         let (rings, records) = pd.ring_memory(self.rings);
         let buf = self.ring(rq_bytes + sq_bytes, &rings)?;
         let dbrec = self.ring(CQE_SIZE, &records)?;
-        let params = hw::QpParams {
-            transport: match config.transport {
-                Transport::Rc => hw::Transport::Rc,
-                Transport::Ud => hw::Transport::Ud,
-                Transport::Dci => hw::Transport::Dci,
-                Transport::Dct => {
-                    return Err(Error::InvalidArgument(
-                        "a DCT is made by create_dct, not create_qp",
-                    ))
-                }
-                Transport::Uc => hw::Transport::Uc,
-            },
-            pdn: pd.pdn,
-            send_cqn: send_cq.cqn,
-            recv_cqn: recv_cq.cqn,
-            srqn: srq.map(|s| s.srqn),
-            sq_buf: addr(&buf) + rq_bytes as u64,
-            log_sq_wqe_cnt: log_sq,
-            rq_buf: addr(&buf),
-            log_rq_wqe_cnt: log_rq,
-            log_rq_stride: rq_stride.trailing_zeros() as u8,
-            dbrec: addr(&dbrec),
-            // Written into CQEs on a NIC with CQE version 1 only; the poller keys on QPNs.
-            user_index: config.user_index.unwrap_or(0),
-            scatter_to_cqe: config.scatter_to_cqe,
-            dci_streams: config
-                .dci_streams
-                .map_or_else(hw::DciStreams::default, |s| hw::DciStreams {
-                    log_channels: s.log_concurrent,
-                    log_errored: s.log_errored,
-                }),
-        };
+        let params =
+            hw::QpParams {
+                transport: match config.transport {
+                    Transport::Rc => hw::Transport::Rc,
+                    Transport::Ud => hw::Transport::Ud,
+                    Transport::Dci => hw::Transport::Dci,
+                    Transport::XrcIni => hw::Transport::XrcIni,
+                    Transport::Dct | Transport::XrcTgt => return Err(Error::InvalidArgument(
+                        "a DCT or XRC target is made by create_dct or create_target, not create_qp",
+                    )),
+                    Transport::Uc => hw::Transport::Uc,
+                },
+                pdn: pd.pdn,
+                send_cqn: send_cq.cqn,
+                recv_cqn: recv_cq.cqn,
+                srqn: srq.map(|s| s.srqn),
+                sq_buf: addr(&buf) + rq_bytes as u64,
+                log_sq_wqe_cnt: log_sq,
+                rq_buf: addr(&buf),
+                log_rq_wqe_cnt: log_rq,
+                log_rq_stride: rq_stride.trailing_zeros() as u8,
+                dbrec: addr(&dbrec),
+                // Written into CQEs on a NIC with CQE version 1 only; the poller keys on QPNs.
+                user_index: config.user_index.unwrap_or(0),
+                scatter_to_cqe: config.scatter_to_cqe,
+                dci_streams: config
+                    .dci_streams
+                    .map_or_else(hw::DciStreams::default, |s| hw::DciStreams {
+                        log_channels: s.log_concurrent,
+                        log_errored: s.log_errored,
+                    }),
+            };
         // SAFETY: the buffers live in the handle, which destroys the QP before freeing them.
         let info = unsafe { self.nic.create_qp(&params) }.map_err(device_error("create QP"))?;
         let dbrec_ptr: NonNull<crate::prm::Be32> = dbrec.non_null().cast();
@@ -623,6 +649,56 @@ impl Backend for Sim {
 
     fn wait_async_event(&self, timeout: Duration) -> Result<Option<AsyncEvent>, Error> {
         Ok(self.nic.wait_async_event(timeout).map(async_event))
+    }
+}
+
+impl Sim {
+    /// An SRQ of at least `entries` WQEs with `max_sge` scatter entries each in `pd`, an
+    /// XRC SRQ when `xrc` says so.
+    fn srq(
+        &self,
+        pd: &SimPd,
+        entries: u32,
+        max_sge: u32,
+        xrc: Option<&hw::XrcSrqParams>,
+    ) -> Result<(SimSrq, RqDesc, u32), Error> {
+        // rdma-core's ring for `entries` (srq.c `mlx5_alloc_srq_buf`: `align_queue_size(max_wr
+        // + 1)` WQEs up to `tail`): a free WQE to link the last posted one to.
+        let log_wqe_cnt = log2_ceil(entries.max(1) + 1);
+        let stride = (DS * (1 + max_sge.max(1) as usize))
+            .next_power_of_two()
+            .max(32);
+        let (rings, records) = pd.ring_memory(self.rings);
+        let buf = self.ring(stride << log_wqe_cnt, &rings)?;
+        let dbrec = self.ring(CQE_SIZE, &records)?;
+        let params = hw::SrqParams {
+            pdn: pd.pdn,
+            buf: addr(&buf),
+            log_wqe_cnt,
+            log_stride: stride.trailing_zeros() as u8,
+            dbrec: addr(&dbrec),
+        };
+        // SAFETY: the buffers live in the handle, which destroys the SRQ before freeing them.
+        let srqn = unsafe {
+            match xrc {
+                None => self.nic.create_srq(&params),
+                Some(x) => self.nic.create_xrc_srq(&params, x),
+            }
+        }
+        .map_err(device_error("create SRQ"))?;
+        let desc = RqDesc {
+            buf: buf.non_null(),
+            wqe_cnt: 1 << log_wqe_cnt,
+            stride,
+            dbrec: dbrec.non_null().cast(),
+        };
+        let handle = SimSrq {
+            nic: self.nic.clone(),
+            srqn,
+            _buf: buf,
+            _dbrec: dbrec,
+        };
+        Ok((handle, desc, srqn))
     }
 }
 

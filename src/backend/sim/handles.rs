@@ -219,6 +219,27 @@ impl Drop for SimSrq {
     }
 }
 
+/// A model XRC domain.
+#[derive(Debug)]
+pub struct SimXrcd {
+    pub(super) nic: NicHandle,
+    pub(super) xrcd: u32,
+}
+
+impl SimXrcd {
+    /// The model's XRC domain number.
+    pub fn xrcd(&self) -> u32 {
+        self.xrcd
+    }
+}
+
+impl Drop for SimXrcd {
+    fn drop(&mut self) {
+        // Dropped after its XRC SRQs and targets (each holds it), so this cannot be busy.
+        let _ = self.nic.dealloc_xrcd(self.xrcd);
+    }
+}
+
 /// A model QP and its memory.
 #[derive(Debug)]
 pub struct SimQp {

@@ -8,6 +8,7 @@
 //! every call uses; `handles` the objects a control object keeps ([`SimPd`], [`SimQp`], ...);
 //! `backend` the [`Backend`](crate::backend::Backend) calls themselves.
 
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 use crate::cq::CqDesc;
@@ -20,7 +21,7 @@ use crate::types::Access;
 mod backend;
 mod handles;
 
-pub use handles::{SimChannel, SimCq, SimDm, SimMr, SimPd, SimQp, SimSrq, SimUar};
+pub use handles::{SimChannel, SimCq, SimDm, SimMr, SimPd, SimQp, SimSrq, SimUar, SimXrcd};
 
 /// The model crate itself, for the rest of [`Nic`]'s interface (its parameter, result and
 /// trace types: `CqParams`, `QpTransition`, `HwError`, `Tlp`, ...): a user crate reaches
@@ -69,6 +70,8 @@ pub struct Sim {
     mr_page_size: usize,
     /// The smallest page size rings are created with ([`Sim::with_ring_page_size`]).
     ring_page_size: usize,
+    /// The next user index an XRC SRQ gets.
+    next_uidx: AtomicU32,
 }
 
 impl Sim {
@@ -86,6 +89,7 @@ impl Sim {
             rings: MemOptions::BASE,
             mr_page_size: 0,
             ring_page_size: 0,
+            next_uidx: AtomicU32::new(1),
         }
     }
 

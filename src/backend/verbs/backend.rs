@@ -53,6 +53,8 @@ impl Backend for Verbs {
     type Qp = VerbsQp;
     type Channel = VerbsChannel;
     type Dm = VerbsDm;
+    /// No XRC domain exists on this backend yet (`open_xrcd` refuses).
+    type Xrcd = core::convert::Infallible;
 
     fn alloc_dm(&self, len: usize, log_align: u8) -> Result<(VerbsDm, usize), Error> {
         let mut attr = ibv_alloc_dm_attr {
@@ -345,6 +347,9 @@ impl Backend for Verbs {
                 ))
             }
             Transport::Uc => ibv_qp_type::IBV_QPT_UC,
+            Transport::XrcIni | Transport::XrcTgt => {
+                return Err(Error::Unsupported("XRC on the verbs backend"))
+            }
         };
         // rdma-core sizes the ring for `max_send_wr` WRs of its worst-case WQE for the
         // operations named below (verbs.c `mlx5_calc_sq_size`): `sizes` asks for as many as

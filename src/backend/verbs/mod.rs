@@ -420,6 +420,8 @@ fn caps_of(attr: &ibv_device_attr, shut_up_bf: bool) -> DeviceCaps {
         // In the extended attributes only (`query_device`).
         max_dm_size: 0,
         max_mcast_grp: attr.max_mcast_grp.max(0) as u32,
+        // This backend opens no XRC domain yet (`Backend::open_xrcd`'s default refusal).
+        xrc: false,
         pacing: PacingCaps::default(),
     }
 }
@@ -542,6 +544,7 @@ mod tests {
                 compact_av: false,
                 max_dm_size: 0,
                 max_mcast_grp: 0,
+                xrc: false,
                 pacing: PacingCaps::default(),
             }
         );

@@ -383,9 +383,10 @@ pub(super) fn send_ops(transport: Transport, atomics: bool) -> u64 {
     let (connected, read, atomic): (&[op], &[op], &[op]) = match transport {
         Transport::Ud => (&[], &[], &[]),
         Transport::Uc => (&connected, &[], &[]),
-        // A DCI takes RC's operations (`MLX5_SUPPORTED_SEND_OPS_FLAGS_DCI`); a DCT has no
-        // send queue (and no verbs QP here yet).
-        Transport::Rc | Transport::Dci | Transport::Dct => {
+        // A DCI takes RC's operations (`MLX5_SUPPORTED_SEND_OPS_FLAGS_DCI`), so does an
+        // XRC initiator (`MLX5_SUPPORTED_SEND_OPS_FLAGS_XRC`); a DCT and an XRC target have
+        // no send queue.
+        Transport::Rc | Transport::Dci | Transport::Dct | Transport::XrcIni | Transport::XrcTgt => {
             (&connected, &read, if atomics { &atomic } else { &[] })
         }
     };

@@ -68,6 +68,8 @@ impl OdpCaps {
             Transport::Ud => ("UD", self.ud, SEND | recv),
             Transport::Dci => ("DC", self.dc, SEND | WRITE | READ),
             Transport::Dct => ("DC", self.dc, SRQ_RECV | WRITE | READ),
+            // `xrc_odp_caps` is not read: no XRC QP is on demand here.
+            Transport::XrcIni | Transport::XrcTgt => ("XRC", 0, SEND | WRITE | READ),
         };
         if have & needed != needed {
             return Err(Error::OnDemandPaging(format!(

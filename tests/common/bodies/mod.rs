@@ -5,7 +5,7 @@
 //!
 //! By what they test: `ops` (operations complete and land), `errors` (errors, flushes, reset),
 //! `events` (completion events), `mcast` (UD multicast), `transports` (DC, UC, device
-//! memory, ODP, UD answers); the helpers they share are here.
+//! memory, ODP, UD answers), `xrc` (XRC); the helpers they share are here.
 
 use mlx5_direct::backend::Backend;
 use mlx5_direct::prm::Syndrome;
@@ -18,6 +18,7 @@ mod events;
 mod mcast;
 mod ops;
 mod transports;
+mod xrc;
 
 // Each test crate calls some of the bodies: the re-exports it does not use are not dead.
 #[allow(unused_imports)]
@@ -30,6 +31,8 @@ pub use mcast::*;
 pub use ops::*;
 #[allow(unused_imports)]
 pub use transports::*;
+#[allow(unused_imports)]
+pub use xrc::*;
 
 /// The syndrome of an error completion.
 pub fn syndrome(status: Status) -> Option<Syndrome> {
