@@ -45,16 +45,17 @@ use crate::types::{ConnectOptions, DeviceCaps, QpConfig, QpSizes, Transport};
 ///   datagram segment 48 (`IBV_QPT_UD` adds `sizeof(struct mlx5_wqe_datagram_seg)`).
 /// - DCI: RC's + the datagram segment 48 (`IBV_QPT_DRIVER` with `MLX5DV_DCTYPE_DCI` falls
 ///   through to UD's case). A DCT has no send queue: RC's value, unused.
-/// - XRC initiator: RC's + the XRC segment 16 (`IBV_QPT_XRC_SEND` counts
-///   `sizeof(struct mlx5_wqe_xrc_seg)` with RC's segments). An XRC target has no send
-///   queue: RC's value, unused.
+/// - XRC initiator: control 16 + XRC segment 16 + remote address 16, whatever `atomics`
+///   says (`IBV_QPT_XRC_SEND` falls through to `IBV_QPT_XRC_RECV`'s case, which counts no
+///   atomic segment; the kernel's own `sq_overhead` adds the XRC segment to RC's). An XRC
+///   target has no send queue: RC's value, unused.
 pub fn sq_overhead(transport: Transport, atomics: bool) -> u32 {
     let ds = DS as u32;
     let rc = if atomics { 3 * ds } else { 2 * ds };
     let av = size_of::<crate::prm::Av>() as u32;
     match transport {
         Transport::Rc | Transport::Dct | Transport::XrcTgt => rc,
-        Transport::XrcIni => rc + ds,
+        Transport::XrcIni => 3 * ds,
         Transport::Uc => 2 * ds,
         Transport::Ud => ds + av,
         Transport::Dci => rc + av,
@@ -271,7 +272,7 @@ mod tests {
         // DCI: RC's + the AV.
         assert_eq!(sq_overhead(Transport::Dci, true), 96);
         assert_eq!(sq_overhead(Transport::Dci, false), 80);
-        assert_eq!(sq_overhead(Transport::XrcIni, true), 64);
+        assert_eq!(sq_overhead(Transport::XrcIni, true), 48);
         assert_eq!(sq_overhead(Transport::XrcIni, false), 48);
         let uc = QpConfig {
             transport: Transport::Uc,

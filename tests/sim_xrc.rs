@@ -54,11 +54,12 @@ fn under_cqe_version_1_an_xrc_srq_is_found_by_its_user_index() {
 /// The WQE an initiator writes: ctrl, then the XRC segment, then RC's segments.
 #[test]
 fn the_xrc_segment_follows_the_control_segment() {
-    // rdma-core providers/mlx5/mlx5.h (private, not in the installed mlx5dv.h the golden
-    // shim compiles against): `struct mlx5_wqe_xrc_seg { __be32 xrc_srqn; uint8_t rsvd[12];
-    // }`, 16 bytes, `xrc_srqn` at byte 0; qp.c `_mlx5_post_send` writes it right after the
-    // control segment for IBV_QPT_XRC_SEND (`set_xrc_seg`... `seg += sizeof(struct
-    // mlx5_wqe_xrc_seg)`), before the remote-address segment.
+    // Pinned by value, with its source: rdma-core's `struct mlx5_wqe_xrc_seg` is in the
+    // private providers/mlx5/mlx5.h, not in the installed mlx5dv.h the golden shim
+    // compiles against. It is 16 bytes, a big-endian 32-bit `xrc_srqn` at byte 0 and 12
+    // reserved bytes; qp.c's `_mlx5_post_send` (IBV_QPT_XRC_SEND, every opcode but
+    // BIND_MW and LOCAL_INV) and `_common_wqe_init` put it right after the control
+    // segment, before the remote-address segment.
     assert_eq!(XRC_SEG_BYTES, 16);
     let mut x = xrc_rig(&Fabric::new(), &ConnectOptions::default());
     let srqn = x.srqs[1].srqn();
@@ -272,33 +273,51 @@ fn each_post_entry_refuses_the_other_transports() {
 }
 
 #[test]
-fn the_segment_counts_in_the_wqe_size_and_the_inline_limit() {
-    let caps = Context::new(Sim::new()).caps();
-    // rdma-core's sq_overhead for IBV_QPT_XRC_SEND: ctrl + XRC + raddr + atomic, 64 bytes
-    // (48 for RC).
+fn the_segment_counts_in_the_sizing_and_the_inline_limit() {
+    use mlx5_direct::sizing::sq_overhead;
+    // rdma-core verbs.c `_sq_overhead`: IBV_QPT_XRC_SEND falls through to XRC_RECV's
+    // ctrl + XRC + raddr (48 bytes), with or without atomics; RC's is 48 with atomics, 32
+    // without.
     assert_eq!(
-        mlx5_direct::sizing::sq_overhead(Transport::XrcIni, true),
-        64
+        [true, false].map(|a| sq_overhead(Transport::XrcIni, a)),
+        [48, 48]
     );
-    let over = QpConfig {
+    assert_eq!(
+        [true, false].map(|a| sq_overhead(Transport::Rc, a)),
+        [48, 32]
+    );
+    let fabric = Fabric::new();
+    let x = xrc_rig(&fabric, &ConnectOptions::default());
+    let caps = x.a.ctx.caps();
+    let config = QpConfig {
         max_inline: caps.max_inline,
         ..xrc_ini_config()
     };
-    assert!(matches!(
-        over.check(&caps, true),
-        Err(Error::InvalidArgument(_))
-    ));
-    assert!(QpConfig {
-        max_inline: caps.max_inline,
-        ..QpConfig::default()
-    }
-    .check(&caps, true)
-    .is_ok());
-    let fits = QpConfig {
-        max_inline: caps.max_inline - 16,
-        ..xrc_ini_config()
-    };
-    assert!(fits.check(&caps, true).is_ok());
+    let sizes = config.check(&caps, true).unwrap();
+    assert_eq!(
+        sizes.send_wqe_size,
+        (48 + 4 + caps.max_inline).next_multiple_of(64)
+    );
+    // The largest inline WRITE the queue takes: the XRC segment is one DS of the WQE.
+    let mut ini = x.a.pd.create_xrc_initiator(&x.a.cq, &config).unwrap();
+    let et = x.xrcd.create_target().unwrap();
+    ini.connect(&et.endpoint().unwrap(), &ConnectOptions::default())
+        .unwrap();
+    let max = ini.send_queue().max_inline();
+    assert_eq!(max, caps.max_inline as usize);
+    let payload = vec![0x5a; max];
+    let pi = ini.sq().producer_count();
+    let remote = x.b.mr.remote(0);
+    let write = signaled(1, SendOp::Write(remote), Data::Inline(&payload));
+    ini.sq().post_xrc(write, x.srqs[0].srqn()).unwrap();
+    let ds = 3 + (4 + max).div_ceil(16);
+    assert_eq!(ini.sq().wqe_bytes(pi, 8)[7] as usize & 0x3f, ds);
+    let too_long = vec![0; max + 1];
+    let write = signaled(2, SendOp::Write(remote), Data::Inline(&too_long));
+    assert_eq!(
+        ini.sq().post_xrc(write, x.srqs[0].srqn()),
+        Err(PostError::InlineTooLarge { len: max + 1, max })
+    );
 }
 
 #[test]
