@@ -153,6 +153,26 @@ fn ud_multicast_reaches_attached_qps() {
     bodies::mcast_attach_refuses_bad_input(&hw, group);
 }
 
+/// XRC through `ibv_open_xrcd`, `ibv_create_srq_ex` (`IBV_SRQT_XRC`) and
+/// `IBV_QPT_XRC_SEND` / `XRC_RECV`: one initiator reaches two XRC SRQs through one target.
+/// The poller finds an XRC SRQ's completions by the user index rdma-core gave it, read
+/// from libmlx5's private `struct mlx5_resource` (UNVERIFIED on hardware). On a device
+/// without XRC only the refusal.
+#[test]
+#[ignore = "needs a device: an mlx5 NIC, or the emulator (hw/emu/verbs-hw.sh), which reports no XRC yet: the refusal alone; set MLX5_DIRECT_DEVICE"]
+fn xrc_reaches_two_srqs_through_one_target() {
+    let hw = hw();
+    if !hw.0.caps().xrc {
+        assert!(matches!(
+            hw.0.open_xrcd(),
+            Err(mlx5_direct::Error::Unsupported(_))
+        ));
+        eprintln!("no IBV_DEVICE_XRC: only the refusal of open_xrcd was checked");
+        return;
+    }
+    bodies::xrc_reaches_two_srqs_through_one_target(&hw);
+}
+
 #[test]
 #[ignore = "needs a device: an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
 fn dc_operations_reach_a_dct() {

@@ -84,6 +84,9 @@ mod names {
         ibv_sge,
         ibv_srq,
         ibv_srq_init_attr,
+        ibv_srq_init_attr_ex,
+        ibv_xrcd,
+        ibv_xrcd_init_attr,
         rdma_cm_id,
         rdma_conn_param,
         rdma_event_channel,
@@ -95,12 +98,15 @@ mod names {
     flags!(
         ibv_access_flags,
         ibv_create_cq_wc_flags,
+        ibv_device_cap_flags,
         ibv_odp_general_caps,
         ibv_odp_transport_cap_bits,
         ibv_parent_domain_init_attr_mask,
         ibv_qp_attr_mask,
         ibv_qp_create_send_ops_flags,
         ibv_qp_init_attr_mask,
+        ibv_srq_init_attr_mask,
+        ibv_xrcd_init_attr_mask,
     );
 
     // Functions and constants (named in function bodies only).
@@ -164,6 +170,7 @@ mod names {
         ibv_port_state {}
         ibv_qp_state {}
         ibv_qp_type {}
+        ibv_srq_type {}
         rdma_port_space {}
     }
 }

@@ -1,7 +1,7 @@
 //! [`Backend`] for [`Verbs`]: each slow-path call through rdma-core, the objects it makes
 //! described by `mlx5dv_init_obj` (`objects`).
 
-use core::ffi::{c_int, c_void};
+use core::ffi::c_int;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU8, Ordering};
 use core::time::Duration;
@@ -11,7 +11,8 @@ use crate::backend::ffi::{ibv_access_flags, ibv_alloc_dm_attr};
 use crate::backend::ffi::{
     ibv_alloc_pd, ibv_create_ah, ibv_create_srq, ibv_qp_attr, ibv_qp_init_attr,
     ibv_qp_init_attr_ex, ibv_qp_init_attr_mask, ibv_qp_type, ibv_query_qp, ibv_reg_mr, ibv_sge,
-    ibv_srq_init_attr,
+    ibv_srq_init_attr, ibv_srq_init_attr_ex, ibv_srq_type, ibv_xrcd_init_attr,
+    ibv_xrcd_init_attr_mask,
 };
 
 use super::attr::{self, Addressing};
@@ -23,8 +24,8 @@ use super::rings::RingAllocator;
 use super::{failed, failed_registration, Verbs};
 use crate::backend::mlx5dv::{
     mlx5dv_ah, mlx5dv_create_qp, mlx5dv_dc_init_attr, mlx5dv_dci_stream_id_reset,
-    mlx5dv_dci_streams, mlx5dv_dm, mlx5dv_get_clock_info, mlx5dv_qp, mlx5dv_srq, MLX5DV_DCTYPE_DCT,
-    MLX5DV_OBJ_AH, MLX5DV_OBJ_DM, MLX5DV_OBJ_QP, MLX5DV_OBJ_SRQ, MLX5DV_SRQ_MASK_SRQN,
+    mlx5dv_dci_streams, mlx5dv_dm, mlx5dv_get_clock_info, mlx5dv_qp, mlx5dv_qp_init_attr,
+    MLX5DV_DCTYPE_DCT, MLX5DV_OBJ_AH, MLX5DV_OBJ_DM, MLX5DV_OBJ_QP,
 };
 use crate::backend::{AhHandle, Backend, QpParts};
 use crate::clock::ClockInfo;
@@ -53,8 +54,7 @@ impl Backend for Verbs {
     type Qp = VerbsQp;
     type Channel = VerbsChannel;
     type Dm = VerbsDm;
-    /// No XRC domain exists on this backend yet (`open_xrcd` refuses).
-    type Xrcd = core::convert::Infallible;
+    type Xrcd = VerbsXrcd;
 
     fn alloc_dm(&self, len: usize, log_align: u8) -> Result<(VerbsDm, usize), Error> {
         let mut attr = ibv_alloc_dm_attr {
@@ -278,39 +278,8 @@ impl Backend for Verbs {
             srq,
             _dev: self.dev.clone(),
         };
-        // SAFETY: plain C data.
-        let mut out: mlx5dv_srq = unsafe { core::mem::zeroed() };
-        out.comp_mask = MLX5DV_SRQ_MASK_SRQN;
-        let mut obj = empty_obj();
-        obj.srq.r#in = srq.as_ptr();
-        obj.srq.out = &mut out;
-        init_obj(&mut obj, MLX5DV_OBJ_SRQ, "describe SRQ")?;
-        if out.comp_mask & MLX5DV_SRQ_MASK_SRQN == 0 {
-            return Err(Error::Device {
-                operation: "describe SRQ",
-                reason: "libmlx5 did not report the SRQ number".into(),
-            });
-        }
-        // rdma-core starts an SRQ with head 0 and tail at the last WQE of a power-of-two
-        // list; its buffer may hold a wait queue past `tail`, which the driver never links in
-        // (it links WQEs 0..=tail into its own ring).
-        let wqe_cnt = out.tail + 1;
-        if !wqe_cnt.is_power_of_two() || out.head != 0 {
-            return Err(Error::Device {
-                operation: "describe SRQ",
-                reason: format!("unexpected ring: head {}, tail {}", out.head, out.tail),
-            });
-        }
-        let desc = RqDesc {
-            buf: NonNull::new(out.buf.cast()).ok_or(Error::OutOfMemory)?,
-            wqe_cnt,
-            stride: out.stride as usize,
-            dbrec: NonNull::new(out.dbrec.cast::<Be32>()).ok_or(Error::OutOfMemory)?,
-        };
-        // Asynchronous events hand back `srq_context`: make it the SRQN.
-        // SAFETY: a field of our live SRQ that libibverbs only passes back to us.
-        unsafe { (*srq.as_ptr()).srq_context = out.srqn as usize as *mut c_void };
-        Ok((handle, desc, out.srqn))
+        let (desc, srqn) = describe_srq(srq)?;
+        Ok((handle, desc, srqn))
     }
 
     fn create_qp(
@@ -347,16 +316,19 @@ impl Backend for Verbs {
                 ))
             }
             Transport::Uc => ibv_qp_type::IBV_QPT_UC,
-            Transport::XrcIni | Transport::XrcTgt => {
-                return Err(Error::Unsupported("XRC on the verbs backend"))
+            Transport::XrcIni => ibv_qp_type::IBV_QPT_XRC_SEND,
+            Transport::XrcTgt => {
+                return Err(Error::InvalidArgument(
+                    "an XRC target is made by create_xrc_target, not create_qp",
+                ))
             }
         };
         // rdma-core sizes the ring for `max_send_wr` WRs of its worst-case WQE for the
         // operations named below (verbs.c `mlx5_calc_sq_size`): `sizes` asks for as many as
         // make that ring exactly `sizes.sq_wqebbs` (crate::sizing).
         attr.cap.max_send_wr = sizes.max_send_wr;
-        // A QP on an SRQ, and a DCI (send-only), have no receive queue.
-        let no_rq = srq.is_some() || dci;
+        // A QP on an SRQ, a DCI and an XRC initiator (send-only) have no receive queue.
+        let no_rq = srq.is_some() || dci || config.transport == Transport::XrcIni;
         attr.cap.max_recv_wr = if no_rq { 0 } else { config.rq_wqes };
         attr.cap.max_send_sge = config.max_send_sge;
         attr.cap.max_recv_sge = if no_rq { 0 } else { config.max_recv_sge };
@@ -522,17 +494,81 @@ impl Backend for Verbs {
         // SAFETY: an open context, a live CQ, SRQ and PD, valid attribute structs.
         let qp = unsafe { mlx5dv_create_qp(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
         let qp = NonNull::new(qp).ok_or_else(|| failed("create DCT", -1))?;
-        Ok(VerbsQp {
-            qp,
-            port: AtomicU8::new(self.port),
-            bf_size: 0,
-            shut_up_bf: self.info.shut_up_bf,
-            // No send queue, no register: detaching address 0 does nothing.
-            bf_reg: 0,
-            bf_state: Arc::default(),
-            single_threaded: self.dev.bf_regs.single_threaded(),
+        Ok(self.queueless_qp(qp))
+    }
+
+    fn open_xrcd(&self) -> Result<VerbsXrcd, Error> {
+        if !self.caps.xrc {
+            return Err(Error::Unsupported(
+                "XRC (the device does not report IBV_DEVICE_XRC)",
+            ));
+        }
+        // A domain of this process alone: no file to share it through (fd -1, O_CREAT).
+        let mut attr = ibv_xrcd_init_attr {
+            comp_mask: (ibv_xrcd_init_attr_mask::IBV_XRCD_INIT_ATTR_FD
+                | ibv_xrcd_init_attr_mask::IBV_XRCD_INIT_ATTR_OFLAGS)
+                .0,
+            fd: -1,
+            oflags: libc::O_CREAT,
+        };
+        // SAFETY: an open context and a valid attribute struct.
+        let xrcd = unsafe { ext::open_xrcd(self.dev.ctx.as_ptr(), &mut attr) };
+        let xrcd = NonNull::new(xrcd).ok_or_else(|| failed("open XRC domain", -1))?;
+        Ok(VerbsXrcd {
+            xrcd,
             _dev: self.dev.clone(),
         })
+    }
+
+    fn create_xrc_srq(
+        &self,
+        pd: &VerbsPd,
+        xrcd: &VerbsXrcd,
+        cq: &VerbsCq,
+        entries: u32,
+        max_sge: u32,
+    ) -> Result<(VerbsSrq, RqDesc, u32, u32), Error> {
+        use crate::backend::ffi::ibv_srq_init_attr_mask as mask;
+        // SAFETY: plain C data.
+        let mut attr: ibv_srq_init_attr_ex = unsafe { core::mem::zeroed() };
+        attr.attr.max_wr = entries;
+        attr.attr.max_sge = max_sge;
+        attr.comp_mask = (mask::IBV_SRQ_INIT_ATTR_TYPE
+            | mask::IBV_SRQ_INIT_ATTR_PD
+            | mask::IBV_SRQ_INIT_ATTR_XRCD
+            | mask::IBV_SRQ_INIT_ATTR_CQ)
+            .0;
+        attr.srq_type = ibv_srq_type::IBV_SRQT_XRC;
+        attr.pd = pd.pd.as_ptr();
+        attr.xrcd = xrcd.xrcd.as_ptr();
+        attr.cq = cq.cq.as_ptr();
+        // SAFETY: an open context; live PD, domain and CQ of it.
+        let srq = unsafe { ext::create_srq_ex(self.dev.ctx.as_ptr(), &mut attr) };
+        let srq =
+            NonNull::new(srq).ok_or_else(|| pd.creation_failed(&self.dev, "create XRC SRQ"))?;
+        let handle = VerbsSrq {
+            srq,
+            _dev: self.dev.clone(),
+        };
+        let (desc, srqn) = describe_srq(srq)?;
+        // SAFETY: an XRC SRQ libmlx5 just created.
+        let key = unsafe { xrc_srq_key(srq, srqn, self.info.cqe_version) };
+        Ok((handle, desc, srqn, key))
+    }
+
+    fn create_xrc_target(&self, xrcd: &VerbsXrcd) -> Result<(VerbsQp, u32), Error> {
+        // SAFETY: plain C data.
+        let mut attr: ibv_qp_init_attr_ex = unsafe { core::mem::zeroed() };
+        attr.qp_type = ibv_qp_type::IBV_QPT_XRC_RECV;
+        attr.comp_mask = ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_XRCD.0;
+        attr.xrcd = xrcd.xrcd.as_ptr();
+        let mut dv_attr = mlx5dv_qp_init_attr::default();
+        // SAFETY: an open context, a live domain, valid attribute structs.
+        let qp = unsafe { mlx5dv_create_qp(self.dev.ctx.as_ptr(), &mut attr, &mut dv_attr) };
+        let qp = NonNull::new(qp).ok_or_else(|| failed("create XRC target QP", -1))?;
+        // SAFETY: a QP just created.
+        let qpn = unsafe { (*qp.as_ptr()).qp_num };
+        Ok((self.queueless_qp(qp), qpn))
     }
 
     fn dct_number(&self, dct: &VerbsQp) -> Result<u32, Error> {
@@ -621,5 +657,22 @@ impl Backend for Verbs {
 
     fn wait_async_event(&self, timeout: Duration) -> Result<Option<AsyncEvent>, Error> {
         self.wait_next_async_event(timeout)
+    }
+}
+
+impl Verbs {
+    /// A QP handle without a send queue or register (a DCT, an XRC target).
+    fn queueless_qp(&self, qp: NonNull<crate::backend::ffi::ibv_qp>) -> VerbsQp {
+        VerbsQp {
+            qp,
+            port: AtomicU8::new(self.port),
+            bf_size: 0,
+            shut_up_bf: self.info.shut_up_bf,
+            // No send queue, no register: detaching address 0 does nothing.
+            bf_reg: 0,
+            bf_state: Arc::default(),
+            single_threaded: self.dev.bf_regs.single_threaded(),
+            _dev: self.dev.clone(),
+        }
     }
 }

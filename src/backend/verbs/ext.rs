@@ -16,8 +16,9 @@
 //! `EOPNOTSUPP`. [`lookup`] is the verbs.h rule; every extended verb this crate calls goes
 //! through it. The crate calls exactly these of rdma-sys's lookup-based wrappers' verbs:
 //! `ibv_query_device_ex`, `ibv_query_port` (verbs.h `___ibv_query_port`), `ibv_alloc_dm`,
-//! `ibv_free_dm`, `ibv_reg_dm_mr`, `ibv_advise_mr`, `ibv_alloc_parent_domain` and
-//! `ibv_modify_qp_rate_limit`. It calls
+//! `ibv_free_dm`, `ibv_reg_dm_mr`, `ibv_advise_mr`, `ibv_alloc_parent_domain`,
+//! `ibv_modify_qp_rate_limit`, `ibv_open_xrcd`, `ibv_close_xrcd` and `ibv_create_srq_ex`
+//! (for an XRC SRQ). It calls
 //! none of the others (`ibv_create_cq_ex`: CQs come from the exported `mlx5dv_create_cq`;
 //! `ibv_query_rt_values_ex`, `ibv_modify_cq`, `ibv_create_qp_ex`, `ibv_alloc_td`, ...), and
 //! `clippy.toml` disallows every rdma-sys wrapper built on the broken lookup, so a new
@@ -30,7 +31,8 @@ use core::ptr::{self, NonNull};
 use crate::backend::ffi::{
     _compat_ibv_port_attr, ib_uverbs_advise_mr_advice, ibv_alloc_dm_attr, ibv_context,
     ibv_device_attr_ex, ibv_dm, ibv_mr, ibv_parent_domain_init_attr, ibv_pd, ibv_port_attr, ibv_qp,
-    ibv_qp_rate_limit_attr, ibv_query_device, ibv_query_port, ibv_sge, verbs_context,
+    ibv_qp_rate_limit_attr, ibv_query_device, ibv_query_port, ibv_sge, ibv_srq,
+    ibv_srq_init_attr_ex, ibv_xrcd, ibv_xrcd_init_attr, verbs_context,
 };
 
 /// `__VERBS_ABI_IS_EXTENDED` (verbs.h): `UINTPTR_MAX`, all bits of a pointer set.
@@ -231,6 +233,58 @@ pub(super) unsafe fn modify_qp_rate_limit(
         // SAFETY: a live QP and a valid attribute struct (the caller's promise).
         Some(modify) => unsafe { modify(qp, attr) },
         None => libc::EOPNOTSUPP,
+    }
+}
+
+/// verbs.h `ibv_open_xrcd`: NULL with `errno` `EOPNOTSUPP` when the provider has no
+/// `open_xrcd`.
+///
+/// # Safety
+/// `ctx` is an open device context; `attr` is read during the call.
+pub(super) unsafe fn open_xrcd(
+    ctx: *mut ibv_context,
+    attr: &mut ibv_xrcd_init_attr,
+) -> *mut ibv_xrcd {
+    match op!(ctx, open_xrcd) {
+        // SAFETY: an open context and a valid attribute struct.
+        Some(open) => unsafe { open(ctx, attr) },
+        None => {
+            set_errno(libc::EOPNOTSUPP);
+            ptr::null_mut()
+        }
+    }
+}
+
+/// verbs.h `ibv_close_xrcd`: `EOPNOTSUPP` when the provider has no `close_xrcd`.
+///
+/// # Safety
+/// `xrcd` is a live XRC domain of an open context, with no SRQ or QP left in it.
+pub(super) unsafe fn close_xrcd(xrcd: *mut ibv_xrcd) -> c_int {
+    // SAFETY: a live domain names its context.
+    match op!(unsafe { (*xrcd).context }, close_xrcd) {
+        // SAFETY: a live domain (the caller's promise).
+        Some(close) => unsafe { close(xrcd) },
+        None => libc::EOPNOTSUPP,
+    }
+}
+
+/// verbs.h `ibv_create_srq_ex` for an SRQ that is not basic (verbs.h hands a basic one,
+/// `comp_mask` PD alone, to `ibv_create_srq` instead): NULL with `errno` `EOPNOTSUPP` when
+/// the provider has no `create_srq_ex`.
+///
+/// # Safety
+/// `ctx` is an open device context; the objects `attr` names are live objects of it.
+pub(super) unsafe fn create_srq_ex(
+    ctx: *mut ibv_context,
+    attr: &mut ibv_srq_init_attr_ex,
+) -> *mut ibv_srq {
+    match op!(ctx, create_srq_ex) {
+        // SAFETY: an open context and a valid attribute struct (the caller's promise).
+        Some(create) => unsafe { create(ctx, attr) },
+        None => {
+            set_errno(libc::EOPNOTSUPP);
+            ptr::null_mut()
+        }
     }
 }
 

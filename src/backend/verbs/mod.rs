@@ -65,14 +65,14 @@ use std::sync::Arc;
 
 use crate::backend::ffi::{
     ibv_atomic_cap, ibv_close_device, ibv_context, ibv_device_attr, ibv_device_attr_ex,
-    ibv_open_device,
+    ibv_device_cap_flags, ibv_open_device,
 };
 
 pub use attr::Addressing;
 pub use bfreg::VerbsUar;
 pub use cm::{CmConnection, CmListener, CmOptions, CmRequest};
 pub use events::VerbsChannel;
-pub use objects::{VerbsCq, VerbsMr, VerbsPd, VerbsQp, VerbsSrq};
+pub use objects::{VerbsCq, VerbsMr, VerbsPd, VerbsQp, VerbsSrq, VerbsXrcd};
 pub use odp::OdpCaps;
 pub use port::{GidType, LinkLayer, VerbsPort};
 pub use rings::RingBuffer;
@@ -420,8 +420,7 @@ fn caps_of(attr: &ibv_device_attr, shut_up_bf: bool) -> DeviceCaps {
         // In the extended attributes only (`query_device`).
         max_dm_size: 0,
         max_mcast_grp: attr.max_mcast_grp.max(0) as u32,
-        // This backend opens no XRC domain yet (`Backend::open_xrcd`'s default refusal).
-        xrc: false,
+        xrc: attr.device_cap_flags & ibv_device_cap_flags::IBV_DEVICE_XRC.0 != 0,
         pacing: PacingCaps::default(),
     }
 }

@@ -11,7 +11,7 @@ use crate::backend::ffi::{
     ibv_ah, ibv_cq, ibv_cq_ex_to_cq, ibv_cq_init_attr_ex, ibv_create_cq_wc_flags, ibv_dealloc_pd,
     ibv_dereg_mr, ibv_destroy_ah, ibv_destroy_cq, ibv_destroy_qp, ibv_destroy_srq, ibv_modify_qp,
     ibv_mr, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_attr_mask, ibv_qp_create_send_ops_flags,
-    ibv_qp_rate_limit_attr, ibv_srq,
+    ibv_qp_rate_limit_attr, ibv_srq, ibv_xrcd,
 };
 use crate::backend::ffi::{ibv_attach_mcast, ibv_detach_mcast, ibv_dm, ibv_gid};
 
@@ -28,12 +28,14 @@ use crate::backend::mlx5dv::{
     MLX5DV_QP_INIT_ATTR_MASK_DC, MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS,
     MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS,
 };
+use crate::backend::mlx5dv::{mlx5dv_srq, MLX5DV_OBJ_SRQ, MLX5DV_SRQ_MASK_SRQN};
 use crate::cq::CqDesc;
 use crate::cqz::CqeCompression;
 use crate::error::{Error, McastRefusal};
 use crate::mcast::McastGroup;
 use crate::mmio::MappedDm;
 use crate::prm::{Be32, CqeCompLayout, UAR_PAGE_SIZE};
+use crate::rq::RqDesc;
 use crate::types::{Access, CqConfig, RateLimit, Transport};
 
 /// The UAR page holding `reg` and the register's offset in it.
@@ -190,6 +192,95 @@ pub struct VerbsAh {
 pub struct VerbsSrq {
     pub(super) srq: NonNull<ibv_srq>,
     pub(super) _dev: Arc<DeviceCtx>,
+}
+
+/// An XRC domain (`ibv_open_xrcd`).
+#[derive(Debug)]
+pub struct VerbsXrcd {
+    pub(super) xrcd: NonNull<ibv_xrcd>,
+    pub(super) _dev: Arc<DeviceCtx>,
+}
+
+// SAFETY: as for the handles below.
+unsafe impl Send for VerbsXrcd {}
+// SAFETY: as above.
+unsafe impl Sync for VerbsXrcd {}
+
+impl Drop for VerbsXrcd {
+    fn drop(&mut self) {
+        // SAFETY: opened by this backend and closed once, after its SRQs and QPs (which
+        // hold it) and before the context (held by `_dev`).
+        unsafe { ext::close_xrcd(self.xrcd.as_ptr()) };
+    }
+}
+
+/// rdma-core's `struct mlx5_resource` (providers/mlx5/mlx5.h, private): the first member
+/// of its `struct mlx5_srq` ("must be first"), right before the `verbs_srq` whose
+/// `ibv_srq` libibverbs hands out; `rsn` is the user index an XRC SRQ's completions carry
+/// under CQE version 1 (`mlx5_create_xrc_srq` stores `mlx5_store_uidx`'s answer there,
+/// `get_resp_ctx_v1` looks it up). No installed header declares it: UNVERIFIED against
+/// hardware, exercised through the emulator's unmodified rdma-core.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Mlx5Resource {
+    /// `enum mlx5_rsc_type` (`MLX5_RSC_TYPE_XSRQ` for an XRC SRQ).
+    pub(super) rsc_type: u32,
+    /// The resource number: the user index under CQE version 1, else the SRQ number.
+    pub(super) rsn: u32,
+}
+
+/// The `srqn_uidx` an XRC SRQ's completions carry: its number under CQE version 0, else
+/// the user index rdma-core gave it ([`Mlx5Resource::rsn`]).
+///
+/// # Safety
+/// `srq` is a live XRC SRQ libmlx5 created (`ibv_create_srq_ex`).
+pub(super) unsafe fn xrc_srq_key(srq: NonNull<ibv_srq>, srqn: u32, cqe_version: u8) -> u32 {
+    if cqe_version == 0 {
+        return srqn;
+    }
+    // SAFETY: libmlx5 allocates the `ibv_srq` inside its `struct mlx5_srq`, after the
+    // 8-byte `mlx5_resource` it starts with (no padding: `verbs_srq` is 8-byte aligned);
+    // the read stays in that allocation.
+    let rsc = unsafe { srq.as_ptr().byte_sub(size_of::<Mlx5Resource>()) }.cast::<Mlx5Resource>();
+    // SAFETY: as above; written at creation, read once here.
+    unsafe { rsc.read_unaligned() }.rsn & 0xff_ffff
+}
+
+/// The ring of a new SRQ as `mlx5dv_init_obj` describes it, and its number.
+pub(super) fn describe_srq(srq: NonNull<ibv_srq>) -> Result<(RqDesc, u32), Error> {
+    // SAFETY: plain C data.
+    let mut out: mlx5dv_srq = unsafe { core::mem::zeroed() };
+    out.comp_mask = MLX5DV_SRQ_MASK_SRQN;
+    let mut obj = empty_obj();
+    obj.srq.r#in = srq.as_ptr();
+    obj.srq.out = &mut out;
+    init_obj(&mut obj, MLX5DV_OBJ_SRQ, "describe SRQ")?;
+    if out.comp_mask & MLX5DV_SRQ_MASK_SRQN == 0 {
+        return Err(Error::Device {
+            operation: "describe SRQ",
+            reason: "libmlx5 did not report the SRQ number".into(),
+        });
+    }
+    // rdma-core starts an SRQ with head 0 and tail at the last WQE of a power-of-two
+    // list; its buffer may hold a wait queue past `tail`, which the driver never links in
+    // (it links WQEs 0..=tail into its own ring).
+    let wqe_cnt = out.tail + 1;
+    if !wqe_cnt.is_power_of_two() || out.head != 0 {
+        return Err(Error::Device {
+            operation: "describe SRQ",
+            reason: format!("unexpected ring: head {}, tail {}", out.head, out.tail),
+        });
+    }
+    let desc = RqDesc {
+        buf: NonNull::new(out.buf.cast()).ok_or(Error::OutOfMemory)?,
+        wqe_cnt,
+        stride: out.stride as usize,
+        dbrec: NonNull::new(out.dbrec.cast::<Be32>()).ok_or(Error::OutOfMemory)?,
+    };
+    // Asynchronous events hand back `srq_context`: make it the SRQN.
+    // SAFETY: a field of our live SRQ that libibverbs only passes back to us.
+    unsafe { (*srq.as_ptr()).srq_context = out.srqn as usize as *mut c_void };
+    Ok((desc, out.srqn))
 }
 
 /// An RC QP.

@@ -9,7 +9,8 @@ use rdma_sys::ib_uverbs_advise_mr_advice::IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WR
 use rdma_sys::{
     ibv_alloc_dm_attr, ibv_context, ibv_device_attr_ex, ibv_dm, ibv_mr,
     ibv_parent_domain_init_attr, ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_rate_limit_attr,
-    ibv_query_device_ex_input, ibv_sge, verbs_context,
+    ibv_query_device_ex_input, ibv_sge, ibv_srq, ibv_srq_init_attr_ex, ibv_xrcd,
+    ibv_xrcd_init_attr, verbs_context,
 };
 
 use super::*;
@@ -31,6 +32,8 @@ fn take_calls() -> Vec<String> {
 const DM: usize = 0xd000;
 const MR: usize = 0xe000;
 const PD: usize = 0xf000;
+const XRCD: usize = 0xa000;
+const SRQ: usize = 0xb000;
 
 unsafe extern "C" fn fake_query_device_ex(
     _: *mut ibv_context,
@@ -125,6 +128,37 @@ unsafe extern "C" fn fake_modify_qp_rate_limit(
     0
 }
 
+unsafe extern "C" fn fake_open_xrcd(
+    _: *mut ibv_context,
+    attr: *mut ibv_xrcd_init_attr,
+) -> *mut ibv_xrcd {
+    // SAFETY: the wrapper passes a valid attribute struct.
+    let a = unsafe { &*attr };
+    record(format!(
+        "open_xrcd(comp_mask {}, fd {}, oflags {:#o})",
+        a.comp_mask, a.fd, a.oflags
+    ));
+    XRCD as *mut ibv_xrcd
+}
+
+unsafe extern "C" fn fake_close_xrcd(_: *mut ibv_xrcd) -> c_int {
+    record("close_xrcd()".into());
+    0
+}
+
+unsafe extern "C" fn fake_create_srq_ex(
+    _: *mut ibv_context,
+    attr: *mut ibv_srq_init_attr_ex,
+) -> *mut ibv_srq {
+    // SAFETY: the wrapper passes a valid attribute struct.
+    let a = unsafe { &*attr };
+    record(format!(
+        "create_srq_ex(comp_mask {:#x}, type {}, max_wr {})",
+        a.comp_mask, a.srq_type, a.attr.max_wr
+    ));
+    SRQ as *mut ibv_srq
+}
+
 /// A provider's `verbs_context` with every op the crate calls, and a PD and an allocation
 /// and a QP of it (their `context` points into the box, which does not move).
 struct Fake {
@@ -132,6 +166,7 @@ struct Fake {
     pd: ibv_pd,
     dm: ibv_dm,
     qp: ibv_qp,
+    xrcd: ibv_xrcd,
 }
 
 impl Fake {
@@ -148,6 +183,9 @@ impl Fake {
         vctx.advise_mr = Some(fake_advise_mr);
         vctx.alloc_parent_domain = Some(fake_alloc_parent_domain);
         vctx.modify_qp_rate_limit = Some(fake_modify_qp_rate_limit);
+        vctx.open_xrcd = Some(fake_open_xrcd);
+        vctx.close_xrcd = Some(fake_close_xrcd);
+        vctx.create_srq_ex = Some(fake_create_srq_ex);
         let ctx: *mut ibv_context = &mut vctx.context;
         // SAFETY: plain C data; all-zero is valid.
         let mut dm: ibv_dm = unsafe { core::mem::zeroed() };
@@ -163,6 +201,7 @@ impl Fake {
             },
             dm,
             qp,
+            xrcd: ibv_xrcd { context: ctx },
         }
     }
 
@@ -196,17 +235,28 @@ impl Fake {
                 typical_pkt_sz: 1024,
                 comp_mask: 0,
             },
+            xrcd: ibv_xrcd_init_attr {
+                comp_mask: 3,
+                fd: -1,
+                oflags: libc::O_CREAT,
+            },
+            // SAFETY: plain C data; all-zero is valid.
+            srq: unsafe { core::mem::zeroed() },
         };
         args.domain.comp_mask = 3;
+        args.srq.comp_mask = 0xf;
+        args.srq.srq_type = rdma_sys::ibv_srq_type::IBV_SRQT_XRC;
+        args.srq.attr.max_wr = 16;
         let (pd, dm) = (ptr::from_mut(&mut self.pd), ptr::from_mut(&mut self.dm));
         (self.ctx(), pd, dm, args)
     }
 
     /// Calls every wrapper except the two with a libibverbs fallback (which a fake context
     /// cannot serve) and returns what each handed back.
-    fn call_ops_without_fallback(&mut self) -> [usize; 6] {
+    fn call_ops_without_fallback(&mut self) -> [usize; 9] {
         let (ctx, pd, dm, mut args) = self.parts();
         let qp = ptr::from_mut(&mut self.qp);
+        let xrcd = ptr::from_mut(&mut self.xrcd);
         // SAFETY: the fake context, its PD and allocation live in `self`; the fake ops only
         // read the arguments.
         unsafe {
@@ -222,6 +272,9 @@ impl Fake {
                 free_dm(dm) as usize,
                 alloc_parent_domain(ctx, &mut args.domain) as usize,
                 modify_qp_rate_limit(qp, &mut args.rate) as usize,
+                open_xrcd(ctx, &mut args.xrcd) as usize,
+                create_srq_ex(ctx, &mut args.srq) as usize,
+                close_xrcd(xrcd) as usize,
             ]
         }
     }
@@ -233,6 +286,8 @@ struct Args {
     sge: [ibv_sge; 1],
     domain: ibv_parent_domain_init_attr,
     rate: ibv_qp_rate_limit_attr,
+    xrcd: ibv_xrcd_init_attr,
+    srq: ibv_srq_init_attr_ex,
 }
 
 fn errno() -> Option<i32> {
@@ -245,7 +300,10 @@ fn errno() -> Option<i32> {
 #[test]
 fn every_extended_verb_reaches_its_provider_op() {
     let mut fake = Fake::extended();
-    assert_eq!(fake.call_ops_without_fallback(), [DM, MR, 0, 0, PD, 0]);
+    assert_eq!(
+        fake.call_ops_without_fallback(),
+        [DM, MR, 0, 0, PD, 0, XRCD, SRQ, 0]
+    );
     let ctx = fake.ctx();
     // SAFETY: plain C data; all-zero is valid.
     let mut attr: ibv_device_attr_ex = unsafe { core::mem::zeroed() };
@@ -269,6 +327,9 @@ fn every_extended_verb_reaches_its_provider_op() {
             "free_dm()".into(),
             "alloc_parent_domain(comp_mask 3)".into(),
             "modify_qp_rate_limit(rate 8000, burst 4096, typical 1024)".into(),
+            "open_xrcd(comp_mask 3, fd -1, oflags 0o100)".into(),
+            "create_srq_ex(comp_mask 0xf, type 1, max_wr 16)".into(),
+            "close_xrcd()".into(),
             format!(
                 "query_device_ex(input null true, size {})",
                 size_of::<ibv_device_attr_ex>()
@@ -296,6 +357,8 @@ fn only_the_extended_abi_marker_opens_the_ops() {
         );
         assert_eq!(got[4], 0, "alloc_parent_domain: NULL");
         assert_eq!(got[5], libc::EOPNOTSUPP as usize, "modify_qp_rate_limit");
+        assert_eq!(got[6..8], [0, 0], "open_xrcd, create_srq_ex: NULL");
+        assert_eq!(got[8], libc::EOPNOTSUPP as usize, "close_xrcd");
         assert_eq!(errno(), Some(libc::EOPNOTSUPP));
         assert_eq!(take_calls(), Vec::<String>::new(), "{abi_compat:#x}");
     }
@@ -310,7 +373,10 @@ fn a_provider_older_than_an_op_does_not_have_it() {
     let sz = size_of::<verbs_context>() - offset_of!(verbs_context, alloc_dm);
     let mut fake = Fake::new(usize::MAX, sz);
     let got = fake.call_ops_without_fallback();
-    assert_eq!(got, [DM, 0, libc::EOPNOTSUPP as usize, 0, PD, 0]);
+    assert_eq!(
+        got,
+        [DM, 0, libc::EOPNOTSUPP as usize, 0, PD, 0, XRCD, SRQ, 0]
+    );
     let calls = take_calls();
     let names: Vec<&str> = calls.iter().map(|c| &c[..c.find('(').unwrap()]).collect();
     assert_eq!(
@@ -319,7 +385,10 @@ fn a_provider_older_than_an_op_does_not_have_it() {
             "alloc_dm",
             "free_dm",
             "alloc_parent_domain",
-            "modify_qp_rate_limit"
+            "modify_qp_rate_limit",
+            "open_xrcd",
+            "create_srq_ex",
+            "close_xrcd"
         ]
     );
     let mut fake = Fake::new(usize::MAX, sz - 1);

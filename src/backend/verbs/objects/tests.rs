@@ -20,6 +20,8 @@ fn qps_are_created_for_the_operations_posted_and_no_memory_windows() {
     // UC: no READ, no atomics, on any device; UD: SEND and SEND_WITH_IMM.
     assert_eq!(send_ops(Transport::Uc, true), 0b10_0000_1111);
     assert_eq!(send_ops(Transport::Ud, true), 0b1100);
+    // An XRC initiator: RC's (`MLX5_SUPPORTED_SEND_OPS_FLAGS_XRC`).
+    assert_eq!(send_ops(Transport::XrcIni, true), 0b10_0111_1111);
 }
 
 #[test]
@@ -118,4 +120,31 @@ fn compression_is_refused_where_verbs_or_the_device_cannot() {
         check_compression(&info(64, hash_csum, true), 128, CqeCompression::BASIC),
         Ok(())
     );
+}
+
+#[test]
+fn an_xrc_srqs_user_index_sits_4_bytes_before_its_ibv_srq() {
+    // rdma-core providers/mlx5/mlx5.h (private; no installed header to check against):
+    // `struct mlx5_resource` holds two 32-bit fields, the resource type then `rsn`, and
+    // is the first member of `struct mlx5_srq`, right before its `verbs_srq`.
+    assert_eq!(size_of::<Mlx5Resource>(), 8);
+    assert_eq!(core::mem::offset_of!(Mlx5Resource, rsn), 4);
+    // A stand-in laid out the same way: the key is `rsn` under CQE version 1, the SRQ
+    // number under version 0.
+    #[repr(C, align(8))]
+    struct Msrq {
+        rsc: Mlx5Resource,
+        srq: ibv_srq,
+    }
+    // SAFETY: plain C data; all-zero is valid.
+    let mut m: Msrq = unsafe { core::mem::zeroed() };
+    m.rsc = Mlx5Resource {
+        rsc_type: 3,
+        rsn: 0x12_3456,
+    };
+    let srq = NonNull::from(&mut m.srq);
+    // SAFETY: `srq` follows its resource as libmlx5 lays them out.
+    assert_eq!(unsafe { xrc_srq_key(srq, 77, 1) }, 0x12_3456);
+    // SAFETY: as above.
+    assert_eq!(unsafe { xrc_srq_key(srq, 77, 0) }, 77);
 }
