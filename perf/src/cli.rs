@@ -767,7 +767,8 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "CQE_SIZE")]
     pub scatter_to_cqe: Option<usize>,
     /// The transport of the requester's QP: UD carries SEND only, UC no READ or atomics,
-    /// DC posts on a DC initiator to a DC target (UD and DC: one WR per doorbell).
+    /// DC posts on a DC initiator to a DC target (UD and DC: one WR per doorbell), XRC on an
+    /// XRC initiator to a target, each WQE naming the XRC SRQ (the 16-byte XRC segment).
     #[arg(long, value_enum, default_value_t = TransportArg::Rc)]
     pub transport: TransportArg,
     /// UD and DC: the address handle carries a GRH (InfiniBand with a global route).
@@ -804,6 +805,8 @@ pub enum TransportArg {
     Ud,
     /// Dynamically connected (a DCI to a DCT).
     Dc,
+    /// XRC (an initiator to a target, into an XRC SRQ).
+    Xrc,
 }
 
 impl TransportArg {
@@ -814,6 +817,7 @@ impl TransportArg {
             TransportArg::Uc => mlx5_direct::Transport::Uc,
             TransportArg::Ud => mlx5_direct::Transport::Ud,
             TransportArg::Dc => mlx5_direct::Transport::Dci,
+            TransportArg::Xrc => mlx5_direct::Transport::XrcIni,
         }
     }
 }

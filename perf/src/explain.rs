@@ -69,6 +69,7 @@ fn segment_names(
             names.extend(["datagram 1/3", "datagram 2/3", "datagram 3/3"])
         }
         (Transport::Ud | Transport::Dci, true) => names.push("compact AV"),
+        (Transport::XrcIni, _) => names.push("xrc"),
         _ => {}
     }
     if !matches!(op, ExplainOp::Send | ExplainOp::SendImm) {

@@ -364,8 +364,10 @@ const TRANSPORT_MESSAGES: u32 = 8;
 /// The transports beside RC (docs/pcie.md, "Transport rows"): row 3's posting (BlueFlame, a
 /// CQE per message, inline up to the inline limit) of `TRANSPORT_MESSAGES` messages on one
 /// QP: WRITEs or SENDs on UC, SENDs on UD (the 48-byte AV, with a GRH in it, the 16-byte
-/// compact AV), and on a DC initiator to one DC target, to two in turn, and to one through
-/// a compact AV. Each with both sides' cost and what the requester's NIC put on the wire.
+/// compact AV), on a DC initiator to one DC target, to two in turn, and to one through a
+/// compact AV, on an XRC initiator, and a WRITE gathered from two entries on RC and on XRC
+/// (64 and 80 bytes). Each with both sides' cost and what the requester's NIC put on the
+/// wire.
 /// With `--transports`, not with `--qps` > 1.
 fn transport_rows(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::Error> {
     if !args.transports || args.qps > 1 {
@@ -422,7 +424,27 @@ fn transport_rows(args: &PcieArgs, pcie: PcieConfig) -> Result<Vec<Row>, crate::
                 ..dc
             },
         ),
+        (format!("XRC {name}, row 3"), on(Transport::XrcIni, op)),
     ]);
+    // The XRC segment's 16 bytes where they cost a WQEBB: a WRITE gathered from two
+    // entries is 64 bytes on RC, 80 on XRC (two BlueFlame chunks, or two WQEBBs fetched).
+    if args.size >= 2 {
+        let two = |transport| Case {
+            inline: false,
+            sge: 2,
+            ..on(transport, ExplainOp::Write)
+        };
+        cases.extend([
+            (
+                "RC RDMA WRITE, 2 gather entries, row 3".to_string(),
+                two(Transport::Rc),
+            ),
+            (
+                "XRC RDMA WRITE, 2 gather entries, row 3".into(),
+                two(Transport::XrcIni),
+            ),
+        ]);
+    }
     let mut rows = Vec::new();
     for (step, c) in cases {
         rows.extend(both_sides(&step, &c, true)?);
@@ -564,7 +586,7 @@ fn header(args: &PcieArgs, pcie: &PcieConfig) -> Vec<String> {
         ));
     }
     if args.transports && args.qps > 1 {
-        lines.push("# transport rows (UC, UD, DC) left out: they post on one QP".into());
+        lines.push("# transport rows (UC, UD, DC, XRC) left out: they post on one QP".into());
     }
     lines
 }

@@ -64,7 +64,8 @@ pub struct Case {
     pub huge_rings: bool,
     /// The requester's CQ compresses CQEs so (the model compressing every burst).
     pub zip: Option<CqeCompression>,
-    /// The requester's QPs: RC, UC, UD, or DC initiators (`Transport::Dci`) sending to DC
+    /// The requester's QPs: RC, UC, UD, XRC initiators (`Transport::XrcIni`, each to a
+    /// target of its own, all naming one XRC SRQ), or DC initiators (`Transport::Dci`) sending to DC
     /// targets on the responder's SRQ.
     pub transport: Transport,
     /// UD and DC: the address handle carries a GRH (InfiniBand with a global route), so UD
@@ -262,6 +263,7 @@ fn check(case: &Case) -> Result<(), Error> {
             Some("UC carries no READ or atomics")
         }
         Transport::Dct => Some("a DCT sends nothing: give the DCI side (dc)"),
+        Transport::XrcTgt => Some("an XRC target sends nothing: give the initiator side (xrc)"),
         _ if datagram && case.qps > 1 => Some("--qps: UD and DC cases use one QP"),
         _ if case.grh && !datagram => Some("--grh: address handles are UD's and DC's"),
         _ if case.compact_av && !datagram => {
@@ -412,15 +414,37 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
         PostMode::BfLast => DoorbellMode::BlueFlameLast,
         PostMode::Db => DoorbellMode::Doorbell,
     };
-    // Each requester QP with its responder QP (none for a DCI: its targets are `dcts`).
+    // Each requester QP with its responder QP (none for a DCI: its targets are `dcts`; none
+    // for an XRC initiator: its target is in `xrc_targets`).
     let mut pairs = Vec::new();
     let options = ConnectOptions::default();
+    // XRC: the responder's domain and its one XRC SRQ (on `cq_b`), which every initiator
+    // names in its WQEs, and a target per initiator.
+    let xrcd_b = match case.transport {
+        Transport::XrcIni => Some(b.open_xrcd()?),
+        _ => None,
+    };
+    let mut xsrq_b = match &xrcd_b {
+        Some(x) => Some(x.create_srq(&pd_b, &cq_b, qp_config.rq_wqes, 1)?),
+        None => None,
+    };
+    let xsrqn = xsrq_b.as_ref().map_or(0, |s| s.srqn());
+    let mut xrc_targets = Vec::new();
     for _ in 0..case.qps {
         let (mut qp_a, qp_b) = match case.transport {
             Transport::Dci => {
                 let mut dci = pd_a.create_dci(&cq_a, &qp_config)?;
                 dci.activate_dci(&options)?;
                 (dci, None)
+            }
+            Transport::XrcIni => {
+                let xrcd = xrcd_b.as_ref().ok_or("no XRC domain")?;
+                let mut ini = pd_a.create_xrc_initiator(&cq_a, &qp_config)?;
+                let mut tgt = xrcd.create_target()?;
+                ini.connect(&tgt.endpoint()?, &options)?;
+                tgt.connect(&ini.endpoint()?, &options)?;
+                xrc_targets.push(tgt);
+                (ini, None)
             }
             Transport::Ud => {
                 let mut qp_a = pd_a.create_qp(&cq_a, &cq_a, &qp_config)?;
@@ -545,6 +569,11 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
                     srq.post(u64::from(i), &sge(i))?;
                 }
             }
+            if let Some(srq) = xsrq_b.as_mut() {
+                for i in 0..n {
+                    srq.post(u64::from(i), &sge(i))?;
+                }
+            }
             for (_, qp_b) in pairs.iter_mut() {
                 let Some(rq) = qp_b.as_mut().and_then(|q| q.rq()) else {
                     continue;
@@ -588,6 +617,7 @@ pub fn observe(case: &Case) -> Result<Observed, Error> {
                             let dct = dcts[i as usize % dcts.len()];
                             sq.push_dc(&wr, &ah.dc_dest(dct, DC_KEY))?
                         }
+                        (None, Transport::XrcIni) => sq.push_xrc(&wr, xsrqn)?,
                         (None, _) if case.dm => sq.push_dm(wr.wr_id, wr.op, &payload, wr.flags)?,
                         (None, _) => sq.push_wr(&wr)?,
                     }

@@ -302,6 +302,14 @@ fn explain_ud_and_dc_batches_ring_once() {
 }
 
 /// `explain OP --size 8 --inline EXTRA --json`.
+/// The segment name of each DS line of `explain`'s human output.
+fn segment_names(out: &str) -> Vec<&str> {
+    out.lines()
+        .filter(|l| l.starts_with("  DS "))
+        .map(|l| l[9..25].trim())
+        .collect()
+}
+
 fn explain_8_inline(op: &str, extra: &[&str]) -> Value {
     let args = [
         &["explain", op, "--size", "8", "--inline"][..],
@@ -454,6 +462,31 @@ fn explain_over_roce_decodes_roces_address_vector() {
     );
 }
 
+/// `explain --transport xrc`: ctrl, the 16-byte XRC segment (the XRC SRQ's number, BE32,
+/// then 12 zero bytes), RC's segments. An 8-byte inline WRITE stays one WQEBB (RC's link
+/// cost); a SEND lands in the responder's XRC SRQ, and an XRC target is refused as a
+/// requester.
+#[test]
+fn explain_xrc_shows_the_segment() {
+    let v = explain_8_inline("write", &["--transport", "xrc"]);
+    assert_eq!(v["transport"], "XRC");
+    assert_eq!(v["wqes"][0]["ds"], 4);
+    let hex = v["wqes"][0]["hex"].as_str().unwrap();
+    // DS 1: a 24-bit SRQ number, then the reserved bytes.
+    let seg = &hex[32..64];
+    assert_eq!(&seg[..2], "00", "{seg}");
+    assert_ne!(&seg[2..8], "000000", "{seg}");
+    assert_eq!(&seg[8..], "0".repeat(24), "{seg}");
+    let rc = explain_8_inline("write", &[]);
+    for k in ["per_message", "per_message_responder"] {
+        assert_eq!(v[k], rc[k], "{k}");
+    }
+    let (ok, out, err) = perf(&["explain", "send", "--transport", "xrc", "--sge", "2"]);
+    assert!(ok, "{err}");
+    let names = segment_names(&out);
+    assert_eq!(names, ["ctrl", "xrc", "data", "data"]);
+}
+
 /// `explain --transport dc`: the datagram segment carries the DC key (BE64) and the DCT
 /// number, the RC segments follow it; the first WRITE to a target is one DC connect.
 /// `--transport uc`: RC's bytes and RC's link cost.
@@ -470,11 +503,7 @@ fn explain_dc_and_uc() {
     assert_eq!(v["per_message"]["mmio_writes"], 2);
     let (ok, out, err) = perf(&["explain", "faa", "--transport", "dc"]);
     assert!(ok, "{err}");
-    let names: Vec<&str> = out
-        .lines()
-        .filter(|l| l.starts_with("  DS "))
-        .map(|l| l[9..25].trim())
-        .collect();
+    let names = segment_names(&out);
     assert_eq!(
         names,
         [

@@ -418,6 +418,24 @@ fn pcie_transport_rows() {
         (two["dc_connects"].as_u64(), two["dc_disconnects"].as_u64()),
         (Some(8), Some(7))
     );
+    // XRC: a small inline WRITE's segment fits RC's one chunk (ctrl + XRC + raddr + 12
+    // inline bytes: 64); a WRITE gathered from two entries is 80 bytes, two BlueFlame
+    // chunks (one more 88-byte MWr down) where RC's 64 take one.
+    let per = |step| side_row(&v, "requester", step)["per_message"].clone();
+    assert_eq!(per("XRC RDMA WRITE, row 3"), *rc);
+    let (rc2, xrc2) = (
+        per("RC RDMA WRITE, 2 gather entries, row 3"),
+        per("XRC RDMA WRITE, 2 gather entries, row 3"),
+    );
+    assert_eq!(
+        (rc2["mmio_writes"].as_f64(), rc2["bytes_down"].as_f64()),
+        (Some(1.0), Some(136.0))
+    );
+    assert_eq!(
+        (xrc2["mmio_writes"].as_f64(), xrc2["bytes_down"].as_f64()),
+        (Some(2.0), Some(224.0))
+    );
+    assert_eq!(xrc2["dma_reads"], rc2["dma_reads"]);
     assert!(row(&v, "+ BlueFlame")["wire"].is_null());
     // Not without the flag, not over several QPs.
     let plain = json(&["pcie", "--json"]);
@@ -429,7 +447,7 @@ fn pcie_transport_rows() {
     let (ok, out, err) = perf(&["pcie", "--transports", "--qps", "2"]);
     assert!(ok, "{err}");
     assert!(
-        out.contains("# transport rows (UC, UD, DC) left out: they post on one QP"),
+        out.contains("# transport rows (UC, UD, DC, XRC) left out: they post on one QP"),
         "{out}"
     );
     assert!(!out.contains("UD SEND"), "{out}");
@@ -473,7 +491,7 @@ fn docs_pcie_md_shows_the_transport_rows() {
             l.starts_with("side ") || l.contains(", row 3") || l.starts_with("# on the wire")
         })
         .collect();
-    assert_eq!(block.len(), 23, "{out}");
+    assert_eq!(block.len(), 32, "{out}");
     assert!(
         doc.contains(&format!("```\n{}\n```", block.join("\n"))),
         "docs/pcie.md is stale: regenerate the transport rows of `cargo run --release -p mlx5-perf -- pcie --transports`:\n{}",
