@@ -464,8 +464,7 @@ fn explain_over_roce_decodes_roces_address_vector() {
 
 /// `explain --transport xrc`: ctrl, the 16-byte XRC segment (the XRC SRQ's number, BE32,
 /// then 12 zero bytes), RC's segments. An 8-byte inline WRITE stays one WQEBB (RC's link
-/// cost); a SEND lands in the responder's XRC SRQ, and an XRC target is refused as a
-/// requester.
+/// cost); a SEND gathered from two entries is ctrl, XRC and the two data segments.
 #[test]
 fn explain_xrc_shows_the_segment() {
     let v = explain_8_inline("write", &["--transport", "xrc"]);

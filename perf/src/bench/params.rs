@@ -259,8 +259,8 @@ impl Connection {
                 "UD" => Connection::Ud,
                 "DC" => Connection::Dc,
                 "XRC" => return Err(
-                    "-c XRC: mlx5-perf has no XRC (the driver has no XRC QPs); RC, UC, UD and DC \
-                     run"
+                    "-c XRC: mlx5-perf has no XRC benchmarks yet (the driver's XRC QPs are in \
+                     explain and pcie --transport xrc); RC, UC, UD and DC run"
                     .into(),
                 ),
                 "SRD" => return Err("-c SRD: SRD is EFA's transport, not mlx5's".into()),
