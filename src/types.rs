@@ -501,6 +501,33 @@ pub enum Transition {
         /// First PSN sent.
         sq_psn: u32,
     },
+    /// INIT → RTR of an XRC initiator: UC's attributes (`IBV_QP_AV | IBV_QP_PATH_MTU |
+    /// IBV_QP_DEST_QPN | IBV_QP_RQ_PSN`; the kernel's `qp_state_table` allows no READ /
+    /// atomic depth or RNR timer for `IB_QPT_XRC_INI`, which receives no requests). Its
+    /// RTR → RTS is [`Transition::Rts`].
+    RtrXrcIni {
+        /// The peer (the XRC target).
+        remote: Endpoint,
+        /// Path MTU in bytes.
+        path_mtu: u32,
+        /// GRH hop limit (RoCE; InfiniBand within a subnet sends no GRH).
+        hop_limit: u8,
+        /// GRH traffic class (RoCE).
+        traffic_class: u8,
+        /// Service level (4 bits).
+        sl: u8,
+        /// GRH flow label (RoCE; 20 bits).
+        flow_label: u32,
+    },
+    /// RTR → RTS of an XRC target (`IBV_QP_TIMEOUT | IBV_QP_SQ_PSN`: the kernel's
+    /// `qp_state_table` requires and allows no retry counts or outgoing READ depth for
+    /// `IB_QPT_XRC_TGT`, which sends no requests). Its INIT → RTR is [`Transition::Rtr`].
+    RtsXrcTgt {
+        /// First PSN sent (of its responses).
+        sq_psn: u32,
+        /// Local ACK timeout code.
+        timeout: u8,
+    },
     /// RESET → INIT of a UD QP (`IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY`).
     InitUd {
         /// Port (from 1).

@@ -52,7 +52,7 @@ pub(super) fn rc_rtr(
 
 /// RC's RTR → RTS sending from `sq_psn` with the timeout, retry counts and READ / atomic
 /// depth (at most the device's) of `options`.
-pub(super) fn rc_rts(sq_psn: u32, options: &ConnectOptions, caps: &DeviceCaps) -> Transition {
+fn rc_rts(sq_psn: u32, options: &ConnectOptions, caps: &DeviceCaps) -> Transition {
     Transition::Rts {
         sq_psn,
         timeout: options.timeout,
@@ -481,7 +481,19 @@ impl<B: Backend> Qp<B> {
             self.modify(Transition::RtsUc { sq_psn: psn }, QpState::Rts)?;
             self.sq.set_ready(true);
         } else {
-            self.modify(rc_rtr(to, path_mtu, options, &caps), QpState::Rtr)?;
+            let rtr = match self.core.transport {
+                // An XRC initiator executes no requests: UC's RTR attributes.
+                Transport::XrcIni => Transition::RtrXrcIni {
+                    remote: to,
+                    path_mtu,
+                    hop_limit: options.hop_limit,
+                    traffic_class: options.traffic_class,
+                    sl: options.sl,
+                    flow_label: options.flow_label,
+                },
+                _ => rc_rtr(to, path_mtu, options, &caps),
+            };
+            self.modify(rtr, QpState::Rtr)?;
             self.enter_rts(psn, options, &caps)?;
         }
         let mut seq = self.core.seq();

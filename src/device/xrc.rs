@@ -25,7 +25,7 @@ use crate::types::{Access, ConnectOptions, Endpoint, QpConfig, QpState, Transiti
 use super::context::{lock_flags, Context};
 use super::cq::{Cq, CqInner};
 use super::pd::{PdInner, ProtectionDomain};
-use super::qp::{path_mtu, random_psn, rc_rtr, rc_rts, Qp};
+use super::qp::{path_mtu, random_psn, rc_rtr, Qp};
 
 #[derive(Debug)]
 pub(super) struct XrcdInner<B: Backend> {
@@ -236,7 +236,8 @@ impl<B: Backend> XrcTarget<B> {
 
     /// Connects to the initiator at `remote` as an RC QP connects ([`Qp::connect`]): INIT
     /// (the port and the rights of `options`, by default every right the device has),
-    /// RTR expecting `remote.psn`, RTS. Only from RESET.
+    /// RTR expecting `remote.psn` ([`Transition::Rtr`]), RTS with the timeout alone
+    /// ([`Transition::RtsXrcTgt`]). Only from RESET.
     pub fn connect(&mut self, remote: &Endpoint, options: &ConnectOptions) -> Result<(), Error> {
         options.validate()?;
         if self.state() != QpState::Reset {
@@ -265,7 +266,11 @@ impl<B: Backend> XrcTarget<B> {
         self.modify(init, QpState::Init)?;
         let path_mtu = path_mtu(&*ctx.backend, port, options)?;
         self.modify(rc_rtr(*remote, path_mtu, options, &caps), QpState::Rtr)?;
-        self.modify(rc_rts(self.psn, options, &caps), QpState::Rts)
+        let rts = Transition::RtsXrcTgt {
+            sq_psn: self.psn,
+            timeout: options.timeout,
+        };
+        self.modify(rts, QpState::Rts)
     }
 
     /// Moves the target to the error state.

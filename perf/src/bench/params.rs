@@ -252,24 +252,25 @@ impl Connection {
     /// (`change_conn_type` and the parser's checks): UD runs SEND only, UC SEND and WRITE,
     /// DC every test; XRC and SRD are refused with the reason.
     fn new(name: &str, verb: Verb) -> Result<Connection, String> {
-        let c =
-            match name {
-                "RC" => Connection::Rc,
-                "UC" => Connection::Uc,
-                "UD" => Connection::Ud,
-                "DC" => Connection::Dc,
-                "XRC" => return Err(
+        let c = match name {
+            "RC" => Connection::Rc,
+            "UC" => Connection::Uc,
+            "UD" => Connection::Ud,
+            "DC" => Connection::Dc,
+            "XRC" => {
+                return Err(
                     "-c XRC: mlx5-perf has no XRC benchmarks yet (the driver's XRC QPs are in \
                      explain and pcie --transport xrc); RC, UC, UD and DC run"
-                    .into(),
-                ),
-                "SRD" => return Err("-c SRD: SRD is EFA's transport, not mlx5's".into()),
-                other => {
-                    return Err(format!(
-                        "-c {other}: not a connection type (RC, UC, UD, XRC, DC or SRD)"
-                    ))
-                }
-            };
+                        .into(),
+                )
+            }
+            "SRD" => return Err("-c SRD: SRD is EFA's transport, not mlx5's".into()),
+            other => {
+                return Err(format!(
+                    "-c {other}: not a connection type (RC, UC, UD, XRC, DC or SRD)"
+                ))
+            }
+        };
         match (c, verb) {
             (Connection::Ud, Verb::Write | Verb::Read | Verb::Atomic) => Err(
                 "-c UD: UD runs send_lat and send_bw only (a datagram reaches no remote memory)"

@@ -539,6 +539,21 @@ impl Backend for Sim {
             .port(self.port)
             .map_err(device_error("query port"))?;
         let global = port.link_layer == hw::LinkLayer::Ethernet;
+        // RC's RTR to `remote` (an XRC initiator's with no READ depth or RNR timer).
+        let rtr =
+            |remote: crate::types::Endpoint, path_mtu, max_dest_rd_atomic, min_rnr_timer, sl| {
+                hw::QpTransition::Rtr {
+                    dest_lid: remote.lid,
+                    dest_gid: remote.gid,
+                    dest_qpn: remote.qpn,
+                    rq_psn: remote.psn,
+                    path_mtu,
+                    max_dest_rd_atomic,
+                    min_rnr_timer,
+                    sl,
+                    global,
+                }
+            };
         let t = match *transition {
             Transition::Init {
                 port,
@@ -556,17 +571,7 @@ impl Backend for Sim {
                 min_rnr_timer,
                 sl,
                 ..
-            } => hw::QpTransition::Rtr {
-                dest_lid: remote.lid,
-                dest_gid: remote.gid,
-                dest_qpn: remote.qpn,
-                rq_psn: remote.psn,
-                path_mtu,
-                max_dest_rd_atomic,
-                min_rnr_timer,
-                sl,
-                global,
-            },
+            } => rtr(remote, path_mtu, max_dest_rd_atomic, min_rnr_timer, sl),
             Transition::Rts {
                 sq_psn,
                 timeout,
@@ -595,6 +600,22 @@ impl Backend for Sim {
                 global,
             },
             Transition::RtsUc { sq_psn } => hw::QpTransition::RtsUc { sq_psn },
+            // The model's XRC QPs take RC's transitions; what the kernel leaves out for each
+            // side is what it never uses (an initiator executes no requests, a target sends
+            // none).
+            Transition::RtrXrcIni {
+                remote,
+                path_mtu,
+                sl,
+                ..
+            } => rtr(remote, path_mtu, 0, 0, sl),
+            Transition::RtsXrcTgt { sq_psn, timeout } => hw::QpTransition::Rts {
+                sq_psn,
+                timeout,
+                retry_cnt: 0,
+                rnr_retry: 0,
+                max_rd_atomic: 0,
+            },
             Transition::InitUd {
                 port,
                 qkey,

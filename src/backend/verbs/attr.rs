@@ -117,7 +117,16 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
         }
         // UC ([KCORE] `qp_state_table`): the path, MTU, peer and RQ PSN at RTR, without the
         // READ / atomic depth and the RNR timer; the SQ PSN alone at RTS (below, as UD).
+        // An XRC initiator's RTR has UC's attributes (`IB_QPT_XRC_INI` in the same table).
         Transition::RtrUc {
+            remote,
+            path_mtu,
+            hop_limit,
+            traffic_class,
+            sl,
+            flow_label,
+        }
+        | Transition::RtrXrcIni {
             remote,
             path_mtu,
             hop_limit,
@@ -151,6 +160,14 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
                 | m::IBV_QP_RNR_RETRY
                 | m::IBV_QP_SQ_PSN
                 | m::IBV_QP_MAX_QP_RD_ATOMIC
+        }
+        // An XRC target ([KCORE] `qp_state_table`, `IB_QPT_XRC_TGT`): the timeout and the
+        // SQ PSN alone.
+        Transition::RtsXrcTgt { sq_psn, timeout } => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_RTS;
+            attr.sq_psn = sq_psn;
+            attr.timeout = timeout;
+            m::IBV_QP_STATE | m::IBV_QP_TIMEOUT | m::IBV_QP_SQ_PSN
         }
         // UD ([KCORE] `qp_state_table`, as perftest sets them): the Q_Key at INIT,
         // nothing remote at RTR, the SQ PSN alone at RTS.
@@ -369,6 +386,30 @@ mod tests {
             (attr.qp_state, attr.sq_psn),
             (ibv_qp_state::IBV_QPS_RTS, 0x77)
         );
+    }
+
+    #[test]
+    fn xrc_transitions_set_what_the_kernel_allows_each_side() {
+        let rtr = Transition::RtrXrcIni {
+            remote: remote(),
+            path_mtu: 4096,
+            hop_limit: 64,
+            traffic_class: 0,
+            sl: 0,
+            flow_label: 0,
+        };
+        let (attr, mask) = qp_attr(&rtr, &IB).unwrap();
+        // STATE 1, AV 128, PATH_MTU 256, RQ_PSN 4096, DEST_QPN 1048576 (UC's).
+        assert_eq!(mask.0, 1 | 128 | 256 | 4096 | 1048576);
+        assert_eq!((attr.dest_qp_num, attr.rq_psn), (0x1234, 77));
+        let rts = Transition::RtsXrcTgt {
+            sq_psn: 0x42,
+            timeout: 14,
+        };
+        let (attr, mask) = qp_attr(&rts, &IB).unwrap();
+        // STATE 1, TIMEOUT 512, SQ_PSN 65536.
+        assert_eq!(mask.0, 1 | 512 | 65536);
+        assert_eq!((attr.sq_psn, attr.timeout), (0x42, 14));
     }
 
     #[test]

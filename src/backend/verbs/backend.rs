@@ -593,6 +593,7 @@ impl Backend for Verbs {
         let path = match transition {
             Transition::Rtr { .. }
             | Transition::RtrUc { .. }
+            | Transition::RtrXrcIni { .. }
             | Transition::RtrDci { .. }
             | Transition::RtrDct { .. } => {
                 let p = self.port_attr(port)?;
