@@ -257,27 +257,33 @@ fn struct_sizes_match_the_header() {
 fn every_header_field_sits_on_our_bytes() {
     let fields = golden::fields();
     for model in models() {
-        let header: Vec<_> = fields.iter().filter(|f| f.strct == model.strct).collect();
-        let header_names: BTreeSet<_> = header.iter().map(|f| f.field).collect();
-        let model_names: BTreeSet<_> = model.fields.iter().map(|(name, _)| *name).collect();
-        assert_eq!(
-            header_names, model_names,
-            "fields of struct {}",
-            model.strct
-        );
-        for f in header {
-            let (_, expect) = model.fields.iter().find(|(n, _)| *n == f.field).unwrap();
-            let theirs = (f.offset, f.offset + f.size);
-            match *expect {
-                Exact(ours) => assert_eq!(theirs, ours, "{}.{}", f.strct, f.field),
-                Within((start, end)) => assert!(
-                    start <= theirs.0 && theirs.1 <= end,
-                    "{}.{} at {theirs:?} is not inside {:?}",
-                    f.strct,
-                    f.field,
-                    (start, end)
-                ),
-            }
+        assert_model_fields(&model, &fields);
+    }
+}
+
+/// Every field the header gives `model`'s struct sits where the model says, and the model
+/// names no other.
+fn assert_model_fields(model: &Model, fields: &[golden::Field]) {
+    let header: Vec<_> = fields.iter().filter(|f| f.strct == model.strct).collect();
+    let header_names: BTreeSet<_> = header.iter().map(|f| f.field).collect();
+    let model_names: BTreeSet<_> = model.fields.iter().map(|(name, _)| *name).collect();
+    assert_eq!(
+        header_names, model_names,
+        "fields of struct {}",
+        model.strct
+    );
+    for f in header {
+        let (_, expect) = model.fields.iter().find(|(n, _)| *n == f.field).unwrap();
+        let theirs = (f.offset, f.offset + f.size);
+        match *expect {
+            Exact(ours) => assert_eq!(theirs, ours, "{}.{}", f.strct, f.field),
+            Within((start, end)) => assert!(
+                start <= theirs.0 && theirs.1 <= end,
+                "{}.{} at {theirs:?} is not inside {:?}",
+                f.strct,
+                f.field,
+                (start, end)
+            ),
         }
     }
 }
@@ -384,18 +390,21 @@ const CQE_OPCODE_NAMES: [(CqeOpcode, &str); 11] = [
     (CqeOpcode::Invalid, "MLX5_CQE_INVALID"),
 ];
 
-/// `MLX5_CQE_*` constants the driver does not model yet: the Ethernet checksum-OK bits of
-/// `hds_ip_ext`, the L3 header types of `l4_hdr_type_etc`, and the ODP page-fault vendor
-/// syndrome.
-const CQE_CONSTANTS_NOT_MODELLED: [&str; 7] = [
-    "MLX5_CQE_L2_OK",
-    "MLX5_CQE_L3_OK",
-    "MLX5_CQE_L4_OK",
-    "MLX5_CQE_L3_HDR_TYPE_NONE",
-    "MLX5_CQE_L3_HDR_TYPE_IPV6",
-    "MLX5_CQE_L3_HDR_TYPE_IPV4",
-    "MLX5_CQE_VENDOR_SYNDROME_ODP_PFAULT",
-];
+/// The Ethernet `MLX5_CQE_*` constants and ours: the checksum-OK bits of `hds_ip_ext` and
+/// the L3 header types of `l4_hdr_type_etc` (bits 3..2, rdma-core `cq.c` `get_csum_ok`).
+fn cqe_eth_constants() -> [(&'static str, i64); 6] {
+    [
+        ("MLX5_CQE_L2_OK", CQE_L2_OK.into()),
+        ("MLX5_CQE_L3_OK", CQE_L3_OK.into()),
+        ("MLX5_CQE_L4_OK", CQE_L4_OK.into()),
+        ("MLX5_CQE_L3_HDR_TYPE_NONE", L3Type::None as i64),
+        ("MLX5_CQE_L3_HDR_TYPE_IPV6", L3Type::Ipv6 as i64),
+        ("MLX5_CQE_L3_HDR_TYPE_IPV4", L3Type::Ipv4 as i64),
+    ]
+}
+
+/// `MLX5_CQE_*` constants the driver does not model: the ODP page-fault vendor syndrome.
+const CQE_CONSTANTS_NOT_MODELLED: [&str; 1] = ["MLX5_CQE_VENDOR_SYNDROME_ODP_PFAULT"];
 
 #[test]
 #[cfg_attr(
@@ -405,6 +414,9 @@ const CQE_CONSTANTS_NOT_MODELLED: [&str; 7] = [
 fn cqe_opcodes_and_op_own_constants_match_the_header() {
     for (op, name) in CQE_OPCODE_NAMES {
         assert_eq!(i64::from(op as u8), c(name), "{name}");
+    }
+    for (name, ours) in cqe_eth_constants() {
+        assert_eq!(ours, c(name), "{name}");
     }
     let header_opcodes: BTreeSet<i64> = CQE_OPCODE_NAMES.iter().map(|(_, n)| c(n)).collect();
     for value in 0..16u8 {
@@ -452,6 +464,7 @@ fn cqe_opcodes_and_op_own_constants_match_the_header() {
         let known = CQE_OPCODE_NAMES.iter().any(|(_, n)| n == name)
             || name.starts_with("MLX5_CQE_SYNDROME_")
             || *name == "MLX5_CQE_OWNER_MASK"
+            || cqe_eth_constants().iter().any(|(n, _)| n == name)
             || CQE_CONSTANTS_NOT_MODELLED.contains(name);
         assert!(
             known,
@@ -979,4 +992,153 @@ fn clock_conversion_matches_mlx5dv_ts_to_ns() {
             Ok(())
         })
         .unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw Ethernet (`c/eth.c`)
+// ---------------------------------------------------------------------------------------------
+
+/// The Ethernet segment and the striding WQE, against `mlx5dv.h`.
+fn eth_models() -> Vec<Model> {
+    vec![
+        Model {
+            strct: "mlx5_wqe_eth_seg",
+            size: size_of::<EthSeg>(),
+            fields: vec![
+                // v44 reserves the software-parser and metadata bytes ours names.
+                ("rsvd0", Exact(span!(EthSeg, swp_offsets))),
+                ("cs_flags", Exact(span!(EthSeg, cs_flags))),
+                ("rsvd1", Exact(span!(EthSeg, swp_flags))),
+                ("mss", Exact(span!(EthSeg, mss))),
+                ("rsvd2", Exact(span!(EthSeg, metadata))),
+                ("inline_hdr_sz", Exact(span!(EthSeg, inline_hdr_sz))),
+                ("inline_hdr_start", Exact(span!(EthSeg, inline_hdr_start))),
+                ("inline_hdr", Exact(span!(EthSeg, inline_hdr))),
+            ],
+        },
+        Model {
+            strct: "mlx5_mprq_wqe",
+            size: size_of::<MprqWqe>(),
+            fields: vec![
+                ("nseg", Exact(span!(MprqWqe, nseg))),
+                ("dseg", Exact(span!(MprqWqe, dseg))),
+            ],
+        },
+    ]
+}
+
+#[test]
+#[cfg_attr(
+    not(rdma_headers),
+    ignore = "install libibverbs-dev to compare with rdma-core"
+)]
+fn eth_layouts_match_the_header() {
+    let fields = golden::eth_fields();
+    let structs = golden::eth_structs();
+    for model in eth_models() {
+        let theirs = structs.iter().find(|s| s.strct == model.strct).unwrap();
+        assert_eq!(model.size, theirs.size, "sizeof(struct {})", model.strct);
+        assert_eq!(golden::tiling_error(&fields, theirs, false), None);
+        assert_model_fields(&model, &fields);
+    }
+    assert_eq!(
+        i64::from(ETH_WQE_L3_CSUM),
+        golden::eth_constant("MLX5_ETH_WQE_L3_CSUM")
+    );
+    assert_eq!(
+        i64::from(ETH_WQE_L4_CSUM),
+        golden::eth_constant("MLX5_ETH_WQE_L4_CSUM")
+    );
+    // An eMPW inline entry's mark is the inline segment's (DPDK's MLX5_ETH_WQE_DATA_INLINE).
+    assert_eq!(i64::from(empw::DATA_INLINE), c("MLX5_INLINE_SEG"));
+    // The kernel's inline modes: rdma-core turns every one but NONE into 18 bytes.
+    assert_eq!(
+        golden::eth_constant("MLX5_USER_INLINE_MODE_L2"),
+        golden::eth_constant("MLX5_USER_INLINE_MODE_NONE") + 1
+    );
+}
+
+/// Values only DPDK's `mlx5_prm.h` / `mlx5_tx.h` and the kernel's headers define (not
+/// installed here), pinned by value with their source.
+#[test]
+fn eth_constants_outside_mlx5dv_h() {
+    // MLX5_OPCODE_ENHANCED_MPSW (DPDK mlx5_prm.h, kernel include/linux/mlx5/qp.h).
+    assert_eq!(Opcode::EnhancedMpsw as u8, 0x29);
+    // MLX5_EMPW_MAX_PACKETS = MLX5_TX_COMP_THRESH (DPDK mlx5_defs.h / mlx5_tx.h).
+    assert_eq!(empw::MAX_PACKETS, 32);
+    // MLX5_WQE_SIZE_MAX (960) / MLX5_WQE_DSEG_SIZE (16) (DPDK mlx5_prm.h).
+    assert_eq!(empw::MAX_DS, 960 / 16);
+    // MLX5_EMPW_DEF_INLINE_LEN = 4 * MLX5_WQE_SIZE + MLX5_DSEG_MIN_INLINE_SIZE.
+    assert_eq!(empw::DEF_INLINE_LEN, 4 * 64 + 12);
+    // MLX5_ETH_WQE_VLAN_INSERT (DPDK mlx5_prm.h, 1u << 31 over bytes 12..16) is the kernel's
+    // MLX5_ETH_WQE_INSERT_VLAN (1 << 15 over bytes 12..14); MLX5_ETH_WQE_SVLAN is bit 0.
+    let seg = EthSeg::vlan_insert(0, 0x0abc, false).to_bytes();
+    assert_eq!(seg[12..16], ((1u32 << 31) | 0x0abc).to_be_bytes());
+    assert_eq!(ETH_WQE_SVLAN, 1);
+    // DPDK mlx5_prm.h: MLX5_MPRQ_LEN_MASK 0xffff, MLX5_MPRQ_STRIDE_NUM_MASK 0x3fff0000
+    // (shift 16), MLX5_MPRQ_FILLER_MASK 0x80000000.
+    let all = MprqByteCnt::from_bits(u32::MAX);
+    assert_eq!(
+        MprqByteCnt::new().with_length(all.length()).into_bits(),
+        0x0000_ffff
+    );
+    assert_eq!(
+        MprqByteCnt::new().with_strides(all.strides()).into_bits(),
+        0x3fff_0000
+    );
+    assert_eq!(
+        MprqByteCnt::new().with_filler(true).into_bits(),
+        0x8000_0000
+    );
+    // The kernel's en/txrx.h: CQE_L4_HDR_TYPE_* at bits 6..4 of l4_l3_hdr_type, cqe_has_vlan
+    // bit 0; CQE_RSS_HTYPE_IP bits 3..2 (IPV4 1, IPV6 2), CQE_RSS_HTYPE_L4 bits 7..6 (TCP 1,
+    // UDP 2).
+    assert_eq!(HdrType::new().with_l4(L4Type::Udp).into_bits(), 2 << 4);
+    assert_eq!(
+        HdrType::new().with_l4(L4Type::TcpAckAndData).into_bits(),
+        4 << 4
+    );
+    assert_eq!(HdrType::new().with_vlan(true).into_bits(), 1);
+    assert_eq!(RssHashType::new().with_ip(2).with_l4(2).into_bits(), 0x88);
+    // rdma-core wqe.h: MLX5_ETH_L2_INLINE_HEADER_SIZE 18, MLX5_ETH_L2_MIN_HEADER_SIZE 14.
+    assert_eq!(
+        (ETH_L2_INLINE_HEADER_SIZE, ETH_L2_MIN_HEADER_SIZE),
+        (18, 14)
+    );
+}
+
+proptest! {
+    /// Our Ethernet segment is what `mlx5dv_set_eth_seg` writes, for any flags, MSS and
+    /// inline header up to 18 bytes, over any previous bytes (the helper leaves bytes 0..4,
+    /// 5 and 8..12 alone: ours writes them 0, so the comparison starts from zeros there).
+    #[test]
+    #[cfg_attr(not(rdma_headers), ignore = "install libibverbs-dev to compare with rdma-core")]
+    fn eth_seg_matches_mlx5dv_set_eth_seg(
+        cs_flags in any::<u8>(),
+        mss in any::<u16>(),
+        header in proptest::collection::vec(any::<u8>(), 0..=18),
+    ) {
+        let mut theirs = [0u8; 32];
+        golden::set_eth_seg(&mut theirs, cs_flags, mss, &header);
+        let ours = EthSeg::new(cs_flags, mss, &header).to_bytes();
+        prop_assert_eq!(&ours[..12], &theirs[..12]);
+        prop_assert_eq!(&ours[12..ETH_INLINE_HDR_OFFSET + header.len()],
+            &theirs[12..ETH_INLINE_HDR_OFFSET + header.len()]);
+    }
+
+    /// The Ethernet CQE fields read back as rdma-core's `get_csum_ok` and
+    /// `mlx5_cq_read_flow_tag` read them.
+    #[test]
+    fn eth_cqe_fields_read_as_rdma_core(bytes in any::<[u8; 64]>()) {
+        let cqe = Cqe64::from_bytes(&bytes);
+        let eth = EthCqe::of(&cqe);
+        // MLX5_CQE_L3_OK | MLX5_CQE_L4_OK, and MLX5_CQE_L3_HDR_TYPE_IPV4 at bits 3..2 (the
+        // values are compared with the header in `cqe_opcodes_and_op_own_constants_...`).
+        let l3_l4 = bytes[28] & (2 | 4);
+        let ipv4 = (bytes[29] >> 2) & 3 == 2;
+        prop_assert_eq!(eth.ip_csum_ok(), l3_l4 == 6 && ipv4);
+        prop_assert_eq!(eth.flow_tag, u32::from_be_bytes(bytes[56..60].try_into().unwrap()) & 0xff_ffff);
+        prop_assert_eq!(eth.vlan.is_some(), bytes[29] & 1 == 1);
+        prop_assert_eq!(eth.rss_hash, u32::from_be_bytes(bytes[12..16].try_into().unwrap()));
+    }
 }

@@ -9,6 +9,7 @@ mod cqe;
 mod ctrl;
 mod dbrec;
 mod endian;
+mod eth;
 mod seg;
 mod wire;
 mod zip;
@@ -17,6 +18,7 @@ pub use cqe::*;
 pub use ctrl::*;
 pub use dbrec::*;
 pub use endian::{Be16, Be32, Be64};
+pub use eth::*;
 pub use seg::*;
 pub use zip::*;
 
