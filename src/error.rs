@@ -109,6 +109,8 @@ pub enum PostError {
         /// Slot size.
         slot: usize,
     },
+    /// An Ethernet frame the device would refuse (see [`EthRefusal`](crate::EthRefusal)).
+    Ethernet(crate::eth::EthRefusal),
 }
 
 impl fmt::Display for PostError {
@@ -176,6 +178,7 @@ impl fmt::Display for PostError {
                 f,
                 "payload of {len} bytes exceeds the device-memory slot of {slot}"
             ),
+            PostError::Ethernet(why) => write!(f, "Ethernet frame refused: {why}"),
         }
     }
 }

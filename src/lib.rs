@@ -238,6 +238,7 @@ pub mod dci_pool;
 pub mod device;
 pub mod dm;
 pub mod error;
+pub mod eth;
 pub mod event;
 mod grh;
 mod mcast;
@@ -264,19 +265,23 @@ pub use cq::{Completion, CompletionQueue, CompletionView, Status, WcError, WcOpc
 pub use cqz::{BadCompression, CqeCompression};
 pub use dci_pool::DciPool;
 pub use device::{
-    AddressHandle, Context, Cq, Dct, MemoryRegion, ProtectionDomain, Qp, QpReceiver, QpSender, Srq,
-    XrcDomain, XrcSrq, XrcTarget,
+    AddressHandle, Context, Cq, Dct, Flow, MemoryRegion, ProtectionDomain, Qp, QpReceiver,
+    QpSender, Srq, XrcDomain, XrcSrq, XrcTarget,
 };
 pub use dm::{DeviceMemory, DmRegion, DmSlots, DM_LINE};
 pub use error::{DmRefusal, Error, McastRefusal, PostError};
+pub use eth::{
+    Checksum, EthCaps, EthFilter, EthRefusal, FlowKind, FlowRule, FlowSpec, Ipv4Filter, Ipv6Filter,
+    L4Filter, VlanInsert,
+};
 pub use event::AsyncEvent;
 pub use grh::GrhArea;
 pub use mcast::{McastGroup, MCAST_QPN};
 pub use mem::{run_on_node, MemOptions, Pages, HUGE_PAGE};
 pub use rq::{RecvQueue, SharedRecvQueue, UD_GRH_BYTES};
 pub use sq::{
-    Data, DcDest, DoorbellMode, PreparedWr, Remote, SendFlags, SendOp, SendQueue, SendWr, Sge,
-    UdDest, XRC_SEG_BYTES,
+    Data, DcDest, DoorbellMode, EthWr, PreparedWr, Remote, SendFlags, SendOp, SendQueue, SendWr,
+    Sge, UdDest, XRC_SEG_BYTES,
 };
 pub use types::{
     Access, AhAttr, ConnectOptions, CqConfig, DciStreams, DeviceCaps, Endpoint, GidEntry, GidType,

@@ -80,6 +80,7 @@ impl NullQueues {
             sq: sq_shared.clone(),
             sq_error: None,
             streams: false,
+            eth_rq: false,
             recv: RecvShared::Rq(Arc::new(RqShared::new(1, None))),
             errored: errored.clone(),
         });

@@ -49,6 +49,8 @@ use crate::types::{ConnectOptions, DeviceCaps, QpConfig, QpSizes, Transport};
 ///   says (`IBV_QPT_XRC_SEND` falls through to `IBV_QPT_XRC_RECV`'s case, which counts no
 ///   atomic segment; the kernel's own `sq_overhead` adds the XRC segment to RC's). An XRC
 ///   target has no send queue: RC's value, unused.
+/// - Raw packet: control 16 + Ethernet segment 32 (`IBV_QPT_RAW_PACKET` adds
+///   `sizeof(struct mlx5_wqe_eth_seg)`: room for rdma-core's 18-byte inline header).
 pub fn sq_overhead(transport: Transport, atomics: bool) -> u32 {
     let ds = DS as u32;
     let rc = if atomics { 3 * ds } else { 2 * ds };
@@ -59,6 +61,7 @@ pub fn sq_overhead(transport: Transport, atomics: bool) -> u32 {
         Transport::Uc => 2 * ds,
         Transport::Ud => ds + av,
         Transport::Dci => rc + av,
+        Transport::Raw => ds + size_of::<crate::prm::EthSeg>() as u32,
     }
 }
 

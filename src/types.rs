@@ -125,7 +125,11 @@ impl PacingCaps {
                 Transport::Rc => self.rc,
                 Transport::Uc => self.uc,
                 Transport::Ud => self.ud,
-                Transport::Dci | Transport::Dct | Transport::XrcIni | Transport::XrcTgt => false,
+                Transport::Dci
+                | Transport::Dct
+                | Transport::XrcIni
+                | Transport::XrcTgt
+                | Transport::Raw => false,
             }
     }
 }
@@ -357,6 +361,11 @@ pub enum Transport {
     /// requests in the XRC SRQs of its domain they name. Not a QP of [`QpConfig`]:
     /// [`XrcDomain::create_target`](crate::XrcDomain::create_target).
     XrcTgt,
+    /// Raw packet (`IBV_QPT_RAW_PACKET`): Ethernet frames, sent with
+    /// [`SendQueue::post_eth`](crate::SendQueue::post_eth) and received as the steering
+    /// rules ([`Qp::create_flow`](crate::Qp::create_flow)) deliver them; an Ethernet port
+    /// only. Brought up with [`Qp::activate_raw`](crate::Qp::activate_raw).
+    Raw,
 }
 
 /// A QP's rate limit (packet pacing: `struct ibv_qp_rate_limit_attr` of
@@ -576,6 +585,16 @@ pub enum Transition {
         /// GRH flow label (RoCE; 20 bits).
         flow_label: u32,
     },
+    /// RESET → INIT of a raw packet QP (`IBV_QP_PORT` alone): its receive queue takes
+    /// frames from here on.
+    InitRaw {
+        /// Port (from 1).
+        port: u8,
+    },
+    /// INIT → RTR of a raw packet QP: no attributes.
+    RtrRaw,
+    /// RTR → RTS of a raw packet QP: no attributes; its send queue sends from here on.
+    RtsRaw,
     /// SQE → RTS of a UD or UC QP (`IBV_QP_STATE | IBV_QP_CUR_STATE`, current state SQE).
     SqeToRts,
     /// → ERR.

@@ -24,6 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "types.rs",
             "error.rs",
+            "eth.rs",
             "cm.rs",
             "event.rs",
             "clock.rs",

@@ -397,6 +397,7 @@ fn transport_name(t: Transport) -> &'static str {
         Transport::Ud => "UD",
         Transport::Dci | Transport::Dct => "DC",
         Transport::XrcIni | Transport::XrcTgt => "XRC",
+        Transport::Raw => "raw Ethernet",
     }
 }
 

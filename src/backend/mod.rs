@@ -11,6 +11,7 @@
 use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
 use crate::error::Error;
+use crate::eth::{EthCaps, FlowRule};
 use crate::event::AsyncEvent;
 use crate::mcast::McastGroup;
 use crate::mem::MemOptions;
@@ -79,6 +80,10 @@ pub struct QpParts<B: Backend> {
 /// A backend's address handle: whatever must live as long as the AV is used (the
 /// `ibv_ah` on hardware; nothing on the model).
 pub type AhHandle = Box<dyn core::fmt::Debug + Send + Sync>;
+
+/// A backend's steering rule: destroys the rule when dropped (`ibv_destroy_flow` on
+/// hardware).
+pub type FlowHandle = Box<dyn core::fmt::Debug + Send + Sync>;
 
 /// A slow-path backend.
 pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
@@ -223,6 +228,17 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
             operation: "create AH",
             reason: "this backend has no UD support".into(),
         })
+    }
+    /// The device's Ethernet capabilities, for raw packet QPs. A backend without raw
+    /// Ethernet refuses.
+    fn eth_caps(&self) -> Result<EthCaps, Error> {
+        Err(Error::Unsupported("raw Ethernet on this backend"))
+    }
+    /// Creates the steering rule `rule` on `port` delivering frames to the raw packet QP
+    /// `qp` (`ibv_create_flow`). A backend without raw Ethernet refuses.
+    fn create_flow(&self, qp: &Self::Qp, port: u8, rule: &FlowRule) -> Result<FlowHandle, Error> {
+        let _ = (qp, port, rule);
+        Err(Error::Unsupported("raw Ethernet on this backend"))
     }
     /// Creates a QP (`config.transport`) of `config`, whose rings `sizes` (from [`QpConfig::check`]) gives.
     fn create_qp(

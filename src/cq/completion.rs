@@ -2,7 +2,7 @@
 //! the accessors and builders of the packed fields.
 
 use crate::cqz::BadCompression;
-use crate::prm::{Opcode, Syndrome, WcStatus};
+use crate::prm::{EthCqe, HdrType, Opcode, RssHashType, Syndrome, WcStatus, CQE_FLOW_TAG_MASK};
 
 use super::{swap24, ODP_PFAULT, UIDX_MASK};
 
@@ -237,6 +237,9 @@ pub(super) const HAS_INV: u8 = 2;
 pub(super) const SOLICITED: u8 = 4;
 /// [`Completion::data_in_cqe`].
 pub(super) const DATA_IN_CQE: u8 = 8;
+/// A raw packet QP's receive: [`Completion::eth`] reads `extra` as the RSS hash, `rqpn`
+/// as the flow tag (23..0) and the RSS hash type (31..24), `slid` as `hds_ip_ext`.
+pub(super) const ETH: u8 = 16;
 /// `mlx5_cqe64.l4_hdr_type_etc` bit 0 (the kernel's `handle_responder`: `vlan_present =
 /// cqe->l4_l3_hdr_type & 0x1`): the frame carried a VLAN tag.
 pub(super) const CQE_VLAN_PRESENT: u8 = 1;
@@ -245,6 +248,25 @@ pub(super) const CQE_VLAN_PRESENT: u8 = 1;
 pub(super) const GRH_IN_BUFFER: u8 = 1 << 4;
 
 impl Completion {
+    /// The Ethernet fields of a frame a raw packet QP received (`None` for any other
+    /// completion): the checksum-OK bits, the L3 / L4 header types, the VLAN tag, the
+    /// steering rule's flow tag, the RSS hash. rdma-core's `IBV_WC_IP_CSUM_OK` is
+    /// [`EthCqe::ip_csum_ok`](crate::prm::EthCqe::ip_csum_ok).
+    #[inline]
+    pub fn eth(&self) -> Option<EthCqe> {
+        (self.flags & ETH != 0).then(|| {
+            let hdr = HdrType::from_bits(self.l4_l3);
+            EthCqe {
+                ok: self.slid as u8,
+                hdr,
+                vlan: hdr.vlan().then_some(self.vlan_info),
+                flow_tag: self.rqpn & CQE_FLOW_TAG_MASK,
+                rss_hash: self.extra,
+                rss_type: RssHashType::from_bits((self.rqpn >> 24) as u8),
+            }
+        })
+    }
+
     /// Immediate data of a SEND or RDMA WRITE with immediate, host order as the sender
     /// gave it.
     #[inline]

@@ -96,6 +96,10 @@ pub(crate) struct QpEntry {
     /// A DCI with streams: a requester error CQE may be one stream's (the DCI stays in
     /// RTS), so it sets no flag; the device flushes what follows if the DCI failed.
     pub(crate) streams: bool,
+    /// A raw packet QP's receive queue, attached to its receive CQ: that CQ's receive CQEs
+    /// are its (they carry the flow tag where other QPs' carry the QPN), so the CQ serves
+    /// no other QP.
+    pub(crate) eth_rq: bool,
 }
 
 /// The QPs attached to a CQ. Attaching happens on the slow path (any thread); the poller
@@ -112,13 +116,32 @@ pub(crate) struct CqAttachments {
 impl CqAttachments {
     pub(crate) fn attach(&self, entry: QpEntry) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if !entries
-            .iter()
-            .any(|e| e.qpn == entry.qpn && Arc::ptr_eq(&e.sq, &entry.sq))
+        match entries
+            .iter_mut()
+            .find(|e| e.qpn == entry.qpn && Arc::ptr_eq(&e.sq, &entry.sq))
         {
-            entries.push(entry);
+            Some(e) => e.eth_rq |= entry.eth_rq,
+            None => entries.push(entry),
         }
         self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Whether any QP is attached.
+    pub(crate) fn serves_any(&self) -> bool {
+        !self
+            .entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    /// Whether a raw packet QP's receive queue is attached (see [`QpEntry::eth_rq`]).
+    pub(crate) fn serves_eth_rq(&self) -> bool {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|e| e.eth_rq)
     }
 
     pub(crate) fn detach(&self, qpn: u32) {
@@ -220,6 +243,8 @@ struct QpTable {
     qps: Vec<QpEntry>,
     /// Index of the QP the last CQE that was looked up named.
     last: usize,
+    /// Index of the raw packet QP whose receive queue this CQ serves, if one does.
+    eth_rq: Option<usize>,
     /// The list `qps` is a copy of, and its generation at the copy.
     attachments: Arc<CqAttachments>,
     seen: u64,
@@ -279,15 +304,12 @@ impl<U: Uar> CompletionQueue<U> {
             qps: QpTable {
                 qps: Vec::new(),
                 last: 0,
+                eth_rq: None,
                 attachments,
                 seen: u64::MAX,
                 timestamps,
                 hot_qpn: NO_QPN,
-                hot_sq: Arc::new({
-                    let placeholder = SqShared::new(1, NO_QPN);
-                    placeholder.set_gone();
-                    placeholder
-                }),
+                hot_sq: Arc::new(SqShared::gone()),
                 unzip: None,
                 scattered: None,
             },

@@ -4,11 +4,11 @@
 use core::sync::atomic::Ordering;
 
 use crate::mem::MAX_RECV_SGE;
-use crate::prm::{CqeFormat, CqeOpcode, OpOwn, Opcode};
+use crate::prm::{Cqe64, CqeFormat, CqeOpcode, OpOwn, Opcode, CQE_FLOW_TAG_MASK};
 use crate::ring::CqeEntry;
 use crate::sq::Sge;
 
-use super::completion::{DATA_IN_CQE, HAS_IMM, HAS_INV, SOLICITED};
+use super::completion::{DATA_IN_CQE, ETH, HAS_IMM, HAS_INV, SOLICITED};
 use super::*;
 
 /// A successful requester CQE of the hot QP, its WQE retired ([`QpTable::retire_req`]):
@@ -96,6 +96,20 @@ impl QpTable {
         self.qps.get(i)
     }
 
+    /// The entry a receive CQE naming `qpn` is for: the raw packet QP's when this CQ serves
+    /// one's receive queue (its CQEs carry the flow tag there), else QP `qpn`'s or the XRC
+    /// SRQ's that `srqn_uidx` names ([`QpTable::lookup_or`]).
+    fn lookup_recv(&mut self, qpn: u32, srqn_uidx: Be32) -> Option<&QpEntry> {
+        let generation = self.attachments.generation.load(Ordering::Acquire);
+        if generation != self.seen {
+            self.refresh(generation);
+        }
+        match self.eth_rq {
+            Some(i) => self.qps.get(i),
+            None => self.lookup_or(qpn, Some(srqn_uidx)),
+        }
+    }
+
     #[cold]
     fn refresh(&mut self, generation: u64) {
         let entries = self
@@ -104,6 +118,7 @@ impl QpTable {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         self.qps.clone_from(&entries);
+        self.eth_rq = self.qps.iter().position(|e| e.eth_rq);
         self.seen = generation;
         self.last = 0;
         self.hot_qpn = NO_QPN;
@@ -212,9 +227,16 @@ impl QpTable {
                 } else {
                     WcOpcode::Recv
                 };
-                let Some(qp) = self.lookup_or(qpn, Some(cqe.srqn_uidx)) else {
+                let Some(qp) = self.lookup_recv(qpn, cqe.srqn_uidx) else {
                     return unknown_qp(qpn, opcode);
                 };
+                if qp.eth_rq {
+                    let (qpn, counter) = (qp.qpn, cqe.wqe_counter.get());
+                    let Some(wr_id) = complete_recv(qp, counter) else {
+                        return unknown_wqe(qpn, opcode, counter);
+                    };
+                    return self.eth_recv(&cqe, qpn, wr_id, bits.se());
+                }
                 let counter = cqe.wqe_counter.get();
                 // The scatter list is read before the receive is retired (and its slot
                 // reused).
@@ -313,6 +335,32 @@ impl QpTable {
 }
 
 impl QpTable {
+    /// The completion of a frame received by raw packet QP `qpn` into receive `wr_id`:
+    /// the Ethernet fields kept where [`Completion::eth`] reads them.
+    #[cold]
+    fn eth_recv(&self, cqe: &Cqe64, qpn: u32, wr_id: u64, se: bool) -> Completion {
+        let flow_tag = cqe.sop_drop_qpn.get() & CQE_FLOW_TAG_MASK;
+        Completion {
+            wr_id,
+            qpn,
+            opcode: WcOpcode::Recv,
+            status: Status::Success,
+            byte_len: cqe.byte_cnt.get(),
+            uidx_wire: uidx_wire(cqe.srqn_uidx),
+            extra: cqe.rss_hash_result.get(),
+            rqpn: flow_tag | u32::from(cqe.rss_hash_type) << 24,
+            slid: u16::from(cqe.hds_ip_ext),
+            timestamp: if self.timestamps {
+                cqe.timestamp.get()
+            } else {
+                0
+            },
+            flags: ETH | if se { SOLICITED } else { 0 },
+            l4_l3: cqe.l4_l3_hdr_type,
+            vlan_info: cqe.vlan_info.get(),
+        }
+    }
+
     /// Completion `out` of a receive whose data the CQE `entry` carries (`wide`: format 2),
     /// with the data copied into its scatter list `sges` as rdma-core's
     /// `mlx5_copy_to_recv_wqe` does, or [`Status::BadScatter`].

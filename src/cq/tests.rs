@@ -121,6 +121,7 @@ fn a_detached_hot_qp_completes_nothing_and_its_number_is_looked_up_again() {
         errored: Arc::default(),
         sq_error: None,
         streams: false,
+        eth_rq: false,
     });
     q.complete(1, Opcode::RdmaWrite, CqeOpcode::Req, 0);
     assert_eq!(q.cq.poll(&mut out), 1);

@@ -82,6 +82,7 @@ impl<B: Backend> Dct<B> {
             errored: Arc::new(AtomicBool::new(false)),
             sq_error: None,
             streams: false,
+            eth_rq: false,
         });
         self.number = Some(number);
         Ok(())

@@ -22,6 +22,7 @@ mod mr;
 mod pd;
 mod qp;
 mod qp_halves;
+mod raw;
 mod srq;
 mod xrc;
 
@@ -33,5 +34,6 @@ pub use mr::MemoryRegion;
 pub use pd::ProtectionDomain;
 pub use qp::Qp;
 pub use qp_halves::{QpReceiver, QpSender};
+pub use raw::Flow;
 pub use srq::Srq;
 pub use xrc::{XrcDomain, XrcSrq, XrcTarget};

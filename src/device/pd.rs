@@ -242,7 +242,9 @@ impl<B: Backend> ProtectionDomain<B> {
         let ctx = &self.inner.ctx;
         // A DCI and an XRC initiator have a send queue alone.
         let send_only = matches!(config.transport, Transport::Dci | Transport::XrcIni);
+        let raw = config.transport == Transport::Raw;
         let sizes = config.check(&ctx.backend.caps(), srq.is_some() || send_only)?;
+        let eth = super::raw::check_cqs(ctx, send_cq, recv_cq, srq.is_some(), raw)?;
         if config.scatter_to_cqe && recv_cq.queue.compresses() {
             // No public source says how a compressed block carries scattered data.
             return Err(Error::InvalidArgument(
@@ -269,8 +271,11 @@ impl<B: Backend> ProtectionDomain<B> {
         let errored = Arc::new(AtomicBool::new(false));
         // UD and UC have a send-queue error state: their send queue refuses posts on a flag
         // of its own, which a QP error sets too.
-        let sq_error = matches!(config.transport, Transport::Ud | Transport::Uc)
-            .then(|| Arc::new(AtomicBool::new(false)));
+        let sq_error = matches!(
+            config.transport,
+            Transport::Ud | Transport::Uc | Transport::Raw
+        )
+        .then(|| Arc::new(AtomicBool::new(false)));
         let sq_shared = Arc::new(SqShared::new(parts.sq.wqe_cnt, parts.sq.qpn));
         let sq_flag = sq_error.clone().unwrap_or_else(|| errored.clone());
         // SAFETY: the descriptions stay valid while `parts.handle` lives; the QP drops its
@@ -281,6 +286,10 @@ impl<B: Backend> ProtectionDomain<B> {
             Transport::Rc | Transport::Dct | Transport::XrcTgt => {}
             Transport::Ud => sq.make_ud(&parts.sq),
             Transport::Uc => sq.make_uc(),
+            Transport::Raw => {
+                let eth = eth.as_ref().expect("checked for a raw packet QP");
+                sq.make_eth(&parts.sq, eth.min_inline, eth.max_tso)
+            }
             Transport::Dci => sq.make_dci(&parts.sq, config.dci_streams.map_or(1, |s| s.count())),
             Transport::XrcIni => sq.make_xrc(&parts.sq),
         }
@@ -310,9 +319,13 @@ impl<B: Backend> ProtectionDomain<B> {
             errored: errored.clone(),
             sq_error: sq_error.clone(),
             streams: config.dci_streams.is_some(),
+            eth_rq: false,
         };
         send_cq.inner.attachments.attach(entry.clone());
-        recv_cq.inner.attachments.attach(entry);
+        recv_cq.inner.attachments.attach(QpEntry {
+            eth_rq: raw,
+            ..entry
+        });
         lock_flags(&ctx.qps).insert(parts.qpn, errored.clone());
         if let Some(flag) = &sq_error {
             lock_flags(&ctx.sq_errors).insert(parts.qpn, flag.clone());

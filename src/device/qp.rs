@@ -255,11 +255,11 @@ impl<B: Backend> Qp<B> {
         Ok(())
     }
 
-    fn ctx(&self) -> &Context<B> {
+    pub(super) fn ctx(&self) -> &Context<B> {
         &self.core._pd.ctx
     }
 
-    fn modify(&mut self, transition: Transition, state: QpState) -> Result<(), Error> {
+    pub(super) fn modify(&mut self, transition: Transition, state: QpState) -> Result<(), Error> {
         self.ctx()
             .backend
             .modify_qp(&self.core.handle, &transition)?;

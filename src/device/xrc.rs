@@ -99,11 +99,13 @@ impl<B: Backend> XrcDomain<B> {
         let key = xrc_srq_key(key);
         cq.inner.attachments.attach(QpEntry {
             qpn: key,
-            sq: Arc::new(SqShared::new(1)),
+            // No requester CQE names the key (bit 31): a send state that matches none.
+            sq: Arc::new(SqShared::gone()),
             recv: RecvShared::Srq(shared),
             errored: Arc::new(AtomicBool::new(false)),
             sq_error: None,
             streams: false,
+            eth_rq: false,
         });
         Ok(XrcSrq {
             queue,

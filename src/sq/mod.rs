@@ -24,6 +24,7 @@ use crate::ring::{Ring, RingView, Staging};
 mod dc;
 pub(crate) mod dm;
 mod doorbell;
+mod eth;
 mod prepared;
 mod shared;
 #[cfg(test)]
@@ -38,6 +39,7 @@ use dm::DmSlots;
 
 pub use dc::DcDest;
 pub use doorbell::DoorbellMode;
+pub use eth::EthWr;
 pub use prepared::PreparedWr;
 pub use shared::SqDesc;
 pub(crate) use shared::{qpn_key, SqShared};
@@ -47,6 +49,7 @@ pub use xrc::XRC_SEG_BYTES;
 
 use dc::DcEntry;
 use doorbell::{effective_mode, pushed_count, ring_last, NO_BF};
+use eth::EthEntry;
 use shared::SqSlot;
 use ud::UdEntry;
 use write::{Cursor, Limits, Written};
@@ -92,6 +95,8 @@ pub struct SendQueue<U: Uar> {
     dc: Option<DcEntry>,
     /// The XRC post entry ([`SendQueue::post_xrc`]) of an XRC initiator's queue.
     xrc: Option<XrcEntry>,
+    /// The raw packet post entry ([`SendQueue::post_eth`]) of a raw packet QP's queue.
+    eth: Option<EthEntry>,
     /// This queue's identity, for the [`PreparedWr`]s it prepares.
     id: u64,
     /// The device-memory send path ([`SendQueue::post_dm`]), when attached.
@@ -189,6 +194,7 @@ impl<U: Uar> SendQueue<U> {
             ud: None,
             dc: None,
             xrc: None,
+            eth: None,
             id: prepared::next_queue_id(),
             dm: None,
         };
@@ -266,6 +272,10 @@ impl<U: Uar> SendQueue<U> {
         }
         if let Some(xrc) = &mut self.xrc {
             xrc.set_ready(ready, self.c.pi);
+            return;
+        }
+        if let Some(eth) = &mut self.eth {
+            eth.set_ready(ready, self.c.pi);
             return;
         }
         self.k.ready = self.k.ready.set(ready);

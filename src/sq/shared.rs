@@ -99,6 +99,14 @@ impl SqShared {
         }
     }
 
+    /// A one-slot state that no CQE's key matches ([`SqShared::is_gone`]): a poller's
+    /// placeholder, or the entry of an XRC SRQ, which has no send queue.
+    pub(crate) fn gone() -> Self {
+        let state = SqShared::new(1, 0);
+        state.set_gone();
+        state
+    }
+
     /// The key ([`qpn_key`]) of this QP's CQEs, or one no CQE has once the QP is gone
     /// ([`SqShared::is_gone`]).
     #[inline(always)]

@@ -19,7 +19,6 @@ use crate::prm::{Av, CompactAv, DS};
 use crate::ring::WqeBuf;
 use crate::types::Transport;
 
-use super::doorbell::{bound_now, ring_last};
 use super::wr::{Data, SendOp, SendWr};
 use super::write::{Cursor, Limits, Ready, Xport};
 use super::SendQueue;
@@ -77,6 +76,33 @@ pub(super) enum Doorbell {
     /// Ring with the next [`SendQueue::ring_doorbell`] or post.
     Later,
 }
+
+/// Rings the doorbell for the WQE `$written` just written (producer count `$pi` after it)
+/// with any pushed before, or leaves it pushed, as `$doorbell` says; on the fields of the
+/// queue `$sq` (the WQE borrows its ring).
+macro_rules! ring_or_push {
+    ($sq:expr, $written:expr, $pi:expr, $doorbell:expr) => {
+        match $doorbell {
+            $crate::sq::ud::Doorbell::Now => {
+                let bf_max =
+                    $crate::sq::doorbell::bound_now(&mut $sq.pushed, $sq.bf_single, $sq.bf_batch);
+                $crate::sq::doorbell::ring_last(
+                    &mut $sq.bf,
+                    &$sq.dbrec,
+                    $pi,
+                    &$sq.ring,
+                    &$written,
+                    bf_max,
+                );
+            }
+            $crate::sq::ud::Doorbell::Later => {
+                $sq.last_offset = $written.offset;
+                $sq.pushed += 1;
+            }
+        }
+    };
+}
+pub(super) use ring_or_push;
 
 /// The UD entry of a queue: its limits with the full and with the compact datagram segment
 /// counted in every WQE, its room limit and the path MTU.
@@ -225,16 +251,7 @@ impl<U: Uar> SendQueue<U> {
             pi: cur.pi,
             limit: cur.pi,
         };
-        match doorbell {
-            Doorbell::Now => {
-                let bf_max = bound_now(&mut self.pushed, self.bf_single, self.bf_batch);
-                ring_last(&mut self.bf, &self.dbrec, cur.pi, ring, &written, bf_max);
-            }
-            Doorbell::Later => {
-                self.last_offset = written.offset;
-                self.pushed += 1;
-            }
-        }
+        ring_or_push!(self, written, cur.pi, doorbell);
         Ok(cur.limit)
     }
 }

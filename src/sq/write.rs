@@ -87,6 +87,10 @@ pub(super) enum Ready {
     ///
     /// [`SendQueue::post_xrc`]: super::SendQueue::post_xrc
     XrcOnly,
+    /// Never: this is a raw packet QP's queue, posted through [`SendQueue::post_eth`].
+    ///
+    /// [`SendQueue::post_eth`]: super::SendQueue::post_eth
+    EthOnly,
     /// A UC queue, not ready.
     UcNo,
     /// A UC queue, ready.
@@ -132,6 +136,9 @@ impl Ready {
             },
             Ready::XrcOnly => PostError::WrongTransport {
                 transport: Transport::XrcIni,
+            },
+            Ready::EthOnly => PostError::WrongTransport {
+                transport: Transport::Raw,
             },
             _ => PostError::NotReadyToSend,
         }

@@ -9,6 +9,7 @@ pub mod dc;
 pub mod hostile;
 pub mod matrix;
 pub mod prop;
+pub mod raw;
 pub mod ud;
 
 use std::time::{Duration, Instant};

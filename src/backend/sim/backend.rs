@@ -4,10 +4,11 @@ use core::ptr::NonNull;
 use core::time::Duration;
 use std::sync::atomic::Ordering;
 
-use crate::backend::{AhHandle, Backend, QpParts};
+use crate::backend::{AhHandle, Backend, FlowHandle, QpParts};
 use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
 use crate::error::{DmRefusal, Error, McastRefusal};
+use crate::eth::{EthCaps, FlowRule};
 use crate::event::AsyncEvent;
 use crate::mcast::McastGroup;
 use crate::mem::{MemOptions, Memory};
@@ -405,6 +406,16 @@ impl Backend for Sim {
             })
     }
 
+    fn eth_caps(&self) -> Result<EthCaps, Error> {
+        Ok(super::eth::eth_caps(&self.nic))
+    }
+
+    fn create_flow(&self, qp: &SimQp, port: u8, rule: &FlowRule) -> Result<FlowHandle, Error> {
+        Ok(Box::new(super::eth::create_flow(
+            &self.nic, qp.qpn, port, rule,
+        )?))
+    }
+
     fn create_qp(
         &self,
         pd: &SimPd,
@@ -440,6 +451,7 @@ impl Backend for Sim {
                         "a DCT or XRC target is made by create_dct or create_target, not create_qp",
                     )),
                     Transport::Uc => hw::Transport::Uc,
+                    Transport::Raw => hw::Transport::Raw,
                 },
                 pdn: pd.pdn,
                 send_cqn: send_cq.cqn,
@@ -641,6 +653,9 @@ impl Backend for Sim {
                 dc_key: qp.dc_key,
                 global,
             },
+            Transition::InitRaw { port } => hw::QpTransition::InitRaw { port },
+            Transition::RtrRaw => hw::QpTransition::RtrRaw,
+            Transition::RtsRaw => hw::QpTransition::RtsRaw,
             Transition::SqeToRts => hw::QpTransition::SqeToRts,
             Transition::Err => hw::QpTransition::Err,
             Transition::Reset => hw::QpTransition::Reset,

@@ -19,6 +19,7 @@ use crate::prm::CQE_SIZE;
 use crate::types::Access;
 
 mod backend;
+mod eth;
 mod handles;
 
 pub use handles::{SimChannel, SimCq, SimDm, SimMr, SimPd, SimQp, SimSrq, SimUar, SimXrcd};

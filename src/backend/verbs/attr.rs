@@ -182,8 +182,18 @@ pub(crate) fn qp_attr(transition: &Transition, path: &PathInfo) -> Result<(ibv_q
             attr.qkey = qkey;
             m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT | m::IBV_QP_QKEY
         }
-        Transition::RtrUd => {
+        Transition::RtrUd | Transition::RtrRaw => {
             attr.qp_state = ibv_qp_state::IBV_QPS_RTR;
+            m::IBV_QP_STATE
+        }
+        // Raw packet ([KCORE] `qp_state_table`): the port alone at INIT, nothing after.
+        Transition::InitRaw { port } => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_INIT;
+            attr.port_num = port;
+            m::IBV_QP_STATE | m::IBV_QP_PORT
+        }
+        Transition::RtsRaw => {
+            attr.qp_state = ibv_qp_state::IBV_QPS_RTS;
             m::IBV_QP_STATE
         }
         Transition::RtsUd { sq_psn } | Transition::RtsUc { sq_psn } => {

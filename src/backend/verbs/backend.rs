@@ -322,6 +322,11 @@ impl Backend for Verbs {
                     "an XRC target is made by create_xrc_target, not create_qp",
                 ))
             }
+            Transport::Raw => {
+                return Err(Error::Unsupported(
+                    "raw packet QPs through verbs (not built yet: docs/transports.md)",
+                ))
+            }
         };
         // rdma-core sizes the ring for `max_send_wr` WRs of its worst-case WQE for the
         // operations named below (verbs.c `mlx5_calc_sq_size`): `sizes` asks for as many as

@@ -472,7 +472,8 @@ pub(super) fn send_ops(transport: Transport, atomics: bool) -> u64 {
         op::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
     ];
     let (connected, read, atomic): (&[op], &[op], &[op]) = match transport {
-        Transport::Ud => (&[], &[], &[]),
+        // A raw packet QP sends Ethernet frames (SEND; TSO has its own flag).
+        Transport::Ud | Transport::Raw => (&[], &[], &[]),
         Transport::Uc => (&connected, &[], &[]),
         // A DCI takes RC's operations (`MLX5_SUPPORTED_SEND_OPS_FLAGS_DCI`), so does an
         // XRC initiator (`MLX5_SUPPORTED_SEND_OPS_FLAGS_XRC`); a DCT and an XRC target have

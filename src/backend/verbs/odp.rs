@@ -66,6 +66,8 @@ impl OdpCaps {
             Transport::Rc => ("RC", self.rc, SEND | recv | WRITE | READ),
             Transport::Uc => ("UC", self.uc, SEND | recv | WRITE),
             Transport::Ud => ("UD", self.ud, SEND | recv),
+            // `struct ibv_odp_caps` has no raw packet entry: never on demand.
+            Transport::Raw => ("raw packet", 0, SEND | recv),
             Transport::Dci => ("DC", self.dc, SEND | WRITE | READ),
             Transport::Dct => ("DC", self.dc, SRQ_RECV | WRITE | READ),
             // `xrc_odp_caps` is not read: no XRC QP is on demand here.
