@@ -83,6 +83,25 @@ pub enum EthRefusal {
     },
     /// A frame of no bytes.
     EmptyFrame,
+    /// Enhanced multi-packet send on a device without it
+    /// ([`EthCaps::enhanced_mpw`]), or that needs an inline header (eMPW carries none:
+    /// DPDK does not use it there).
+    EmpwUnsupported,
+    /// An eMPW WQE of no packet, or of more than DPDK's 32 (`MLX5_EMPW_MAX_PACKETS`).
+    EmpwPackets {
+        /// Packets given.
+        count: usize,
+    },
+    /// An eMPW WQE over DPDK's 60 DS (`MLX5_WQE_SIZE_MAX`, 960 bytes).
+    EmpwTooLarge {
+        /// Its size in 16-byte units.
+        ds: usize,
+    },
+    /// An inline eMPW packet over DPDK's 268 bytes (`MLX5_EMPW_DEF_INLINE_LEN`).
+    EmpwInlineTooLarge {
+        /// Its length.
+        len: usize,
+    },
 }
 
 impl core::fmt::Display for EthRefusal {
@@ -103,6 +122,18 @@ impl core::fmt::Display for EthRefusal {
                 write!(f, "a TSO payload of {len} bytes exceeds the device's {max}")
             }
             EthRefusal::EmptyFrame => f.write_str("an Ethernet frame of no bytes"),
+            EthRefusal::EmpwUnsupported => f.write_str(
+                "enhanced multi-packet send needs the device's cap and no inline header",
+            ),
+            EthRefusal::EmpwPackets { count } => {
+                write!(f, "an eMPW WQE of {count} packets (1 to 32)")
+            }
+            EthRefusal::EmpwTooLarge { ds } => {
+                write!(f, "an eMPW WQE of {ds} DS exceeds 60")
+            }
+            EthRefusal::EmpwInlineTooLarge { len } => {
+                write!(f, "an inline eMPW packet of {len} bytes exceeds 268")
+            }
         }
     }
 }

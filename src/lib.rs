@@ -280,8 +280,8 @@ pub use mcast::{McastGroup, MCAST_QPN};
 pub use mem::{run_on_node, MemOptions, Pages, HUGE_PAGE};
 pub use rq::{RecvQueue, SharedRecvQueue, UD_GRH_BYTES};
 pub use sq::{
-    Data, DcDest, DoorbellMode, EthWr, PreparedWr, Remote, SendFlags, SendOp, SendQueue, SendWr,
-    Sge, UdDest, XRC_SEG_BYTES,
+    Data, DcDest, DoorbellMode, EmpwPacket, EmpwWr, EthWr, PreparedWr, Remote, SendFlags, SendOp,
+    SendQueue, SendWr, Sge, UdDest, XRC_SEG_BYTES,
 };
 pub use types::{
     Access, AhAttr, ConnectOptions, CqConfig, DciStreams, DeviceCaps, Endpoint, GidEntry, GidType,

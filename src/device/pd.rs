@@ -286,10 +286,7 @@ impl<B: Backend> ProtectionDomain<B> {
             Transport::Rc | Transport::Dct | Transport::XrcTgt => {}
             Transport::Ud => sq.make_ud(&parts.sq),
             Transport::Uc => sq.make_uc(),
-            Transport::Raw => {
-                let eth = eth.as_ref().expect("checked for a raw packet QP");
-                sq.make_eth(&parts.sq, eth.min_inline, eth.max_tso)
-            }
+            Transport::Raw => sq.make_eth(&parts.sq, eth.expect("checked for a raw packet QP")),
             Transport::Dci => sq.make_dci(&parts.sq, config.dci_streams.map_or(1, |s| s.count())),
             Transport::XrcIni => sq.make_xrc(&parts.sq),
         }

@@ -10,7 +10,7 @@
 use core::sync::atomic::Ordering;
 
 use crate::error::PostError;
-use crate::eth::{Checksum, EthRefusal, VlanInsert};
+use crate::eth::{Checksum, EthCaps, EthRefusal, VlanInsert};
 use crate::mmio::Uar;
 use crate::prm::{
     self, Be32, CtrlSeg, DataSeg, EthSeg, InlineSeg, Opcode, DS, MAX_DS, SEND_WQE_BB,
@@ -61,14 +61,12 @@ impl<'a> EthWr<'a> {
     }
 }
 
-/// The raw entry of a queue: its limits, its room limit and the device's minimum inline
-/// header and TSO limit.
+/// The raw entry of a queue: its limits, its room limit and the device's Ethernet caps.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct EthEntry {
-    k: Limits,
+    pub(super) k: Limits,
     limit: u32,
-    min_inline: usize,
-    max_tso: u32,
+    pub(super) caps: EthCaps,
 }
 
 impl EthEntry {
@@ -81,20 +79,18 @@ impl EthEntry {
 }
 
 /// The largest WQE: 63 DS.
-const MAX_WQE: usize = MAX_DS * DS;
+pub(super) const MAX_WQE: usize = MAX_DS * DS;
 
 impl<U: Uar> SendQueue<U> {
-    /// Makes this the queue of a raw packet QP on a device that needs `min_inline` bytes
-    /// of inline header and sends TSO payloads of at most `max_tso` bytes:
-    /// [`SendQueue::post_eth`] only.
-    pub(crate) fn make_eth(&mut self, desc: &super::SqDesc, min_inline: usize, max_tso: u32) {
+    /// Makes this the queue of a raw packet QP on a device with `caps`:
+    /// [`SendQueue::post_eth`] and [`SendQueue::post_empw`] only.
+    pub(crate) fn make_eth(&mut self, desc: &super::SqDesc, caps: EthCaps) {
         self.k.ready = Ready::EthOnly;
         self.c.limit = self.c.pi;
         self.eth = Some(EthEntry {
             k: Limits::new(desc, 1),
             limit: self.c.pi,
-            min_inline,
-            max_tso,
+            caps,
         });
     }
 
@@ -114,6 +110,14 @@ impl<U: Uar> SendQueue<U> {
     }
 
     fn write_eth(&mut self, wr: &EthWr<'_>, doorbell: Doorbell) -> Result<(), PostError> {
+        let eth = self.eth_entry()?;
+        let mut image = [0u8; MAX_WQE];
+        let ds = eth.build(wr, self.c.pi, self.qpn, &mut image)?;
+        self.post_image(eth, &image[..ds * DS], wr.wr_id, doorbell)
+    }
+
+    /// The raw entry, once the queue is known to be a raw packet QP's and not in error.
+    pub(super) fn eth_entry(&self) -> Result<EthEntry, PostError> {
         let Some(eth) = self.eth else {
             let transport = match (self.ud.is_some(), self.k.ready.uc()) {
                 (true, _) => Transport::Ud,
@@ -125,8 +129,20 @@ impl<U: Uar> SendQueue<U> {
         if self.errored.load(Ordering::Relaxed) {
             return Err(PostError::NotReadyToSend);
         }
-        let mut image = [0u8; MAX_WQE];
-        let ds = eth.build(wr, self.c.pi, self.qpn, &mut image)?;
+        Ok(eth)
+    }
+
+    /// Copies the checked WQE `image` (its control segment written for the producer count)
+    /// into the ring, records `wr_id` for the poller and rings the doorbell or leaves the
+    /// WQE pushed; refused when the ring has no room for it.
+    pub(super) fn post_image(
+        &mut self,
+        eth: EthEntry,
+        image: &[u8],
+        wr_id: u64,
+        doorbell: Doorbell,
+    ) -> Result<(), PostError> {
+        let ds = image.len() / DS;
         let bbs = prm::wqebbs(ds) as u32;
         let mut cur = Cursor {
             pi: self.c.pi,
@@ -144,11 +160,11 @@ impl<U: Uar> SendQueue<U> {
         );
         let first = ring.view().block(start);
         // SAFETY: `ds * 16 <= bbs * 64` bytes, the WQE's length.
-        unsafe { wqe.bytes(0, &image[..ds * DS]) };
+        unsafe { wqe.bytes(0, image) };
         drop(wqe);
         let next_pi = cur.pi.wrapping_add(bbs);
         // SAFETY: `start` is a masked offset of this queue's ring, one slot per WQEBB.
-        unsafe { record(&*self.shared, start, wr.wr_id, next_pi, SqSlot::pack(0, 0)) };
+        unsafe { record(&*self.shared, start, wr_id, next_pi, SqSlot::pack(0, 0)) };
         let written = Written {
             offset: start,
             bytes: ds * DS,
@@ -179,13 +195,13 @@ impl EthEntry {
     ) -> Result<usize, PostError> {
         let refuse = |why| Err(PostError::Ethernet(why));
         let header = wr.header;
-        if wr.vlan.is_some() && (!header.is_empty() || self.min_inline != 0) {
+        if wr.vlan.is_some() && (!header.is_empty() || self.caps.min_inline != 0) {
             return refuse(EthRefusal::VlanWithInlineHeader);
         }
-        if wr.vlan.is_none() && header.len() < self.min_inline {
+        if wr.vlan.is_none() && header.len() < self.caps.min_inline {
             return refuse(EthRefusal::HeaderTooShort {
                 len: header.len(),
-                min: self.min_inline,
+                min: self.caps.min_inline,
             });
         }
         let (data_ds, data_len) = match wr.data {
@@ -221,10 +237,10 @@ impl EthEntry {
             if header.len() < prm::ETH_L2_MIN_HEADER_SIZE {
                 return refuse(EthRefusal::TsoHeaderTooShort { len: header.len() });
             }
-            if data_len > u64::from(self.max_tso) {
+            if data_len > u64::from(self.caps.max_tso) {
                 return refuse(EthRefusal::TsoTooLarge {
                     len: data_len,
-                    max: self.max_tso,
+                    max: self.caps.max_tso,
                 });
             }
             Opcode::Tso

@@ -24,6 +24,7 @@ use crate::ring::{Ring, RingView, Staging};
 mod dc;
 pub(crate) mod dm;
 mod doorbell;
+mod empw;
 mod eth;
 mod prepared;
 mod shared;
@@ -39,6 +40,7 @@ use dm::DmSlots;
 
 pub use dc::DcDest;
 pub use doorbell::DoorbellMode;
+pub use empw::{EmpwPacket, EmpwWr};
 pub use eth::EthWr;
 pub use prepared::PreparedWr;
 pub use shared::SqDesc;
