@@ -138,6 +138,60 @@ impl core::fmt::Display for EthRefusal {
     }
 }
 
+/// A striding (multi-packet) receive work queue (`mlx5dv_create_wq` with
+/// `MLX5DV_WQ_INIT_ATTR_MASK_STRIDING_RQ`): `1 << log_wqes` WQEs, each a buffer of
+/// `1 << log_num_strides` strides of `1 << log_stride_bytes` bytes; a frame takes
+/// consecutive strides of the WQE being filled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct StridingConfig {
+    /// log2 of the WQEs in the ring.
+    pub log_wqes: u8,
+    /// `single_stride_log_num_of_bytes` (6..=13 on mlx5).
+    pub log_stride_bytes: u8,
+    /// `single_wqe_log_num_of_strides` (9..=16, or from 3 with `ext_stride_num_range`).
+    pub log_num_strides: u8,
+    /// `two_byte_shift_en`: each frame starts 2 bytes into its first stride (so that its
+    /// IP header is 4-byte aligned).
+    pub two_byte_shift: bool,
+}
+
+impl StridingConfig {
+    /// Bytes of one WQE's buffer.
+    pub fn wqe_bytes(&self) -> usize {
+        1 << (self.log_stride_bytes + self.log_num_strides)
+    }
+}
+
+/// An RSS QP's hash (`struct ibv_rx_hash_conf`, Toeplitz, the one function mlx5 has):
+/// the 40-byte key and the fields (`enum ibv_rx_hash_fields` bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RxHashConfig {
+    /// The Toeplitz key.
+    pub key: [u8; 40],
+    /// `IBV_RX_HASH_*` bits: [`RxHashConfig::SRC_IPV4`] and the others.
+    pub fields: u32,
+}
+
+impl RxHashConfig {
+    /// `IBV_RX_HASH_SRC_IPV4`.
+    pub const SRC_IPV4: u32 = 1 << 0;
+    /// `IBV_RX_HASH_DST_IPV4`.
+    pub const DST_IPV4: u32 = 1 << 1;
+    /// `IBV_RX_HASH_SRC_IPV6`.
+    pub const SRC_IPV6: u32 = 1 << 2;
+    /// `IBV_RX_HASH_DST_IPV6`.
+    pub const DST_IPV6: u32 = 1 << 3;
+    /// `IBV_RX_HASH_SRC_PORT_TCP`.
+    pub const SRC_PORT_TCP: u32 = 1 << 4;
+    /// `IBV_RX_HASH_DST_PORT_TCP`.
+    pub const DST_PORT_TCP: u32 = 1 << 5;
+    /// `IBV_RX_HASH_SRC_PORT_UDP`.
+    pub const SRC_PORT_UDP: u32 = 1 << 6;
+    /// `IBV_RX_HASH_DST_PORT_UDP`.
+    pub const DST_PORT_UDP: u32 = 1 << 7;
+}
+
 /// What kind of steering rule (`enum ibv_flow_attr_type`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

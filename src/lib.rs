@@ -261,18 +261,19 @@ pub use channel::AsyncCompChannel;
 pub use channel::CompChannel;
 pub use clock::ClockInfo;
 pub use cm::{CmError, CmEvent, CmPrivateData};
+pub use cq::mprq::{StridedFrame, StridingError};
 pub use cq::{Completion, CompletionQueue, CompletionView, Status, WcError, WcOpcode};
 pub use cqz::{BadCompression, CqeCompression};
 pub use dci_pool::DciPool;
 pub use device::{
     AddressHandle, Context, Cq, Dct, Flow, MemoryRegion, ProtectionDomain, Qp, QpReceiver,
-    QpSender, Srq, XrcDomain, XrcSrq, XrcTarget,
+    QpSender, RssQp, Srq, StridingWq, XrcDomain, XrcSrq, XrcTarget,
 };
 pub use dm::{DeviceMemory, DmRegion, DmSlots, DM_LINE};
 pub use error::{DmRefusal, Error, McastRefusal, PostError};
 pub use eth::{
     Checksum, EthCaps, EthFilter, EthRefusal, FlowKind, FlowRule, FlowSpec, Ipv4Filter, Ipv6Filter,
-    L4Filter, VlanInsert,
+    L4Filter, RxHashConfig, StridingConfig, VlanInsert,
 };
 pub use event::AsyncEvent;
 pub use grh::GrhArea;

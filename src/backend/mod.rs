@@ -9,9 +9,10 @@
 //!   `mlx5dv` holds its hand-written mlx5dv FFI declarations.
 
 use crate::clock::ClockInfo;
+use crate::cq::mprq::WqDesc;
 use crate::cq::CqDesc;
 use crate::error::Error;
-use crate::eth::{EthCaps, FlowRule};
+use crate::eth::{EthCaps, FlowRule, RxHashConfig, StridingConfig};
 use crate::event::AsyncEvent;
 use crate::mcast::McastGroup;
 use crate::mem::MemOptions;
@@ -84,6 +85,23 @@ pub type AhHandle = Box<dyn core::fmt::Debug + Send + Sync>;
 /// A backend's steering rule: destroys the rule when dropped (`ibv_destroy_flow` on
 /// hardware).
 pub type FlowHandle = Box<dyn core::fmt::Debug + Send + Sync>;
+
+/// A backend's receive work queue (`ibv_wq`): destroyed when dropped.
+pub trait WqObject: core::fmt::Debug + Send + Sync {
+    /// Its number.
+    fn wqn(&self) -> u32;
+    /// Moves it RESET → RDY (`ibv_modify_wq`): it takes frames from an RSS QP from here on.
+    fn ready(&self) -> Result<(), Error>;
+}
+
+/// A backend's RSS QP (`ibv_create_qp_ex` with an indirection table and a hash):
+/// destroyed when dropped.
+pub trait RssObject: core::fmt::Debug + Send + Sync {
+    /// Its number.
+    fn qpn(&self) -> u32;
+    /// Creates the steering rule `rule` on `port` delivering to it.
+    fn create_flow(&self, port: u8, rule: &FlowRule) -> Result<FlowHandle, Error>;
+}
 
 /// A slow-path backend.
 pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
@@ -239,6 +257,30 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
     fn create_flow(&self, qp: &Self::Qp, port: u8, rule: &FlowRule) -> Result<FlowHandle, Error> {
         let _ = (qp, port, rule);
         Err(Error::Unsupported("raw Ethernet on this backend"))
+    }
+    /// Creates a striding receive work queue of `config` completing on `cq`, in RESET,
+    /// its ring and record the backend's (`mlx5dv_create_wq` with
+    /// `MLX5DV_WQ_INIT_ATTR_MASK_STRIDING_RQ`). A backend without it refuses.
+    fn create_striding_wq(
+        &self,
+        pd: &Self::Pd,
+        cq: &Self::Cq,
+        config: &StridingConfig,
+    ) -> Result<(Box<dyn WqObject>, WqDesc), Error> {
+        let _ = (pd, cq, config);
+        Err(Error::Unsupported("striding work queues on this backend"))
+    }
+    /// Creates an RSS QP over the work queues `wqns` (the indirection table, a power of
+    /// two of them: `ibv_create_rwq_ind_table`) with `hash` (`None`: every frame to the
+    /// first). A backend without it refuses.
+    fn create_rss_qp(
+        &self,
+        pd: &Self::Pd,
+        wqns: &[u32],
+        hash: Option<&RxHashConfig>,
+    ) -> Result<Box<dyn RssObject>, Error> {
+        let _ = (pd, wqns, hash);
+        Err(Error::Unsupported("RSS QPs on this backend"))
     }
     /// Creates a QP (`config.transport`) of `config`, whose rings `sizes` (from [`QpConfig::check`]) gives.
     fn create_qp(

@@ -34,13 +34,16 @@ use std::sync::{Arc, Mutex};
 use crate::cqz::{CqeCompression, Unzip};
 use crate::mem::MrTable;
 use crate::mmio::{ring_cq_arm, udma_from_device_barrier, DbRec, Uar};
-use crate::prm::{self, validity_count, Arm, ArmCmd, Be32, CqeCompLayout, CqeFormat, CqeOpcode};
+use crate::prm::{
+    self, validity_count, Arm, ArmCmd, Be32, CqeCompLayout, CqeFormat, CqeOpcode, CQE_SIZE,
+};
 use crate::ring::CqBuf;
 use crate::rq::{RqShared, SrqShared};
 use crate::sq::{qpn_key, SqShared};
 
 mod completion;
 mod lean;
+pub mod mprq;
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -373,6 +376,28 @@ impl<U: Uar> CompletionQueue<U> {
     #[inline(always)]
     pub fn poll(&mut self, out: &mut [Completion]) -> usize {
         self.poll_into(out)
+    }
+
+    /// The next CQE software owns, whole, the consumer index moved past it: for a queue
+    /// that parses its own CQEs (a striding work queue's dedicated CQ, [`mprq`]). Only for
+    /// a CQ without compression.
+    pub(crate) fn next_raw(&mut self) -> Option<[u8; CQE_SIZE]> {
+        let at = self.head;
+        if owner_key(self.buf.own_byte(at), self.owner) >= OWNED_BELOW {
+            return None;
+        }
+        udma_from_device_barrier();
+        let cqe = self.buf.entry_at(at).read().to_bytes();
+        self.head = match self.buf.next_pos(at) {
+            Some(next) => next,
+            None => {
+                self.owner ^= 1;
+                self.buf.start()
+            }
+        };
+        self.ci = self.ci.wrapping_add(1);
+        self.set_ci.write(prm::cq_set_ci(self.ci));
+        Some(cqe)
     }
 
     /// The poll loop of [`poll`](Self::poll) and [`poll_with`](Self::poll_with): up to

@@ -24,6 +24,7 @@ mod qp;
 mod qp_halves;
 mod raw;
 mod srq;
+mod wq;
 mod xrc;
 
 pub use ah::AddressHandle;
@@ -36,4 +37,5 @@ pub use qp::Qp;
 pub use qp_halves::{QpReceiver, QpSender};
 pub use raw::Flow;
 pub use srq::Srq;
+pub use wq::{RssQp, StridingWq};
 pub use xrc::{XrcDomain, XrcSrq, XrcTarget};

@@ -11,7 +11,7 @@ use crate::types::{QpState, Transition, Transport};
 
 use super::context::Context;
 use super::cq::Cq;
-use super::qp::{Qp, QpCore};
+use super::qp::Qp;
 
 /// What creating a QP checks of its CQs for raw packet QPs: a raw packet QP's receive
 /// CQ serves it alone (its receive CQEs carry the steering rule's flow tag where other
@@ -54,14 +54,24 @@ impl<B: Backend> Context<B> {
     }
 }
 
-/// A steering rule delivering frames to a raw packet QP ([`Qp::create_flow`]); destroyed
-/// when dropped. It keeps its QP's device object alive (the kernel refuses to destroy a QP
-/// a rule steers to).
+/// A steering rule delivering frames to a raw packet QP ([`Qp::create_flow`]) or an RSS
+/// QP ([`RssQp::create_flow`](crate::RssQp::create_flow)); destroyed when dropped. It
+/// keeps its QP's device object alive (the kernel refuses to destroy a QP a rule steers
+/// to).
 #[derive(Debug)]
-pub struct Flow<B: Backend> {
-    // Dropped before the QP's core (field order).
+pub struct Flow {
+    // Dropped before the QP (field order).
     _handle: FlowHandle,
-    _qp: Arc<QpCore<B>>,
+    _target: Arc<dyn core::fmt::Debug + Send + Sync>,
+}
+
+impl Flow {
+    pub(super) fn new(handle: FlowHandle, target: Arc<dyn core::fmt::Debug + Send + Sync>) -> Flow {
+        Flow {
+            _handle: handle,
+            _target: target,
+        }
+    }
 }
 
 impl<B: Backend> Qp<B> {
@@ -95,7 +105,7 @@ impl<B: Backend> Qp<B> {
     /// to this raw packet QP (`ibv_create_flow`). Refused as the device refuses: a rule
     /// the device cannot match ([`Error::Unsupported`]), conflicting specs or a tag on a
     /// default rule ([`Error::InvalidArgument`]).
-    pub fn create_flow(&self, rule: &FlowRule) -> Result<Flow<B>, Error> {
+    pub fn create_flow(&self, rule: &FlowRule) -> Result<Flow, Error> {
         if self.core.transport != Transport::Raw {
             return Err(Error::InvalidArgument(
                 "steering rules deliver to raw packet QPs",
@@ -105,9 +115,6 @@ impl<B: Backend> Qp<B> {
             .ctx()
             .backend
             .create_flow(&self.core.handle, self.port, rule)?;
-        Ok(Flow {
-            _handle: handle,
-            _qp: self.core.clone(),
-        })
+        Ok(Flow::new(handle, self.core.clone()))
     }
 }

@@ -4,11 +4,12 @@ use core::ptr::NonNull;
 use core::time::Duration;
 use std::sync::atomic::Ordering;
 
-use crate::backend::{AhHandle, Backend, FlowHandle, QpParts};
+use crate::backend::{AhHandle, Backend, FlowHandle, QpParts, RssObject, WqObject};
 use crate::clock::ClockInfo;
+use crate::cq::mprq::WqDesc;
 use crate::cq::CqDesc;
 use crate::error::{DmRefusal, Error, McastRefusal};
-use crate::eth::{EthCaps, FlowRule};
+use crate::eth::{EthCaps, FlowRule, RxHashConfig, StridingConfig};
 use crate::event::AsyncEvent;
 use crate::mcast::McastGroup;
 use crate::mem::{MemOptions, Memory};
@@ -414,6 +415,72 @@ impl Backend for Sim {
         Ok(Box::new(super::eth::create_flow(
             &self.nic, qp.qpn, port, rule,
         )?))
+    }
+
+    fn create_striding_wq(
+        &self,
+        pd: &SimPd,
+        cq: &SimCq,
+        config: &StridingConfig,
+    ) -> Result<(Box<dyn WqObject>, WqDesc), Error> {
+        // The 32-byte `mlx5_mprq_wqe`s, then the record, as rdma-core's `create_wq`.
+        let (rings, records) = pd.ring_memory(self.rings);
+        let wqes = 1usize << config.log_wqes;
+        let buf = self.ring((wqes * 32).max(SEND_WQE_BB), &rings)?;
+        let dbrec = self.ring(CQE_SIZE, &records)?;
+        let params = hw::WqParams {
+            pdn: pd.pdn,
+            cqn: cq.cqn,
+            buf: addr(&buf),
+            log_wqe_cnt: config.log_wqes,
+            log_stride: 5,
+            dbrec: addr(&dbrec),
+            user_index: 0,
+            striding: Some(hw::Striding {
+                log_stride_bytes: config.log_stride_bytes,
+                log_num_strides: config.log_num_strides,
+                two_byte_shift: config.two_byte_shift,
+            }),
+        };
+        // SAFETY: the ring and record live in the handle, which destroys the WQ first.
+        let wqn =
+            unsafe { self.nic.create_wq(&params) }.map_err(super::eth::refused("create WQ"))?;
+        let desc = WqDesc {
+            buf: buf.non_null(),
+            wqe_cnt: wqes as u32,
+            dbrec: dbrec.non_null().cast(),
+        };
+        let wq = super::eth::SimWq {
+            nic: self.nic.clone(),
+            wqn,
+            _buf: buf,
+            _dbrec: dbrec,
+        };
+        Ok((Box::new(wq), desc))
+    }
+
+    fn create_rss_qp(
+        &self,
+        pd: &SimPd,
+        wqns: &[u32],
+        hash: Option<&RxHashConfig>,
+    ) -> Result<Box<dyn RssObject>, Error> {
+        let params = hw::RssQpParams {
+            pdn: pd.pdn,
+            wqns: wqns.to_vec(),
+            hash: hash.map(|h| hw::RxHash {
+                key: h.key,
+                fields: hw::HashFields(h.fields),
+            }),
+        };
+        let qpn = self
+            .nic
+            .create_rss_qp(&params)
+            .map_err(super::eth::refused("create RSS QP"))?;
+        Ok(Box::new(super::eth::SimRss {
+            nic: self.nic.clone(),
+            qpn,
+        }))
     }
 
     fn create_qp(

@@ -1,6 +1,7 @@
 //! Raw Ethernet on the model: the driver's steering rules as the model's (`ibv_create_flow`
 //! values, host order, one for one), its Ethernet capabilities, and the rule's handle.
 
+use crate::backend::{FlowHandle, RssObject, WqObject};
 use crate::error::Error;
 use crate::eth::{EthCaps, FlowKind, FlowRule, FlowSpec};
 
@@ -53,11 +54,9 @@ pub(super) fn create_flow(
         dont_trap: rule.dont_trap,
         specs: rule.specs.iter().map(spec).collect(),
     };
-    let id = nic.create_flow(qpn, &attr).map_err(|e| match e {
-        hw::HwError::NotSupported(what) => Error::Unsupported(what),
-        hw::HwError::InvalidParam(why) => Error::InvalidArgument(why),
-        e => device_error("create flow")(e),
-    })?;
+    let id = nic
+        .create_flow(qpn, &attr)
+        .map_err(refused("create flow"))?;
     Ok(SimFlow {
         nic: nic.clone(),
         id,
@@ -113,5 +112,66 @@ fn spec(s: &FlowSpec) -> hw::FlowSpec {
         },
         FlowSpec::Tag(tag) => hw::FlowSpec::Tag(*tag),
         FlowSpec::Drop => hw::FlowSpec::Drop,
+    }
+}
+
+/// A work queue on the model, its ring and record; destroyed when dropped.
+#[derive(Debug)]
+pub(super) struct SimWq {
+    pub(super) nic: NicHandle,
+    pub(super) wqn: u32,
+    pub(super) _buf: crate::mem::Memory,
+    pub(super) _dbrec: crate::mem::Memory,
+}
+
+impl WqObject for SimWq {
+    fn wqn(&self) -> u32 {
+        self.wqn
+    }
+
+    fn ready(&self) -> Result<(), Error> {
+        self.nic
+            .modify_wq(self.wqn, hw::WqState::Rdy)
+            .map_err(device_error("modify WQ"))
+    }
+}
+
+impl Drop for SimWq {
+    fn drop(&mut self) {
+        // Refused only while an RSS QP names it, which holds the work queue alive.
+        let _ = self.nic.destroy_wq(self.wqn);
+    }
+}
+
+/// An RSS QP on the model; destroyed when dropped.
+#[derive(Debug)]
+pub(super) struct SimRss {
+    pub(super) nic: NicHandle,
+    pub(super) qpn: u32,
+}
+
+impl RssObject for SimRss {
+    fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    fn create_flow(&self, port: u8, rule: &FlowRule) -> Result<FlowHandle, Error> {
+        Ok(Box::new(create_flow(&self.nic, self.qpn, port, rule)?))
+    }
+}
+
+impl Drop for SimRss {
+    fn drop(&mut self) {
+        // Refused only while a rule steers to it, and every rule holds it alive.
+        let _ = self.nic.destroy_rss_qp(self.qpn);
+    }
+}
+
+/// The model's error for a work queue or RSS QP it refuses.
+pub(super) fn refused(operation: &'static str) -> impl FnOnce(hw::HwError) -> Error {
+    move |e| match e {
+        hw::HwError::NotSupported(what) => Error::Unsupported(what),
+        hw::HwError::InvalidParam(why) => Error::InvalidArgument(why),
+        e => device_error(operation)(e),
     }
 }

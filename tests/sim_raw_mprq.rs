@@ -1,0 +1,142 @@
+//! Striding receive on the model: an RSS QP over striding work queues, frames handed out
+//! in place at the strides the device wrote them to, filler CQEs consumed, WQEs posted
+//! again across the ring's wrap, the two-byte shift, and the RSS hash spreading flows.
+
+mod common;
+
+use common::raw::*;
+use common::{Drive, Side};
+use mlx5_direct::backend::sim::{Fabric, Sim};
+use mlx5_direct::prm::L3Type;
+use mlx5_direct::{FlowRule, RxHashConfig, StridingConfig, StridingWq};
+
+/// 4 WQEs of 8 strides of 64 bytes.
+const SMALL: StridingConfig = StridingConfig {
+    log_wqes: 2,
+    log_stride_bytes: 6,
+    log_num_strides: 3,
+    two_byte_shift: false,
+};
+
+/// Polls `wq` (running `b`'s NIC) until one frame came; returns it with its WQE counter,
+/// first stride and strides.
+fn one_frame(b: &Side, wq: &mut StridingWq<Sim>) -> (Vec<u8>, u16, u16, u16) {
+    for _ in 0..1000 {
+        let mut got = None;
+        let n = wq
+            .poll(1, |f| {
+                got = Some((f.bytes.to_vec(), f.wqe, f.stride, f.strides))
+            })
+            .unwrap();
+        if n == 1 {
+            return got.unwrap();
+        }
+        Sim::progress(&b.ctx);
+    }
+    panic!("no frame arrived");
+}
+
+#[test]
+fn frames_fill_strides_and_the_ring_wraps() {
+    let fabric = Fabric::new();
+    let (mut a, b) = raw_pair(&fabric);
+    let mut wq = b.pd.create_striding_wq(&SMALL).unwrap();
+    let rss = b.pd.create_rss_qp(&[&wq], None).unwrap();
+    let _flow = rss.create_flow(&FlowRule::dst_mac(mac(&b))).unwrap();
+    // The queue as this test sees it: WQE counter, strides used, fillers.
+    let (mut wqe, mut used, mut fillers) = (0u16, 0u16, 0u64);
+    for i in 0..40usize {
+        // 60..=250-byte frames: 1 to 4 strides each.
+        let payload: Vec<u8> = (0..18 + (i * 37) % 191).map(|k| (i + k) as u8).collect();
+        let f = udp_frame(mac(&b), mac(&a), None, i as u16, 9, &payload, true);
+        let strides = f.len().div_ceil(64) as u16;
+        if used + strides > 8 {
+            (wqe, used, fillers) = (wqe + 1, 0, fillers + 1);
+        }
+        send_frame(&mut a, &f, 0, |_| {});
+        let (bytes, got_wqe, stride, got_strides) = one_frame(&b, &mut wq);
+        assert_eq!(bytes, f, "frame {i}");
+        assert_eq!(
+            (got_wqe, stride, got_strides),
+            (wqe, used, strides),
+            "frame {i}"
+        );
+        used += strides;
+        if used == 8 {
+            (wqe, used) = (wqe + 1, 0);
+        }
+    }
+    assert!(wqe >= 8, "the 4-WQE ring wrapped twice: {wqe}");
+    assert!(
+        fillers > 0,
+        "some frames did not fit their WQE's strides left"
+    );
+    assert_eq!(wq.position(), (u32::from(wqe), u32::from(used)));
+    let stats = eth_stats(&b);
+    assert_eq!(stats.mprq_fillers, fillers);
+    assert_eq!(stats.rx_delivered, 40);
+    assert_eq!(stats.rx_out_of_buffer, 0);
+}
+
+#[test]
+fn the_two_byte_shift_aligns_the_ip_header() {
+    let fabric = Fabric::new();
+    let (mut a, b) = raw_pair(&fabric);
+    let config = StridingConfig {
+        two_byte_shift: true,
+        ..SMALL
+    };
+    let mut wq = b.pd.create_striding_wq(&config).unwrap();
+    let rss = b.pd.create_rss_qp(&[&wq], None).unwrap();
+    let _flow = rss.create_flow(&FlowRule::dst_mac(mac(&b))).unwrap();
+    // 126 bytes + the 2-byte shift: 2 strides; 127 would take 3.
+    for (len, strides) in [(126usize, 2u16), (127, 3)] {
+        let f = udp_frame(mac(&b), mac(&a), None, 1, 2, &vec![5; len - 42], true);
+        send_frame(&mut a, &f, 0, |_| {});
+        let (bytes, _, _, got) = one_frame(&b, &mut wq);
+        assert_eq!((bytes, got), (f, strides));
+    }
+}
+
+#[test]
+fn rss_spreads_flows_over_the_work_queues_by_hash() {
+    let fabric = Fabric::new();
+    let (mut a, b) = raw_pair(&fabric);
+    let mut wqs = [
+        b.pd.create_striding_wq(&SMALL).unwrap(),
+        b.pd.create_striding_wq(&SMALL).unwrap(),
+    ];
+    let hash = RxHashConfig {
+        key: [0x6d; 40],
+        fields: RxHashConfig::SRC_IPV4
+            | RxHashConfig::DST_IPV4
+            | RxHashConfig::SRC_PORT_UDP
+            | RxHashConfig::DST_PORT_UDP,
+    };
+    let rss =
+        b.pd.create_rss_qp(&[&wqs[0], &wqs[1]], Some(&hash))
+            .unwrap();
+    let _flow = rss.create_flow(&FlowRule::dst_mac(mac(&b)).tag(3)).unwrap();
+    let mut per_queue = [0usize; 2];
+    for port in 0..32u16 {
+        let f = udp_frame(mac(&b), mac(&a), None, 4000 + port, 9, &[1; 30], true);
+        send_frame(&mut a, &f, 0, |_| {});
+        Sim::progress(&b.ctx);
+        let mut landed = None;
+        for (q, wq) in wqs.iter_mut().enumerate() {
+            wq.poll(1, |fr| {
+                assert_eq!(fr.bytes, &f[..]);
+                assert_eq!(fr.eth.flow_tag, 3);
+                assert_eq!(fr.eth.hdr.l3(), L3Type::Ipv4);
+                // The hash picks the queue: entry `hash & (len - 1)`.
+                assert_ne!(fr.eth.rss_hash, 0);
+                landed = Some((q, fr.eth.rss_hash));
+            })
+            .unwrap();
+        }
+        let (q, h) = landed.expect("a frame in one queue");
+        assert_eq!(q, (h & 1) as usize);
+        per_queue[q] += 1;
+    }
+    assert!(per_queue[0] > 0 && per_queue[1] > 0, "{per_queue:?}");
+}
