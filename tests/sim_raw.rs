@@ -22,6 +22,14 @@ fn progress(s: &common::Side) {
     Sim::progress(&s.ctx);
 }
 
+/// The body `tests/verbs_hw.rs` runs on a NIC.
+#[test]
+fn a_sniffer_sees_a_sent_frame_with_its_checksums() {
+    let fabric = Fabric::new();
+    let rig = (fabric.clone(), eth_nic(EthConfig::default()));
+    common::bodies::a_sniffer_sees_a_sent_frame_with_its_checksums(&rig);
+}
+
 #[test]
 fn frames_cross_the_switch_both_ways_byte_for_byte() {
     let fabric = Fabric::new();

@@ -174,6 +174,12 @@ fn xrc_reaches_two_srqs_through_one_target() {
 }
 
 #[test]
+#[ignore = "needs an mlx5 NIC with an Ethernet port and CAP_NET_RAW (the emulator has no raw packet QPs yet); set MLX5_DIRECT_DEVICE"]
+fn a_raw_sniffer_sees_a_sent_frame_with_its_checksums() {
+    bodies::a_sniffer_sees_a_sent_frame_with_its_checksums(&hw());
+}
+
+#[test]
 #[ignore = "needs a device: an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
 fn dc_operations_reach_a_dct() {
     bodies::dc_operations_reach_a_dct(&hw(), env("MLX5_DIRECT_GID_INDEX").unwrap_or(0), None);

@@ -235,6 +235,14 @@ fn ffi_constants_match_the_headers() {
             MLX5DV_CONTEXT_MASK_DCI_STREAMS as i64,
         ),
         (
+            "MLX5DV_CONTEXT_MASK_STRIDING_RQ",
+            MLX5DV_CONTEXT_MASK_STRIDING_RQ as i64,
+        ),
+        (
+            "MLX5DV_CONTEXT_FLAGS_ENHANCED_MPW",
+            MLX5DV_CONTEXT_FLAGS_ENHANCED_MPW as i64,
+        ),
+        (
             "MLX5DV_CONTEXT_FLAGS_CQE_V1",
             MLX5DV_CONTEXT_FLAGS_CQE_V1 as i64,
         ),

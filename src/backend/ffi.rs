@@ -67,6 +67,18 @@ mod names {
         ibv_device_attr,
         ibv_device_attr_ex,
         ibv_dm,
+        ibv_flow,
+        ibv_flow_attr,
+        ibv_flow_eth_filter,
+        ibv_flow_ipv4_ext_filter,
+        ibv_flow_ipv6_filter,
+        ibv_flow_spec_action_drop,
+        ibv_flow_spec_action_tag,
+        ibv_flow_spec_eth,
+        ibv_flow_spec_ipv4_ext,
+        ibv_flow_spec_ipv6,
+        ibv_flow_spec_tcp_udp,
+        ibv_flow_tcp_udp_filter,
         ibv_event_type,
         ibv_gid,
         ibv_gid_entry,
@@ -166,6 +178,14 @@ mod names {
             IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE
         }
         ibv_atomic_cap {}
+        ibv_flow_attr_type {
+            IBV_FLOW_ATTR_NORMAL, IBV_FLOW_ATTR_ALL_DEFAULT, IBV_FLOW_ATTR_MC_DEFAULT,
+            IBV_FLOW_ATTR_SNIFFER
+        }
+        ibv_flow_spec_type {
+            IBV_FLOW_SPEC_ETH, IBV_FLOW_SPEC_IPV4_EXT, IBV_FLOW_SPEC_IPV6, IBV_FLOW_SPEC_TCP,
+            IBV_FLOW_SPEC_UDP, IBV_FLOW_SPEC_ACTION_TAG, IBV_FLOW_SPEC_ACTION_DROP
+        }
         ibv_mtu {}
         ibv_port_state {}
         ibv_qp_state {}

@@ -20,6 +20,10 @@ pub const MLX5DV_CONTEXT_MASK_CQE_COMPRESION: u64 = 1 << 0;
 pub const MLX5DV_CONTEXT_MASK_DC_ODP_CAPS: u64 = 1 << 7;
 /// `MLX5DV_CONTEXT_MASK_DCI_STREAMS`: ask for `dci_streams_caps`.
 pub const MLX5DV_CONTEXT_MASK_DCI_STREAMS: u64 = 1 << 11;
+/// `MLX5DV_CONTEXT_MASK_STRIDING_RQ`: ask for `striding_rq_caps`.
+pub const MLX5DV_CONTEXT_MASK_STRIDING_RQ: u64 = 1 << 2;
+/// `MLX5DV_CONTEXT_FLAGS_ENHANCED_MPW`: enhanced multi-packet send (opcode 0x29).
+pub const MLX5DV_CONTEXT_FLAGS_ENHANCED_MPW: u64 = 1 << 3;
 /// `MLX5DV_CONTEXT_FLAGS_CQE_V1`: CQE version 1 (`srqn_uidx` carries the user index).
 pub const MLX5DV_CONTEXT_FLAGS_CQE_V1: u64 = 1 << 0;
 /// `MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP`: 128-byte CQEs can be compressed.

@@ -27,10 +27,11 @@ use crate::backend::mlx5dv::{
     mlx5dv_dci_streams, mlx5dv_dm, mlx5dv_get_clock_info, mlx5dv_qp, mlx5dv_qp_init_attr,
     MLX5DV_DCTYPE_DCT, MLX5DV_OBJ_AH, MLX5DV_OBJ_DM, MLX5DV_OBJ_QP,
 };
-use crate::backend::{AhHandle, Backend, QpParts};
+use crate::backend::{AhHandle, Backend, FlowHandle, QpParts};
 use crate::clock::ClockInfo;
 use crate::cq::CqDesc;
 use crate::error::{DmRefusal, Error};
+use crate::eth::{EthCaps, FlowRule};
 use crate::event::AsyncEvent;
 use crate::mcast::McastGroup;
 use crate::mem::MemOptions;
@@ -282,6 +283,16 @@ impl Backend for Verbs {
         Ok((handle, desc, srqn))
     }
 
+    fn eth_caps(&self) -> Result<EthCaps, Error> {
+        self.eth_caps_of(self.port)
+    }
+
+    fn create_flow(&self, qp: &VerbsQp, port: u8, rule: &FlowRule) -> Result<FlowHandle, Error> {
+        Ok(Box::new(super::flow::create_flow(
+            &self.dev, qp.qp, port, rule,
+        )?))
+    }
+
     fn create_qp(
         &self,
         pd: &VerbsPd,
@@ -322,11 +333,8 @@ impl Backend for Verbs {
                     "an XRC target is made by create_xrc_target, not create_qp",
                 ))
             }
-            Transport::Raw => {
-                return Err(Error::Unsupported(
-                    "raw packet QPs through verbs (not built yet: docs/transports.md)",
-                ))
-            }
+            // Needs CAP_NET_RAW (the kernel's EPERM otherwise).
+            Transport::Raw => ibv_qp_type::IBV_QPT_RAW_PACKET,
         };
         // rdma-core sizes the ring for `max_send_wr` WRs of its worst-case WQE for the
         // operations named below (verbs.c `mlx5_calc_sq_size`): `sizes` asks for as many as

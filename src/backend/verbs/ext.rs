@@ -17,8 +17,8 @@
 //! through it. The crate calls exactly these of rdma-sys's lookup-based wrappers' verbs:
 //! `ibv_query_device_ex`, `ibv_query_port` (verbs.h `___ibv_query_port`), `ibv_alloc_dm`,
 //! `ibv_free_dm`, `ibv_reg_dm_mr`, `ibv_advise_mr`, `ibv_alloc_parent_domain`,
-//! `ibv_modify_qp_rate_limit`, `ibv_open_xrcd`, `ibv_close_xrcd` and `ibv_create_srq_ex`
-//! (for an XRC SRQ). It calls
+//! `ibv_modify_qp_rate_limit`, `ibv_open_xrcd`, `ibv_close_xrcd`, `ibv_create_srq_ex`
+//! (for an XRC SRQ), `ibv_create_flow` and `ibv_destroy_flow`. It calls
 //! none of the others (`ibv_create_cq_ex`: CQs come from the exported `mlx5dv_create_cq`;
 //! `ibv_query_rt_values_ex`, `ibv_modify_cq`, `ibv_create_qp_ex`, `ibv_alloc_td`, ...), and
 //! `clippy.toml` disallows every rdma-sys wrapper built on the broken lookup, so a new
@@ -30,9 +30,9 @@ use core::ptr::{self, NonNull};
 
 use crate::backend::ffi::{
     _compat_ibv_port_attr, ib_uverbs_advise_mr_advice, ibv_alloc_dm_attr, ibv_context,
-    ibv_device_attr_ex, ibv_dm, ibv_mr, ibv_parent_domain_init_attr, ibv_pd, ibv_port_attr, ibv_qp,
-    ibv_qp_rate_limit_attr, ibv_query_device, ibv_query_port, ibv_sge, ibv_srq,
-    ibv_srq_init_attr_ex, ibv_xrcd, ibv_xrcd_init_attr, verbs_context,
+    ibv_device_attr_ex, ibv_dm, ibv_flow, ibv_flow_attr, ibv_mr, ibv_parent_domain_init_attr,
+    ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_rate_limit_attr, ibv_query_device, ibv_query_port,
+    ibv_sge, ibv_srq, ibv_srq_init_attr_ex, ibv_xrcd, ibv_xrcd_init_attr, verbs_context,
 };
 
 /// `__VERBS_ABI_IS_EXTENDED` (verbs.h): `UINTPTR_MAX`, all bits of a pointer set.
@@ -139,6 +139,37 @@ pub(super) unsafe fn alloc_dm(ctx: *mut ibv_context, attr: &mut ibv_alloc_dm_att
             set_errno(libc::EOPNOTSUPP);
             ptr::null_mut()
         }
+    }
+}
+
+/// verbs.h `ibv_create_flow`: NULL with `errno` `EOPNOTSUPP` when the provider has no
+/// `ibv_create_flow`.
+///
+/// # Safety
+/// `qp` is a live QP of an open context; `attr` an `ibv_flow_attr` followed by its
+/// `attr.size - sizeof(ibv_flow_attr)` bytes of specs.
+pub(super) unsafe fn create_flow(qp: *mut ibv_qp, attr: *mut ibv_flow_attr) -> *mut ibv_flow {
+    // SAFETY: a live QP names its context.
+    match op!(unsafe { (*qp).context }, ibv_create_flow) {
+        // SAFETY: a live QP and a complete attribute (the caller's promise).
+        Some(create) => unsafe { create(qp, attr) },
+        None => {
+            set_errno(libc::EOPNOTSUPP);
+            ptr::null_mut()
+        }
+    }
+}
+
+/// verbs.h `ibv_destroy_flow`: `EOPNOTSUPP` when the provider has no `ibv_destroy_flow`.
+///
+/// # Safety
+/// `flow` is a live steering rule of an open context.
+pub(super) unsafe fn destroy_flow(flow: *mut ibv_flow) -> c_int {
+    // SAFETY: a live rule names its context.
+    match op!(unsafe { (*flow).context }, ibv_destroy_flow) {
+        // SAFETY: a live rule (the caller's promise).
+        Some(destroy) => unsafe { destroy(flow) },
+        None => libc::EOPNOTSUPP,
     }
 }
 

@@ -54,6 +54,7 @@ mod bfreg;
 pub mod cm;
 mod events;
 mod ext;
+mod flow;
 mod objects;
 mod odp;
 mod port;
@@ -80,8 +81,9 @@ pub use rings::RingBuffer;
 use super::mlx5dv::{
     mlx5dv_context, mlx5dv_query_device, MLX5DV_CONTEXT_FLAGS_BLUEFLAME,
     MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP, MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD,
-    MLX5DV_CONTEXT_FLAGS_CQE_V1, MLX5DV_CONTEXT_MASK_CQE_COMPRESION,
-    MLX5DV_CONTEXT_MASK_DCI_STREAMS, MLX5DV_CONTEXT_MASK_DC_ODP_CAPS,
+    MLX5DV_CONTEXT_FLAGS_CQE_V1, MLX5DV_CONTEXT_FLAGS_ENHANCED_MPW,
+    MLX5DV_CONTEXT_MASK_CQE_COMPRESION, MLX5DV_CONTEXT_MASK_DCI_STREAMS,
+    MLX5DV_CONTEXT_MASK_DC_ODP_CAPS, MLX5DV_CONTEXT_MASK_STRIDING_RQ,
 };
 use bfreg::BfRegisters;
 use rings::RingAllocator;
@@ -173,6 +175,12 @@ pub struct VerbsDeviceInfo {
     /// DCI streams (`dci_streams_caps`: `max_log_num_concurent`, `max_log_num_errored`);
     /// `None` when libmlx5 does not report them (no streams).
     pub dci_streams: Option<(u8, u8)>,
+    /// The largest TSO payload (`tso_caps.max_tso`; 0: no TSO).
+    pub max_tso: u32,
+    /// Enhanced multi-packet send (`MLX5DV_CONTEXT_FLAGS_ENHANCED_MPW`).
+    pub enhanced_mpw: bool,
+    /// Striding receive queues (`striding_rq_caps` reported with a non-zero range).
+    pub striding_rq: bool,
 }
 
 /// The open device context, released last: every handle holds it.
@@ -452,7 +460,8 @@ fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error>
     let mut dv: mlx5dv_context = unsafe { core::mem::zeroed() };
     dv.comp_mask = MLX5DV_CONTEXT_MASK_CQE_COMPRESION
         | MLX5DV_CONTEXT_MASK_DC_ODP_CAPS
-        | MLX5DV_CONTEXT_MASK_DCI_STREAMS;
+        | MLX5DV_CONTEXT_MASK_DCI_STREAMS
+        | MLX5DV_CONTEXT_MASK_STRIDING_RQ;
     // SAFETY: an open mlx5 context and a valid, fully sized out-struct.
     let rc = unsafe { mlx5dv_query_device(dev.ctx.as_ptr(), &mut dv) };
     if rc != 0 {
@@ -499,6 +508,10 @@ fn query_device(dev: &DeviceCtx) -> Result<(DeviceCaps, VerbsDeviceInfo), Error>
             dv.dci_streams_caps.max_log_num_concurent,
             dv.dci_streams_caps.max_log_num_errored,
         )),
+        max_tso: ex.tso_caps.max_tso,
+        enhanced_mpw: dv.flags & MLX5DV_CONTEXT_FLAGS_ENHANCED_MPW != 0,
+        striding_rq: dv.comp_mask & MLX5DV_CONTEXT_MASK_STRIDING_RQ != 0
+            && dv.striding_rq_caps.max_single_wqe_log_num_of_strides != 0,
     };
     Ok((caps, info))
 }

@@ -471,8 +471,14 @@ pub(super) fn send_ops(transport: Transport, atomics: bool) -> u64 {
         op::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
         op::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
     ];
+    if transport == Transport::Raw {
+        // rdma-core's raw packet operations are SEND and TSO
+        // (`MLX5_SUPPORTED_SEND_OPS_FLAGS_RAW_PACKET`); TSO's flag would size every WQE
+        // for the largest TSO header, and the driver's queue takes TSO WQEs up to the
+        // device's largest WQE without it.
+        return u64::from(op::IBV_QP_EX_WITH_SEND.0);
+    }
     let (connected, read, atomic): (&[op], &[op], &[op]) = match transport {
-        // A raw packet QP sends Ethernet frames (SEND; TSO has its own flag).
         Transport::Ud | Transport::Raw => (&[], &[], &[]),
         Transport::Uc => (&connected, &[], &[]),
         // A DCI takes RC's operations (`MLX5_SUPPORTED_SEND_OPS_FLAGS_DCI`), so does an

@@ -17,6 +17,7 @@ mod errors;
 mod events;
 mod mcast;
 mod ops;
+mod raw;
 mod transports;
 mod xrc;
 
@@ -29,6 +30,8 @@ pub use events::*;
 pub use mcast::*;
 #[allow(unused_imports)]
 pub use ops::*;
+#[allow(unused_imports)]
+pub use raw::*;
 #[allow(unused_imports)]
 pub use transports::*;
 #[allow(unused_imports)]

@@ -22,6 +22,7 @@ fn qps_are_created_for_the_operations_posted_and_no_memory_windows() {
     assert_eq!(send_ops(Transport::Ud, true), 0b1100);
     // An XRC initiator: RC's (`MLX5_SUPPORTED_SEND_OPS_FLAGS_XRC`).
     assert_eq!(send_ops(Transport::XrcIni, true), 0b10_0111_1111);
+    assert_eq!(send_ops(Transport::Raw, true), 0b100);
 }
 
 #[test]
@@ -70,6 +71,9 @@ fn info(max_num: u32, formats: u32, comp_128: bool) -> VerbsDeviceInfo {
         completion_timestamp_mask: (1 << 63) - 1,
         odp: odp::OdpCaps::default(),
         dci_streams: Some((4, 3)),
+        max_tso: 1 << 18,
+        enhanced_mpw: true,
+        striding_rq: true,
     }
 }
 
