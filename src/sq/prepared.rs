@@ -22,7 +22,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crate::error::PostError;
 use crate::mmio::Uar;
-use crate::prm::{CtrlSeg, DS, SEND_WQE_BB};
+use crate::prm::{CtrlSeg, InlineSeg, DS, SEND_WQE_BB};
 use crate::ring::{copy_small, Ring, Staging, WqeRing, MAX_WQE_BYTES};
 
 use super::shared::{Slots, SqShared, SqSlot};
@@ -147,7 +147,11 @@ impl<'a> PreparedWr<'a> {
             return;
         }
         // One WQEBB: its size is the kept WQE's DS count (`wqe_bytes`).
-        let ds = at / DS + inline_data_ds(len);
+        // `at` is whole units and `len` at least 1: one add and a shift (as
+        // `inline_data_ds`; no overflow to handle, `len` is short).
+        const LOG_DS: u32 = DS.trailing_zeros();
+        let ds = (at + len + size_of::<InlineSeg>() + DS - 1) >> LOG_DS;
+        debug_assert_eq!(ds, at / DS + inline_data_ds(len));
         // The DS count is the low byte of the control segment's `qpn_ds` (bytes 4..8).
         self.image[7] = ds as u8;
         self.image[at..at + 4].copy_from_slice(&inline_header(len));
