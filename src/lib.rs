@@ -246,6 +246,7 @@ mod mem;
 pub mod mmio;
 pub mod null;
 pub mod prm;
+mod qp_state;
 #[cfg(feature = "verbs")]
 #[cfg_attr(docsrs, doc(cfg(feature = "verbs")))]
 pub mod rdma_cm;

@@ -23,6 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "plain types and errors",
         &[
             "types.rs",
+            "qp_state.rs",
             "error.rs",
             "eth.rs",
             "cm.rs",
@@ -45,6 +46,10 @@ const KEPT_PATHS: &[(&str, &str)] = &[
     // `connect_qp` moves a `Qp`, so it lives in `rdma_cm.rs` above the control objects;
     // applications import it as `backend::verbs::cm::connect_qp`.
     ("backend/verbs/cm.rs", "crate::rdma_cm::connect_qp"),
+    // The QP states and transitions moved out of `types.rs` (its length); applications
+    // import them as `types::QpState` and `types::Transition`.
+    ("types.rs", "crate::qp_state::QpState"),
+    ("types.rs", "crate::qp_state::Transition"),
 ];
 
 /// One source file: its module path and its code without comments and test modules.

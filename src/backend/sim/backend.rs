@@ -299,16 +299,7 @@ impl Backend for Sim {
     }
 
     fn open_xrcd(&self) -> Result<SimXrcd, Error> {
-        let xrcd = self.nic.alloc_xrcd().map_err(|e| match e {
-            hw::HwError::NotSupported(_) => {
-                Error::Unsupported("XRC (the device does not report IBV_DEVICE_XRC)")
-            }
-            e => device_error("open XRC domain")(e),
-        })?;
-        Ok(SimXrcd {
-            nic: self.nic.clone(),
-            xrcd,
-        })
+        self.xrcd()
     }
 
     fn create_xrc_srq(
@@ -319,36 +310,11 @@ impl Backend for Sim {
         entries: u32,
         max_sge: u32,
     ) -> Result<(SimSrq, RqDesc, u32, u32), Error> {
-        // A user index of this context's own (rdma-core's `mlx5_store_uidx` gives each XRC
-        // SRQ one under CQE version 1): unique among its XRC SRQs.
-        let user_index = self.next_uidx.fetch_add(1, Ordering::Relaxed) & 0xff_ffff;
-        let x = hw::XrcSrqParams {
-            xrcd: xrcd.xrcd,
-            cqn: cq.cqn,
-            user_index,
-        };
-        let (handle, desc, srqn) = self.srq(pd, entries, max_sge, Some(&x))?;
-        let key = if self.nic.cqe_version() == 1 {
-            user_index
-        } else {
-            srqn
-        };
-        Ok((handle, desc, srqn, key))
+        self.xrc_srq(pd, xrcd, cq, entries, max_sge)
     }
 
     fn create_xrc_target(&self, xrcd: &SimXrcd) -> Result<(SimQp, u32), Error> {
-        let qpn = self
-            .nic
-            .create_xrc_tgt_qp(xrcd.xrcd)
-            .map_err(device_error("create XRC target QP"))?;
-        let handle = SimQp {
-            nic: self.nic.clone(),
-            qpn,
-            dc_key: 0,
-            _buf: Memory::new(0)?,
-            _dbrec: Memory::new(0)?,
-        };
-        Ok((handle, qpn))
+        self.xrc_target(xrcd)
     }
 
     fn create_ah(&self, pd: &SimPd, attr: &AhAttr) -> Result<(AhHandle, Av), Error> {
@@ -758,7 +724,7 @@ impl Backend for Sim {
 impl Sim {
     /// An SRQ of at least `entries` WQEs with `max_sge` scatter entries each in `pd`, an
     /// XRC SRQ when `xrc` says so.
-    fn srq(
+    pub(super) fn srq(
         &self,
         pd: &SimPd,
         entries: u32,

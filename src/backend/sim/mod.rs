@@ -21,6 +21,7 @@ use crate::types::Access;
 mod backend;
 mod eth;
 mod handles;
+mod xrc;
 
 pub use handles::{SimChannel, SimCq, SimDm, SimMr, SimPd, SimQp, SimSrq, SimUar, SimXrcd};
 
