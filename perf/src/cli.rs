@@ -43,6 +43,15 @@ pub enum Command {
     /// Atomic bandwidth.
     #[command(name = "atomic_bw", alias = "ib_atomic_bw")]
     AtomicBw(BenchArgs),
+    /// Raw Ethernet frame rate (perftest's raw_ethernet_bw), on the model.
+    #[command(name = "raw_ethernet_bw")]
+    RawEthernetBw(crate::raw::RawArgs),
+    /// Raw Ethernet ping-pong latency (perftest's raw_ethernet_lat), on the model.
+    #[command(name = "raw_ethernet_lat")]
+    RawEthernetLat(crate::raw::RawArgs),
+    /// Raw Ethernet burst latency (perftest's raw_ethernet_burst_lat), on the model.
+    #[command(name = "raw_ethernet_burst_lat")]
+    RawEthernetBurstLat(crate::raw::RawArgs),
     /// Post one operation (or a batch) on the model and show every byte and TLP it costs.
     Explain(ExplainArgs),
     /// The PCIe cost per message of each posting optimisation, measured on the model.
@@ -63,7 +72,12 @@ impl Command {
             Command::ReadBw(a) => (Verb::Read, Kind::Bw, a),
             Command::AtomicLat(a) => (Verb::Atomic, Kind::Lat, a),
             Command::AtomicBw(a) => (Verb::Atomic, Kind::Bw, a),
-            Command::Explain(_) | Command::Pcie(_) | Command::Cpu(_) => return None,
+            Command::Explain(_)
+            | Command::Pcie(_)
+            | Command::Cpu(_)
+            | Command::RawEthernetBw(_)
+            | Command::RawEthernetLat(_)
+            | Command::RawEthernetBurstLat(_) => return None,
         };
         Some((Test { verb, kind }, args))
     }

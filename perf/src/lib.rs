@@ -29,6 +29,7 @@ pub mod perftest_out;
 pub mod perftest_wire;
 pub mod plot;
 pub mod probe;
+pub mod raw;
 pub mod report;
 pub mod run;
 pub mod stats;

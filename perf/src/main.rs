@@ -5,6 +5,7 @@
 use clap::Parser;
 
 use mlx5_perf::cli::{refusal, Cli, Command};
+use mlx5_perf::raw::{self, RawTest};
 use mlx5_perf::{cpu, explain, pcie, run};
 
 fn fail(e: impl std::fmt::Display) -> ! {
@@ -27,6 +28,9 @@ fn main() {
         (Command::Explain(a), None) => explain::run(a),
         (Command::Pcie(a), None) => pcie::run(a),
         (Command::Cpu(a), None) => cpu::run(a),
+        (Command::RawEthernetBw(a), None) => raw::run(RawTest::Bw, a),
+        (Command::RawEthernetLat(a), None) => raw::run(RawTest::Lat, a),
+        (Command::RawEthernetBurstLat(a), None) => raw::run(RawTest::BurstLat, a),
         (_, None) => unreachable!("every other subcommand is a benchmark"),
     };
     if let Err(e) = result {
