@@ -877,6 +877,10 @@ pub struct PcieArgs {
     /// kalia].
     #[arg(long, value_enum)]
     pub completions: Option<CompletionSplit>,
+    /// The raw Ethernet rows instead (one frame per WQE with and without the inline header,
+    /// eMPW of 32 pointer and 12 inline packets, a plain and a striding receive queue).
+    #[arg(long)]
+    pub raw: bool,
     /// The NIC evicts every Nth BlueFlame copy before use and reads that WQE by DMA (0:
     /// never).
     #[arg(long, value_name = "N", default_value_t = 0)]

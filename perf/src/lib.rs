@@ -30,6 +30,7 @@ pub mod perftest_wire;
 pub mod plot;
 pub mod probe;
 pub mod raw;
+pub mod raw_pcie;
 pub mod report;
 pub mod run;
 pub mod stats;

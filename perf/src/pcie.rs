@@ -594,6 +594,10 @@ fn header(args: &PcieArgs, pcie: &PcieConfig) -> Vec<String> {
 /// Runs `pcie`.
 pub fn run(args: &PcieArgs) -> Result<(), crate::Error> {
     let pcie = link(args);
+    if args.raw {
+        crate::raw_pcie::print(&crate::raw_pcie::rows(pcie)?);
+        return Ok(());
+    }
     let rows = measure(args, pcie)?;
     if args.json {
         let out: Vec<Value> = rows
