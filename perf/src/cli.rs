@@ -785,6 +785,10 @@ pub struct ExplainArgs {
     /// XRC initiator to a target, each WQE naming the XRC SRQ (the 16-byte XRC segment).
     #[arg(long, value_enum, default_value_t = TransportArg::Rc)]
     pub transport: TransportArg,
+    /// Raw Ethernet: N frames of `--size` bytes in one enhanced multi-packet WQE (0: one
+    /// frame per WQE).
+    #[arg(long, default_value_t = 0)]
+    pub empw: usize,
     /// UD and DC: the address handle carries a GRH (InfiniBand with a global route).
     #[arg(long)]
     pub grh: bool,
@@ -821,6 +825,8 @@ pub enum TransportArg {
     Dc,
     /// XRC (an initiator to a target, into an XRC SRQ).
     Xrc,
+    /// Raw Ethernet (a packet QP's frame to another NIC's MAC; SEND only).
+    Raw,
 }
 
 impl TransportArg {
@@ -832,6 +838,7 @@ impl TransportArg {
             TransportArg::Ud => mlx5_direct::Transport::Ud,
             TransportArg::Dc => mlx5_direct::Transport::Dci,
             TransportArg::Xrc => mlx5_direct::Transport::XrcIni,
+            TransportArg::Raw => mlx5_direct::Transport::Raw,
         }
     }
 }

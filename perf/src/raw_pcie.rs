@@ -4,7 +4,7 @@
 //! packets and one of 11 inline packets (the model.md row has 12, 62 DS: over the 60 DS
 //! this driver keeps, DPDK's limit) (each one signaled WQE rung with the 8-byte
 //! doorbell: the sender NIC's counters), 16 frames into a plain receive queue and 64 into
-//! a striding one (the receiver NIC's counters).
+//! a striding one (the receiver NIC's counters). And `explain send --transport raw`.
 
 use mlx5_direct::backend::sim::hw::{EthConfig, MinInline};
 use mlx5_direct::backend::sim::{Fabric, LinkLayer, NicConfig, PcieConfig, PcieCounters, Sim};
@@ -62,24 +62,9 @@ fn counters(s: &Side) -> PcieCounters {
     s.ctx.backend().nic().pcie()
 }
 
-/// A 64-byte UDP frame from `a` to `b` (its checksums are not the point here).
+/// A 64-byte UDP frame from `a` to `b`.
 fn frame64(a: &Side, b: &Side) -> Vec<u8> {
-    let args = crate::raw::RawArgs {
-        size: 64,
-        iters: 1,
-        source_mac: None,
-        dest_mac: None,
-        source_ip: [10, 0, 0, 1].into(),
-        dest_ip: [10, 0, 0, 2].into(),
-        source_port: 1,
-        dest_port: 2,
-        tcp: false,
-        server: false,
-        burst_size: 1,
-        empw: 0,
-        mprq: 0,
-    };
-    crate::raw::frame(&args, a.mac, b.mac).expect("64 bytes hold the headers")
+    crate::raw::frame(&raw_args(), a.mac, b.mac).expect("64 bytes hold the headers")
 }
 
 /// Waits for one completion on `s`.
@@ -274,10 +259,161 @@ impl RawRow {
     }
 }
 
+/// `explain send --transport raw [--empw N] [--inline]`: one frame (or an eMPW WQE of
+/// `--empw` frames) of `--size` bytes from one model NIC to another, its WQE decoded
+/// (control segment, Ethernet segment, data or eMPW entries) and what it cost on each
+/// NIC's link.
+pub fn explain(args: &crate::cli::ExplainArgs) -> Result<(), crate::Error> {
+    if args.op != crate::cli::ExplainOp::Send {
+        return Err("raw Ethernet sends frames: explain send --transport raw".into());
+    }
+    let pcie = crate::probe::link(args.tlp_overhead, 256, 512, 128);
+    let fabric = Fabric::new();
+    let mut a = side(&fabric, pcie, MinInline::None)?;
+    let mut b = side(&fabric, pcie, MinInline::None)?;
+    let _rule = b.qp.create_flow(&FlowRule::dst_mac(b.mac))?;
+    let raw = crate::raw::RawArgs {
+        size: args.size.max(60),
+        ..raw_args()
+    };
+    let f = crate::raw::frame(&raw, a.mac, b.mac)?;
+    let n = args.empw.max(1);
+    for i in 0..n {
+        let sge = b.mr.sge(i * 2048, 2048);
+        b.qp.rq()
+            .ok_or("no receive queue")?
+            .post(i as u64, &[sge])?;
+    }
+    a.mr.write(0, &f);
+    let pi = a.qp.sq().producer_count();
+    let (a0, b0) = (counters(&a), counters(&b));
+    let sge = [a.mr.sge(0, f.len() as u32)];
+    if args.empw == 0 {
+        let data = if args.inline {
+            Data::Inline(&f)
+        } else {
+            Data::Sges(&sge)
+        };
+        a.qp.sq().post_eth(&EthWr::new(1, &[], data))?;
+    } else {
+        let packet = if args.inline {
+            EmpwPacket::Inline(&f)
+        } else {
+            EmpwPacket::Pointer(sge[0])
+        };
+        let packets = vec![packet; n];
+        a.qp.sq().post_empw(&EmpwWr {
+            wr_id: 1,
+            flags: SendFlags::SIGNALED,
+            checksum: mlx5_direct::Checksum::NONE,
+            packets: &packets,
+        })?;
+    }
+    complete(&mut a)?;
+    for _ in 0..n {
+        complete(&mut b)?;
+    }
+    let head = a.qp.sq().wqe_bytes(pi, 16);
+    let ds = usize::from(head[7] & 0x3f);
+    let wqe = a.qp.sq().wqe_bytes(pi, ds * 16);
+    outln!(
+        "Raw Ethernet: {n} frame(s) of {} bytes, {} WQE of {ds} DS ({} bytes)",
+        f.len(),
+        if args.empw == 0 { "SEND" } else { "eMPW" },
+        ds * 16
+    );
+    for (i, unit) in wqe.chunks(16).enumerate() {
+        let name = match i {
+            0 => "ctrl".to_string(),
+            1 => "eth seg".to_string(),
+            _ if args.empw == 0 && args.inline => format!("inline data {}", i - 1),
+            _ if args.inline => format!("eMPW inline entries {}", i - 1),
+            _ => format!("data seg {}", i - 1),
+        };
+        outln!(
+            "  {:>3}  {:<24} {}",
+            i * 16,
+            name,
+            unit.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        );
+    }
+    let e = &wqe[16..32];
+    outln!(
+        "  eth seg: cs_flags {:#04x}, mss {}, inline_hdr_sz {}",
+        e[4],
+        u16::from_be_bytes([e[6], e[7]]),
+        u16::from_be_bytes([e[12], e[13]])
+    );
+    for (name, c) in [
+        ("sender", counters(&a) - a0),
+        ("receiver", counters(&b) - b0),
+    ] {
+        outln!(
+            "  {name:<8} MWr {} MRd {} CplD {} MWr up {}: {} bytes down, {} up ({:.1} / {:.1} per frame; model numbers)",
+            c.mmio_writes, c.dma_reads, c.completions, c.dma_writes, c.bytes_down, c.bytes_up,
+            c.bytes_down as f64 / n as f64, c.bytes_up as f64 / n as f64
+        );
+    }
+    Ok(())
+}
+
+/// The raw tests' flags for a 64-byte UDP frame from 10.0.0.1:1 to 10.0.0.2:2.
+fn raw_args() -> crate::raw::RawArgs {
+    crate::raw::RawArgs {
+        size: 64,
+        iters: 1,
+        source_mac: None,
+        dest_mac: None,
+        source_ip: [10, 0, 0, 1].into(),
+        dest_ip: [10, 0, 0, 2].into(),
+        source_port: 1,
+        dest_port: 2,
+        tcp: false,
+        server: false,
+        burst_size: 1,
+        empw: 0,
+        mprq: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cli::TlpOverhead;
+
+    /// `explain send --transport raw` decodes a SEND, a pointer and an inline eMPW, and
+    /// refuses another operation.
+    #[test]
+    fn explain_runs_for_each_form() {
+        use clap::Parser;
+        let args = |extra: &[&str]| {
+            let mut argv = vec![
+                "mlx5-perf",
+                "explain",
+                "send",
+                "--transport",
+                "raw",
+                "--size",
+                "64",
+            ];
+            argv.extend_from_slice(extra);
+            match crate::cli::Cli::parse_from(argv).command {
+                crate::cli::Command::Explain(a) => a,
+                _ => unreachable!(),
+            }
+        };
+        for extra in [
+            &[][..],
+            &["--empw", "4"],
+            &["--empw", "2", "--inline"],
+            &["--inline"],
+        ] {
+            explain(&args(extra)).unwrap();
+        }
+        let mut write = args(&[]);
+        write.op = crate::cli::ExplainOp::Write;
+        assert!(explain(&write).is_err());
+    }
 
     /// The rows are docs/model.md's ("Raw Ethernet", "PCIe"; `hw/tests/raw_pcie.rs`) on
     /// the `pcie` command's default link, through the driver: (MWr down, MRd, CplD, MWr up,
