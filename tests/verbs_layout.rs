@@ -60,6 +60,12 @@ fn our_structs() -> Vec<(&'static str, usize)> {
         ("mlx5dv_qp", size_of::<mlx5dv_qp>()),
         ("mlx5dv_cq", size_of::<mlx5dv_cq>()),
         ("mlx5dv_srq", size_of::<mlx5dv_srq>()),
+        ("mlx5dv_rwq", size_of::<mlx5dv_rwq>()),
+        (
+            "mlx5dv_striding_rq_init_attr",
+            size_of::<mlx5dv_striding_rq_init_attr>(),
+        ),
+        ("mlx5dv_wq_init_attr", size_of::<mlx5dv_wq_init_attr>()),
         ("mlx5dv_obj", size_of::<mlx5dv_obj>()),
         ("mlx5dv_clock_info", size_of::<mlx5dv_clock_info>()),
         ("mlx5dv_cq_init_attr", size_of::<mlx5dv_cq_init_attr>()),
@@ -106,6 +112,10 @@ fn our_fields() -> Vec<Ours> {
             bf.size, comp_mask, uar_mmap_offset, tirn, tisn, rqn, sqn, tir_icm_addr),
         fields!(mlx5dv_cq; buf, dbrec, cqe_cnt, cqe_size, cq_uar, cqn, comp_mask),
         fields!(mlx5dv_srq; buf, dbrec, stride, head, tail, comp_mask, srqn),
+        fields!(mlx5dv_rwq; buf, dbrec, wqe_cnt, stride, comp_mask),
+        fields!(mlx5dv_striding_rq_init_attr;
+            single_stride_log_num_of_bytes, single_wqe_log_num_of_strides, two_byte_shift_en),
+        fields!(mlx5dv_wq_init_attr; comp_mask, striding_rq_attrs),
         fields!(mlx5dv_obj;
             qp.r#in, qp.out, cq.r#in, cq.out, srq.r#in, srq.out, rwq.r#in, rwq.out,
             dm.r#in, dm.out, ah.r#in, ah.out, pd.r#in, pd.out),
@@ -302,6 +312,11 @@ fn ffi_constants_match_the_headers() {
         ("MLX5DV_OBJ_QP", MLX5DV_OBJ_QP as i64),
         ("MLX5DV_OBJ_CQ", MLX5DV_OBJ_CQ as i64),
         ("MLX5DV_OBJ_SRQ", MLX5DV_OBJ_SRQ as i64),
+        ("MLX5DV_OBJ_RWQ", MLX5DV_OBJ_RWQ as i64),
+        (
+            "MLX5DV_WQ_INIT_ATTR_MASK_STRIDING_RQ",
+            MLX5DV_WQ_INIT_ATTR_MASK_STRIDING_RQ as i64,
+        ),
         ("MLX5DV_SRQ_MASK_SRQN", MLX5DV_SRQ_MASK_SRQN as i64),
         (
             "IBV_LINK_LAYER_INFINIBAND",

@@ -9,7 +9,7 @@
 
 use core::ffi::{c_int, c_void};
 
-use crate::backend::ffi::{ibv_ah, ibv_cq_ex, ibv_dm, ibv_srq};
+use crate::backend::ffi::{ibv_ah, ibv_cq_ex, ibv_dm, ibv_srq, ibv_wq, ibv_wq_init_attr};
 use crate::backend::ffi::{
     ibv_context, ibv_cq, ibv_cq_init_attr_ex, ibv_device, ibv_qp, ibv_qp_init_attr_ex,
 };
@@ -59,6 +59,10 @@ pub const MLX5DV_OBJ_QP: u64 = 1 << 0;
 pub const MLX5DV_OBJ_CQ: u64 = 1 << 1;
 /// `MLX5DV_OBJ_SRQ`.
 pub const MLX5DV_OBJ_SRQ: u64 = 1 << 2;
+/// `MLX5DV_OBJ_RWQ`.
+pub const MLX5DV_OBJ_RWQ: u64 = 1 << 3;
+/// `MLX5DV_WQ_INIT_ATTR_MASK_STRIDING_RQ`: `mlx5dv_wq_init_attr.striding_rq_attrs` is set.
+pub const MLX5DV_WQ_INIT_ATTR_MASK_STRIDING_RQ: u64 = 1 << 0;
 pub const MLX5DV_OBJ_AH: u64 = 1 << 5;
 /// `MLX5DV_OBJ_DM`.
 pub const MLX5DV_OBJ_DM: u64 = 1 << 4;
@@ -243,10 +247,38 @@ pub struct mlx5dv_obj {
     pub qp: mlx5dv_obj_pair<ibv_qp, mlx5dv_qp>,
     pub cq: mlx5dv_obj_pair<ibv_cq, mlx5dv_cq>,
     pub srq: mlx5dv_obj_pair<ibv_srq, mlx5dv_srq>,
-    pub rwq: mlx5dv_obj_pair<c_void, c_void>,
+    pub rwq: mlx5dv_obj_pair<ibv_wq, mlx5dv_rwq>,
     pub dm: mlx5dv_obj_pair<ibv_dm, mlx5dv_dm>,
     pub ah: mlx5dv_obj_pair<ibv_ah, mlx5dv_ah>,
     pub pd: mlx5dv_obj_pair<c_void, c_void>,
+}
+
+/// `struct mlx5dv_rwq`: a work queue's ring as `mlx5dv_init_obj` describes it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mlx5dv_rwq {
+    pub buf: *mut c_void,
+    pub dbrec: *mut u32,
+    pub wqe_cnt: u32,
+    pub stride: u32,
+    pub comp_mask: u64,
+}
+
+/// `struct mlx5dv_striding_rq_init_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct mlx5dv_striding_rq_init_attr {
+    pub single_stride_log_num_of_bytes: u32,
+    pub single_wqe_log_num_of_strides: u32,
+    pub two_byte_shift_en: u8,
+}
+
+/// `struct mlx5dv_wq_init_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct mlx5dv_wq_init_attr {
+    pub comp_mask: u64,
+    pub striding_rq_attrs: mlx5dv_striding_rq_init_attr,
 }
 
 /// `struct mlx5dv_cq_init_attr`.
@@ -368,6 +400,12 @@ extern "C" {
         qp_attr: *mut ibv_qp_init_attr_ex,
         mlx5_qp_attr: *mut mlx5dv_qp_init_attr,
     ) -> *mut ibv_qp;
+    /// Creates a work queue with mlx5 options (striding); NULL with `errno` set on failure.
+    pub(crate) fn mlx5dv_create_wq(
+        context: *mut ibv_context,
+        wq_init_attr: *mut ibv_wq_init_attr,
+        mlx5_wq_attr: *mut mlx5dv_wq_init_attr,
+    ) -> *mut ibv_wq;
     /// Takes stream `stream_id` of a DCI out of error (an RTS2RTS through DevX); 0 or an
     /// errno (`EOPNOTSUPP`: the device's `max_log_num_errored` is 0 or the QP is not in
     /// RTS; `EINVAL`: not a DCI).

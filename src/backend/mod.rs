@@ -92,6 +92,8 @@ pub trait WqObject: core::fmt::Debug + Send + Sync {
     fn wqn(&self) -> u32;
     /// Moves it RESET → RDY (`ibv_modify_wq`): it takes frames from an RSS QP from here on.
     fn ready(&self) -> Result<(), Error>;
+    /// The backend's own type, for its [`Backend::create_rss_qp`].
+    fn as_any(&self) -> &dyn core::any::Any;
 }
 
 /// A backend's RSS QP (`ibv_create_qp_ex` with an indirection table and a hash):
@@ -270,16 +272,16 @@ pub trait Backend: Send + Sync + Sized + core::fmt::Debug + 'static {
         let _ = (pd, cq, config);
         Err(Error::Unsupported("striding work queues on this backend"))
     }
-    /// Creates an RSS QP over the work queues `wqns` (the indirection table, a power of
-    /// two of them: `ibv_create_rwq_ind_table`) with `hash` (`None`: every frame to the
-    /// first). A backend without it refuses.
+    /// Creates an RSS QP over the work queues `wqs` (the indirection table, a power of
+    /// two of them, this backend's: `ibv_create_rwq_ind_table`) with `hash` (`None`:
+    /// every frame to the first). A backend without it refuses.
     fn create_rss_qp(
         &self,
         pd: &Self::Pd,
-        wqns: &[u32],
+        wqs: &[&dyn WqObject],
         hash: Option<&RxHashConfig>,
     ) -> Result<Box<dyn RssObject>, Error> {
-        let _ = (pd, wqns, hash);
+        let _ = (pd, wqs, hash);
         Err(Error::Unsupported("RSS QPs on this backend"))
     }
     /// Creates a QP (`config.transport`) of `config`, whose rings `sizes` (from [`QpConfig::check`]) gives.

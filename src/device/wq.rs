@@ -96,12 +96,12 @@ impl<B: Backend> ProtectionDomain<B> {
         wqs: &[&StridingWq<B>],
         hash: Option<&RxHashConfig>,
     ) -> Result<RssQp<B>, Error> {
-        let wqns: Vec<u32> = wqs.iter().map(|w| w.wqn()).collect();
+        let objects: Vec<&dyn WqObject> = wqs.iter().map(|w| w.inner.handle.as_ref()).collect();
         let handle = self
             .inner
             .ctx
             .backend
-            .create_rss_qp(&self.inner.handle, &wqns, hash)?;
+            .create_rss_qp(&self.inner.handle, &objects, hash)?;
         Ok(RssQp {
             inner: Arc::new(RssInner {
                 handle,

@@ -428,12 +428,12 @@ impl Backend for Sim {
     fn create_rss_qp(
         &self,
         pd: &SimPd,
-        wqns: &[u32],
+        wqs: &[&dyn WqObject],
         hash: Option<&RxHashConfig>,
     ) -> Result<Box<dyn RssObject>, Error> {
         let params = hw::RssQpParams {
             pdn: pd.pdn,
-            wqns: wqns.to_vec(),
+            wqns: wqs.iter().map(|w| w.wqn()).collect(),
             hash: hash.map(|h| hw::RxHash {
                 key: h.key,
                 fields: hw::HashFields(h.fields),

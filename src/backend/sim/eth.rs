@@ -134,6 +134,10 @@ impl WqObject for SimWq {
             .modify_wq(self.wqn, hw::WqState::Rdy)
             .map_err(device_error("modify WQ"))
     }
+
+    fn as_any(&self) -> &dyn core::any::Any {
+        self
+    }
 }
 
 impl Drop for SimWq {

@@ -27,11 +27,12 @@ use crate::backend::mlx5dv::{
     mlx5dv_dci_streams, mlx5dv_dm, mlx5dv_get_clock_info, mlx5dv_qp, mlx5dv_qp_init_attr,
     MLX5DV_DCTYPE_DCT, MLX5DV_OBJ_AH, MLX5DV_OBJ_DM, MLX5DV_OBJ_QP,
 };
-use crate::backend::{AhHandle, Backend, FlowHandle, QpParts};
+use crate::backend::{AhHandle, Backend, FlowHandle, QpParts, RssObject, WqObject};
 use crate::clock::ClockInfo;
+use crate::cq::mprq::WqDesc;
 use crate::cq::CqDesc;
 use crate::error::{DmRefusal, Error};
-use crate::eth::{EthCaps, FlowRule};
+use crate::eth::{EthCaps, FlowRule, RxHashConfig, StridingConfig};
 use crate::event::AsyncEvent;
 use crate::mcast::McastGroup;
 use crate::mem::MemOptions;
@@ -291,6 +292,24 @@ impl Backend for Verbs {
         Ok(Box::new(super::flow::create_flow(
             &self.dev, qp.qp, port, rule,
         )?))
+    }
+
+    fn create_striding_wq(
+        &self,
+        pd: &VerbsPd,
+        cq: &VerbsCq,
+        config: &StridingConfig,
+    ) -> Result<(Box<dyn WqObject>, WqDesc), Error> {
+        super::wq::create_striding_wq(&self.dev, pd, cq, config)
+    }
+
+    fn create_rss_qp(
+        &self,
+        pd: &VerbsPd,
+        wqs: &[&dyn WqObject],
+        hash: Option<&RxHashConfig>,
+    ) -> Result<Box<dyn RssObject>, Error> {
+        super::wq::create_rss_qp(&self.dev, pd, wqs, hash)
     }
 
     fn create_qp(

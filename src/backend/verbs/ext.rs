@@ -18,7 +18,9 @@
 //! `ibv_query_device_ex`, `ibv_query_port` (verbs.h `___ibv_query_port`), `ibv_alloc_dm`,
 //! `ibv_free_dm`, `ibv_reg_dm_mr`, `ibv_advise_mr`, `ibv_alloc_parent_domain`,
 //! `ibv_modify_qp_rate_limit`, `ibv_open_xrcd`, `ibv_close_xrcd`, `ibv_create_srq_ex`
-//! (for an XRC SRQ), `ibv_create_flow` and `ibv_destroy_flow`. It calls
+//! (for an XRC SRQ), `ibv_create_flow`, `ibv_destroy_flow`, `ibv_modify_wq`,
+//! `ibv_destroy_wq`, `ibv_create_rwq_ind_table` and `ibv_destroy_rwq_ind_table` (work
+//! queues are created by the exported `mlx5dv_create_wq`). It calls
 //! none of the others (`ibv_create_cq_ex`: CQs come from the exported `mlx5dv_create_cq`;
 //! `ibv_query_rt_values_ex`, `ibv_modify_cq`, `ibv_create_qp_ex`, `ibv_alloc_td`, ...), and
 //! `clippy.toml` disallows every rdma-sys wrapper built on the broken lookup, so a new
@@ -32,7 +34,8 @@ use crate::backend::ffi::{
     _compat_ibv_port_attr, ib_uverbs_advise_mr_advice, ibv_alloc_dm_attr, ibv_context,
     ibv_device_attr_ex, ibv_dm, ibv_flow, ibv_flow_attr, ibv_mr, ibv_parent_domain_init_attr,
     ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_rate_limit_attr, ibv_query_device, ibv_query_port,
-    ibv_sge, ibv_srq, ibv_srq_init_attr_ex, ibv_xrcd, ibv_xrcd_init_attr, verbs_context,
+    ibv_rwq_ind_table, ibv_rwq_ind_table_init_attr, ibv_sge, ibv_srq, ibv_srq_init_attr_ex, ibv_wq,
+    ibv_wq_attr, ibv_xrcd, ibv_xrcd_init_attr, verbs_context,
 };
 
 /// `__VERBS_ABI_IS_EXTENDED` (verbs.h): `UINTPTR_MAX`, all bits of a pointer set.
@@ -169,6 +172,64 @@ pub(super) unsafe fn destroy_flow(flow: *mut ibv_flow) -> c_int {
     match op!(unsafe { (*flow).context }, ibv_destroy_flow) {
         // SAFETY: a live rule (the caller's promise).
         Some(destroy) => unsafe { destroy(flow) },
+        None => libc::EOPNOTSUPP,
+    }
+}
+
+/// verbs.h `ibv_modify_wq`: `EOPNOTSUPP` when the provider has no `modify_wq`.
+///
+/// # Safety
+/// `wq` is a live work queue of an open context.
+pub(super) unsafe fn modify_wq(wq: *mut ibv_wq, attr: &mut ibv_wq_attr) -> c_int {
+    // SAFETY: a live work queue names its context.
+    match op!(unsafe { (*wq).context }, modify_wq) {
+        // SAFETY: a live work queue and a valid attribute (the caller's promise).
+        Some(modify) => unsafe { modify(wq, attr) },
+        None => libc::EOPNOTSUPP,
+    }
+}
+
+/// verbs.h `ibv_destroy_wq`: `EOPNOTSUPP` when the provider has no `destroy_wq`.
+///
+/// # Safety
+/// `wq` is a live work queue no indirection table names any more.
+pub(super) unsafe fn destroy_wq(wq: *mut ibv_wq) -> c_int {
+    // SAFETY: a live work queue names its context.
+    match op!(unsafe { (*wq).context }, destroy_wq) {
+        // SAFETY: a live work queue (the caller's promise).
+        Some(destroy) => unsafe { destroy(wq) },
+        None => libc::EOPNOTSUPP,
+    }
+}
+
+/// verbs.h `ibv_create_rwq_ind_table`: NULL with `errno` `EOPNOTSUPP` when the provider has
+/// no `create_rwq_ind_table`.
+///
+/// # Safety
+/// `ctx` is an open device context; `attr` names `1 << log_ind_tbl_size` live work queues.
+pub(super) unsafe fn create_rwq_ind_table(
+    ctx: *mut ibv_context,
+    attr: &mut ibv_rwq_ind_table_init_attr,
+) -> *mut ibv_rwq_ind_table {
+    match op!(ctx, create_rwq_ind_table) {
+        // SAFETY: an open context and a valid attribute (the caller's promise).
+        Some(create) => unsafe { create(ctx, attr) },
+        None => {
+            set_errno(libc::EOPNOTSUPP);
+            ptr::null_mut()
+        }
+    }
+}
+
+/// verbs.h `ibv_destroy_rwq_ind_table`: `EOPNOTSUPP` when the provider has none.
+///
+/// # Safety
+/// `table` is a live indirection table no QP uses any more.
+pub(super) unsafe fn destroy_rwq_ind_table(table: *mut ibv_rwq_ind_table) -> c_int {
+    // SAFETY: a live table names its context.
+    match op!(unsafe { (*table).context }, destroy_rwq_ind_table) {
+        // SAFETY: a live table (the caller's promise).
+        Some(destroy) => unsafe { destroy(table) },
         None => libc::EOPNOTSUPP,
     }
 }

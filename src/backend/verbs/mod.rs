@@ -59,6 +59,7 @@ mod objects;
 mod odp;
 mod port;
 mod rings;
+mod wq;
 
 use core::ffi::c_int;
 use core::ptr::NonNull;

@@ -96,6 +96,19 @@ static const struct golden_field fields[] = {
 	FIELD(mlx5dv_srq, comp_mask, 1),
 	FIELD(mlx5dv_srq, srqn, 1),
 
+	FIELD(mlx5dv_rwq, buf, 1),
+	FIELD(mlx5dv_rwq, dbrec, 1),
+	FIELD(mlx5dv_rwq, wqe_cnt, 1),
+	FIELD(mlx5dv_rwq, stride, 1),
+	FIELD(mlx5dv_rwq, comp_mask, 1),
+
+	FIELD(mlx5dv_striding_rq_init_attr, single_stride_log_num_of_bytes, 1),
+	FIELD(mlx5dv_striding_rq_init_attr, single_wqe_log_num_of_strides, 1),
+	FIELD(mlx5dv_striding_rq_init_attr, two_byte_shift_en, 1),
+
+	FIELD(mlx5dv_wq_init_attr, comp_mask, 1),
+	FIELD(mlx5dv_wq_init_attr, striding_rq_attrs, 1),
+
 	FIELD(mlx5dv_obj, qp.in, 1),
 	FIELD(mlx5dv_obj, qp.out, 1),
 	FIELD(mlx5dv_obj, cq.in, 1),
@@ -220,6 +233,9 @@ static const struct golden_struct structs[] = {
 	STRUCT(mlx5dv_qp),
 	STRUCT(mlx5dv_cq),
 	STRUCT(mlx5dv_srq),
+	STRUCT(mlx5dv_rwq),
+	STRUCT(mlx5dv_striding_rq_init_attr),
+	STRUCT(mlx5dv_wq_init_attr),
 	STRUCT(mlx5dv_obj),
 	STRUCT(mlx5dv_clock_info),
 	STRUCT(mlx5dv_ctx_allocators),
@@ -245,6 +261,8 @@ static const struct golden_value constants[] = {
 	CONST(MLX5DV_CONTEXT_MASK_DC_ODP_CAPS),
 	CONST(MLX5DV_CONTEXT_MASK_DCI_STREAMS),
 	CONST(MLX5DV_CONTEXT_MASK_STRIDING_RQ),
+	CONST(MLX5DV_OBJ_RWQ),
+	CONST(MLX5DV_WQ_INIT_ATTR_MASK_STRIDING_RQ),
 	CONST(MLX5DV_CONTEXT_FLAGS_ENHANCED_MPW),
 	CONST(MLX5DV_CONTEXT_FLAGS_CQE_V1),
 	CONST(MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP),
