@@ -9,7 +9,8 @@
 #   - tests/verbs_hw.rs, every `--ignored` body, rdma_cm_connects_driver_qps with
 #     MLX5_DIRECT_CM_ADDR=10.47.0.1:7471 (mlx5_0's address on the emulator's rdma_cm), and
 #     on a RoCE fabric that one again and ud_multicast_reaches_attached_qps from GID index 2
-#     (the IPv4 RoCE v2 GID: an IPv4 group);
+#     (the IPv4 RoCE v2 GID: an IPv4 group), and the raw Ethernet bodies (raw packet QPs,
+#     steering rules: an Ethernet port), which the InfiniBand run skips;
 #   - tests/verbs_open.rs (the typed errors of opening a device, on a host with devices);
 #   - with --perf, perf/tests/perf_options.rs's use_dm_runs_on_hardware (mlx5-perf --use-dm as
 #     server and client). Slow in a debug build (about two minutes; 5 s in release): every
@@ -71,8 +72,13 @@ on_emulator() {
     fi
 }
 
-on_emulator verbs-hw ib "$verbs_hw" --ignored --test-threads 1
+# The raw Ethernet bodies need an Ethernet port: on the RoCE fabric only.
+raw=(a_raw_sniffer_sees_a_sent_frame_with_its_checksums)
+skip_raw=()
+for t in "${raw[@]}"; do skip_raw+=(--skip "$t"); done
+on_emulator verbs-hw ib "$verbs_hw" --ignored --test-threads 1 "${skip_raw[@]}"
 on_emulator verbs-hw-roce roce "$verbs_hw" --ignored --exact rdma_cm_connects_driver_qps
+on_emulator verbs-hw-raw roce "$verbs_hw" --ignored --test-threads 1 --exact "${raw[@]}"
 MLX5_DIRECT_GID_INDEX=2 on_emulator verbs-hw-roce-mcast roce "$verbs_hw" --ignored --exact \
     ud_multicast_reaches_attached_qps
 on_emulator verbs-open ib "$verbs_open" --test-threads 1

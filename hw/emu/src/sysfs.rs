@@ -10,7 +10,11 @@
 //! `query_sysfs_gid_type` (`ports/P/gids/N`, `ports/P/gid_attrs/types/N`: the GID query
 //! falls back to them when the ioctl interface answers ENOTTY). `ibv_devinfo` adds
 //! `board_id`. librdmacm's `check_abi_version_sysfs` (librdmacm/cma.c) reads
-//! `class/misc/rdma_cm/abi_version` (`RDMA_USER_CM_ABI_VERSION`).
+//! `class/misc/rdma_cm/abi_version` (`RDMA_USER_CM_ABI_VERSION`). On an Ethernet port each
+//! GID's `ports/P/gid_attrs/ndevs/N` names the NIC's netdev ([`netdev`]), whose
+//! `class/net/<netdev>/address` and `mtu` are the model's MAC and netdev MTU: what the
+//! crate's verbs backend reads for raw Ethernet (under the device's `ibdev_path`, which
+//! libibverbs builds from `SYSFS_PATH`).
 
 use mlx5_hw::{GidType, LinkLayer, Nic};
 use std::fs;
@@ -36,6 +40,12 @@ pub fn node_guid(nic: &Nic, index: u32) -> u64 {
         LinkLayer::InfiniBand => u64::from_be_bytes(port.gid[8..].try_into().unwrap()),
         LinkLayer::Ethernet => 0x0002_c903_00ab_0000 | u64::from(index + 1),
     }
+}
+
+/// The netdev name of NIC `index` on an Ethernet port (the model's choice: a ConnectX's
+/// netdev is named by udev after its PCI slot).
+pub fn netdev(index: u32) -> String {
+    format!("mlx5emu{index}")
 }
 
 /// Write the tree for `nics` (`mlx5_0`, `mlx5_1`, ...) under `root`, replacing what is there.
@@ -95,7 +105,16 @@ pub fn write(root: &Path, nics: &[Nic]) -> io::Result<()> {
                     GidType::Ib | GidType::RoceV1 => "IB/RoCE v1",
                 };
                 put(&ports.join(format!("gid_attrs/types/{g}")), kind)?;
+                put(&ports.join(format!("gid_attrs/ndevs/{g}")), &netdev(i))?;
             }
+        }
+        if roce {
+            let net = root.join("class/net").join(netdev(i));
+            let eth = nic.eth_caps();
+            let mac = eth.mac.map(|b| format!("{b:02x}"));
+            put(&net.join("address"), &mac.join(":"))?;
+            // The largest frame less the Ethernet header and one VLAN tag.
+            put(&net.join("mtu"), &(eth.max_frame - 18).to_string())?;
         }
     }
     Ok(())

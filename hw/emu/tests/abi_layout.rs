@@ -240,6 +240,29 @@ fn layouts() -> Vec<Layout> {
         layout!(ib_uverbs_destroy_ah: ah_handle),
         layout!(ib_uverbs_attach_mcast: gid, qp_handle, mlid, reserved).tail("driver_data"),
         layout!(ib_uverbs_detach_mcast: gid, qp_handle, mlid, reserved).tail("driver_data"),
+        layout!(ib_uverbs_flow_spec_hdr: r#type, size, reserved)
+            .rename("r#type", "type")
+            .tail("flow_spec_data"),
+        layout!(ib_uverbs_flow_eth_filter: dst_mac, src_mac, ether_type, vlan_tag),
+        layout!(ib_uverbs_flow_spec_eth: hdr, val, mask),
+        layout!(ib_uverbs_flow_ipv4_filter: src_ip, dst_ip, proto, tos, ttl, flags),
+        layout!(ib_uverbs_flow_spec_ipv4: hdr, val, mask),
+        layout!(ib_uverbs_flow_tcp_udp_filter: dst_port, src_port),
+        layout!(ib_uverbs_flow_spec_tcp_udp: hdr, val, mask),
+        layout!(ib_uverbs_flow_ipv6_filter:
+            src_ip, dst_ip, flow_label, next_hdr, traffic_class, hop_limit, reserved
+        ),
+        layout!(ib_uverbs_flow_spec_ipv6: hdr, val, mask),
+        layout!(ib_uverbs_flow_spec_action_tag: hdr, tag_id, reserved1),
+        layout!(ib_uverbs_flow_spec_action_drop: hdr),
+        layout!(ib_uverbs_flow_attr:
+            r#type, size, priority, num_of_specs, reserved, port, flags
+        )
+        .rename("r#type", "type")
+        .tail("flow_specs"),
+        layout!(ib_uverbs_create_flow: comp_mask, qp_handle, flow_attr),
+        layout!(ib_uverbs_create_flow_resp: comp_mask, flow_handle),
+        layout!(ib_uverbs_destroy_flow: comp_mask, flow_handle),
         layout!(mlx5_ib_alloc_ucontext_req: total_num_bfregs, num_low_latency_bfregs),
         layout!(mlx5_ib_alloc_ucontext_req_v2:
             total_num_bfregs, num_low_latency_bfregs, flags, comp_mask, max_cqe_version, reserved0,
@@ -494,6 +517,20 @@ fn constants() -> Vec<(&'static str, i64)> {
         IB_UVERBS_QPT_XRC_INI,
         IB_UVERBS_QPT_XRC_TGT,
         IB_UVERBS_QPT_DRIVER,
+        IBV_FLOW_SPEC_ETH,
+        IBV_FLOW_SPEC_IPV4,
+        IBV_FLOW_SPEC_IPV6,
+        IBV_FLOW_SPEC_TCP,
+        IBV_FLOW_SPEC_UDP,
+        IBV_FLOW_SPEC_INNER,
+        IBV_FLOW_SPEC_ACTION_TAG,
+        IBV_FLOW_SPEC_ACTION_DROP,
+        IBV_FLOW_ATTR_NORMAL,
+        IBV_FLOW_ATTR_ALL_DEFAULT,
+        IBV_FLOW_ATTR_MC_DEFAULT,
+        IBV_FLOW_ATTR_SNIFFER,
+        IBV_FLOW_ATTR_FLAGS_DONT_TRAP,
+        IBV_FLOW_ATTR_FLAGS_EGRESS,
         IB_UVERBS_QP_CREATE_BLOCK_MULTICAST_LOOPBACK,
         IB_UVERBS_QP_CREATE_SCATTER_FCS,
         IB_UVERBS_QP_CREATE_CVLAN_STRIPPING,
@@ -776,13 +813,14 @@ const NOT_IN_HEADERS: [&str; 19] = [
 ];
 
 /// The sources of `mlx5_emu::abi`, for [`every_mirror_is_compared`].
-const SOURCES: [&str; 7] = [
+const SOURCES: [&str; 8] = [
     include_str!("../src/abi/ioctl.rs"),
     include_str!("../src/abi/mod.rs"),
     include_str!("../src/abi/ucma.rs"),
     include_str!("../src/abi/uverbs/mod.rs"),
     include_str!("../src/abi/uverbs/device.rs"),
     include_str!("../src/abi/uverbs/qp.rs"),
+    include_str!("../src/abi/uverbs/flow.rs"),
     include_str!("../src/abi/mlx5.rs"),
 ];
 

@@ -25,21 +25,27 @@ const NEEDS_L2_INLINE: [u32; 4] = [0x1013, 0x1014, 0x1015, 0x1016];
 
 impl Verbs {
     /// The Ethernet capabilities of `port`: the netdev's MAC and MTU (sysfs: the port's
-    /// `gid_attrs/ndevs/0`), TSO and eMPW and striding from the device queries, and the
-    /// inline header by the part: rdma-core keeps the kernel's `eth_min_inline` in its
-    /// private context, so the driver applies DPDK's device rule (18 bytes on
+    /// `gid_attrs/ndevs/0` under the device's directory, then that netdev's `class/net`
+    /// entry beside `class/infiniband`), TSO and eMPW and striding from the device queries,
+    /// and the inline header by the part: rdma-core keeps the kernel's `eth_min_inline` in
+    /// its private context, so the driver applies DPDK's device rule (18 bytes on
     /// ConnectX-4 and 4 Lx, none later), which holds unless the eswitch's inline mode was
     /// raised.
     pub(super) fn eth_caps_of(&self, port: u8) -> Result<EthCaps, Error> {
         let no_netdev = || Error::Unsupported("raw Ethernet on a port without a netdev");
-        let sys = |path: String| std::fs::read_to_string(path).map(|s| s.trim().to_string());
-        let ndev = sys(format!(
-            "/sys/class/infiniband/{}/ports/{port}/gid_attrs/ndevs/0",
-            self.name
-        ))
-        .map_err(|_| no_netdev())?;
-        let address = sys(format!("/sys/class/net/{ndev}/address")).map_err(|_| no_netdev())?;
-        let mtu: usize = sys(format!("/sys/class/net/{ndev}/mtu"))
+        let sys =
+            |path: std::path::PathBuf| std::fs::read_to_string(path).map(|s| s.trim().to_string());
+        let dev = super::port::sysfs_dir(self.dev.ctx);
+        let ndev =
+            sys(dev.join(format!("ports/{port}/gid_attrs/ndevs/0"))).map_err(|_| no_netdev())?;
+        // `<root>/class/infiniband/<device>` -> `<root>/class/net/<netdev>`.
+        let class = dev
+            .parent()
+            .and_then(|d| d.parent())
+            .ok_or_else(no_netdev)?;
+        let net = class.join("net").join(ndev);
+        let address = sys(net.join("address")).map_err(|_| no_netdev())?;
+        let mtu: usize = sys(net.join("mtu"))
             .ok()
             .and_then(|m| m.parse().ok())
             .ok_or_else(no_netdev)?;

@@ -123,6 +123,16 @@ fn device_name(dev: NonNull<ibv_device>) -> String {
         .into_owned()
 }
 
+/// The device's directory in sysfs (`ibv_device.ibdev_path`, e.g.
+/// `/sys/class/infiniband/mlx5_0`): libibverbs builds it from the sysfs root it uses, which
+/// `SYSFS_PATH` moves (as the emulator's tree, hw/emu).
+pub(crate) fn sysfs_dir(ctx: NonNull<ibv_context>) -> std::path::PathBuf {
+    // SAFETY: an open context's device lives as long as the context, and its `ibdev_path`
+    // is a NUL-terminated array.
+    let path = unsafe { CStr::from_ptr((*(*ctx.as_ptr()).device).ibdev_path.as_ptr()) };
+    std::path::PathBuf::from(path.to_string_lossy().into_owned())
+}
+
 fn is_mlx5(dev: NonNull<ibv_device>) -> bool {
     // SAFETY: a valid listed device.
     unsafe { mlx5dv_is_supported(dev.as_ptr()) }

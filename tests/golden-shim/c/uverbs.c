@@ -5,8 +5,11 @@
  * request and response of every command the emulator answers, their nested structs, and the
  * constants those use. Trailing flexible arrays are TAIL entries (where the driver data
  * begins); members of the anonymous struct of ib_uverbs_odp_caps are listed by path and are
- * not primary. The constants table also holds each struct's _Alignof.
+ * not primary. The constants table also holds each struct's _Alignof. The flow spec and rule
+ * types, which the uapi header leaves to the kernel's enums, come from libibverbs'
+ * <infiniband/verbs.h> (the same values).
  */
+#include <infiniband/verbs.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/ib_user_verbs.h>
 
@@ -451,6 +454,62 @@ static const struct golden_field fields[] = {
 	FIELD(ib_uverbs_detach_mcast, mlid, 1),
 	FIELD(ib_uverbs_detach_mcast, reserved, 1),
 	TAIL(ib_uverbs_detach_mcast, driver_data),
+
+	/* CREATE_FLOW, DESTROY_FLOW: the rule, its specs, their filters */
+	FIELD(ib_uverbs_flow_spec_hdr, type, 1),
+	FIELD(ib_uverbs_flow_spec_hdr, size, 1),
+	FIELD(ib_uverbs_flow_spec_hdr, reserved, 1),
+	TAIL(ib_uverbs_flow_spec_hdr, flow_spec_data),
+	FIELD(ib_uverbs_flow_eth_filter, dst_mac, 1),
+	FIELD(ib_uverbs_flow_eth_filter, src_mac, 1),
+	FIELD(ib_uverbs_flow_eth_filter, ether_type, 1),
+	FIELD(ib_uverbs_flow_eth_filter, vlan_tag, 1),
+	FIELD(ib_uverbs_flow_spec_eth, hdr, 1),
+	FIELD(ib_uverbs_flow_spec_eth, val, 1),
+	FIELD(ib_uverbs_flow_spec_eth, mask, 1),
+	FIELD(ib_uverbs_flow_ipv4_filter, src_ip, 1),
+	FIELD(ib_uverbs_flow_ipv4_filter, dst_ip, 1),
+	FIELD(ib_uverbs_flow_ipv4_filter, proto, 1),
+	FIELD(ib_uverbs_flow_ipv4_filter, tos, 1),
+	FIELD(ib_uverbs_flow_ipv4_filter, ttl, 1),
+	FIELD(ib_uverbs_flow_ipv4_filter, flags, 1),
+	FIELD(ib_uverbs_flow_spec_ipv4, hdr, 1),
+	FIELD(ib_uverbs_flow_spec_ipv4, val, 1),
+	FIELD(ib_uverbs_flow_spec_ipv4, mask, 1),
+	FIELD(ib_uverbs_flow_tcp_udp_filter, dst_port, 1),
+	FIELD(ib_uverbs_flow_tcp_udp_filter, src_port, 1),
+	FIELD(ib_uverbs_flow_spec_tcp_udp, hdr, 1),
+	FIELD(ib_uverbs_flow_spec_tcp_udp, val, 1),
+	FIELD(ib_uverbs_flow_spec_tcp_udp, mask, 1),
+	FIELD(ib_uverbs_flow_ipv6_filter, src_ip, 1),
+	FIELD(ib_uverbs_flow_ipv6_filter, dst_ip, 1),
+	FIELD(ib_uverbs_flow_ipv6_filter, flow_label, 1),
+	FIELD(ib_uverbs_flow_ipv6_filter, next_hdr, 1),
+	FIELD(ib_uverbs_flow_ipv6_filter, traffic_class, 1),
+	FIELD(ib_uverbs_flow_ipv6_filter, hop_limit, 1),
+	FIELD(ib_uverbs_flow_ipv6_filter, reserved, 1),
+	FIELD(ib_uverbs_flow_spec_ipv6, hdr, 1),
+	FIELD(ib_uverbs_flow_spec_ipv6, val, 1),
+	FIELD(ib_uverbs_flow_spec_ipv6, mask, 1),
+	FIELD(ib_uverbs_flow_spec_action_tag, hdr, 1),
+	FIELD(ib_uverbs_flow_spec_action_tag, tag_id, 1),
+	FIELD(ib_uverbs_flow_spec_action_tag, reserved1, 1),
+	FIELD(ib_uverbs_flow_spec_action_drop, hdr, 1),
+	FIELD(ib_uverbs_flow_attr, type, 1),
+	FIELD(ib_uverbs_flow_attr, size, 1),
+	FIELD(ib_uverbs_flow_attr, priority, 1),
+	FIELD(ib_uverbs_flow_attr, num_of_specs, 1),
+	FIELD(ib_uverbs_flow_attr, reserved, 1),
+	FIELD(ib_uverbs_flow_attr, port, 1),
+	FIELD(ib_uverbs_flow_attr, flags, 1),
+	TAIL(ib_uverbs_flow_attr, flow_specs),
+	FIELD(ib_uverbs_create_flow, comp_mask, 1),
+	FIELD(ib_uverbs_create_flow, qp_handle, 1),
+	FIELD(ib_uverbs_create_flow, flow_attr, 1),
+	FIELD(ib_uverbs_create_flow_resp, comp_mask, 1),
+	FIELD(ib_uverbs_create_flow_resp, flow_handle, 1),
+	FIELD(ib_uverbs_destroy_flow, comp_mask, 1),
+	FIELD(ib_uverbs_destroy_flow, flow_handle, 1),
 };
 
 /* Every struct above, in the same order; each also has an ALIGNOF constant below. */
@@ -514,7 +573,22 @@ static const struct golden_field fields[] = {
 	X(ib_uverbs_create_ah_resp)                 \
 	X(ib_uverbs_destroy_ah)                      \
 	X(ib_uverbs_attach_mcast)                   \
-	X(ib_uverbs_detach_mcast)
+	X(ib_uverbs_detach_mcast)                   \
+	X(ib_uverbs_flow_spec_hdr)                  \
+	X(ib_uverbs_flow_eth_filter)                \
+	X(ib_uverbs_flow_spec_eth)                  \
+	X(ib_uverbs_flow_ipv4_filter)               \
+	X(ib_uverbs_flow_spec_ipv4)                 \
+	X(ib_uverbs_flow_tcp_udp_filter)            \
+	X(ib_uverbs_flow_spec_tcp_udp)              \
+	X(ib_uverbs_flow_ipv6_filter)               \
+	X(ib_uverbs_flow_spec_ipv6)                 \
+	X(ib_uverbs_flow_spec_action_tag)           \
+	X(ib_uverbs_flow_spec_action_drop)          \
+	X(ib_uverbs_flow_attr)                      \
+	X(ib_uverbs_create_flow)                    \
+	X(ib_uverbs_create_flow_resp)               \
+	X(ib_uverbs_destroy_flow)
 
 static const struct golden_struct structs[] = { STRUCTS(STRUCT_ENTRY) };
 
@@ -642,6 +716,21 @@ static const struct golden_value constants[] = {
 	CONST(IB_UVERBS_QPT_XRC_INI),
 	CONST(IB_UVERBS_QPT_XRC_TGT),
 	CONST(IB_UVERBS_QPT_DRIVER),
+
+	CONST(IBV_FLOW_SPEC_ETH),
+	CONST(IBV_FLOW_SPEC_IPV4),
+	CONST(IBV_FLOW_SPEC_IPV6),
+	CONST(IBV_FLOW_SPEC_TCP),
+	CONST(IBV_FLOW_SPEC_UDP),
+	CONST(IBV_FLOW_SPEC_INNER),
+	CONST(IBV_FLOW_SPEC_ACTION_TAG),
+	CONST(IBV_FLOW_SPEC_ACTION_DROP),
+	CONST(IBV_FLOW_ATTR_NORMAL),
+	CONST(IBV_FLOW_ATTR_ALL_DEFAULT),
+	CONST(IBV_FLOW_ATTR_MC_DEFAULT),
+	CONST(IBV_FLOW_ATTR_SNIFFER),
+	CONST(IBV_FLOW_ATTR_FLAGS_DONT_TRAP),
+	CONST(IBV_FLOW_ATTR_FLAGS_EGRESS),
 
 	CONST(IB_UVERBS_QP_CREATE_BLOCK_MULTICAST_LOOPBACK),
 	CONST(IB_UVERBS_QP_CREATE_SCATTER_FCS),

@@ -137,6 +137,17 @@ fn method(command: u32, ex: bool) -> Option<Method> {
         (IB_USER_VERBS_EX_CMD_MODIFY_QP, true) => {
             extended::<ib_uverbs_ex_modify_qp, ib_uverbs_ex_modify_qp_resp>()
         }
+        // The specs follow the command in the core request.
+        (IB_USER_VERBS_EX_CMD_CREATE_FLOW, true) => {
+            extended::<ib_uverbs_create_flow, ib_uverbs_create_flow_resp>()
+        }
+        // No response (`UAPI_DEF_WRITE_I`).
+        (IB_USER_VERBS_EX_CMD_DESTROY_FLOW, true) => Method {
+            req: size_of::<ib_uverbs_destroy_flow>(),
+            resp: 0,
+            has_resp: false,
+            udata: true,
+        },
         _ => return None,
     })
 }
@@ -277,6 +288,8 @@ impl Ctx<'_> {
             (IB_USER_VERBS_CMD_DESTROY_QP, false) => self.destroy_qp(&b),
             (IB_USER_VERBS_CMD_ATTACH_MCAST, false) => self.attach_mcast(&b),
             (IB_USER_VERBS_CMD_DETACH_MCAST, false) => self.detach_mcast(&b),
+            (IB_USER_VERBS_EX_CMD_CREATE_FLOW, true) => self.create_flow(&b),
+            (IB_USER_VERBS_EX_CMD_DESTROY_FLOW, true) => self.destroy_flow(&b),
             _ => Err(libc::EOPNOTSUPP),
         };
         self.pump();

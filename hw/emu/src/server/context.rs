@@ -1,7 +1,7 @@
 //! One device context: what the kernel keeps per open `/dev/infiniband/uverbsN` (its
 //! `ib_ucontext` and the uobjects under it), the request loop of its connection, and its
 //! teardown when the program closes the fd or exits (the kernel's
-//! `uverbs_destroy_ufile_hw`: QPs, SRQs, CQs, address handles, MRs, device memory, PDs, in
+//! `uverbs_destroy_ufile_hw`: flows, QPs, SRQs, CQs, address handles, MRs, device memory, PDs, in
 //! that order).
 
 use super::events::{EventQueue, Kind};
@@ -70,6 +70,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) cqs: HashMap<u32, Cq>,
     pub(crate) srqs: HashMap<u32, Srq>,
     pub(crate) qps: HashMap<u32, super::qp::Qp>,
+    /// Steering rules (`ibv_create_flow`).
+    pub(crate) flows: HashMap<u32, super::flow::Flow>,
     /// Address handles (RoCE only: on InfiniBand libmlx5 builds its AV without the kernel).
     pub(crate) ahs: std::collections::HashSet<u32>,
     pub(crate) uars: super::uar::Uars,
@@ -103,6 +105,7 @@ pub(crate) fn serve(
         cqs: HashMap::new(),
         srqs: HashMap::new(),
         qps: HashMap::new(),
+        flows: HashMap::new(),
         ahs: Default::default(),
         uars: super::uar::Uars::default(),
         clock_page: None,
@@ -185,6 +188,10 @@ impl Ctx<'_> {
     /// The kernel's cleanup of a closed context: every object, children first.
     fn teardown(&mut self) {
         let nic = self.nic;
+        // A rule holds its QP (the kernel's use count): the rules go first.
+        for (_, flow) in self.flows.drain() {
+            let _ = nic.destroy_flow(flow.id);
+        }
         for (_, qp) in self.qps.drain() {
             // As mlx5_ib's `destroy_qp_common`: to RESET (2RST_QP), then destroyed. Not
             // through ERR, whose flush would write CQEs into a program that has gone.

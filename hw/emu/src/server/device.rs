@@ -4,8 +4,11 @@
 //!
 //! What the model enforces comes from the model (`Nic::caps`, `Nic::port`, the fabric's
 //! `NicConfig`); the rest is what a ConnectX-5 reports (docs/emulator.md lists each value
-//! and its source), and 0 for what the model does not have (memory windows, multicast,
-//! XRC, raw packet QPs).
+//! and its source), and 0 for what the model does not have (memory windows, XRC). On an
+//! Ethernet port the raw Ethernet caps are the model's (`Nic::eth_caps`), reported where
+//! `mlx5_ib_query_device` reports them: checksum offload and flow steering in the device
+//! flags, TSO, enhanced MPW and striding RQ in mlx5's driver part, the inline header in
+//! `mlx5_ib_alloc_ucontext`'s `eth_min_inline`.
 
 use super::cmd::{driver_request, request, Bundle, Res};
 use super::context::Ctx;
@@ -111,7 +114,11 @@ impl Ctx<'_> {
                 } else {
                     0
                 },
-            eth_min_inline: MLX5_USER_INLINE_MODE_NONE,
+            // The firmware's inline mode plus one (`MLX5_USER_INLINE_MODE_*`).
+            eth_min_inline: match cfg.eth.min_inline {
+                mlx5_hw::MinInline::None => MLX5_USER_INLINE_MODE_NONE,
+                mlx5_hw::MinInline::L2 => MLX5_USER_INLINE_MODE_L2,
+            },
             clock_info_versions: if self.nic.clock_info().is_some() {
                 1 << MLX5_IB_CLOCK_INFO_V1
             } else {
@@ -147,7 +154,14 @@ impl Ctx<'_> {
             max_qp_wr: caps.max_qp_wr,
             device_cap_flags: (IB_UVERBS_DEVICE_CURR_QP_STATE_MOD
                 | IB_UVERBS_DEVICE_SYS_IMAGE_GUID
-                | IB_UVERBS_DEVICE_RC_RNR_NAK_GEN) as u32,
+                | IB_UVERBS_DEVICE_RC_RNR_NAK_GEN
+                | if self.ethernet() {
+                    // The ETH `csum_cap` (the legacy bit beside `raw_packet_caps`) and flow
+                    // steering, which `ibv_create_flow` needs.
+                    IB_UVERBS_DEVICE_RAW_IP_CSUM | IB_UVERBS_DEVICE_MANAGED_FLOW_STEERING
+                } else {
+                    0
+                }) as u32,
             max_sge: caps.max_send_sge.min(caps.max_recv_sge),
             max_sge_rd: caps.max_send_sge,
             max_cq: 1 << 24,
@@ -216,6 +230,11 @@ impl Ctx<'_> {
             timestamp_mask: if cfg.clock_khz != 0 { (1 << 63) - 1 } else { 0 },
             hca_core_clock: cfg.clock_khz.into(),
             max_dm_size: self.nic.caps().max_dm_size,
+            raw_packet_caps: if self.ethernet() {
+                IB_UVERBS_RAW_PACKET_CAP_IP_CSUM
+            } else {
+                0
+            },
             ..Default::default()
         };
         self.respond(b, &resp)?;
@@ -240,9 +259,48 @@ impl Ctx<'_> {
                 max_log_num_concurent: cfg.dci_streams.max_log_channels,
                 max_log_num_errored: cfg.dci_streams.max_log_errored,
             },
-            ..Default::default()
+            ..self.eth_driver_caps()
         };
         self.respond_driver(b, &driver)
+    }
+
+    /// Whether the port is Ethernet (raw Ethernet's caps are reported there only, as
+    /// `mlx5_ib_query_device`'s `raw_support`).
+    fn ethernet(&self) -> bool {
+        self.shared.config.link_layer == LinkLayer::Ethernet
+    }
+
+    /// The raw Ethernet part of `mlx5_ib_query_device_resp` on an Ethernet port: TSO and
+    /// striding RQ for raw packet QPs (`supported_qpts`), enhanced MPW.
+    fn eth_driver_caps(&self) -> mlx5_ib_query_device_resp {
+        if !self.ethernet() {
+            return mlx5_ib_query_device_resp::default();
+        }
+        let eth = self.nic.eth_caps();
+        let raw_qpt = 1 << IB_UVERBS_QPT_RAW_PACKET;
+        let striding = eth
+            .striding
+            .map_or_else(Default::default, |s| mlx5_ib_striding_rq_caps {
+                min_single_stride_log_num_of_bytes: s.min_log_stride_bytes.into(),
+                max_single_stride_log_num_of_bytes: s.max_log_stride_bytes.into(),
+                min_single_wqe_log_num_of_strides: s.min_log_num_strides.into(),
+                max_single_wqe_log_num_of_strides: s.max_log_num_strides.into(),
+                supported_qpts: raw_qpt,
+                reserved: 0,
+            });
+        mlx5_ib_query_device_resp {
+            tso_caps: mlx5_ib_tso_caps {
+                max_tso: eth.max_tso,
+                supported_qpts: if eth.max_tso != 0 { raw_qpt } else { 0 },
+            },
+            mlx5_ib_support_multi_pkt_send_wqes: if eth.enhanced_mpw {
+                MLX5_IB_SUPPORT_EMPW
+            } else {
+                0
+            },
+            striding_rq_caps: striding,
+            ..Default::default()
+        }
     }
 
     /// QUERY_PORT: the model's port, as `mlx5_ib_query_port` reports it.

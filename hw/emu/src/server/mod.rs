@@ -12,6 +12,7 @@ mod cmd;
 mod context;
 mod device;
 mod events;
+mod flow;
 mod ioctl;
 mod memory;
 mod objects;

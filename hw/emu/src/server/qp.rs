@@ -5,6 +5,9 @@
 //! `mlx5dv_create_qp` sends): a DCI is a send queue checked by `modify_dci_qp_is_ok`; a DCT
 //! has no rings, takes its receives from an SRQ, and exists on the device only from its
 //! RTR (`mlx5_ib_modify_dct`), which answers its number (`mlx5_ib_modify_qp_resp.dctn`).
+//! A raw packet QP (`IBV_QPT_RAW_PACKET`, qp.c `create_raw_packet_qp`) has its RQ alone in
+//! the program's buffer and its SQ in a second one (`mlx5_ib_create_qp.sq_buf_addr`), and
+//! takes the port alone at INIT, nothing after.
 //!
 //! The attribute masks are checked against the kernel's state table (`ib_modify_qp_is_ok`,
 //! drivers/infiniband/core/verbs.c `qp_state_table`), then the transition goes to the model,
@@ -85,6 +88,7 @@ fn transport(qp_type: u8, flags: u32) -> Result<Transport, i32> {
         IB_UVERBS_QPT_RC => Ok(Transport::Rc),
         IB_UVERBS_QPT_UC => Ok(Transport::Uc),
         IB_UVERBS_QPT_UD => Ok(Transport::Ud),
+        IB_UVERBS_QPT_RAW_PACKET => Ok(Transport::Raw),
         QPT_DRIVER if flags & MLX5_QP_FLAG_TYPE_DCI != 0 => Ok(Transport::Dci),
         QPT_DRIVER if flags & MLX5_QP_FLAG_TYPE_DCT != 0 => Ok(Transport::Dct),
         QPT_DRIVER => Err(libc::EINVAL),
@@ -118,6 +122,15 @@ fn transition_masks(cur: u8, next: u8, t: Transport) -> Option<(u32, u32)> {
             (_, RESET) | (_, ERR) => (0, 0),
             (RESET, INIT) => (PKEY_INDEX | PORT | ACCESS_FLAGS, 0),
             (INIT, RTR) => (MIN_RNR_TIMER | AV | PATH_MTU, 0),
+            _ => return None,
+        });
+    }
+    if t == Transport::Raw {
+        return Some(match (cur, next) {
+            (_, RESET) | (_, ERR) => (0, 0),
+            (RESET, INIT) => (PORT, 0),
+            (INIT, INIT) => (0, PORT),
+            (INIT, RTR) | (RTR, RTS) | (RTS, RTS) => (0, 0),
             _ => return None,
         });
     }
@@ -178,7 +191,8 @@ fn mtu_bytes(mtu: u8) -> Result<u32, i32> {
 
 impl Ctx<'_> {
     /// CREATE_QP (legacy and extended): RC, UC or UD with its send and receive rings in one
-    /// program buffer (the RQ first, the SQ after it), a bfreg as `alloc_bfreg` picks it.
+    /// program buffer (the RQ first, the SQ after it), a raw packet QP with its SQ in a
+    /// buffer of its own (`sq_buf_addr`), a bfreg as `alloc_bfreg` picks it.
     pub(crate) fn create_qp(&mut self, b: &Bundle<'_>, ex: bool) -> Res {
         let c: ib_uverbs_ex_create_qp = if ex {
             let c: ib_uverbs_ex_create_qp = request(b, true)?;
@@ -243,7 +257,16 @@ impl Ctx<'_> {
         {
             return Err(libc::EINVAL);
         }
-        let rq_bytes = u64::from(drv.rq_wqe_count) << drv.rq_wqe_shift;
+        let raw = t == Transport::Raw;
+        // `create_raw_packet_qp`: the SQ at `sq_buf_addr`; an RQ only with receive WQEs.
+        let sq_buf = match raw {
+            true => drv.sq_buf_addr,
+            false => drv.buf_addr + (u64::from(drv.rq_wqe_count) << drv.rq_wqe_shift),
+        };
+        let rq_buf = match raw && drv.rq_wqe_count == 0 {
+            true => 0,
+            false => in_space(self.space, drv.buf_addr),
+        };
         let params = QpParams {
             transport: t,
             pdn,
@@ -252,9 +275,9 @@ impl Ctx<'_> {
             // A DCI receives nothing: the kernel's `create_dci` gives it no RQ and takes no
             // SRQ into its context, whatever the program passed.
             srqn: if t == Transport::Dci { None } else { srq },
-            sq_buf: in_space(self.space, drv.buf_addr + rq_bytes),
+            sq_buf: in_space(self.space, sq_buf),
             log_sq_wqe_cnt: drv.sq_wqe_count.max(1).trailing_zeros() as u8,
-            rq_buf: in_space(self.space, drv.buf_addr),
+            rq_buf,
             log_rq_wqe_cnt: drv.rq_wqe_count.max(1).trailing_zeros() as u8,
             log_rq_stride: if srq.is_some() {
                 4
@@ -298,7 +321,7 @@ impl Ctx<'_> {
                 b,
                 &mlx5_ib_create_qp_resp {
                     bfreg_index: Uars::gross(bfreg),
-                    ..Default::default()
+                    ..raw_resp(raw, rq_buf != 0, info.qpn)
                 },
             )
         });
@@ -394,6 +417,7 @@ impl Ctx<'_> {
                     port: cmd.port_num,
                     pkey_index: cmd.pkey_index,
                 },
+                Transport::Raw => QpTransition::InitRaw { port: cmd.port_num },
                 Transport::Ud => QpTransition::InitUd {
                     port: cmd.port_num,
                     qkey: cmd.qkey,
@@ -417,6 +441,7 @@ impl Ctx<'_> {
                     global: cmd.dest.is_global != 0,
                 },
                 Transport::Ud => QpTransition::RtrUd,
+                Transport::Raw => QpTransition::RtrRaw,
                 Transport::Uc => QpTransition::RtrUc {
                     dest_lid: cmd.dest.dlid,
                     dest_gid: cmd.dest.dgid,
@@ -440,6 +465,7 @@ impl Ctx<'_> {
             }),
             (state::RTR, state::RTS) => Some(match t {
                 Transport::Ud => QpTransition::RtsUd { sq_psn: cmd.sq_psn },
+                Transport::Raw => QpTransition::RtsRaw,
                 Transport::Uc => QpTransition::RtsUc { sq_psn: cmd.sq_psn },
                 _ => QpTransition::Rts {
                     sq_psn: cmd.sq_psn,
@@ -582,6 +608,26 @@ impl Ctx<'_> {
                 events_reported: events,
             },
         )
+    }
+}
+
+/// The raw packet part of `mlx5_ib_create_qp_resp` (`create_raw_packet_qp`): the SQ's
+/// number, and the RQ's when there is one; the model has one number for both, the QP's.
+/// No TIS or TIR numbers: the model has no such objects (libmlx5 keeps them for DEVX).
+fn raw_resp(raw: bool, rq: bool, qpn: u32) -> mlx5_ib_create_qp_resp {
+    if !raw {
+        return mlx5_ib_create_qp_resp::default();
+    }
+    mlx5_ib_create_qp_resp {
+        comp_mask: MLX5_IB_CREATE_QP_RESP_MASK_SQN
+            | if rq {
+                MLX5_IB_CREATE_QP_RESP_MASK_RQN
+            } else {
+                0
+            },
+        sqn: qpn,
+        rqn: if rq { qpn } else { 0 },
+        ..Default::default()
     }
 }
 

@@ -13,20 +13,25 @@ use std::mem::size_of;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-/// The fabric of test `name`.
-fn options(name: &str) -> Options {
+/// The fabric of test `name`, on `link`.
+fn options(name: &str, link: Link) -> Options {
     let dir = std::env::temp_dir().join(format!("mlx5-emu-kernel-{}-{name}", std::process::id()));
     Options {
         name: name.into(),
         nics: 2,
-        link: Link::Ib,
+        link,
         dir,
     }
 }
 
 /// A fabric served by a thread of this process; a context on its first NIC.
 pub fn context(name: &str) -> Context {
-    let options = options(name);
+    context_on(name, Link::Ib)
+}
+
+/// [`context`] on a fabric of `link`.
+pub fn context_on(name: &str, link: Link) -> Context {
+    let options = options(name, link);
     let socket = options.socket();
     std::thread::spawn(move || serve(options).unwrap());
     for _ in 0..500 {
@@ -54,6 +59,36 @@ pub fn legacy<T: IntoBytes + Immutable>(
     .as_bytes()
     .to_vec();
     buf.extend_from_slice(req.as_bytes());
+    buf.extend_from_slice(driver);
+    buf
+}
+
+/// An extended command (`execute_cmd_write_ex`): the two headers, the core request `core`
+/// (a multiple of 8 bytes), the driver data; `core_out` and `driver_out` bytes of response
+/// room at `response` (0: none).
+pub fn extended(
+    command: u32,
+    core: &[u8],
+    driver: &[u8],
+    response: u64,
+    core_out: usize,
+    driver_out: usize,
+) -> Vec<u8> {
+    let mut buf = ib_uverbs_cmd_hdr {
+        command: command | IB_USER_VERBS_CMD_FLAG_EXTENDED,
+        in_words: (core.len() / 8) as u16,
+        out_words: (core_out / 8) as u16,
+    }
+    .as_bytes()
+    .to_vec();
+    let ex = ib_uverbs_ex_cmd_hdr {
+        response,
+        provider_in_words: (driver.len() / 8) as u16,
+        provider_out_words: (driver_out / 8) as u16,
+        cmd_hdr_reserved: 0,
+    };
+    buf.extend_from_slice(ex.as_bytes());
+    buf.extend_from_slice(core);
     buf.extend_from_slice(driver);
     buf
 }
@@ -124,7 +159,7 @@ pub fn reg_mr_resp(
 /// The report of fabric `name` (what `mlx5-emu run --pcie` writes), through a launcher's
 /// connection.
 pub fn report(name: &str) -> serde_json::Value {
-    let sock = UnixStream::connect(options(name).socket()).expect("the fabric's socket");
+    let sock = UnixStream::connect(options(name, Link::Ib).socket()).expect("the fabric's socket");
     hello(&sock, &Hello::Launcher).expect("hello");
     match proto::call(&sock, &Request::Report, None) {
         Ok((Reply::Report(json), _)) => serde_json::from_str(&json).expect("JSON"),

@@ -24,9 +24,11 @@
 )]
 
 mod device;
+mod flow;
 mod qp;
 
 pub use device::*;
+pub use flow::*;
 pub use qp::*;
 
 /// `IB_USER_VERBS_ABI_VERSION`: what `/sys/class/infiniband_verbs/abi_version` reads
