@@ -4,11 +4,12 @@
 
 mod common;
 
+use common::bodies::{one_frame, StrideCursor};
 use common::raw::*;
-use common::{Drive, Side};
+use common::Drive;
 use mlx5_direct::backend::sim::{Fabric, Sim};
 use mlx5_direct::prm::L3Type;
-use mlx5_direct::{FlowRule, RxHashConfig, StridingConfig, StridingWq};
+use mlx5_direct::{FlowRule, RxHashConfig, StridingConfig};
 
 /// 4 WQEs of 8 strides of 64 bytes.
 const SMALL: StridingConfig = StridingConfig {
@@ -18,22 +19,15 @@ const SMALL: StridingConfig = StridingConfig {
     two_byte_shift: false,
 };
 
-/// Polls `wq` (running `b`'s NIC) until one frame came; returns it with its WQE counter,
-/// first stride and strides.
-fn one_frame(b: &Side, wq: &mut StridingWq<Sim>) -> (Vec<u8>, u16, u16, u16) {
-    for _ in 0..1000 {
-        let mut got = None;
-        let n = wq
-            .poll(1, |f| {
-                got = Some((f.bytes.to_vec(), f.wqe, f.stride, f.strides))
-            })
-            .unwrap();
-        if n == 1 {
-            return got.unwrap();
-        }
-        Sim::progress(&b.ctx);
-    }
-    panic!("no frame arrived");
+/// The body `tests/verbs_hw.rs` runs on a NIC (and on the emulator).
+#[test]
+fn a_striding_queue_takes_frames_in_place() {
+    let fabric = Fabric::new();
+    let rig = (
+        fabric.clone(),
+        eth_nic(mlx5_direct::backend::sim::EthConfig::default()),
+    );
+    common::bodies::a_striding_queue_takes_frames_in_place(&rig);
 }
 
 #[test]
@@ -44,28 +38,23 @@ fn frames_fill_strides_and_the_ring_wraps() {
     let rss = b.pd.create_rss_qp(&[&wq], None).unwrap();
     let _flow = rss.create_flow(&FlowRule::dst_mac(mac(&b))).unwrap();
     // The queue as this test sees it: WQE counter, strides used, fillers.
-    let (mut wqe, mut used, mut fillers) = (0u16, 0u16, 0u64);
+    let mut cursor = StrideCursor::new(8);
     for i in 0..40usize {
         // 60..=250-byte frames: 1 to 4 strides each.
         let payload: Vec<u8> = (0..18 + (i * 37) % 191).map(|k| (i + k) as u8).collect();
         let f = udp_frame(mac(&b), mac(&a), None, i as u16, 9, &payload, true);
         let strides = f.len().div_ceil(64) as u16;
-        if used + strides > 8 {
-            (wqe, used, fillers) = (wqe + 1, 0, fillers + 1);
-        }
+        let (wqe, used) = cursor.place(strides);
         send_frame(&mut a, &f, 0, |_| {});
-        let (bytes, got_wqe, stride, got_strides) = one_frame(&b, &mut wq);
+        let (bytes, got_wqe, stride, got_strides) = one_frame(&b.ctx, &mut wq);
         assert_eq!(bytes, f, "frame {i}");
         assert_eq!(
             (got_wqe, stride, got_strides),
             (wqe, used, strides),
             "frame {i}"
         );
-        used += strides;
-        if used == 8 {
-            (wqe, used) = (wqe + 1, 0);
-        }
     }
+    let (wqe, used, fillers) = (cursor.wqe, cursor.used, cursor.fillers);
     assert!(wqe >= 8, "the 4-WQE ring wrapped twice: {wqe}");
     assert!(
         fillers > 0,
@@ -93,7 +82,7 @@ fn the_two_byte_shift_aligns_the_ip_header() {
     for (len, strides) in [(126usize, 2u16), (127, 3)] {
         let f = udp_frame(mac(&b), mac(&a), None, 1, 2, &vec![5; len - 42], true);
         send_frame(&mut a, &f, 0, |_| {});
-        let (bytes, _, _, got) = one_frame(&b, &mut wq);
+        let (bytes, _, _, got) = one_frame(&b.ctx, &mut wq);
         assert_eq!((bytes, got), (f, strides));
     }
 }

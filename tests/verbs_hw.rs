@@ -182,6 +182,16 @@ fn a_raw_sniffer_sees_a_sent_frame_with_its_checksums() {
     bodies::a_sniffer_sees_a_sent_frame_with_its_checksums(&hw());
 }
 
+/// A striding work queue (`mlx5dv_create_wq`) behind an RSS QP
+/// (`ibv_create_rwq_ind_table`, `mlx5dv_create_qp`) takes a raw QP's frames in place
+/// through a sniffer rule, across the ring's wrap. On an Ethernet port only, with striding
+/// RQs: hw/emu/verbs-hw.sh runs it on its RoCE fabric.
+#[test]
+#[ignore = "needs an mlx5 NIC with an Ethernet port, striding RQs and CAP_NET_RAW, or the emulator's RoCE fabric (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
+fn a_raw_striding_queue_takes_frames_in_place() {
+    bodies::a_striding_queue_takes_frames_in_place(&hw());
+}
+
 #[test]
 #[ignore = "needs a device: an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
 fn dc_operations_reach_a_dct() {

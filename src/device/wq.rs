@@ -61,6 +61,9 @@ impl<B: Backend> ProtectionDomain<B> {
         let (handle, desc) =
             ctx.backend
                 .create_striding_wq(&self.inner.handle, &cq.inner.handle, config)?;
+        // RDY before the WQEs are posted: rdma-core's `mlx5_modify_wq` zeroes the doorbell
+        // record on RESET -> RDY, which would hide WQEs posted before it from the device.
+        handle.ready()?;
         // SAFETY: the ring and record are the device object's, which `inner` keeps alive as
         // long as the queue; nothing else writes them.
         let queue = unsafe {
@@ -73,7 +76,6 @@ impl<B: Backend> ProtectionDomain<B> {
                 buffers.lkey(),
             )
         };
-        handle.ready()?;
         Ok(StridingWq {
             queue,
             config: *config,

@@ -263,6 +263,25 @@ fn layouts() -> Vec<Layout> {
         layout!(ib_uverbs_create_flow: comp_mask, qp_handle, flow_attr),
         layout!(ib_uverbs_create_flow_resp: comp_mask, flow_handle),
         layout!(ib_uverbs_destroy_flow: comp_mask, flow_handle),
+        layout!(ib_uverbs_ex_create_wq:
+            comp_mask, wq_type, user_handle, pd_handle, cq_handle, max_wr, max_sge, create_flags,
+            reserved
+        ),
+        layout!(ib_uverbs_ex_create_wq_resp:
+            comp_mask, response_length, wq_handle, max_wr, max_sge, wqn
+        ),
+        layout!(ib_uverbs_ex_destroy_wq: comp_mask, wq_handle),
+        layout!(ib_uverbs_ex_destroy_wq_resp:
+            comp_mask, response_length, events_reported, reserved
+        ),
+        layout!(ib_uverbs_ex_modify_wq:
+            attr_mask, wq_handle, wq_state, curr_wq_state, flags, flags_mask
+        ),
+        layout!(ib_uverbs_ex_create_rwq_ind_table: comp_mask, log_ind_tbl_size).tail("wq_handles"),
+        layout!(ib_uverbs_ex_create_rwq_ind_table_resp:
+            comp_mask, response_length, ind_tbl_handle, ind_tbl_num
+        ),
+        layout!(ib_uverbs_ex_destroy_rwq_ind_table: comp_mask, ind_tbl_handle),
         layout!(mlx5_ib_alloc_ucontext_req: total_num_bfregs, num_low_latency_bfregs),
         layout!(mlx5_ib_alloc_ucontext_req_v2:
             total_num_bfregs, num_low_latency_bfregs, flags, comp_mask, max_cqe_version, reserved0,
@@ -310,6 +329,15 @@ fn layouts() -> Vec<Layout> {
         layout!(mlx5_ib_create_qp_resp:
             bfreg_index, ece_options, comp_mask, tirn, tisn, rqn, sqn, reserved1, tir_icm_addr
         ),
+        layout!(mlx5_ib_create_qp_rss:
+            rx_hash_fields_mask, rx_hash_function, rx_key_len, reserved, rx_hash_key, comp_mask,
+            flags
+        ),
+        layout!(mlx5_ib_create_wq:
+            buf_addr, db_addr, rq_wqe_count, rq_wqe_shift, user_index, flags, comp_mask,
+            single_stride_log_num_of_bytes, single_wqe_log_num_of_strides, two_byte_shift_en
+        ),
+        layout!(mlx5_ib_create_wq_resp: response_length, reserved),
         layout!(mlx5_ib_create_ah_resp: response_length, dmac, reserved),
         layout!(mlx5_ib_burst_info: max_burst_sz, typical_pkt_sz, reserved),
         layout!(mlx5_ib_modify_qp: comp_mask, burst_info, ece_options),
@@ -517,6 +545,8 @@ fn constants() -> Vec<(&'static str, i64)> {
         IB_UVERBS_QPT_XRC_INI,
         IB_UVERBS_QPT_XRC_TGT,
         IB_UVERBS_QPT_DRIVER,
+        IB_UVERBS_WQT_RQ,
+        IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE,
         IBV_FLOW_SPEC_ETH,
         IBV_FLOW_SPEC_IPV4,
         IBV_FLOW_SPEC_IPV6,
@@ -640,6 +670,8 @@ fn constants() -> Vec<(&'static str, i64)> {
         MLX5_IB_CREATE_QP_RESP_MASK_RQN,
         MLX5_IB_CREATE_QP_RESP_MASK_SQN,
         MLX5_IB_CREATE_QP_RESP_MASK_TIR_ICM_ADDR,
+        MLX5_IB_CREATE_WQ_STRIDING_RQ,
+        MLX5_WQ_FLAG_SIGNATURE,
         MLX5_IB_MMAP_REGULAR_PAGE,
         MLX5_IB_MMAP_GET_CONTIGUOUS_PAGES,
         MLX5_IB_MMAP_WC_PAGE,
@@ -813,7 +845,7 @@ const NOT_IN_HEADERS: [&str; 19] = [
 ];
 
 /// The sources of `mlx5_emu::abi`, for [`every_mirror_is_compared`].
-const SOURCES: [&str; 8] = [
+const SOURCES: [&str; 9] = [
     include_str!("../src/abi/ioctl.rs"),
     include_str!("../src/abi/mod.rs"),
     include_str!("../src/abi/ucma.rs"),
@@ -821,6 +853,7 @@ const SOURCES: [&str; 8] = [
     include_str!("../src/abi/uverbs/device.rs"),
     include_str!("../src/abi/uverbs/qp.rs"),
     include_str!("../src/abi/uverbs/flow.rs"),
+    include_str!("../src/abi/uverbs/wq.rs"),
     include_str!("../src/abi/mlx5.rs"),
 ];
 

@@ -426,3 +426,252 @@ fn flows_are_checked_as_uverbs_checks_them() {
     }
     r.destroy_qp(qp).unwrap();
 }
+
+impl Rig {
+    /// One extended command with `core` and `driver`, `out` bytes of core response room
+    /// and `driver_out` of the driver's; the response bytes.
+    fn ex(
+        &self,
+        cmd: u32,
+        core: &[u8],
+        driver: &[u8],
+        out: usize,
+        driver_out: usize,
+    ) -> Result<Vec<u8>, i32> {
+        let mut resp = vec![0u8; out + driver_out];
+        let at = if resp.is_empty() {
+            0
+        } else {
+            resp.as_mut_ptr() as u64
+        };
+        self.ctx
+            .command(&extended(cmd, core, driver, at, out, driver_out), None)?;
+        Ok(resp)
+    }
+
+    /// CREATE_WQ of 4 striding WQEs (`drv` tweaked): its handle and number.
+    fn create_wq(
+        &self,
+        c: ib_uverbs_ex_create_wq,
+        tweak: impl FnOnce(&mut mlx5_ib_create_wq),
+    ) -> Result<(u32, u32), i32> {
+        let mut drv = mlx5_ib_create_wq {
+            buf_addr: self.base + 96 * 1024,
+            db_addr: self.base + 124 * 1024 + 512,
+            rq_wqe_count: 4,
+            rq_wqe_shift: 5,
+            comp_mask: MLX5_IB_CREATE_WQ_STRIDING_RQ,
+            single_stride_log_num_of_bytes: 6,
+            single_wqe_log_num_of_strides: 3,
+            ..Default::default()
+        };
+        tweak(&mut drv);
+        let out = size_of::<ib_uverbs_ex_create_wq_resp>();
+        let resp = self.ex(
+            IB_USER_VERBS_EX_CMD_CREATE_WQ,
+            c.as_bytes(),
+            drv.as_bytes(),
+            out,
+            8,
+        )?;
+        let r: ib_uverbs_ex_create_wq_resp = read(&resp, 0).unwrap();
+        Ok((r.wq_handle, r.wqn))
+    }
+
+    fn modify_wq(&self, wq: u32, mask: u32, state: u32, cur: u32) -> Result<(), i32> {
+        let m = ib_uverbs_ex_modify_wq {
+            attr_mask: mask,
+            wq_handle: wq,
+            wq_state: state,
+            curr_wq_state: cur,
+            ..Default::default()
+        };
+        self.ex(IB_USER_VERBS_EX_CMD_MODIFY_WQ, m.as_bytes(), &[], 0, 0)
+            .map(drop)
+    }
+
+    fn destroy_wq(&self, wq: u32) -> Result<(), i32> {
+        let d = ib_uverbs_ex_destroy_wq {
+            comp_mask: 0,
+            wq_handle: wq,
+        };
+        let out = size_of::<ib_uverbs_ex_destroy_wq_resp>();
+        self.ex(IB_USER_VERBS_EX_CMD_DESTROY_WQ, d.as_bytes(), &[], out, 0)
+            .map(drop)
+    }
+
+    /// CREATE_RWQ_IND_TBL of one work queue (its handle padded to 8 bytes).
+    fn create_table(&self, log: u32, wq: u32) -> Result<u32, i32> {
+        let c = ib_uverbs_ex_create_rwq_ind_table {
+            comp_mask: 0,
+            log_ind_tbl_size: log,
+        };
+        let core = [c.as_bytes(), &wq.to_ne_bytes(), &[0; 4]].concat();
+        let out = size_of::<ib_uverbs_ex_create_rwq_ind_table_resp>();
+        let resp = self.ex(IB_USER_VERBS_EX_CMD_CREATE_RWQ_IND_TBL, &core, &[], out, 0)?;
+        let r: ib_uverbs_ex_create_rwq_ind_table_resp = read(&resp, 0).unwrap();
+        Ok(r.ind_tbl_handle)
+    }
+
+    fn destroy_table(&self, table: u32) -> Result<(), i32> {
+        let d = ib_uverbs_ex_destroy_rwq_ind_table {
+            comp_mask: 0,
+            ind_tbl_handle: table,
+        };
+        self.ex(
+            IB_USER_VERBS_EX_CMD_DESTROY_RWQ_IND_TBL,
+            d.as_bytes(),
+            &[],
+            0,
+            0,
+        )
+        .map(drop)
+    }
+
+    /// CREATE_QP (extended) of an RSS QP of `qp_type` on `table` with `rss`: its handle.
+    fn create_rss_qp(
+        &self,
+        qp_type: u8,
+        table: u32,
+        rss: &mlx5_ib_create_qp_rss,
+    ) -> Result<u32, i32> {
+        let c = ib_uverbs_ex_create_qp {
+            pd_handle: self.pd,
+            qp_type,
+            comp_mask: IB_UVERBS_CREATE_QP_MASK_IND_TABLE,
+            rwq_ind_tbl_handle: table,
+            ..Default::default()
+        };
+        let out = size_of::<ib_uverbs_ex_create_qp_resp>();
+        let drv_out = size_of::<mlx5_ib_create_qp_resp>().next_multiple_of(8);
+        let resp = self.ex(
+            IB_USER_VERBS_EX_CMD_CREATE_QP,
+            c.as_bytes(),
+            rss.as_bytes(),
+            out,
+            drv_out,
+        )?;
+        let r: ib_uverbs_ex_create_qp_resp = read(&resp, 0).unwrap();
+        Ok(r.base.qp_handle)
+    }
+}
+
+#[test]
+fn work_queues_tables_and_rss_qps_are_refused_as_the_kernel_refuses_them() {
+    let r = rig("raw-wq", Link::Roce);
+    let c = ib_uverbs_ex_create_wq {
+        wq_type: IB_UVERBS_WQT_RQ,
+        pd_handle: r.pd,
+        cq_handle: r.cq,
+        max_wr: 4,
+        max_sge: 1,
+        ..Default::default()
+    };
+    let masked = ib_uverbs_ex_create_wq { comp_mask: 1, ..c };
+    assert_eq!(
+        r.create_wq(masked, |_| {}),
+        Err(libc::EOPNOTSUPP),
+        "comp_mask"
+    );
+    let sq = ib_uverbs_ex_create_wq { wq_type: 1, ..c };
+    assert_eq!(r.create_wq(sq, |_| {}), Err(libc::EINVAL), "not an RQ");
+    let unknown = |d: &mut mlx5_ib_create_wq| d.comp_mask |= 2;
+    assert_eq!(
+        r.create_wq(c, unknown),
+        Err(libc::EOPNOTSUPP),
+        "mlx5 comp_mask"
+    );
+    let sig = |d: &mut mlx5_ib_create_wq| d.flags = MLX5_WQ_FLAG_SIGNATURE;
+    assert_eq!(r.create_wq(c, sig), Err(libc::EOPNOTSUPP), "signatures");
+    let three = |d: &mut mlx5_ib_create_wq| d.rq_wqe_count = 3;
+    assert_eq!(r.create_wq(c, three), Err(libc::EINVAL), "3 WQEs");
+    let small = |d: &mut mlx5_ib_create_wq| d.single_stride_log_num_of_bytes = 5;
+    assert_eq!(r.create_wq(c, small), Err(libc::EINVAL), "32-byte strides");
+    let (wq, wqn) = r.create_wq(c, |_| {}).unwrap();
+    assert_ne!(wqn, 0);
+
+    // IB_WQ_STATE (1), IB_WQ_CUR_STATE (2); RESET 0, RDY 1.
+    assert_eq!(r.modify_wq(wq, 0, 1, 0), Err(libc::EINVAL), "no attributes");
+    assert_eq!(
+        r.modify_wq(wq, 8, 1, 0),
+        Err(libc::EINVAL),
+        "an unknown attribute"
+    );
+    assert_eq!(r.modify_wq(wq, 3, 1, 1), Err(libc::EINVAL), "it is not RDY");
+    assert_eq!(
+        r.modify_wq(wq + 100, 1, 1, 0),
+        Err(libc::EINVAL),
+        "no such WQ"
+    );
+    r.modify_wq(wq, 3, 1, 0).unwrap();
+
+    assert_eq!(r.create_table(14, wq), Err(libc::EINVAL), "2^14 entries");
+    assert_eq!(r.create_table(0, wq + 100), Err(libc::EINVAL), "no such WQ");
+    let table = r.create_table(0, wq).unwrap();
+    assert_eq!(r.destroy_wq(wq), Err(libc::EBUSY), "in a table");
+
+    let mut rss = mlx5_ib_create_qp_rss {
+        rx_hash_fields_mask: MLX5_RX_HASH_SRC_IPV4 | MLX5_RX_HASH_DST_IPV4,
+        rx_hash_function: MLX5_RX_HASH_FUNC_TOEPLITZ,
+        rx_key_len: 40,
+        ..Default::default()
+    };
+    let raw = IB_UVERBS_QPT_RAW_PACKET;
+    assert_eq!(
+        r.create_rss_qp(IB_UVERBS_QPT_RC, table, &rss),
+        Err(libc::EINVAL),
+        "RC"
+    );
+    assert_eq!(
+        r.create_rss_qp(raw, table + 100, &rss),
+        Err(libc::EINVAL),
+        "no table"
+    );
+    let bad = |f: fn(&mut mlx5_ib_create_qp_rss)| {
+        let mut x = rss;
+        f(&mut x);
+        r.create_rss_qp(raw, table, &x)
+    };
+    assert_eq!(
+        bad(|x| x.rx_key_len = 20),
+        Err(libc::EINVAL),
+        "a 20-byte key"
+    );
+    assert_eq!(
+        bad(|x| x.rx_hash_function = 2),
+        Err(libc::EOPNOTSUPP),
+        "XOR"
+    );
+    assert_eq!(
+        bad(|x| x.rx_hash_fields_mask |= MLX5_RX_HASH_INNER),
+        Err(libc::EOPNOTSUPP),
+        "inner"
+    );
+    assert_eq!(
+        bad(|x| x.comp_mask = 1),
+        Err(libc::EOPNOTSUPP),
+        "mlx5 comp_mask"
+    );
+    assert_eq!(
+        bad(|x| x.rx_hash_fields_mask |= MLX5_RX_HASH_SRC_IPV6),
+        Err(libc::EINVAL),
+        "IPv4 and IPv6 fields together"
+    );
+    rss.rx_hash_key[..40].copy_from_slice(&[0x6d; 40]);
+    let qp = r.create_rss_qp(raw, table, &rss).unwrap();
+    assert_eq!(
+        r.destroy_table(table),
+        Err(libc::EBUSY),
+        "an RSS QP uses it"
+    );
+    let sniffer = attr(IBV_FLOW_ATTR_SNIFFER, 0, 0);
+    let flow = r.create_flow(qp, sniffer, &[], 0).unwrap();
+    assert_eq!(r.destroy_qp(qp), Err(libc::EBUSY), "a rule steers to it");
+    r.destroy_flow(flow, 0).unwrap();
+    r.destroy_qp(qp).unwrap();
+    assert_eq!(r.destroy_qp(qp), Err(libc::EINVAL));
+    r.destroy_table(table).unwrap();
+    assert_eq!(r.destroy_table(table), Err(libc::EINVAL));
+    r.destroy_wq(wq).unwrap();
+    assert_eq!(r.destroy_wq(wq), Err(libc::EINVAL));
+}

@@ -1,8 +1,11 @@
 //! Raw Ethernet bodies: a raw packet QP's frame seen by a sniffer rule of another raw
 //! packet QP on the same port (a sniffer gets the frames the port sends: one device
-//! suffices), byte for byte, with its checksum offload and the Ethernet fields.
+//! suffices), byte for byte, with its checksum offload and the Ethernet fields; and the
+//! same port's frames taken by a striding work queue behind an RSS QP's sniffer rule.
 
-use mlx5_direct::{Checksum, Data, EthWr, FlowRule, QpConfig, Transport};
+use mlx5_direct::{
+    Checksum, Context, Data, EthWr, FlowRule, QpConfig, StridingConfig, StridingWq, Transport,
+};
 
 use super::super::{poll_n, raw::fix_checksums, raw::udp_frame, Drive, Rig, Side};
 
@@ -50,4 +53,103 @@ where
     b.mr.read(0, &mut got);
     assert_eq!(got, right);
     assert!(c.eth().unwrap().ip_csum_ok());
+}
+
+/// Where a striding queue of `per_wqe` strides per WQE puts frames, as a test expects it:
+/// the WQE counter, the strides used of that WQE, the fillers the device wrote.
+#[derive(Debug)]
+pub struct StrideCursor {
+    pub per_wqe: u16,
+    pub wqe: u16,
+    pub used: u16,
+    pub fillers: u64,
+}
+
+impl StrideCursor {
+    pub fn new(per_wqe: u16) -> Self {
+        StrideCursor {
+            per_wqe,
+            wqe: 0,
+            used: 0,
+            fillers: 0,
+        }
+    }
+
+    /// The WQE and first stride of the next frame, of `strides` strides: the next WQE
+    /// when it does not fit the strides left (a filler ends the one before).
+    pub fn place(&mut self, strides: u16) -> (u16, u16) {
+        if self.used + strides > self.per_wqe {
+            (self.wqe, self.used, self.fillers) = (self.wqe + 1, 0, self.fillers + 1);
+        }
+        let at = (self.wqe, self.used);
+        self.used += strides;
+        if self.used == self.per_wqe {
+            (self.wqe, self.used) = (self.wqe + 1, 0);
+        }
+        at
+    }
+}
+
+/// Polls `wq` (with `ctx`'s progress between empty polls) until one frame came; returns
+/// its bytes, WQE counter, first stride and strides.
+pub fn one_frame<B: Drive>(ctx: &Context<B>, wq: &mut StridingWq<B>) -> (Vec<u8>, u16, u16, u16) {
+    for _ in 0..10_000 {
+        let mut got = None;
+        let n = wq
+            .poll(1, |f| {
+                got = Some((f.bytes.to_vec(), f.wqe, f.stride, f.strides))
+            })
+            .unwrap();
+        if n == 1 {
+            return got.unwrap();
+        }
+        B::progress(ctx);
+    }
+    panic!("no frame arrived");
+}
+
+/// `a` sends 24 UDP frames of 60 to 250 bytes; a striding work queue of 4 WQEs of 8
+/// strides of 64 bytes, behind an RSS QP with a sniffer rule, hands each out in place,
+/// byte for byte, at the WQE and strides this test expects: a frame that does not fit
+/// the strides left of a WQE starts the next (the device's filler), and the ring wraps.
+pub fn a_striding_queue_takes_frames_in_place<R: Rig>(rig: &R)
+where
+    R::B: Drive,
+{
+    let mut a = raw_side(rig);
+    let caps = a.ctx.eth_caps().unwrap();
+    assert!(caps.striding_rq, "a device with striding RQs");
+    // 8 strides per WQE: a device with `ext_stride_num_range` (else 512 at least).
+    let config = StridingConfig {
+        log_wqes: 2,
+        log_stride_bytes: 6,
+        log_num_strides: 3,
+        two_byte_shift: false,
+    };
+    let mut wq = a.pd.create_striding_wq(&config).unwrap();
+    let rss = a.pd.create_rss_qp(&[&wq], None).unwrap();
+    let _sniff = rss.create_flow(&FlowRule::sniffer()).unwrap();
+    let header = caps.min_inline.max(14);
+    let mut cursor = StrideCursor::new(8);
+    for i in 0..24usize {
+        let payload: Vec<u8> = (0..18 + (i * 37) % 191).map(|k| (i + k) as u8).collect();
+        let dst = [0x02, 0x11, 0x22, 0x33, 0x44, 0x55];
+        let frame = udp_frame(dst, caps.mac, None, i as u16, 9, &payload, true);
+        let strides = frame.len().div_ceil(64) as u16;
+        let (wqe, stride) = cursor.place(strides);
+        a.mr.write(0, &frame[header..]);
+        let gather = [a.mr.sge(0, (frame.len() - header) as u32)];
+        let wr = EthWr::new(1, &frame[..header], Data::Sges(&gather));
+        a.qp.sq().post_eth(&wr).unwrap();
+        let c = poll_n(&mut a, 1)[0];
+        assert!(c.status.is_ok(), "{c:?}");
+        let (bytes, got_wqe, got_stride, got_strides) = one_frame(&a.ctx, &mut wq);
+        assert_eq!(bytes, frame, "frame {i}");
+        let got = (got_wqe, got_stride, got_strides);
+        assert_eq!(got, (wqe, stride, strides), "frame {i}");
+    }
+    assert!(cursor.wqe >= 4, "the 4-WQE ring wrapped: {cursor:?}");
+    assert!(cursor.fillers > 0, "some frames did not fit: {cursor:?}");
+    let want = (u32::from(cursor.wqe), u32::from(cursor.used));
+    assert_eq!(wq.position(), want);
 }

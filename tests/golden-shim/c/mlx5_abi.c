@@ -149,6 +149,27 @@ static const struct golden_field fields[] = {
 	FIELD(mlx5_ib_create_qp_resp, reserved1, 1),
 	FIELD(mlx5_ib_create_qp_resp, tir_icm_addr, 1),
 
+	FIELD(mlx5_ib_create_qp_rss, rx_hash_fields_mask, 1),
+	FIELD(mlx5_ib_create_qp_rss, rx_hash_function, 1),
+	FIELD(mlx5_ib_create_qp_rss, rx_key_len, 1),
+	FIELD(mlx5_ib_create_qp_rss, reserved, 1),
+	FIELD(mlx5_ib_create_qp_rss, rx_hash_key, 1),
+	FIELD(mlx5_ib_create_qp_rss, comp_mask, 1),
+	FIELD(mlx5_ib_create_qp_rss, flags, 1),
+
+	FIELD(mlx5_ib_create_wq, buf_addr, 1),
+	FIELD(mlx5_ib_create_wq, db_addr, 1),
+	FIELD(mlx5_ib_create_wq, rq_wqe_count, 1),
+	FIELD(mlx5_ib_create_wq, rq_wqe_shift, 1),
+	FIELD(mlx5_ib_create_wq, user_index, 1),
+	FIELD(mlx5_ib_create_wq, flags, 1),
+	FIELD(mlx5_ib_create_wq, comp_mask, 1),
+	FIELD(mlx5_ib_create_wq, single_stride_log_num_of_bytes, 1),
+	FIELD(mlx5_ib_create_wq, single_wqe_log_num_of_strides, 1),
+	FIELD(mlx5_ib_create_wq, two_byte_shift_en, 1),
+	FIELD(mlx5_ib_create_wq_resp, response_length, 1),
+	FIELD(mlx5_ib_create_wq_resp, reserved, 1),
+
 	FIELD(mlx5_ib_create_ah_resp, response_length, 1),
 	FIELD(mlx5_ib_create_ah_resp, dmac, 1),
 	FIELD(mlx5_ib_create_ah_resp, reserved, 1),
@@ -199,6 +220,9 @@ static const struct golden_field fields[] = {
 	X(mlx5_ib_create_qp_dci_streams)            \
 	X(mlx5_ib_create_qp)                        \
 	X(mlx5_ib_create_qp_resp)                   \
+	X(mlx5_ib_create_qp_rss)                    \
+	X(mlx5_ib_create_wq)                        \
+	X(mlx5_ib_create_wq_resp)                   \
 	X(mlx5_ib_create_ah_resp)                   \
 	X(mlx5_ib_burst_info)                       \
 	X(mlx5_ib_modify_qp)                        \
@@ -288,6 +312,8 @@ static const struct golden_value constants[] = {
 	CONST(MLX5_IB_CREATE_QP_RESP_MASK_RQN),
 	CONST(MLX5_IB_CREATE_QP_RESP_MASK_SQN),
 	CONST(MLX5_IB_CREATE_QP_RESP_MASK_TIR_ICM_ADDR),
+	CONST(MLX5_IB_CREATE_WQ_STRIDING_RQ),
+	CONST(MLX5_WQ_FLAG_SIGNATURE),
 
 	CONST(MLX5_IB_MMAP_REGULAR_PAGE),
 	CONST(MLX5_IB_MMAP_GET_CONTIGUOUS_PAGES),

@@ -510,6 +510,44 @@ static const struct golden_field fields[] = {
 	FIELD(ib_uverbs_create_flow_resp, flow_handle, 1),
 	FIELD(ib_uverbs_destroy_flow, comp_mask, 1),
 	FIELD(ib_uverbs_destroy_flow, flow_handle, 1),
+
+	/* CREATE_WQ, MODIFY_WQ, DESTROY_WQ, CREATE_RWQ_IND_TBL, DESTROY_RWQ_IND_TBL */
+	FIELD(ib_uverbs_ex_create_wq, comp_mask, 1),
+	FIELD(ib_uverbs_ex_create_wq, wq_type, 1),
+	FIELD(ib_uverbs_ex_create_wq, user_handle, 1),
+	FIELD(ib_uverbs_ex_create_wq, pd_handle, 1),
+	FIELD(ib_uverbs_ex_create_wq, cq_handle, 1),
+	FIELD(ib_uverbs_ex_create_wq, max_wr, 1),
+	FIELD(ib_uverbs_ex_create_wq, max_sge, 1),
+	FIELD(ib_uverbs_ex_create_wq, create_flags, 1),
+	FIELD(ib_uverbs_ex_create_wq, reserved, 1),
+	FIELD(ib_uverbs_ex_create_wq_resp, comp_mask, 1),
+	FIELD(ib_uverbs_ex_create_wq_resp, response_length, 1),
+	FIELD(ib_uverbs_ex_create_wq_resp, wq_handle, 1),
+	FIELD(ib_uverbs_ex_create_wq_resp, max_wr, 1),
+	FIELD(ib_uverbs_ex_create_wq_resp, max_sge, 1),
+	FIELD(ib_uverbs_ex_create_wq_resp, wqn, 1),
+	FIELD(ib_uverbs_ex_destroy_wq, comp_mask, 1),
+	FIELD(ib_uverbs_ex_destroy_wq, wq_handle, 1),
+	FIELD(ib_uverbs_ex_destroy_wq_resp, comp_mask, 1),
+	FIELD(ib_uverbs_ex_destroy_wq_resp, response_length, 1),
+	FIELD(ib_uverbs_ex_destroy_wq_resp, events_reported, 1),
+	FIELD(ib_uverbs_ex_destroy_wq_resp, reserved, 1),
+	FIELD(ib_uverbs_ex_modify_wq, attr_mask, 1),
+	FIELD(ib_uverbs_ex_modify_wq, wq_handle, 1),
+	FIELD(ib_uverbs_ex_modify_wq, wq_state, 1),
+	FIELD(ib_uverbs_ex_modify_wq, curr_wq_state, 1),
+	FIELD(ib_uverbs_ex_modify_wq, flags, 1),
+	FIELD(ib_uverbs_ex_modify_wq, flags_mask, 1),
+	FIELD(ib_uverbs_ex_create_rwq_ind_table, comp_mask, 1),
+	FIELD(ib_uverbs_ex_create_rwq_ind_table, log_ind_tbl_size, 1),
+	TAIL(ib_uverbs_ex_create_rwq_ind_table, wq_handles),
+	FIELD(ib_uverbs_ex_create_rwq_ind_table_resp, comp_mask, 1),
+	FIELD(ib_uverbs_ex_create_rwq_ind_table_resp, response_length, 1),
+	FIELD(ib_uverbs_ex_create_rwq_ind_table_resp, ind_tbl_handle, 1),
+	FIELD(ib_uverbs_ex_create_rwq_ind_table_resp, ind_tbl_num, 1),
+	FIELD(ib_uverbs_ex_destroy_rwq_ind_table, comp_mask, 1),
+	FIELD(ib_uverbs_ex_destroy_rwq_ind_table, ind_tbl_handle, 1),
 };
 
 /* Every struct above, in the same order; each also has an ALIGNOF constant below. */
@@ -588,7 +626,15 @@ static const struct golden_field fields[] = {
 	X(ib_uverbs_flow_attr)                      \
 	X(ib_uverbs_create_flow)                    \
 	X(ib_uverbs_create_flow_resp)               \
-	X(ib_uverbs_destroy_flow)
+	X(ib_uverbs_destroy_flow)                   \
+	X(ib_uverbs_ex_create_wq)                   \
+	X(ib_uverbs_ex_create_wq_resp)              \
+	X(ib_uverbs_ex_destroy_wq)                  \
+	X(ib_uverbs_ex_destroy_wq_resp)             \
+	X(ib_uverbs_ex_modify_wq)                   \
+	X(ib_uverbs_ex_create_rwq_ind_table)        \
+	X(ib_uverbs_ex_create_rwq_ind_table_resp)   \
+	X(ib_uverbs_ex_destroy_rwq_ind_table)
 
 static const struct golden_struct structs[] = { STRUCTS(STRUCT_ENTRY) };
 
@@ -716,6 +762,9 @@ static const struct golden_value constants[] = {
 	CONST(IB_UVERBS_QPT_XRC_INI),
 	CONST(IB_UVERBS_QPT_XRC_TGT),
 	CONST(IB_UVERBS_QPT_DRIVER),
+
+	CONST(IB_UVERBS_WQT_RQ),
+	CONST(IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE),
 
 	CONST(IBV_FLOW_SPEC_ETH),
 	CONST(IBV_FLOW_SPEC_IPV4),

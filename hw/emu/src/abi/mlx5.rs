@@ -525,6 +525,61 @@ impl mlx5_ib_create_qp {
     }
 }
 
+/// `MLX5_IB_CREATE_WQ_STRIDING_RQ` (`mlx5_ib_create_wq.comp_mask`): the striding fields
+/// are valid.
+pub const MLX5_IB_CREATE_WQ_STRIDING_RQ: u32 = 1 << 0;
+/// `MLX5_WQ_FLAG_SIGNATURE` (`mlx5_ib_create_wq.flags`).
+pub const MLX5_WQ_FLAG_SIGNATURE: u32 = 1 << 0;
+
+/// `struct mlx5_ib_create_wq`: CREATE_WQ's driver request.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]
+pub struct mlx5_ib_create_wq {
+    pub buf_addr: u64,
+    pub db_addr: u64,
+    pub rq_wqe_count: u32,
+    pub rq_wqe_shift: u32,
+    pub user_index: u32,
+    /// `MLX5_WQ_FLAG_*`.
+    pub flags: u32,
+    /// `MLX5_IB_CREATE_WQ_*`.
+    pub comp_mask: u32,
+    pub single_stride_log_num_of_bytes: u32,
+    pub single_wqe_log_num_of_strides: u32,
+    pub two_byte_shift_en: u32,
+}
+
+/// `struct mlx5_ib_create_wq_resp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]
+pub struct mlx5_ib_create_wq_resp {
+    pub response_length: u32,
+    pub reserved: u32,
+}
+
+/// `struct mlx5_ib_create_qp_rss`: an RSS QP's CREATE_QP driver request (instead of
+/// [`mlx5_ib_create_qp`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]
+pub struct mlx5_ib_create_qp_rss {
+    /// `MLX5_RX_HASH_*`.
+    pub rx_hash_fields_mask: u64,
+    /// `MLX5_RX_HASH_FUNC_*`.
+    pub rx_hash_function: u8,
+    pub rx_key_len: u8,
+    pub reserved: [u8; 6],
+    pub rx_hash_key: [u8; 128],
+    pub comp_mask: u32,
+    /// `MLX5_QP_FLAG_*`.
+    pub flags: u32,
+}
+
+impl Default for mlx5_ib_create_qp_rss {
+    fn default() -> Self {
+        zerocopy::FromZeros::new_zeroed()
+    }
+}
+
 /// `struct mlx5_ib_create_qp_resp`: CREATE_QP's driver response.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]

@@ -50,6 +50,16 @@ const fn legacy<Req, Resp>(has_resp: bool, udata: bool) -> Method {
     }
 }
 
+/// An extended command without a response (`UAPI_DEF_WRITE_I`).
+const fn extended_in<Req>() -> Method {
+    Method {
+        req: size_of::<Req>(),
+        resp: 0,
+        has_resp: false,
+        udata: true,
+    }
+}
+
 const fn extended<Req, Resp>() -> Method {
     Method {
         req: size_of::<Req>(),
@@ -141,13 +151,21 @@ fn method(command: u32, ex: bool) -> Option<Method> {
         (IB_USER_VERBS_EX_CMD_CREATE_FLOW, true) => {
             extended::<ib_uverbs_create_flow, ib_uverbs_create_flow_resp>()
         }
-        // No response (`UAPI_DEF_WRITE_I`).
-        (IB_USER_VERBS_EX_CMD_DESTROY_FLOW, true) => Method {
-            req: size_of::<ib_uverbs_destroy_flow>(),
-            resp: 0,
-            has_resp: false,
-            udata: true,
-        },
+        (IB_USER_VERBS_EX_CMD_DESTROY_FLOW, true) => extended_in::<ib_uverbs_destroy_flow>(),
+        (IB_USER_VERBS_EX_CMD_CREATE_WQ, true) => {
+            extended::<ib_uverbs_ex_create_wq, ib_uverbs_ex_create_wq_resp>()
+        }
+        (IB_USER_VERBS_EX_CMD_MODIFY_WQ, true) => extended_in::<ib_uverbs_ex_modify_wq>(),
+        (IB_USER_VERBS_EX_CMD_DESTROY_WQ, true) => {
+            extended::<ib_uverbs_ex_destroy_wq, ib_uverbs_ex_destroy_wq_resp>()
+        }
+        // The work queue handles follow the command in the core request.
+        (IB_USER_VERBS_EX_CMD_CREATE_RWQ_IND_TBL, true) => {
+            extended::<ib_uverbs_ex_create_rwq_ind_table, ib_uverbs_ex_create_rwq_ind_table_resp>()
+        }
+        (IB_USER_VERBS_EX_CMD_DESTROY_RWQ_IND_TBL, true) => {
+            extended_in::<ib_uverbs_ex_destroy_rwq_ind_table>()
+        }
         _ => return None,
     })
 }
@@ -290,6 +308,11 @@ impl Ctx<'_> {
             (IB_USER_VERBS_CMD_DETACH_MCAST, false) => self.detach_mcast(&b),
             (IB_USER_VERBS_EX_CMD_CREATE_FLOW, true) => self.create_flow(&b),
             (IB_USER_VERBS_EX_CMD_DESTROY_FLOW, true) => self.destroy_flow(&b),
+            (IB_USER_VERBS_EX_CMD_CREATE_WQ, true) => self.create_wq(&b),
+            (IB_USER_VERBS_EX_CMD_MODIFY_WQ, true) => self.modify_wq(&b),
+            (IB_USER_VERBS_EX_CMD_DESTROY_WQ, true) => self.destroy_wq(&b),
+            (IB_USER_VERBS_EX_CMD_CREATE_RWQ_IND_TBL, true) => self.create_ind_table(&b),
+            (IB_USER_VERBS_EX_CMD_DESTROY_RWQ_IND_TBL, true) => self.destroy_ind_table(&b),
             _ => Err(libc::EOPNOTSUPP),
         };
         self.pump();

@@ -1,7 +1,7 @@
 //! One device context: what the kernel keeps per open `/dev/infiniband/uverbsN` (its
 //! `ib_ucontext` and the uobjects under it), the request loop of its connection, and its
 //! teardown when the program closes the fd or exits (the kernel's
-//! `uverbs_destroy_ufile_hw`: flows, QPs, SRQs, CQs, address handles, MRs, device memory, PDs, in
+//! `uverbs_destroy_ufile_hw`: flows, RSS QPs, QPs, indirection tables, work queues, SRQs, CQs, address handles, MRs, device memory, PDs, in
 //! that order).
 
 use super::events::{EventQueue, Kind};
@@ -72,6 +72,10 @@ pub(crate) struct Ctx<'a> {
     pub(crate) qps: HashMap<u32, super::qp::Qp>,
     /// Steering rules (`ibv_create_flow`).
     pub(crate) flows: HashMap<u32, super::flow::Flow>,
+    /// Receive work queues, indirection tables, RSS QPs.
+    pub(crate) wqs: HashMap<u32, super::wq::Wq>,
+    pub(crate) ind_tables: HashMap<u32, super::wq::IndTable>,
+    pub(crate) rss_qps: HashMap<u32, super::wq::RssQp>,
     /// Address handles (RoCE only: on InfiniBand libmlx5 builds its AV without the kernel).
     pub(crate) ahs: std::collections::HashSet<u32>,
     pub(crate) uars: super::uar::Uars,
@@ -106,6 +110,9 @@ pub(crate) fn serve(
         srqs: HashMap::new(),
         qps: HashMap::new(),
         flows: HashMap::new(),
+        wqs: HashMap::new(),
+        ind_tables: HashMap::new(),
+        rss_qps: HashMap::new(),
         ahs: Default::default(),
         uars: super::uar::Uars::default(),
         clock_page: None,
@@ -192,6 +199,10 @@ impl Ctx<'_> {
         for (_, flow) in self.flows.drain() {
             let _ = nic.destroy_flow(flow.id);
         }
+        for (_, qp) in self.rss_qps.drain() {
+            let _ = nic.destroy_rss_qp(qp.qpn);
+        }
+        self.ind_tables.clear();
         for (_, qp) in self.qps.drain() {
             // As mlx5_ib's `destroy_qp_common`: to RESET (2RST_QP), then destroyed. Not
             // through ERR, whose flush would write CQEs into a program that has gone.
@@ -202,6 +213,9 @@ impl Ctx<'_> {
             }
             let _ = nic.destroy_qp(qp.qpn);
             self.shared.events.remove(Kind::Qp, self.index, qp.qpn);
+        }
+        for (_, wq) in self.wqs.drain() {
+            let _ = nic.destroy_wq(wq.wqn);
         }
         for (_, srq) in self.srqs.drain() {
             let _ = nic.destroy_srq(srq.srqn);

@@ -205,7 +205,10 @@ impl Ctx<'_> {
     pub(crate) fn create_flow(&mut self, b: &Bundle<'_>) -> Res {
         let c: ib_uverbs_create_flow = abi::read(b.core, 0).map_err(|e| e.errno())?;
         let attr = rule(&c, &b.core[size_of::<ib_uverbs_create_flow>()..])?;
-        let qpn = self.qps.get(&c.qp_handle).ok_or(libc::EINVAL)?.qpn;
+        let qpn = match self.qps.get(&c.qp_handle) {
+            Some(qp) => qp.qpn,
+            None => self.rss_qps.get(&c.qp_handle).ok_or(libc::EINVAL)?.qpn,
+        };
         let id = self.nic.create_flow(qpn, &attr).map_err(errno)?;
         let handle = self.handle();
         let resp = ib_uverbs_create_flow_resp {

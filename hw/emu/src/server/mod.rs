@@ -19,6 +19,7 @@ mod objects;
 mod qp;
 mod remote;
 mod uar;
+mod wq;
 
 use crate::proto::{self, Hello, Reply, Request, Welcome};
 use crate::sysfs;

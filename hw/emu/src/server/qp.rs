@@ -196,8 +196,14 @@ impl Ctx<'_> {
     pub(crate) fn create_qp(&mut self, b: &Bundle<'_>, ex: bool) -> Res {
         let c: ib_uverbs_ex_create_qp = if ex {
             let c: ib_uverbs_ex_create_qp = request(b, true)?;
-            if c.comp_mask != 0 || c.create_flags != 0 || c.source_qpn != 0 {
+            if c.comp_mask & !IB_UVERBS_CREATE_QP_SUP_COMP_MASK != 0
+                || c.create_flags != 0
+                || c.source_qpn != 0
+            {
                 return Err(libc::EOPNOTSUPP);
+            }
+            if c.comp_mask & IB_UVERBS_CREATE_QP_MASK_IND_TABLE != 0 {
+                return self.create_rss_qp(b, &c);
             }
             c
         } else {
@@ -596,6 +602,9 @@ impl Ctx<'_> {
     /// still in a group is EBUSY (uverbs' `uverbs_free_qp` on an explicit destroy).
     pub(crate) fn destroy_qp(&mut self, b: &Bundle<'_>) -> Res {
         let cmd: ib_uverbs_destroy_qp = request(b, false)?;
+        if self.rss_qps.contains_key(&cmd.qp_handle) {
+            return self.destroy_rss_qp(b, cmd.qp_handle);
+        }
         let qp = self.qps.get(&cmd.qp_handle).ok_or(libc::EINVAL)?;
         self.nic.destroy_qp(qp.qpn).map_err(errno)?;
         let (_, events) = self.shared.events.remove(Kind::Qp, self.index, qp.qpn);

@@ -26,10 +26,12 @@
 mod device;
 mod flow;
 mod qp;
+mod wq;
 
 pub use device::*;
 pub use flow::*;
 pub use qp::*;
+pub use wq::*;
 
 /// `IB_USER_VERBS_ABI_VERSION`: what `/sys/class/infiniband_verbs/abi_version` reads
 /// (libibverbs `check_abi_version` accepts 3..=6).
