@@ -6,10 +6,8 @@ mod common;
 
 use common::bodies::{one_frame, StrideCursor};
 use common::raw::*;
-use common::Drive;
-use mlx5_direct::backend::sim::{Fabric, Sim};
-use mlx5_direct::prm::L3Type;
-use mlx5_direct::{FlowRule, RxHashConfig, StridingConfig};
+use mlx5_direct::backend::sim::Fabric;
+use mlx5_direct::{FlowRule, StridingConfig};
 
 /// 4 WQEs of 8 strides of 64 bytes.
 const SMALL: StridingConfig = StridingConfig {
@@ -87,45 +85,13 @@ fn the_two_byte_shift_aligns_the_ip_header() {
     }
 }
 
+/// The body `tests/verbs_hw.rs` runs on a NIC (and on the emulator).
 #[test]
 fn rss_spreads_flows_over_the_work_queues_by_hash() {
     let fabric = Fabric::new();
-    let (mut a, b) = raw_pair(&fabric);
-    let mut wqs = [
-        b.pd.create_striding_wq(&SMALL).unwrap(),
-        b.pd.create_striding_wq(&SMALL).unwrap(),
-    ];
-    let hash = RxHashConfig {
-        key: [0x6d; 40],
-        fields: RxHashConfig::SRC_IPV4
-            | RxHashConfig::DST_IPV4
-            | RxHashConfig::SRC_PORT_UDP
-            | RxHashConfig::DST_PORT_UDP,
-    };
-    let rss =
-        b.pd.create_rss_qp(&[&wqs[0], &wqs[1]], Some(&hash))
-            .unwrap();
-    let _flow = rss.create_flow(&FlowRule::dst_mac(mac(&b)).tag(3)).unwrap();
-    let mut per_queue = [0usize; 2];
-    for port in 0..32u16 {
-        let f = udp_frame(mac(&b), mac(&a), None, 4000 + port, 9, &[1; 30], true);
-        send_frame(&mut a, &f, 0, |_| {});
-        Sim::progress(&b.ctx);
-        let mut landed = None;
-        for (q, wq) in wqs.iter_mut().enumerate() {
-            wq.poll(1, |fr| {
-                assert_eq!(fr.bytes, &f[..]);
-                assert_eq!(fr.eth.flow_tag, 3);
-                assert_eq!(fr.eth.hdr.l3(), L3Type::Ipv4);
-                // The hash picks the queue: entry `hash & (len - 1)`.
-                assert_ne!(fr.eth.rss_hash, 0);
-                landed = Some((q, fr.eth.rss_hash));
-            })
-            .unwrap();
-        }
-        let (q, h) = landed.expect("a frame in one queue");
-        assert_eq!(q, (h & 1) as usize);
-        per_queue[q] += 1;
-    }
-    assert!(per_queue[0] > 0 && per_queue[1] > 0, "{per_queue:?}");
+    let rig = (
+        fabric.clone(),
+        eth_nic(mlx5_direct::backend::sim::EthConfig::default()),
+    );
+    common::bodies::rss_spreads_flows_over_striding_queues_by_hash(&rig);
 }

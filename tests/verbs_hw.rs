@@ -192,6 +192,15 @@ fn a_raw_striding_queue_takes_frames_in_place() {
     bodies::a_striding_queue_takes_frames_in_place(&hw());
 }
 
+/// An RSS QP over two striding work queues spreads 32 UDP flows by their Toeplitz hash
+/// (`mlx5dv_create_qp` with `rx_hash_conf`). On an Ethernet port only: hw/emu/verbs-hw.sh
+/// runs it on its RoCE fabric.
+#[test]
+#[ignore = "needs an mlx5 NIC with an Ethernet port, striding RQs and CAP_NET_RAW, or the emulator's RoCE fabric (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
+fn a_raw_rss_qp_spreads_flows_by_hash() {
+    bodies::rss_spreads_flows_over_striding_queues_by_hash(&hw());
+}
+
 #[test]
 #[ignore = "needs a device: an mlx5 NIC or the emulator (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
 fn dc_operations_reach_a_dct() {

@@ -74,7 +74,8 @@ on_emulator() {
 }
 
 # The raw Ethernet bodies need an Ethernet port: on the RoCE fabric only.
-raw=(a_raw_sniffer_sees_a_sent_frame_with_its_checksums a_raw_striding_queue_takes_frames_in_place)
+raw=(a_raw_sniffer_sees_a_sent_frame_with_its_checksums a_raw_striding_queue_takes_frames_in_place
+    a_raw_rss_qp_spreads_flows_by_hash)
 skip_raw=()
 for t in "${raw[@]}"; do skip_raw+=(--skip "$t"); done
 on_emulator verbs-hw ib "$verbs_hw" --ignored --test-threads 1 "${skip_raw[@]}"

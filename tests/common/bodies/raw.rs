@@ -3,8 +3,10 @@
 //! suffices), byte for byte, with its checksum offload and the Ethernet fields; and the
 //! same port's frames taken by a striding work queue behind an RSS QP's sniffer rule.
 
+use mlx5_direct::prm::L3Type;
 use mlx5_direct::{
-    Checksum, Context, Data, EthWr, FlowRule, QpConfig, StridingConfig, StridingWq, Transport,
+    Checksum, Context, Data, EthWr, FlowRule, QpConfig, RxHashConfig, StridingConfig, StridingWq,
+    Transport,
 };
 
 use super::super::{poll_n, raw::fix_checksums, raw::udp_frame, Drive, Rig, Side};
@@ -152,4 +154,70 @@ where
     assert!(cursor.fillers > 0, "some frames did not fit: {cursor:?}");
     let want = (u32::from(cursor.wqe), u32::from(cursor.used));
     assert_eq!(wq.position(), want);
+}
+
+/// An RSS QP over two striding work queues with a Toeplitz hash of the IPv4 addresses and
+/// UDP ports, behind a sniffer rule: each of 32 UDP flows (source ports 4000..4031) that
+/// `a` sends lands whole in the queue its hash names (entry `hash & 1`), the CQE carrying
+/// the hash, and both queues take some.
+pub fn rss_spreads_flows_over_striding_queues_by_hash<R: Rig>(rig: &R)
+where
+    R::B: Drive,
+{
+    let mut a = raw_side(rig);
+    let caps = a.ctx.eth_caps().unwrap();
+    let config = StridingConfig {
+        log_wqes: 2,
+        log_stride_bytes: 6,
+        log_num_strides: 3,
+        two_byte_shift: false,
+    };
+    let mut wqs = [
+        a.pd.create_striding_wq(&config).unwrap(),
+        a.pd.create_striding_wq(&config).unwrap(),
+    ];
+    let hash = RxHashConfig {
+        key: [0x6d; 40],
+        fields: RxHashConfig::SRC_IPV4
+            | RxHashConfig::DST_IPV4
+            | RxHashConfig::SRC_PORT_UDP
+            | RxHashConfig::DST_PORT_UDP,
+    };
+    let rss =
+        a.pd.create_rss_qp(&[&wqs[0], &wqs[1]], Some(&hash))
+            .unwrap();
+    let _sniff = rss.create_flow(&FlowRule::sniffer()).unwrap();
+    let header = caps.min_inline.max(14);
+    let mut per_queue = [0usize; 2];
+    for port in 0..32u16 {
+        let dst = [0x02, 0x11, 0x22, 0x33, 0x44, 0x55];
+        let f = udp_frame(dst, caps.mac, None, 4000 + port, 9, &[1; 30], true);
+        a.mr.write(0, &f[header..]);
+        let gather = [a.mr.sge(0, (f.len() - header) as u32)];
+        a.qp.sq()
+            .post_eth(&EthWr::new(1, &f[..header], Data::Sges(&gather)))
+            .unwrap();
+        let c = poll_n(&mut a, 1)[0];
+        assert!(c.status.is_ok(), "{c:?}");
+        let mut landed = None;
+        for _ in 0..10_000 {
+            for (q, wq) in wqs.iter_mut().enumerate() {
+                wq.poll(1, |fr| {
+                    assert_eq!(fr.bytes, &f[..], "flow {port}");
+                    assert_eq!(fr.eth.hdr.l3(), L3Type::Ipv4);
+                    assert_ne!(fr.eth.rss_hash, 0);
+                    landed = Some((q, fr.eth.rss_hash));
+                })
+                .unwrap();
+            }
+            if landed.is_some() {
+                break;
+            }
+            R::B::progress(&a.ctx);
+        }
+        let (q, h) = landed.expect("a frame in one queue");
+        assert_eq!(q, (h & 1) as usize, "flow {port}: hash {h:#x}");
+        per_queue[q] += 1;
+    }
+    assert!(per_queue[0] > 0 && per_queue[1] > 0, "{per_queue:?}");
 }
