@@ -394,7 +394,8 @@ pub struct BenchArgs {
     #[arg(short = 'A', long = "atomic_type", value_enum)]
     pub atomic_type: Option<AtomicType>,
     /// Connection type: RC, UC (SEND and WRITE tests), UD (SEND tests, messages up to the
-    /// MTU) or DC (every test; DCIs send to the peer's DCTs on an SRQ).
+    /// MTU), DC (every test; DCIs send to the peer's DCTs on an SRQ) or XRC (every test; XRC
+    /// initiators send through the peer's XRC targets into its XRC SRQ).
     #[arg(short = 'c', long = "connection", default_value = "RC")]
     pub connection: String,
     /// Path MTU in bytes (256, 512, 1024, 2048 or 4096; default the port's active MTU).

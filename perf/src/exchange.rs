@@ -105,6 +105,10 @@ pub struct QpRecord {
     /// DC: the DC target the peer's DCI addresses, absent on the other transports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dct: Option<DctRecord>,
+    /// XRC: the XRC target the peer's initiator connects to and the XRC SRQ its WQEs name,
+    /// absent on the other transports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xrc: Option<XrcRecord>,
 }
 
 /// What a DCI needs to reach a DC target besides its port's address.
@@ -114,6 +118,19 @@ pub struct DctRecord {
     pub number: u32,
     /// Its DC access key.
     pub key: u64,
+}
+
+/// What an XRC initiator needs besides the port's address: the peer's XRC target (the
+/// record's own QP number is the peer's initiator, which this side's target connects to)
+/// and the XRC SRQ its requests land in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XrcRecord {
+    /// The XRC target's QP number.
+    pub target: u32,
+    /// The target's first PSN.
+    pub psn: u32,
+    /// The XRC SRQ number (perftest's `srqn`, from `ibv_get_srq_num`).
+    pub srqn: u32,
 }
 
 /// A GID as 32 hex digits.

@@ -210,6 +210,10 @@ fn record_lines(side: &str, r: &QpRecord, verb: Verb, out_reads: u8, gid: bool) 
         // mlx5-perf's own field: the DC target the peer's DCI addresses.
         line += &format!(" DCTN {}", c_hex(d.number.into(), 6));
     }
+    if let Some(x) = r.xrc {
+        // perftest's `XRC_FMT`.
+        line += &format!(" SRQn {}", c_hex(x.srqn.into(), 8));
+    }
     let mut lines = vec![line];
     if gid {
         let bytes: Vec<String> = r.gid.iter().map(|b| format!("{b:02}")).collect();

@@ -420,6 +420,7 @@ mod cm_link {
                 gid: peer.gid,
                 qkey: None,
                 dct: None,
+                xrc: None,
             })
         }
     }

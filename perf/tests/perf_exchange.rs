@@ -4,7 +4,7 @@
 use std::net::{TcpListener, TcpStream};
 use std::thread;
 
-use mlx5_perf::exchange::{DctRecord, ExchangeError, Peer, QpRecord};
+use mlx5_perf::exchange::{DctRecord, ExchangeError, Peer, QpRecord, XrcRecord};
 use serde_json::{json, Value};
 
 /// Runs `server` and `client` on the two ends of a fresh connection.
@@ -47,6 +47,7 @@ fn equal_parameters_then_qp_records() {
         gid: [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
         qkey: None,
         dct: None,
+        xrc: None,
     };
     let (theirs, mine) = pair(
         move |mut p| {
@@ -143,9 +144,10 @@ fn a_closed_peer_is_reported() {
 }
 
 /// The transport's own fields ride in the record: the Q_Key of a UD QP, the DCT number and
-/// DC key of a DC target; an RC record carries neither key on the wire.
+/// DC key of a DC target, the XRC target and SRQ number of an XRC QP; an RC record carries
+/// none of them on the wire.
 #[test]
-fn ud_and_dc_records_carry_their_keys() {
+fn ud_dc_and_xrc_records_carry_their_keys() {
     let rc = QpRecord {
         lid: 1,
         qpn: 0x100,
@@ -155,6 +157,7 @@ fn ud_and_dc_records_carry_their_keys() {
         gid: [0; 16],
         qkey: None,
         dct: None,
+        xrc: None,
     };
     let ud = QpRecord {
         qkey: Some(0x1111_1111),
@@ -167,8 +170,19 @@ fn ud_and_dc_records_carry_their_keys() {
         }),
         ..rc
     };
+    let xrc = QpRecord {
+        xrc: Some(XrcRecord {
+            target: 0x101,
+            psn: 0x654321,
+            srqn: 0x800,
+        }),
+        ..rc
+    };
     let json = serde_json::to_string(&rc).unwrap();
-    assert!(!json.contains("qkey") && !json.contains("dct"), "{json}");
+    assert!(
+        !json.contains("qkey") && !json.contains("dct") && !json.contains("xrc"),
+        "{json}"
+    );
     assert_eq!(
         serde_json::to_string(&ud).unwrap(),
         json.replace('}', ",\"qkey\":286331153}")
@@ -177,10 +191,17 @@ fn ud_and_dc_records_carry_their_keys() {
         serde_json::to_string(&dc).unwrap(),
         json.replace('}', ",\"dct\":{\"number\":11259375,\"key\":4293844428}}")
     );
+    assert_eq!(
+        serde_json::to_string(&xrc).unwrap(),
+        json.replace(
+            '}',
+            ",\"xrc\":{\"target\":257,\"psn\":6636321,\"srqn\":2048}}"
+        )
+    );
     let (theirs, mine) = pair(
-        move |mut p| p.swap(&vec![ud, dc]).unwrap(),
+        move |mut p| p.swap(&vec![ud, dc, xrc]).unwrap(),
         move |mut p| p.swap(&vec![rc]).unwrap(),
     );
     assert_eq!(theirs, vec![rc]);
-    assert_eq!(mine, vec![ud, dc]);
+    assert_eq!(mine, vec![ud, dc, xrc]);
 }

@@ -232,22 +232,31 @@ fn connection_types_follow_perftests_test_rules() {
             "-c UD: UD runs send_lat and send_bw only",
         );
     }
-    // DC: every test, its targets on an SRQ (perftest forces it).
-    for test in [
-        "write_lat",
-        "write_bw",
-        "read_lat",
-        "read_bw",
-        "send_lat",
-        "send_bw",
-        "atomic_lat",
-        "atomic_bw",
-    ] {
-        let p = ok(&format!("{test} -c DC"));
-        assert_eq!((p.connection, p.srq), (Connection::Dc, true), "{test}");
+    // DC and XRC: every test, their targets on an SRQ (perftest forces it; for XRC it sets
+    // `use_srq` with `use_xrc`).
+    for (name, connection) in [("DC", Connection::Dc), ("XRC", Connection::Xrc)] {
+        for test in [
+            "write_lat",
+            "write_bw",
+            "read_lat",
+            "read_bw",
+            "send_lat",
+            "send_bw",
+            "atomic_lat",
+            "atomic_bw",
+        ] {
+            let p = ok(&format!("{test} -c {name}"));
+            assert_eq!(
+                (p.connection, p.srq),
+                (connection, true),
+                "{test} -c {name}"
+            );
+        }
     }
     assert!(!ok("send_bw").srq);
-    refused("read_bw -c XRC", "-c XRC: mlx5-perf has no XRC");
+    // perftest's latency inline defaults, as RC's (DEF_INLINE_SEND_RC_UC_XRC).
+    assert_eq!(ok("send_lat -c XRC").inline_size, 236);
+    assert_eq!(ok("write_lat -c XRC").inline_size, 220);
     refused("write_bw -c SRD", "-c SRD: SRD is EFA's transport");
     refused("write_bw -c XX", "-c XX: not a connection type");
     // Post lists on the datagram entries too (push_ud / push_dc, one doorbell).
@@ -680,13 +689,14 @@ fn rdma_cm_flags_follow_perftests_rules() {
     refused("write_bw -R -c DC", "-R: DC does not support RDMA_CM");
     refused(
         "send_bw -R -c UD",
-        "-R with -c UD: mlx5-perf's rdma_cm record carries no Q_Key or DC target (RC only",
+        "-R with -c UD: mlx5-perf's rdma_cm record carries no Q_Key, DC target or XRC SRQ number (RC only",
     );
     refused(
         "send_bw -z -c UD",
-        "-z with -c UD: mlx5-perf's rdma_cm record carries no Q_Key or DC target (RC and UC",
+        "-z with -c UD: mlx5-perf's rdma_cm record carries no Q_Key, DC target or XRC SRQ number (RC and UC",
     );
     refused("write_bw -z -c DC", "-z with -c DC");
+    refused("write_bw -z -c XRC", "-z with -c XRC");
     assert_eq!(ok("write_bw -z -c UC").rdma_cm, RdmaCm::Exchange);
     for flag in [
         "-S 1",

@@ -1,4 +1,4 @@
-//! `mlx5-perf` benchmarks over the other transports and links on the model: UC, UD and DC
+//! `mlx5-perf` benchmarks over the other transports and links on the model: UC, UD, DC and XRC
 //! over the TCP exchange, RoCE, post lists, SRQs, and what needs a device (rdma_cm).
 
 mod common;
@@ -512,5 +512,93 @@ fn ud_send_bw_to_a_multicast_group() {
     fails_with(
         &["send_bw", "-c", "UD", "-g", "-M", "1:2"],
         "16 byte values",
+    );
+}
+
+/// `-c XRC`: each side's XRC initiators connect to the peer's XRC targets and every WQE
+/// names the peer's one XRC SRQ, whose number rides in each record (perftest's `SRQn` in
+/// the address lines); every test runs, `-q 2` through two targets into one SRQ. The XRC
+/// segment's 16 bytes cost a second BlueFlame chunk where RC's WQE fits one: a 16-byte
+/// inline WRITE (52 → 68 bytes) and an atomic (64 → 80).
+#[test]
+fn xrc_runs_every_test_through_the_peers_targets_and_srq() {
+    let bytes_down = |v: &Value| {
+        let p = &v["results"][0]["pcie_per_message"]["client"];
+        (p["mmio_writes"].as_f64(), p["bytes_down"].as_f64())
+    };
+    let args = ["-s", "16", "-n", "100", "--json"];
+    let rc = json(&[&["write_lat", "-c", "RC"][..], &args].concat());
+    let v = json(&[&["write_lat", "-c", "XRC"][..], &args].concat());
+    assert_eq!(bytes_down(&rc), (Some(1.0), Some(88.0)));
+    assert_eq!(bytes_down(&v), (Some(2.0), Some(176.0)));
+    let h = &v["header"];
+    assert_eq!(h["params"]["connection"], "XRC");
+    assert_eq!(h["params"]["srq"], true);
+    assert_eq!(h["params"]["inline_size"], 220);
+    for end in ["local", "remote"] {
+        let x = &h[end][0]["xrc"];
+        assert!(
+            x["srqn"].as_u64().is_some() && x["target"].as_u64().is_some(),
+            "{end}"
+        );
+        assert_ne!(x["target"], h[end][0]["qpn"], "{end}");
+    }
+    assert_eq!(v["results"][0]["completions"]["server"]["rdma_write"], 100);
+
+    let v = json(&[
+        "send_bw", "-c", "XRC", "-q", "2", "-n", "100", "-s", "64", "--json",
+    ]);
+    let r = &v["results"][0];
+    assert_eq!(r["iterations"], 200);
+    assert_eq!(r["completions"]["server"]["recv"], 200);
+    let remote: Vec<&Value> = v["header"]["remote"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["xrc"])
+        .collect();
+    assert_eq!(remote.len(), 2);
+    assert_ne!(remote[0]["target"], remote[1]["target"]);
+    assert_eq!(remote[0]["srqn"], remote[1]["srqn"]);
+
+    let v = json(&["send_lat", "-c", "XRC", "-n", "100", "--json"]);
+    for side in ["client", "server"] {
+        let c = &v["results"][0]["completions"][side];
+        assert_eq!(
+            (&c["send"], &c["recv"]),
+            (&100.into(), &100.into()),
+            "{side}"
+        );
+    }
+    for (test, op) in [
+        ("read_bw", "rdma_read"),
+        ("atomic_bw", "fetch_add"),
+        ("write_bw", "rdma_write"),
+        ("read_lat", "rdma_read"),
+        ("atomic_lat", "fetch_add"),
+    ] {
+        let v = json(&[test, "-c", "XRC", "-n", "50", "-Q", "1", "--json"]);
+        assert_eq!(v["results"][0]["completions"]["client"][op], 50, "{test}");
+        if test == "atomic_bw" {
+            assert_eq!(bytes_down(&v), (Some(2.0), Some(176.0)));
+        }
+    }
+    let v = json(&["atomic_bw", "-c", "RC", "-n", "50", "-Q", "1", "--json"]);
+    assert_eq!(bytes_down(&v), (Some(1.0), Some(88.0)));
+
+    let (ok, out, err) = perf(&["write_lat", "-c", "XRC", "-n", "20"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(" Connection type : XRC\t\tUsing SRQ      : ON"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(" remote address:") && l.contains(" SRQn 0x")),
+        "{out}"
+    );
+    fails_with(
+        &["write_bw", "-c", "XRC", "--perftest-exchange"],
+        "--perftest-exchange: -c XRC: RC only",
     );
 }

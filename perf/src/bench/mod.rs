@@ -28,6 +28,7 @@ mod row;
 mod side;
 #[cfg(test)]
 mod tests;
+mod xrc;
 
 pub use host::{cpu_mhz, MODEL_COUNTERS};
 pub use hwts::HwRow;

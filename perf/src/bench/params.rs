@@ -161,9 +161,9 @@ impl RdmaCm {
 
 /// perftest's rules for `-R`, `-z`, `-T` (`force_dependecies`): TOS only with `-R`; no UC,
 /// XRC or DC with `-R` (perftest refuses DC only when `work_rdma_cm`); and ours: `-R` RC
-/// only and `-z` RC or UC (perftest also runs UD over rdma_cm, and DC with `-z`: our record
-/// carries no Q_Key or DC target), and none of the path flags the route of rdma_cm decides
-/// (perftest ignores them there).
+/// only and `-z` RC or UC (perftest also runs UD over rdma_cm, and DC and XRC with `-z`:
+/// our record carries no Q_Key, DC target or XRC SRQ number), and none of the path flags
+/// the route of rdma_cm decides (perftest ignores them there).
 fn check_rdma_cm(a: &BenchArgs) -> Result<RdmaCm, String> {
     let cm = RdmaCm::of(a);
     if let (false, Some(tos)) = (cm == RdmaCm::Qps, a.tos) {
@@ -180,11 +180,11 @@ fn check_rdma_cm(a: &BenchArgs) -> Result<RdmaCm, String> {
         (RdmaCm::Qps, "UC") => return Err("-R: UC is not supported in librdmacm".into()),
         (RdmaCm::Qps, "XRC") => return Err("-R: XRC does not support RDMA_CM".into()),
         (RdmaCm::Qps, "DC") => return Err("-R: DC does not support RDMA_CM".into()),
-        (_, c @ ("UD" | "DC")) => {
+        (_, c @ ("UD" | "DC" | "XRC")) => {
             return Err(format!(
-                "{flag} with -c {c}: mlx5-perf's rdma_cm record carries no Q_Key or DC target \
-                 (RC{} only; perftest also runs UD over rdma_cm, and DC with -z: it refuses DC \
-                 with -R alone)",
+                "{flag} with -c {c}: mlx5-perf's rdma_cm record carries no Q_Key, DC target \
+                 or XRC SRQ number (RC{} only; perftest also runs UD over rdma_cm, and DC and \
+                 XRC with -z: it refuses them with -R alone)",
                 if cm == RdmaCm::Exchange {
                     " and UC"
                 } else {
@@ -229,16 +229,22 @@ pub enum Connection {
     /// on a shared receive queue on the other.
     #[serde(rename = "DC")]
     Dc,
+    /// eXtended reliable connection: XRC initiators on the sending side, each connected to
+    /// an XRC target on the other, whose requests land in that side's one XRC SRQ (each
+    /// WQE names it by number).
+    #[serde(rename = "XRC")]
+    Xrc,
 }
 
 impl Connection {
-    /// perftest's name (`RC`, `UC`, `UD`, `DC`).
+    /// perftest's name (`RC`, `UC`, `UD`, `DC`, `XRC`).
     pub fn name(self) -> &'static str {
         match self {
             Connection::Rc => "RC",
             Connection::Uc => "UC",
             Connection::Ud => "UD",
             Connection::Dc => "DC",
+            Connection::Xrc => "XRC",
         }
     }
 
@@ -250,20 +256,14 @@ impl Connection {
 
     /// `-c` as given, with perftest's rule of which tests each transport runs
     /// (`change_conn_type` and the parser's checks): UD runs SEND only, UC SEND and WRITE,
-    /// DC every test; XRC and SRD are refused with the reason.
+    /// DC and XRC every test; SRD is refused with the reason.
     fn new(name: &str, verb: Verb) -> Result<Connection, String> {
         let c = match name {
             "RC" => Connection::Rc,
             "UC" => Connection::Uc,
             "UD" => Connection::Ud,
             "DC" => Connection::Dc,
-            "XRC" => {
-                return Err(
-                    "-c XRC: mlx5-perf has no XRC benchmarks yet (the driver's XRC QPs are in \
-                     explain and pcie --transport xrc); RC, UC, UD and DC run"
-                        .into(),
-                )
-            }
+            "XRC" => Connection::Xrc,
             "SRD" => return Err("-c SRD: SRD is EFA's transport, not mlx5's".into()),
             other => {
                 return Err(format!(
@@ -925,8 +925,9 @@ impl Params {
             rate_limit,
             validate: a.data_validation,
             reversed: a.reversed,
-            // perftest's DC targets take their receives from an SRQ.
-            srq: a.use_srq || connection == Connection::Dc,
+            // perftest's DC targets take their receives from an SRQ, XRC's targets from
+            // an XRC SRQ (its `use_srq` set with `use_xrc`).
+            srq: a.use_srq || matches!(connection, Connection::Dc | Connection::Xrc),
             recv_post_list: a.recv_post_list,
             rdma_cm,
             use_dm: a.use_dm,

@@ -49,7 +49,9 @@ pub fn check(params: &Params) -> Result<(), Error> {
         return refuse(
             &format!("-c {connection}"),
             "RC only (perftest 4.5's UD exchange adds address-handle steps and its DC one a \
-             second record round; not implemented)",
+             second record round; its XRC pairs an XRC_SEND QP on one side with an XRC_RECV \
+             QP on the other, where mlx5-perf has an initiator and a target per QP index on \
+             both; not implemented)",
         );
     }
     let refused = [
@@ -113,6 +115,7 @@ fn qp_record(r: &Record) -> QpRecord {
         gid: r.gid.unwrap_or_default(),
         qkey: None,
         dct: None,
+        xrc: None,
     }
 }
 

@@ -6,12 +6,13 @@ use std::time::{Duration, Instant};
 use mlx5_direct::{
     Access, AddressHandle, AhAttr, Completion, ConnectOptions, Context, Cq, CqConfig, Data,
     DciStreams, Dct, DmSlots, DoorbellMode, Endpoint, GlobalRoute, McastGroup, MemoryRegion,
-    ProtectionDomain, Qp, QpConfig, Remote, SendFlags, SendOp, SendWr, Srq, Transport, WcOpcode,
-    MCAST_QPN,
+    ProtectionDomain, Qp, QpConfig, Remote, SendFlags, SendOp, SendWr, SharedRecvQueue, Srq,
+    Transport, WcOpcode, MCAST_QPN,
 };
 
 use super::hwts::{HwTimes, Trigger};
 use super::params::{Connection, DEF_DC_KEY, DEF_QKEY};
+use super::xrc::{target_endpoint, XrcSide};
 use super::{Device, Error, Local, Msg, Params};
 use crate::cli::{AtomicType, Mode, Verb};
 use crate::exchange::{DctRecord, Peer, QpRecord};
@@ -108,7 +109,7 @@ pub(super) fn peer_stopped(peer: &mut Peer) -> Error {
 pub(super) struct Side<B: Device> {
     pub(super) ctx: Context<B>,
     pub(super) cq: Cq<B>,
-    /// The sending QPs: RC, UC or UD QPs, or DC initiators (DCIs).
+    /// The sending QPs: RC, UC or UD QPs, DC initiators (DCIs) or XRC initiators.
     pub(super) qps: Vec<Qp<B>>,
     /// DC: the DC target (DCT) of each QP index, where the peer's DCI of that index sends.
     dcts: Vec<Dct<B>>,
@@ -119,6 +120,8 @@ pub(super) struct Side<B: Device> {
     dci_streams: Vec<u16>,
     /// The shared receive queue of every QP (`--use-srq`; DC's DCTs).
     srq: Option<Srq<B>>,
+    /// XRC: the XRC SRQ and the target of each QP index (the peer's initiators' ends).
+    xrc: Option<XrcSide<B>>,
     pd: ProtectionDomain<B>,
     /// The message size of the current run (UD receives are checked against it).
     size: usize,
@@ -214,13 +217,16 @@ impl<B: Device> Side<B> {
         if local.events {
             cq.arm(false);
         }
-        // ctrl (16), the datagram segment (48, UD and DC), raddr (16, not UD), inline
-        // header (4) and data, in WQEBBs.
+        // ctrl (16), the datagram segment (48, UD and DC) or the XRC segment (16), raddr
+        // (16, not UD), inline header (4) and data, in WQEBBs; an XRC atomic is ctrl, XRC,
+        // raddr, atomic and data segments (80: two WQEBBs, where RC's 64 take one).
         let (transport, overhead) = match params.connection {
             Connection::Rc => (Transport::Rc, 36),
             Connection::Uc => (Transport::Uc, 36),
             Connection::Ud => (Transport::Ud, 68),
             Connection::Dc => (Transport::Dci, 84),
+            Connection::Xrc if params.test.verb == Verb::Atomic => (Transport::XrcIni, 80),
+            Connection::Xrc => (Transport::XrcIni, 52),
         };
         let bbs = (overhead + params.inline_size).div_ceil(64).max(1) as u32;
         let config = QpConfig {
@@ -238,9 +244,14 @@ impl<B: Device> Side<B> {
             ..QpConfig::default()
         };
         let srq = match (params.srq, transport) {
+            (_, Transport::XrcIni) => None,
             (true, Transport::Ud) => Some(pd.create_ud_srq(params.rx_depth, 1)?),
             (true, _) => Some(pd.create_srq(params.rx_depth, 1)?),
             (false, _) => None,
+        };
+        let xrc = match transport {
+            Transport::XrcIni => Some(XrcSide::new(&ctx, &pd, &cq, params.rx_depth, q)?),
+            _ => None,
         };
         let mut qps = Vec::new();
         let mut dcts = Vec::new();
@@ -264,6 +275,7 @@ impl<B: Device> Side<B> {
                     pd.create_dci(&cq, &config)?
                 }
                 Some(srq) => pd.create_qp_with_srq(&cq, &cq, srq, &config)?,
+                None if xrc.is_some() => pd.create_xrc_initiator(&cq, &config)?,
                 None => pd.create_qp(&cq, &cq, &config)?,
             };
             qp.sq().set_mode(match local.mode {
@@ -286,6 +298,7 @@ impl<B: Device> Side<B> {
             ahs: Vec::new(),
             dci_streams: vec![0; q as usize],
             srq,
+            xrc,
             pd,
             size: 0,
             mr,
@@ -342,6 +355,7 @@ impl<B: Device> Side<B> {
                 gid: ep.gid,
                 qkey: (self.params.connection == Connection::Ud).then_some(DEF_QKEY),
                 dct,
+                xrc: self.xrc.as_ref().map(|x| x.record(q)).transpose()?,
             });
             if let Some(group) = group {
                 qp.attach_mcast(&group)?;
@@ -407,7 +421,7 @@ impl<B: Device> Side<B> {
             }
         }
         let gid_index = self.ctx.port(port)?.gid_index;
-        for (qp, r) in self.qps.iter_mut().zip(&remote) {
+        for (q, (qp, r)) in self.qps.iter_mut().zip(&remote).enumerate() {
             match connection {
                 Connection::Rc | Connection::Uc => {
                     let ep = Endpoint {
@@ -429,6 +443,13 @@ impl<B: Device> Side<B> {
                     if r.dct.is_none() {
                         return Err("-c DC: the peer's record has no DCT number and key".into());
                     }
+                }
+                Connection::Xrc => {
+                    // This side's initiator to the peer's target, this side's target to
+                    // the peer's initiator.
+                    qp.connect(&target_endpoint(r)?, &options)?;
+                    let xrc = self.xrc.as_mut().ok_or("-c XRC: no XRC targets")?;
+                    xrc.connect(q, r, &options)?;
                 }
             }
             if matches!(connection, Connection::Ud | Connection::Dc) {
@@ -498,10 +519,14 @@ impl<B: Device> Side<B> {
         let len = (self.slot() / 2) as u32;
         let list = u64::from(self.params.recv_post_list);
         let depth = u64::from(self.params.recv_depth());
-        if self.srq.is_some() {
+        if self.shared_rq() {
             // Every QP's receives land in QP 0's area: only the count matters.
             let sge = [self.mr.sge(self.recv_area(0), len)];
-            let srq = self.srq.as_mut().ok_or("no SRQ")?;
+            let srq: &mut SharedRecvQueue = match (self.srq.as_mut(), self.xrc.as_mut()) {
+                (Some(srq), _) => srq,
+                (None, Some(xrc)) => xrc.srq(),
+                (None, None) => return Err("no SRQ".into()),
+            };
             let received: u64 = self.received.iter().sum();
             while self.recv_posted[0] - received + list <= depth {
                 for _ in 0..list {
@@ -540,6 +565,7 @@ impl<B: Device> Side<B> {
                         .iter()
                         .position(|d| d.number().is_ok_and(|n| n == c.qpn))
                 })
+                .or_else(|| self.xrc.as_ref().and_then(|x| x.index_of(c.qpn)))
                 .ok_or("completion for an unknown QP")?;
             self.opcodes.count(c);
             if matches!(c.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm) {
@@ -678,9 +704,9 @@ impl<B: Device> Side<B> {
                 flags,
             };
             let r = &self.remote[q];
-            match (payload, self.ahs.get(q), r.dct, r.qkey) {
+            match (payload, self.ahs.get(q), r.dct, r.qkey, r.xrc) {
                 (Payload::Dm(bytes), ..) => sq.push_dm(n, op, bytes, flags)?,
-                (Payload::Wr(data), Some(ah), Some(dct), _) => {
+                (Payload::Wr(data), Some(ah), Some(dct), ..) => {
                     let stream = self.dci_streams[q];
                     let dest = ah.dc_dest(dct.number, dct.key).on_stream(stream);
                     sq.push_dc(&wr(data), &dest)?;
@@ -688,9 +714,10 @@ impl<B: Device> Side<B> {
                         self.dci_streams[q] = s.next(stream);
                     }
                 }
-                (Payload::Wr(data), Some(ah), None, Some(qkey)) => {
+                (Payload::Wr(data), Some(ah), None, Some(qkey), _) => {
                     sq.push_ud(&wr(data), &ah.dest(r.qpn, qkey))?;
                 }
+                (Payload::Wr(data), None, _, _, Some(x)) => sq.push_xrc(&wr(data), x.srqn)?,
                 (Payload::Wr(data), ..) => sq.push_wr(&wr(data))?,
             }
             w.posted += 1;
@@ -744,7 +771,7 @@ impl<B: Device> Side<B> {
         }
         self.windows.fill(Window::default());
         self.opcodes = OpCounts::default();
-        if self.srq.is_some() {
+        if self.shared_rq() {
             self.recv_posted[0] -= self.received.iter().sum::<u64>();
             self.received.fill(0);
         }
@@ -770,6 +797,11 @@ impl<B: Device> Side<B> {
         let halves = matches!(self.params.test.verb, Verb::Write | Verb::Send);
         self.hw = Some(HwTimes::new(info, trigger, halves, schedule));
         Ok(())
+    }
+
+    /// True when every QP's receives come from one queue: an SRQ or XRC's.
+    fn shared_rq(&self) -> bool {
+        self.srq.is_some() || self.xrc.is_some()
     }
 
     pub(super) fn outstanding(&self, q: usize) -> u64 {
