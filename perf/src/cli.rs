@@ -790,6 +790,11 @@ pub struct ExplainArgs {
     /// frame per WQE).
     #[arg(long, default_value_t = 0)]
     pub empw: usize,
+    /// UD SEND to a multicast group (perftest's default MGID) that N model NICs each attach
+    /// one UD QP to (1 to 8; 0: unicast): the WQE, the one packet on the wire and each
+    /// NIC's link.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub mcast: usize,
     /// UD and DC: the address handle carries a GRH (InfiniBand with a global route).
     #[arg(long)]
     pub grh: bool,
@@ -889,6 +894,10 @@ pub struct PcieArgs {
     /// eMPW of 32 pointer and 12 inline packets, a plain and a striding receive queue).
     #[arg(long)]
     pub raw: bool,
+    /// The UD multicast rows instead: one 64-byte SEND unicast with a GRH and to a group of
+    /// 1, 2 and 4 receiving NICs (the sender's link, the wire, each receiver's link).
+    #[arg(long)]
+    pub mcast: bool,
     /// The NIC evicts every Nth BlueFlame copy before use and reads that WQE by DMA (0:
     /// never).
     #[arg(long, value_name = "N", default_value_t = 0)]

@@ -511,6 +511,9 @@ fn print_human(args: &ExplainArgs, o: &Observed, messages: u32, transport: Trans
 
 /// Runs `explain`.
 pub fn run(args: &ExplainArgs) -> Result<(), crate::Error> {
+    if args.mcast > 0 {
+        return crate::mcast_pcie::explain(args);
+    }
     if args.transport == crate::cli::TransportArg::Raw {
         return crate::raw_pcie::explain(args);
     }

@@ -24,6 +24,7 @@ pub mod cli;
 pub mod cpu;
 pub mod exchange;
 pub mod explain;
+pub mod mcast_pcie;
 pub mod pcie;
 pub mod perftest_out;
 pub mod perftest_wire;

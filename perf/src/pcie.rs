@@ -598,6 +598,14 @@ pub fn run(args: &PcieArgs) -> Result<(), crate::Error> {
         crate::raw_pcie::print(&crate::raw_pcie::rows(pcie)?);
         return Ok(());
     }
+    if args.mcast {
+        let rows = crate::mcast_pcie::rows(pcie)?;
+        match args.json {
+            true => outln!("{}", crate::mcast_pcie::json_rows(&rows)),
+            false => crate::mcast_pcie::print(&rows),
+        }
+        return Ok(());
+    }
     let rows = measure(args, pcie)?;
     if args.json {
         let out: Vec<Value> = rows

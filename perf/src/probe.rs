@@ -326,6 +326,37 @@ fn poll_all<B: mlx5_direct::backend::Backend>(
     Ok(got)
 }
 
+/// Waits for one completion on `cq` of the model context `ctx`, running the NIC's deferred
+/// work between polls; an error completion is an error.
+pub fn complete_one(
+    ctx: &Context<mlx5_direct::backend::sim::Sim>,
+    cq: &mut Cq<mlx5_direct::backend::sim::Sim>,
+) -> Result<Completion, Error> {
+    let mut out = [Completion::default(); 1];
+    for _ in 0..100_000 {
+        if cq.poll(&mut out) == 1 {
+            return match out[0].status.is_ok() {
+                true => Ok(out[0]),
+                false => Err(format!("{:?}", out[0]).into()),
+            };
+        }
+        ctx.backend().nic().progress();
+    }
+    Err("no completion".into())
+}
+
+/// A link's (MWr down, MRd, CplD, MWr up, bytes down, bytes up).
+pub fn link_counts(c: &PcieCounters) -> (u64, u64, u64, u64, u64, u64) {
+    (
+        c.mmio_writes,
+        c.dma_reads,
+        c.completions,
+        c.dma_writes,
+        c.bytes_down,
+        c.bytes_up,
+    )
+}
+
 /// The device memory of one QP of a `dm` case: a slot (the size in whole 64-byte lines) per
 /// message of a pass.
 fn dm_bytes(case: &Case) -> usize {

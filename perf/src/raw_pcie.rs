@@ -69,18 +69,7 @@ fn frame64(a: &Side, b: &Side) -> Vec<u8> {
 
 /// Waits for one completion on `s`.
 fn complete(s: &mut Side) -> Result<(), crate::Error> {
-    let mut out = [mlx5_direct::Completion::default(); 1];
-    for _ in 0..100_000 {
-        if s.cq.poll(&mut out) == 1 {
-            return if out[0].status.is_ok() {
-                Ok(())
-            } else {
-                Err(format!("{:?}", out[0]).into())
-            };
-        }
-        s.ctx.backend().nic().progress();
-    }
-    Err("no completion".into())
+    crate::probe::complete_one(&s.ctx, &mut s.cq).map(|_| ())
 }
 
 /// One row: its name, the frames it carries, and the link counters it cost.
@@ -247,15 +236,7 @@ pub fn print(rows: &[RawRow]) {
 impl RawRow {
     /// (MWr down, MRd, CplD, MWr up, bytes down, bytes up).
     pub fn counts(&self) -> (u64, u64, u64, u64, u64, u64) {
-        let c = &self.cost;
-        (
-            c.mmio_writes,
-            c.dma_reads,
-            c.completions,
-            c.dma_writes,
-            c.bytes_down,
-            c.bytes_up,
-        )
+        crate::probe::link_counts(&self.cost)
     }
 }
 

@@ -546,3 +546,63 @@ fn pcie_timestamp_rows_cost_what_the_rows_without_cost() {
         shown.join("\n")
     );
 }
+
+/// `pcie --mcast --json`: one 64-byte UD SEND unicast with a GRH and to a group of 1, 2 and
+/// 4 NICs; the sender's link and the wire are the same in every row (one packet), every
+/// receiving NIC's link costs the unicast receiver's, each port took the group's packet
+/// once. `explain send --transport ud --mcast 2 --json` is the same send to two NICs.
+#[test]
+fn pcie_mcast_rows_cost_the_sender_once_and_each_receiver_its_own() {
+    let v = json(&["pcie", "--mcast", "--json"]);
+    let rows = v.as_array().unwrap();
+    let link = |l: &Value| {
+        [
+            "mmio_writes",
+            "dma_reads",
+            "completions",
+            "dma_writes",
+            "bytes_down",
+            "bytes_up",
+        ]
+        .map(|k| l[k].as_u64().unwrap())
+    };
+    let got: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            let receivers = r["receiver_links"].as_array().unwrap();
+            assert!(receivers.iter().all(|l| link(l) == [0, 2, 2, 2, 108, 264]));
+            (
+                r["receivers"].as_u64().unwrap(),
+                r["wire_packets"].as_u64().unwrap(),
+                link(&r["sender"]),
+                r["taken"].clone(),
+            )
+        })
+        .collect();
+    let sender = [2, 1, 1, 1, 260, 112];
+    assert_eq!(
+        got,
+        [
+            (1, 1, sender, serde_json::json!([0])),
+            (1, 1, sender, serde_json::json!([1])),
+            (2, 1, sender, serde_json::json!([1, 1])),
+            (4, 1, sender, serde_json::json!([1, 1, 1, 1])),
+        ]
+    );
+    let v = json(&[
+        "explain",
+        "send",
+        "--transport",
+        "ud",
+        "--mcast",
+        "2",
+        "--size",
+        "64",
+        "--json",
+    ]);
+    assert_eq!(link(&v["sender"]), sender);
+    assert_eq!(v["taken"], serde_json::json!([1, 1]));
+    assert_eq!(v["received_bytes"], serde_json::json!([104, 104]));
+    // The datagram segment's dqp_dct (bytes 24..28 of the WQE): the group's QPN 0xFFFFFF.
+    assert_eq!(&v["wqe"].as_str().unwrap()[48..56], "80ffffff");
+}
