@@ -149,10 +149,9 @@ impl<B: Backend> StridingWq<B> {
             let MprqEvent::Frame { offset, len } = event else {
                 continue;
             };
-            // SAFETY: the frame's strides were written by the device before it wrote the
-            // CQE the poll returned, and are posted again only by `release` below, after
-            // the borrow ends; the region is this queue's alone (local write only, no rkey
-            // handed out, no CPU writes through it). `parse` kept the range inside the WQE.
+            // The strides are re-posted only by `release` below, after the borrow ends; the
+            // region is this queue's alone (local write, no rkey, no CPU writes).
+            // SAFETY: the device wrote the range (kept inside the WQE by `parse`) before its CQE.
             let bytes = unsafe { self.inner.buffers.bytes(offset, len) };
             f(&StridedFrame {
                 bytes,

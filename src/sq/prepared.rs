@@ -156,11 +156,9 @@ impl<'a> PreparedWr<'a> {
         self.image[7] = ds as u8;
         self.image[at..at + 4].copy_from_slice(&inline_header(len));
         debug_assert!(at + 4 + len <= SEND_WQE_BB);
-        // SAFETY: `len` bytes of `data` into the image at `at + 4`, inside it: `len` is at
-        // most `short_max`, the queue's `short_fit` for this shape, which leaves the 4-byte
-        // header and the bytes after the control segments within one WQEBB (`at + 4 +
-        // short_fit <= 64`, `Limits::new`; `prepare` refuses the queues with a transport
-        // segment).
+        // `len` is at most `short_max`, the queue's `short_fit` for this shape: `at + 4 +
+        // short_fit <= 64` (`Limits::new`; `prepare` refuses queues with a transport segment).
+        // SAFETY: so the `len` bytes land inside the image, after the 4-byte header.
         unsafe { copy_small(data.as_ptr(), self.image.as_mut_ptr().add(at + 4), len) };
         // After the copy, which the compiler cannot tell from this field: a post right after
         // the patch then compares the value it holds in a register instead of reloading it.
