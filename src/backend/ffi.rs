@@ -122,7 +122,9 @@ mod names {
         ibv_qp_attr_mask,
         ibv_qp_create_send_ops_flags,
         ibv_qp_init_attr_mask,
+        ibv_rx_hash_function_flags,
         ibv_srq_init_attr_mask,
+        ibv_wq_attr_mask,
         ibv_xrcd_init_attr_mask,
     );
 
@@ -196,6 +198,8 @@ mod names {
         ibv_qp_state {}
         ibv_qp_type {}
         ibv_srq_type {}
+        ibv_wq_state {}
+        ibv_wq_type {}
         rdma_port_space {}
     }
 }
