@@ -1,8 +1,8 @@
 //! One device context: what the kernel keeps per open `/dev/infiniband/uverbsN` (its
 //! `ib_ucontext` and the uobjects under it), the request loop of its connection, and its
 //! teardown when the program closes the fd or exits (the kernel's
-//! `uverbs_destroy_ufile_hw`: QPs, SRQs, CQs, address handles, MRs, device memory, PDs, in
-//! that order).
+//! `uverbs_destroy_ufile_hw`: QPs, SRQs, XRC domains, CQs, address handles, MRs, device
+//! memory, PDs, in that order).
 
 use super::events::{EventQueue, Kind};
 use super::Shared;
@@ -64,6 +64,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) channels: HashMap<i32, (u32, Arc<EventQueue>)>,
     pub(crate) next_handle: u32,
     pub(crate) pds: HashMap<u32, Pd>,
+    /// XRC domains (`ibv_open_xrcd`).
+    pub(crate) xrcds: HashMap<u32, super::xrc::Xrcd>,
     pub(crate) mrs: HashMap<u32, Mr>,
     /// Device-memory allocations (`ibv_alloc_dm`).
     pub(crate) dms: HashMap<u32, super::memory::Dm>,
@@ -98,6 +100,7 @@ pub(crate) fn serve(
         channels: HashMap::new(),
         next_handle: 1,
         pds: HashMap::new(),
+        xrcds: HashMap::new(),
         mrs: HashMap::new(),
         dms: HashMap::new(),
         cqs: HashMap::new(),
@@ -198,6 +201,10 @@ impl Ctx<'_> {
         }
         for (_, srq) in self.srqs.drain() {
             let _ = nic.destroy_srq(srq.srqn);
+        }
+        // The domains once their SRQs and target QPs are gone (`uverbs_free_xrcd`).
+        for (_, xrcd) in self.xrcds.drain() {
+            let _ = nic.dealloc_xrcd(xrcd.xrcdn);
         }
         for (_, cq) in self.cqs.drain() {
             let _ = nic.destroy_cq(cq.cqn);

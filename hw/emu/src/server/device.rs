@@ -4,8 +4,8 @@
 //!
 //! What the model enforces comes from the model (`Nic::caps`, `Nic::port`, the fabric's
 //! `NicConfig`); the rest is what a ConnectX-5 reports (docs/emulator.md lists each value
-//! and its source), and 0 for what the model does not have (memory windows, multicast,
-//! XRC, raw packet QPs).
+//! and its source), and 0 for what the model does not have (memory windows, raw
+//! packet QPs); multicast and XRC (`XrcConfig`) as the model has them.
 
 use super::cmd::{driver_request, request, Bundle, Res};
 use super::context::Ctx;
@@ -145,9 +145,13 @@ impl Ctx<'_> {
             hw_ver: 0,
             max_qp: 1 << 18,
             max_qp_wr: caps.max_qp_wr,
+            // XRC as the model's `XrcConfig::supported` (mlx5_ib's `IB_DEVICE_XRC` from the
+            // HCA cap `xrc`).
             device_cap_flags: (IB_UVERBS_DEVICE_CURR_QP_STATE_MOD
                 | IB_UVERBS_DEVICE_SYS_IMAGE_GUID
-                | IB_UVERBS_DEVICE_RC_RNR_NAK_GEN) as u32,
+                | IB_UVERBS_DEVICE_RC_RNR_NAK_GEN
+                | if caps.xrc { IB_UVERBS_DEVICE_XRC } else { 0 })
+                as u32,
             max_sge: caps.max_send_sge.min(caps.max_recv_sge),
             max_sge_rd: caps.max_send_sge,
             max_cq: 1 << 24,

@@ -18,6 +18,7 @@ mod objects;
 mod qp;
 mod remote;
 mod uar;
+mod xrc;
 
 use crate::proto::{self, Hello, Reply, Request, Welcome};
 use crate::sysfs;

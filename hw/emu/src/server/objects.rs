@@ -11,7 +11,7 @@ use crate::abi::mlx5::*;
 use crate::abi::uverbs::*;
 use mlx5_hw::{
     in_space, Access, CqCompression, CqParams, HwError, MiniFormat, RemoteMemory, SrqParams,
-    ZipLayout,
+    XrcSrqParams, ZipLayout,
 };
 
 /// The errno the kernel answers for what the model refuses.
@@ -259,19 +259,28 @@ impl Ctx<'_> {
         )
     }
 
-    /// CREATE_SRQ / CREATE_XSRQ (basic SRQs only): `roundup_pow_of_two(max_wr + 1)` WQEs
-    /// of `max(32, roundup_pow_of_two(16 + 16 * max_sge))` bytes (`create_srq_user`).
+    /// CREATE_SRQ / CREATE_XSRQ (basic and XRC SRQs): `roundup_pow_of_two(max_wr + 1)`
+    /// WQEs of `max(32, roundup_pow_of_two(16 + 16 * max_sge))` bytes (`create_srq_user`).
+    /// An XRC SRQ (`__uverbs_create_xsrq`) names its domain and CQ (EINVAL for a handle
+    /// that names none) and carries the driver's user index, which its completions report
+    /// under CQE version 1; tag-matching SRQs are EOPNOTSUPP.
     pub(crate) fn create_srq(&mut self, b: &Bundle<'_>, xsrq: bool) -> Res {
         // The model raises no SRQ event, so the SRQ's user handle is never named.
-        let (pd_handle, max_wr, max_sge, srq_limit) = if xsrq {
+        let (pd_handle, max_wr, max_sge, srq_limit, xrc) = if xsrq {
             let c: ib_uverbs_create_xsrq = request(b, false)?;
-            if c.srq_type != IB_UVERBS_SRQT_BASIC {
-                return Err(libc::EOPNOTSUPP);
-            }
-            (c.pd_handle, c.max_wr, c.max_sge, c.srq_limit)
+            let xrc = match c.srq_type {
+                IB_UVERBS_SRQT_BASIC => None,
+                IB_UVERBS_SRQT_XRC => Some(XrcSrqParams {
+                    xrcd: self.xrcd(c.xrcd_handle)?.xrcdn,
+                    cqn: self.cqs.get(&c.cq_handle).ok_or(libc::EINVAL)?.cqn,
+                    user_index: 0,
+                }),
+                _ => return Err(libc::EOPNOTSUPP),
+            };
+            (c.pd_handle, c.max_wr, c.max_sge, c.srq_limit, xrc)
         } else {
             let c: ib_uverbs_create_srq = request(b, false)?;
-            (c.pd_handle, c.max_wr, c.max_sge, c.srq_limit)
+            (c.pd_handle, c.max_wr, c.max_sge, c.srq_limit, None)
         };
         let caps = self.nic.caps();
         if max_wr >= caps.max_qp_wr || max_sge >= caps.max_recv_sge {
@@ -291,8 +300,19 @@ impl Ctx<'_> {
             log_stride: stride.trailing_zeros() as u8,
             dbrec: in_space(self.space, drv.db_addr),
         };
-        // SAFETY: the ring and record are the program's, reached through its space.
-        let srqn = unsafe { self.nic.create_srq(&params) }.map_err(errno)?;
+        let srqn = match xrc {
+            // SAFETY: the ring and record are the program's, reached through its space.
+            None => unsafe { self.nic.create_srq(&params) },
+            Some(x) => {
+                let x = XrcSrqParams {
+                    user_index: drv.uidx,
+                    ..x
+                };
+                // SAFETY: as for a basic SRQ.
+                unsafe { self.nic.create_xrc_srq(&params, &x) }
+            }
+        }
+        .map_err(errno)?;
         let handle = self.handle();
         let done = self
             .respond(

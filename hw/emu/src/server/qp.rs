@@ -18,7 +18,7 @@ use super::objects::{access, errno};
 use super::uar::Uars;
 use crate::abi::mlx5::*;
 use crate::abi::uverbs::*;
-use mlx5_hw::{in_space, Access, QpParams, QpState, QpTransition, Transport};
+use mlx5_hw::{in_space, Access, QpInfo, QpParams, QpState, QpTransition, Transport};
 
 /// `enum ib_qp_attr_mask` (rdma/ib_verbs.h; the same bits as `enum ibv_qp_attr_mask`).
 pub(crate) mod mask {
@@ -85,6 +85,8 @@ fn transport(qp_type: u8, flags: u32) -> Result<Transport, i32> {
         IB_UVERBS_QPT_RC => Ok(Transport::Rc),
         IB_UVERBS_QPT_UC => Ok(Transport::Uc),
         IB_UVERBS_QPT_UD => Ok(Transport::Ud),
+        IB_UVERBS_QPT_XRC_INI => Ok(Transport::XrcIni),
+        IB_UVERBS_QPT_XRC_TGT => Ok(Transport::XrcTgt),
         QPT_DRIVER if flags & MLX5_QP_FLAG_TYPE_DCI != 0 => Ok(Transport::Dci),
         QPT_DRIVER if flags & MLX5_QP_FLAG_TYPE_DCT != 0 => Ok(Transport::Dct),
         QPT_DRIVER => Err(libc::EINVAL),
@@ -92,7 +94,9 @@ fn transport(qp_type: u8, flags: u32) -> Result<Transport, i32> {
     }
 }
 
-/// The kernel's `qp_state_table` for RC, UC and UD, `modify_dci_qp_is_ok` for a DCI and
+/// The kernel's `qp_state_table` for RC, UC, UD and XRC (an initiator takes UC's receive
+/// side and RC's send side; a target RC's masks but for RTR -> RTS, which requires only
+/// the timeout and SQ PSN), `modify_dci_qp_is_ok` for a DCI and
 /// `mlx5_ib_modify_dct`'s exact masks for a DCT: whether `cur -> next` is a transition and
 /// which attributes it requires and allows.
 fn transition_masks(cur: u8, next: u8, t: Transport) -> Option<(u32, u32)> {
@@ -122,6 +126,7 @@ fn transition_masks(cur: u8, next: u8, t: Transport) -> Option<(u32, u32)> {
         });
     }
     let (ud, uc) = (t == Transport::Ud, t == Transport::Uc);
+    let (ini, tgt) = (t == Transport::XrcIni, t == Transport::XrcTgt);
     Some(match (cur, next) {
         (_, RESET) | (_, ERR) => (0, 0),
         (RESET, INIT) if ud => (PKEY_INDEX | PORT | QKEY, 0),
@@ -129,7 +134,7 @@ fn transition_masks(cur: u8, next: u8, t: Transport) -> Option<(u32, u32)> {
         (INIT, INIT) if ud => (0, PKEY_INDEX | PORT | QKEY),
         (INIT, INIT) => (0, PKEY_INDEX | PORT | ACCESS_FLAGS),
         (INIT, RTR) if ud => (0, PKEY_INDEX | QKEY),
-        (INIT, RTR) if uc => (
+        (INIT, RTR) if uc || ini => (
             AV | PATH_MTU | DEST_QPN | RQ_PSN,
             ALT_PATH | ACCESS_FLAGS | PKEY_INDEX,
         ),
@@ -139,12 +144,20 @@ fn transition_masks(cur: u8, next: u8, t: Transport) -> Option<(u32, u32)> {
         ),
         (RTR, RTS) if ud => (SQ_PSN, CUR_STATE | QKEY),
         (RTR, RTS) if uc => (SQ_PSN, CUR_STATE | ALT_PATH | ACCESS_FLAGS | PATH_MIG_STATE),
+        (RTR, RTS) if ini => (
+            TIMEOUT | RETRY_CNT | RNR_RETRY | SQ_PSN | MAX_QP_RD_ATOMIC,
+            CUR_STATE | ALT_PATH | ACCESS_FLAGS | PATH_MIG_STATE,
+        ),
+        (RTR, RTS) if tgt => (
+            TIMEOUT | SQ_PSN,
+            CUR_STATE | ALT_PATH | ACCESS_FLAGS | MIN_RNR_TIMER | PATH_MIG_STATE,
+        ),
         (RTR, RTS) => (
             TIMEOUT | RETRY_CNT | RNR_RETRY | SQ_PSN | MAX_QP_RD_ATOMIC,
             CUR_STATE | ALT_PATH | ACCESS_FLAGS | MIN_RNR_TIMER | PATH_MIG_STATE,
         ),
         (RTS, RTS) if ud => (0, CUR_STATE | QKEY),
-        (RTS, RTS) if uc => (0, CUR_STATE | ACCESS_FLAGS | ALT_PATH | PATH_MIG_STATE),
+        (RTS, RTS) if uc || ini => (0, CUR_STATE | ACCESS_FLAGS | ALT_PATH | PATH_MIG_STATE),
         (RTS, RTS) => (
             0,
             CUR_STATE | ACCESS_FLAGS | ALT_PATH | PATH_MIG_STATE | MIN_RNR_TIMER,
@@ -180,7 +193,7 @@ impl Ctx<'_> {
     /// CREATE_QP (legacy and extended): RC, UC or UD with its send and receive rings in one
     /// program buffer (the RQ first, the SQ after it), a bfreg as `alloc_bfreg` picks it.
     pub(crate) fn create_qp(&mut self, b: &Bundle<'_>, ex: bool) -> Res {
-        let c: ib_uverbs_ex_create_qp = if ex {
+        let mut c: ib_uverbs_ex_create_qp = if ex {
             let c: ib_uverbs_ex_create_qp = request(b, true)?;
             if c.comp_mask != 0 || c.create_flags != 0 || c.source_qpn != 0 {
                 return Err(libc::EOPNOTSUPP);
@@ -207,10 +220,105 @@ impl Ctx<'_> {
         };
         let drv: mlx5_ib_create_qp = driver_request(b, true)?;
         let t = transport(c.qp_type, drv.flags)?;
+        if t == Transport::XrcIni {
+            // uverbs' `create_qp`: an initiator receives nothing (no RQ, no receive CQ).
+            c.max_recv_wr = 0;
+            c.max_recv_sge = 0;
+        }
+        let (qpn, uar) = match t {
+            // No send queue, so no doorbell: no register of its own.
+            Transport::XrcTgt => (self.create_xrc_tgt_qp(&c, &drv)?, 0),
+            _ => {
+                let info = self.create_model_qp(&c, &drv, t)?;
+                (info.qpn, info.uar)
+            }
+        };
+        let bfreg = self.uars.alloc();
+        let handle = self.handle();
+        let base = ib_uverbs_create_qp_resp {
+            qp_handle: handle,
+            // A DCT has no number before its RTR.
+            qpn: if t == Transport::Dct { 0 } else { qpn },
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+            reserved: 0,
+        };
+        let done = if ex {
+            self.respond(
+                b,
+                &ib_uverbs_ex_create_qp_resp {
+                    base,
+                    comp_mask: 0,
+                    response_length: std::mem::size_of::<ib_uverbs_ex_create_qp_resp>() as u32,
+                },
+            )
+        } else {
+            self.respond(b, &base)
+        }
+        .and_then(|()| {
+            self.respond_driver(
+                b,
+                &mlx5_ib_create_qp_resp {
+                    bfreg_index: Uars::gross(bfreg),
+                    ..Default::default()
+                },
+            )
+        });
+        if let Err(e) = done {
+            self.uars.free(bfreg);
+            let _ = self.nic.destroy_qp(qpn);
+            return Err(e);
+        }
+        let queue = self.async_events.clone().ok_or(libc::EINVAL)?.0;
+        self.shared
+            .events
+            .add(Kind::Qp, self.index, qpn, c.user_handle, queue);
+        self.shared.track_qp(self.space, self.index, qpn, true);
+        self.qps.insert(
+            handle,
+            Qp {
+                qpn,
+                uar,
+                bfreg,
+                transport: t,
+                dc_key: drv.access_key(),
+                state: state::RESET,
+                mcast: Vec::new(),
+                attr: ib_uverbs_query_qp_resp {
+                    max_send_wr: c.max_send_wr,
+                    max_recv_wr: c.max_recv_wr,
+                    max_send_sge: c.max_send_sge,
+                    max_recv_sge: c.max_recv_sge,
+                    max_inline_data: c.max_inline_data,
+                    sq_sig_all: c.sq_sig_all,
+                    port_num: 1,
+                    ..Default::default()
+                },
+            },
+        );
+        Ok(())
+    }
+
+    /// The model QP of CREATE_QP for every type but an XRC target.
+    fn create_model_qp(
+        &mut self,
+        c: &ib_uverbs_ex_create_qp,
+        drv: &mlx5_ib_create_qp,
+        t: Transport,
+    ) -> Result<QpInfo, i32> {
         let pdn = self.pd(c.pd_handle)?.pdn;
         let send_cqn = self.cqs.get(&c.send_cq_handle).ok_or(libc::EINVAL)?.cqn;
-        let recv_cqn = self.cqs.get(&c.recv_cq_handle).ok_or(libc::EINVAL)?.cqn;
+        // An XRC initiator has no receive CQ (uverbs' `create_qp` looks none up): the
+        // model's receive side of it is its send CQ, never written.
+        let recv_cqn = match t {
+            Transport::XrcIni => send_cqn,
+            _ => self.cqs.get(&c.recv_cq_handle).ok_or(libc::EINVAL)?.cqn,
+        };
         let srq = match c.is_srq {
+            _ if t == Transport::XrcIni => None,
             0 => None,
             _ => Some(self.srqs.get(&c.srq_handle).ok_or(libc::EINVAL)?.srqn),
         };
@@ -267,74 +375,7 @@ impl Ctx<'_> {
             dci_streams,
         };
         // SAFETY: the rings and record are the program's, reached through its space.
-        let info = unsafe { self.nic.create_qp(&params) }.map_err(errno)?;
-        let bfreg = self.uars.alloc();
-        let handle = self.handle();
-        let base = ib_uverbs_create_qp_resp {
-            qp_handle: handle,
-            // A DCT has no number before its RTR.
-            qpn: if t == Transport::Dct { 0 } else { info.qpn },
-            max_send_wr: c.max_send_wr,
-            max_recv_wr: c.max_recv_wr,
-            max_send_sge: c.max_send_sge,
-            max_recv_sge: c.max_recv_sge,
-            max_inline_data: c.max_inline_data,
-            reserved: 0,
-        };
-        let done = if ex {
-            self.respond(
-                b,
-                &ib_uverbs_ex_create_qp_resp {
-                    base,
-                    comp_mask: 0,
-                    response_length: std::mem::size_of::<ib_uverbs_ex_create_qp_resp>() as u32,
-                },
-            )
-        } else {
-            self.respond(b, &base)
-        }
-        .and_then(|()| {
-            self.respond_driver(
-                b,
-                &mlx5_ib_create_qp_resp {
-                    bfreg_index: Uars::gross(bfreg),
-                    ..Default::default()
-                },
-            )
-        });
-        if let Err(e) = done {
-            self.uars.free(bfreg);
-            let _ = self.nic.destroy_qp(info.qpn);
-            return Err(e);
-        }
-        let queue = self.async_events.clone().ok_or(libc::EINVAL)?.0;
-        self.shared
-            .events
-            .add(Kind::Qp, self.index, info.qpn, c.user_handle, queue);
-        self.shared.track_qp(self.space, self.index, info.qpn, true);
-        self.qps.insert(
-            handle,
-            Qp {
-                qpn: info.qpn,
-                uar: info.uar,
-                bfreg,
-                transport: t,
-                dc_key: drv.access_key(),
-                state: state::RESET,
-                mcast: Vec::new(),
-                attr: ib_uverbs_query_qp_resp {
-                    max_send_wr: c.max_send_wr,
-                    max_recv_wr: c.max_recv_wr,
-                    max_send_sge: c.max_send_sge,
-                    max_recv_sge: c.max_recv_sge,
-                    max_inline_data: c.max_inline_data,
-                    sq_sig_all: c.sq_sig_all,
-                    port_num: 1,
-                    ..Default::default()
-                },
-            },
-        );
-        Ok(())
+        unsafe { self.nic.create_qp(&params) }.map_err(errno)
     }
 
     /// MODIFY_QP (legacy and extended).
@@ -452,7 +493,12 @@ impl Ctx<'_> {
             // INIT -> INIT of a connected QP (librdmacm's `ucma_init_conn_qp`, then
             // `ucma_modify_qp_rtr` again on the passive side) takes the access rights, the
             // P_Key index and the port anew; the kernel keeps those not in the mask.
-            (state::INIT, state::INIT) if matches!(t, Transport::Rc | Transport::Uc) => {
+            (state::INIT, state::INIT)
+                if matches!(
+                    t,
+                    Transport::Rc | Transport::Uc | Transport::XrcIni | Transport::XrcTgt
+                ) =>
+            {
                 Some(QpTransition::InitToInit {
                     port: if m & mask::PORT != 0 {
                         cmd.port_num
@@ -695,6 +741,35 @@ mod tests {
             !modify_is_ok(RTR, RTS, dct, STATE | SQ_PSN),
             "a DCT stops at RTR"
         );
+        let (ini, tgt) = (Transport::XrcIni, Transport::XrcTgt);
+        let init = STATE | PKEY_INDEX | PORT | ACCESS_FLAGS;
+        assert!(modify_is_ok(RESET, INIT, ini, init));
+        assert!(modify_is_ok(RESET, INIT, tgt, init));
+        let ini_rtr = STATE | AV | PATH_MTU | DEST_QPN | RQ_PSN;
+        assert!(modify_is_ok(INIT, RTR, ini, ini_rtr));
+        assert!(
+            !modify_is_ok(INIT, RTR, ini, rtr),
+            "an initiator has no responder resources"
+        );
+        assert!(modify_is_ok(INIT, RTR, tgt, rtr));
+        assert!(
+            !modify_is_ok(INIT, RTR, tgt, ini_rtr),
+            "a target needs them"
+        );
+        let rc_rts = STATE | TIMEOUT | RETRY_CNT | RNR_RETRY | SQ_PSN | MAX_QP_RD_ATOMIC;
+        assert!(modify_is_ok(RTR, RTS, ini, rc_rts));
+        assert!(!modify_is_ok(RTR, RTS, ini, rc_rts | MIN_RNR_TIMER));
+        assert!(modify_is_ok(RTR, RTS, tgt, STATE | TIMEOUT | SQ_PSN));
+        assert!(
+            !modify_is_ok(RTR, RTS, tgt, rc_rts),
+            "a target sends no requests"
+        );
+        assert!(modify_is_ok(
+            RTR,
+            RTS,
+            tgt,
+            STATE | TIMEOUT | SQ_PSN | MIN_RNR_TIMER
+        ));
     }
 
     #[test]
