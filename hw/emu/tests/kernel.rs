@@ -348,16 +348,16 @@ fn xrc_objects_are_refused_as_the_kernel_refuses_them() {
     ctx.command(&cq_cmd, None).unwrap();
     let cq = resp[0];
 
-    // OPEN_XRCD: fd -1 is a domain of this context; a file-shared one is not emulated.
-    let open = |fd: u32, resp: &mut [u32; 16]| {
+    // OPEN_XRCD: fd -1 is a domain of this context.
+    let open_flags = |fd: u32, oflags: i32, resp: &mut [u32; 16]| {
         let req = ib_uverbs_open_xrcd {
             response: resp.as_mut_ptr() as u64,
             fd,
-            oflags: libc::O_CREAT as u32,
+            oflags: oflags as u32,
         };
         ctx.command(&legacy(IB_USER_VERBS_CMD_OPEN_XRCD, &req, &[], 4), None)
     };
-    assert_eq!(open(3, &mut resp), Err(libc::EOPNOTSUPP));
+    let open = |fd: u32, resp: &mut [u32; 16]| open_flags(fd, libc::O_CREAT, resp);
     open(u32::MAX, &mut resp).unwrap();
     let xrcd = resp[0];
     assert_ne!(xrcd, pd, "a handle of its own");
@@ -485,37 +485,84 @@ fn xrc_objects_are_refused_as_the_kernel_refuses_them() {
         "a target's RTR needs its responder resources and RNR timer"
     );
     assert_eq!(
-        modify(ini, 2, tgt_rtr),
+        modify(ini, 2, ini_rtr | 1 << 6),
         Err(libc::EINVAL),
-        "an initiator's RTR takes neither"
+        "a Q_Key on an initiator"
     );
+    // uverbs' modify_qp_mask drops what an initiator ignores (perftest's RTR sets RC's).
+    modify(ini, 2, tgt_rtr).unwrap();
 
     // The domain is busy while its SRQ and target live; each destroy is its own.
-    let close = legacy(
-        IB_USER_VERBS_CMD_CLOSE_XRCD,
-        &ib_uverbs_close_xrcd { xrcd_handle: xrcd },
-        &[],
-        0,
-    );
-    assert_eq!(ctx.command(&close, None), Err(libc::EBUSY));
+    let close = |xrcd_handle| {
+        let req = ib_uverbs_close_xrcd { xrcd_handle };
+        ctx.command(&legacy(IB_USER_VERBS_CMD_CLOSE_XRCD, &req, &[], 0), None)
+    };
+    // Where the destroys' responses go.
+    let mut sink = [0u32; 2];
+    let sink = sink.as_mut_ptr() as u64;
+    let destroy_srq = |srq_handle| {
+        let req = ib_uverbs_destroy_srq {
+            response: sink,
+            srq_handle,
+            reserved: 0,
+        };
+        ctx.command(&legacy(IB_USER_VERBS_CMD_DESTROY_SRQ, &req, &[], 4), None)
+    };
+    assert_eq!(close(xrcd), Err(libc::EBUSY));
     let destroy_qp = |qp_handle| {
         let req = ib_uverbs_destroy_qp {
-            response: resp.as_ptr() as u64,
+            response: sink,
             qp_handle,
             reserved: 0,
         };
         ctx.command(&legacy(IB_USER_VERBS_CMD_DESTROY_QP, &req, &[], 4), None)
     };
     destroy_qp(tgt).unwrap();
-    assert_eq!(ctx.command(&close, None), Err(libc::EBUSY), "the SRQ");
-    let destroy_srq = ib_uverbs_destroy_srq {
-        response: resp.as_ptr() as u64,
-        srq_handle: srq,
-        reserved: 0,
-    };
-    let destroy_srq = legacy(IB_USER_VERBS_CMD_DESTROY_SRQ, &destroy_srq, &[], 4);
-    ctx.command(&destroy_srq, None).unwrap();
-    ctx.command(&close, None).unwrap();
-    assert_eq!(ctx.command(&close, None), Err(libc::EINVAL), "closed once");
+    assert_eq!(close(xrcd), Err(libc::EBUSY), "the SRQ");
+    destroy_srq(srq).unwrap();
+    close(xrcd).unwrap();
+    assert_eq!(close(xrcd), Err(libc::EINVAL), "closed once");
     destroy_qp(ini).unwrap();
+
+    // A domain through a file: the NIC's one for the file's inode, one per file.
+    let dir = std::env::temp_dir();
+    let path = |n: &str| dir.join(format!("mlx5-emu-xrcd-{}-{n}", std::process::id()));
+    let (f1, f2) = (
+        std::fs::File::create(path("a")).unwrap(),
+        std::fs::File::create(path("b")).unwrap(),
+    );
+    use std::os::fd::AsRawFd;
+    let (fd1, fd2) = (f1.as_raw_fd() as u32, f2.as_raw_fd() as u32);
+    assert_eq!(
+        open_flags(fd1, 0, &mut resp),
+        Err(libc::EAGAIN),
+        "none yet, no O_CREAT"
+    );
+    assert_eq!(open(9999, &mut resp), Err(libc::EBADF), "no such fd");
+    open(fd1, &mut resp).unwrap();
+    let first = resp[0];
+    open_flags(fd1, 0, &mut resp).unwrap();
+    let second = resp[0];
+    assert_eq!(
+        open_flags(fd1, libc::O_CREAT | libc::O_EXCL, &mut resp),
+        Err(libc::EINVAL),
+        "there already"
+    );
+    open(fd2, &mut resp).unwrap();
+    let other = resp[0];
+    // An SRQ through the second handle: the first closes (the domain lives on in the
+    // second), the second is busy with its SRQ.
+    xsrq(second, cq, 6, &mut resp).unwrap();
+    let srq = resp[0];
+    close(first).unwrap();
+    assert_eq!(close(second), Err(libc::EBUSY));
+    destroy_srq(srq).unwrap();
+    close(second).unwrap();
+    close(other).unwrap();
+    // The file's domain went with its last handle: without O_CREAT there is none.
+    assert_eq!(open_flags(fd1, 0, &mut resp), Err(libc::EAGAIN));
+    let _ = (
+        std::fs::remove_file(path("a")),
+        std::fs::remove_file(path("b")),
+    );
 }

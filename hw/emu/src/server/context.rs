@@ -46,6 +46,8 @@ pub(crate) struct Srq {
     pub(crate) max_wr: u32,
     pub(crate) max_sge: u32,
     pub(crate) limit: u32,
+    /// The handle of an XRC SRQ's domain.
+    pub(crate) xrcd: Option<u32>,
 }
 
 /// Everything of one device context.
@@ -203,8 +205,9 @@ impl Ctx<'_> {
             let _ = nic.destroy_srq(srq.srqn);
         }
         // The domains once their SRQs and target QPs are gone (`uverbs_free_xrcd`).
-        for (_, xrcd) in self.xrcds.drain() {
-            let _ = nic.dealloc_xrcd(xrcd.xrcdn);
+        let xrcds: Vec<_> = self.xrcds.drain().collect();
+        for (_, xrcd) in &xrcds {
+            let _ = self.release_xrcd(xrcd);
         }
         for (_, cq) in self.cqs.drain() {
             let _ = nic.destroy_cq(cq.cqn);

@@ -270,11 +270,14 @@ impl Ctx<'_> {
             let c: ib_uverbs_create_xsrq = request(b, false)?;
             let xrc = match c.srq_type {
                 IB_UVERBS_SRQT_BASIC => None,
-                IB_UVERBS_SRQT_XRC => Some(XrcSrqParams {
-                    xrcd: self.xrcd(c.xrcd_handle)?.xrcdn,
-                    cqn: self.cqs.get(&c.cq_handle).ok_or(libc::EINVAL)?.cqn,
-                    user_index: 0,
-                }),
+                IB_UVERBS_SRQT_XRC => Some((
+                    c.xrcd_handle,
+                    XrcSrqParams {
+                        xrcd: self.xrcd(c.xrcd_handle)?.xrcdn,
+                        cqn: self.cqs.get(&c.cq_handle).ok_or(libc::EINVAL)?.cqn,
+                        user_index: 0,
+                    },
+                )),
                 _ => return Err(libc::EOPNOTSUPP),
             };
             (c.pd_handle, c.max_wr, c.max_sge, c.srq_limit, xrc)
@@ -303,7 +306,7 @@ impl Ctx<'_> {
         let srqn = match xrc {
             // SAFETY: the ring and record are the program's, reached through its space.
             None => unsafe { self.nic.create_srq(&params) },
-            Some(x) => {
+            Some((_, x)) => {
                 let x = XrcSrqParams {
                     user_index: drv.uidx,
                     ..x
@@ -336,8 +339,12 @@ impl Ctx<'_> {
                 max_wr: wqes as u32 - 1,
                 max_sge,
                 limit: srq_limit,
+                xrcd: xrc.map(|(h, _)| h),
             },
         );
+        if let Some((h, _)) = xrc {
+            self.xrcd_user(h, true);
+        }
         Ok(())
     }
 
@@ -381,6 +388,9 @@ impl Ctx<'_> {
         let cmd: ib_uverbs_destroy_srq = request(b, false)?;
         let srq = self.srqs.get(&cmd.srq_handle).ok_or(libc::EINVAL)?;
         self.nic.destroy_srq(srq.srqn).map_err(errno)?;
+        if let Some(h) = srq.xrcd {
+            self.xrcd_user(h, false);
+        }
         self.srqs.remove(&cmd.srq_handle);
         self.respond(b, &ib_uverbs_destroy_srq_resp { events_reported: 0 })
     }

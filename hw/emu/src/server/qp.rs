@@ -70,6 +70,8 @@ pub(crate) struct Qp {
     state: u8,
     /// What QUERY_QP reports (state and PSNs filled in from the model).
     attr: ib_uverbs_query_qp_resp,
+    /// The handle of an XRC target's domain.
+    xrcd: Option<u32>,
     /// The groups attached through ATTACH_MCAST (uverbs' `mcast_list` of the QP's uobject):
     /// (MGID, MLID).
     pub(crate) mcast: Vec<([u8; 16], u16)>,
@@ -167,6 +169,18 @@ fn transition_masks(cur: u8, next: u8, t: Transport) -> Option<(u32, u32)> {
         (SQE, RTS) if uc => (0, CUR_STATE | ACCESS_FLAGS),
         _ => return None,
     })
+}
+
+/// uverbs' `modify_qp_mask`: the attributes the kernel drops from an XRC QP's mask before
+/// the state table sees it (an initiator's responder resources and RNR timer, a target's
+/// requester depth and retry counts), so a program may set what RC takes (perftest does).
+fn ignored_for(t: Transport, m: u32) -> u32 {
+    use mask::*;
+    match t {
+        Transport::XrcIni => m & !(MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER),
+        Transport::XrcTgt => m & !(MAX_QP_RD_ATOMIC | RETRY_CNT | RNR_RETRY),
+        _ => m,
+    }
 }
 
 /// `ib_modify_qp_is_ok`.
@@ -277,6 +291,9 @@ impl Ctx<'_> {
             .events
             .add(Kind::Qp, self.index, qpn, c.user_handle, queue);
         self.shared.track_qp(self.space, self.index, qpn, true);
+        if t == Transport::XrcTgt {
+            self.xrcd_user(c.pd_handle, true);
+        }
         self.qps.insert(
             handle,
             Qp {
@@ -287,6 +304,7 @@ impl Ctx<'_> {
                 dc_key: drv.access_key(),
                 state: state::RESET,
                 mcast: Vec::new(),
+                xrcd: (t == Transport::XrcTgt).then_some(c.pd_handle),
                 attr: ib_uverbs_query_qp_resp {
                     max_send_wr: c.max_send_wr,
                     max_recv_wr: c.max_recv_wr,
@@ -389,7 +407,20 @@ impl Ctx<'_> {
         let max_rd = u32::from(self.nic.caps().max_rd_atomic);
         let qp = self.qps.get_mut(&cmd.qp_handle).ok_or(libc::EINVAL)?;
         let t = qp.transport;
-        let m = cmd.attr_mask;
+        let m = ignored_for(t, cmd.attr_mask);
+        // What the mask leaves out the kernel does not apply.
+        let mut cmd = cmd;
+        for (bit, field) in [
+            (mask::MAX_QP_RD_ATOMIC, &mut cmd.max_rd_atomic),
+            (mask::MAX_DEST_RD_ATOMIC, &mut cmd.max_dest_rd_atomic),
+            (mask::MIN_RNR_TIMER, &mut cmd.min_rnr_timer),
+            (mask::RETRY_CNT, &mut cmd.retry_cnt),
+            (mask::RNR_RETRY, &mut cmd.rnr_retry),
+        ] {
+            if m & bit == 0 {
+                *field = 0;
+            }
+        }
         let cur = if m & mask::CUR_STATE != 0 {
             cmd.cur_qp_state
         } else {
@@ -621,6 +652,9 @@ impl Ctx<'_> {
         let (_, events) = self.shared.events.remove(Kind::Qp, self.index, qp.qpn);
         self.shared.track_qp(self.space, self.index, qp.qpn, false);
         self.uars.free(qp.bfreg);
+        if let Some(h) = qp.xrcd {
+            self.xrcd_user(h, false);
+        }
         self.qps.remove(&cmd.qp_handle);
         self.respond(
             b,
@@ -770,6 +804,22 @@ mod tests {
             tgt,
             STATE | TIMEOUT | SQ_PSN | MIN_RNR_TIMER
         ));
+    }
+
+    #[test]
+    fn uverbs_drops_what_each_xrc_side_ignores() {
+        use mask::*;
+        let all = STATE | MAX_QP_RD_ATOMIC | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER | RETRY_CNT;
+        let all = all | RNR_RETRY;
+        assert_eq!(
+            ignored_for(Transport::XrcIni, all),
+            STATE | MAX_QP_RD_ATOMIC | RETRY_CNT | RNR_RETRY
+        );
+        assert_eq!(
+            ignored_for(Transport::XrcTgt, all),
+            STATE | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER
+        );
+        assert_eq!(ignored_for(Transport::Rc, all), all);
     }
 
     #[test]
