@@ -384,6 +384,9 @@ fn xrc_objects_are_refused_as_the_kernel_refuses_them() {
         ctx.command(&cmd, None)
     };
     assert_eq!(xsrq(xrcd + 100, cq, 5, &mut resp), Err(libc::EINVAL));
+    // Under CQE version 1 a user index of 24 bits, not the default (verify_assign_uidx).
+    assert_eq!(xsrq(xrcd, cq, 0xff_ffff, &mut resp), Err(libc::EINVAL));
+    assert_eq!(xsrq(xrcd, cq, 1 << 24, &mut resp), Err(libc::EINVAL));
     assert_eq!(xsrq(xrcd, cq + 100, 5, &mut resp), Err(libc::EINVAL));
     xsrq(xrcd, cq, 5, &mut resp).unwrap();
     let (srq, srqn) = (resp[0], resp[3]);
@@ -391,6 +394,14 @@ fn xrc_objects_are_refused_as_the_kernel_refuses_them() {
     // The SRQ number in the core response (XRC SRQs only) and in the driver's.
     assert_ne!(srqn, 0);
     assert_eq!(resp[4], srqn);
+    // Its CQ is in use now (the SRQ completes on it).
+    let destroy_cq = ib_uverbs_destroy_cq {
+        response: resp.as_mut_ptr() as u64,
+        cq_handle: cq,
+        ..Default::default()
+    };
+    let destroy_cq = legacy(IB_USER_VERBS_CMD_DESTROY_CQ, &destroy_cq, &[], 8);
+    assert_eq!(ctx.command(&destroy_cq, None), Err(libc::EBUSY));
 
     // CREATE_QP of an XRC target: the domain's handle where the PD's goes, no CQ.
     let create_qp = |req: &ib_uverbs_create_qp, buf: u64, resp: &mut [u32; 16]| {

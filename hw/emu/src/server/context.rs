@@ -60,6 +60,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) space: u16,
     /// GET_CONTEXT has been answered (once per fd, as the kernel's `ib_uverbs_get_context`).
     pub(crate) ready: bool,
+    /// The CQE version GET_CONTEXT answered (`mlx5_ib_ucontext.cqe_version`).
+    pub(crate) cqe_version: u8,
     /// The context's async event queue and the program's fd for it.
     pub(crate) async_events: Option<(Arc<EventQueue>, i32)>,
     /// The program's fd number of each completion channel → its model channel and queue.
@@ -98,6 +100,7 @@ pub(crate) fn serve(
         index,
         space: shared.spaces.add(pid),
         ready: false,
+        cqe_version: 0,
         async_events: None,
         channels: HashMap::new(),
         next_handle: 1,

@@ -125,6 +125,7 @@ impl Ctx<'_> {
         };
         self.respond_driver(b, &resp)?;
         self.async_events = Some((queue, fd));
+        self.cqe_version = resp.cqe_version;
         self.ready = true;
         Ok(())
     }

@@ -14,6 +14,27 @@ use mlx5_hw::{
     XrcSrqParams, ZipLayout,
 };
 
+/// `MLX5_IB_DEFAULT_UIDX`: the user index of an object without one (CQE version 0).
+const DEFAULT_UIDX: u32 = 0xff_ffff;
+
+/// mlx5_ib's `get_srq_user_index` and `verify_assign_uidx` for an XRC SRQ's driver data of
+/// `len` bytes under CQE version `cqe_version`: under version 1 the data must carry a
+/// user index of 24 bits other than the default; under 0 it may carry only the default,
+/// and the SRQ gets it.
+pub(crate) fn srq_user_index(cqe_version: u8, len: usize, uidx: u32) -> Result<u32, i32> {
+    let has = len >= std::mem::offset_of!(mlx5_ib_create_srq, uidx) + 4;
+    if cqe_version == 0 {
+        return match !has || uidx == DEFAULT_UIDX {
+            true => Ok(DEFAULT_UIDX),
+            false => Err(libc::EINVAL),
+        };
+    }
+    if !has || uidx == DEFAULT_UIDX || uidx & !DEFAULT_UIDX != 0 {
+        return Err(libc::EINVAL);
+    }
+    Ok(uidx)
+}
+
 /// The errno the kernel answers for what the model refuses.
 pub(crate) fn errno(e: HwError) -> i32 {
     match e {
@@ -308,7 +329,7 @@ impl Ctx<'_> {
             None => unsafe { self.nic.create_srq(&params) },
             Some((_, x)) => {
                 let x = XrcSrqParams {
-                    user_index: drv.uidx,
+                    user_index: srq_user_index(self.cqe_version, b.driver.len(), drv.uidx)?,
                     ..x
                 };
                 // SAFETY: as for a basic SRQ.
@@ -441,6 +462,19 @@ fn dmac(gid: &[u8; 16]) -> [u8; 6] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_srqs_user_index_is_checked_as_mlx5_ib_checks_it() {
+        let full = std::mem::size_of::<mlx5_ib_create_srq>();
+        let short = std::mem::offset_of!(mlx5_ib_create_srq, uidx);
+        assert_eq!(srq_user_index(1, full, 7), Ok(7));
+        assert_eq!(srq_user_index(1, full, DEFAULT_UIDX), Err(libc::EINVAL));
+        assert_eq!(srq_user_index(1, full, 1 << 24), Err(libc::EINVAL));
+        assert_eq!(srq_user_index(1, short, 0), Err(libc::EINVAL), "none given");
+        assert_eq!(srq_user_index(0, full, DEFAULT_UIDX), Ok(DEFAULT_UIDX));
+        assert_eq!(srq_user_index(0, short, 0), Ok(DEFAULT_UIDX));
+        assert_eq!(srq_user_index(0, full, 7), Err(libc::EINVAL));
+    }
 
     #[test]
     fn access_flags_follow_ib_check_mr_access() {
