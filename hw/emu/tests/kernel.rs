@@ -5,7 +5,7 @@
 
 mod kernel_common;
 
-use kernel_common::{alloc_pd, context, get_context, legacy, reg_mr};
+use kernel_common::{alloc_pd, another, context, get_context, legacy, reg_mr};
 use mlx5_emu::abi::mlx5::*;
 use mlx5_emu::abi::uverbs::*;
 use mlx5_emu::abi::IntoBytes;
@@ -576,4 +576,56 @@ fn xrc_objects_are_refused_as_the_kernel_refuses_them() {
         std::fs::remove_file(path("a")),
         std::fs::remove_file(path("b")),
     );
+}
+
+#[test]
+fn a_files_xrc_domain_outlives_a_closed_context_and_goes_with_its_last_handle() {
+    let (a, b) = (context("xrcfile"), another("xrcfile"));
+    get_context(&a, 0).unwrap();
+    get_context(&b, 0).unwrap();
+    let path = std::env::temp_dir().join(format!("mlx5-emu-xrcd-{}-shared", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&file) as u32;
+    let open = |ctx: &mlx5_emu::client::Context, oflags: i32| {
+        let mut resp = [0u32; 2];
+        let req = ib_uverbs_open_xrcd {
+            response: resp.as_mut_ptr() as u64,
+            fd,
+            oflags: oflags as u32,
+        };
+        ctx.command(&legacy(IB_USER_VERBS_CMD_OPEN_XRCD, &req, &[], 4), None)
+            .map(|()| resp[0])
+    };
+    let close = |ctx: &mlx5_emu::client::Context, xrcd_handle| {
+        let req = ib_uverbs_close_xrcd { xrcd_handle };
+        ctx.command(&legacy(IB_USER_VERBS_CMD_CLOSE_XRCD, &req, &[], 0), None)
+    };
+    open(&a, libc::O_CREAT).unwrap();
+    // The second context finds the first's domain (no O_CREAT needed).
+    let in_b = open(&b, 0).unwrap();
+    // The first context goes without closing its handle: its teardown gives it back.
+    drop(a);
+    close(&b, in_b).unwrap();
+    // Both handles gone, so is the domain; a third context finds none (once the first's
+    // teardown, on the server's thread, has run).
+    let c = another("xrcfile");
+    get_context(&c, 0).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match open(&c, 0) {
+            Err(e) => {
+                assert_eq!(e, libc::EAGAIN);
+                break;
+            }
+            Ok(h) => {
+                close(&c, h).unwrap();
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the closed context's handle still holds the domain"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&path);
 }
