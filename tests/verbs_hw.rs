@@ -156,10 +156,11 @@ fn ud_multicast_reaches_attached_qps() {
 /// XRC through `ibv_open_xrcd`, `ibv_create_srq_ex` (`IBV_SRQT_XRC`) and
 /// `IBV_QPT_XRC_SEND` / `XRC_RECV`: one initiator reaches two XRC SRQs through one target.
 /// The poller finds an XRC SRQ's completions by the user index rdma-core gave it, read
-/// from libmlx5's private `struct mlx5_resource` (UNVERIFIED on hardware). On a device
-/// without XRC only the refusal.
+/// from libmlx5's private `struct mlx5_resource` (checked by this body on the emulator,
+/// whose libmlx5 is Debian's unmodified one; UNVERIFIED on a NIC). On a device without XRC
+/// only the refusal.
 #[test]
-#[ignore = "needs a device: an mlx5 NIC, or the emulator (hw/emu/verbs-hw.sh), which reports no XRC yet: the refusal alone; set MLX5_DIRECT_DEVICE"]
+#[ignore = "needs a device: an mlx5 NIC, or the emulator (hw/emu/verbs-hw.sh runs it there); set MLX5_DIRECT_DEVICE"]
 fn xrc_reaches_two_srqs_through_one_target() {
     let hw = hw();
     if !hw.0.caps().xrc {

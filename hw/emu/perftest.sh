@@ -288,6 +288,16 @@ case_ read_bw_dc ib ib_read_bw -c DC --log_dci_streams 1
 case_ atomic_bw_dc ib ib_atomic_bw -c DC --log_dci_streams 1
 case_ write_bw_dc_plain ib ib_write_bw -c DC
 
+# XRC: each side's initiators reach the other's XRC SRQs through its targets (perftest's
+# xrc_create_srq / ibv_open_xrcd with fd -1; docs/emulator.md, "XRC").
+case_ send_lat_xrc ib ib_send_lat -c XRC
+case_ write_lat_xrc ib ib_write_lat -c XRC
+case_ read_lat_xrc ib ib_read_lat -c XRC
+case_ send_bw_xrc ib ib_send_bw -c XRC
+case_ write_bw_xrc ib ib_write_bw -c XRC
+case_ read_bw_xrc ib ib_read_bw -c XRC
+case_ send_bw_xrc_q4 ib ib_send_bw -c XRC -q 4
+
 # rdma_cm: the test's QPs connected through it (-R; the client's connection goes through
 # mlx5_0, the device of the address it names, as the kernel routes a local address), or only
 # the exchange (-z, the QPs on -d); RC, READ and atomic depths, several QPs, UD (SIDR),

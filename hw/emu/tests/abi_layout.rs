@@ -142,6 +142,9 @@ fn layouts() -> Vec<Layout> {
         layout!(ib_uverbs_alloc_pd: response).tail("driver_data"),
         layout!(ib_uverbs_alloc_pd_resp: pd_handle).tail("driver_data"),
         layout!(ib_uverbs_dealloc_pd: pd_handle),
+        layout!(ib_uverbs_open_xrcd: response, fd, oflags).tail("driver_data"),
+        layout!(ib_uverbs_open_xrcd_resp: xrcd_handle).tail("driver_data"),
+        layout!(ib_uverbs_close_xrcd: xrcd_handle),
         layout!(ib_uverbs_reg_mr:
             response, start, length, hca_va, pd_handle, access_flags
         )

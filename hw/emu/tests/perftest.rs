@@ -3,7 +3,7 @@
 //! processes under `mlx5-emu run` on a fabric of their own, each finishing with exit status 0
 //! and its result row for the size and iteration count asked; and pairs that connect through
 //! rdma_cm (`-R`: the test's QPs, RC and UD; `-z`: the exchange), the client naming mlx5_0
-//! by its address. The full matrix is `hw/emu/perftest.sh` (docs/emulator.md, "perftest on
+//! by its address; and an XRC pair (`-c XRC`). The full matrix is `hw/emu/perftest.sh` (docs/emulator.md, "perftest on
 //! the emulator").
 //!
 //! Ignored where perftest is not installed (`cfg(perftest)`, set by build.rs; with
@@ -263,6 +263,19 @@ fn ib_send_lat_pair_completes() {
 #[cfg_attr(not(perftest), ignore = "perftest is not installed")]
 fn ib_read_lat_pair_completes() {
     pair("read_lat", &["ib_read_lat", "-n", "100"], (2, 100), false);
+}
+
+/// XRC (`-c XRC`): each side's initiator sends into the other's XRC SRQ through its target,
+/// the domain opened through a file as perftest opens it.
+#[test]
+#[cfg_attr(not(perftest), ignore = "perftest is not installed")]
+fn ib_send_bw_xrc_pair_completes() {
+    pair(
+        "send_bw_xrc",
+        &["ib_send_bw", "-c", "XRC", "-n", "100", "-s", "4096"],
+        (4096, 100),
+        true,
+    );
 }
 
 #[test]

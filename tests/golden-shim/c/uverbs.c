@@ -156,6 +156,15 @@ static const struct golden_field fields[] = {
 	TAIL(ib_uverbs_alloc_pd_resp, driver_data),
 	FIELD(ib_uverbs_dealloc_pd, pd_handle, 1),
 
+	/* OPEN_XRCD, CLOSE_XRCD */
+	FIELD(ib_uverbs_open_xrcd, response, 1),
+	FIELD(ib_uverbs_open_xrcd, fd, 1),
+	FIELD(ib_uverbs_open_xrcd, oflags, 1),
+	TAIL(ib_uverbs_open_xrcd, driver_data),
+	FIELD(ib_uverbs_open_xrcd_resp, xrcd_handle, 1),
+	TAIL(ib_uverbs_open_xrcd_resp, driver_data),
+	FIELD(ib_uverbs_close_xrcd, xrcd_handle, 1),
+
 	/* REG_MR, DEREG_MR */
 	FIELD(ib_uverbs_reg_mr, response, 1),
 	FIELD(ib_uverbs_reg_mr, start, 1),
@@ -571,6 +580,9 @@ static const struct golden_field fields[] = {
 	X(ib_uverbs_alloc_pd)                       \
 	X(ib_uverbs_alloc_pd_resp)                  \
 	X(ib_uverbs_dealloc_pd)                     \
+	X(ib_uverbs_open_xrcd)                      \
+	X(ib_uverbs_open_xrcd_resp)                 \
+	X(ib_uverbs_close_xrcd)                     \
 	X(ib_uverbs_reg_mr)                         \
 	X(ib_uverbs_reg_mr_resp)                    \
 	X(ib_uverbs_dereg_mr)                       \

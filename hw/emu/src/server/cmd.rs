@@ -96,6 +96,10 @@ fn method(command: u32, ex: bool) -> Option<Method> {
         (IB_USER_VERBS_CMD_DETACH_MCAST, false) => {
             legacy::<ib_uverbs_detach_mcast, ()>(false, false)
         }
+        (IB_USER_VERBS_CMD_OPEN_XRCD, false) => {
+            legacy::<ib_uverbs_open_xrcd, ib_uverbs_open_xrcd_resp>(true, true)
+        }
+        (IB_USER_VERBS_CMD_CLOSE_XRCD, false) => legacy::<ib_uverbs_close_xrcd, ()>(false, false),
         (IB_USER_VERBS_CMD_REG_MR, false) => {
             legacy::<ib_uverbs_reg_mr, ib_uverbs_reg_mr_resp>(true, true)
         }
@@ -284,6 +288,8 @@ impl Ctx<'_> {
             (IB_USER_VERBS_CMD_QUERY_PORT, false) => self.query_port(&b),
             (IB_USER_VERBS_CMD_ALLOC_PD, false) => self.alloc_pd(&b),
             (IB_USER_VERBS_CMD_DEALLOC_PD, false) => self.dealloc_pd(&b),
+            (IB_USER_VERBS_CMD_OPEN_XRCD, false) => self.open_xrcd(&b),
+            (IB_USER_VERBS_CMD_CLOSE_XRCD, false) => self.close_xrcd(&b),
             (IB_USER_VERBS_CMD_REG_MR, false) => self.reg_mr(&b),
             (IB_USER_VERBS_CMD_DEREG_MR, false) => self.dereg_mr(&b),
             (IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, false) => self.create_comp_channel(&b),

@@ -1,8 +1,8 @@
 //! One device context: what the kernel keeps per open `/dev/infiniband/uverbsN` (its
 //! `ib_ucontext` and the uobjects under it), the request loop of its connection, and its
 //! teardown when the program closes the fd or exits (the kernel's
-//! `uverbs_destroy_ufile_hw`: flows, RSS QPs, QPs, indirection tables, work queues, SRQs, CQs, address handles, MRs, device memory, PDs, in
-//! that order).
+//! `uverbs_destroy_ufile_hw`: flows, RSS QPs, QPs, indirection tables, work queues, SRQs,
+//! XRC domains, CQs, address handles, MRs, device memory, PDs, in that order).
 
 use super::events::{EventQueue, Kind};
 use super::Shared;
@@ -46,6 +46,8 @@ pub(crate) struct Srq {
     pub(crate) max_wr: u32,
     pub(crate) max_sge: u32,
     pub(crate) limit: u32,
+    /// The handle of an XRC SRQ's domain.
+    pub(crate) xrcd: Option<u32>,
 }
 
 /// Everything of one device context.
@@ -58,12 +60,16 @@ pub(crate) struct Ctx<'a> {
     pub(crate) space: u16,
     /// GET_CONTEXT has been answered (once per fd, as the kernel's `ib_uverbs_get_context`).
     pub(crate) ready: bool,
+    /// The CQE version GET_CONTEXT answered (`mlx5_ib_ucontext.cqe_version`).
+    pub(crate) cqe_version: u8,
     /// The context's async event queue and the program's fd for it.
     pub(crate) async_events: Option<(Arc<EventQueue>, i32)>,
     /// The program's fd number of each completion channel → its model channel and queue.
     pub(crate) channels: HashMap<i32, (u32, Arc<EventQueue>)>,
     pub(crate) next_handle: u32,
     pub(crate) pds: HashMap<u32, Pd>,
+    /// XRC domains (`ibv_open_xrcd`).
+    pub(crate) xrcds: HashMap<u32, super::xrc::Xrcd>,
     pub(crate) mrs: HashMap<u32, Mr>,
     /// Device-memory allocations (`ibv_alloc_dm`).
     pub(crate) dms: HashMap<u32, super::memory::Dm>,
@@ -100,10 +106,12 @@ pub(crate) fn serve(
         index,
         space: shared.spaces.add(pid),
         ready: false,
+        cqe_version: 0,
         async_events: None,
         channels: HashMap::new(),
         next_handle: 1,
         pds: HashMap::new(),
+        xrcds: HashMap::new(),
         mrs: HashMap::new(),
         dms: HashMap::new(),
         cqs: HashMap::new(),
@@ -219,6 +227,11 @@ impl Ctx<'_> {
         }
         for (_, srq) in self.srqs.drain() {
             let _ = nic.destroy_srq(srq.srqn);
+        }
+        // The domains once their SRQs and target QPs are gone (`uverbs_free_xrcd`).
+        let xrcds: Vec<_> = self.xrcds.drain().collect();
+        for (_, xrcd) in &xrcds {
+            let _ = self.release_xrcd(xrcd);
         }
         for (_, cq) in self.cqs.drain() {
             let _ = nic.destroy_cq(cq.cqn);

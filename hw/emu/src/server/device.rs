@@ -4,11 +4,12 @@
 //!
 //! What the model enforces comes from the model (`Nic::caps`, `Nic::port`, the fabric's
 //! `NicConfig`); the rest is what a ConnectX-5 reports (docs/emulator.md lists each value
-//! and its source), and 0 for what the model does not have (memory windows, XRC). On an
-//! Ethernet port the raw Ethernet caps are the model's (`Nic::eth_caps`), reported where
-//! `mlx5_ib_query_device` reports them: checksum offload and flow steering in the device
-//! flags, TSO, enhanced MPW and striding RQ in mlx5's driver part, the inline header in
-//! `mlx5_ib_alloc_ucontext`'s `eth_min_inline`.
+//! and its source), and 0 for what the model does not have (memory windows); multicast and
+//! XRC (`XrcConfig`) as the model has them. On an Ethernet port the raw Ethernet caps are
+//! the model's (`Nic::eth_caps`), reported where `mlx5_ib_query_device` reports them:
+//! checksum offload and flow steering in the device flags, TSO, enhanced MPW and striding
+//! RQ in mlx5's driver part, the inline header in `mlx5_ib_alloc_ucontext`'s
+//! `eth_min_inline`.
 
 use super::cmd::{driver_request, request, Bundle, Res};
 use super::context::Ctx;
@@ -132,6 +133,7 @@ impl Ctx<'_> {
         };
         self.respond_driver(b, &resp)?;
         self.async_events = Some((queue, fd));
+        self.cqe_version = resp.cqe_version;
         self.ready = true;
         Ok(())
     }
@@ -152,6 +154,8 @@ impl Ctx<'_> {
             hw_ver: 0,
             max_qp: 1 << 18,
             max_qp_wr: caps.max_qp_wr,
+            // XRC as the model's `XrcConfig::supported` (mlx5_ib's `IB_DEVICE_XRC` from the
+            // HCA cap `xrc`).
             device_cap_flags: (IB_UVERBS_DEVICE_CURR_QP_STATE_MOD
                 | IB_UVERBS_DEVICE_SYS_IMAGE_GUID
                 | IB_UVERBS_DEVICE_RC_RNR_NAK_GEN
@@ -161,7 +165,9 @@ impl Ctx<'_> {
                     IB_UVERBS_DEVICE_RAW_IP_CSUM | IB_UVERBS_DEVICE_MANAGED_FLOW_STEERING
                 } else {
                     0
-                }) as u32,
+                }
+                | if caps.xrc { IB_UVERBS_DEVICE_XRC } else { 0 })
+                as u32,
             max_sge: caps.max_send_sge.min(caps.max_recv_sge),
             max_sge_rd: caps.max_send_sge,
             max_cq: 1 << 24,

@@ -20,6 +20,7 @@ mod qp;
 mod remote;
 mod uar;
 mod wq;
+mod xrc;
 
 use crate::proto::{self, Hello, Reply, Request, Welcome};
 use crate::sysfs;
@@ -177,6 +178,9 @@ pub(crate) struct Shared {
     pub(crate) clock_pages: Mutex<Vec<Weak<clock::ClockPage>>>,
     /// The QPs (NIC, QPN) of each address space, for [`Shared::reap`].
     pub(crate) space_qps: Mutex<HashMap<u16, Vec<(usize, u32)>>>,
+    /// The XRC domains opened through a file (the kernel's per-device `xrcd_tree`), by NIC
+    /// and the file's (device, inode): the model's domain and how many handles name it.
+    pub(crate) xrcd_files: Mutex<HashMap<xrc::FileKey, (u32, u32)>>,
     pub(crate) spaces: &'static Spaces,
     pub(crate) events: Registry,
     /// The rdma_cm of the fabric.
@@ -257,6 +261,7 @@ pub fn serve(options: Options) -> io::Result<()> {
         nics,
         clock_pages: Mutex::new(Vec::new()),
         space_qps: Mutex::new(HashMap::new()),
+        xrcd_files: Mutex::new(HashMap::new()),
         spaces,
         events: Registry::default(),
         cm: cm::Cm::new(cm_nics, spaces),

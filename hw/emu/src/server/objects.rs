@@ -11,8 +11,29 @@ use crate::abi::mlx5::*;
 use crate::abi::uverbs::*;
 use mlx5_hw::{
     in_space, Access, CqCompression, CqParams, HwError, MiniFormat, RemoteMemory, SrqParams,
-    ZipLayout,
+    XrcSrqParams, ZipLayout,
 };
+
+/// `MLX5_IB_DEFAULT_UIDX`: the user index of an object without one (CQE version 0).
+const DEFAULT_UIDX: u32 = 0xff_ffff;
+
+/// mlx5_ib's `get_srq_user_index` and `verify_assign_uidx` for an XRC SRQ's driver data of
+/// `len` bytes under CQE version `cqe_version`: under version 1 the data must carry a
+/// user index of 24 bits other than the default; under 0 it may carry only the default,
+/// and the SRQ gets it.
+pub(crate) fn srq_user_index(cqe_version: u8, len: usize, uidx: u32) -> Result<u32, i32> {
+    let has = len >= std::mem::offset_of!(mlx5_ib_create_srq, uidx) + 4;
+    if cqe_version == 0 {
+        return match !has || uidx == DEFAULT_UIDX {
+            true => Ok(DEFAULT_UIDX),
+            false => Err(libc::EINVAL),
+        };
+    }
+    if !has || uidx == DEFAULT_UIDX || uidx & !DEFAULT_UIDX != 0 {
+        return Err(libc::EINVAL);
+    }
+    Ok(uidx)
+}
 
 /// The errno the kernel answers for what the model refuses.
 pub(crate) fn errno(e: HwError) -> i32 {
@@ -259,19 +280,31 @@ impl Ctx<'_> {
         )
     }
 
-    /// CREATE_SRQ / CREATE_XSRQ (basic SRQs only): `roundup_pow_of_two(max_wr + 1)` WQEs
-    /// of `max(32, roundup_pow_of_two(16 + 16 * max_sge))` bytes (`create_srq_user`).
+    /// CREATE_SRQ / CREATE_XSRQ (basic and XRC SRQs): `roundup_pow_of_two(max_wr + 1)`
+    /// WQEs of `max(32, roundup_pow_of_two(16 + 16 * max_sge))` bytes (`create_srq_user`).
+    /// An XRC SRQ (`__uverbs_create_xsrq`) names its domain and CQ (EINVAL for a handle
+    /// that names none) and carries the driver's user index, which its completions report
+    /// under CQE version 1; tag-matching SRQs are EOPNOTSUPP.
     pub(crate) fn create_srq(&mut self, b: &Bundle<'_>, xsrq: bool) -> Res {
         // The model raises no SRQ event, so the SRQ's user handle is never named.
-        let (pd_handle, max_wr, max_sge, srq_limit) = if xsrq {
+        let (pd_handle, max_wr, max_sge, srq_limit, xrc) = if xsrq {
             let c: ib_uverbs_create_xsrq = request(b, false)?;
-            if c.srq_type != IB_UVERBS_SRQT_BASIC {
-                return Err(libc::EOPNOTSUPP);
-            }
-            (c.pd_handle, c.max_wr, c.max_sge, c.srq_limit)
+            let xrc = match c.srq_type {
+                IB_UVERBS_SRQT_BASIC => None,
+                IB_UVERBS_SRQT_XRC => Some((
+                    c.xrcd_handle,
+                    XrcSrqParams {
+                        xrcd: self.xrcd(c.xrcd_handle)?.xrcdn,
+                        cqn: self.cqs.get(&c.cq_handle).ok_or(libc::EINVAL)?.cqn,
+                        user_index: 0,
+                    },
+                )),
+                _ => return Err(libc::EOPNOTSUPP),
+            };
+            (c.pd_handle, c.max_wr, c.max_sge, c.srq_limit, xrc)
         } else {
             let c: ib_uverbs_create_srq = request(b, false)?;
-            (c.pd_handle, c.max_wr, c.max_sge, c.srq_limit)
+            (c.pd_handle, c.max_wr, c.max_sge, c.srq_limit, None)
         };
         let caps = self.nic.caps();
         if max_wr >= caps.max_qp_wr || max_sge >= caps.max_recv_sge {
@@ -291,8 +324,19 @@ impl Ctx<'_> {
             log_stride: stride.trailing_zeros() as u8,
             dbrec: in_space(self.space, drv.db_addr),
         };
-        // SAFETY: the ring and record are the program's, reached through its space.
-        let srqn = unsafe { self.nic.create_srq(&params) }.map_err(errno)?;
+        let srqn = match xrc {
+            // SAFETY: the ring and record are the program's, reached through its space.
+            None => unsafe { self.nic.create_srq(&params) },
+            Some((_, x)) => {
+                let x = XrcSrqParams {
+                    user_index: srq_user_index(self.cqe_version, b.driver.len(), drv.uidx)?,
+                    ..x
+                };
+                // SAFETY: as for a basic SRQ.
+                unsafe { self.nic.create_xrc_srq(&params, &x) }
+            }
+        }
+        .map_err(errno)?;
         let handle = self.handle();
         let done = self
             .respond(
@@ -316,8 +360,12 @@ impl Ctx<'_> {
                 max_wr: wqes as u32 - 1,
                 max_sge,
                 limit: srq_limit,
+                xrcd: xrc.map(|(h, _)| h),
             },
         );
+        if let Some((h, _)) = xrc {
+            self.xrcd_user(h, true);
+        }
         Ok(())
     }
 
@@ -361,6 +409,9 @@ impl Ctx<'_> {
         let cmd: ib_uverbs_destroy_srq = request(b, false)?;
         let srq = self.srqs.get(&cmd.srq_handle).ok_or(libc::EINVAL)?;
         self.nic.destroy_srq(srq.srqn).map_err(errno)?;
+        if let Some(h) = srq.xrcd {
+            self.xrcd_user(h, false);
+        }
         self.srqs.remove(&cmd.srq_handle);
         self.respond(b, &ib_uverbs_destroy_srq_resp { events_reported: 0 })
     }
@@ -411,6 +462,19 @@ fn dmac(gid: &[u8; 16]) -> [u8; 6] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_srqs_user_index_is_checked_as_mlx5_ib_checks_it() {
+        let full = std::mem::size_of::<mlx5_ib_create_srq>();
+        let short = std::mem::offset_of!(mlx5_ib_create_srq, uidx);
+        assert_eq!(srq_user_index(1, full, 7), Ok(7));
+        assert_eq!(srq_user_index(1, full, DEFAULT_UIDX), Err(libc::EINVAL));
+        assert_eq!(srq_user_index(1, full, 1 << 24), Err(libc::EINVAL));
+        assert_eq!(srq_user_index(1, short, 0), Err(libc::EINVAL), "none given");
+        assert_eq!(srq_user_index(0, full, DEFAULT_UIDX), Ok(DEFAULT_UIDX));
+        assert_eq!(srq_user_index(0, short, 0), Ok(DEFAULT_UIDX));
+        assert_eq!(srq_user_index(0, full, 7), Err(libc::EINVAL));
+    }
 
     #[test]
     fn access_flags_follow_ib_check_mr_access() {

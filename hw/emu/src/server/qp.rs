@@ -21,7 +21,7 @@ use super::objects::{access, errno};
 use super::uar::Uars;
 use crate::abi::mlx5::*;
 use crate::abi::uverbs::*;
-use mlx5_hw::{in_space, Access, QpParams, QpState, QpTransition, Transport};
+use mlx5_hw::{in_space, Access, QpInfo, QpParams, QpState, QpTransition, Transport};
 
 /// `enum ib_qp_attr_mask` (rdma/ib_verbs.h; the same bits as `enum ibv_qp_attr_mask`).
 pub(crate) mod mask {
@@ -73,6 +73,8 @@ pub(crate) struct Qp {
     state: u8,
     /// What QUERY_QP reports (state and PSNs filled in from the model).
     attr: ib_uverbs_query_qp_resp,
+    /// The handle of an XRC target's domain.
+    xrcd: Option<u32>,
     /// The groups attached through ATTACH_MCAST (uverbs' `mcast_list` of the QP's uobject):
     /// (MGID, MLID).
     pub(crate) mcast: Vec<([u8; 16], u16)>,
@@ -89,6 +91,8 @@ fn transport(qp_type: u8, flags: u32) -> Result<Transport, i32> {
         IB_UVERBS_QPT_UC => Ok(Transport::Uc),
         IB_UVERBS_QPT_UD => Ok(Transport::Ud),
         IB_UVERBS_QPT_RAW_PACKET => Ok(Transport::Raw),
+        IB_UVERBS_QPT_XRC_INI => Ok(Transport::XrcIni),
+        IB_UVERBS_QPT_XRC_TGT => Ok(Transport::XrcTgt),
         QPT_DRIVER if flags & MLX5_QP_FLAG_TYPE_DCI != 0 => Ok(Transport::Dci),
         QPT_DRIVER if flags & MLX5_QP_FLAG_TYPE_DCT != 0 => Ok(Transport::Dct),
         QPT_DRIVER => Err(libc::EINVAL),
@@ -96,7 +100,9 @@ fn transport(qp_type: u8, flags: u32) -> Result<Transport, i32> {
     }
 }
 
-/// The kernel's `qp_state_table` for RC, UC and UD, `modify_dci_qp_is_ok` for a DCI and
+/// The kernel's `qp_state_table` for RC, UC, UD and XRC (an initiator takes UC's receive
+/// side and RC's send side; a target RC's masks but for RTR -> RTS, which requires only
+/// the timeout and SQ PSN), `modify_dci_qp_is_ok` for a DCI and
 /// `mlx5_ib_modify_dct`'s exact masks for a DCT: whether `cur -> next` is a transition and
 /// which attributes it requires and allows.
 fn transition_masks(cur: u8, next: u8, t: Transport) -> Option<(u32, u32)> {
@@ -135,6 +141,7 @@ fn transition_masks(cur: u8, next: u8, t: Transport) -> Option<(u32, u32)> {
         });
     }
     let (ud, uc) = (t == Transport::Ud, t == Transport::Uc);
+    let (ini, tgt) = (t == Transport::XrcIni, t == Transport::XrcTgt);
     Some(match (cur, next) {
         (_, RESET) | (_, ERR) => (0, 0),
         (RESET, INIT) if ud => (PKEY_INDEX | PORT | QKEY, 0),
@@ -142,7 +149,7 @@ fn transition_masks(cur: u8, next: u8, t: Transport) -> Option<(u32, u32)> {
         (INIT, INIT) if ud => (0, PKEY_INDEX | PORT | QKEY),
         (INIT, INIT) => (0, PKEY_INDEX | PORT | ACCESS_FLAGS),
         (INIT, RTR) if ud => (0, PKEY_INDEX | QKEY),
-        (INIT, RTR) if uc => (
+        (INIT, RTR) if uc || ini => (
             AV | PATH_MTU | DEST_QPN | RQ_PSN,
             ALT_PATH | ACCESS_FLAGS | PKEY_INDEX,
         ),
@@ -152,12 +159,20 @@ fn transition_masks(cur: u8, next: u8, t: Transport) -> Option<(u32, u32)> {
         ),
         (RTR, RTS) if ud => (SQ_PSN, CUR_STATE | QKEY),
         (RTR, RTS) if uc => (SQ_PSN, CUR_STATE | ALT_PATH | ACCESS_FLAGS | PATH_MIG_STATE),
+        (RTR, RTS) if ini => (
+            TIMEOUT | RETRY_CNT | RNR_RETRY | SQ_PSN | MAX_QP_RD_ATOMIC,
+            CUR_STATE | ALT_PATH | ACCESS_FLAGS | PATH_MIG_STATE,
+        ),
+        (RTR, RTS) if tgt => (
+            TIMEOUT | SQ_PSN,
+            CUR_STATE | ALT_PATH | ACCESS_FLAGS | MIN_RNR_TIMER | PATH_MIG_STATE,
+        ),
         (RTR, RTS) => (
             TIMEOUT | RETRY_CNT | RNR_RETRY | SQ_PSN | MAX_QP_RD_ATOMIC,
             CUR_STATE | ALT_PATH | ACCESS_FLAGS | MIN_RNR_TIMER | PATH_MIG_STATE,
         ),
         (RTS, RTS) if ud => (0, CUR_STATE | QKEY),
-        (RTS, RTS) if uc => (0, CUR_STATE | ACCESS_FLAGS | ALT_PATH | PATH_MIG_STATE),
+        (RTS, RTS) if uc || ini => (0, CUR_STATE | ACCESS_FLAGS | ALT_PATH | PATH_MIG_STATE),
         (RTS, RTS) => (
             0,
             CUR_STATE | ACCESS_FLAGS | ALT_PATH | PATH_MIG_STATE | MIN_RNR_TIMER,
@@ -167,6 +182,18 @@ fn transition_masks(cur: u8, next: u8, t: Transport) -> Option<(u32, u32)> {
         (SQE, RTS) if uc => (0, CUR_STATE | ACCESS_FLAGS),
         _ => return None,
     })
+}
+
+/// uverbs' `modify_qp_mask`: the attributes the kernel drops from an XRC QP's mask before
+/// the state table sees it (an initiator's responder resources and RNR timer, a target's
+/// requester depth and retry counts), so a program may set what RC takes (perftest does).
+fn ignored_for(t: Transport, m: u32) -> u32 {
+    use mask::*;
+    match t {
+        Transport::XrcIni => m & !(MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER),
+        Transport::XrcTgt => m & !(MAX_QP_RD_ATOMIC | RETRY_CNT | RNR_RETRY),
+        _ => m,
+    }
 }
 
 /// `ib_modify_qp_is_ok`.
@@ -194,7 +221,7 @@ impl Ctx<'_> {
     /// program buffer (the RQ first, the SQ after it), a raw packet QP with its SQ in a
     /// buffer of its own (`sq_buf_addr`), a bfreg as `alloc_bfreg` picks it.
     pub(crate) fn create_qp(&mut self, b: &Bundle<'_>, ex: bool) -> Res {
-        let c: ib_uverbs_ex_create_qp = if ex {
+        let mut c: ib_uverbs_ex_create_qp = if ex {
             let c: ib_uverbs_ex_create_qp = request(b, true)?;
             if c.comp_mask & !IB_UVERBS_CREATE_QP_SUP_COMP_MASK != 0
                 || c.create_flags != 0
@@ -227,10 +254,109 @@ impl Ctx<'_> {
         };
         let drv: mlx5_ib_create_qp = driver_request(b, true)?;
         let t = transport(c.qp_type, drv.flags)?;
+        if t == Transport::XrcIni {
+            // uverbs' `create_qp`: an initiator receives nothing (no RQ, no receive CQ).
+            c.max_recv_wr = 0;
+            c.max_recv_sge = 0;
+        }
+        let (qpn, uar) = match t {
+            // No send queue, so no doorbell: no register of its own.
+            Transport::XrcTgt => (self.create_xrc_tgt_qp(&c, &drv)?, 0),
+            _ => {
+                let info = self.create_model_qp(&c, &drv, t)?;
+                (info.qpn, info.uar)
+            }
+        };
+        let bfreg = self.uars.alloc();
+        let handle = self.handle();
+        let base = ib_uverbs_create_qp_resp {
+            qp_handle: handle,
+            // A DCT has no number before its RTR.
+            qpn: if t == Transport::Dct { 0 } else { qpn },
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+            reserved: 0,
+        };
+        let done = if ex {
+            self.respond(
+                b,
+                &ib_uverbs_ex_create_qp_resp {
+                    base,
+                    comp_mask: 0,
+                    response_length: std::mem::size_of::<ib_uverbs_ex_create_qp_resp>() as u32,
+                },
+            )
+        } else {
+            self.respond(b, &base)
+        }
+        .and_then(|()| {
+            self.respond_driver(
+                b,
+                &mlx5_ib_create_qp_resp {
+                    bfreg_index: Uars::gross(bfreg),
+                    ..raw_resp(t == Transport::Raw, drv.rq_wqe_count != 0, qpn)
+                },
+            )
+        });
+        if let Err(e) = done {
+            self.uars.free(bfreg);
+            let _ = self.nic.destroy_qp(qpn);
+            return Err(e);
+        }
+        let queue = self.async_events.clone().ok_or(libc::EINVAL)?.0;
+        self.shared
+            .events
+            .add(Kind::Qp, self.index, qpn, c.user_handle, queue);
+        self.shared.track_qp(self.space, self.index, qpn, true);
+        if t == Transport::XrcTgt {
+            self.xrcd_user(c.pd_handle, true);
+        }
+        self.qps.insert(
+            handle,
+            Qp {
+                qpn,
+                uar,
+                bfreg,
+                transport: t,
+                dc_key: drv.access_key(),
+                state: state::RESET,
+                mcast: Vec::new(),
+                xrcd: (t == Transport::XrcTgt).then_some(c.pd_handle),
+                attr: ib_uverbs_query_qp_resp {
+                    max_send_wr: c.max_send_wr,
+                    max_recv_wr: c.max_recv_wr,
+                    max_send_sge: c.max_send_sge,
+                    max_recv_sge: c.max_recv_sge,
+                    max_inline_data: c.max_inline_data,
+                    sq_sig_all: c.sq_sig_all,
+                    port_num: 1,
+                    ..Default::default()
+                },
+            },
+        );
+        Ok(())
+    }
+
+    /// The model QP of CREATE_QP for every type but an XRC target.
+    fn create_model_qp(
+        &mut self,
+        c: &ib_uverbs_ex_create_qp,
+        drv: &mlx5_ib_create_qp,
+        t: Transport,
+    ) -> Result<QpInfo, i32> {
         let pdn = self.pd(c.pd_handle)?.pdn;
         let send_cqn = self.cqs.get(&c.send_cq_handle).ok_or(libc::EINVAL)?.cqn;
-        let recv_cqn = self.cqs.get(&c.recv_cq_handle).ok_or(libc::EINVAL)?.cqn;
+        // An XRC initiator has no receive CQ (uverbs' `create_qp` looks none up): the
+        // model's receive side of it is its send CQ, never written.
+        let recv_cqn = match t {
+            Transport::XrcIni => send_cqn,
+            _ => self.cqs.get(&c.recv_cq_handle).ok_or(libc::EINVAL)?.cqn,
+        };
         let srq = match c.is_srq {
+            _ if t == Transport::XrcIni => None,
             0 => None,
             _ => Some(self.srqs.get(&c.srq_handle).ok_or(libc::EINVAL)?.srqn),
         };
@@ -296,74 +422,7 @@ impl Ctx<'_> {
             dci_streams,
         };
         // SAFETY: the rings and record are the program's, reached through its space.
-        let info = unsafe { self.nic.create_qp(&params) }.map_err(errno)?;
-        let bfreg = self.uars.alloc();
-        let handle = self.handle();
-        let base = ib_uverbs_create_qp_resp {
-            qp_handle: handle,
-            // A DCT has no number before its RTR.
-            qpn: if t == Transport::Dct { 0 } else { info.qpn },
-            max_send_wr: c.max_send_wr,
-            max_recv_wr: c.max_recv_wr,
-            max_send_sge: c.max_send_sge,
-            max_recv_sge: c.max_recv_sge,
-            max_inline_data: c.max_inline_data,
-            reserved: 0,
-        };
-        let done = if ex {
-            self.respond(
-                b,
-                &ib_uverbs_ex_create_qp_resp {
-                    base,
-                    comp_mask: 0,
-                    response_length: std::mem::size_of::<ib_uverbs_ex_create_qp_resp>() as u32,
-                },
-            )
-        } else {
-            self.respond(b, &base)
-        }
-        .and_then(|()| {
-            self.respond_driver(
-                b,
-                &mlx5_ib_create_qp_resp {
-                    bfreg_index: Uars::gross(bfreg),
-                    ..raw_resp(raw, rq_buf != 0, info.qpn)
-                },
-            )
-        });
-        if let Err(e) = done {
-            self.uars.free(bfreg);
-            let _ = self.nic.destroy_qp(info.qpn);
-            return Err(e);
-        }
-        let queue = self.async_events.clone().ok_or(libc::EINVAL)?.0;
-        self.shared
-            .events
-            .add(Kind::Qp, self.index, info.qpn, c.user_handle, queue);
-        self.shared.track_qp(self.space, self.index, info.qpn, true);
-        self.qps.insert(
-            handle,
-            Qp {
-                qpn: info.qpn,
-                uar: info.uar,
-                bfreg,
-                transport: t,
-                dc_key: drv.access_key(),
-                state: state::RESET,
-                mcast: Vec::new(),
-                attr: ib_uverbs_query_qp_resp {
-                    max_send_wr: c.max_send_wr,
-                    max_recv_wr: c.max_recv_wr,
-                    max_send_sge: c.max_send_sge,
-                    max_recv_sge: c.max_recv_sge,
-                    max_inline_data: c.max_inline_data,
-                    sq_sig_all: c.sq_sig_all,
-                    port_num: 1,
-                    ..Default::default()
-                },
-            },
-        );
-        Ok(())
+        unsafe { self.nic.create_qp(&params) }.map_err(errno)
     }
 
     /// MODIFY_QP (legacy and extended).
@@ -377,7 +436,20 @@ impl Ctx<'_> {
         let max_rd = u32::from(self.nic.caps().max_rd_atomic);
         let qp = self.qps.get_mut(&cmd.qp_handle).ok_or(libc::EINVAL)?;
         let t = qp.transport;
-        let m = cmd.attr_mask;
+        let m = ignored_for(t, cmd.attr_mask);
+        // What the mask leaves out the kernel does not apply.
+        let mut cmd = cmd;
+        for (bit, field) in [
+            (mask::MAX_QP_RD_ATOMIC, &mut cmd.max_rd_atomic),
+            (mask::MAX_DEST_RD_ATOMIC, &mut cmd.max_dest_rd_atomic),
+            (mask::MIN_RNR_TIMER, &mut cmd.min_rnr_timer),
+            (mask::RETRY_CNT, &mut cmd.retry_cnt),
+            (mask::RNR_RETRY, &mut cmd.rnr_retry),
+        ] {
+            if m & bit == 0 {
+                *field = 0;
+            }
+        }
         let cur = if m & mask::CUR_STATE != 0 {
             cmd.cur_qp_state
         } else {
@@ -484,7 +556,12 @@ impl Ctx<'_> {
             // INIT -> INIT of a connected QP (librdmacm's `ucma_init_conn_qp`, then
             // `ucma_modify_qp_rtr` again on the passive side) takes the access rights, the
             // P_Key index and the port anew; the kernel keeps those not in the mask.
-            (state::INIT, state::INIT) if matches!(t, Transport::Rc | Transport::Uc) => {
+            (state::INIT, state::INIT)
+                if matches!(
+                    t,
+                    Transport::Rc | Transport::Uc | Transport::XrcIni | Transport::XrcTgt
+                ) =>
+            {
                 Some(QpTransition::InitToInit {
                     port: if m & mask::PORT != 0 {
                         cmd.port_num
@@ -610,6 +687,9 @@ impl Ctx<'_> {
         let (_, events) = self.shared.events.remove(Kind::Qp, self.index, qp.qpn);
         self.shared.track_qp(self.space, self.index, qp.qpn, false);
         self.uars.free(qp.bfreg);
+        if let Some(h) = qp.xrcd {
+            self.xrcd_user(h, false);
+        }
         self.qps.remove(&cmd.qp_handle);
         self.respond(
             b,
@@ -750,6 +830,51 @@ mod tests {
             !modify_is_ok(RTR, RTS, dct, STATE | SQ_PSN),
             "a DCT stops at RTR"
         );
+        let (ini, tgt) = (Transport::XrcIni, Transport::XrcTgt);
+        let init = STATE | PKEY_INDEX | PORT | ACCESS_FLAGS;
+        assert!(modify_is_ok(RESET, INIT, ini, init));
+        assert!(modify_is_ok(RESET, INIT, tgt, init));
+        let ini_rtr = STATE | AV | PATH_MTU | DEST_QPN | RQ_PSN;
+        assert!(modify_is_ok(INIT, RTR, ini, ini_rtr));
+        assert!(
+            !modify_is_ok(INIT, RTR, ini, rtr),
+            "an initiator has no responder resources"
+        );
+        assert!(modify_is_ok(INIT, RTR, tgt, rtr));
+        assert!(
+            !modify_is_ok(INIT, RTR, tgt, ini_rtr),
+            "a target needs them"
+        );
+        let rc_rts = STATE | TIMEOUT | RETRY_CNT | RNR_RETRY | SQ_PSN | MAX_QP_RD_ATOMIC;
+        assert!(modify_is_ok(RTR, RTS, ini, rc_rts));
+        assert!(!modify_is_ok(RTR, RTS, ini, rc_rts | MIN_RNR_TIMER));
+        assert!(modify_is_ok(RTR, RTS, tgt, STATE | TIMEOUT | SQ_PSN));
+        assert!(
+            !modify_is_ok(RTR, RTS, tgt, rc_rts),
+            "a target sends no requests"
+        );
+        assert!(modify_is_ok(
+            RTR,
+            RTS,
+            tgt,
+            STATE | TIMEOUT | SQ_PSN | MIN_RNR_TIMER
+        ));
+    }
+
+    #[test]
+    fn uverbs_drops_what_each_xrc_side_ignores() {
+        use mask::*;
+        let all = STATE | MAX_QP_RD_ATOMIC | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER | RETRY_CNT;
+        let all = all | RNR_RETRY;
+        assert_eq!(
+            ignored_for(Transport::XrcIni, all),
+            STATE | MAX_QP_RD_ATOMIC | RETRY_CNT | RNR_RETRY
+        );
+        assert_eq!(
+            ignored_for(Transport::XrcTgt, all),
+            STATE | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER
+        );
+        assert_eq!(ignored_for(Transport::Rc, all), all);
     }
 
     #[test]

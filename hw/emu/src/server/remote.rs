@@ -108,7 +108,8 @@ impl Spaces {
         self.faults.load(Ordering::Relaxed)
     }
 
-    fn pid(&self, space: u16) -> Option<libc::pid_t> {
+    /// The pid of the program of `space`, while it is there.
+    pub(crate) fn pid(&self, space: u16) -> Option<libc::pid_t> {
         let programs = self.programs.read().unwrap_or_else(|e| e.into_inner());
         programs.get(usize::from(space))?.as_ref().map(|p| p.pid)
     }

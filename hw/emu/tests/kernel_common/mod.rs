@@ -43,6 +43,12 @@ pub fn context_on(name: &str, link: Link) -> Context {
     panic!("no server at {}", socket.display());
 }
 
+/// Another context on the first NIC of the fabric `context(name)` serves (the socket is the
+/// same whatever the link).
+pub fn another(name: &str) -> Context {
+    Context::open(options(name, Link::Ib).socket().to_str().unwrap(), 0).expect("a second context")
+}
+
 /// A legacy command: header, `req` (whose first word is the response address when it has
 /// one), driver data; `out` bytes of response room.
 pub fn legacy<T: IntoBytes + Immutable>(

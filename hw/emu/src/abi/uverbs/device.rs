@@ -280,6 +280,30 @@ pub struct ib_uverbs_dealloc_pd {
     pub pd_handle: u32,
 }
 
+/// `struct ib_uverbs_open_xrcd`: OPEN_XRCD's request (`fd` -1 for a domain of the context
+/// alone; `oflags` as `open(2)`'s, `O_CREAT` / `O_EXCL`).
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]
+pub struct ib_uverbs_open_xrcd {
+    pub response: u64,
+    pub fd: u32,
+    pub oflags: u32,
+}
+
+/// `struct ib_uverbs_open_xrcd_resp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]
+pub struct ib_uverbs_open_xrcd_resp {
+    pub xrcd_handle: u32,
+}
+
+/// `struct ib_uverbs_close_xrcd` (no response).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]
+pub struct ib_uverbs_close_xrcd {
+    pub xrcd_handle: u32,
+}
+
 /// `struct ib_uverbs_reg_mr`.
 #[repr(C, align(8))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]
