@@ -5,6 +5,7 @@
 //! refuses.
 
 mod common;
+use common::eth;
 use common::ud::{self, QKEY};
 use common::*;
 use mlx5_hw::{
@@ -359,4 +360,42 @@ fn under_deferred_execution_the_schedule_starts_at_the_progress_that_runs_it() {
     nic.advance_pacing_clock(US).unwrap();
     nic.progress();
     assert_eq!(a.drain_send().len(), 1);
+}
+
+/// Raw packet QPs are the one type every mlx5 kernel with pacing names in
+/// `supported_qpts` (`mlx5_ib_query_device`): paced with the default caps, which name no
+/// UD, UC or RC QP, each frame charged as it leaves (its bytes, headers included).
+#[test]
+fn raw_frames_leave_at_the_limit_with_the_default_caps() {
+    let cfg = NicConfig {
+        pacing_clock: PacingClock::Manual,
+        ..eth::eth_config()
+    };
+    assert_eq!(cfg.packet_pacing, PacketPacing::default());
+    let f = Fabric::new();
+    let (na, nb) = (Nic::new(&f, cfg.clone()), Nic::new(&f, cfg));
+    let mut a = eth::Raw::new(&na);
+    let _b = eth::Raw::new(&nb);
+    let u = ud::side(&na);
+    assert!(matches!(
+        na.modify_qp_rate_limit(u.qp.qpn, &limit(BYTE_PER_US, 0)),
+        Err(HwError::NotSupported(_))
+    ));
+    na.modify_qp_rate_limit(a.qp.qpn, &limit(BYTE_PER_US, 0))
+        .unwrap();
+    // Five 1000-byte frames: one every millisecond, the first at once.
+    let frame = vec![0x5a; 1000];
+    for _ in 0..5 {
+        a.send_frame(&frame);
+    }
+    let mut done = a.drain_send().len();
+    assert_eq!(done, 1);
+    assert_eq!(na.stats().paced_waits, 1);
+    for (step, total) in [(999 * US, 1), (US, 2), (2_000 * US, 4), (10_000 * US, 5)] {
+        na.advance_pacing_clock(step).unwrap();
+        na.progress();
+        done += a.drain_send().len();
+        assert_eq!(done, total, "at {} us", na.pacing_clock() / US);
+    }
+    assert_eq!(na.stats().packets, 0, "frames are not request packets");
 }

@@ -46,6 +46,9 @@ pub(crate) fn send(
         Ok(frames) => frames,
         Err(s) => return Outcome::Fail(s),
     };
+    // The pacer's charge: the frames as they leave (Ethernet has no other payload).
+    let bytes = frames.iter().map(|f| f.len() as u64).sum();
+    nic.charge(qpi, frames.len() as u32, bytes);
     for f in frames {
         transmit(w, n, f);
     }

@@ -17,7 +17,8 @@ impl Nic {
     /// * `InvalidTransition`: a QP not in RTS (only RTR -> RTS and RTS -> RTS take the
     ///   attribute, `qp_state_table`; the model offers the second);
     /// * `NotSupported`: a device without packet pacing (`PacketPacing::max_kbps` 0) or a
-    ///   QP of a transport its caps do not name (`__mlx5_ib_modify_qp`: EOPNOTSUPP);
+    ///   QP of a transport its caps do not name (`__mlx5_ib_modify_qp`: EOPNOTSUPP; a raw
+    ///   packet QP is always named);
     /// * `InvalidParam`: a rate outside `min_kbps..=max_kbps` (`mlx5_rl_add_rate`:
     ///   "Invalid rate", EINVAL);
     /// * `OutOfResources`: a limit no QP of the NIC has while `PacketPacing::rates`
@@ -89,6 +90,9 @@ fn check(n: &mut NicState, qpi: usize, limit: &RateLimit) -> Result<(), HwError>
         return Err(HwError::InvalidTransition);
     }
     let paced = match q.transport {
+        // Every mlx5 kernel that reports pacing names raw packet QPs in `supported_qpts`
+        // (`mlx5_ib_query_device`), with no cap of their own.
+        Transport::Raw => true,
         Transport::Ud => caps.ud,
         Transport::Uc => caps.uc,
         Transport::Rc => caps.rc,

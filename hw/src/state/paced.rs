@@ -75,6 +75,13 @@ impl NicState {
     #[inline]
     pub(crate) fn on_wire(&mut self, qpi: usize, pkts: u32, bytes: u64) {
         self.stats.packets += u64::from(pkts);
+        self.charge(qpi, pkts, bytes);
+    }
+
+    /// Charge `pkts` packets of `bytes` payload of QP index `qpi` to its pacer (a raw
+    /// packet QP's frames, which are not request packets).
+    #[inline]
+    pub(crate) fn charge(&mut self, qpi: usize, pkts: u32, bytes: u64) {
         let overhead = u64::from(self.cfg.packet_pacing.packet_overhead);
         if let Some(p) = self.qp(qpi).pacer.as_mut() {
             let cost = bytes + u64::from(pkts) * overhead;
