@@ -118,6 +118,9 @@ pub struct PacingCaps {
     pub uc: bool,
     /// UD QPs may be paced (bit `IBV_QPT_UD`).
     pub ud: bool,
+    /// Raw packet QPs may be paced (bit `IBV_QPT_RAW_PACKET`: every mlx5 kernel that
+    /// reports pacing sets it, `mlx5_ib_query_device`).
+    pub raw: bool,
 }
 
 impl PacingCaps {
@@ -128,11 +131,8 @@ impl PacingCaps {
                 Transport::Rc => self.rc,
                 Transport::Uc => self.uc,
                 Transport::Ud => self.ud,
-                Transport::Dci
-                | Transport::Dct
-                | Transport::XrcIni
-                | Transport::XrcTgt
-                | Transport::Raw => false,
+                Transport::Raw => self.raw,
+                Transport::Dci | Transport::Dct | Transport::XrcIni | Transport::XrcTgt => false,
             }
     }
 }

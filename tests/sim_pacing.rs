@@ -1,15 +1,16 @@
 //! Per-QP rate limits through the driver on the model (`Qp::set_rate_limit`): the limit
 //! reaches the model's pacer with every field, UD datagrams leave on its schedule (the
-//! model's manual pacing clock, not the host's), and the refusals of the driver and of
+//! model's manual pacing clock, not the host's), raw frames on the same schedule, and the refusals of the driver and of
 //! the device.
 
 mod common;
 
+use common::raw;
 use common::ud::{send, QKEY};
 use common::{bodies, Rig, Side};
 use mlx5_direct::backend::sim::hw::{self, PacingClock, PacketPacing};
-use mlx5_direct::backend::sim::{Fabric, NicConfig};
-use mlx5_direct::{AhAttr, Completion, Data, Error, QpConfig, RateLimit, SendOp, Transport};
+use mlx5_direct::backend::sim::{EthConfig, Fabric, NicConfig};
+use mlx5_direct::{AhAttr, Completion, Data, Error, EthWr, QpConfig, RateLimit, SendOp, Transport};
 
 const US: u64 = 1_000;
 
@@ -123,4 +124,47 @@ fn the_driver_and_the_device_refuse_what_the_stack_refuses() {
     assert_eq!(nic.qp_rate_limit(ud.qp.qpn()).unwrap().kbps, 1_000);
     ud.qp.to_error().unwrap();
     assert_eq!(nic.qp_rate_limit(ud.qp.qpn()).unwrap().kbps, 0);
+}
+
+/// Raw packet QPs are paced with the model's default caps (which name no UD, UC or RC
+/// QP), as every mlx5 kernel with pacing lists them: the driver asks, the model's pacer
+/// spaces the frames, each charged whole (1000 bytes at 8000 kbit/s: one a millisecond).
+#[test]
+fn raw_frames_are_paced_with_the_default_caps() {
+    let fabric = Fabric::new();
+    let config = NicConfig {
+        pacing_clock: PacingClock::Manual,
+        ..raw::eth_nic(EthConfig::default())
+    };
+    let mut a = raw::raw_side_on(&fabric, config.clone());
+    let b = raw::raw_side_on(&fabric, config);
+    let pacing = a.ctx.caps().pacing;
+    assert_eq!(
+        (pacing.raw, pacing.ud, pacing.uc, pacing.rc),
+        (true, false, false, false)
+    );
+    a.qp.set_rate_limit(&RateLimit {
+        kbps: 8_000,
+        ..RateLimit::default()
+    })
+    .unwrap();
+    let frame = raw::udp_frame(raw::mac(&b), raw::mac(&a), None, 1, 2, &[0x5a; 958], true);
+    assert_eq!(frame.len(), 1000);
+    a.mr.write(0, &frame);
+    let sge = [a.mr.sge(0, 1000)];
+    for _ in 0..4 {
+        a.qp.sq()
+            .post_eth(&EthWr::new(1, &[], Data::Sges(&sge)))
+            .unwrap();
+    }
+    let nic = a.ctx.backend().nic().clone();
+    let mut sent = done(&mut a);
+    assert_eq!(sent, 1);
+    for (step, total) in [(999 * US, 1), (US, 2), (2_000 * US, 4)] {
+        nic.advance_pacing_clock(step).unwrap();
+        nic.progress();
+        sent += done(&mut a);
+        assert_eq!(sent, total, "at {} us", nic.pacing_clock() / US);
+    }
+    assert_eq!(nic.stats().eth.tx_frames, 4);
 }

@@ -215,6 +215,7 @@ fn the_plain_data_types_round_trip_through_serde() {
             rc: false,
             uc: true,
             ud: true,
+            raw: true,
         },
     });
     round_trip(QpSizes {

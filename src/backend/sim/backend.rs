@@ -71,6 +71,9 @@ impl Backend for Sim {
                 rc: c.packet_pacing.rc,
                 uc: c.packet_pacing.uc,
                 ud: c.packet_pacing.ud,
+                // The model paces raw packet QPs whenever it paces (as mlx5 kernels list
+                // them).
+                raw: c.packet_pacing.max_kbps != 0,
             },
         }
     }

@@ -443,6 +443,7 @@ fn pacing_of(caps: &crate::backend::ffi::ibv_packet_pacing_caps) -> PacingCaps {
         rc: qpt(crate::backend::ffi::ibv_qp_type::IBV_QPT_RC),
         uc: qpt(crate::backend::ffi::ibv_qp_type::IBV_QPT_UC),
         ud: qpt(crate::backend::ffi::ibv_qp_type::IBV_QPT_UD),
+        raw: qpt(crate::backend::ffi::ibv_qp_type::IBV_QPT_RAW_PACKET),
     }
 }
 
