@@ -202,6 +202,7 @@ impl ConnectOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::DciStreams;
 
     /// A ConnectX as the verbs backend reports one with `max_sge` 30, `max_qp_wr` 32768.
     fn connectx(atomics: bool) -> DeviceCaps {
@@ -422,5 +423,325 @@ mod tests {
             "the send WQE does not fit the device's largest WQE"
         );
         assert_eq!((max_gather(256, true), max_inline(256, true)), (13, 204));
+    }
+
+    /// The sizes [`QpConfig::check`] returns, in the order of [`QpSizes`]' fields.
+    fn sizes(
+        send_wqe: u32,
+        send_wrs: u32,
+        sq_wqebbs: u32,
+        rq_wqes: u32,
+        rq_stride: u32,
+    ) -> QpSizes {
+        QpSizes {
+            send_wqe_size: send_wqe,
+            max_send_wr: send_wrs,
+            sq_wqebbs,
+            rq_wqes,
+            rq_stride,
+        }
+    }
+
+    fn invalid(why: &'static str) -> Result<QpSizes, Error> {
+        Err(Error::InvalidArgument(why))
+    }
+
+    /// The default config on `connectx(true)`: a 320-byte WQE, 51 of them in 256 WQEBBs,
+    /// 256 receive WQEs of 4 SGEs (64 bytes).
+    const DEFAULT: (u32, u32, u32) = (320, 51, 256);
+
+    #[test]
+    fn a_raw_qp_counts_the_ethernet_segment_in_its_overhead() {
+        // IBV_QPT_RAW_PACKET: control 16 + Ethernet segment 32, atomics or not.
+        assert_eq!(sq_overhead(Transport::Raw, true), 48);
+        assert_eq!(sq_overhead(Transport::Raw, false), 48);
+        let caps = connectx(false);
+        // Without atomics the device's limits are RC's: (512 - 32) / 16 = 30 SGEs and
+        // 512 - 32 - 4 = 476 bytes of inline; a raw QP's 48 bytes leave room for 29 and 460.
+        assert_eq!((caps.max_send_sge, caps.max_inline), (30, 476));
+        let raw = QpConfig {
+            transport: Transport::Raw,
+            max_send_sge: 29,
+            max_inline: 0,
+            ..QpConfig::default()
+        };
+        let inline = QpConfig {
+            max_send_sge: 1,
+            max_inline: 460,
+            ..raw
+        };
+        for (c, sized) in [
+            // 48 + 29 · 16 = 512: 16 KiB of ring hold 32.
+            (raw, Ok(sizes(512, 32, 256, 256, 64))),
+            (
+                QpConfig {
+                    max_send_sge: 30,
+                    ..raw
+                },
+                invalid("the gather list does not fit the device's largest WQE"),
+            ),
+            // 48 + align16(4 + 460) = 512; 4 + 461 rounds up to 480: 528.
+            (inline, Ok(sizes(512, 32, 256, 256, 64))),
+            (
+                QpConfig {
+                    max_inline: 461,
+                    ..inline
+                },
+                invalid("the send WQE does not fit the device's largest WQE"),
+            ),
+            // One SGE, no inline: 48 + 16 = 64, one WQEBB; one 16-byte receive WQE needs
+            // 64 bytes of ring, 4 of them.
+            (
+                QpConfig {
+                    sq_wqebbs: 1,
+                    rq_wqes: 1,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    ..raw
+                },
+                Ok(sizes(64, 1, 1, 4, 16)),
+            ),
+        ] {
+            assert_eq!(c.check(&caps, false), sized, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn sges_are_checked_against_the_device_at_the_limit_and_past_it() {
+        let caps = connectx(true);
+        // (512 - 48) / 16 = 29 send SGEs, 16 receive SGEs.
+        assert_eq!((caps.max_send_sge, caps.max_recv_sge), (29, 16));
+        let gather = |sges| QpConfig {
+            max_send_sge: sges,
+            max_inline: 0,
+            ..QpConfig::default()
+        };
+        // Without inline the gather list alone sizes the WQE: 48 + 16 · sges, rounded up
+        // to 64.
+        for (sges, wqe, wrs) in [(1, 64, 256), (4, 128, 128), (13, 256, 64), (29, 512, 32)] {
+            assert_eq!(
+                gather(sges).check(&caps, false),
+                Ok(sizes(wqe, wrs, 256, 256, 64)),
+                "{sges} SGEs"
+            );
+        }
+        for srq in [false, true] {
+            assert_eq!(
+                gather(30).check(&caps, srq),
+                invalid("more SGEs than the device supports")
+            );
+        }
+        let recv = |sges| QpConfig {
+            max_recv_sge: sges,
+            ..QpConfig::default()
+        };
+        // 16 SGEs: a 256-byte receive WQE.
+        assert_eq!(
+            recv(16).check(&caps, false),
+            Ok(sizes(320, 51, 256, 256, 256))
+        );
+        assert_eq!(
+            recv(17).check(&caps, false),
+            invalid("more SGEs than the device supports")
+        );
+        // An SRQ QP has no receive queue: its receive SGEs are not the QP's.
+        assert_eq!(recv(17).check(&caps, true), Ok(sizes(320, 51, 256, 0, 0)));
+    }
+
+    #[test]
+    fn a_wqe_the_device_takes_only_unrounded_is_refused() {
+        // A device whose largest WQE, 480 bytes, is not whole WQEBBs: rdma-core rounds the
+        // WQE up to 64 bytes and then refuses anything over 480, so 448 is the largest.
+        let caps = DeviceCaps {
+            max_wqe_size: 480,
+            max_send_sge: 30,
+            max_inline: 972,
+            ..connectx(true)
+        };
+        // 448 - 48 = 400 bytes: 396 of inline data, 25 SGEs.
+        assert_eq!((max_inline(480, true), max_gather(480, true)), (396, 25));
+        let inline = |n| QpConfig {
+            max_send_sge: 1,
+            max_inline: n,
+            ..QpConfig::default()
+        };
+        // 48 + align16(400) = 448; 16 KiB hold 36.
+        assert_eq!(
+            inline(396).check(&caps, false),
+            Ok(sizes(448, 36, 256, 256, 64))
+        );
+        let gather = QpConfig {
+            max_send_sge: 25,
+            max_inline: 0,
+            ..QpConfig::default()
+        };
+        assert_eq!(gather.check(&caps, false), Ok(sizes(448, 36, 256, 256, 64)));
+        // 48 + align16(401) = 464 and 48 + 26 · 16 = 464: under 480, but 512 once rounded.
+        let too_big = invalid("the send WQE does not fit the device's largest WQE");
+        assert_eq!(inline(397).check(&caps, false), too_big);
+        let gather = QpConfig {
+            max_send_sge: 26,
+            ..gather
+        };
+        assert_eq!(gather.check(&caps, false), too_big);
+    }
+
+    #[test]
+    fn per_transport_options_are_refused_elsewhere() {
+        let caps = connectx(true);
+        let (wqe, wrs, wqebbs) = DEFAULT;
+        let scatter = |transport| QpConfig {
+            transport,
+            scatter_to_cqe: true,
+            ..QpConfig::default()
+        };
+        // RC and UC: 48 and 32 bytes of overhead, 320- and 256-byte WQEs.
+        assert_eq!(
+            scatter(Transport::Rc).check(&caps, false),
+            Ok(sizes(wqe, wrs, wqebbs, 256, 64))
+        );
+        assert_eq!(
+            scatter(Transport::Uc).check(&caps, false),
+            Ok(sizes(256, 64, 256, 256, 64))
+        );
+        for t in [
+            Transport::Ud,
+            Transport::Dci,
+            Transport::Raw,
+            Transport::XrcIni,
+        ] {
+            assert_eq!(
+                scatter(t).check(&caps, false),
+                invalid("scatter to CQE is for RC and UC QPs"),
+                "{t:?}"
+            );
+        }
+        let streams = |log_concurrent| DciStreams {
+            log_concurrent,
+            log_errored: 0,
+        };
+        let dci = |log_concurrent| QpConfig {
+            transport: Transport::Dci,
+            dci_streams: Some(streams(log_concurrent)),
+            ..QpConfig::default()
+        };
+        // A DCI: 96 + align16(224) = 320, as RC's default; no receive queue.
+        let dci_sizes = Ok(sizes(wqe, wrs, wqebbs, 0, 0));
+        assert_eq!(dci(0).check(&caps, true), dci_sizes);
+        assert_eq!(dci(16).check(&caps, true), dci_sizes);
+        assert_eq!(
+            dci(17).check(&caps, true),
+            invalid("more DCI streams than 16-bit ids name")
+        );
+        let rc = QpConfig {
+            transport: Transport::Rc,
+            ..dci(0)
+        };
+        assert_eq!(
+            rc.check(&caps, true),
+            invalid("DCI streams on a QP that is not a DCI")
+        );
+        let indexed = |u| QpConfig {
+            user_index: Some(u),
+            ..QpConfig::default()
+        };
+        for u in [0, 0xff_ffff] {
+            assert_eq!(
+                indexed(u).check(&caps, false),
+                Ok(sizes(wqe, wrs, wqebbs, 256, 64))
+            );
+        }
+        assert_eq!(
+            indexed(0x100_0000).check(&caps, false),
+            invalid("user index above 24 bits")
+        );
+    }
+
+    #[test]
+    fn queues_are_bounded_by_the_devices_wr_limit() {
+        let caps = connectx(true);
+        let (wqe, wrs, wqebbs) = DEFAULT;
+        let too_big = invalid("queue larger than the device supports");
+        let sq = |n| QpConfig {
+            sq_wqebbs: n,
+            ..QpConfig::default()
+        };
+        // 32768 WQEBBs, 2 MiB: 2097152 / 320 = 6553 WRs.
+        assert_eq!(
+            sq(1 << 15).check(&caps, false),
+            Ok(sizes(wqe, 6553, 1 << 15, 256, 64))
+        );
+        for n in [(1 << 15) + 1, u32::MAX] {
+            for srq in [false, true] {
+                assert_eq!(sq(n).check(&caps, srq), too_big, "{n}");
+            }
+        }
+        let rq = |n| QpConfig {
+            rq_wqes: n,
+            ..QpConfig::default()
+        };
+        assert_eq!(
+            rq(1 << 15).check(&caps, false),
+            Ok(sizes(wqe, wrs, wqebbs, 1 << 15, 64))
+        );
+        for n in [(1 << 15) + 1, u32::MAX] {
+            assert_eq!(rq(n).check(&caps, false), too_big, "{n}");
+            assert_eq!(
+                rq(n).check(&caps, true),
+                Ok(sizes(wqe, wrs, wqebbs, 0, 0)),
+                "no receive queue on an SRQ"
+            );
+        }
+        // The ring holds at least one WQE: a 320-byte one makes a 512-byte ring, 8 WQEBBs,
+        // more than a device of 4 has; a 128-byte one fits twice in 4.
+        let four = DeviceCaps {
+            max_sq_wqebbs: 4,
+            ..caps
+        };
+        let one = QpConfig {
+            sq_wqebbs: 1,
+            rq_wqes: 1,
+            ..QpConfig::default()
+        };
+        assert_eq!(one.check(&four, false), too_big);
+        let small = QpConfig {
+            sq_wqebbs: 4,
+            max_inline: 0,
+            ..one
+        };
+        assert_eq!(small.check(&four, false), Ok(sizes(128, 2, 4, 1, 64)));
+    }
+
+    #[test]
+    fn send_wrs_stay_under_rdma_cores_overflow_bound() {
+        // mlx5_calc_sq_size refuses max_send_wr > 0x7fffffff / max_sq_desc_sz: with
+        // 384-byte WQEs at most, 2147483647 / 384 = 5592405 WRs.
+        let caps = DeviceCaps {
+            max_wqe_size: 384,
+            max_sq_wqebbs: 1 << 24,
+            max_send_sge: 20,
+            max_inline: 972,
+            ..connectx(true)
+        };
+        let c = QpConfig {
+            sq_wqebbs: 1 << 24,
+            max_send_sge: 1,
+            max_inline: 140,
+            ..QpConfig::default()
+        };
+        // 48 + align16(144) = 192: a 1 GiB ring holds 1073741824 / 192 = 5592405, the bound.
+        assert_eq!(
+            c.check(&caps, false),
+            Ok(sizes(192, 5_592_405, 1 << 24, 256, 64))
+        );
+        // 48 + align16(80) = 128: 8388608 WRs.
+        let c = QpConfig {
+            max_inline: 76,
+            ..c
+        };
+        assert_eq!(
+            c.check(&caps, false),
+            invalid("queue larger than the device supports")
+        );
     }
 }
