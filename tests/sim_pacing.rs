@@ -109,7 +109,8 @@ fn the_driver_and_the_device_refuse_what_the_stack_refuses() {
         ..RateLimit::default()
     };
     ud.qp.activate_ud(1, QKEY).unwrap();
-    // Above the device's qp_rate_limit_max (100 Gb/s): the device's EINVAL.
+    // Above the device's qp_rate_limit_max (100 Gb/s): refused before the device is asked
+    // (where the kernel answers EINVAL).
     let too_fast = RateLimit {
         kbps: 100_000_001,
         ..RateLimit::default()

@@ -31,6 +31,12 @@ fn a_sniffer_sees_a_sent_frame_with_its_checksums() {
 }
 
 #[test]
+fn a_raw_qp_takes_a_rate_limit() {
+    let rig = (Fabric::new(), eth_nic(EthConfig::default()));
+    common::bodies::a_raw_qp_takes_a_rate_limit(&rig);
+}
+
+#[test]
 fn frames_cross_the_switch_both_ways_byte_for_byte() {
     let fabric = Fabric::new();
     let (mut a, mut b) = raw_pair(&fabric);

@@ -196,6 +196,15 @@ fn a_raw_striding_queue_takes_frames_in_place() {
 /// An RSS QP over two striding work queues spreads 32 UDP flows by their Toeplitz hash
 /// (`mlx5dv_create_qp` with `rx_hash_conf`). On an Ethernet port only: hw/emu/verbs-hw.sh
 /// runs it on its RoCE fabric.
+/// A raw packet QP takes a rate limit through `ibv_modify_qp_rate_limit` (libmlx5's
+/// MODIFY_QP_EX with `IBV_QP_RATE_LIMIT`), within the device's `packet_pacing_caps`. On
+/// an Ethernet port only: hw/emu/verbs-hw.sh runs it on its RoCE fabric.
+#[test]
+#[ignore = "needs an mlx5 NIC with an Ethernet port and CAP_NET_RAW, or the emulator's RoCE fabric (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
+fn a_raw_qp_takes_a_rate_limit() {
+    bodies::a_raw_qp_takes_a_rate_limit(&hw());
+}
+
 #[test]
 #[ignore = "needs an mlx5 NIC with an Ethernet port, striding RQs and CAP_NET_RAW, or the emulator's RoCE fabric (hw/emu/verbs-hw.sh); set MLX5_DIRECT_DEVICE"]
 fn a_raw_rss_qp_spreads_flows_by_hash() {

@@ -558,9 +558,9 @@ impl<B: Backend> Qp<B> {
     /// the device does not pace is [`Error::Unsupported`] before the device is asked
     /// ([`DeviceCaps::pacing`](crate::DeviceCaps::pacing): mlx5 kernels list raw packet
     /// QPs, and UD and UC where the device has the caps, in
-    /// `packet_pacing_caps.supported_qpts`; none lists RC). The device refuses a rate
-    /// outside its `qp_rate_limit_min..=max` and a new distinct limit when its rate table
-    /// is full.
+    /// `packet_pacing_caps.supported_qpts`; none lists RC), and so is a rate outside its
+    /// `qp_rate_limit_min..=max` ([`Error::InvalidArgument`], where the kernel answers
+    /// EINVAL). The device refuses a new distinct limit when its rate table is full.
     /// Moving the QP to ERR or RESET releases the limit.
     pub fn set_rate_limit(&mut self, limit: &RateLimit) -> Result<(), Error> {
         if self.state() != QpState::Rts {
@@ -574,9 +574,15 @@ impl<B: Backend> Qp<B> {
                 "a burst or typical packet size needs a rate",
             ));
         }
-        if !self.ctx().caps().pacing.paces(self.core.transport) {
+        let pacing = self.ctx().caps().pacing;
+        if !pacing.paces(self.core.transport) {
             return Err(Error::Unsupported(
                 "packet pacing of this QP's transport (packet_pacing_caps.supported_qpts)",
+            ));
+        }
+        if limit.kbps != 0 && !(pacing.min_kbps..=pacing.max_kbps).contains(&limit.kbps) {
+            return Err(Error::InvalidArgument(
+                "a rate outside the device's qp_rate_limit_min..=qp_rate_limit_max",
             ));
         }
         self.ctx().backend.set_rate_limit(&self.core.handle, limit)

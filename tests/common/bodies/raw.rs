@@ -1,12 +1,13 @@
 //! Raw Ethernet bodies: a raw packet QP's frame seen by a sniffer rule of another raw
 //! packet QP on the same port (a sniffer gets the frames the port sends: one device
 //! suffices), byte for byte, with its checksum offload and the Ethernet fields; and the
-//! same port's frames taken by a striding work queue behind an RSS QP's sniffer rule.
+//! same port's frames taken by a striding work queue behind an RSS QP's sniffer rule; and a
+//! raw packet QP's rate limit.
 
 use mlx5_direct::prm::L3Type;
 use mlx5_direct::{
-    Checksum, Context, Data, EthWr, FlowRule, QpConfig, RxHashConfig, StridingConfig, StridingWq,
-    Transport,
+    Checksum, Context, Data, Error, EthWr, FlowRule, QpConfig, RateLimit, RxHashConfig,
+    StridingConfig, StridingWq, Transport,
 };
 
 use super::super::{poll_n, raw::fix_checksums, raw::udp_frame, Drive, Rig, Side};
@@ -220,4 +221,64 @@ where
         per_queue[q] += 1;
     }
     assert!(per_queue[0] > 0 && per_queue[1] > 0, "{per_queue:?}");
+}
+
+/// A raw packet QP takes a rate limit (`ibv_modify_qp_rate_limit`: raw packet QPs are
+/// the one type every mlx5 kernel with packet pacing names in `supported_qpts`); a rate
+/// above the device's maximum and a burst without a rate are refused; frames still leave
+/// under the limit, and the limit is removed. A device without pacing refuses the first.
+pub fn a_raw_qp_takes_a_rate_limit<R: Rig>(rig: &R)
+where
+    R::B: Drive,
+{
+    let mut a = raw_side(rig);
+    let pacing = a.ctx.caps().pacing;
+    let limit = RateLimit {
+        kbps: pacing.min_kbps.max(1_000_000),
+        ..RateLimit::default()
+    };
+    if pacing.max_kbps == 0 {
+        assert!(matches!(
+            a.qp.set_rate_limit(&limit),
+            Err(Error::Unsupported(_))
+        ));
+        return;
+    }
+    assert!(pacing.raw, "{pacing:?}");
+    a.qp.set_rate_limit(&limit).unwrap();
+    let too_fast = RateLimit {
+        kbps: pacing.max_kbps.saturating_add(1),
+        ..RateLimit::default()
+    };
+    if too_fast.kbps > pacing.max_kbps {
+        assert!(matches!(
+            a.qp.set_rate_limit(&too_fast),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+    let burst_only = RateLimit {
+        max_burst_sz: 4096,
+        ..RateLimit::default()
+    };
+    assert!(matches!(
+        a.qp.set_rate_limit(&burst_only),
+        Err(Error::InvalidArgument(_))
+    ));
+    let caps = a.ctx.eth_caps().unwrap();
+    let dst = [0x02, 0x11, 0x22, 0x33, 0x44, 0x56];
+    let frame = udp_frame(dst, caps.mac, None, 1111, 2222, &[0x3c; 200], true);
+    let header = caps.min_inline.max(14);
+    a.mr.write(0, &frame[header..]);
+    let gather = [a.mr.sge(0, (frame.len() - header) as u32)];
+    for i in 0..4 {
+        let wr = EthWr::new(i, &frame[..header], Data::Sges(&gather));
+        a.qp.sq().post_eth(&wr).unwrap();
+    }
+    let done = poll_n(&mut a, 4);
+    assert!(done.iter().all(|c| c.status.is_ok()), "{done:?}");
+    assert_eq!(
+        done.iter().map(|c| c.wr_id).collect::<Vec<_>>(),
+        [0, 1, 2, 3]
+    );
+    a.qp.set_rate_limit(&RateLimit::default()).unwrap();
 }
