@@ -10,8 +10,8 @@
 #     MLX5_DIRECT_CM_ADDR=10.47.0.1:7471 (mlx5_0's address on the emulator's rdma_cm), and
 #     on a RoCE fabric that one again and ud_multicast_reaches_attached_qps from GID index 2
 #     (the IPv4 RoCE v2 GID: an IPv4 group), and the raw Ethernet bodies (raw packet QPs,
-#     steering rules, a striding work queue behind an RSS QP: an Ethernet port), which the
-#     InfiniBand run skips;
+#     steering rules, a striding work queue behind an RSS QP, a rate limit: an Ethernet
+#     port), which the InfiniBand run skips;
 #   - tests/verbs_open.rs (the typed errors of opening a device, on a host with devices);
 #   - with --perf, perf/tests/perf_options.rs's use_dm_runs_on_hardware (mlx5-perf --use-dm as
 #     server and client). Slow in a debug build (about two minutes; 5 s in release): every
@@ -75,7 +75,7 @@ on_emulator() {
 
 # The raw Ethernet bodies need an Ethernet port: on the RoCE fabric only.
 raw=(a_raw_sniffer_sees_a_sent_frame_with_its_checksums a_raw_striding_queue_takes_frames_in_place
-    a_raw_rss_qp_spreads_flows_by_hash)
+    a_raw_rss_qp_spreads_flows_by_hash a_raw_qp_takes_a_rate_limit)
 skip_raw=()
 for t in "${raw[@]}"; do skip_raw+=(--skip "$t"); done
 on_emulator verbs-hw ib "$verbs_hw" --ignored --test-threads 1 "${skip_raw[@]}"

@@ -18,6 +18,8 @@ const STATE: u32 = 1 << 0;
 const PORT: u32 = 1 << 5;
 const ACCESS: u32 = 1 << 3;
 const SQ_PSN: u32 = 1 << 16;
+/// `IB_QP_RATE_LIMIT`.
+const RATE_LIMIT: u32 = 1 << 25;
 
 /// A context on a fabric of `link` with a PD, a CQ and page-aligned memory for rings.
 struct Rig {
@@ -113,6 +115,37 @@ impl Rig {
             ..Default::default()
         };
         let cmd = legacy(IB_USER_VERBS_CMD_MODIFY_QP, &m, &[], 0);
+        self.ctx.command(&cmd, None)
+    }
+
+    /// MODIFY_QP_EX as libmlx5's `mlx5_modify_qp_rate_limit` sends it: RTS -> RTS with
+    /// `IB_QP_RATE_LIMIT`, the rate in the core part, the burst in mlx5's.
+    fn rate_limit(&self, qp: u32, kbps: u32, burst: u32) -> Result<(), i32> {
+        let m = ib_uverbs_ex_modify_qp {
+            base: ib_uverbs_modify_qp {
+                qp_handle: qp,
+                attr_mask: RATE_LIMIT,
+                ..Default::default()
+            },
+            rate_limit: kbps,
+            reserved: 0,
+        };
+        let drv = mlx5_ib_modify_qp {
+            burst_info: mlx5_ib_burst_info {
+                max_burst_sz: burst,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut out = [0u8; 8 + 16];
+        let cmd = extended(
+            IB_USER_VERBS_EX_CMD_MODIFY_QP,
+            m.as_bytes(),
+            drv.as_bytes(),
+            out.as_mut_ptr() as u64,
+            8,
+            16,
+        );
         self.ctx.command(&cmd, None)
     }
 
@@ -249,6 +282,18 @@ fn an_ethernet_port_reports_the_raw_caps_the_model_has() {
         ),
         (6, 13, 3, 16, raw)
     );
+    // `mlx5_ib_query_device`'s packet pacing: raw packet QPs, the model's default range
+    // and the burst caps.
+    assert_eq!(
+        drv.packet_pacing_caps,
+        mlx5_packet_pacing_caps {
+            qp_rate_limit_min: 1,
+            qp_rate_limit_max: 100_000_000,
+            supported_qpts: raw,
+            cap_flags: MLX5_IB_PP_SUPPORT_BURST,
+            reserved: [0; 3],
+        }
+    );
 }
 
 #[test]
@@ -286,6 +331,13 @@ fn raw_packet_qps_have_two_rings_and_take_the_port_alone() {
     r.modify(qp, 2, STATE).unwrap();
     assert_eq!(r.modify(qp, 3, STATE | SQ_PSN), Err(libc::EINVAL), "no PSN");
     r.modify(qp, 3, STATE).unwrap();
+    // Packet pacing in RTS: through the extended command only (the legacy one takes
+    // attributes up to DEST_QPN), within the device's range, a burst only with a rate.
+    assert_eq!(r.modify(qp, 3, STATE | RATE_LIMIT), Err(libc::EOPNOTSUPP));
+    r.rate_limit(qp, 1_000_000, 4096).unwrap();
+    assert_eq!(r.rate_limit(qp, 100_000_001, 0), Err(libc::EINVAL));
+    assert_eq!(r.rate_limit(qp, 0, 4096), Err(libc::EINVAL));
+    r.rate_limit(qp, 0, 0).unwrap();
     r.destroy_qp(send_only).unwrap();
     r.destroy_qp(qp).unwrap();
 

@@ -265,9 +265,36 @@ impl Ctx<'_> {
                 max_log_num_concurent: cfg.dci_streams.max_log_channels,
                 max_log_num_errored: cfg.dci_streams.max_log_errored,
             },
+            packet_pacing_caps: self.pacing_caps(),
             ..self.eth_driver_caps()
         };
         self.respond_driver(b, &driver)
+    }
+
+    /// `packet_pacing_caps` as `mlx5_ib_query_device` reports the QoS caps: the model's
+    /// rate range, raw packet QPs in `supported_qpts` whenever it paces (and UD, UC and
+    /// the what-if RC where `PacketPacing` names them), the burst flag; all 0 without
+    /// pacing.
+    fn pacing_caps(&self) -> mlx5_packet_pacing_caps {
+        let pp = self.nic.caps().packet_pacing;
+        if pp.max_kbps == 0 {
+            return mlx5_packet_pacing_caps::default();
+        }
+        let qpt = |on: bool, t: u8| if on { 1u32 << t } else { 0 };
+        mlx5_packet_pacing_caps {
+            qp_rate_limit_min: pp.min_kbps,
+            qp_rate_limit_max: pp.max_kbps,
+            supported_qpts: qpt(true, IB_UVERBS_QPT_RAW_PACKET)
+                | qpt(pp.ud, IB_UVERBS_QPT_UD)
+                | qpt(pp.uc, IB_UVERBS_QPT_UC)
+                | qpt(pp.rc, IB_UVERBS_QPT_RC),
+            cap_flags: if pp.burst {
+                MLX5_IB_PP_SUPPORT_BURST
+            } else {
+                0
+            },
+            reserved: [0; 3],
+        }
     }
 
     /// Whether the port is Ethernet (raw Ethernet's caps are reported there only, as

@@ -45,6 +45,7 @@ pub(crate) mod mask {
     pub const MAX_DEST_RD_ATOMIC: u32 = 1 << 17;
     pub const PATH_MIG_STATE: u32 = 1 << 18;
     pub const DEST_QPN: u32 = 1 << 20;
+    pub const RATE_LIMIT: u32 = 1 << 25;
 }
 
 /// `enum ib_qp_state`.
@@ -136,7 +137,10 @@ fn transition_masks(cur: u8, next: u8, t: Transport) -> Option<(u32, u32)> {
             (_, RESET) | (_, ERR) => (0, 0),
             (RESET, INIT) => (PORT, 0),
             (INIT, INIT) => (0, PORT),
-            (INIT, RTR) | (RTR, RTS) | (RTS, RTS) => (0, 0),
+            (INIT, RTR) => (0, 0),
+            // The rate limit (packet pacing) on the way to RTS and in RTS, as the table's
+            // raw packet column allows it.
+            (RTR, RTS) | (RTS, RTS) => (0, RATE_LIMIT),
             _ => return None,
         });
     }
@@ -427,12 +431,18 @@ impl Ctx<'_> {
 
     /// MODIFY_QP (legacy and extended).
     pub(crate) fn modify_qp(&mut self, b: &Bundle<'_>, ex: bool) -> Res {
-        let cmd: ib_uverbs_modify_qp = if ex {
+        // uverbs: the legacy command takes the attributes up to DEST_QPN, the extended one
+        // up to RATE_LIMIT (`IB_USER_LAST_QP_ATTR_MASK`); more is EOPNOTSUPP.
+        let (cmd, rate_limit): (ib_uverbs_modify_qp, u32) = if ex {
             let c: ib_uverbs_ex_modify_qp = request(b, true)?;
-            c.base
+            (c.base, c.rate_limit)
         } else {
-            request(b, false)?
+            (request(b, false)?, 0)
         };
+        let last = if ex { mask::RATE_LIMIT } else { mask::DEST_QPN };
+        if cmd.attr_mask & !((last << 1) - 1) != 0 {
+            return Err(libc::EOPNOTSUPP);
+        }
         let max_rd = u32::from(self.nic.caps().max_rd_atomic);
         let qp = self.qps.get_mut(&cmd.qp_handle).ok_or(libc::EINVAL)?;
         let t = qp.transport;
@@ -590,6 +600,24 @@ impl Ctx<'_> {
         };
         if let Some(tr) = transition {
             self.nic.modify_qp(qp.qpn, &tr).map_err(errno)?;
+        }
+        if m & mask::RATE_LIMIT != 0 {
+            // `__mlx5_ib_modify_qp`'s raw packet path: the rate with mlx5's burst info. On
+            // RTR -> RTS the model takes it once in RTS (a refused rate leaves the QP in RTS
+            // where the kernel would leave it in RTR).
+            let drv: mlx5_ib_modify_qp = driver_request(b, true)?;
+            let limit = mlx5_hw::RateLimit {
+                kbps: rate_limit,
+                max_burst_sz: drv.burst_info.max_burst_sz,
+                typical_pkt_sz: drv.burst_info.typical_pkt_sz,
+            };
+            self.nic
+                .modify_qp_rate_limit(qp.qpn, &limit)
+                .map_err(|e| match e {
+                    // `mlx5_rl_add_rate`: the rate table is full.
+                    mlx5_hw::HwError::OutOfResources => libc::ENOSPC,
+                    e => errno(e),
+                })?;
         }
         record(&mut qp.attr, &cmd, m);
         qp.attr.qp_access_flags = rights.0;
