@@ -1,8 +1,8 @@
 //! perftest's raw Ethernet tests on the device model: `raw_ethernet_bw`,
 //! `raw_ethernet_lat` and `raw_ethernet_burst_lat`, with perftest's flags where they
 //! overlap (`-s` the frame size, `-n`, `-B` / `-E` source and destination MAC, `-J` / `-j`
-//! source and destination IPv4, `-K` / `-k` source and destination port, `--tcp`, `-Z`) and
-//! ours: `--empw N` (N frames per enhanced multi-packet WQE) and `--mprq N` (a striding
+//! source and destination IPv4, `-K` / `-k` source and destination port, `--tcp`, `-Z`,
+//! and packet pacing: `--rate_limit` in `M` with `--rate_limit_type PP`) and ours: `--empw N` (N frames per enhanced multi-packet WQE) and `--mprq N` (a striding
 //! receive queue of N strides per WQE). Both ends are model NICs with an Ethernet port in
 //! this process, the client sending to the server's MAC through the model's switch; the
 //! rates are CPU-side numbers of the driver and the model (not a NIC's), and each run adds
@@ -11,6 +11,8 @@
 
 use std::time::Instant;
 
+use crate::bench::pp_kbps;
+use crate::cli::{RateLimitType, RateUnits};
 use clap::Args;
 use mlx5_direct::backend::sim::{Fabric, LinkLayer, NicConfig, PcieCounters, Sim};
 use mlx5_direct::{
@@ -63,6 +65,16 @@ pub struct RawArgs {
     /// (0: a plain receive queue, one WQE per frame).
     #[arg(long = "mprq", default_value_t = 0)]
     pub mprq: u32,
+    /// raw_ethernet_bw: the sender's rate limit in --rate_units (needs --rate_limit_type PP).
+    #[arg(long = "rate_limit")]
+    pub rate_limit: Option<f64>,
+    /// The unit of --rate_limit: M (MiB/s) only, as perftest's packet pacing.
+    #[arg(long = "rate_units", value_enum, default_value = "g")]
+    pub rate_units: RateUnits,
+    /// PP: the device's packet pacing of the sender's raw QP (`Qp::set_rate_limit`, as
+    /// perftest's `ibv_modify_qp` with `IBV_QP_RATE_LIMIT`); SW and HW are not built here.
+    #[arg(long = "rate_limit_type", value_enum)]
+    pub rate_limit_type: Option<RateLimitType>,
 }
 
 /// Which raw test.
@@ -243,8 +255,26 @@ pub fn run(test: RawTest, args: &RawArgs) -> Result<(), crate::Error> {
     if args.empw > 32 {
         return Err("--empw takes 1 to 32 frames per WQE (DPDK's limit)".into());
     }
+    let pacing = match (args.rate_limit_type, args.rate_limit) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            return Err("--rate_limit: the raw tests pace with --rate_limit_type PP only".into())
+        }
+        (Some(RateLimitType::Pp), rate) => {
+            Some(pp_kbps(rate, args.rate_units, test == RawTest::Bw, false)?)
+        }
+        (Some(_), _) => {
+            return Err("--rate_limit_type: the raw tests take PP (packet pacing) only".into())
+        }
+    };
     let fabric = Fabric::new();
     let mut client = end(&fabric)?;
+    if let Some(kbps) = pacing {
+        client.qp.set_rate_limit(&mlx5_direct::RateLimit {
+            kbps,
+            ..Default::default()
+        })?;
+    }
     let mut server = end(&fabric)?;
     let src = match &args.source_mac {
         Some(m) => parse_mac(m)?,
@@ -567,21 +597,12 @@ fn report(
 mod tests {
     use super::*;
 
+    /// 64 frames (bursts of 4) of the pcie rows' 64-byte UDP frame.
     fn args() -> RawArgs {
         RawArgs {
-            size: 64,
             iters: 64,
-            source_mac: None,
-            dest_mac: None,
-            source_ip: "10.0.0.1".parse().unwrap(),
-            dest_ip: "10.0.0.2".parse().unwrap(),
-            source_port: 1,
-            dest_port: 2,
-            tcp: false,
-            server: false,
             burst_size: 4,
-            empw: 0,
-            mprq: 0,
+            ..crate::raw_pcie::raw_args()
         }
     }
 
@@ -619,5 +640,53 @@ mod tests {
             )
             .unwrap();
         }
+    }
+
+    /// `--rate_limit_type PP` paces the sender's raw QP on the model's pacer (host
+    /// clock): 256 frames of 64 bytes at 0.1 M (819 kbit/s, 102 400 bytes a second) leave
+    /// no faster than the schedule allows, 255 × 64 bytes after the first (159 ms), where
+    /// an unpaced run takes a few milliseconds. Perftest's checks refuse the rest.
+    #[test]
+    fn packet_pacing_paces_the_sender() {
+        let paced = RawArgs {
+            iters: 256,
+            rate_limit: Some(0.1),
+            rate_units: RateUnits::MiBs,
+            rate_limit_type: Some(RateLimitType::Pp),
+            ..args()
+        };
+        let start = std::time::Instant::now();
+        run(RawTest::Bw, &paced).unwrap();
+        let least = 255.0 * 64.0 / (819.0 * 1000.0 / 8.0);
+        assert!(start.elapsed().as_secs_f64() >= least);
+        let refused = |a: RawArgs, test: RawTest, why: &str| {
+            let e = run(test, &a).unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        };
+        refused(
+            RawArgs {
+                rate_units: RateUnits::Gbits,
+                ..paced.clone()
+            },
+            RawTest::Bw,
+            "MEGA_BYTE_PS",
+        );
+        refused(paced.clone(), RawTest::Lat, "bandwidth tests only");
+        refused(
+            RawArgs {
+                rate_limit_type: None,
+                ..paced.clone()
+            },
+            RawTest::Bw,
+            "PP only",
+        );
+        refused(
+            RawArgs {
+                rate_limit_type: Some(RateLimitType::Sw),
+                ..paced
+            },
+            RawTest::Bw,
+            "PP (packet pacing) only",
+        );
     }
 }

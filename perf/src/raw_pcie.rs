@@ -339,7 +339,7 @@ pub fn explain(args: &crate::cli::ExplainArgs) -> Result<(), crate::Error> {
 }
 
 /// The raw tests' flags for a 64-byte UDP frame from 10.0.0.1:1 to 10.0.0.2:2.
-fn raw_args() -> crate::raw::RawArgs {
+pub(crate) fn raw_args() -> crate::raw::RawArgs {
     crate::raw::RawArgs {
         size: 64,
         iters: 1,
@@ -354,6 +354,9 @@ fn raw_args() -> crate::raw::RawArgs {
         burst_size: 1,
         empw: 0,
         mprq: 0,
+        rate_limit: None,
+        rate_units: crate::cli::RateUnits::Gbits,
+        rate_limit_type: None,
     }
 }
 

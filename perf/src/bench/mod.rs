@@ -32,7 +32,7 @@ mod xrc;
 
 pub use host::{cpu_mhz, MODEL_COUNTERS};
 pub use hwts::HwRow;
-pub use params::{Connection, Params, RateLimit, RdmaCm, DEF_DC_KEY, DEF_MGID, DEF_QKEY};
+pub use params::{pp_kbps, Connection, Params, RateLimit, RdmaCm, DEF_DC_KEY, DEF_MGID, DEF_QKEY};
 pub use row::{Counts, PerMessage, Row, RowCompletions, RowPcie, Setup, Stats};
 use side::{await_ping, data_for, finished, lat_signals, peer_stopped, sample, spin, Side};
 

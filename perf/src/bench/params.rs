@@ -381,24 +381,32 @@ fn packet_pacing(test: Test, a: &BenchArgs) -> Result<Option<u32>, String> {
     if a.rate_limit_type != Some(RateLimitType::Pp) {
         return Ok(None);
     }
-    let Some(rate) = a.rate_limit else {
+    let bw = test.kind == Kind::Bw;
+    pp_kbps(a.rate_limit, a.rate_units, bw, a.burst_size.is_some()).map(Some)
+}
+
+/// `--rate_limit_type PP`'s rate in kbit/s: `rate` (`--rate_limit`) in `units` (M only,
+/// perftest's MEGA_BYTE_PS: 1 M is 8 × 1024 kbit/s), on a bandwidth test (`bw`), without
+/// a burst size (`burst`): perftest sets the rate alone.
+pub fn pp_kbps(rate: Option<f64>, units: RateUnits, bw: bool, burst: bool) -> Result<u32, String> {
+    let Some(rate) = rate else {
         return Err(
             "--rate_limit_type PP: must specify a rate limit when using Packet \
                     Pacing (--rate_limit)"
                 .into(),
         );
     };
-    if a.rate_units != RateUnits::MiBs {
+    if units != RateUnits::MiBs {
         return Err(
             "--rate_limit_type PP: Packet Pacing only supports MEGA_BYTE_PS \
                     (--rate_units M)"
                 .into(),
         );
     }
-    if test.kind != Kind::Bw {
+    if !bw {
         return Err("--rate_limit_type PP: on the bandwidth tests only (ours)".into());
     }
-    if a.burst_size.is_some() {
+    if burst {
         return Err("--rate_limit_type PP: perftest sets the rate alone \
                     (ibv_modify_qp with IBV_QP_RATE_LIMIT), no burst size"
             .into());
@@ -409,7 +417,7 @@ fn packet_pacing(test: Test, a: &BenchArgs) -> Result<Option<u32>, String> {
             "--rate_limit {rate} M: {kbps} kbit/s is outside 1..=4294967295"
         ));
     }
-    Ok(Some(kbps as u32))
+    Ok(kbps as u32)
 }
 
 /// perftest's default MGID (multicast_resources.h `MCG_GID`), the server's group.
