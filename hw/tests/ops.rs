@@ -104,6 +104,69 @@ fn send_scatters_over_several_receive_segments() {
     assert_eq!(b.poll_recv().unwrap().byte_cnt, 10);
 }
 
+/// A message that fills a later receive segment to its MR's last byte: that segment's
+/// part is checked at its own address and length (inside the MR), not past its end.
+#[test]
+fn a_later_receive_segment_is_checked_where_it_lies() {
+    let (_f, mut a, mut b) = pair();
+    let (r1, r2) = (b.data(0x100), b.data(DATA_LEN - 16));
+    let k = b.key;
+    b.post_recv(&[(r1, 5, k), (r2, 16, k)]);
+    let payload: Vec<u8> = (0..21).collect();
+    a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(&payload)]);
+    a.ring();
+    let r = b.poll_recv().unwrap();
+    assert_eq!((r.opcode, r.byte_cnt), (RESP_SEND, 21), "{r:?}");
+    assert_eq!(b.read_data(0x100, 5), &payload[..5]);
+    assert_eq!(b.read_data(DATA_LEN - 16, 16), &payload[5..]);
+}
+
+/// A message of two gather segments scatters on from where the first stopped inside a
+/// receive segment, and on into the next receive segment, byte for byte.
+#[test]
+fn a_second_gather_segment_continues_mid_receive_segment() {
+    let (_f, mut a, mut b) = pair();
+    let (r1, r2) = (b.data(0x100), b.data(0x300));
+    let k = b.key;
+    b.post_recv(&[(r1, 10, k), (r2, 10, k)]);
+    b.write_data(0x10a, &[0xee; 8]);
+    a.write_data(0, b"ABCDE");
+    a.write_data(0x40, b"0123456789");
+    let (s1, s2) = (a.data(0), a.data(0x40));
+    a.post_op(
+        SEND,
+        0,
+        SIGNALED,
+        0,
+        &[data_seg(5, a.key, s1), data_seg(10, a.key, s2)],
+    );
+    a.ring();
+    assert_eq!(b.poll_recv().unwrap().byte_cnt, 15);
+    assert_eq!(b.read_data(0x100, 10), b"ABCDE01234");
+    assert_eq!(b.read_data(0x300, 5), b"56789");
+    assert_eq!(
+        b.read_data(0x10a, 8),
+        [0xee; 8],
+        "nothing past the first segment"
+    );
+}
+
+/// Only the receive segments a message fills are key-checked (docs/model.md, "Receives"):
+/// a SEND that exactly fills the first segment succeeds past a second whose key names no
+/// MR.
+#[test]
+fn a_receive_segment_the_message_does_not_reach_is_not_checked() {
+    let (_f, mut a, mut b) = pair();
+    let r1 = b.data(0x100);
+    b.post_recv(&[(r1, 10, b.key), (0xdead_0000, 64, 0x7777_7700)]);
+    a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(b"0123456789")]);
+    a.ring();
+    assert_eq!(b.read_data(0x100, 10), b"0123456789");
+    let r = b.poll_recv().unwrap();
+    assert_eq!((r.opcode, r.byte_cnt), (RESP_SEND, 10));
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+}
+
 #[test]
 fn zero_length_send_consumes_a_receive() {
     let (_f, mut a, mut b) = pair();

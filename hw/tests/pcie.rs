@@ -664,3 +664,35 @@ fn translation_cache_reads_one_entry_per_page_touched() {
         }
     }
 }
+
+/// A UD datagram received without a GRH skips the receive's first 40 bytes: its payload is
+/// written from 40 bytes into the scatter entry, and the DMA writes are split where those
+/// bytes cross a 4 KiB boundary (a TLP may not cross one). A 64-byte payload landing 8
+/// bytes before a page's end takes two MWr; the same payload inside a page one.
+#[test]
+fn a_ud_payload_after_the_grh_area_is_split_at_a_page_boundary() {
+    let f = mlx5_hw::Fabric::new();
+    let (na, nb) = (
+        Nic::new(&f, NicConfig::default()),
+        Nic::new(&f, NicConfig::default()),
+    );
+    let mut a = ud::side(&na);
+    let mut b = ud::side(&nb);
+    let av = ud::av(&a, nb.lid(), None, b.qp.qpn, ud::QKEY);
+    let page_in = (b.data(0) % 0x1000) as usize;
+    // The writes of one datagram's receive at data offset `off` (scatter and CQE).
+    let mut writes_at = |off: usize| {
+        b.recv_at(off, 256);
+        let before = nb.pcie().dma_writes;
+        ud::send(&mut a, &av, &[0x7e; 64], SIGNALED);
+        assert_eq!(a.drain_send().len(), 1);
+        let c = b.drain_recv();
+        assert_eq!(c.len(), 1);
+        assert_eq!(b.read_data(off + 40, 64), vec![0x7e; 64]);
+        nb.pcie().dma_writes - before
+    };
+    let inside = writes_at(0x1000 - page_in + 0x400);
+    // 48 bytes before the next page: the payload's last 56 bytes on the next page.
+    let crossing = writes_at(0x2000 - page_in - 48);
+    assert_eq!(crossing, inside + 1);
+}
