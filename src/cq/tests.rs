@@ -426,3 +426,45 @@ fn reports_of_unknown_qps_and_wqes_name_the_cqes_opcode() {
         (1, WcOpcode::Nop, Status::Success)
     );
 }
+
+/// What creating a raw packet QP asks of a CQ's attachments: whether any QP is attached,
+/// whether a raw QP's receive queue is, the same QP attached again (its receive CQ as its
+/// send CQ) kept once with the raw flag of either attach, and a detach that leaves none.
+#[test]
+fn attachments_tell_any_qp_and_a_raw_receive_queue_until_detached() {
+    let entry = |qpn, sq: &Arc<SqShared>, eth_rq| QpEntry {
+        qpn,
+        sq: sq.clone(),
+        recv: RecvShared::None,
+        errored: Arc::default(),
+        sq_error: None,
+        streams: false,
+        eth_rq,
+    };
+    let (sq7, sq9) = (
+        Arc::new(SqShared::new(16, 7)),
+        Arc::new(SqShared::new(16, 9)),
+    );
+    let a = CqAttachments::default();
+    assert_eq!((a.serves_any(), a.serves_eth_rq()), (false, false));
+    a.attach(entry(7, &sq7, false));
+    assert_eq!((a.serves_any(), a.serves_eth_rq()), (true, false));
+    // The same QP again, now with its raw receive queue: one entry, raw.
+    a.attach(entry(7, &sq7, true));
+    assert_eq!((a.serves_any(), a.serves_eth_rq()), (true, true));
+    // And once more without: the flag stays.
+    a.attach(entry(7, &sq7, false));
+    assert_eq!(a.entries.lock().unwrap().len(), 1);
+    assert_eq!((a.serves_any(), a.serves_eth_rq()), (true, true));
+    // Another QP, and one of the same number with another queue: their own entries.
+    let sq7b = Arc::new(SqShared::new(16, 7));
+    a.attach(entry(9, &sq9, false));
+    a.attach(entry(7, &sq7b, false));
+    assert_eq!(a.entries.lock().unwrap().len(), 3);
+    a.detach(7);
+    assert!(sq7.is_gone() && sq7b.is_gone() && !sq9.is_gone());
+    assert_eq!((a.serves_any(), a.serves_eth_rq()), (true, false));
+    a.detach(9);
+    assert!(sq9.is_gone());
+    assert_eq!((a.serves_any(), a.serves_eth_rq()), (false, false));
+}
