@@ -468,3 +468,13 @@ fn attachments_tell_any_qp_and_a_raw_receive_queue_until_detached() {
     assert!(sq9.is_gone());
     assert_eq!((a.serves_any(), a.serves_eth_rq()), (false, false));
 }
+
+/// An XRC SRQ's key: the 24 bits of `srqn_uidx` its CQEs carry (bits 31..24 of the word
+/// dropped: CQE version 1's user index is 24 bits), with bit 31 set, which no 24-bit QPN has.
+#[test]
+fn an_xrc_srq_key_is_the_24_bit_index_with_bit_31() {
+    assert_eq!(xrc_srq_key(0), 0x8000_0000);
+    assert_eq!(xrc_srq_key(0x12_3456), 0x8012_3456);
+    assert_eq!(xrc_srq_key(0xab12_3456), 0x8012_3456);
+    assert_eq!(xrc_srq_key(u32::MAX), 0x80ff_ffff);
+}
