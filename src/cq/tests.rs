@@ -478,3 +478,34 @@ fn an_xrc_srq_key_is_the_24_bit_index_with_bit_31() {
     assert_eq!(xrc_srq_key(0xab12_3456), 0x8012_3456);
     assert_eq!(xrc_srq_key(u32::MAX), 0x80ff_ffff);
 }
+
+/// A CQ reports the number and the entry count of its description (`mlx5dv_cq`'s `cqn`
+/// and `cqe_cnt`), and starts at consumer index 0.
+#[test]
+fn a_cq_reports_its_number_and_entries_from_its_description() {
+    use crate::mem::Memory;
+    use crate::mmio::NullUar;
+    let (buf, dbrec) = (Memory::new(32 * CQE_SIZE).unwrap(), Memory::new(64).unwrap());
+    let desc = CqDesc {
+        buf: buf.non_null(),
+        cqe_cnt: 32,
+        cqe_size: CQE_SIZE,
+        dbrec: dbrec.non_null().cast(),
+        cqn: 0xab_cdef,
+    };
+    // SAFETY: both allocations outlive the queue (dropped at the end of the test, after it).
+    let cq = unsafe {
+        CompletionQueue::new(
+            &desc,
+            NullUar::default(),
+            Arc::default(),
+            Arc::default(),
+            false,
+        )
+    };
+    assert_eq!(
+        (cq.cqn(), cq.capacity(), cq.consumer_index()),
+        (0xab_cdef, 32, 0)
+    );
+    drop(cq);
+}
