@@ -509,3 +509,39 @@ fn a_cq_reports_its_number_and_entries_from_its_description() {
     );
     drop(cq);
 }
+
+/// The raw poll of a striding RQ's CQ: each CQE software owns (owner bit of its pass, a
+/// valid opcode) whole and once, over three passes of the ring, and nothing where the
+/// device has not written this pass.
+#[test]
+fn next_raw_hands_over_each_owned_cqe_once_over_the_passes() {
+    use crate::null::NullQueues;
+    let mut q = NullQueues::new(8, 4, 64).unwrap();
+    assert_eq!(q.cq.next_raw(), None);
+    let cqe_of = |k: u32, owner: u8| {
+        let mut cqe = [0u8; CQE_SIZE];
+        for (i, b) in cqe.iter_mut().enumerate() {
+            *b = (k as usize * 7 + i) as u8;
+        }
+        cqe[63] = (CqeOpcode::RespSend as u8) << 4 | owner;
+        cqe
+    };
+    let mut k = 0;
+    // One at a time, then in threes: 11 CQEs, the ring of 4 entries wraps twice.
+    for batch in [1, 1, 1, 1, 1, 3, 3] {
+        let written: Vec<_> = (0..batch)
+            .map(|_| {
+                let cqe = cqe_of(k, ((k / 4) & 1) as u8);
+                q.write_raw_cqe(&cqe);
+                k += 1;
+                cqe
+            })
+            .collect();
+        for cqe in written {
+            assert_eq!(q.cq.next_raw(), Some(cqe), "before CQE {k}");
+        }
+        assert_eq!(q.cq.next_raw(), None, "after CQE {k}");
+        assert_eq!(q.cq.consumer_index(), k);
+    }
+    assert_eq!(k, 11);
+}
