@@ -480,9 +480,13 @@ fn an_xrc_srq_key_is_the_24_bit_index_with_bit_31() {
 }
 
 /// A CQ reports the number and the entry count of its description (`mlx5dv_cq`'s `cqn`
-/// and `cqe_cnt`), and starts at consumer index 0.
+/// and `cqe_cnt`), and starts at consumer index 0. Arming it writes the arm word
+/// `sn << 28 | cmd | ci` (sn: events taken mod 4; cmd: `MLX5_CQ_DB_REQ_NOT` 0 or
+/// `MLX5_CQ_DB_REQ_NOT_SOL` 1 << 24) big-endian to record word 1 (`MLX5_CQ_ARM_DB`), then
+/// `word << 32 | cqn` big-endian to the UAR at 0x20 (`MLX5_CQ_DOORBELL`), as libmlx5's
+/// `mlx5_arm_cq` does.
 #[test]
-fn a_cq_reports_its_number_and_entries_from_its_description() {
+fn a_cq_reports_its_description_and_arms_with_its_number_index_and_sequence() {
     use crate::mem::Memory;
     use crate::mmio::NullUar;
     let (buf, dbrec) = (Memory::new(32 * CQE_SIZE).unwrap(), Memory::new(64).unwrap());
@@ -493,19 +497,46 @@ fn a_cq_reports_its_number_and_entries_from_its_description() {
         dbrec: dbrec.non_null().cast(),
         cqn: 0xab_cdef,
     };
+    let events = Arc::new(AtomicU32::new(0));
     // SAFETY: both allocations outlive the queue (dropped at the end of the test, after it).
-    let cq = unsafe {
+    let mut cq = unsafe {
         CompletionQueue::new(
             &desc,
             NullUar::default(),
             Arc::default(),
-            Arc::default(),
+            events.clone(),
             false,
         )
     };
     assert_eq!(
         (cq.cqn(), cq.capacity(), cq.consumer_index()),
         (0xab_cdef, 32, 0)
+    );
+    let words = || {
+        let mut w = [0u8; 8];
+        dbrec.read(0, &mut w);
+        w
+    };
+    cq.arm(false);
+    assert_eq!(words(), [0; 8]);
+    assert_eq!(cq.uar.read64(0x20), [0, 0, 0, 0, 0, 0xab, 0xcd, 0xef]);
+    // One CQE consumed, five events taken: sequence 1, index 1.
+    buf.write(63, &[(CqeOpcode::RespSend as u8) << 4]);
+    assert!(cq.next_raw().is_some());
+    events.store(5, Ordering::Release);
+    cq.arm(true);
+    assert_eq!(words(), [0, 0, 0, 1, 0x11, 0, 0, 1]);
+    assert_eq!(
+        cq.uar.read64(0x20),
+        [0x11, 0, 0, 1, 0, 0xab, 0xcd, 0xef]
+    );
+    // Seven: sequence 3, the next CQE only.
+    events.store(7, Ordering::Release);
+    cq.arm(false);
+    assert_eq!(words(), [0, 0, 0, 1, 0x30, 0, 0, 1]);
+    assert_eq!(
+        cq.uar.read64(0x20),
+        [0x30, 0, 0, 1, 0, 0xab, 0xcd, 0xef]
     );
     drop(cq);
 }
