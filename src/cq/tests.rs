@@ -489,7 +489,10 @@ fn an_xrc_srq_key_is_the_24_bit_index_with_bit_31() {
 fn a_cq_reports_its_description_and_arms_with_its_number_index_and_sequence() {
     use crate::mem::Memory;
     use crate::mmio::NullUar;
-    let (buf, dbrec) = (Memory::new(32 * CQE_SIZE).unwrap(), Memory::new(64).unwrap());
+    let (buf, dbrec) = (
+        Memory::new(32 * CQE_SIZE).unwrap(),
+        Memory::new(64).unwrap(),
+    );
     let desc = CqDesc {
         buf: buf.non_null(),
         cqe_cnt: 32,
@@ -526,18 +529,12 @@ fn a_cq_reports_its_description_and_arms_with_its_number_index_and_sequence() {
     events.store(5, Ordering::Release);
     cq.arm(true);
     assert_eq!(words(), [0, 0, 0, 1, 0x11, 0, 0, 1]);
-    assert_eq!(
-        cq.uar.read64(0x20),
-        [0x11, 0, 0, 1, 0, 0xab, 0xcd, 0xef]
-    );
+    assert_eq!(cq.uar.read64(0x20), [0x11, 0, 0, 1, 0, 0xab, 0xcd, 0xef]);
     // Seven: sequence 3, the next CQE only.
     events.store(7, Ordering::Release);
     cq.arm(false);
     assert_eq!(words(), [0, 0, 0, 1, 0x30, 0, 0, 1]);
-    assert_eq!(
-        cq.uar.read64(0x20),
-        [0x30, 0, 0, 1, 0, 0xab, 0xcd, 0xef]
-    );
+    assert_eq!(cq.uar.read64(0x20), [0x30, 0, 0, 1, 0, 0xab, 0xcd, 0xef]);
     drop(cq);
 }
 
