@@ -41,6 +41,20 @@ fn done(s: &mut Side) -> usize {
     s.cq.poll(&mut out)
 }
 
+/// Completions of `a`'s sends at each step of `nic`'s manual pacing clock when one leaves
+/// a millisecond: the first at once, 4 after 3 ms. Returns how many completed.
+fn one_a_millisecond(a: &mut Side, nic: &hw::Nic) -> usize {
+    let mut sent = done(a);
+    assert_eq!(sent, 1);
+    for (step, total) in [(999 * US, 1), (US, 2), (2_000 * US, 4)] {
+        nic.advance_pacing_clock(step).unwrap();
+        nic.progress();
+        sent += done(a);
+        assert_eq!(sent, total, "at {} us", nic.pacing_clock() / US);
+    }
+    sent
+}
+
 #[test]
 fn datagrams_leave_at_the_limit_on_the_models_clock() {
     let rig = paced();
@@ -83,14 +97,7 @@ fn datagrams_leave_at_the_limit_on_the_models_clock() {
         a.qp.sq().post_ud(wr, &ah.dest(b.qp.qpn(), QKEY)).unwrap();
     }
     // The first leaves at once, then one a millisecond of the model's clock.
-    let mut sent = done(&mut a);
-    assert_eq!(sent, 1);
-    for (step, total) in [(999 * US, 1), (US, 2), (2_000 * US, 4)] {
-        nic.advance_pacing_clock(step).unwrap();
-        nic.progress();
-        sent += done(&mut a);
-        assert_eq!(sent, total, "at {} us", nic.pacing_clock() / US);
-    }
+    let mut sent = one_a_millisecond(&mut a, &nic);
     // Removed: the last one leaves at the next doorbell or progress.
     a.qp.set_rate_limit(&RateLimit::default()).unwrap();
     nic.progress();
@@ -159,13 +166,6 @@ fn raw_frames_are_paced_with_the_default_caps() {
             .unwrap();
     }
     let nic = a.ctx.backend().nic().clone();
-    let mut sent = done(&mut a);
-    assert_eq!(sent, 1);
-    for (step, total) in [(999 * US, 1), (US, 2), (2_000 * US, 4)] {
-        nic.advance_pacing_clock(step).unwrap();
-        nic.progress();
-        sent += done(&mut a);
-        assert_eq!(sent, total, "at {} us", nic.pacing_clock() / US);
-    }
+    one_a_millisecond(&mut a, &nic);
     assert_eq!(nic.stats().eth.tx_frames, 4);
 }
