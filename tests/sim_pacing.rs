@@ -97,7 +97,7 @@ fn datagrams_leave_at_the_limit_on_the_models_clock() {
         a.qp.sq().post_ud(wr, &ah.dest(b.qp.qpn(), QKEY)).unwrap();
     }
     // The first leaves at once, then one a millisecond of the model's clock.
-    let mut sent = one_a_millisecond(&mut a, &nic);
+    let sent = one_a_millisecond(&mut a, &nic);
     // Removed: the last one leaves at the next doorbell or progress.
     a.qp.set_rate_limit(&RateLimit::default()).unwrap();
     nic.progress();
