@@ -155,7 +155,10 @@ fn a_lone_cqe_is_never_compressed() {
 fn under_backpressure_compresses_only_while_the_link_is_congested() {
     let (mut a, b) = zip_pair(ZipLayout::Basic, ZipConfig::default(), 6);
     burst(&mut a, &b, 4);
-    assert_eq!(a.drain_send().len(), 4, "four whole CQEs");
+    assert_eq!(a.drain_send().len(), 4);
+    let formats: Vec<u8> = (0..4).map(|i| slot(&a, i)[63] & 0x0c).collect();
+    assert_eq!(formats, [0; 4], "four whole CQEs");
+    assert_eq!(zip_stats(&a), (4, 0, 0));
     a.nic.inject(Fault::PcieBackpressure(true));
     burst(&mut a, &b, 4);
     assert_eq!(slot(&a, 4)[63], 0x0c);
@@ -212,6 +215,29 @@ fn responder_blocks_need_consecutive_counters_and_equal_fields() {
         .flat_map(|l| [[0; 4], l.to_be_bytes()].concat())
         .collect();
     assert_eq!(minis, want, "hash 0 (no RSS on IB), byte counts");
+}
+
+#[test]
+fn responder_cqes_of_one_qp_that_differ_are_written_whole() {
+    // SEND, SEND with immediate 5, SEND with immediate 6: one QP, consecutive counters,
+    // but the opcode and then the immediate differ, which a mini-CQE cannot carry.
+    let (mut a, mut b) = zip_pair(ZipLayout::Basic, every_burst(), 6);
+    for i in 0..3 {
+        b.recv_at(64 * i, 64);
+    }
+    a.post_op(SEND, 0, 0, 0, &[inline_seg(&[1; 8])]);
+    for imm in [5u32, 6] {
+        a.post_op(SEND_IMM, 0, 0, imm, &[inline_seg(&[1; 8])]);
+    }
+    a.ring();
+    let ops: Vec<u8> = (0..3).map(|i| b.mem.read(RCQ + 64 * i, 64)[63]).collect();
+    assert_eq!(
+        ops,
+        [RESP_SEND << 4, RESP_SEND_IMM << 4, RESP_SEND_IMM << 4]
+    );
+    let imms: Vec<Vec<u8>> = (1..3).map(|i| b.mem.read(RCQ + 64 * i + 36, 4)).collect();
+    assert_eq!(imms, [5u32.to_be_bytes(), 6u32.to_be_bytes()]);
+    assert_eq!(b.nic.stats().zip_blocks, 0);
 }
 
 #[test]
