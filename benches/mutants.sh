@@ -58,6 +58,9 @@ tests_of() {
     src/prm/zip.rs) echo --lib --test golden --test cqz ;;
     src/prm/cqe.rs) echo --lib --test golden --test null_device --test hostile_cqes ;;
     src/prm/*) echo --lib --test golden --test null_device ;;
+    src/sq/eth.rs) echo --lib --test golden --test sim_raw --test sim_pacing ;;
+    src/sq/empw.rs) echo --lib --test golden --test sim_raw_empw ;;
+    src/sq/xrc.rs) echo --lib --test sim_xrc ;;
     src/sq/*) echo --lib --test null_device --test golden --test sim_matrix --test sim_dc \
         --test sim_ud --test dm ;;
     src/rq.rs) echo --lib --test sim_ops --test scatter_cqe --test odp --test sim_ud \
