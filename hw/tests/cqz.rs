@@ -144,11 +144,13 @@ fn enhanced_validity_count_and_owner_follow_the_pass() {
 
 #[test]
 fn a_lone_cqe_is_never_compressed() {
-    let (mut a, b) = zip_pair(ZipLayout::Basic, every_burst(), 6);
-    burst(&mut a, &b, 1);
-    burst(&mut a, &b, 1);
-    assert_eq!(a.drain_send().len(), 2);
-    assert_eq!(a.nic.stats().zip_blocks, 0);
+    for layout in [ZipLayout::Basic, ZipLayout::Enhanced] {
+        let (mut a, b) = zip_pair(layout, every_burst(), 6);
+        burst(&mut a, &b, 1);
+        burst(&mut a, &b, 1);
+        assert_eq!(a.drain_send().len(), 2);
+        assert_eq!(zip_stats(&a), (2, 0, 0), "{layout:?}");
+    }
 }
 
 #[test]
@@ -238,6 +240,51 @@ fn responder_cqes_of_one_qp_that_differ_are_written_whole() {
     let imms: Vec<Vec<u8>> = (1..3).map(|i| b.mem.read(RCQ + 64 * i + 36, 4)).collect();
     assert_eq!(imms, [5u32.to_be_bytes(), 6u32.to_be_bytes()]);
     assert_eq!(b.nic.stats().zip_blocks, 0);
+}
+
+#[test]
+fn receives_scattered_to_the_cqe_are_written_whole() {
+    // Three equal SENDs whose CQEs would make a block, but each carries its payload.
+    let cfg = Cfg {
+        scatter_to_cqe: true,
+        zip: Some(CqCompression {
+            layout: ZipLayout::Basic,
+            format: MiniFormat::Hash,
+        }),
+        ..Cfg::default()
+    };
+    let nic = NicConfig {
+        cqe_zip: every_burst(),
+        ..NicConfig::default()
+    };
+    let (_f, mut a, mut b) = pair_with(cfg, Conn::default(), nic);
+    for i in 0..3 {
+        b.recv_at(64 * i, 64);
+    }
+    for _ in 0..3 {
+        a.post_op(SEND, 0, 0, 0, &[inline_seg(&[9; 8])]);
+    }
+    a.ring();
+    for i in 0..3 {
+        let cqe = b.mem.read(RCQ + 64 * i, 64);
+        assert_eq!(cqe[63], RESP_SEND << 4 | 1 << 2, "CQE {i}: whole, format 1");
+        assert_eq!(&cqe[..9], &[9, 9, 9, 9, 9, 9, 9, 9, 0]);
+    }
+    assert_eq!(b.nic.stats().zip_blocks, 0);
+}
+
+#[test]
+fn error_and_flush_cqes_are_written_whole() {
+    // A WRITE under a bad rkey fails; the three after it flush with one syndrome and
+    // consecutive counters, yet no error CQE joins a block.
+    let (mut a, b) = zip_pair(ZipLayout::Basic, every_burst(), 6);
+    a.write_inline(b.data(0), b.key ^ 0x100, &[1; 8], SIGNALED);
+    burst(&mut a, &b, 3);
+    let op_owns: Vec<u8> = (0..4).map(|i| slot(&a, i)[63]).collect();
+    assert_eq!(op_owns, [0xd0; 4], "four whole requester error CQEs");
+    let syndromes: Vec<u8> = (0..4).map(|i| slot(&a, i)[55]).collect();
+    assert_eq!(syndromes, [0x13, 0x05, 0x05, 0x05]);
+    assert_eq!(zip_stats(&a), (4, 0, 0));
 }
 
 #[test]

@@ -439,3 +439,54 @@ fn multi_packet_message_advances_psns() {
     assert_eq!(a.drain_send().len(), 2);
     assert_eq!(b.state(), QpState::Rts);
 }
+
+/// Three SENDs (`full` bytes, one more, none) to a QP that scatters to its `cqe_size`-byte
+/// receive CQEs: only the first lands in its CQE (format 1 in bytes 0..32 of a 64-byte CQE,
+/// format 2 in the first half of a 128-byte one; kernel `configure_responder_scat_cqe`).
+fn scatters_up_to(cqe_size: u32, full: usize, format: u8) {
+    let cfg = Cfg {
+        cqe_size,
+        scatter_to_cqe: true,
+        ..Cfg::default()
+    };
+    let (_f, mut a, mut b) = pair_with(cfg, Conn::default(), NicConfig::default());
+    for i in 0..3 {
+        b.recv_at(0x100 * i, 0x100);
+    }
+    a.post_op(SEND, 0, 0, 0, &[inline_seg(&vec![0x11; full])]);
+    a.post_op(SEND, 0, 0, 0, &[inline_seg(&vec![0x22; full + 1])]);
+    a.post_op(SEND, 0, 0, 0, &[]);
+    a.ring();
+    let sz = cqe_size as usize;
+    let entry = |i: usize| b.mem.read(RCQ + sz * i, sz);
+    let cqe64 = |i: usize| entry(i)[sz - 64..].to_vec();
+    let formats: Vec<u8> = (0..3).map(|i| cqe64(i)[63] & 0x0c).collect();
+    assert_eq!(formats, [format, 0, 0], "{cqe_size}-byte CQEs");
+    let byte_cnts: Vec<Vec<u8>> = (0..3).map(|i| cqe64(i)[44..48].to_vec()).collect();
+    let want: Vec<Vec<u8>> = [full, full + 1, 0]
+        .iter()
+        .map(|&n| (n as u32).to_be_bytes().to_vec())
+        .collect();
+    assert_eq!(byte_cnts, want);
+    assert_eq!(
+        &entry(0)[..full],
+        &vec![0x11; full][..],
+        "the data in the CQE"
+    );
+    assert_eq!(b.read_data(0, 1), [0], "not in the receive buffer");
+    assert_eq!(
+        b.read_data(0x100, full + 2),
+        [vec![0x22; full + 1], vec![0]].concat()
+    );
+    assert_eq!(b.drain_recv().len(), 3);
+}
+
+#[test]
+fn sends_of_up_to_32_bytes_scatter_to_a_64_byte_cqe() {
+    scatters_up_to(64, 32, 1 << 2);
+}
+
+#[test]
+fn sends_of_up_to_64_bytes_scatter_to_a_128_byte_cqe() {
+    scatters_up_to(128, 64, 2 << 2);
+}

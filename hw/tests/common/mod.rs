@@ -188,6 +188,8 @@ pub struct Cfg {
     pub zip: Option<mlx5_hw::CqCompression>,
     /// A DCI's stream channels.
     pub dci_streams: mlx5_hw::DciStreams,
+    /// Short SENDs land in the receive CQE (`cs_res`).
+    pub scatter_to_cqe: bool,
 }
 
 impl Default for Cfg {
@@ -203,6 +205,7 @@ impl Default for Cfg {
             transport: Transport::Rc,
             zip: None,
             dci_streams: mlx5_hw::DciStreams::default(),
+            scatter_to_cqe: false,
         }
     }
 }
@@ -351,7 +354,7 @@ impl Side {
             log_rq_stride: cfg.log_rq_stride,
             dbrec: mem.addr(DBREC),
             user_index: USER_INDEX,
-            scatter_to_cqe: false,
+            scatter_to_cqe: cfg.scatter_to_cqe,
             dci_streams: cfg.dci_streams,
         };
         let qp = match xrcd {
