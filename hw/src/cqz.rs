@@ -137,12 +137,10 @@ fn session(
         .filter(|s| s.next_pi == c.pi && s.qp == qp && s.len < max && joins(&s.title, first, s.len))
 }
 
-/// Whether `next` can be completion `i` of a block whose first completion is `title`.
+/// Whether `next` can be completion `i` of a block whose first completion is `title`
+/// (neither is an error CQE: `hold` writes those at once).
 fn joins(title: &Cqe, next: &Cqe, i: usize) -> bool {
     let (mut a, mut b) = (*title, *next);
-    if a.is_error() || b.is_error() {
-        return false;
-    }
     (a.byte_cnt, b.byte_cnt) = (0, 0);
     if a.opcode == cqe_op::REQ {
         (a.wqe_counter, b.wqe_counter, a.send_opcode, b.send_opcode) = (0, 0, 0, 0);

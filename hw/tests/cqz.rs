@@ -101,6 +101,23 @@ fn basic_block_is_a_title_and_arrays_at_1_and_8() {
 }
 
 #[test]
+fn requester_blocks_take_any_counters_and_send_opcodes() {
+    // WQEBBs 0, 1-2 and 3: a WRITE, a two-WQEBB WRITE (40 bytes inline) and a READ.
+    let (mut a, b) = zip_pair(ZipLayout::Basic, every_burst(), 6);
+    a.write_inline(b.data(0), b.key, &[1; 8], SIGNALED);
+    a.write_inline(b.data(64), b.key, &[2; 40], SIGNALED);
+    let sink = data_seg(16, a.key, a.data(0x1000));
+    a.post_op(READ, 0, SIGNALED, 0, &[raddr_seg(b.data(0), b.key), sink]);
+    a.ring();
+    let title = slot(&a, 0);
+    assert_eq!((title[63], &title[44..48]), (0x0c, &3u32.to_be_bytes()[..]));
+    let mut minis = [req_mini(0), req_mini(1)].concat();
+    minis.extend_from_slice(&[0, 3, READ, 0, 0, 0, 0, 16]);
+    assert_eq!(&slot(&a, 1)[..24], &minis[..]);
+    assert_eq!(zip_stats(&a), (3, 1, 3));
+}
+
+#[test]
 fn enhanced_block_follows_a_whole_title_in_slots_of_seven() {
     let (mut a, b) = zip_pair(ZipLayout::Enhanced, every_burst(), 6);
     a.nic.set_tlp_trace(true);
