@@ -238,6 +238,42 @@ fn srq_receives_take_the_data_from_the_cqe_too() {
 }
 
 #[test]
+fn each_receive_of_a_lap_and_more_gets_its_own_two_entry_list() {
+    // 20 receives on a 16-slot ring (or SRQ), each split over two entries at its own place:
+    // the data of every CQE lands where the receive in that slot said.
+    for srq in [false, true] {
+        let mut p = pair(&SCATTER, 64, srq);
+        for i in 0..20u8 {
+            let base = 128 * usize::from(i);
+            let sges = [p.mr_b.sge(base, 6), p.mr_b.sge(base + 100, 26)];
+            let data: Vec<u8> = payload(20).iter().map(|b| b ^ i).collect();
+            let (c, _, stats) = p.send(&sges, &data);
+            assert_eq!((c.byte_len, c.data_in_cqe()), (20, true), "receive {i}");
+            assert_eq!(stats.scatter_cqes, 1);
+            let got = p.buffer(base + 126)[base..].to_vec();
+            let want = [&data[..6], &[0; 94], &data[6..], &[0; 12]].concat();
+            assert_eq!(got, want, "receive {i}, srq {srq}");
+        }
+    }
+}
+
+#[test]
+fn an_empty_receive_takes_an_empty_send() {
+    let mut p = pair(&SCATTER, 64, false);
+    p.qp_b.rq().unwrap().post(5, &[]).unwrap();
+    p.qp_a
+        .sq()
+        .post(9, SendOp::Send, Data::Sges(&[]), SendFlags::SIGNALED)
+        .unwrap();
+    assert_eq!(poll_one(&mut p.cq_a).status, Status::Success);
+    let c = poll_one(&mut p.cq_b);
+    assert_eq!(
+        (c.wr_id, c.status, c.byte_len, c.data_in_cqe()),
+        (5, Status::Success, 0, false)
+    );
+}
+
+#[test]
 fn uc_receives_take_the_data_from_the_cqe_too() {
     let uc = QpConfig {
         transport: Transport::Uc,
