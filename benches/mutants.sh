@@ -64,7 +64,7 @@ tests_of() {
     src/sq/*) echo --lib --test null_device --test golden --test sim_matrix --test sim_dc \
         --test sim_ud --test dm ;;
     src/rq.rs) echo --lib --test sim_ops --test scatter_cqe --test odp --test sim_ud \
-        --test sim_matrix ;;
+        --test sim_matrix --test faults --test hostile ;;
     src/mmio.rs) echo --lib --test null_device --test sim_pcie ;;
     src/ring.rs) echo --lib --test null_device --test cqz --test sim_matrix --test scatter_cqe ;;
     src/sizing.rs) echo --lib --test sim_rc --test null_device --test verbs_layout ;;

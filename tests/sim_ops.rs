@@ -112,3 +112,49 @@ fn a_send_with_invalidate_reports_the_rkey_it_invalidated() {
         ]
     );
 }
+
+/// A ring of receives outstanding at once, each list filling every scatter entry: each
+/// keeps its own entries (a terminator after a full list would land on the next slot's
+/// first entry, or wrap onto slot 0's), and `post_many` says how many it posted.
+#[test]
+fn full_receive_lists_fill_the_ring_without_touching_their_neighbours() {
+    use mlx5_direct::{Data, QpConfig, SendFlags, SendOp, Sge, Status};
+    let config = QpConfig {
+        rq_wqes: 4,
+        max_recv_sge: 2,
+        ..QpConfig::default()
+    };
+    let (mut a, mut b) = common::pair_with(&config);
+    let rq = b.qp.rq().unwrap();
+    assert_eq!((rq.capacity(), rq.max_sge()), (4, 2));
+    let lists: Vec<[Sge; 2]> = (0..4)
+        .map(|i| [b.mr.sge(256 * i, 8), b.mr.sge(256 * i + 128, 8)])
+        .collect();
+    let wrs = lists.iter().enumerate().map(|(i, l)| (i as u64, &l[..]));
+    assert_eq!(rq.post_many(wrs), Ok(4));
+    for i in 0..4u8 {
+        a.qp.sq()
+            .post(
+                i.into(),
+                SendOp::Send,
+                Data::Inline(&[i + 1; 16]),
+                SendFlags::SIGNALED,
+            )
+            .unwrap();
+    }
+    let sent: Vec<Status> = common::poll_n(&mut a, 4).iter().map(|c| c.status).collect();
+    assert_eq!(sent, [Status::Success; 4]);
+    let got: Vec<_> = common::poll_n(&mut b, 4)
+        .iter()
+        .map(|c| (c.wr_id, c.status, c.byte_len))
+        .collect();
+    let want: Vec<_> = (0..4).map(|i| (i, Status::Success, 16)).collect();
+    assert_eq!(got, want);
+    for i in 0..4usize {
+        let mut slot = [0u8; 136];
+        b.mr.read(256 * i, &mut slot);
+        let fill = i as u8 + 1;
+        let want = [[fill; 8].as_slice(), &[0; 120], &[fill; 8]].concat();
+        assert_eq!(slot[..], want[..], "receive {i}");
+    }
+}

@@ -484,6 +484,18 @@ fn hostile_posts_are_refused_before_anything_is_written() {
         .unwrap();
     poll_n(&mut a, 1);
     assert_eq!(poll_n(&mut b, 1)[0].byte_len, 40 + 4096);
+    // A first entry of exactly the GRH area: the payload goes to the second.
+    let (grh, rest) = (b.mr.sge(0, UD_GRH_BYTES as u32), b.mr.sge(1024, 64));
+    b.qp.rq().unwrap().post(3, &[grh, rest]).unwrap();
+    a.mr.write(0, b"payload!");
+    a.qp.sq()
+        .post_ud(send(Data::Sges(&[a.mr.sge(0, 8)]), SendOp::Send), &dest)
+        .unwrap();
+    poll_n(&mut a, 1);
+    assert_eq!(poll_n(&mut b, 1)[0].byte_len, 40 + 8);
+    let mut got = [0u8; 9];
+    b.mr.read(1024, &mut got);
+    assert_eq!(&got, b"payload!\0");
 }
 
 /// The GRH area on an SRQ: a UD QP takes only an SRQ made for UD, and that SRQ refuses a
