@@ -238,20 +238,45 @@ fn srq_receives_take_the_data_from_the_cqe_too() {
 }
 
 #[test]
-fn each_receive_of_a_lap_and_more_gets_its_own_two_entry_list() {
-    // 20 receives on a 16-slot ring (or SRQ), each split over two entries at its own place:
-    // the data of every CQE lands where the receive in that slot said.
+fn each_receive_of_a_lap_and_more_gets_its_own_full_list() {
+    // 20 receives on a 16-slot ring (or SRQ), each of 20 bytes split over every scatter
+    // entry the queue has, at its own place: the data of every CQE lands where the
+    // receive in that slot said.
+    let four = QpConfig {
+        max_recv_sge: 4,
+        ..SCATTER
+    };
     for srq in [false, true] {
-        let mut p = pair(&SCATTER, 64, srq);
+        let mut p = pair(&four, 64, srq);
+        // The SRQ was asked for 2 entries: a 64-byte WQE (next segment and 3 data segments),
+        // as rdma-core's mlx5_create_srq sizes it; 16 receives, under its 32 WQEs.
+        let entries = match &p.srq_b {
+            Some(s) => (s.max_sge(), s.capacity()),
+            None => {
+                let rq = p.qp_b.rq().unwrap();
+                (rq.max_sge(), rq.capacity())
+            }
+        };
+        assert_eq!(entries, if srq { (3, 16) } else { (4, 16) });
+        let lens: &[usize] = if srq { &[7, 7, 6] } else { &[5; 4] };
         for i in 0..20u8 {
             let base = 128 * usize::from(i);
-            let sges = [p.mr_b.sge(base, 6), p.mr_b.sge(base + 100, 26)];
+            let sges: Vec<Sge> = lens
+                .iter()
+                .enumerate()
+                .map(|(j, &len)| p.mr_b.sge(base + 32 * j, len as u32))
+                .collect();
             let data: Vec<u8> = payload(20).iter().map(|b| b ^ i).collect();
             let (c, _, stats) = p.send(&sges, &data);
             assert_eq!((c.byte_len, c.data_in_cqe()), (20, true), "receive {i}");
             assert_eq!(stats.scatter_cqes, 1);
-            let got = p.buffer(base + 126)[base..].to_vec();
-            let want = [&data[..6], &[0; 94], &data[6..], &[0; 12]].concat();
+            let mut want = vec![0; 128];
+            let mut at = 0;
+            for (j, &len) in lens.iter().enumerate() {
+                want[32 * j..32 * j + len].copy_from_slice(&data[at..at + len]);
+                at += len;
+            }
+            let got = p.buffer(base + 128)[base..].to_vec();
             assert_eq!(got, want, "receive {i}, srq {srq}");
         }
     }
