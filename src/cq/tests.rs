@@ -573,3 +573,60 @@ fn next_raw_hands_over_each_owned_cqe_once_over_the_passes() {
     }
     assert_eq!(k, 11);
 }
+
+#[test]
+fn a_flush_and_an_odp_fault_are_told_by_both_syndromes() {
+    let e = |syndrome, vendor_syndrome| WcError {
+        syndrome,
+        vendor_syndrome,
+        wqe_counter: 7,
+    };
+    // WR_FLUSH_ERR 0x05; REMOTE_ABORTED_ERR 0x22 with MLX5_CQE_VENDOR_SYNDROME_ODP_PFAULT
+    // 0x93 (rdma-core's is_odp_pfault_err).
+    let kinds = |w: WcError| (w.is_flush(), w.is_odp_fault());
+    assert_eq!(kinds(e(0x05, 0x00)), (true, false));
+    assert_eq!(kinds(e(0x05, 0x93)), (true, false));
+    assert_eq!(kinds(e(0x04, 0x00)), (false, false));
+    assert_eq!(kinds(e(0x22, 0x93)), (false, true));
+    assert_eq!(kinds(e(0x22, 0x92)), (false, false));
+    assert_eq!(kinds(e(0x21, 0x93)), (false, false));
+    assert_eq!(
+        e(0x22, 0x93).to_string(),
+        "REMOTE_ABORTED_ERR (0x22, vendor 0x93) at WQE 7"
+    );
+    assert_eq!(
+        e(0x30, 0x01).to_string(),
+        "unknown syndrome (0x30, vendor 0x01) at WQE 7"
+    );
+}
+
+#[test]
+fn only_a_raw_receive_has_ethernet_fields() {
+    use crate::prm::{HdrType, RssHashType};
+    let c = Completion {
+        slid: 0x07,
+        l4_l3: 0x27,
+        vlan_info: 0x0123,
+        rqpn: 0x0300_0042,
+        extra: 0xdead_beef,
+        ..Completion::default()
+    };
+    let others = completion::HAS_IMM | completion::SOLICITED | completion::DATA_IN_CQE;
+    for flags in [0, others, completion::HAS_INV] {
+        assert_eq!(Completion { flags, ..c }.eth(), None, "flags {flags:#x}");
+    }
+    // Bit 0 of l4_l3_hdr_type: the frame has a C-VLAN tag.
+    let hdr = HdrType::from_bits(0x27);
+    assert!(hdr.vlan());
+    let eth = Completion {
+        flags: completion::ETH,
+        ..c
+    }
+    .eth()
+    .unwrap();
+    assert_eq!(
+        (eth.ok, eth.hdr, eth.vlan, eth.flow_tag, eth.rss_hash),
+        (0x07, hdr, Some(0x0123), 0x42, 0xdead_beef)
+    );
+    assert_eq!(eth.rss_type, RssHashType::from_bits(0x03));
+}
