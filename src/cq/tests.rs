@@ -630,3 +630,34 @@ fn only_a_raw_receive_has_ethernet_fields() {
     );
     assert_eq!(eth.rss_type, RssHashType::from_bits(0x03));
 }
+
+#[test]
+fn a_builder_replaces_its_field_and_keeps_the_others() {
+    // The source QP and the UD flags share `rqpn` (bits 23..0 and 31..24).
+    let c = Completion::default()
+        .with_ud_flags(0x13)
+        .with_src_qp(0x12_0012)
+        .with_src_qp(0x21)
+        .with_ud_flags(0x20);
+    assert_eq!((c.src_qp(), c.ud_flags()), (0x21, 0x20));
+    // Setting a flag that is set leaves it set.
+    let c = c.with_solicited(true).with_solicited(true);
+    assert!(c.solicited());
+    assert!(c
+        .with_data_in_cqe(true)
+        .with_data_in_cqe(true)
+        .data_in_cqe());
+    let text = format!("{:?}", c.with_imm(Some(5)));
+    assert!(
+        text.starts_with("Completion { wr_id: 0, qpn: 0, byte_len: 0, opcode: "),
+        "{text}"
+    );
+    for field in [
+        "imm: Some(5)",
+        "src_qp: 33",
+        "ud_flags: 32",
+        "solicited: true",
+    ] {
+        assert!(text.contains(field), "{field} in {text}");
+    }
+}
