@@ -500,3 +500,25 @@ fn every_operation_decodes_to_its_opcode_immediate_and_remote() {
         assert_eq!(shape.remote(&op), remote, "{op:?}");
     }
 }
+
+#[test]
+fn a_remote_offset_moves_the_address_and_keeps_the_key() {
+    let base = Remote {
+        addr: 0x1000,
+        rkey: 7,
+    };
+    assert_eq!(
+        base.offset(0x28),
+        Remote {
+            addr: 0x1028,
+            rkey: 7
+        }
+    );
+    assert_eq!(base.offset(0), base);
+    let top = Remote {
+        addr: u64::MAX - 1,
+        rkey: 7,
+    };
+    assert_eq!(top.offset(1).addr, u64::MAX);
+    assert!(std::panic::catch_unwind(|| top.offset(2)).is_err());
+}
