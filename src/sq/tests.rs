@@ -522,3 +522,24 @@ fn a_remote_offset_moves_the_address_and_keeps_the_key() {
     assert_eq!(top.offset(1).addr, u64::MAX);
     assert!(std::panic::catch_unwind(|| top.offset(2)).is_err());
 }
+
+#[test]
+fn send_flags_combine_and_read_back() {
+    let (s, f, so) = (SendFlags::SIGNALED, SendFlags::FENCE, SendFlags::SOLICITED);
+    let switches = |x: SendFlags| (x.signaled(), x.fence(), x.solicited());
+    assert_eq!(switches(SendFlags::UNSIGNALED), (false, false, false));
+    assert_eq!(switches(s), (true, false, false));
+    assert_eq!(switches(f), (false, true, false));
+    assert_eq!(switches(so), (false, false, true));
+    let all = s | f | so;
+    assert_eq!(all, SendFlags::new(true, true, true));
+    // MLX5_WQE_CTRL_FENCE 0x80 | MLX5_WQE_CTRL_CQ_UPDATE 0x08 | MLX5_WQE_CTRL_SOLICITED 0x02.
+    assert_eq!(all.fm_ce_se().into_bits(), 0x8a);
+    let mut g = s;
+    g |= so;
+    assert_eq!(switches(g), (true, false, true));
+    assert_eq!(
+        format!("{g:?}"),
+        "SendFlags { signaled: true, fence: false, solicited: true }"
+    );
+}
