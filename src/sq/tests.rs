@@ -543,3 +543,25 @@ fn send_flags_combine_and_read_back() {
         "SendFlags { signaled: true, fence: false, solicited: true }"
     );
 }
+
+#[test]
+fn set_imm_changes_only_an_operation_that_carries_one() {
+    let r = Remote {
+        addr: 0x1000,
+        rkey: 7,
+    };
+    for (before, after) in [
+        (SendOp::SendImm(1), SendOp::SendImm(5)),
+        (SendOp::SendInv(1), SendOp::SendInv(5)),
+        (SendOp::WriteImm(r, 1), SendOp::WriteImm(r, 5)),
+    ] {
+        let mut op = before;
+        assert!(op.set_imm(5), "{before:?}");
+        assert_eq!(op, after);
+    }
+    for before in [SendOp::Send, SendOp::Write(r), SendOp::Read(r), SendOp::Nop] {
+        let mut op = before;
+        assert!(!op.set_imm(5), "{before:?}");
+        assert_eq!(op, before);
+    }
+}
