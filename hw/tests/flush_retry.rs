@@ -4,7 +4,7 @@
 mod common;
 use common::syndromes::*;
 use common::*;
-use mlx5_hw::{AsyncEvent, Fault, NicConfig, QpState};
+use mlx5_hw::{AsyncEvent, Fault, NicConfig, QpState, TlpKind};
 
 #[test]
 fn wqes_posted_after_err_are_flushed_on_doorbell_and_receives_on_progress() {
@@ -285,4 +285,32 @@ fn a_request_to_a_responder_in_err_is_dropped_until_the_retries_run_out() {
     );
     assert_eq!(b.read_data(0, 4), vec![0; 4], "nothing landed");
     assert_eq!((a.state(), b.state()), (QpState::Err, QpState::Err));
+}
+
+#[test]
+fn a_duplicate_read_reads_the_memory_again() {
+    let (_f, mut a, b) = pair();
+    b.nic.set_tlp_trace(true);
+    a.nic.inject(Fault::LoseResponses {
+        qpn: Some(a.qp.qpn),
+        count: 1,
+    });
+    let segs = [
+        raddr_seg(b.data(0x80), b.key),
+        data_seg(8, a.key, a.data(0x20)),
+    ];
+    a.post_op(READ, 0, SIGNALED, 0, &segs);
+    a.ring();
+    assert!(a.poll_send().is_none(), "the response was lost");
+    assert_eq!(a.nic.progress(), 1);
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+    // The responder's DMA read requests for the source: the request's, then the
+    // duplicate's (a READ has no saved result: it is executed again).
+    let reads = b
+        .nic
+        .take_tlps()
+        .iter()
+        .filter(|t| t.purpose == mlx5_hw::Purpose::ReadResponse && t.kind == TlpKind::MRd)
+        .count();
+    assert_eq!(reads, 2);
 }

@@ -172,3 +172,45 @@ fn a_request_behind_the_expected_psn_is_acknowledged_and_not_executed() {
     assert_eq!(psn(&b).rq_psn, 0x100);
     assert_eq!(b.nic.stats().seq_naks, 0);
 }
+
+#[test]
+fn a_duplicate_atomic_gets_its_saved_result_and_one_without_is_dropped() {
+    let (_f, mut a, mut b) = pair_sending_from(0x100);
+    b.mem.put_u64(DATA + 0x80, 10);
+    let (target, key, result) = (b.data(0x80), b.key, a.data(0x10));
+    let post = |a: &mut Side| {
+        let segs = [
+            raddr_seg(target, key),
+            atomic_seg(5, 0),
+            data_seg(8, a.key, result),
+        ];
+        a.post_op(FA, 0, SIGNALED, 0, &segs);
+        a.ring();
+    };
+    post(&mut a);
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+    assert_eq!((a.mem.u64(DATA + 0x10), b.mem.u64(DATA + 0x80)), (10, 15));
+    // PSN 0x100 again: the duplicate of the atomic just executed, answered with its saved
+    // original value, not executed twice.
+    a.mem.put_u64(DATA + 0x10, 0);
+    reconnect_sending_from(&mut a, &b, 0x100);
+    post(&mut a);
+    assert_eq!(a.poll_send().unwrap().opcode, REQ);
+    assert_eq!((a.mem.u64(DATA + 0x10), b.mem.u64(DATA + 0x80)), (10, 15));
+    // PSN 0xf0: a duplicate of an atomic whose result the responder no longer holds. It
+    // is dropped; the requester retries until it gives up, and nothing executes.
+    a.mem.put_u64(DATA + 0x10, 0);
+    reconnect_sending_from(&mut a, &b, 0xf0);
+    post(&mut a);
+    for _ in 0..=Conn::default().retry_cnt {
+        a.nic.progress();
+    }
+    let c = a.drain_send();
+    assert_eq!(
+        c.iter()
+            .map(|c| (c.opcode, c.syndrome, c.wqe_counter))
+            .collect::<Vec<_>>(),
+        [(REQ_ERR, TRANSPORT_RETRY_EXC_ERR, 0)]
+    );
+    assert_eq!((a.mem.u64(DATA + 0x10), b.mem.u64(DATA + 0x80)), (0, 15));
+}
