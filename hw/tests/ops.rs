@@ -490,3 +490,80 @@ fn sends_of_up_to_32_bytes_scatter_to_a_64_byte_cqe() {
 fn sends_of_up_to_64_bytes_scatter_to_a_128_byte_cqe() {
     scatters_up_to(128, 64, 2 << 2);
 }
+
+/// A SEND into a receive whose buffer is an on-demand key not yet present, on a device
+/// with or without `srq_odp_fault_cqe`, into an SRQ or the QP's own queue: the receive
+/// CQEs (opcode, syndrome, vendor syndrome) and the requester's completions after one
+/// retry, and the data.
+fn odp_receive(srq: bool, fault_cqe: bool) -> (Vec<(u8, u8, u8)>, Vec<u8>, Vec<u8>) {
+    let cfg = Cfg {
+        srq,
+        ..Cfg::default()
+    };
+    let nic = NicConfig {
+        odp: true,
+        srq_odp_fault_cqe: fault_cqe,
+        ..NicConfig::default()
+    };
+    let (_f, mut a, mut b) = pair_with(cfg, Conn::default(), nic);
+    // SAFETY: the range is the responder's data region, which `b` keeps.
+    let odp = unsafe {
+        b.nic.reg_mr(
+            b.pd,
+            b.data(0),
+            DATA_LEN as u64,
+            all_access() | mlx5_hw::Access::ON_DEMAND,
+        )
+    }
+    .unwrap();
+    let buf = b.data(0x100);
+    b.post_recv(&[(buf, 64, odp)]);
+    a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(b"on demand")]);
+    a.ring();
+    let mut recv: Vec<(u8, u8, u8)> = b
+        .drain_recv()
+        .iter()
+        .map(|c| (c.opcode, c.syndrome, c.vendor))
+        .collect();
+    if recv.first().is_some_and(|c| c.0 == RESP_ERR) {
+        // The consumed WQE is posted again, as rdma-core's driver does.
+        b.post_recv(&[(buf, 64, odp)]);
+    }
+    a.nic.progress();
+    a.nic.progress();
+    recv.extend(
+        b.drain_recv()
+            .iter()
+            .map(|c| (c.opcode, c.syndrome, c.vendor)),
+    );
+    let sent = a.drain_send().iter().map(|c| c.opcode).collect();
+    (recv, sent, b.read_data(0x100, 9))
+}
+
+#[test]
+fn an_srq_receive_that_faults_is_consumed_with_an_error_cqe_where_the_device_says_so() {
+    let landed = b"on demand".to_vec();
+    // REMOTE_ABORTED_ERR 0x22, vendor MLX5_CQE_VENDOR_SYNDROME_ODP_PFAULT 0x93.
+    assert_eq!(
+        odp_receive(true, true),
+        (
+            vec![(RESP_ERR, 0x22, 0x93), (RESP_SEND, 0, 0)],
+            vec![REQ],
+            landed.clone()
+        )
+    );
+}
+
+#[test]
+fn elsewhere_a_receive_that_faults_waits_for_its_pages_unseen() {
+    // Without the device's report, or on the QP's own receive queue, no CQE tells of the
+    // fault: the message lands in the same receive, which completes once.
+    let landed = (vec![(RESP_SEND, 0, 0)], vec![REQ], b"on demand".to_vec());
+    for (srq, fault_cqe) in [(false, false), (false, true), (true, false)] {
+        assert_eq!(
+            odp_receive(srq, fault_cqe),
+            landed,
+            "srq {srq}, report {fault_cqe}"
+        );
+    }
+}
