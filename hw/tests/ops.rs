@@ -491,11 +491,15 @@ fn sends_of_up_to_64_bytes_scatter_to_a_128_byte_cqe() {
     scatters_up_to(128, 64, 2 << 2);
 }
 
+/// Receive CQEs as (opcode, syndrome, vendor syndrome), the requester's CQE opcodes and
+/// the bytes that landed.
+type OdpOutcome = (Vec<(u8, u8, u8)>, Vec<u8>, Vec<u8>);
+
 /// A SEND into a receive whose buffer is an on-demand key not yet present, on a device
 /// with or without `srq_odp_fault_cqe`, into an SRQ or the QP's own queue: the receive
 /// CQEs (opcode, syndrome, vendor syndrome) and the requester's completions after one
 /// retry, and the data.
-fn odp_receive(srq: bool, fault_cqe: bool) -> (Vec<(u8, u8, u8)>, Vec<u8>, Vec<u8>) {
+fn odp_receive(srq: bool, fault_cqe: bool) -> OdpOutcome {
     let cfg = Cfg {
         srq,
         ..Cfg::default()

@@ -190,7 +190,7 @@ fn both_ways(test: &str, args: &[&str], row: (u64, u64)) -> [(String, String); 2
 #[test]
 #[cfg_attr(not(perftest), ignore = "perftest is not installed")]
 #[cfg_attr(
-    not(feature = "verbs"),
+    all(perftest, not(feature = "verbs")),
     ignore = "needs the verbs feature (-d on the emulator)"
 )]
 fn write_lat_pairs_with_ib_write_lat_both_ways() {
@@ -201,7 +201,7 @@ fn write_lat_pairs_with_ib_write_lat_both_ways() {
 #[test]
 #[cfg_attr(not(perftest), ignore = "perftest is not installed")]
 #[cfg_attr(
-    not(feature = "verbs"),
+    all(perftest, not(feature = "verbs")),
     ignore = "needs the verbs feature (-d on the emulator)"
 )]
 fn send_bw_pairs_with_ib_send_bw_both_ways() {
@@ -212,7 +212,7 @@ fn send_bw_pairs_with_ib_send_bw_both_ways() {
 #[test]
 #[cfg_attr(not(perftest), ignore = "perftest is not installed")]
 #[cfg_attr(
-    not(feature = "verbs"),
+    all(perftest, not(feature = "verbs")),
     ignore = "needs the verbs feature (-d on the emulator)"
 )]
 fn write_bw_servers_print_the_clients_report_both_ways() {
