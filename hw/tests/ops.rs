@@ -479,6 +479,8 @@ fn scatters_up_to(cqe_size: u32, full: usize, format: u8) {
         [vec![0x22; full + 1], vec![0]].concat()
     );
     assert_eq!(b.drain_recv().len(), 3);
+    let s = b.nic.stats();
+    assert_eq!((s.scatter_cqes, s.scatter_cqe_bytes), (1, full as u64));
 }
 
 #[test]
