@@ -573,3 +573,19 @@ fn elsewhere_a_receive_that_faults_waits_for_its_pages_unseen() {
         );
     }
 }
+
+#[test]
+fn a_receive_cqe_carries_the_senders_service_level() {
+    // rdma-core's handle_responder reads wc->sl from flags_rqpn bits 27..24 on an
+    // InfiniBand port, RC included; the source QP (bits 23..0) is UD's only.
+    let conn = Conn {
+        sl: 5,
+        ..Conn::default()
+    };
+    let (_f, mut a, mut b) = pair_with(Cfg::default(), conn, NicConfig::default());
+    b.recv_at(0, 64);
+    a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(b"sl")]);
+    a.ring();
+    let r = b.drain_recv();
+    assert_eq!((r[0].opcode, r[0].flags_rqpn), (RESP_SEND, 5 << 24));
+}

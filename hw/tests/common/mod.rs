@@ -634,6 +634,8 @@ pub struct Conn {
     pub sq_psn: u32,
     /// First PSN expected (RTR).
     pub rq_psn: u32,
+    /// Service level of the path (RTR).
+    pub sl: u8,
 }
 
 impl Default for Conn {
@@ -646,6 +648,7 @@ impl Default for Conn {
             by_gid: false,
             sq_psn: 0x100,
             rq_psn: 0x100,
+            sl: 0,
         }
     }
 }
@@ -682,7 +685,7 @@ pub fn connect_qp(nic: &Nic, qpn: u32, peer_nic: &Nic, peer: u32, c: Conn) {
             path_mtu: c.mtu,
             max_dest_rd_atomic: 4,
             min_rnr_timer: 1,
-            sl: 0,
+            sl: c.sl,
             global: c.by_gid,
         },
     )
