@@ -589,3 +589,29 @@ fn a_receive_cqe_carries_the_senders_service_level() {
     let r = b.drain_recv();
     assert_eq!((r[0].opcode, r[0].flags_rqpn), (RESP_SEND, 5 << 24));
 }
+
+#[test]
+fn a_receive_cqe_names_the_srq_it_came_from() {
+    // Two SRQs on the responder's NIC: the second one's receive says its own number.
+    let f = Fabric::new();
+    let (na, nb) = (
+        Nic::new(&f, NicConfig::default()),
+        Nic::new(&f, NicConfig::default()),
+    );
+    let srq = Cfg {
+        srq: true,
+        ..Cfg::default()
+    };
+    let mut a = Side::new(&na, Cfg::default());
+    let first = Side::new(&nb, srq);
+    let mut b = Side::new(&nb, srq);
+    assert_ne!(first.srqn, b.srqn);
+    connect_one(&a, &b, Conn::default());
+    connect_one(&b, &a, Conn::default());
+    b.recv_at(0, 64);
+    a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(b"srq")]);
+    a.ring();
+    let r = b.drain_recv();
+    assert_eq!((r[0].opcode, Some(r[0].srqn)), (RESP_SEND, b.srqn));
+    assert_eq!(b.read_data(0, 3), b"srq");
+}
