@@ -490,3 +490,19 @@ fn cqe_version_1_writes_the_user_index_into_every_cqe() {
         );
     }
 }
+
+#[test]
+fn a_zero_byte_count_scatter_entry_of_an_srq_receive_is_counted_too() {
+    let cfg = Cfg {
+        srq: true,
+        ..Cfg::default()
+    };
+    let (_f, mut a, mut b) = pair_with(cfg, Conn::default(), NicConfig::default());
+    b.post_recv(&[(b.data(0x100), 0, b.key), (b.data(0x200), 64, b.key)]);
+    a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(b"twelve bytes")]);
+    a.ring();
+    let r = b.poll_recv().unwrap();
+    assert_eq!((r.opcode, r.byte_cnt), (RESP_SEND, 12));
+    assert_eq!(b.read_data(0x100, 12), b"twelve bytes");
+    assert_eq!(b.nic.stats().zero_length_segments, 1);
+}

@@ -615,3 +615,36 @@ fn a_receive_cqe_names_the_srq_it_came_from() {
     assert_eq!((r[0].opcode, Some(r[0].srqn)), (RESP_SEND, b.srqn));
     assert_eq!(b.read_data(0, 3), b"srq");
 }
+
+#[test]
+fn a_uc_send_too_long_for_its_receive_is_dropped_and_the_receive_kept() {
+    // UC class D: the message is dropped at the responder and the receive it took serves
+    // the next one (rxe's do_class_d1e_error), from the QP's own queue or an SRQ.
+    for srq in [false, true] {
+        let f = Fabric::new();
+        let (na, nb) = (
+            Nic::new(&f, NicConfig::default()),
+            Nic::new(&f, NicConfig::default()),
+        );
+        let uc = Cfg {
+            transport: mlx5_hw::Transport::Uc,
+            srq,
+            ..Cfg::default()
+        };
+        let (mut a, mut b) = (Side::new(&na, uc), Side::new(&nb, uc));
+        connect_uc(&a, &b);
+        b.recv_at(0, 8);
+        a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(&[1; 16])]);
+        a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(b"four")]);
+        a.ring();
+        assert_eq!(a.drain_send().len(), 2, "UC completes at the requester");
+        let r = b.drain_recv();
+        let got: Vec<_> = r
+            .iter()
+            .map(|c| (c.opcode, c.byte_cnt, c.wqe_counter))
+            .collect();
+        assert_eq!(got, [(RESP_SEND, 4, 0)], "srq {srq}");
+        assert_eq!(b.read_data(0, 5), b"four\0");
+        assert_eq!(b.nic.stats().uc_errors, 1);
+    }
+}

@@ -127,34 +127,7 @@ fn uc_messages_are_charged_every_packet() {
         ..Cfg::default()
     };
     let (mut a, b) = (Side::new(&na, uc), Side::new(&nb, uc));
-    for (x, y) in [(&a, &b), (&b, &a)] {
-        let nic = &x.nic;
-        let port = y.nic.port(1).unwrap();
-        nic.modify_qp(
-            x.qp.qpn,
-            &QpTransition::Init {
-                port: 1,
-                access: all_access(),
-                pkey_index: 0,
-            },
-        )
-        .unwrap();
-        nic.modify_qp(
-            x.qp.qpn,
-            &QpTransition::RtrUc {
-                dest_lid: port.lid,
-                dest_gid: [0; 16],
-                dest_qpn: y.qp.qpn,
-                rq_psn: 0,
-                path_mtu: 1024,
-                sl: 0,
-                global: false,
-            },
-        )
-        .unwrap();
-        nic.modify_qp(x.qp.qpn, &QpTransition::RtsUc { sq_psn: 0 })
-            .unwrap();
-    }
+    connect_uc(&a, &b);
     na.modify_qp_rate_limit(a.qp.qpn, &limit(BYTE_PER_US, 0))
         .unwrap();
     // WRITEs of 3000 bytes (three packets of 1024, 1024, 952): one each 3 ms.

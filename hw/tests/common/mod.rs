@@ -653,6 +653,38 @@ impl Default for Conn {
     }
 }
 
+/// Bring UC QPs `a` and `b` to RTS, each connected to the other (PSN 0, MTU 1024).
+pub fn connect_uc(a: &Side, b: &Side) {
+    for (x, y) in [(a, b), (b, a)] {
+        let nic = &x.nic;
+        let port = y.nic.port(1).unwrap();
+        nic.modify_qp(
+            x.qp.qpn,
+            &QpTransition::Init {
+                port: 1,
+                access: all_access(),
+                pkey_index: 0,
+            },
+        )
+        .unwrap();
+        nic.modify_qp(
+            x.qp.qpn,
+            &QpTransition::RtrUc {
+                dest_lid: port.lid,
+                dest_gid: [0; 16],
+                dest_qpn: y.qp.qpn,
+                rq_psn: 0,
+                path_mtu: 1024,
+                sl: 0,
+                global: false,
+            },
+        )
+        .unwrap();
+        nic.modify_qp(x.qp.qpn, &QpTransition::RtsUc { sq_psn: 0 })
+            .unwrap();
+    }
+}
+
 /// Bring `a` to RTS connected to `b` (one direction of the connection).
 pub fn connect_one(a: &Side, b: &Side, c: Conn) {
     connect_qp(&a.nic, a.qp.qpn, &b.nic, b.qp.qpn, c);
