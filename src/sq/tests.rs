@@ -565,3 +565,17 @@ fn set_imm_changes_only_an_operation_that_carries_one() {
         assert_eq!(op, before);
     }
 }
+
+#[test]
+fn an_xrc_initiators_queue_refuses_the_rc_entries() {
+    let mut q = NullQueues::new(16, 8, 256).unwrap();
+    q.sq.make_xrc(&datagram::limits_of_16());
+    q.sq.set_ready(true);
+    assert_eq!(
+        q.sq.post(1, SendOp::Send, Data::NONE, SendFlags::SIGNALED),
+        Err(PostError::WrongTransport {
+            transport: crate::types::Transport::XrcIni
+        })
+    );
+    assert_eq!(q.sq.producer_count(), 0);
+}

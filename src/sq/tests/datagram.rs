@@ -2,12 +2,10 @@
 
 use super::*;
 
-/// A UD queue (MTU 1024) or a DCI's over `NullQueues`' memory: 16 WQEBBs, 256 inline
-/// bytes, BlueFlame (`Auto` on a 256-byte half).
-pub(super) fn datagram_queues(dci: bool) -> NullQueues {
-    let mut q = NullQueues::new(16, 8, 256).unwrap();
-    // `make_ud` / `make_dci` read the limits of the description only (no pointer).
-    let desc = SqDesc {
+/// The limits of `NullQueues::new(16, 8, 256)`'s send queue, for the `make_*` calls that
+/// read a description's limits only (no pointer).
+pub(super) fn limits_of_16() -> SqDesc {
+    SqDesc {
         buf: core::ptr::NonNull::dangling(),
         wqe_cnt: 16,
         dbrec: core::ptr::NonNull::dangling(),
@@ -17,7 +15,14 @@ pub(super) fn datagram_queues(dci: bool) -> NullQueues {
         max_wqe_size: 1008,
         max_inline: 256,
         max_sge: 4,
-    };
+    }
+}
+
+/// A UD queue (MTU 1024) or a DCI's over `NullQueues`' memory: 16 WQEBBs, 256 inline
+/// bytes, BlueFlame (`Auto` on a 256-byte half).
+pub(super) fn datagram_queues(dci: bool) -> NullQueues {
+    let mut q = NullQueues::new(16, 8, 256).unwrap();
+    let desc = limits_of_16();
     if dci {
         q.sq.make_dci(&desc, 4);
     } else {
