@@ -567,15 +567,59 @@ fn set_imm_changes_only_an_operation_that_carries_one() {
 }
 
 #[test]
-fn an_xrc_initiators_queue_refuses_the_rc_entries() {
-    let mut q = NullQueues::new(16, 8, 256).unwrap();
-    q.sq.make_xrc(&datagram::limits_of_16());
+fn an_xrc_initiators_and_a_raw_qps_queues_refuse_the_rc_entries() {
+    use crate::types::Transport;
+    for transport in [Transport::XrcIni, Transport::Raw] {
+        let mut q = NullQueues::new(16, 8, 256).unwrap();
+        let desc = datagram::limits_of_16();
+        match transport {
+            Transport::XrcIni => q.sq.make_xrc(&desc),
+            _ => {
+                let caps = crate::EthCaps {
+                    mac: [2, 0, 0, 0, 0, 1],
+                    min_inline: 0,
+                    enhanced_mpw: false,
+                    striding_rq: false,
+                    max_tso: 0,
+                    max_frame: 1514,
+                };
+                q.sq.make_eth(&desc, caps)
+            }
+        }
+        q.sq.set_ready(true);
+        assert_eq!(
+            q.sq.post(1, SendOp::Send, Data::NONE, SendFlags::SIGNALED),
+            Err(PostError::WrongTransport { transport })
+        );
+        assert_eq!(q.sq.producer_count(), 0);
+    }
+}
+
+/// The room check's refresh (the cached limit is stale once completions retire WQEs): a
+/// ring freed by one completion takes exactly one more WQEBB.
+#[test]
+fn a_ring_freed_by_one_completion_takes_exactly_one_more() {
+    let mut q = NullQueues::new(4, 8, 16).unwrap();
     q.sq.set_ready(true);
+    for i in 0..4 {
+        q.sq.post(i, WRITE, Data::Inline(&[1; 8]), SendFlags::SIGNALED)
+            .unwrap();
+    }
+    let full = Err(PostError::QueueFull { needed: 1, free: 0 });
     assert_eq!(
-        q.sq.post(1, SendOp::Send, Data::NONE, SendFlags::SIGNALED),
-        Err(PostError::WrongTransport {
-            transport: crate::types::Transport::XrcIni
-        })
+        q.sq.post(4, WRITE, Data::Inline(&[2; 8]), SendFlags::SIGNALED),
+        full
     );
-    assert_eq!(q.sq.producer_count(), 0);
+    q.complete(0, Opcode::RdmaWrite, CqeOpcode::Req, 0);
+    let mut out = [crate::cq::Completion::default()];
+    assert_eq!(q.cq.poll(&mut out), 1);
+    assert_eq!(
+        q.sq.post(4, WRITE, Data::Inline(&[2; 8]), SendFlags::SIGNALED),
+        Ok(())
+    );
+    assert_eq!(
+        q.sq.post(5, WRITE, Data::Inline(&[3; 8]), SendFlags::SIGNALED),
+        full
+    );
+    assert_eq!(q.sq.producer_count(), 5);
 }
