@@ -623,3 +623,28 @@ fn a_ring_freed_by_one_completion_takes_exactly_one_more() {
     );
     assert_eq!(q.sq.producer_count(), 5);
 }
+
+/// The inline bound of the general path (payloads over one WQEBB): exactly `max_inline`
+/// is taken, one byte more is refused.
+#[test]
+fn a_long_inline_payload_of_exactly_max_inline_is_taken() {
+    let mut q = NullQueues::new(16, 8, 256).unwrap();
+    q.sq.set_ready(true);
+    for op in [SendOp::Send, SendOp::SendImm(9), WRITE] {
+        assert_eq!(
+            q.sq.post(1, op, Data::Inline(&[7; 257]), SendFlags::SIGNALED),
+            Err(PostError::InlineTooLarge { len: 257, max: 256 }),
+            "{op:?}"
+        );
+        let pi = q.sq.producer_count();
+        assert_eq!(
+            q.sq.post(1, op, Data::Inline(&[7; 256]), SendFlags::SIGNALED),
+            Ok(()),
+            "{op:?}"
+        );
+        // 16 (control) + the remote address + 4 + 256, in WQEBBs.
+        let remote = if op == WRITE { 16 } else { 0 };
+        let wqebbs = (16 + remote + 4 + 256_u32).div_ceil(64);
+        assert_eq!(q.sq.producer_count() - pi, wqebbs, "{op:?}");
+    }
+}
