@@ -648,3 +648,62 @@ fn a_long_inline_payload_of_exactly_max_inline_is_taken() {
         assert_eq!(q.sq.producer_count() - pi, wqebbs, "{op:?}");
     }
 }
+
+/// A queue whose `max_inline` (1000) is more than its largest WQE (63 units) holds: a
+/// payload of exactly `max_inline` passes the inline bound and is refused for its size.
+#[test]
+fn an_inline_payload_the_wqe_cannot_hold_is_too_large_a_wqe() {
+    let mut q = NullQueues::new(64, 8, 1000).unwrap();
+    q.sq.set_ready(true);
+    let send = |q: &mut NullQueues, len: usize| {
+        let payload = vec![7; len];
+        q.sq.post(1, SendOp::Send, Data::Inline(&payload), SendFlags::SIGNALED)
+    };
+    // 16 + 4 + 1000 bytes: 64 units.
+    assert_eq!(
+        send(&mut q, 1000),
+        Err(PostError::WqeTooLarge { ds: 64, max_ds: 63 })
+    );
+    assert_eq!(
+        send(&mut q, 1001),
+        Err(PostError::InlineTooLarge {
+            len: 1001,
+            max: 1000
+        })
+    );
+    // 16 + 4 + 988: the largest that fits.
+    assert_eq!(send(&mut q, 988), Ok(()));
+}
+
+/// A gather list of exactly the largest message (1 GiB: ConnectX's `max_msg_sz`, log 30)
+/// is taken; one byte more is refused.
+#[test]
+fn a_gather_list_of_exactly_the_largest_message_is_taken() {
+    let mut q = NullQueues::new(16, 8, 16).unwrap();
+    q.sq.set_ready(true);
+    let max = 1u64 << 30;
+    let half = Sge {
+        addr: 0x1000,
+        len: (max / 2) as u32,
+        lkey: 1,
+    };
+    let over = Sge { len: 1, ..half };
+    assert_eq!(
+        q.sq.post(
+            1,
+            SendOp::Send,
+            Data::Sges(&[half, half, over]),
+            SendFlags::SIGNALED
+        ),
+        Err(PostError::MessageTooLarge { len: max + 1 })
+    );
+    assert_eq!(
+        q.sq.post(
+            1,
+            SendOp::Send,
+            Data::Sges(&[half, half]),
+            SendFlags::SIGNALED
+        ),
+        Ok(())
+    );
+}
