@@ -182,3 +182,43 @@ fn push_dc_writes_what_post_dc_writes_and_a_list_rings_once() {
     assert_eq!(q.sq.uar().read64(reg), q.sq.wqe_bytes(10, 8)[..]);
     assert_eq!(q.sq.uar().read64(reg + 8), [0; 8], "no BlueFlame copy");
 }
+
+/// A UD queue whose largest WQE is 128 bytes (8 units): control, the 48-byte datagram
+/// segment and four gather entries make exactly 8 and are taken; an inline payload that
+/// would make 9 is refused.
+#[test]
+fn a_wqe_of_exactly_the_largest_size_is_taken() {
+    let mut q = NullQueues::new(16, 8, 256).unwrap();
+    let desc = SqDesc {
+        max_wqe_size: 128,
+        ..limits_of_16()
+    };
+    q.sq.make_ud(&desc);
+    q.sq.set_ud_mtu(1024);
+    q.sq.set_ready(true);
+    let av = Av::new(0, 0, false, 0, 0, 7, [0; 6], 0, 0, 0, [0; 16]);
+    let dest = UdDest {
+        av: &av,
+        remote_qpn: 0x12_3456,
+        qkey: 0x1111_1111,
+        compact: false,
+    };
+    let sge = Sge {
+        addr: 0x1000,
+        len: 8,
+        lkey: 1,
+    };
+    let four = [sge; 4];
+    let wr = SendWr {
+        data: Data::Sges(&four),
+        ..send(1, &[])
+    };
+    assert_eq!(q.sq.post_ud(wr, &dest), Ok(()));
+    assert_eq!(q.sq.producer_count(), 2);
+    // 16 + 48 + 4 + 60 inline bytes: 128 bytes, 8 units; 61 bytes make 9.
+    assert_eq!(q.sq.post_ud(send(2, &[0; 60]), &dest), Ok(()));
+    assert_eq!(
+        q.sq.post_ud(send(3, &[0; 61]), &dest),
+        Err(PostError::WqeTooLarge { ds: 9, max_ds: 8 })
+    );
+}
