@@ -42,18 +42,28 @@ fn send(wr_id: u64, payload: &[u8]) -> SendWr<'_> {
     }
 }
 
+/// An address vector to LID 7 (no GRH).
+pub(super) fn lid_7_av() -> Av {
+    Av::new(0, 0, false, 0, 0, 7, [0; 6], 0, 0, 0, [0; 16])
+}
+
+/// UD destination QP 0x123456 with Q_Key 0x11111111 behind `av`.
+fn ud_dest(av: &Av) -> UdDest<'_> {
+    UdDest {
+        av,
+        remote_qpn: 0x12_3456,
+        qkey: 0x1111_1111,
+        compact: false,
+    }
+}
+
 /// `push_ud` writes the WQE `post_ud` writes and leaves the doorbell alone; a list of four
 /// is rung once by `ring_doorbell` with the 8-byte doorbell (no BlueFlame for a batch, as
 /// RC), a list of one is BlueFlame-copied whole (its two WQEBBs). Refusals write nothing.
 #[test]
 fn push_ud_writes_what_post_ud_writes_and_a_list_rings_once() {
-    let av = Av::new(0, 0, false, 0, 0, 7, [0; 6], 0, 0, 0, [0; 16]);
-    let dest = UdDest {
-        av: &av,
-        remote_qpn: 0x12_3456,
-        qkey: 0x1111_1111,
-        compact: false,
-    };
+    let av = lid_7_av();
+    let dest = ud_dest(&av);
     let payloads = [[1u8; 8], [2; 8], [3; 8], [4; 8]];
     let mut posted = datagram_queues(false);
     for (i, p) in payloads.iter().enumerate() {
@@ -196,13 +206,8 @@ fn a_wqe_of_exactly_the_largest_size_is_taken() {
     q.sq.make_ud(&desc);
     q.sq.set_ud_mtu(1024);
     q.sq.set_ready(true);
-    let av = Av::new(0, 0, false, 0, 0, 7, [0; 6], 0, 0, 0, [0; 16]);
-    let dest = UdDest {
-        av: &av,
-        remote_qpn: 0x12_3456,
-        qkey: 0x1111_1111,
-        compact: false,
-    };
+    let av = lid_7_av();
+    let dest = ud_dest(&av);
     let sge = Sge {
         addr: 0x1000,
         len: 8,

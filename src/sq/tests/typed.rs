@@ -334,7 +334,7 @@ fn write_inline_refuses_what_post_wr_refuses() {
 /// write, inline or gathered, with and without immediate, and refuse what they refuse.
 #[test]
 fn typed_datagram_sends_write_what_the_generic_entries_write() {
-    let av = Av::new(0, 0, false, 0, 0, 7, [0; 6], 0, 0, 0, [0; 16]);
+    let av = super::datagram::lid_7_av();
     let payload: Vec<u8> = (0..=255u8).collect();
     let sges: Vec<Sge> = (0..5u64)
         .map(|i| Sge {
