@@ -6,6 +6,7 @@ use crate::prm::{Av, CqeOpcode, Opcode};
 
 mod datagram;
 mod prepared;
+mod queue;
 mod typed;
 
 const WRITE: SendOp = SendOp::Write(Remote {
