@@ -227,3 +227,33 @@ fn a_wqe_of_exactly_the_largest_size_is_taken() {
         Err(PostError::WqeTooLarge { ds: 9, max_ds: 8 })
     );
 }
+
+/// As on an RC queue: a datagram entry's room check remembers how far it may post
+/// (`UdEntry::limit`, the DCI's), so readiness taken away must forget that room; the next
+/// post is refused with the ring half empty, and taken once the QP is ready again.
+#[test]
+fn readiness_taken_away_with_room_left_refuses_the_next_datagram() {
+    let av = lid_7_av();
+    let dest = ud_dest(&av);
+    let dc = DcDest {
+        av: &av,
+        dctn: 1,
+        dc_key: 2,
+        compact: false,
+        stream: 0,
+    };
+    for dci in [false, true] {
+        let mut q = datagram_queues(dci);
+        let post = |q: &mut NullQueues, wr_id| match dci {
+            false => q.sq.post_ud(send(wr_id, &[1; 8]), &dest),
+            true => q.sq.post_dc(send(wr_id, &[1; 8]), &dc),
+        };
+        post(&mut q, 1).unwrap();
+        q.sq.set_ready(false);
+        assert_eq!(post(&mut q, 2), Err(PostError::NotReadyToSend), "dci {dci}");
+        assert_eq!(q.sq.producer_count(), 2);
+        q.sq.set_ready(true);
+        post(&mut q, 2).unwrap();
+        assert_eq!(q.sq.producer_count(), 4, "dci {dci}");
+    }
+}

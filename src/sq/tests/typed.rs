@@ -277,7 +277,8 @@ fn every_typed_call_writes_what_post_wr_writes() {
     // A UC queue: every READ and atomic refused, the rest as RC.
     fn uc_queues() -> NullQueues {
         let mut q = rc_queues();
-        q.sq.k.ready = write::Ready::UcYes;
+        q.sq.make_uc();
+        q.sq.set_ready(true);
         q
     }
     assert_eq!(
