@@ -257,3 +257,25 @@ fn readiness_taken_away_with_room_left_refuses_the_next_datagram() {
         assert_eq!(q.sq.producer_count(), 4, "dci {dci}");
     }
 }
+
+/// `DcDest::on_stream` moves an operation to another stream of the DCI: its WQE carries the
+/// stream in `dci_stream_channel_id` (control bytes 9..10), and nothing else changes.
+#[test]
+fn a_destination_on_another_stream_writes_its_stream_id() {
+    let av = lid_7_av();
+    let dc = DcDest {
+        av: &av,
+        dctn: 1,
+        dc_key: 2,
+        compact: false,
+        stream: 0,
+    };
+    let mut q = datagram_queues(true);
+    q.sq.post_dc(send(1, &[1; 8]), &dc).unwrap();
+    q.sq.post_dc(send(1, &[1; 8]), &dc.on_stream(3)).unwrap();
+    let (zero, three) = (q.sq.wqe_bytes(0, 128), q.sq.wqe_bytes(2, 128));
+    assert_eq!((&zero[9..11], &three[9..11]), (&[0, 0][..], &[0, 3][..]));
+    // The rest of the two WQEs differs in the WQE index (bytes 1..3) alone.
+    let differ: Vec<usize> = (0..128).filter(|&i| zero[i] != three[i]).collect();
+    assert_eq!(differ, [2, 10]);
+}
