@@ -571,23 +571,7 @@ fn set_imm_changes_only_an_operation_that_carries_one() {
 fn an_xrc_initiators_and_a_raw_qps_queues_refuse_the_rc_entries() {
     use crate::types::Transport;
     for transport in [Transport::XrcIni, Transport::Raw] {
-        let mut q = NullQueues::new(16, 8, 256).unwrap();
-        let desc = datagram::limits_of_16();
-        match transport {
-            Transport::XrcIni => q.sq.make_xrc(&desc),
-            _ => {
-                let caps = crate::EthCaps {
-                    mac: [2, 0, 0, 0, 0, 1],
-                    min_inline: 0,
-                    enhanced_mpw: false,
-                    striding_rq: false,
-                    max_tso: 0,
-                    max_frame: 1514,
-                };
-                q.sq.make_eth(&desc, caps)
-            }
-        }
-        q.sq.set_ready(true);
+        let mut q = datagram::entry_queues(transport);
         assert_eq!(
             q.sq.post(1, SendOp::Send, Data::NONE, SendFlags::SIGNALED),
             Err(PostError::WrongTransport { transport })

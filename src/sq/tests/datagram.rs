@@ -1,6 +1,8 @@
-//! The UD and DCI push forms against their post forms, over plain memory.
+//! The entries of the UD, DCI, XRC and raw queues: push forms against post forms, readiness,
+//! streams, over plain memory.
 
 use super::*;
+use crate::types::Transport;
 
 /// The limits of `NullQueues::new(16, 8, 256)`'s send queue, for the `make_*` calls that
 /// read a description's limits only (no pointer).
@@ -228,11 +230,37 @@ fn a_wqe_of_exactly_the_largest_size_is_taken() {
     );
 }
 
-/// As on an RC queue: a datagram entry's room check remembers how far it may post
-/// (`UdEntry::limit`, the DCI's), so readiness taken away must forget that room; the next
-/// post is refused with the ring half empty, and taken once the QP is ready again.
+/// A ready queue of `transport`'s own entry (UD, DCI, XRC initiator or raw packet) over
+/// `NullQueues`' memory, as `datagram_queues`.
+pub(super) fn entry_queues(transport: Transport) -> NullQueues {
+    let mut q = NullQueues::new(16, 8, 256).unwrap();
+    let desc = limits_of_16();
+    match transport {
+        Transport::Ud | Transport::Dci => return datagram_queues(transport == Transport::Dci),
+        Transport::XrcIni => q.sq.make_xrc(&desc),
+        Transport::Raw => {
+            let caps = crate::EthCaps {
+                mac: [2, 0, 0, 0, 0, 1],
+                min_inline: 0,
+                enhanced_mpw: false,
+                striding_rq: false,
+                max_tso: 0,
+                max_frame: 1514,
+            };
+            q.sq.make_eth(&desc, caps)
+        }
+        _ => unreachable!("{transport:?} posts through the RC entries"),
+    }
+    q.sq.set_ready(true);
+    q
+}
+
+/// As on an RC queue: each other entry's room check remembers how far it may post
+/// (`UdEntry::limit`, the DCI's, the XRC and raw entries'), so readiness taken away must
+/// forget that room; the next post is refused with the ring half empty, and taken once the
+/// QP is ready again.
 #[test]
-fn readiness_taken_away_with_room_left_refuses_the_next_datagram() {
+fn readiness_taken_away_with_room_left_refuses_the_next_post_of_every_entry() {
     let av = lid_7_av();
     let dest = ud_dest(&av);
     let dc = DcDest {
@@ -242,20 +270,55 @@ fn readiness_taken_away_with_room_left_refuses_the_next_datagram() {
         compact: false,
         stream: 0,
     };
-    for dci in [false, true] {
-        let mut q = datagram_queues(dci);
-        let post = |q: &mut NullQueues, wr_id| match dci {
-            false => q.sq.post_ud(send(wr_id, &[1; 8]), &dest),
-            true => q.sq.post_dc(send(wr_id, &[1; 8]), &dc),
+    let header = [0u8; 14];
+    for transport in [
+        Transport::Ud,
+        Transport::Dci,
+        Transport::XrcIni,
+        Transport::Raw,
+    ] {
+        let mut q = entry_queues(transport);
+        let post = |q: &mut NullQueues, wr_id| match transport {
+            Transport::Ud => q.sq.post_ud(send(wr_id, &[1; 8]), &dest),
+            Transport::Dci => q.sq.post_dc(send(wr_id, &[1; 8]), &dc),
+            Transport::XrcIni => q.sq.post_xrc(send(wr_id, &[1; 8]), 5),
+            _ => {
+                q.sq.post_eth(&EthWr::new(wr_id, &header, Data::Inline(&[1; 8])))
+            }
         };
         post(&mut q, 1).unwrap();
+        let one = q.sq.producer_count();
         q.sq.set_ready(false);
-        assert_eq!(post(&mut q, 2), Err(PostError::NotReadyToSend), "dci {dci}");
-        assert_eq!(q.sq.producer_count(), 2);
+        assert_eq!(
+            post(&mut q, 2),
+            Err(PostError::NotReadyToSend),
+            "{transport:?}"
+        );
+        assert_eq!(q.sq.producer_count(), one);
         q.sq.set_ready(true);
         post(&mut q, 2).unwrap();
-        assert_eq!(q.sq.producer_count(), 4, "dci {dci}");
+        assert_eq!(q.sq.producer_count(), 2 * one, "{transport:?}");
     }
+}
+
+/// `push_xrc` writes the WQE `post_xrc` writes (the XRC segment naming the SRQ after the
+/// control segment) and leaves the doorbell alone; one doorbell rings the list.
+#[test]
+fn push_xrc_writes_what_post_xrc_writes_and_a_list_rings_once() {
+    let mut posted = entry_queues(Transport::XrcIni);
+    let mut q = entry_queues(Transport::XrcIni);
+    for i in 0..3 {
+        posted
+            .sq
+            .post_xrc(send(i, &[i as u8; 8]), 0x12_3456)
+            .unwrap();
+        q.sq.push_xrc(&send(i, &[i as u8; 8]), 0x12_3456).unwrap();
+    }
+    assert_eq!((q.sq.producer_count(), q.sq.doorbell_record()), (3, 0));
+    assert_eq!(q.sq.wqe_bytes(0, 192), posted.sq.wqe_bytes(0, 192));
+    assert_eq!(q.sq.wqe_bytes(0, 20)[16..], [0x00, 0x12, 0x34, 0x56]);
+    assert_eq!(q.sq.ring_doorbell(), 3);
+    assert_eq!(q.sq.doorbell_record(), 3);
 }
 
 /// `DcDest::on_stream` moves an operation to another stream of the DCI: its WQE carries the
