@@ -5,6 +5,7 @@ use crate::null::NullQueues;
 use crate::prm::{Av, CqeOpcode, Opcode};
 
 mod datagram;
+mod eth;
 mod prepared;
 mod queue;
 mod typed;

@@ -238,17 +238,7 @@ pub(super) fn entry_queues(transport: Transport) -> NullQueues {
     match transport {
         Transport::Ud | Transport::Dci => return datagram_queues(transport == Transport::Dci),
         Transport::XrcIni => q.sq.make_xrc(&desc),
-        Transport::Raw => {
-            let caps = crate::EthCaps {
-                mac: [2, 0, 0, 0, 0, 1],
-                min_inline: 0,
-                enhanced_mpw: false,
-                striding_rq: false,
-                max_tso: 0,
-                max_frame: 1514,
-            };
-            q.sq.make_eth(&desc, caps)
-        }
+        Transport::Raw => return super::eth::raw_queues(super::eth::RAW_CAPS, &desc),
         _ => unreachable!("{transport:?} posts through the RC entries"),
     }
     q.sq.set_ready(true);
