@@ -471,4 +471,139 @@ mod tests {
         let d = decode(Ctrl::parse(&w), &w, 0, 1 << 30, &mut 0).unwrap();
         assert_eq!((d.op, d.len), (Op::Send, 0));
     }
+    /// A WQE of `ds` units (control segment: `opcode`, `opmod`, the DS count), zeros
+    /// after it.
+    fn wqe(opcode: u8, opmod: u8, ds: usize) -> Vec<u8> {
+        let mut w = vec![0u8; ds * 16];
+        (w[0], w[3], w[7]) = (opmod, opcode, ds as u8);
+        w
+    }
+
+    fn dec(w: &[u8], xport: usize) -> Result<Wqe, u8> {
+        decode(Ctrl::parse(w), w, xport, 1 << 30, &mut 0)
+    }
+
+    #[test]
+    fn field_add_carries_inside_a_field() {
+        // Bit 0: 1 + 1 carries; bit 1: 0 + 1 + carry is 0, carrying on to bit 2.
+        assert_eq!(field_add(1, 3, 1 << 63), 4);
+    }
+
+    #[test]
+    fn a_wqe_whose_ds_count_is_not_its_length_is_refused() {
+        let mut w = wqe(opcode::SEND, 0, 2);
+        w.extend([0; 16]);
+        assert_eq!(dec(&w, 0).err(), Some(synd::LOCAL_QP_OP_ERR));
+    }
+
+    #[test]
+    fn a_write_of_its_remote_address_alone_is_zero_length() {
+        for xport in [0, 16] {
+            let mut w = wqe(opcode::RDMA_WRITE, 0, 2 + xport / 16);
+            w[16 + xport..24 + xport].copy_from_slice(&0x1122_3344_5566_7788u64.to_be_bytes());
+            w[24 + xport..28 + xport].copy_from_slice(&0x99u32.to_be_bytes());
+            let d = dec(&w, xport).unwrap();
+            assert_eq!(
+                (d.op, d.raddr, d.rkey, d.len),
+                (Op::Write, 0x1122_3344_5566_7788, 0x99, 0)
+            );
+        }
+    }
+
+    /// An inline segment may end exactly at the WQE's end; one byte more is malformed.
+    #[test]
+    fn an_inline_segment_past_the_wqe_end_is_refused() {
+        for (len, ok) in [(12u32, true), (13, false)] {
+            let mut w = wqe(opcode::SEND, 0, 2);
+            w[16..20].copy_from_slice(&(INLINE_SEG | len).to_be_bytes());
+            let d = dec(&w, 0);
+            assert_eq!(
+                d.map(|d| d.len),
+                if ok {
+                    Ok(12)
+                } else {
+                    Err(synd::LOCAL_QP_OP_ERR)
+                }
+            );
+        }
+    }
+
+    /// Each atomic's arguments are read at their offsets behind the remote address (and a
+    /// transport segment: a DCI's address vector, XRC's), up to its data segment.
+    #[test]
+    fn atomic_arguments_are_read_at_their_offsets() {
+        use opcode::*;
+        let words: [u64; 4] = [0x1111_1111_1111_1111, 0x2222, 0x3333 << 40, 0x44];
+        let args = |size, cs, m: [u64; 4]| AtomicArgs {
+            size,
+            cs,
+            swap_add: m[0],
+            compare: m[1],
+            swap_mask: m[2],
+            compare_mask: m[3],
+        };
+        let (w32, max) = (words.map(|w| w & 0xffff_ffff), u64::MAX);
+        let cases = [
+            (
+                ATOMIC_CS,
+                0,
+                16,
+                args(8, true, [words[0], words[1], max, max]),
+            ),
+            (ATOMIC_FA, 0, 16, args(8, false, [words[0], 0, max, max])),
+            (ATOMIC_MASKED_CS, 9, 32, args(8, true, words)),
+            (
+                ATOMIC_MASKED_FA,
+                9,
+                16,
+                args(8, false, [words[0], words[1], 0, 0]),
+            ),
+            (ATOMIC_MASKED_CS, 8, 16, args(4, true, w32)),
+            (
+                ATOMIC_MASKED_FA,
+                8,
+                16,
+                args(4, false, [w32[0], w32[1], 0, 0]),
+            ),
+        ];
+        for (op, opmod, arg_bytes, want) in cases {
+            for xport in [0, 16] {
+                let at = 32 + xport;
+                let ds = (at + arg_bytes) / 16 + 1;
+                let mut w = wqe(op, opmod, ds);
+                for (i, word) in words.iter().enumerate() {
+                    if want.size == 4 {
+                        let b = (*word as u32).to_be_bytes();
+                        w[at + 4 * i..at + 4 * i + 4].copy_from_slice(&b);
+                    } else if 8 * i < arg_bytes {
+                        w[at + 8 * i..at + 8 * i + 8].copy_from_slice(&word.to_be_bytes());
+                    }
+                }
+                // The data segment: the operand's size.
+                w[at + arg_bytes..at + arg_bytes + 4]
+                    .copy_from_slice(&u32::from(want.size).to_be_bytes());
+                let d = dec(&w, xport).unwrap();
+                assert_eq!(
+                    (d.op, d.len),
+                    (Op::Atomic(want), u64::from(want.size)),
+                    "{op:#x}/{opmod} +{xport}"
+                );
+                // Without the data segment the arguments end at the WQE's end: read
+                // whole, then refused for the missing segment.
+                let d = dec(&wqe_cut(&w, ds - 1), xport);
+                assert_eq!(
+                    d.err(),
+                    Some(synd::LOCAL_LENGTH_ERR),
+                    "{op:#x}/{opmod} +{xport}"
+                );
+            }
+        }
+    }
+
+    /// `w` cut to `ds` units, its DS count set to it.
+    fn wqe_cut(w: &[u8], ds: usize) -> Vec<u8> {
+        let mut w = w[..ds * 16].to_vec();
+        w[7] = ds as u8;
+        w
+    }
 }
