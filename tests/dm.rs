@@ -234,3 +234,25 @@ fn slots_stay_attached_while_in_flight_and_free_on_reset() {
     a.qp.reset().unwrap();
     assert_eq!(a.qp.sq().dm_slots().unwrap().in_flight(), 0);
 }
+
+/// Payloads pushed before one doorbell sit in slots of their own (slot k at k × the slot
+/// size): each WRITE gathers its own bytes, not a later payload's.
+#[test]
+fn payloads_pushed_before_one_doorbell_use_their_own_slots() {
+    let (mut a, b) = rig_pair(&with_dm(64 << 10));
+    let dm = a.ctx.alloc_dm(512).unwrap();
+    let slots = DmSlots::new(dm.register(&a.pd, 0, 512, Access::NONE).unwrap(), 128).unwrap();
+    let sq = a.qp.sq();
+    sq.attach_dm(slots).unwrap();
+    for (k, byte) in [5u8, 6, 7].into_iter().enumerate() {
+        let op = SendOp::Write(b.mr.remote(k * 128));
+        sq.push_dm(k as u64, op, &[byte; 100], SendFlags::SIGNALED)
+            .unwrap();
+    }
+    assert_eq!(sq.dm_slots().unwrap().in_flight(), 3);
+    assert_eq!(sq.ring_doorbell(), 3);
+    poll_n(&mut a, 3);
+    for (k, byte) in [5u8, 6, 7].into_iter().enumerate() {
+        assert_eq!(read(&b, k * 128, 100), [byte; 100], "slot {k}");
+    }
+}
