@@ -557,6 +557,21 @@ fn a_deferred_doorbell_runs_on_progress_and_gathers_then() {
     assert_eq!(doorbell_counts(&a), [1, 0, 0, 0, 0]);
 }
 
+/// Deferred doorbells keep their snapshot per ring slot across wraps of the 64-block ring.
+#[test]
+fn deferred_doorbells_wrap_the_ring() {
+    let (_f, mut a, b) = pair();
+    a.nic.inject(Fault::DeferExecution(true));
+    for i in 0..70u16 {
+        a.write_inline(b.data(0), b.key, &i.to_be_bytes(), SIGNALED);
+        a.ring();
+        assert_eq!(a.nic.progress(), 1);
+        assert_eq!(completed(&a.drain_send()), [(REQ, i)]);
+        assert_eq!(b.read_data(0, 2), i.to_be_bytes());
+    }
+    assert_eq!(a.nic.stats().ring_overwritten, 0);
+}
+
 #[test]
 fn a_ring_slot_overwritten_before_a_deferred_run_is_counted() {
     let (_f, mut a, b) = pair();
@@ -633,4 +648,56 @@ fn a_channel_outlives_its_cqs_and_only_live_channels_are_named() {
     nic.destroy_cq(cq.cqn).unwrap();
     assert_eq!(nic.destroy_channel(ch), Ok(()));
     assert_eq!(nic.poll_channel(ch), Err(HwError::NoSuchObject));
+}
+
+/// A doorbell on a QP in RESET is not taken (counted bad, nothing fetched); on a QP in ERR
+/// it is taken (counted) and flushes what the record announces.
+#[test]
+fn doorbells_on_a_reset_and_an_errored_qp() {
+    let (_f, mut a, b) = pair();
+    a.nic.modify_qp(a.qp.qpn, &QpTransition::Err).unwrap();
+    a.write_inline(b.data(0), b.key, b"x", SIGNALED);
+    a.ring();
+    assert_eq!(doorbell_counts(&a)[..2], [1, 0]);
+    let c = a.poll_send().unwrap();
+    // IBV_WC_WR_FLUSH_ERR (0x05).
+    assert_eq!((c.opcode, c.syndrome), (REQ_ERR, 0x05));
+    a.nic.modify_qp(a.qp.qpn, &QpTransition::Reset).unwrap();
+    a.write_inline(b.data(0), b.key, b"y", SIGNALED);
+    a.ring();
+    assert_eq!(doorbell_counts(&a)[..2], [1, 1]);
+    assert!(a.poll_send().is_none());
+}
+
+/// A BlueFlame copy is used only when the WQE it carries lies in what the doorbell record
+/// announces beyond what was fetched: a copy of a WQE already executed, or of one the
+/// record announces only in part, is counted incomplete and the ring is read instead.
+#[test]
+fn a_blueflame_copy_outside_the_announced_wqes_is_not_used() {
+    let (_f, mut a, b) = pair();
+    // A copy of WQE 0 (already executed) rung for WQE 1.
+    a.write_inline(b.data(0), b.key, b"first", SIGNALED);
+    a.ring();
+    assert_eq!(a.poll_send().unwrap().wqe_counter, 0);
+    let old = a.mem.read(SQ, 64);
+    a.write_inline(b.data(8), b.key, b"second", SIGNALED);
+    let half = a.qp.bf_offset + a.bf_half;
+    ring_with(&mut a, half, &old);
+    let s = a.nic.stats();
+    assert_eq!((s.bf_used, s.bf_incomplete), (0, 1));
+    assert_eq!(completed(&a.drain_send()), [(REQ, 1)]);
+    assert_eq!(b.read_data(8, 6), b"second");
+
+    // A two-WQEBB WQE whose first block alone the record announces: its copy is not used.
+    let idx = a.write_inline(b.data(16), b.key, &[7; 40], SIGNALED);
+    let copy = a.mem.read(SQ + usize::from(idx) * 64, 128);
+    a.mem.put_be32(DBREC + 4, u32::from(idx) + 1);
+    let half = a.qp.bf_offset + a.bf_half;
+    a.nic.mmio_write(a.qp.uar, half, &copy[..64]);
+    a.nic.mmio_write(a.qp.uar, half + 64, &copy[64..]);
+    let s = a.nic.stats();
+    assert_eq!((s.bf_used, s.bf_incomplete), (0, 2));
+    // The ring's first block names two: the WQE runs past what the record announces.
+    let c = a.poll_send().unwrap();
+    assert_eq!((c.opcode, c.wqe_counter, c.syndrome), (REQ_ERR, idx, 0x02));
 }

@@ -662,5 +662,8 @@ fn send_in_init_is_local_qp_op_err() {
     );
     assert_eq!(a.state(), QpState::Err);
     let s = nic.stats();
-    assert_eq!((s.doorbells_before_rts, s.bugs(BugClass::Unknown)), (1, 1));
+    assert_eq!(
+        (s.doorbells_before_rts, s.wqes, s.bugs(BugClass::Unknown)),
+        (1, 1, 1)
+    );
 }
