@@ -47,6 +47,32 @@ fn rnr_then_success_after_receive_is_posted() {
     assert_eq!(a.nic.stats().retransmits, 2);
 }
 
+/// A doorbell while the head WQE waits out an RNR NAK does not send it again before its
+/// timer (one `progress()` step): the new WQE queues behind it.
+#[test]
+fn a_doorbell_during_an_rnr_wait_sends_nothing_early() {
+    let (_f, mut a, mut b) = pair();
+    a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(b"late")]);
+    a.ring();
+    assert_eq!(b.nic.stats().rnr_naks, 1);
+    a.write_inline(b.data(0x100), b.key, b"after", SIGNALED);
+    a.ring();
+    assert_eq!(
+        b.nic.stats().rnr_naks,
+        1,
+        "the stalled SEND is not sent again"
+    );
+    assert_eq!(
+        b.read_data(0x100, 5),
+        vec![0; 5],
+        "the WRITE waits behind it"
+    );
+    b.recv_at(0, 16);
+    assert_eq!(a.nic.progress(), 1);
+    assert_eq!(summary(&a.drain_send()), vec![(REQ, 0, 0), (REQ, 0, 1)]);
+    assert_eq!(b.read_data(0x100, 5), b"after");
+}
+
 #[test]
 fn rnr_retry_exhaustion() {
     let conn = Conn {
