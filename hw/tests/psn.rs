@@ -115,9 +115,9 @@ fn a_request_ahead_of_the_expected_psn_is_nakked_once_and_fails_after_the_retrie
     assert_eq!(b.read_data(0, 5), vec![0; 5], "never executed");
     let (sa, sb) = (a.nic.stats(), b.nic.stats());
     assert_eq!(
-        (sb.seq_naks, sa.retransmits),
-        (1, 3),
-        "one NAK per sequence error"
+        (sb.seq_naks, sa.retransmits, sa.packets_lost),
+        (1, 3, 4),
+        "one NAK per sequence error, each request lost"
     );
     assert_eq!((a.state(), b.state()), (QpState::Err, QpState::Rts));
     assert_eq!(psn(&b).rq_psn, 0x100);
@@ -213,4 +213,6 @@ fn a_duplicate_atomic_gets_its_saved_result_and_one_without_is_dropped() {
         [(REQ_ERR, TRANSPORT_RETRY_EXC_ERR, 0)]
     );
     assert_eq!((a.mem.u64(DATA + 0x10), b.mem.u64(DATA + 0x80)), (0, 15));
+    // Each of the four requests of that atomic (the first and three retries) lost.
+    assert_eq!(a.nic.stats().packets_lost, 4);
 }
