@@ -7,8 +7,8 @@ mod common;
 
 use common::*;
 use mlx5_hw::{
-    DcRefusal, DciStreams, Fabric, HwError, Nic, NicConfig, QpParams, QpState, QpTransition,
-    Transport,
+    DcRefusal, DciStreams, Fabric, GidType, HwError, LinkLayer, Nic, NicConfig, QpParams, QpState,
+    QpTransition, Transport,
 };
 
 const KEY: u64 = 0x1ee7_a330;
@@ -25,6 +25,8 @@ fn dc_pair_streams(
     streams: DciStreams,
 ) -> (std::sync::Arc<Fabric>, Side, Side) {
     let f = Fabric::new();
+    // RoCE addresses are global: its RTRs need the route.
+    let global = nic_cfg.link_layer == LinkLayer::Ethernet;
     let (na, nb) = (Nic::new(&f, nic_cfg.clone()), Nic::new(&f, nic_cfg));
     let a = Side::new(
         &na,
@@ -50,7 +52,7 @@ fn dc_pair_streams(
         },
         QpTransition::RtrDci {
             path_mtu: 1024,
-            global: false,
+            global,
         },
         QpTransition::Rts {
             sq_psn: 7,
@@ -82,7 +84,7 @@ fn dc_pair_streams(
             path_mtu: 1024,
             min_rnr_timer: 1,
             dc_key: KEY,
-            global: false,
+            global,
         },
     ] {
         nb.modify_qp(t.qp.qpn, &step).unwrap();
@@ -152,6 +154,71 @@ fn a_hand_built_dci_wqe_writes_fetches_and_adds_and_sends_at_the_dct() {
     assert_eq!(t.read_data(0x800, 9), b"hello dct");
     let s = a.nic.stats();
     assert_eq!((s.dc_connects, s.dc_disconnects), (1, 0));
+}
+
+/// On InfiniBand a DCT's receive CQE carries the service level of the DCI's address vector
+/// (`flags_rqpn` bits 27..24), with or without a global route in it; the RoCE packet type
+/// goes there on Ethernet links only.
+#[test]
+fn a_dct_receive_on_infiniband_carries_the_avs_service_level() {
+    let (_f, mut a, mut t) = dc_pair(NicConfig::default());
+    let (lid, dctn) = (t.nic.lid(), t.qp.qpn);
+    for global in [false, true] {
+        t.recv_at(0x800, 64);
+        let mut av = av(KEY, dctn, lid);
+        av[12] = 5;
+        if global {
+            // `grh_gid_fl` bit 30: a global route (SGID index 0), to the target's port GID.
+            av[28] = 0x40;
+        }
+        a.post_op(SEND, 0, SIGNALED, 0, &[av, inline_seg(b"sl")]);
+        a.ring();
+        assert_eq!(a.drain_send().len(), 1);
+        let r = t.drain_recv();
+        assert_eq!(
+            (r.len(), r[0].flags_rqpn >> 24 & 0xf),
+            (1, 5),
+            "global {global}"
+        );
+    }
+}
+
+/// On RoCE the same bits carry the packet type of the DCI's source GID (`L3::packet_type`:
+/// 0 for RoCE v1's GRH, bit 3 and the IP version for RoCE v2), whatever the AV's SL.
+#[test]
+fn a_dct_receive_on_roce_carries_the_packet_type() {
+    let roce = NicConfig {
+        link_layer: LinkLayer::Ethernet,
+        ..NicConfig::default()
+    };
+    let (_f, mut a, mut t) = dc_pair(roce);
+    let dctn = t.qp.qpn;
+    let entries = a.nic.port(1).unwrap().gid_table_len;
+    assert!(entries > 0);
+    for index in 0..entries {
+        let (ours, theirs) = (
+            a.nic.query_gid(1, index).unwrap(),
+            t.nic.query_gid(1, index).unwrap(),
+        );
+        t.recv_at(0x800, 64);
+        let mut av = av(KEY, dctn, 0);
+        // RoCE: `stat_rate_sl` bits 3..1 the SL (5); `grh_gid_fl` the SGID index; the
+        // destination GID of the same type.
+        av[12] = 5 << 1;
+        av[28..32].copy_from_slice(&(index << 20).to_be_bytes());
+        av[32..48].copy_from_slice(&theirs.gid);
+        a.post_op(SEND, 0, SIGNALED, 0, &[av, inline_seg(b"pt")]);
+        a.ring();
+        assert_eq!(a.drain_send().len(), 1, "index {index}");
+        let ipv4_mapped = ours.gid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+        let packet_type = match ours.gid_type {
+            GidType::RoceV2 if ipv4_mapped => 8 | 2,
+            GidType::RoceV2 => 8 | 1,
+            _ => 0,
+        };
+        let r = t.drain_recv();
+        assert_eq!(r[0].flags_rqpn >> 24 & 0xf, packet_type, "index {index}");
+    }
 }
 
 #[test]
