@@ -317,8 +317,6 @@ fn exec(
         Transport::Uc => return crate::uc::send(w, n, qpi, ctrl, wqe, in_flight),
         Transport::Raw => return crate::eth::tx::send(w, n, qpi, ctrl, wqe, in_flight),
         // A DCI's WQE: ctrl + the address vector + the RC segments (prm-facts-next §3.3).
-        // ctrl + the XRC segment + the RC segments (rdma-core `_mlx5_post_send`).
-        Transport::XrcIni => None,
         Transport::Dci => match crate::dc::gate(&mut w.nics[n], qpi, &ctrl) {
             Gate::Run => match Av::parse(
                 wqe,
@@ -331,6 +329,8 @@ fn exec(
             Gate::BadStream(s) => return Outcome::Fail(s),
             Gate::Flush => return Outcome::Flushed,
         },
+        // RC, and an XRC initiator's WQE: ctrl + the XRC segment + the RC segments
+        // (rdma-core `_mlx5_post_send`), no address vector.
         _ => None,
     };
     let xrc = transport == Transport::XrcIni;

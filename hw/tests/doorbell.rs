@@ -572,6 +572,20 @@ fn deferred_doorbells_wrap_the_ring() {
     assert_eq!(a.nic.stats().ring_overwritten, 0);
 }
 
+/// Work deferred on a QP that leaves RTS before it runs is flushed with the QP, and no
+/// later `progress()` runs it.
+#[test]
+fn deferred_work_of_a_qp_moved_to_err_is_flushed_not_run() {
+    let (_f, mut a, b) = pair();
+    a.nic.inject(Fault::DeferExecution(true));
+    a.write_inline(b.data(0), b.key, b"never", SIGNALED);
+    a.ring();
+    a.nic.modify_qp(a.qp.qpn, &QpTransition::Err).unwrap();
+    assert_eq!(completed(&a.drain_send()), [(REQ_ERR, 0)]);
+    assert_eq!(a.nic.progress(), 0, "nothing left to run");
+    assert_eq!(b.read_data(0, 5), [0; 5]);
+}
+
 #[test]
 fn a_ring_slot_overwritten_before_a_deferred_run_is_counted() {
     let (_f, mut a, b) = pair();
