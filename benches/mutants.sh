@@ -16,6 +16,10 @@
 #   MUTANTS_OUT=DIR       where cargo-mutants writes (default target/mutants)
 #   MUTANTS_JUDGE_ONLY=1  run nothing: judge the last run's output again (after editing
 #                         the list of equivalents)
+#   CARGO_PROFILE_DEV_DEBUG  default 0 here: test builds without debug info link
+#                         several times faster (a model mutant built in 4 s instead of
+#                         11 s on 2 cores); the first mutant of a file then builds the
+#                         dependencies once more, unless target/ holds them that way
 #
 # Prints one line per file: mutants, caught (timeouts included), equivalent (listed and
 # missed), missed (not listed), unviable; fails if any file has a missed mutant, and warns
@@ -26,6 +30,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 equivalents=benches/mutants-equivalent.txt
 out_root=${MUTANTS_OUT:-target/mutants}
 jobs=${MUTANTS_JOBS:-1}
+export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0}
 baseline=${MUTANTS_BASELINE:-run}
 
 # The files of the data path, in the order a full run takes them.
