@@ -49,6 +49,17 @@ pub(super) fn lid_7_av() -> Av {
     Av::new(0, 0, false, 0, 0, 7, [0; 6], 0, 0, 0, [0; 16])
 }
 
+/// DC target 1 with DC key 2 behind `av`, on stream 0.
+fn dc_dest(av: &Av) -> DcDest<'_> {
+    DcDest {
+        av,
+        dctn: 1,
+        dc_key: 2,
+        compact: false,
+        stream: 0,
+    }
+}
+
 /// UD destination QP 0x123456 with Q_Key 0x11111111 behind `av`.
 fn ud_dest(av: &Av) -> UdDest<'_> {
     UdDest {
@@ -117,13 +128,7 @@ fn push_ud_writes_what_post_ud_writes_and_a_list_rings_once() {
             mtu: 1024
         })
     );
-    let dc = DcDest {
-        av: &av,
-        dctn: 1,
-        dc_key: 2,
-        compact: false,
-        stream: 0,
-    };
+    let dc = dc_dest(&av);
     assert_eq!(
         q.sq.push_dc(&send(9, &[0; 8]), &dc),
         Err(PostError::WrongTransport {
@@ -253,13 +258,7 @@ pub(super) fn entry_queues(transport: Transport) -> NullQueues {
 fn readiness_taken_away_with_room_left_refuses_the_next_post_of_every_entry() {
     let av = lid_7_av();
     let dest = ud_dest(&av);
-    let dc = DcDest {
-        av: &av,
-        dctn: 1,
-        dc_key: 2,
-        compact: false,
-        stream: 0,
-    };
+    let dc = dc_dest(&av);
     let header = [0u8; 14];
     for transport in [
         Transport::Ud,
@@ -316,13 +315,7 @@ fn push_xrc_writes_what_post_xrc_writes_and_a_list_rings_once() {
 #[test]
 fn a_destination_on_another_stream_writes_its_stream_id() {
     let av = lid_7_av();
-    let dc = DcDest {
-        av: &av,
-        dctn: 1,
-        dc_key: 2,
-        compact: false,
-        stream: 0,
-    };
+    let dc = dc_dest(&av);
     let mut q = datagram_queues(true);
     q.sq.post_dc(send(1, &[1; 8]), &dc).unwrap();
     q.sq.post_dc(send(1, &[1; 8]), &dc.on_stream(3)).unwrap();
