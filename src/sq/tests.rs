@@ -535,6 +535,8 @@ fn send_flags_combine_and_read_back() {
     assert_eq!(switches(so), (false, false, true));
     let all = s | f | so;
     assert_eq!(all, SendFlags::new(true, true, true));
+    // A flag ORed in twice stays set (an OR, not a toggle).
+    assert_eq!(all | s, all);
     // MLX5_WQE_CTRL_FENCE 0x80 | MLX5_WQE_CTRL_CQ_UPDATE 0x08 | MLX5_WQE_CTRL_SOLICITED 0x02.
     assert_eq!(all.fm_ce_se().into_bits(), 0x8a);
     let mut g = s;
