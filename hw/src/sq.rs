@@ -14,7 +14,7 @@ use crate::req::{
     check_gather, connected, done, packets, seq, transmit, BfWqe, Landing, Outcome, Seq,
 };
 use crate::resp::{respond, respond_again, Request, Resp};
-use crate::state::{take_fault, InFlight, NicState, Scratch, Stall, World, WQE_BUF};
+use crate::state::{take_fault, InFlight, NicState, Qp, Scratch, Stall, World, WQE_BUF};
 use crate::types::{Access, QpState, Transport};
 use crate::ud::Av;
 use crate::wqe::{Ctrl, Op, Segs, BB};
@@ -100,7 +100,7 @@ pub(crate) fn doorbell(w: &mut World, n: usize, qpi: usize, ctrl8: &[u8], bf: Op
         return;
     }
     if !crate::fast::write_inline(w, n, qpi, bf) {
-        run_sq(w, n, qpi, bf.as_slice(), None);
+        run_sq(w, n, qpi, bf.as_slice());
     }
 }
 
@@ -112,7 +112,9 @@ fn defer(nic: &mut NicState, qpi: usize, fetched: u16, pi: u16, bf: Option<BfWqe
     let q = nic.qp(qpi);
     let cnt = 1usize << q.log_sq;
     q.snapshot.resize(cnt * BB, 0);
-    let mut bb = fetched;
+    // Copies not yet used up (an earlier deferred doorbell's WQEs still unread) grow by
+    // what was posted since, doorbells not deferred included; else a new range starts.
+    let (from, mut bb) = q.snapped.unwrap_or((fetched, fetched));
     while bb != pi {
         let slot = usize::from(bb) & (cnt - 1);
         let mut copy = [0u8; BB];
@@ -120,7 +122,8 @@ fn defer(nic: &mut NicState, qpi: usize, fetched: u16, pi: u16, bf: Option<BfWqe
         q.snapshot[slot * BB..(slot + 1) * BB].copy_from_slice(&copy);
         bb = bb.wrapping_add(1);
     }
-    q.deferred.get_or_insert(fetched);
+    q.deferred = true;
+    q.snapped = Some((from, pi));
     if let Some(b) = bf {
         q.deferred_bf.push((b.idx, b.bytes.into()));
     }
@@ -134,15 +137,15 @@ pub(crate) fn run_deferred(w: &mut World, n: usize, qpi: usize) -> bool {
     if q.state != QpState::Rts || q.stall.is_some() {
         return false;
     }
-    let Some(from) = q.deferred.take() else {
+    if !std::mem::take(&mut q.deferred) {
         return false;
-    };
+    }
     let kept = std::mem::take(&mut q.deferred_bf);
     let bf: Vec<BfWqe<'_>> = kept
         .iter()
         .map(|(idx, bytes)| BfWqe { idx: *idx, bytes })
         .collect();
-    run_sq(w, n, qpi, &bf, Some(from));
+    run_sq(w, n, qpi, &bf);
     true
 }
 
@@ -155,11 +158,8 @@ fn head_ctrl(nic: &mut NicState, qpi: usize) -> Ctrl {
 }
 
 /// Execute WQEs from the consumer counter up to the known producer, until the queue is
-/// empty, stalls (RNR, loss) or fails. `bf` holds the BlueFlame WQEs delivered for this run;
-/// `snapped` is set for a deferred run: the BBs from that counter on were copied at their
-/// doorbell, and a WQE read from the ring that differs from its copy was overwritten by the
-/// driver before it completed.
-pub(crate) fn run_sq(w: &mut World, n: usize, qpi: usize, bf: &[BfWqe<'_>], snapped: Option<u16>) {
+/// empty, stalls (RNR, loss) or fails. `bf` holds the BlueFlame WQEs delivered for this run.
+pub(crate) fn run_sq(w: &mut World, n: usize, qpi: usize, bf: &[BfWqe<'_>]) {
     // Reused buffers: zeroing them per doorbell would dominate small WQEs.
     let mut s = w.nics[n].scratch.take().unwrap_or_else(|| {
         Box::new(Scratch {
@@ -169,7 +169,7 @@ pub(crate) fn run_sq(w: &mut World, n: usize, qpi: usize, bf: &[BfWqe<'_>], snap
     });
     s.in_flight.clear();
     let Scratch { wqe, in_flight } = &mut *s;
-    run_sq_with(w, n, qpi, bf, snapped, wqe, in_flight);
+    run_sq_with(w, n, qpi, bf, wqe, in_flight);
     w.nics[n].scratch = Some(s);
 }
 
@@ -178,7 +178,6 @@ fn run_sq_with(
     n: usize,
     qpi: usize,
     bf: &[BfWqe<'_>],
-    snapped: Option<u16>,
     buf: &mut [u8],
     in_flight: &mut InFlight,
 ) {
@@ -198,7 +197,7 @@ fn run_sq_with(
         let left = q.sq_pi.wrapping_sub(cons);
         let qpn = q.qpn;
         nic.context(Some(qpi), Ctx::Qp(qpn));
-        let len = load_wqe(nic, qpi, cons, bf, snapped, buf);
+        let len = load_wqe(nic, qpi, cons, bf, buf);
         let ctrl = Ctrl::parse(buf);
         let valid = ctrl.qpn == qpn && ctrl.idx == cons && ctrl.nbb() <= left;
         let outcome = if valid {
@@ -250,24 +249,20 @@ pub(crate) fn resume_paced(w: &mut World, n: usize, qpi: usize) -> bool {
     if !w.nics[n].pace_due(qpi) {
         return false;
     }
-    run_sq(w, n, qpi, &[], None);
+    run_sq(w, n, qpi, &[]);
     true
 }
 
 /// Copy the WQE at BB counter `cons` into `buf` (from BlueFlame data when it holds this
 /// WQE, else from the ring); returns its `ds*16` length (16 if `ds` is 0). A WQE read from
-/// the ring at or after counter `snapped` is compared with the copy taken at its doorbell.
-fn load_wqe(
-    nic: &mut NicState,
-    qpi: usize,
-    cons: u16,
-    bf: &[BfWqe<'_>],
-    snapped: Option<u16>,
-    buf: &mut [u8],
-) -> usize {
+/// the ring among the BBs copied at their deferred doorbells (`Qp::snapped`) is
+/// compared with its copy: one that differs was overwritten by the driver before it
+/// completed.
+fn load_wqe(nic: &mut NicState, qpi: usize, cons: u16, bf: &[BfWqe<'_>], buf: &mut [u8]) -> usize {
     let q = nic.qp(qpi);
     if let Some(b) = bf.iter().find(|b| b.idx == cons) {
         let len = b.bytes.len();
+        take_snapped(q, cons, len);
         buf[..len].copy_from_slice(b.bytes);
         let mut ring = [0u8; BB];
         let differs = b.bytes.chunks(BB).enumerate().any(|(k, chunk)| {
@@ -285,7 +280,7 @@ fn load_wqe(
         read_sq(q, cons.wrapping_add(1), &mut buf[BB..len.div_ceil(BB) * BB]);
     }
     let len = len.max(16);
-    if snapped.is_some_and(|f| cons.wrapping_sub(f) < q.sq_pi.wrapping_sub(f)) {
+    if take_snapped(q, cons, len) {
         let mask = usize::from(q.sq_mask());
         let overwritten = buf[..len].chunks(BB).enumerate().any(|(k, chunk)| {
             let slot = (usize::from(cons) + k) & mask;
@@ -294,6 +289,24 @@ fn load_wqe(
         nic.stats.ring_overwritten += u64::from(overwritten);
     }
     len
+}
+
+/// Whether the WQE of `len` bytes at BB counter `cons` is among the BBs copied at their
+/// deferred doorbells (`Qp::snapped`); the copies are used up (the range cleared)
+/// once a WQE reaching their last BB is read.
+fn take_snapped(q: &mut Qp, cons: u16, len: usize) -> bool {
+    let Some((from, to)) = q.snapped else {
+        return false;
+    };
+    let span = to.wrapping_sub(from);
+    if cons.wrapping_sub(from) >= span {
+        return false;
+    }
+    let end = cons.wrapping_add(len.div_ceil(BB) as u16);
+    if end.wrapping_sub(from) >= span {
+        q.snapped = None;
+    }
+    true
 }
 
 /// Execute one structurally checked WQE of QP index `qpi` on NIC `n`.
@@ -536,7 +549,7 @@ pub(crate) fn retry(w: &mut World, n: usize, qpi: usize) -> bool {
         };
         let ctrl = head_ctrl(nic, qpi);
         if crate::dc::stream_error(nic, qpi, ctrl, s) {
-            run_sq(w, n, qpi, &[], None);
+            run_sq(w, n, qpi, &[]);
         } else {
             fail_head(nic, qpi, ctrl, s);
         }
@@ -553,6 +566,6 @@ pub(crate) fn retry(w: &mut World, n: usize, qpi: usize) -> bool {
         let (ci, pi) = (q.sq_ci, q.sq_pi);
         read_ring(nic, qpi, ci, pi, Purpose::WqeRefetch);
     }
-    run_sq(w, n, qpi, &[], None);
+    run_sq(w, n, qpi, &[]);
     true
 }

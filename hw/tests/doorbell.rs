@@ -606,6 +606,37 @@ fn a_ring_slot_overwritten_before_a_deferred_run_is_counted() {
     assert_eq!(doorbell_counts(&a)[4], 1, "an Unknown-class driver bug");
 }
 
+/// A deferred run that stalls (RNR) leaves its copies for the run that takes the work up
+/// again: a WQE overwritten during the wait is counted when the retry reads it.
+#[test]
+fn a_ring_slot_overwritten_during_a_deferred_runs_rnr_wait_is_counted() {
+    let (_f, mut a, mut b) = pair();
+    a.nic.inject(Fault::DeferExecution(true));
+    a.post_op(SEND, 0, SIGNALED, 0, &[inline_seg(b"late")]);
+    a.ring();
+    a.write_inline(b.data(0x100), b.key, b"after", SIGNALED);
+    a.ring();
+    assert_eq!(a.nic.progress(), 2, "the deferred run and one retry step");
+    assert_eq!(
+        b.nic.stats().rnr_naks,
+        2,
+        "the SEND found no receive, twice"
+    );
+    // The WRITE's inline payload changes in the ring while the SEND waits.
+    a.mem.write(SQ + 64 + 36, b"AFTER");
+    b.recv_at(0, 16);
+    assert_eq!(a.nic.progress(), 1, "the retry");
+    assert_eq!(completed(&a.drain_send()), vec![(REQ, 0), (REQ, 1)]);
+    assert_eq!(b.read_data(0x100, 5), b"AFTER");
+    assert_eq!(a.nic.stats().ring_overwritten, 1);
+    // The copies are used up: the same slots posted again later are not compared.
+    a.nic.inject(Fault::DeferExecution(false));
+    a.write_inline(b.data(0x200), b.key, b"fresh", SIGNALED);
+    a.ring();
+    assert_eq!(completed(&a.drain_send()), vec![(REQ, 2)]);
+    assert_eq!(a.nic.stats().ring_overwritten, 1);
+}
+
 #[test]
 fn a_deferred_blueflame_doorbell_executes_the_copy_it_carried() {
     let (_f, mut a, b) = pair();

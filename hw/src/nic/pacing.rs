@@ -39,7 +39,7 @@ impl Nic {
             };
             n.set_pacer(qpi, new);
             if old.is_some_and(|p| p.wait.is_some()) {
-                run_sq(w, i, qpi, &[], None);
+                run_sq(w, i, qpi, &[]);
             }
             Ok(())
         })

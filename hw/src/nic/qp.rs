@@ -164,7 +164,8 @@ impl Nic {
                 rq_known_pi: 0,
                 fatal: false,
                 atomic_replay: None,
-                deferred: None,
+                deferred: false,
+                snapped: None,
                 deferred_bf: Vec::new(),
                 snapshot: Vec::new(),
                 pcie: PcieCounters::default(),
@@ -402,7 +403,8 @@ impl Nic {
                     q.rq_psn = 0;
                     q.head_psn = None;
                     q.psn_nak_sent = false;
-                    q.deferred = None;
+                    q.deferred = false;
+                    q.snapped = None;
                     q.deferred_bf.clear();
                 }
             }

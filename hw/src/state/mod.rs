@@ -172,7 +172,7 @@ impl NicState {
         !self.delayed.is_empty()
             || self.eth.has_deferred_work()
             || self.qps.iter().flatten().any(|q| {
-                q.deferred.is_some()
+                q.deferred
                     || q.stall.is_some()
                     || q.fatal
                     || q.state == QpState::Err

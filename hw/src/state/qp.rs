@@ -96,9 +96,12 @@ pub(crate) struct Qp {
     /// PSN and original value of the last atomic executed as responder, to answer a
     /// duplicate of it.
     pub(crate) atomic_replay: Option<(u32, u64)>,
-    /// `Fault::DeferExecution`: a doorbell queued work for `progress()`; the BBs from this
-    /// counter on were copied into `snapshot` at their doorbell.
-    pub(crate) deferred: Option<u16>,
+    /// `Fault::DeferExecution`: a doorbell queued work for `progress()`.
+    pub(crate) deferred: bool,
+    /// The BBs `[from, to)` copied into `snapshot` at their deferred doorbells and not yet
+    /// executed: a WQE read from the ring among them is compared with its copy whichever
+    /// run reads it (the deferred one, a later doorbell's, a retry's after a stall).
+    pub(crate) snapped: Option<(u16, u16)>,
     /// BlueFlame WQEs (first BB, bytes) delivered with deferred doorbells.
     pub(crate) deferred_bf: Vec<(u16, Box<[u8]>)>,
     /// The send ring as deferred doorbells found it (one copy per slot; empty until the

@@ -32,9 +32,10 @@ pub struct Stats {
     pub doorbells_before_rts: u64,
     /// WQEs completed or failed by execution (not flushed ones; retransmissions not counted).
     pub wqes: u64,
-    /// WQEs a deferred run (`Fault::DeferExecution`) read from the ring that differed from
-    /// the ring at their doorbell: the driver overwrote a slot before its completion (a
-    /// driver bug; hardware may have fetched the WQE before or after the write).
+    /// WQEs of deferred doorbells (`Fault::DeferExecution`) that differed, when first read
+    /// from the ring (by the deferred run, or by a retry after it stalled), from the ring
+    /// at their doorbell: the driver overwrote a slot before its completion (a driver bug;
+    /// hardware may have fetched the WQE before or after the write).
     pub ring_overwritten: u64,
     /// Unfenced WQEs whose gather overlapped the result buffer of an earlier READ or atomic
     /// of the same run (a missing fence: real hardware may gather before the result lands).
