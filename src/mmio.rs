@@ -13,6 +13,7 @@
 //!
 //! `ring_send_doorbell` is that sequence, in one place.
 
+use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 
 use volatile::access::WriteOnly;
@@ -99,12 +100,24 @@ pub fn mmio_wc_start() {
 /// Implementations are the real mapped page ([`MappedUar`]), the device model (`sim`
 /// backend) and plain memory ([`NullUar`], for CPU-cost benchmarks). The data path is
 /// generic over this trait, so each is compiled in with no indirect call.
+///
+/// The stores are `unsafe`: a mapped page is device memory, where a store outside the page is
+/// a wild write and a store to another queue's register rings that queue. The queues of this
+/// crate store only to their own registers, whose offsets they check when they are built.
 pub trait Uar: Send + core::fmt::Debug {
     /// One 8-byte MMIO store of `bytes` (memory order) at `offset` in the page.
-    fn write64(&self, offset: usize, bytes: [u8; 8]);
+    ///
+    /// # Safety
+    /// `offset` must be 8-byte aligned with `offset + 8 <= UAR_PAGE_SIZE`, and the register
+    /// there must be the caller's (a doorbell of the caller's queue).
+    unsafe fn write64(&self, offset: usize, bytes: [u8; 8]);
     /// One 64-byte write-combined block at `offset` (a BlueFlame chunk), as eight 8-byte
     /// stores in address order.
-    fn write_block(&self, offset: usize, block: &[u64; 8]);
+    ///
+    /// # Safety
+    /// `offset` must be 64-byte aligned with `offset + 64 <= UAR_PAGE_SIZE`, and the register
+    /// there must be the caller's, as for [`Uar::write64`].
+    unsafe fn write_block(&self, offset: usize, block: &[u64; 8]);
     /// Called by [`crate::cq::CompletionQueue::poll`] when it found the CQ empty: a device
     /// that runs in software (the `sim` backend's model) does its deferred work here (RNR
     /// and transport retries, held-back CQEs), so an ordinary polling loop makes progress
@@ -138,11 +151,11 @@ impl MappedUar {
 
 impl Uar for MappedUar {
     #[inline(always)]
-    fn write64(&self, offset: usize, bytes: [u8; 8]) {
+    unsafe fn write64(&self, offset: usize, bytes: [u8; 8]) {
         debug_assert!(offset % 8 == 0 && offset + 8 <= UAR_PAGE_SIZE);
-        // SAFETY: the offset is inside the mapped page (checked by the callers' construction,
-        // asserted in debug builds) and 8-byte aligned; one volatile 64-bit store is exactly
-        // the single MMIO write the device expects (never split into two 32-bit stores).
+        // SAFETY: the offset is 8-byte aligned inside the mapped page (this function's
+        // contract, asserted in debug builds); one volatile 64-bit store is exactly the
+        // single MMIO write the device expects (never split into two 32-bit stores).
         unsafe {
             VolatilePtr::new_restricted(WriteOnly, self.base.add(offset).cast::<u64>())
                 .write(u64::from_ne_bytes(bytes));
@@ -150,11 +163,11 @@ impl Uar for MappedUar {
     }
 
     #[inline(always)]
-    fn write_block(&self, offset: usize, block: &[u64; 8]) {
+    unsafe fn write_block(&self, offset: usize, block: &[u64; 8]) {
         debug_assert!(offset % SEND_WQE_BB == 0 && offset + SEND_WQE_BB <= UAR_PAGE_SIZE);
-        // SAFETY: as in `write64`; the block is 64-byte aligned inside the page. The stores
-        // go in address order and the write-combining buffer merges them into one 64-byte
-        // TLP (rdma-core `mmio_memcpy_x64`).
+        // SAFETY: as in `write64`; the block is 64-byte aligned inside the page (this
+        // function's contract). The stores go in address order and the write-combining
+        // buffer merges them into one 64-byte TLP (rdma-core `mmio_memcpy_x64`).
         unsafe { store_block(self.base.add(offset), block) }
     }
 }
@@ -260,42 +273,58 @@ pub struct NullUar {
     page: Box<NullPage>,
 }
 
-/// The memory of a [`NullUar`], aligned like a real page's BlueFlame registers.
+/// The memory of a [`NullUar`], aligned like a real page's BlueFlame registers. In a cell:
+/// the stores go through `&self`, as a mapped page's do (which makes `NullUar` not `Sync`).
 #[derive(Debug)]
 #[repr(C, align(64))]
-struct NullPage([u64; UAR_PAGE_SIZE / 8]);
+struct NullPage(UnsafeCell<[u64; UAR_PAGE_SIZE / 8]>);
 
 impl Default for NullUar {
     fn default() -> Self {
         NullUar {
-            page: Box::new(NullPage([0; UAR_PAGE_SIZE / 8])),
+            page: Box::new(NullPage(UnsafeCell::new([0; UAR_PAGE_SIZE / 8]))),
         }
     }
 }
 
 impl NullUar {
     /// The 8 bytes last stored at `offset`.
+    ///
+    /// # Panics
+    /// If `offset` is not an aligned word of the page.
     pub fn read64(&self, offset: usize) -> [u8; 8] {
-        self.page.0[offset / 8].to_ne_bytes()
+        assert!(offset % 8 == 0 && offset < UAR_PAGE_SIZE);
+        // SAFETY: an aligned word of the page (asserted); no store is in flight (`NullUar` is
+        // not `Sync`: its stores and this read run on one thread, one after the other).
+        unsafe { self.slot(offset).read_volatile() }.to_ne_bytes()
     }
 }
 
 impl NullUar {
-    /// The 8-byte slot at `offset`, masked into the page (a stray offset from a caller bug
-    /// lands inside the page instead of outside it; debug builds assert).
+    /// The 8-byte slot at `offset` (in the page: the contract of [`Uar::write64`] and
+    /// [`Uar::write_block`], asserted in debug builds; a mapped page has no mask either, so
+    /// the stores cost what they cost there).
+    ///
+    /// # Safety
+    /// `offset` must be 8-byte aligned and below `UAR_PAGE_SIZE`.
     #[inline(always)]
-    fn slot(&self, offset: usize) -> NonNull<u64> {
+    unsafe fn slot(&self, offset: usize) -> NonNull<u64> {
         debug_assert!(offset % 8 == 0 && offset < UAR_PAGE_SIZE);
-        NonNull::from(&self.page.0[(offset / 8) % (UAR_PAGE_SIZE / 8)])
+        // Writable through `&self`: the page is in a cell.
+        let page = self.page.0.get().cast::<u8>();
+        // SAFETY: an aligned word of the page (this function's contract), so not null. Added
+        // in bytes: an index in words would mask the offset's low bits off.
+        unsafe { NonNull::new_unchecked(page.add(offset)).cast() }
     }
 }
 
 impl Uar for NullUar {
     #[inline(always)]
-    fn write64(&self, offset: usize, bytes: [u8; 8]) {
-        // SAFETY: `slot` points into our own boxed page; the volatile store only keeps the
-        // compiler from eliding it. The page is never read through a reference while a
-        // store is in flight (`&self` methods run on one thread: `NullUar` is not `Sync`).
+    unsafe fn write64(&self, offset: usize, bytes: [u8; 8]) {
+        // SAFETY: `slot` points into our own boxed page (the offset is in it: this function's
+        // contract); the volatile store only keeps the compiler from eliding it. The page is
+        // never read through a reference while a store is in flight (`&self` methods run on
+        // one thread: `NullUar` is not `Sync`).
         unsafe {
             VolatilePtr::new_restricted(WriteOnly, self.slot(offset))
                 .write(u64::from_ne_bytes(bytes))
@@ -303,12 +332,11 @@ impl Uar for NullUar {
     }
 
     #[inline(always)]
-    fn write_block(&self, offset: usize, block: &[u64; 8]) {
+    unsafe fn write_block(&self, offset: usize, block: &[u64; 8]) {
         debug_assert!(offset % SEND_WQE_BB == 0 && offset + SEND_WQE_BB <= UAR_PAGE_SIZE);
-        // SAFETY: 64 bytes from a 64-aligned offset inside our boxed, 64-aligned page (the
-        // offset is masked to the page and a multiple of 64 by construction of the
-        // queues); as in `write64` for the rest.
-        unsafe { store_block(self.slot(offset & !(SEND_WQE_BB - 1)).cast(), block) }
+        // SAFETY: 64 bytes from a 64-aligned offset inside our boxed, 64-aligned page (this
+        // function's contract); as in `write64` for the rest.
+        unsafe { store_block(self.slot(offset).cast(), block) }
     }
 }
 
@@ -349,11 +377,53 @@ impl DbRec {
 
 /// A QP's doorbell / BlueFlame register: its base offset in the UAR page, the BlueFlame half
 /// size (0: no BlueFlame) and the half in use (what `mlx5dv_qp.bf` leaves to the user).
+///
+/// Invariant (checked by [`BfReg::new`]): every store [`ring_send_doorbell`] makes is inside
+/// the page, in either half: the 8-byte doorbell at `offset`, 8-byte aligned, and with
+/// BlueFlame a copy of at most `size` bytes (whole 64-byte blocks) from either half's start,
+/// 64-byte aligned.
 #[derive(Debug)]
 pub(crate) struct BfReg<U> {
     pub(crate) uar: U,
-    pub(crate) offset: usize,
-    pub(crate) size: usize,
+    offset: usize,
+    size: usize,
+}
+
+impl<U> BfReg<U> {
+    /// The register at `offset` of `uar`, with BlueFlame halves of `size` bytes (0: none).
+    ///
+    /// # Panics
+    /// If a store to the register would leave the page or be misaligned (a backend bug:
+    /// libmlx5 and the model hand over registers at 0x800 and 0x900 with halves of 256
+    /// bytes).
+    pub(crate) fn new(uar: U, offset: usize, size: usize) -> Self {
+        let fits = |at: usize| {
+            at.checked_add(size.max(8))
+                .is_some_and(|end| end <= UAR_PAGE_SIZE)
+        };
+        let ok = if size == 0 {
+            offset % 8 == 0 && fits(offset)
+        } else {
+            offset % SEND_WQE_BB == 0
+                && size % SEND_WQE_BB == 0
+                && fits(offset)
+                && fits(offset ^ size)
+        };
+        assert!(ok, "doorbell register at {offset:#x} with BlueFlame halves of {size} bytes leaves the UAR page");
+        BfReg { uar, offset, size }
+    }
+
+    /// The register's offset in the page now (the half the next copy takes).
+    #[inline(always)]
+    pub(crate) fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The BlueFlame half's size in bytes (0: no BlueFlame).
+    #[inline(always)]
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
 }
 
 /// Rings the send doorbell: the exact sequence of design §4 / prm-facts §6.4, steps 2–7.
@@ -378,13 +448,19 @@ pub(crate) fn ring_send_doorbell<U: Uar>(
     dbrec.write(crate::prm::qp_counter(pi));
     mmio_wc_start();
     if let Some(bf_chunks) = bf_chunks {
-        bf.uar.write_block(register, &first.read());
+        debug_assert!(bf_chunks * SEND_WQE_BB <= bf.size);
+        // SAFETY: the register's half is in the page and 64-byte aligned (`BfReg`'s
+        // invariant); the callers copy at most its size (`bf_chunks` blocks of at most
+        // `bf_single` / `bf_batch`, `size / 64`), so every block is inside it.
+        unsafe { bf.uar.write_block(register, &first.read()) };
         for k in 1..bf_chunks {
             let block = ring.read_block(wqe_offset + k * SEND_WQE_BB);
-            bf.uar.write_block(register + k * SEND_WQE_BB, &block);
+            // SAFETY: as for the first block.
+            unsafe { bf.uar.write_block(register + k * SEND_WQE_BB, &block) };
         }
     } else {
-        bf.uar.write64(register, first.read()[0].to_ne_bytes());
+        // SAFETY: the register is in the page and 8-byte aligned (`BfReg`'s invariant).
+        unsafe { bf.uar.write64(register, first.read()[0].to_ne_bytes()) };
     }
     mmio_flush_writes();
     bf.offset ^= bf.size;
@@ -395,7 +471,8 @@ pub(crate) fn ring_send_doorbell<U: Uar>(
 pub(crate) fn ring_cq_arm<U: Uar>(uar: &U, arm_dbrec: &DbRec, arm: &crate::prm::Arm) {
     arm_dbrec.write(arm.dbrec_word());
     mmio_wc_start();
-    uar.write64(crate::prm::CQ_DOORBELL_OFFSET, arm.doorbell_bytes());
+    // SAFETY: the CQ doorbell (0x20) of the caller's UAR page: aligned, in the page.
+    unsafe { uar.write64(crate::prm::CQ_DOORBELL_OFFSET, arm.doorbell_bytes()) };
     mmio_flush_writes();
 }
 
@@ -417,8 +494,10 @@ mod tests {
         let mut page = Box::new(Page([0; UAR_PAGE_SIZE]));
         // SAFETY: a 4 KiB page of our own, alive for the whole test; nothing else writes it.
         let uar = unsafe { MappedUar::new(NonNull::from(&mut page.0).cast()) };
-        uar.write64(0x808, [1, 2, 3, 4, 5, 6, 7, 8]);
-        uar.write_block(0x900, &block(0x10));
+        // SAFETY: an aligned register inside the test's page.
+        unsafe { uar.write64(0x808, [1, 2, 3, 4, 5, 6, 7, 8]) };
+        // SAFETY: an aligned register inside the test's page.
+        unsafe { uar.write_block(0x900, &block(0x10)) };
         assert_eq!(page.0[0x808..0x810], [1, 2, 3, 4, 5, 6, 7, 8]);
         for (i, chunk) in page.0[0x900..0x940].chunks(8).enumerate() {
             assert_eq!(chunk, [0x10 + i as u8; 8]);
@@ -453,11 +532,44 @@ mod tests {
         assert!(mem.0[256..].iter().all(|b| *b == 0));
     }
 
+    /// Every store `ring_send_doorbell` makes stays in the page, in either half, or the
+    /// register is refused when the queue is built: what makes its `unsafe` stores sound.
+    #[test]
+    fn a_register_whose_stores_would_leave_the_page_is_refused() {
+        let new = |offset, size| {
+            std::panic::catch_unwind(|| BfReg::new(NullUar::default(), offset, size)).is_ok()
+        };
+        // libmlx5's registers: four per page from 0x800, two halves of 256 bytes each.
+        assert!([0x800, 0x900, 0xa00, 0xe00, 0xf00]
+            .iter()
+            .all(|&at| new(at, 256)));
+        assert!(
+            new(0xff8, 0),
+            "8-byte doorbell only, at the page's last word"
+        );
+        assert!(new(0xfc0, 64));
+        for (offset, size) in [
+            (0xffc, 0),     // the doorbell crosses the page's end
+            (0x804, 0),     // not 8-byte aligned
+            (0x1000, 0),    // past the page
+            (0xf40, 256),   // the half runs past the page's end
+            (0xc00, 0x800), // the other half (0x400) fits, this one does not
+            (0x808, 256),   // a block not 64-byte aligned
+            (0x800, 100),   // halves not whole blocks: the toggle misaligns the copy
+            (usize::MAX - 7, 0),
+        ] {
+            assert!(!new(offset, size), "{offset:#x}, {size}");
+        }
+    }
+
     #[test]
     fn null_uar_keeps_each_slot() {
         let uar = NullUar::default();
-        uar.write64(0x18, [7; 8]);
-        uar.write_block(0x40, &block(0x30));
+        // SAFETY: aligned registers inside the page.
+        unsafe {
+            uar.write64(0x18, [7; 8]);
+            uar.write_block(0x40, &block(0x30));
+        }
         assert_eq!(uar.read64(0x18), [7; 8]);
         assert_eq!(uar.read64(0x10), [0; 8]);
         assert_eq!(uar.read64(0x20), [0; 8]);

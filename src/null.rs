@@ -78,7 +78,7 @@ impl NullQueues {
         attachments.attach(QpEntry {
             qpn: NULL_QPN,
             sq: sq_shared.clone(),
-            sq_error: None,
+            sqe: false,
             streams: false,
             eth_rq: false,
             recv: RecvShared::Rq(Arc::new(RqShared::new(1, None))),
@@ -86,7 +86,7 @@ impl NullQueues {
         });
         // SAFETY: the memory lives in the returned value, which drops the queues first
         // (field order).
-        let mut sq = unsafe { SendQueue::new(&sq_desc, NullUar::default(), sq_shared, errored) };
+        let mut sq = unsafe { SendQueue::new(&sq_desc, NullUar::default(), sq_shared) };
         sq.set_ready(true);
         // SAFETY: as above.
         let cq = unsafe {

@@ -41,18 +41,20 @@ pub struct TracedUar<U> {
 }
 
 impl<U: Uar> Uar for TracedUar<U> {
-    fn write64(&self, offset: usize, bytes: [u8; 8]) {
+    unsafe fn write64(&self, offset: usize, bytes: [u8; 8]) {
         record(&self.log, offset, bytes.to_vec());
-        self.inner.write64(offset, bytes);
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.inner.write64(offset, bytes) };
     }
 
-    fn write_block(&self, offset: usize, block: &[u64; 8]) {
+    unsafe fn write_block(&self, offset: usize, block: &[u64; 8]) {
         record(
             &self.log,
             offset,
             block.iter().flat_map(|w| w.to_ne_bytes()).collect(),
         );
-        self.inner.write_block(offset, block);
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.inner.write_block(offset, block) };
     }
 }
 

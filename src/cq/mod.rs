@@ -93,9 +93,10 @@ pub(crate) struct QpEntry {
     pub(crate) sq: Arc<SqShared>,
     pub(crate) recv: RecvShared,
     pub(crate) errored: Arc<AtomicBool>,
-    /// A UD or UC QP's send-queue error flag: a requester error CQE sets this one alone
-    /// (the QP is in SQE, its receives go on); `None` for RC, whose errors all end in ERR.
-    pub(crate) sq_error: Option<Arc<AtomicBool>>,
+    /// A UD, UC or raw packet QP, which has a send-queue error state: a requester error
+    /// CQE makes its send queue refuse posts (`SqShared::refuse`) and sets no `errored`
+    /// (the QP is in SQE, its receives go on); RC's errors all end in ERR, both set.
+    pub(crate) sqe: bool,
     /// A DCI with streams: a requester error CQE may be one stream's (the DCI stays in
     /// RTS), so it sets no flag; the device flushes what follows if the DCI failed.
     pub(crate) streams: bool,

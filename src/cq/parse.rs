@@ -298,16 +298,15 @@ impl QpTable {
                 };
                 let odp_fault =
                     !requester && error.is_odp_fault() && matches!(qp.recv, RecvShared::Srq(_));
-                match &qp.sq_error {
+                match () {
                     _ if requester && qp.streams => {}
                     // The QP goes on: the NIC only gave the SRQ WQE back.
                     _ if odp_fault => {}
-                    Some(sq) if requester => sq.store(true, Ordering::Relaxed),
-                    Some(sq) => {
-                        sq.store(true, Ordering::Relaxed);
+                    _ if requester && qp.sqe => qp.sq.refuse(),
+                    _ => {
+                        qp.sq.refuse();
                         qp.errored.store(true, Ordering::Relaxed);
                     }
-                    None => qp.errored.store(true, Ordering::Relaxed),
                 }
                 let wr_id = match &qp.recv {
                     _ if requester => qp.sq.complete(error.wqe_counter),

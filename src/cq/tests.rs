@@ -119,7 +119,7 @@ fn a_detached_hot_qp_completes_nothing_and_its_number_is_looked_up_again() {
         sq: Arc::new(SqShared::new(16, NULL_QPN)),
         recv: RecvShared::None,
         errored: Arc::default(),
-        sq_error: None,
+        sqe: false,
         streams: false,
         eth_rq: false,
     });
@@ -437,7 +437,7 @@ fn attachments_tell_any_qp_and_a_raw_receive_queue_until_detached() {
         sq: sq.clone(),
         recv: RecvShared::None,
         errored: Arc::default(),
-        sq_error: None,
+        sqe: false,
         streams: false,
         eth_rq,
     };

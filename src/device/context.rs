@@ -14,6 +14,7 @@ use crate::cq::{CompletionQueue, CqAttachments};
 use crate::error::Error;
 use crate::event::AsyncEvent;
 use crate::mem::MrTable;
+use crate::sq::SqShared;
 use crate::types::{CqConfig, DeviceCaps, GidEntry, PortInfo};
 
 use super::cq::{Cq, CqInner};
@@ -28,6 +29,15 @@ pub(super) fn lock_flags(flags: &ErrorFlags) -> MutexGuard<'_, HashMap<u32, Arc<
     flags.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The send queues of a context's live QPs (by QPN): where an asynchronous QP error makes
+/// the send queue refuse posts.
+pub(super) type SendQueues = Mutex<HashMap<u32, Arc<SqShared>>>;
+
+/// Locks `sqs`, a poisoned lock included (as [`lock_flags`]).
+pub(super) fn lock_sqs(sqs: &SendQueues) -> MutexGuard<'_, HashMap<u32, Arc<SqShared>>> {
+    sqs.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// Sets the flag of object `number` in `flags`, if it has one.
 pub(super) fn raise(flags: &ErrorFlags, number: u32) {
     if let Some(flag) = lock_flags(flags).get(&number) {
@@ -40,8 +50,8 @@ pub(super) fn raise(flags: &ErrorFlags, number: u32) {
 pub struct Context<B: Backend> {
     pub(super) backend: Arc<B>,
     pub(super) qps: Arc<ErrorFlags>,
-    /// The send-queue error flags of UD and UC QPs, which a QP error sets too.
-    pub(super) sq_errors: Arc<ErrorFlags>,
+    /// The send queues of the live QPs, which a QP error makes refuse posts.
+    pub(super) sqs: Arc<SendQueues>,
     pub(super) cqs: Arc<ErrorFlags>,
     /// The channel of the CQs made by [`Context::create_cq`], made with the first of them.
     channel: Arc<Mutex<Option<CompChannel<B>>>>,
@@ -54,7 +64,7 @@ impl<B: Backend> Clone for Context<B> {
         Context {
             backend: self.backend.clone(),
             qps: self.qps.clone(),
-            sq_errors: self.sq_errors.clone(),
+            sqs: self.sqs.clone(),
             cqs: self.cqs.clone(),
             channel: self.channel.clone(),
             mrs: self.mrs.clone(),
@@ -68,7 +78,7 @@ impl<B: Backend> Context<B> {
         Context {
             backend: Arc::new(backend),
             qps: Arc::default(),
-            sq_errors: Arc::default(),
+            sqs: Arc::default(),
             cqs: Arc::default(),
             channel: Arc::default(),
             mrs: Arc::default(),
@@ -93,7 +103,9 @@ impl<B: Backend> Context<B> {
     fn record(&self, event: Option<AsyncEvent>) -> Option<AsyncEvent> {
         if let Some(qpn) = event.as_ref().and_then(AsyncEvent::failed_qp) {
             raise(&self.qps, qpn);
-            raise(&self.sq_errors, qpn);
+            if let Some(sq) = lock_sqs(&self.sqs).get(&qpn) {
+                sq.refuse();
+            }
         }
         if let Some(cqn) = event.as_ref().and_then(AsyncEvent::failed_cq) {
             raise(&self.cqs, cqn);

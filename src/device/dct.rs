@@ -80,7 +80,7 @@ impl<B: Backend> Dct<B> {
             sq: Arc::new(SqShared::new(1, number)),
             recv: RecvShared::Srq(self.srq.shared.clone()),
             errored: Arc::new(AtomicBool::new(false)),
-            sq_error: None,
+            sqe: false,
             streams: false,
             eth_rq: false,
         });

@@ -14,7 +14,7 @@ use crate::sq::{SendQueue, SqShared};
 use crate::types::{Access, AhAttr, QpConfig, QpState, Transport};
 
 use super::ah::AddressHandle;
-use super::context::{lock_flags, Context};
+use super::context::{lock_flags, lock_sqs, Context};
 use super::cq::Cq;
 use super::dct::Dct;
 use super::mr::MemoryRegion;
@@ -269,18 +269,16 @@ impl<B: Backend> ProtectionDomain<B> {
             });
         }
         let errored = Arc::new(AtomicBool::new(false));
-        // UD and UC have a send-queue error state: their send queue refuses posts on a flag
-        // of its own, which a QP error sets too.
-        let sq_error = matches!(
+        // UD, UC and raw packet QPs have a send-queue error state: their send queue refuses
+        // posts (`SqShared::refuse`) while the QP goes on receiving.
+        let sqe = matches!(
             config.transport,
             Transport::Ud | Transport::Uc | Transport::Raw
-        )
-        .then(|| Arc::new(AtomicBool::new(false)));
+        );
         let sq_shared = Arc::new(SqShared::new(parts.sq.wqe_cnt, parts.sq.qpn));
-        let sq_flag = sq_error.clone().unwrap_or_else(|| errored.clone());
         // SAFETY: the descriptions stay valid while `parts.handle` lives; the QP drops its
         // queues before the handle (field order).
-        let mut sq = unsafe { SendQueue::new(&parts.sq, parts.uar, sq_shared.clone(), sq_flag) };
+        let mut sq = unsafe { SendQueue::new(&parts.sq, parts.uar, sq_shared.clone()) };
         let ud = config.transport == Transport::Ud;
         match config.transport {
             Transport::Rc | Transport::Dct | Transport::XrcTgt => {}
@@ -311,10 +309,10 @@ impl<B: Backend> ProtectionDomain<B> {
         };
         let entry = QpEntry {
             qpn: parts.qpn,
-            sq: sq_shared,
+            sq: sq_shared.clone(),
             recv,
             errored: errored.clone(),
-            sq_error: sq_error.clone(),
+            sqe,
             streams: config.dci_streams.is_some(),
             eth_rq: false,
         };
@@ -324,9 +322,7 @@ impl<B: Backend> ProtectionDomain<B> {
             ..entry
         });
         lock_flags(&ctx.qps).insert(parts.qpn, errored.clone());
-        if let Some(flag) = &sq_error {
-            lock_flags(&ctx.sq_errors).insert(parts.qpn, flag.clone());
-        }
+        lock_sqs(&ctx.sqs).insert(parts.qpn, sq_shared.clone());
         Ok(Qp {
             sq,
             rq,
@@ -337,7 +333,8 @@ impl<B: Backend> ProtectionDomain<B> {
                 qpn: parts.qpn,
                 transport: config.transport,
                 errored,
-                sq_error,
+                sq: sq_shared,
+                sqe,
                 seq: Mutex::new(Sequence {
                     psn: random_psn(),
                     peer: None,

@@ -8,12 +8,12 @@ use crate::backend::Backend;
 use crate::error::Error;
 use crate::mcast::McastGroup;
 use crate::rq::RecvQueue;
-use crate::sq::SendQueue;
+use crate::sq::{SendQueue, SqShared};
 use crate::types::{
     Access, ConnectOptions, DeviceCaps, Endpoint, QpState, RateLimit, Transition, Transport,
 };
 
-use super::context::{lock_flags, Context};
+use super::context::{lock_flags, lock_sqs, Context};
 use super::cq::CqInner;
 use super::pd::PdInner;
 use super::qp_halves::{QpReceiver, QpSender};
@@ -70,8 +70,12 @@ pub(super) struct QpCore<B: Backend> {
     pub(super) qpn: u32,
     pub(super) transport: Transport,
     pub(super) errored: Arc<AtomicBool>,
-    /// The send-queue error flag of a UD or UC QP (see `QpEntry::sq_error`).
-    pub(super) sq_error: Option<Arc<AtomicBool>>,
+    /// The send queue's shared state, whose flag says it refuses posts (`SqShared::refuse`):
+    /// set with `errored` on a QP error, alone when the send queue of a QP with an SQE
+    /// state (`sqe`) failed.
+    pub(super) sq: Arc<SqShared>,
+    /// The QP has a send-queue error state (UD, UC, raw packet; see `QpEntry::sqe`).
+    pub(super) sqe: bool,
     /// The packet sequence numbers of the QP's connections (slow path only).
     pub(super) seq: Mutex<Sequence>,
     /// The multicast groups the QP is attached to (UD), detached before it is destroyed.
@@ -86,11 +90,7 @@ impl<B: Backend> QpCore<B> {
     pub(super) fn state(&self, recorded: QpState) -> QpState {
         if self.errored.load(Ordering::Relaxed) {
             QpState::Err
-        } else if self
-            .sq_error
-            .as_ref()
-            .is_some_and(|f| f.load(Ordering::Relaxed))
-        {
+        } else if self.sqe && self.sq.is_refused() {
             QpState::Sqe
         } else {
             recorded
@@ -133,7 +133,7 @@ impl<B: Backend> Drop for QpCore<B> {
         self.send_cq.attachments.detach(self.qpn);
         self.recv_cq.attachments.detach(self.qpn);
         lock_flags(&self._pd.ctx.qps).remove(&self.qpn);
-        lock_flags(&self._pd.ctx.sq_errors).remove(&self.qpn);
+        lock_sqs(&self._pd.ctx.sqs).remove(&self.qpn);
     }
 }
 
@@ -544,9 +544,7 @@ impl<B: Backend> Qp<B> {
             rq.reset();
         }
         self.core.errored.store(false, Ordering::Relaxed);
-        if let Some(f) = &self.core.sq_error {
-            f.store(false, Ordering::Relaxed);
-        }
+        self.core.sq.accept();
         Ok(())
     }
 
@@ -600,9 +598,7 @@ impl<B: Backend> Qp<B> {
             });
         }
         self.modify(Transition::SqeToRts, QpState::Rts)?;
-        if let Some(f) = &self.core.sq_error {
-            f.store(false, Ordering::Relaxed);
-        }
+        self.core.sq.accept();
         Ok(())
     }
 

@@ -103,7 +103,7 @@ impl<B: Backend> XrcDomain<B> {
             sq: Arc::new(SqShared::gone()),
             recv: RecvShared::Srq(shared),
             errored: Arc::new(AtomicBool::new(false)),
-            sq_error: None,
+            sqe: false,
             streams: false,
             eth_rq: false,
         });

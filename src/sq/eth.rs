@@ -7,8 +7,6 @@
 //! A raw queue refuses the RC and UD entries ([`PostError::WrongTransport`]), and the other
 //! queues refuse [`SendQueue::post_eth`]. Facts: `shared/docs/prm-facts-next.md` §5.1.
 
-use core::sync::atomic::Ordering;
-
 use crate::error::PostError;
 use crate::eth::{Checksum, EthCaps, EthRefusal, VlanInsert};
 use crate::mmio::Uar;
@@ -126,7 +124,7 @@ impl<U: Uar> SendQueue<U> {
             };
             return Err(PostError::WrongTransport { transport });
         };
-        if self.errored.load(Ordering::Relaxed) {
+        if self.shared.is_refused() {
             return Err(PostError::NotReadyToSend);
         }
         Ok(eth)

@@ -13,7 +13,7 @@
 //! retires it and every earlier unsignaled one. A post that does not fit is refused with
 //! [`PostError::QueueFull`]; nothing is ever overwritten.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, PostError};
@@ -90,7 +90,6 @@ pub struct SendQueue<U: Uar> {
     /// Largest last WQE (in WQEBBs) of a batch BlueFlame-copied (0: never).
     bf_batch: usize,
     shared: Arc<SqShared>,
-    errored: Arc<AtomicBool>,
     /// The UD post entry ([`SendQueue::post_ud`]) of a UD QP's queue; `None` for RC.
     ud: Option<UdEntry>,
     /// The DC post entry ([`SendQueue::post_dc`]) of a DCI's queue.
@@ -115,7 +114,6 @@ macro_rules! write_wqe {
             &mut $sq.staging,
             &$sq.shared,
             &mut $sq.c,
-            &$sq.errored,
             $wr,
         )
     };
@@ -161,12 +159,7 @@ impl<U: Uar> SendQueue<U> {
     /// Every pointer in `desc` must be valid as described (ring of `wqe_cnt * 64` bytes,
     /// 64-byte aligned; doorbell record of two words) for the life of the queue, written on
     /// the CPU side only through it, and `uar` must be the UAR page holding `desc.bf_offset`.
-    pub(crate) unsafe fn new(
-        desc: &SqDesc,
-        uar: U,
-        shared: Arc<SqShared>,
-        errored: Arc<AtomicBool>,
-    ) -> Self {
+    pub(crate) unsafe fn new(desc: &SqDesc, uar: U, shared: Arc<SqShared>) -> Self {
         // SAFETY: forwarded from this function's contract.
         let ring = unsafe { Ring::new(desc.buf, desc.wqe_cnt as usize * SEND_WQE_BB) };
         // `Limits::write` relies on this: one slot per WQEBB of the ring.
@@ -182,17 +175,12 @@ impl<U: Uar> SendQueue<U> {
             last_offset: 0,
             qpn: desc.qpn,
             dbrec,
-            bf: BfReg {
-                uar,
-                offset: desc.bf_offset,
-                size: desc.bf_size,
-            },
+            bf: BfReg::new(uar, desc.bf_offset, desc.bf_size),
             mode: DoorbellMode::Auto,
             effective: DoorbellMode::Doorbell,
             bf_single: 0,
             bf_batch: 0,
             shared,
-            errored,
             ud: None,
             dc: None,
             xrc: None,
@@ -207,8 +195,8 @@ impl<U: Uar> SendQueue<U> {
     /// Chooses how doorbells are rung.
     pub fn set_mode(&mut self, mode: DoorbellMode) {
         self.mode = mode;
-        self.effective = effective_mode(mode, self.bf.size);
-        let blocks = self.bf.size / SEND_WQE_BB;
+        self.effective = effective_mode(mode, self.bf.size());
+        let blocks = self.bf.size() / SEND_WQE_BB;
         (self.bf_single, self.bf_batch) = match self.effective {
             DoorbellMode::BlueFlame => (blocks, 0),
             DoorbellMode::BlueFlameLast => (blocks, blocks),
@@ -421,7 +409,7 @@ impl<U: Uar> SendQueue<U> {
     fn write_wr<const RING: bool>(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
         if let Data::Inline(data) = wr.data {
             let shape = wr.op.shape();
-            if self.k.is_short(shape, data.len()) && !self.errored.load(Ordering::Relaxed) {
+            if self.k.is_short(shape, data.len()) && !self.shared.is_refused() {
                 return self.short_wr::<RING, false>(wr, shape, data);
             }
         }
@@ -468,7 +456,7 @@ impl<U: Uar> SendQueue<U> {
             W,
         ) -> Result<Written<'r>, PostError>,
     ) -> Result<usize, (usize, PostError)> {
-        let errored = self.errored.load(Ordering::Relaxed);
+        let errored = self.shared.is_refused();
         let mut n = 0;
         let mut result = Ok(());
         let mut last_offset = self.last_offset;
@@ -514,10 +502,9 @@ impl<U: Uar> SendQueue<U> {
         staging: &mut Staging,
         shared: &SqShared,
         c: &mut Cursor,
-        errored: &AtomicBool,
         wr: &SendWr<'_>,
     ) -> Result<Written<'r>, PostError> {
-        if errored.load(Ordering::Relaxed) {
+        if shared.is_refused() {
             return Err(PostError::NotReadyToSend);
         }
         // SAFETY: the queue's own ring and slots (one per WQEBB, checked in `new`).
@@ -589,7 +576,7 @@ impl<U: Uar> SendQueue<U> {
 
     /// The current offset of the doorbell / BlueFlame register (toggles between halves).
     pub fn register_offset(&self) -> usize {
-        self.bf.offset
+        self.bf.offset()
     }
 
     /// Copies the `len` bytes of ring content starting at WQEBB counter `pi` (wrap-aware), e.g.

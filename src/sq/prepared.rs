@@ -18,7 +18,7 @@
 //! general path (every check again).
 
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::error::PostError;
 use crate::mmio::Uar;
@@ -186,7 +186,6 @@ macro_rules! write_prepared {
             &mut $sq.staging,
             &$sq.shared,
             &mut $sq.c,
-            &$sq.errored,
             $sq.id,
             $wr,
         )
@@ -321,11 +320,10 @@ impl<U: Uar> SendQueue<U> {
         staging: &mut Staging,
         shared: &SqShared,
         c: &mut Cursor,
-        errored: &AtomicBool,
         queue: u64,
         wr: &PreparedWr<'_>,
     ) -> Result<Written<'r>, PostError> {
-        if errored.load(Ordering::Relaxed) {
+        if shared.is_refused() {
             return Err(PostError::NotReadyToSend);
         }
         // SAFETY: the queue's own ring and slots (one per WQEBB, checked in `new`); the

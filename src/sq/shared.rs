@@ -1,6 +1,6 @@
 //! What a send queue shares with the CQ that completes it, and the queue's description.
 
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crate::prm::Be32;
 
@@ -20,6 +20,11 @@ pub(crate) struct SqShared {
     /// compare tell a poller that a CQE is this QP's and that the QP is still served
     /// ([`SqShared::is_gone`]).
     key: AtomicU32,
+    /// Whether the send queue refuses posts: its QP is in ERR, or (UD, UC and raw packet
+    /// QPs) its send queue in SQE. Set by the CQs' pollers on an error CQE and by the
+    /// context's asynchronous events, cleared by a reset or SQE → RTS. Here, beside what
+    /// every post reads anyway, so that a post's check is one compare with memory.
+    refused: AtomicBool,
 }
 
 /// A [`SqShared`]'s key once its QP is detached: no [`qpn_key`] equals it (QPNs have 24
@@ -96,7 +101,27 @@ impl SqShared {
             slots: (0..wqe_cnt).map(|_| SqSlot::default()).collect(),
             tail: AtomicU32::new(0),
             key: AtomicU32::new(qpn_key(u32::from_ne_bytes((qpn & 0xff_ffff).to_be_bytes()))),
+            refused: AtomicBool::new(false),
         }
+    }
+
+    /// Whether the send queue refuses posts ([`PostError::NotReadyToSend`]): its QP or
+    /// its send queue is in error.
+    ///
+    /// [`PostError::NotReadyToSend`]: crate::PostError::NotReadyToSend
+    #[inline(always)]
+    pub(crate) fn is_refused(&self) -> bool {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// Makes the send queue refuse posts (its QP or send queue went to an error state).
+    pub(crate) fn refuse(&self) {
+        self.refused.store(true, Ordering::Relaxed);
+    }
+
+    /// Makes the send queue take posts again (reset, or SQE → RTS).
+    pub(crate) fn accept(&self) {
+        self.refused.store(false, Ordering::Relaxed);
     }
 
     /// A one-slot state that no CQE's key matches ([`SqShared::is_gone`]): a poller's

@@ -275,14 +275,13 @@ fn a_mode_change_keeps_the_pushed_wqes() {
 }
 
 /// BlueFlame copies whole 64-byte blocks, so a WQE rung alone is copied when its WQEBBs fit
-/// the register's half: on a half of 100 bytes (not a multiple of 64) a WQE of one WQEBB
-/// (48 bytes) is copied whole, one of 80 bytes (two WQEBBs, 128 bytes copied) is rung with
-/// the 8-byte doorbell.
+/// the register's half: on a half of 64 bytes a WQE of one WQEBB (48 bytes) is copied
+/// whole, one of 80 bytes (two WQEBBs, 128 bytes to copy) is rung with the 8-byte doorbell.
 #[test]
 fn blueflame_takes_a_wqe_whose_blocks_fit_the_half() {
     for (payload, copied) in [(8, true), (40, false)] {
         let mut q = NullQueues::new(16, 16, 256).unwrap();
-        q.sq.bf.size = 100;
+        q.sq.bf = BfReg::new(crate::mmio::NullUar::default(), q.sq.register_offset(), 64);
         q.sq.set_mode(DoorbellMode::BlueFlame);
         let reg = q.sq.register_offset();
         q.sq.post(

@@ -12,8 +12,6 @@
 //!
 //! [`Limits::write_short`]: super::write::Limits::write_short
 
-use core::sync::atomic::Ordering;
-
 use crate::error::PostError;
 use crate::mmio::Uar;
 
@@ -200,7 +198,7 @@ impl<U: Uar> SendQueue<U> {
         flags: SendFlags,
     ) -> Result<(), PostError> {
         let shape = op().shape();
-        if !self.k.is_short(shape, data.len()) || self.errored.load(Ordering::Relaxed) {
+        if !self.k.is_short(shape, data.len()) || self.shared.is_refused() {
             return self.generic::<RING>(wr_id, op, data, flags);
         }
         // Built after the branch: the out-of-line call's work request in memory would

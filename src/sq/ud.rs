@@ -11,8 +11,6 @@
 //! [`SendQueue::ring_doorbell`] (BlueFlame only for a list of one, as RC's). Facts:
 //! `shared/docs/prm-facts-next.md` §1.
 
-use core::sync::atomic::Ordering;
-
 use crate::error::PostError;
 use crate::mmio::Uar;
 use crate::prm::{Av, CompactAv, DS};
@@ -225,7 +223,7 @@ impl<U: Uar> SendQueue<U> {
         xport: X,
         doorbell: Doorbell,
     ) -> Result<u32, PostError> {
-        if self.errored.load(Ordering::Relaxed) {
+        if self.shared.is_refused() {
             return Err(PostError::NotReadyToSend);
         }
         let mut cur = Cursor {

@@ -603,15 +603,18 @@ fn the_crates_mapped_uar_and_dm_stores() {
     // SAFETY: a 4 KiB trapped page standing for a UAR page / a DM window, mapped for the test.
     let (uar, dm) = unsafe { (MappedUar::new(page.ptr), MappedDm::new(page.ptr, 4096)) };
     mmio_wc_start();
-    uar.write64(0x800, [1, 2, 3, 4, 5, 6, 7, 8]);
+    // SAFETY: an aligned register inside the test's page.
+    unsafe { uar.write64(0x800, [1, 2, 3, 4, 5, 6, 7, 8]) };
     mmio_flush_writes();
     let blocks: Vec<[u64; 8]> = (20..24).map(line).collect();
     mmio_wc_start();
     for (n, b) in blocks.iter().enumerate() {
-        uar.write_block(0x900 + 64 * n, b);
+        // SAFETY: an aligned register inside the test's page.
+        unsafe { uar.write_block(0x900 + 64 * n, b) };
     }
     mmio_flush_writes();
-    uar.write64(0x20, [9; 8]);
+    // SAFETY: an aligned register inside the test's page.
+    unsafe { uar.write64(0x20, [9; 8]) };
     mmio_flush_writes();
     dm.write_line(0xc0, &blocks[0]);
     dm.write64(0x100, [3; 8]);
@@ -733,14 +736,16 @@ fn bench_trap_costs() {
     time(
         "8-byte doorbell, crate (MappedUar::write64 + sfence)",
         &|| {
-            uar.write64(0x800, [1; 8]);
+            // SAFETY: an aligned register inside the test's page.
+            unsafe { uar.write64(0x800, [1; 8]) };
             mmio_flush_writes();
         },
     );
     time(
         "64-byte BlueFlame chunk, crate (write_block + sfence)",
         &|| {
-            uar.write_block(0x900, &blocks[0]);
+            // SAFETY: an aligned register inside the test's page.
+            unsafe { uar.write_block(0x900, &blocks[0]) };
             mmio_flush_writes();
         },
     );
@@ -748,7 +753,8 @@ fn bench_trap_costs() {
         "256-byte BlueFlame copy, crate (4 x write_block + sfence)",
         &|| {
             for (n, b) in blocks.iter().enumerate() {
-                uar.write_block(0x900 + 64 * n, b);
+                // SAFETY: an aligned register inside the test's page.
+                unsafe { uar.write_block(0x900 + 64 * n, b) };
             }
             mmio_flush_writes();
         },

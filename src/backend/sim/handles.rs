@@ -22,12 +22,12 @@ pub struct SimUar {
 
 impl Uar for SimUar {
     #[inline]
-    fn write64(&self, offset: usize, bytes: [u8; 8]) {
+    unsafe fn write64(&self, offset: usize, bytes: [u8; 8]) {
         self.nic.mmio_write(self.uar, offset as u32, &bytes);
     }
 
     #[inline]
-    fn write_block(&self, offset: usize, block: &[u64; 8]) {
+    unsafe fn write_block(&self, offset: usize, block: &[u64; 8]) {
         let mut bytes = [0u8; SEND_WQE_BB];
         for (chunk, word) in bytes.chunks_exact_mut(8).zip(block) {
             chunk.copy_from_slice(&word.to_ne_bytes());

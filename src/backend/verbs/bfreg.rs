@@ -26,6 +26,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::mmio::{MappedUar, Uar};
+use crate::prm::{SEND_WQE_BB, UAR_PAGE_SIZE};
 
 /// What the QPs on one register share: whether more than one live QP uses it, and the
 /// register's BlueFlame half while it is shared.
@@ -149,6 +150,14 @@ impl VerbsUar {
         state: Arc<RegState>,
         single_threaded: bool,
     ) -> Self {
+        // The shared-register path copies into either half: both must be in the page.
+        assert!(
+            half == 0
+                || (reg % SEND_WQE_BB == 0
+                    && half % SEND_WQE_BB == 0
+                    && reg + 2 * half <= UAR_PAGE_SIZE),
+            "BlueFlame register at {reg:#x} with halves of {half} bytes leaves the UAR page"
+        );
         VerbsUar {
             // SAFETY: forwarded from this function's contract.
             page: unsafe { MappedUar::new(base) },
@@ -161,14 +170,19 @@ impl VerbsUar {
     }
 
     /// A chunk of a BlueFlame copy on a register other live QPs use too.
+    ///
+    /// # Safety
+    /// As [`Uar::write_block`], `offset` in this QP's register (`reg`, two halves of `half`
+    /// bytes).
     #[cold]
-    fn write_shared_block(&self, offset: usize, block: &[u64; 8]) {
+    unsafe fn write_shared_block(&self, offset: usize, block: &[u64; 8]) {
         // The chunk's place in its half (a copy never spans halves: at most `half` bytes).
         let within = (offset - self.reg) % self.half;
         if !self.single_threaded {
             if within == 0 {
                 // The first chunk: its first 8 bytes are the doorbell.
-                self.page.write64(offset, block[0].to_ne_bytes());
+                // SAFETY: the caller's block, forwarded (`Uar::write_block`'s contract).
+                unsafe { self.page.write64(offset, block[0].to_ne_bytes()) };
             }
             return;
         }
@@ -178,23 +192,30 @@ impl VerbsUar {
             let half = self.state.half.fetch_xor(self.half, Ordering::Relaxed);
             self.copy_half.set(half);
         }
-        self.page
-            .write_block(self.reg + self.copy_half.get() + within, block);
+        // SAFETY: the caller's place in its half, moved to the half the toggle says: both
+        // halves are in the page (asserted by `VerbsUar::qp`), `within` below `half`.
+        unsafe {
+            self.page
+                .write_block(self.reg + self.copy_half.get() + within, block)
+        };
     }
 }
 
 impl Uar for VerbsUar {
     #[inline(always)]
-    fn write64(&self, offset: usize, bytes: [u8; 8]) {
-        self.page.write64(offset, bytes);
+    unsafe fn write64(&self, offset: usize, bytes: [u8; 8]) {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.page.write64(offset, bytes) };
     }
 
     #[inline(always)]
-    fn write_block(&self, offset: usize, block: &[u64; 8]) {
+    unsafe fn write_block(&self, offset: usize, block: &[u64; 8]) {
         if !self.state.is_shared() {
-            self.page.write_block(offset, block);
+            // SAFETY: forwarded from this function's contract.
+            unsafe { self.page.write_block(offset, block) };
         } else {
-            self.write_shared_block(offset, block);
+            // SAFETY: as above.
+            unsafe { self.write_shared_block(offset, block) };
         }
     }
 }
@@ -282,7 +303,8 @@ mod tests {
         let regs = BfRegisters::new(false);
         // SAFETY: `page` outlives `uar` and is only read after the stores.
         let uar = unsafe { VerbsUar::qp(base, 0x800, 256, regs.attach(0x800), false) };
-        uar.write_block(0x900, &block(1));
+        // SAFETY: an aligned register inside the test's page.
+        unsafe { uar.write_block(0x900, &block(1)) };
         assert_eq!(words(&page, 0x900), block(1));
         assert_eq!(words(&page, 0x800), [0; 8]);
     }
@@ -292,8 +314,10 @@ mod tests {
         let mut page = Box::new(Page([0; 4096]));
         let (a, _b) = two_qps(&mut page, false);
         // The second half, chunk 0 then chunk 1: only the doorbell word is stored.
-        a.write_block(0x900, &block(1));
-        a.write_block(0x940, &block(1));
+        // SAFETY: an aligned register inside the test's page.
+        unsafe { a.write_block(0x900, &block(1)) };
+        // SAFETY: an aligned register inside the test's page.
+        unsafe { a.write_block(0x940, &block(1)) };
         assert_eq!(words(&page, 0x900), [block(1)[0], 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(words(&page, 0x940), [0; 8]);
     }
@@ -303,16 +327,21 @@ mod tests {
         let mut page = Box::new(Page([0; 4096]));
         let (a, b) = two_qps(&mut page, true);
         // Each QP's own toggle says half 0 for its first copy; the register says 0 then 1.
-        a.write_block(0x800, &block(1));
-        a.write_block(0x840, &block(2));
-        b.write_block(0x800, &block(3));
-        b.write_block(0x840, &block(4));
+        // SAFETY: an aligned register inside the test's page.
+        unsafe { a.write_block(0x800, &block(1)) };
+        // SAFETY: an aligned register inside the test's page.
+        unsafe { a.write_block(0x840, &block(2)) };
+        // SAFETY: an aligned register inside the test's page.
+        unsafe { b.write_block(0x800, &block(3)) };
+        // SAFETY: an aligned register inside the test's page.
+        unsafe { b.write_block(0x840, &block(4)) };
         assert_eq!(
             [0x800, 0x840, 0x900, 0x940].map(|at| words(&page, at)),
             [block(1), block(2), block(3), block(4)]
         );
         // A's own toggle now says half 1; the register's next half is 0.
-        a.write_block(0x900, &block(5));
+        // SAFETY: an aligned register inside the test's page.
+        unsafe { a.write_block(0x900, &block(5)) };
         assert_eq!(words(&page, 0x800), block(5));
         assert_eq!(words(&page, 0x900), block(3), "B's copy untouched");
     }

@@ -1,8 +1,6 @@
 //! Typed posts: each writes exactly what the generic entry writes for the same work
 //! request (ring, doorbell record, register), and refuses what it refuses.
 
-use core::sync::atomic::Ordering;
-
 use super::*;
 use crate::mmio::NullUar;
 use crate::prm::UAR_PAGE_SIZE;
@@ -321,7 +319,7 @@ fn write_inline_refuses_what_post_wr_refuses() {
         q.sq.push_write_inline(4, remote, &[1; 8], SendFlags::SIGNALED),
         Err(PostError::QueueFull { needed: 1, free: 0 })
     );
-    q.sq.errored.store(true, Ordering::Relaxed);
+    q.sq.shared.refuse();
     for data in [&[1u8; 8][..], &big[..], &[]] {
         assert_eq!(
             q.sq.write_inline(5, remote, data, SendFlags::SIGNALED),
