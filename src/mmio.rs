@@ -321,10 +321,9 @@ impl NullUar {
 impl Uar for NullUar {
     #[inline(always)]
     unsafe fn write64(&self, offset: usize, bytes: [u8; 8]) {
-        // SAFETY: `slot` points into our own boxed page (the offset is in it: this function's
-        // contract); the volatile store only keeps the compiler from eliding it. The page is
-        // never read through a reference while a store is in flight (`&self` methods run on
-        // one thread: `NullUar` is not `Sync`).
+        // The page is never read while a store is in flight (`NullUar` is not `Sync`); the
+        // volatile store only keeps the compiler from eliding it.
+        // SAFETY: `slot` points into our own boxed page (this function's contract).
         unsafe {
             VolatilePtr::new_restricted(WriteOnly, self.slot(offset))
                 .write(u64::from_ne_bytes(bytes))

@@ -24,19 +24,15 @@ use super::pd::{PdInner, ProtectionDomain};
 /// error event is recorded.
 pub(super) type ErrorFlags = Mutex<HashMap<u32, Arc<AtomicBool>>>;
 
-/// Locks `flags`, a poisoned lock included (a flag map has no invariant to break).
-pub(super) fn lock_flags(flags: &ErrorFlags) -> MutexGuard<'_, HashMap<u32, Arc<AtomicBool>>> {
+/// Locks a registry by object number (`ErrorFlags`, `SendQueues`), a poisoned lock included
+/// (a registry has no invariant to break).
+pub(super) fn lock_flags<T>(flags: &Mutex<HashMap<u32, T>>) -> MutexGuard<'_, HashMap<u32, T>> {
     flags.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The send queues of a context's live QPs (by QPN): where an asynchronous QP error makes
 /// the send queue refuse posts.
 pub(super) type SendQueues = Mutex<HashMap<u32, Arc<SqShared>>>;
-
-/// Locks `sqs`, a poisoned lock included (as [`lock_flags`]).
-pub(super) fn lock_sqs(sqs: &SendQueues) -> MutexGuard<'_, HashMap<u32, Arc<SqShared>>> {
-    sqs.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// Sets the flag of object `number` in `flags`, if it has one.
 pub(super) fn raise(flags: &ErrorFlags, number: u32) {
@@ -103,7 +99,7 @@ impl<B: Backend> Context<B> {
     fn record(&self, event: Option<AsyncEvent>) -> Option<AsyncEvent> {
         if let Some(qpn) = event.as_ref().and_then(AsyncEvent::failed_qp) {
             raise(&self.qps, qpn);
-            if let Some(sq) = lock_sqs(&self.sqs).get(&qpn) {
+            if let Some(sq) = lock_flags(&self.sqs).get(&qpn) {
                 sq.refuse();
             }
         }

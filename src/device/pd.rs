@@ -14,7 +14,7 @@ use crate::sq::{SendQueue, SqShared};
 use crate::types::{Access, AhAttr, QpConfig, QpState, Transport};
 
 use super::ah::AddressHandle;
-use super::context::{lock_flags, lock_sqs, Context};
+use super::context::{lock_flags, Context};
 use super::cq::Cq;
 use super::dct::Dct;
 use super::mr::MemoryRegion;
@@ -322,7 +322,7 @@ impl<B: Backend> ProtectionDomain<B> {
             ..entry
         });
         lock_flags(&ctx.qps).insert(parts.qpn, errored.clone());
-        lock_sqs(&ctx.sqs).insert(parts.qpn, sq_shared.clone());
+        lock_flags(&ctx.sqs).insert(parts.qpn, sq_shared.clone());
         Ok(Qp {
             sq,
             rq,

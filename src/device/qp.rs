@@ -13,7 +13,7 @@ use crate::types::{
     Access, ConnectOptions, DeviceCaps, Endpoint, QpState, RateLimit, Transition, Transport,
 };
 
-use super::context::{lock_flags, lock_sqs, Context};
+use super::context::{lock_flags, Context};
 use super::cq::CqInner;
 use super::pd::PdInner;
 use super::qp_halves::{QpReceiver, QpSender};
@@ -133,7 +133,7 @@ impl<B: Backend> Drop for QpCore<B> {
         self.send_cq.attachments.detach(self.qpn);
         self.recv_cq.attachments.detach(self.qpn);
         lock_flags(&self._pd.ctx.qps).remove(&self.qpn);
-        lock_sqs(&self._pd.ctx.sqs).remove(&self.qpn);
+        lock_flags(&self._pd.ctx.sqs).remove(&self.qpn);
     }
 }
 
