@@ -445,6 +445,12 @@ impl WqeBuf<'_> {
     }
 }
 
+/// Marks the payload sizes [`copy_small`] takes past its first case as the less likely
+/// (a call to a cold function: the compiler lays the 8..=16-byte copy out to fall through).
+#[cold]
+#[inline(always)]
+fn other_sizes() {}
+
 /// Copies `len` bytes with a few unaligned loads and stores (the short inline payloads of
 /// WQEs), instead of a call to `memcpy`: 16-byte chunks, then the tail as two overlapping
 /// loads/stores of the largest size that fits, so no byte outside either range is touched.
@@ -476,7 +482,10 @@ pub(crate) unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
         // 8..=16 bytes first (the common short payload): one compare of `len - 8`.
         if len.wrapping_sub(8) <= 8 {
             ends::<u64>(src, dst, len);
-        } else if len > 16 {
+            return;
+        }
+        other_sizes();
+        if len > 16 {
             let mut at = 0;
             while at + 16 < len {
                 let chunk = src.add(at).cast::<u128>().read_unaligned();

@@ -189,6 +189,7 @@ impl<U: Uar> SendQueue<U> {
             dm: None,
         };
         sq.set_mode(DoorbellMode::Auto);
+        sq.shared.open_short(sq.k.short_fit);
         sq
     }
 
@@ -409,7 +410,7 @@ impl<U: Uar> SendQueue<U> {
     fn write_wr<const RING: bool>(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
         if let Data::Inline(data) = wr.data {
             let shape = wr.op.shape();
-            if self.k.is_short(shape, data.len()) && !self.shared.is_refused() {
+            if self.shared.takes_short(shape.fit_index(), data.len()) {
                 return self.short_wr::<RING, false>(wr, shape, data);
             }
         }

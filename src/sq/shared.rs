@@ -1,6 +1,6 @@
 //! What a send queue shares with the CQ that completes it, and the queue's description.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::prm::Be32;
 
@@ -22,9 +22,17 @@ pub(crate) struct SqShared {
     key: AtomicU32,
     /// Whether the send queue refuses posts: its QP is in ERR, or (UD, UC and raw packet
     /// QPs) its send queue in SQE. Set by the CQs' pollers on an error CQE and by the
-    /// context's asynchronous events, cleared by a reset or SQE → RTS. Here, beside what
-    /// every post reads anyway, so that a post's check is one compare with memory.
+    /// context's asynchronous events, cleared by a reset or SQE → RTS (each also closes or
+    /// opens `gate`, which the short path reads instead).
     refused: AtomicBool,
+    /// The short path's payload bounds (`Limits::short_fit`, by `Shape::fit_index`) while
+    /// the send queue takes posts, 0 while it refuses them: one compare of a payload's
+    /// length says both that it is short and that the queue is not refused
+    /// ([`SqShared::takes_short`]). All 0 until the send queue sets its bounds
+    /// ([`SqShared::open_short`]): every post then goes through the general path.
+    gate: [AtomicUsize; 4],
+    /// The bounds [`SqShared::accept`] puts back into `gate`.
+    fit: [AtomicUsize; 4],
 }
 
 /// A [`SqShared`]'s key once its QP is detached: no [`qpn_key`] equals it (QPNs have 24
@@ -102,6 +110,8 @@ impl SqShared {
             tail: AtomicU32::new(0),
             key: AtomicU32::new(qpn_key(u32::from_ne_bytes((qpn & 0xff_ffff).to_be_bytes()))),
             refused: AtomicBool::new(false),
+            gate: Default::default(),
+            fit: Default::default(),
         }
     }
 
@@ -114,14 +124,42 @@ impl SqShared {
         self.refused.load(Ordering::Relaxed)
     }
 
+    /// Whether an inline payload of `len` bytes of an operation whose
+    /// [`Shape::fit_index`] is `fit_index` takes the short path (1..=`Limits::short_fit`
+    /// bytes) and the send queue takes posts: one compare with the gate, which a refusal
+    /// closes.
+    ///
+    /// [`Shape::fit_index`]: super::wr::Shape::fit_index
+    #[inline(always)]
+    pub(super) fn takes_short(&self, fit_index: usize, len: usize) -> bool {
+        len.wrapping_sub(1) < self.gate[fit_index].load(Ordering::Relaxed)
+    }
+
+    /// Sets the short path's bounds (`Limits::short_fit`), open unless the queue refuses
+    /// posts; the send queue does once it is built.
+    pub(super) fn open_short(&self, fit: [usize; 4]) {
+        for (kept, bound) in self.fit.iter().zip(fit) {
+            kept.store(bound, Ordering::Relaxed);
+        }
+        if !self.is_refused() {
+            self.accept();
+        }
+    }
+
     /// Makes the send queue refuse posts (its QP or send queue went to an error state).
     pub(crate) fn refuse(&self) {
         self.refused.store(true, Ordering::Relaxed);
+        for gate in &self.gate {
+            gate.store(0, Ordering::Relaxed);
+        }
     }
 
     /// Makes the send queue take posts again (reset, or SQE → RTS).
     pub(crate) fn accept(&self) {
         self.refused.store(false, Ordering::Relaxed);
+        for (gate, fit) in self.gate.iter().zip(&self.fit) {
+            gate.store(fit.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
     }
 
     /// A one-slot state that no CQE's key matches ([`SqShared::is_gone`]): a poller's

@@ -141,6 +141,36 @@ fn short_inline_posts_at_the_one_wqebb_limit() {
     }
 }
 
+/// The short path's gate (`SqShared::takes_short`: one compare says that a payload is
+/// short and that the queue takes posts) is open at the queue's bounds once it is built,
+/// closed by a refusal and open again on acceptance; a fresh state is closed, and bounds
+/// set while it refuses stay closed until it accepts. READ and atomics never take it.
+#[test]
+fn a_refusal_closes_the_short_path_and_acceptance_opens_it() {
+    let q = NullQueues::new(64, 64, 220).unwrap();
+    let [write, send] = [WRITE, SendOp::Send].map(|op| op.shape().fit_index());
+    let gate = |s: &SqShared| {
+        [(write, 28), (send, 44)]
+            .map(|(i, fit)| [0, 1, fit, fit + 1].map(|len| s.takes_short(i, len)))
+    };
+    let (open, closed) = ([[false, true, true, false]; 2], [[false; 4]; 2]);
+    let shared = &*q.sq.shared;
+    assert_eq!(gate(shared), open);
+    assert!(!shared.takes_short(2, 1) && !shared.takes_short(3, 1));
+    shared.refuse();
+    assert_eq!(gate(shared), closed);
+    shared.accept();
+    assert_eq!(gate(shared), open);
+
+    let fresh = SqShared::new(64, 1);
+    assert_eq!(gate(&fresh), closed);
+    fresh.refuse();
+    fresh.open_short(q.sq.k.short_fit);
+    assert_eq!(gate(&fresh), closed);
+    fresh.accept();
+    assert_eq!(gate(&fresh), open);
+}
+
 fn wr(wr_id: u64, data: Data<'_>) -> SendWr<'_> {
     SendWr {
         wr_id,

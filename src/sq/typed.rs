@@ -198,7 +198,7 @@ impl<U: Uar> SendQueue<U> {
         flags: SendFlags,
     ) -> Result<(), PostError> {
         let shape = op().shape();
-        if !self.k.is_short(shape, data.len()) || self.shared.is_refused() {
+        if !self.shared.takes_short(shape.fit_index(), data.len()) {
             return self.generic::<RING>(wr_id, op, data, flags);
         }
         // Built after the branch: the out-of-line call's work request in memory would
