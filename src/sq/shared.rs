@@ -141,24 +141,40 @@ impl SqShared {
         for (kept, bound) in self.fit.iter().zip(fit) {
             kept.store(bound, Ordering::Relaxed);
         }
-        if !self.is_refused() {
-            self.accept();
+        if !self.refused.load(Ordering::SeqCst) {
+            self.open_gate();
         }
     }
 
-    /// Makes the send queue refuse posts (its QP or send queue went to an error state).
+    /// Makes the send queue refuse posts (its QP or send queue went to an error state):
+    /// the flag, then the gate closed.
     pub(crate) fn refuse(&self) {
-        self.refused.store(true, Ordering::Relaxed);
-        for gate in &self.gate {
-            gate.store(0, Ordering::Relaxed);
-        }
+        self.refused.store(true, Ordering::SeqCst);
+        self.close_gate();
     }
 
     /// Makes the send queue take posts again (reset, or SQE → RTS).
     pub(crate) fn accept(&self) {
-        self.refused.store(false, Ordering::Relaxed);
+        self.refused.store(false, Ordering::SeqCst);
+        self.open_gate();
+    }
+
+    /// Opens the gate at the kept bounds, then closes it again if a refusal came in the
+    /// meantime (a poller's, on another thread): a refusal's flag is stored before its
+    /// gate is closed, all in one order (`SeqCst`), so that whichever of the two runs
+    /// last, a refused queue's gate ends closed.
+    fn open_gate(&self) {
         for (gate, fit) in self.gate.iter().zip(&self.fit) {
-            gate.store(fit.load(Ordering::Relaxed), Ordering::Relaxed);
+            gate.store(fit.load(Ordering::Relaxed), Ordering::SeqCst);
+        }
+        if self.refused.load(Ordering::SeqCst) {
+            self.close_gate();
+        }
+    }
+
+    fn close_gate(&self) {
+        for gate in &self.gate {
+            gate.store(0, Ordering::SeqCst);
         }
     }
 
