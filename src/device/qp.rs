@@ -544,7 +544,7 @@ impl<B: Backend> Qp<B> {
             rq.reset();
         }
         self.core.errored.store(false, Ordering::Relaxed);
-        self.core.sq.accept();
+        self.sq.accept();
         Ok(())
     }
 
@@ -598,7 +598,7 @@ impl<B: Backend> Qp<B> {
             });
         }
         self.modify(Transition::SqeToRts, QpState::Rts)?;
-        self.core.sq.accept();
+        self.sq.accept();
         Ok(())
     }
 

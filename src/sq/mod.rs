@@ -193,6 +193,12 @@ impl<U: Uar> SendQueue<U> {
         sq
     }
 
+    /// Takes posts again after a refusal (the QP reset, or its send queue back from SQE to
+    /// RTS): the shared state's flag cleared, the short path open at this queue's bounds.
+    pub(crate) fn accept(&self) {
+        self.shared.accept(self.k.short_fit);
+    }
+
     /// Chooses how doorbells are rung.
     pub fn set_mode(&mut self, mode: DoorbellMode) {
         self.mode = mode;

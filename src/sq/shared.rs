@@ -31,8 +31,6 @@ pub(crate) struct SqShared {
     /// ([`SqShared::takes_short`]). All 0 until the send queue sets its bounds
     /// ([`SqShared::open_short`]): every post then goes through the general path.
     gate: [AtomicUsize; 4],
-    /// The bounds [`SqShared::accept`] puts back into `gate`.
-    fit: [AtomicUsize; 4],
 }
 
 /// A [`SqShared`]'s key once its QP is detached: no [`qpn_key`] equals it (QPNs have 24
@@ -111,7 +109,6 @@ impl SqShared {
             key: AtomicU32::new(qpn_key(u32::from_ne_bytes((qpn & 0xff_ffff).to_be_bytes()))),
             refused: AtomicBool::new(false),
             gate: Default::default(),
-            fit: Default::default(),
         }
     }
 
@@ -135,14 +132,11 @@ impl SqShared {
         len.wrapping_sub(1) < self.gate[fit_index].load(Ordering::Relaxed)
     }
 
-    /// Sets the short path's bounds (`Limits::short_fit`), open unless the queue refuses
-    /// posts; the send queue does once it is built.
+    /// Opens the short path at the send queue's bounds (`Limits::short_fit`) unless the
+    /// queue refuses posts; the send queue does once it is built.
     pub(super) fn open_short(&self, fit: [usize; 4]) {
-        for (kept, bound) in self.fit.iter().zip(fit) {
-            kept.store(bound, Ordering::Relaxed);
-        }
         if !self.refused.load(Ordering::SeqCst) {
-            self.open_gate();
+            self.open_gate(fit);
         }
     }
 
@@ -153,19 +147,22 @@ impl SqShared {
         self.close_gate();
     }
 
-    /// Makes the send queue take posts again (reset, or SQE → RTS).
-    pub(crate) fn accept(&self) {
+    /// Makes the send queue take posts again (reset, or SQE → RTS), its short path open at
+    /// its bounds (`Limits::short_fit`; see [`SendQueue::accept`]).
+    ///
+    /// [`SendQueue::accept`]: super::SendQueue::accept
+    pub(super) fn accept(&self, fit: [usize; 4]) {
         self.refused.store(false, Ordering::SeqCst);
-        self.open_gate();
+        self.open_gate(fit);
     }
 
     /// Opens the gate at the kept bounds, then closes it again if a refusal came in the
     /// meantime (a poller's, on another thread): a refusal's flag is stored before its
     /// gate is closed, all in one order (`SeqCst`), so that whichever of the two runs
     /// last, a refused queue's gate ends closed.
-    fn open_gate(&self) {
-        for (gate, fit) in self.gate.iter().zip(&self.fit) {
-            gate.store(fit.load(Ordering::Relaxed), Ordering::SeqCst);
+    fn open_gate(&self, fit: [usize; 4]) {
+        for (gate, bound) in self.gate.iter().zip(fit) {
+            gate.store(bound, Ordering::SeqCst);
         }
         if self.refused.load(Ordering::SeqCst) {
             self.close_gate();

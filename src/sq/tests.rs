@@ -159,7 +159,7 @@ fn a_refusal_closes_the_short_path_and_acceptance_opens_it() {
     assert!(!shared.takes_short(2, 1) && !shared.takes_short(3, 1));
     shared.refuse();
     assert_eq!(gate(shared), closed);
-    shared.accept();
+    q.sq.accept();
     assert_eq!(gate(shared), open);
 
     let fresh = SqShared::new(64, 1);
@@ -167,7 +167,7 @@ fn a_refusal_closes_the_short_path_and_acceptance_opens_it() {
     fresh.refuse();
     fresh.open_short(q.sq.k.short_fit);
     assert_eq!(gate(&fresh), closed);
-    fresh.accept();
+    fresh.accept(q.sq.k.short_fit);
     assert_eq!(gate(&fresh), open);
 }
 
